@@ -1,0 +1,198 @@
+"""A group of envs stepped one after another into rows of batch arrays.
+
+This is the one place where env semantics live (autoreset modes, seeding, info
+collection). The worker process runs an `EnvBatch` over shared-memory arrays; the
+serial twin runs one over ordinary arrays. Both therefore produce, for every env,
+exactly the same trajectory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode
+
+from pararl.vector.shared import Tree, read_row, write_row
+
+InfoRows = list[tuple[int, dict[str, Any]]]
+
+# Methods that must go through the vector env's own calls, never `call(name)`.
+RESERVED_CALLS = frozenset({"reset", "step", "close"})
+
+
+@dataclass
+class BatchArrays:
+    """The batch-wide arrays an `EnvBatch` reads actions from and writes results to."""
+
+    obs: Tree
+    actions: Tree
+    rewards: np.ndarray
+    terminations: np.ndarray
+    truncations: np.ndarray
+
+
+def _row_writer(tree: Tree) -> Callable[[int, Any], None]:
+    if isinstance(tree, np.ndarray):
+        return tree.__setitem__  # the common case, without a Python call per level
+    return lambda row, value: write_row(tree, row, value)
+
+
+def _row_reader(tree: Tree) -> Callable[[int], Any]:
+    if isinstance(tree, np.ndarray) and tree.ndim == 1:
+        return tree.__getitem__
+    return lambda row: read_row(tree, row)
+
+
+class EnvBatch:
+    """Envs `offset .. offset+len(envs)-1` of a vector env, stepped serially.
+
+    `step`/`reset` take *local* indices (0-based within this batch) and return the
+    non-empty infos as `(global_row, info)` pairs. If an env raises, `failed_env`
+    holds its global index and the exception propagates.
+    """
+
+    def __init__(
+        self,
+        envs: Sequence[gym.Env],
+        offset: int,
+        arrays: BatchArrays,
+        autoreset_mode: AutoresetMode,
+    ) -> None:
+        self.envs = list(envs)
+        self.offset = offset
+        self.arrays = arrays
+        self.autoreset_mode = autoreset_mode
+        self.failed_env: int | None = None
+        self._all = range(len(self.envs))
+        self._needs_reset = [False] * len(self.envs)
+        self._write_obs = _row_writer(arrays.obs)
+        self._read_action = _row_reader(arrays.actions)
+
+    def reset(
+        self,
+        local_ids: Sequence[int] | None,
+        seeds: Sequence[int | None],
+        options: dict[str, Any] | None,
+    ) -> InfoRows:
+        """Reset envs `local_ids` (all when None); `seeds` has one entry per reset env."""
+        infos: InfoRows = []
+        ids = self._all if local_ids is None else local_ids
+        arrays = self.arrays
+        for local, seed in zip(ids, seeds, strict=True):
+            row = self.offset + local
+            try:
+                obs, info = self.envs[local].reset(seed=seed, options=options)
+            except Exception:
+                self.failed_env = row
+                raise
+            self._write_obs(row, obs)
+            arrays.rewards[row] = 0.0
+            arrays.terminations[row] = False
+            arrays.truncations[row] = False
+            self._needs_reset[local] = False
+            if info:
+                infos.append((row, info))
+        return infos
+
+    def step(self, local_ids: Sequence[int] | None) -> InfoRows:
+        """Step envs `local_ids` (all when None) with the actions in their rows."""
+        ids = self._all if local_ids is None else local_ids
+        if self.autoreset_mode is AutoresetMode.SAME_STEP:
+            return self._step_same(ids)
+        if self.autoreset_mode is AutoresetMode.DISABLED:
+            for local in ids:
+                if self._needs_reset[local]:
+                    raise RuntimeError(
+                        f"env {self.offset + local} ended and autoreset_mode is DISABLED: "
+                        "reset it (reset(options={'reset_mask': ...})) before stepping it again."
+                    )
+        return self._step_next(ids)
+
+    def _step_next(self, ids: Sequence[int]) -> InfoRows:
+        # NEXT_STEP: an env that ended last step is reset now, with reward 0 and no
+        # termination. (DISABLED shares this loop: no env reaches the reset branch.)
+        infos: InfoRows = []
+        envs, needs_reset, offset = self.envs, self._needs_reset, self.offset
+        rewards, terms, truncs = (self.arrays.rewards, self.arrays.terminations,
+                                  self.arrays.truncations)
+        write_obs, read_action = self._write_obs, self._read_action
+        row = offset
+        try:
+            for local in ids:
+                row = offset + local
+                if needs_reset[local]:
+                    obs, info = envs[local].reset()
+                    reward, terminated, truncated = 0.0, False, False
+                else:
+                    obs, reward, terminated, truncated, info = envs[local].step(read_action(row))
+                write_obs(row, obs)
+                rewards[row] = reward
+                terms[row] = terminated
+                truncs[row] = truncated
+                needs_reset[local] = terminated or truncated
+                if info:
+                    infos.append((row, info))
+        except Exception:
+            self.failed_env = row
+            raise
+        return infos
+
+    def _step_same(self, ids: Sequence[int]) -> InfoRows:
+        # SAME_STEP: an env that ends is reset in the same step; its last observation
+        # and info go to `final_obs` / `final_info`.
+        infos: InfoRows = []
+        arrays, row = self.arrays, self.offset
+        try:
+            for local in ids:
+                row = self.offset + local
+                env = self.envs[local]
+                obs, reward, terminated, truncated, info = env.step(self._read_action(row))
+                if terminated or truncated:
+                    infos.append((row, {"final_obs": obs, "final_info": info}))
+                    obs, info = env.reset()
+                self._write_obs(row, obs)
+                arrays.rewards[row] = reward
+                arrays.terminations[row] = terminated
+                arrays.truncations[row] = truncated
+                if info:
+                    infos.append((row, info))
+        except Exception:
+            self.failed_env = row
+            raise
+        return infos
+
+    # --- attribute access, as Gymnasium's vector envs do it -----------------------
+
+    def call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+        if name in RESERVED_CALLS:
+            raise ValueError(f"use the vector env's own `{name}()` instead of call({name!r})")
+        results = []
+        for local, env in enumerate(self.envs):
+            self.failed_env = self.offset + local
+            attr = env.get_wrapper_attr(name)
+            results.append(attr(*args, **kwargs) if callable(attr) else attr)
+        self.failed_env = None
+        return results
+
+    def call_each(self, name: str, local_ids: Sequence[int], args: Sequence[Any]) -> list[Any]:
+        """Call method `name` on envs `local_ids`, one positional argument each."""
+        results = []
+        for local, arg in zip(local_ids, args, strict=True):
+            self.failed_env = self.offset + local
+            results.append(self.envs[local].get_wrapper_attr(name)(arg))
+        self.failed_env = None
+        return results
+
+    def set_attr(self, name: str, values: Sequence[Any]) -> None:
+        for local, (env, value) in enumerate(zip(self.envs, values, strict=True)):
+            self.failed_env = self.offset + local
+            env.set_wrapper_attr(name, value)
+        self.failed_env = None
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()

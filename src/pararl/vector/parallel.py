@@ -1,0 +1,82 @@
+"""`ParallelVectorEnv`: a few worker processes, each stepping a batch of envs
+serially, with all data in shared memory and only small commands on pipes.
+
+A drop-in replacement for `gymnasium.vector.AsyncVectorEnv` (same calls, errors,
+infos and autoreset modes), plus partial stepping (`send`/`recv`).
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+from collections.abc import Callable, Sequence
+
+import gymnasium as gym
+from gymnasium.vector import AutoresetMode
+
+from pararl.vector.core import BatchVectorEnv
+from pararl.vector.shared import ArraySpec
+from pararl.vector.topology import physical_cores
+from pararl.vector.transport import ProcessTransport, Transport
+from pararl.vector.worker import BatchLayout
+
+
+def default_num_workers(num_envs: int) -> int:
+    """One worker per physical core available to this process, at most one per env."""
+    return max(1, min(physical_cores(), num_envs))
+
+
+class ParallelVectorEnv(BatchVectorEnv):
+    """Envs split over `num_workers` processes (default: physical cores available).
+
+    Args:
+        env_fns: one factory per env; under `spawn`/`forkserver` they must pickle
+            (cloudpickle: lambdas are fine).
+        num_workers: worker processes; envs are split in contiguous, near-equal slices.
+        copy: return observations that later steps cannot change (a copy out of
+            shared memory). With False, `step`/`reset` return the shared arrays.
+        context: multiprocessing start method (`fork`, `forkserver`, `spawn`);
+            None uses the platform default.
+        autoreset_mode: Gymnasium's `NEXT_STEP` (default), `SAME_STEP` or `DISABLED`.
+        worker_timeout: seconds a worker may go without answering a command before
+            the call raises `WorkerTimeoutError` (None: wait as long as it lives).
+        start_timeout: seconds allowed for the workers to build their envs.
+        daemon: start workers as daemon processes.
+    """
+
+    def __init__(
+        self,
+        env_fns: Sequence[Callable[[], gym.Env]],
+        num_workers: int | None = None,
+        *,
+        copy: bool = True,
+        context: str | None = None,
+        autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
+        worker_timeout: float | None = 300.0,
+        start_timeout: float = 120.0,
+        daemon: bool = True,
+    ) -> None:
+        n = len(env_fns)
+        if num_workers is None:
+            num_workers = default_num_workers(n)
+        if not 1 <= num_workers <= max(n, 1):
+            raise ValueError(
+                f"num_workers must be between 1 and the number of envs ({n}), got "
+                f"{num_workers}; use SerialVectorEnv to step envs in this process")
+        self._requested_workers = num_workers
+        self._ctx = mp.get_context(context)
+        self._daemon = daemon
+        self._start_timeout = start_timeout
+        super().__init__(env_fns, copy=copy, autoreset_mode=autoreset_mode,
+                         worker_timeout=worker_timeout)
+
+    def _make_transport(self, env_fns: Sequence[Callable[[], gym.Env]],
+                        specs: dict[str, ArraySpec], layout: BatchLayout) -> Transport:
+        return ProcessTransport(env_fns, self._requested_workers, specs, layout, self._ctx,
+                                daemon=self._daemon, start_timeout=self._start_timeout)
+
+    @property
+    def worker_pids(self) -> list[int]:
+        """Process ids of the workers (for monitoring and tests)."""
+        transport = self._transport
+        assert isinstance(transport, ProcessTransport)
+        return transport.group.pids

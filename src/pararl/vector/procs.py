@@ -1,0 +1,198 @@
+"""The one process manager of pararl: start child processes, talk to them over
+pipes, notice when they die, and always take them down.
+
+Every child runs `_bootstrap`, which makes it ignore SIGINT (the parent owns
+shutdown), pins it to one intra-op thread (N processes x N threads would fight for
+N cores), and reports any exception that escapes its main function, with the
+traceback, as its last message. The parent never blocks without a bound: `ready`
+waits on the pipes *and* the process sentinels, so a child that dies (SIGKILL,
+segfault) wakes it at once.
+
+Replies on a pipe are `(ok, payload)`; a failed reply carries a `RemoteError`.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import sys
+import time
+import traceback
+import weakref
+from collections.abc import Callable, Sequence
+from multiprocessing.connection import Connection, wait
+from multiprocessing.context import BaseContext
+from typing import Any
+
+from pararl.vector.errors import WorkerError, WorkerTimeoutError
+
+CLOSE_GRACE_S = 2.0  # how long close() lets children exit by themselves
+
+
+class ParentWatch:
+    """Lets a child notice that its parent died (it then gets a new parent pid).
+
+    Works for fork, spawn and forkserver (whose server exits with our parent).
+    """
+
+    interval = 1.0
+
+    def __init__(self) -> None:
+        self._ppid = os.getppid()
+
+    def orphaned(self) -> bool:
+        return os.getppid() != self._ppid
+
+
+def _bootstrap(conn: Connection, target: Callable[..., None], args: tuple[Any, ...]) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.environ["OMP_NUM_THREADS"] = "1"
+    os.environ["MKL_NUM_THREADS"] = "1"
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(1)
+    try:
+        target(conn, *args)
+    except BaseException as exc:  # report anything that escapes; the parent decides
+        from pararl.vector.worker import RemoteError
+
+        report = RemoteError(f"{type(exc).__name__}: {exc}", traceback.format_exc(), None)
+        try:
+            conn.send((False, report))
+        except (OSError, ValueError):
+            pass
+    finally:
+        conn.close()
+
+
+def _reap(processes: Sequence[mp.process.BaseProcess], grace: float) -> None:
+    """Join, then terminate, then kill: no child outlives this call."""
+    deadline = time.monotonic() + grace
+    for proc in processes:
+        proc.join(max(0.0, deadline - time.monotonic()))
+    for proc in processes:
+        if proc.is_alive():
+            proc.terminate()
+    for proc in processes:
+        proc.join(0.5)
+        if proc.is_alive():
+            proc.kill()
+            proc.join(1.0)
+
+
+class ProcessGroup:
+    """N child processes, each running `target(conn, *args[i])`, one pipe each."""
+
+    def __init__(
+        self,
+        target: Callable[..., None],
+        args: Sequence[tuple[Any, ...]],
+        ctx: BaseContext,
+        name: str = "pararl-worker",
+        daemon: bool = True,
+    ) -> None:
+        self.conns: list[Connection] = []
+        self.processes: list[mp.process.BaseProcess] = []
+        self._closed = False
+        try:
+            for index, worker_args in enumerate(args):
+                parent_conn, child_conn = ctx.Pipe(duplex=True)
+                proc = ctx.Process(  # type: ignore[attr-defined]
+                    target=_bootstrap,
+                    args=(child_conn, target, worker_args),
+                    name=f"{name}-{index}",
+                    daemon=daemon,
+                )
+                proc.start()
+                child_conn.close()
+                self.conns.append(parent_conn)
+                self.processes.append(proc)
+        finally:
+            # Registered even if a start failed half-way: whatever started is reaped
+            # on close(), on garbage collection and at interpreter exit.
+            self._finalizer = weakref.finalize(self, _reap, list(self.processes), 0.0)
+
+    def __len__(self) -> int:
+        return len(self.processes)
+
+    @property
+    def pids(self) -> list[int]:
+        return [p.pid for p in self.processes if p.pid is not None]
+
+    def send(self, index: int, message: Any) -> None:
+        try:
+            self.conns[index].send(message)
+        except (BrokenPipeError, ConnectionResetError, EOFError, OSError):
+            self._raise_dead(index)
+
+    def receive(self, index: int) -> Any:
+        """The payload of worker `index`'s next reply; raises `WorkerError` on failure."""
+        try:
+            ok, payload = self.conns[index].recv()
+        except (EOFError, ConnectionResetError, OSError):
+            self._raise_dead(index)
+        if not ok:
+            raise WorkerError(index, payload.message, env_index=payload.env_index,
+                              remote_traceback=payload.traceback)
+        return payload
+
+    def ready(self, indices: Sequence[int], timeout: float | None) -> list[int]:
+        """Workers among `indices` with a reply waiting, after at most `timeout` s.
+
+        A worker that died with nothing left to read raises `WorkerError` at once.
+        """
+        by_object: dict[Any, tuple[str, int]] = {}
+        for i in indices:
+            by_object[self.conns[i]] = ("conn", i)
+            by_object[self.processes[i].sentinel] = ("dead", i)
+        hits = wait(list(by_object), timeout)
+        ready = sorted({by_object[h][1] for h in hits if by_object[h][0] == "conn"})
+        for kind, i in (by_object[h] for h in hits):
+            if kind == "dead" and i not in ready and not self.conns[i].poll(0):
+                self._raise_dead(i)
+        return ready
+
+    def await_ready(self, timeout: float) -> None:
+        """Wait for every child's first reply (its "ready"), at most `timeout` s."""
+        deadline = time.monotonic() + timeout
+        waiting = list(range(len(self)))
+        while waiting:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise WorkerTimeoutError(waiting[0], f"not ready after {timeout} s (building "
+                                         "its envs takes too long, or it hangs)")
+            for i in self.ready(waiting, left):
+                self.receive(i)
+                waiting.remove(i)
+
+    def _raise_dead(self, index: int) -> Any:
+        proc = self.processes[index]
+        proc.join(0.2)
+        code = proc.exitcode
+        how = (f"killed by signal {signal.Signals(-code).name}" if code is not None and code < 0
+               else f"exited with code {code}")
+        raise WorkerError(index, f"worker process died ({how}) without reporting an error",
+                          exitcode=code)
+
+    def close(self, grace: float = CLOSE_GRACE_S, message: Any = ("close", None)) -> None:
+        """Ask every child to exit, wait up to `grace` s, then terminate and kill.
+
+        Idempotent; safe after failures and from any state.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        for i, proc in enumerate(self.processes):
+            if proc.is_alive():
+                try:
+                    self.conns[i].send(message)
+                except (OSError, ValueError):
+                    pass
+        _reap(self.processes, grace)
+        for conn in self.conns:
+            conn.close()
+        self._finalizer.detach()
+
+    def kill(self) -> None:
+        """Take every child down now, without asking."""
+        self.close(grace=0.0)

@@ -1,0 +1,129 @@
+"""How commands reach the env batches: inline (the serial twin) or to worker
+processes over pipes, with the data in shared memory.
+
+A transport owns the batch arrays and knows which env rows each worker holds. The
+vector env front end (`core.BatchVectorEnv`) speaks to either through the same four
+calls: `submit`, `ready`, `receive`, `close`.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections import deque
+from collections.abc import Callable, Sequence
+from multiprocessing.context import BaseContext
+from typing import Any, Protocol
+
+import cloudpickle
+import gymnasium as gym
+
+from pararl.vector.batch import BatchArrays, EnvBatch
+from pararl.vector.procs import ProcessGroup
+from pararl.vector.shared import ArraySpec, SharedArrays, local_arrays
+from pararl.vector.topology import split_evenly
+from pararl.vector.worker import BatchLayout, batch_arrays, env_worker, execute, make_envs
+
+
+class Transport(Protocol):
+    arrays: BatchArrays
+    slices: list[range]  # env rows owned by each worker
+
+    def submit(self, worker: int, command: str, data: Any) -> None: ...
+    def ready(self, workers: Sequence[int], timeout: float | None) -> list[int]: ...
+    def receive(self, worker: int) -> Any: ...
+    def close(self, grace: float) -> None: ...
+
+
+class InlineTransport:
+    """Runs every command at once in this process: the serial twin's engine."""
+
+    def __init__(self, env_fns: Sequence[Callable[[], gym.Env]],
+                 specs: dict[str, ArraySpec], layout: BatchLayout) -> None:
+        self.slices = [range(len(env_fns))]
+        self.arrays = batch_arrays(local_arrays(specs), layout)
+        self._batch = EnvBatch(make_envs(env_fns, 0), 0, self.arrays, layout.autoreset_mode)
+        self._replies: deque[Any] = deque()
+
+    def submit(self, worker: int, command: str, data: Any) -> None:
+        try:
+            self._replies.append(execute(self._batch, command, data))
+        except Exception as exc:
+            if self._batch.failed_env is not None:
+                exc.add_note(f"(raised by env {self._batch.failed_env})")
+            raise
+
+    def ready(self, workers: Sequence[int], timeout: float | None) -> list[int]:
+        return [0] if self._replies else []
+
+    def receive(self, worker: int) -> Any:
+        return self._replies.popleft()
+
+    def close(self, grace: float) -> None:
+        self._batch.close()
+
+
+class _Pickled:
+    """An env factory sent to a worker with cloudpickle (lambdas, closures work)."""
+
+    def __init__(self, fn: Callable[[], gym.Env]) -> None:
+        self.fn = fn
+
+    def __call__(self) -> gym.Env:
+        return self.fn()
+
+    def __getstate__(self) -> bytes:
+        return cloudpickle.dumps(self.fn)
+
+    def __setstate__(self, state: bytes) -> None:
+        self.fn = pickle.loads(state)
+
+
+def check_picklable(env_fns: Sequence[Callable[[], gym.Env]], method: str) -> None:
+    """Fail early, naming the factory, if a factory cannot travel to a worker."""
+    for index, fn in enumerate(env_fns):
+        try:
+            cloudpickle.dumps(fn)
+        except Exception as exc:
+            raise ValueError(
+                f"env factory {index} ({fn!r}) cannot be pickled, which start method "
+                f"{method!r} needs: {type(exc).__name__}: {exc}. Build the env inside a "
+                "module-level function or functools.partial without unpicklable state "
+                "(locks, open files, sockets), or use context='fork'."
+            ) from exc
+
+
+class ProcessTransport:
+    """Worker processes, each stepping a contiguous slice of the envs serially."""
+
+    def __init__(self, env_fns: Sequence[Callable[[], gym.Env]], num_workers: int,
+                 specs: dict[str, ArraySpec], layout: BatchLayout, ctx: BaseContext,
+                 daemon: bool = True, start_timeout: float = 120.0) -> None:
+        method = ctx.get_start_method()
+        if method != "fork":
+            check_picklable(env_fns, method)
+        self.slices = split_evenly(len(env_fns), num_workers)
+        self.shared = SharedArrays(specs, ctx)
+        self.arrays = batch_arrays(self.shared.arrays, layout)
+        fns = [_Pickled(fn) for fn in env_fns]
+        self.group = ProcessGroup(
+            env_worker,
+            [(fns[s.start:s.stop], s.start, self.shared, layout) for s in self.slices],
+            ctx, name="pararl-env-worker", daemon=daemon,
+        )
+        try:
+            self.group.await_ready(start_timeout)
+        except BaseException:
+            self.group.kill()
+            raise
+
+    def submit(self, worker: int, command: str, data: Any) -> None:
+        self.group.send(worker, (command, data))
+
+    def ready(self, workers: Sequence[int], timeout: float | None) -> list[int]:
+        return self.group.ready(workers, timeout)
+
+    def receive(self, worker: int) -> Any:
+        return self.group.receive(worker)
+
+    def close(self, grace: float) -> None:
+        self.group.close(grace)

@@ -1,0 +1,126 @@
+"""The worker side: commands executed on an `EnvBatch`, in a process or inline.
+
+`execute` is shared by the process worker loop and the serial twin's inline
+transport, so both run literally the same code for every command.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+import gymnasium as gym
+from gymnasium.vector import AutoresetMode
+
+from pararl.vector.batch import BatchArrays, EnvBatch
+from pararl.vector.procs import ParentWatch
+from pararl.vector.shared import SharedArrays, space_tree
+
+
+@dataclass(frozen=True)
+class RemoteError:
+    """An exception raised in a worker, as sent to the parent."""
+
+    message: str
+    traceback: str
+    env_index: int | None
+
+
+@dataclass(frozen=True)
+class BatchLayout:
+    """What a worker needs to view the shared arrays as its batch."""
+
+    observation_space: gym.Space
+    action_space: gym.Space
+    autoreset_mode: AutoresetMode
+
+
+def batch_arrays(arrays: dict[str, Any], layout: BatchLayout) -> BatchArrays:
+    return BatchArrays(
+        obs=space_tree(layout.observation_space, arrays, "obs"),
+        actions=space_tree(layout.action_space, arrays, "act"),
+        rewards=arrays["rew"],
+        terminations=arrays["term"],
+        truncations=arrays["trunc"],
+    )
+
+
+def execute(batch: EnvBatch, command: str, data: Any) -> Any:
+    """Run one command on `batch`; returns the reply payload."""
+    if command == "step":
+        return batch.step(data)
+    if command == "reset":
+        local_ids, seeds, options = data
+        return batch.reset(local_ids, seeds, options)
+    if command == "call":
+        name, args, kwargs = data
+        return batch.call(name, args, kwargs)
+    if command == "call_each":
+        name, local_ids, args = data
+        return batch.call_each(name, local_ids, args)
+    if command == "set_attr":
+        name, values = data
+        return batch.set_attr(name, values)
+    raise ValueError(f"unknown worker command {command!r}")
+
+
+def make_envs(env_fns: Sequence[Callable[[], gym.Env]], offset: int) -> list[gym.Env]:
+    envs = []
+    for i, fn in enumerate(env_fns):
+        try:
+            envs.append(fn())
+        except Exception as exc:
+            raise EnvCreationError(offset + i) from exc
+    return envs
+
+
+class EnvCreationError(RuntimeError):
+    def __init__(self, env_index: int) -> None:
+        super().__init__(f"creating env {env_index} failed")
+        self.env_index = env_index
+
+
+def env_worker(
+    conn: Connection,
+    env_fns: Sequence[Callable[[], gym.Env]],
+    offset: int,
+    shared: SharedArrays,
+    layout: BatchLayout,
+) -> None:
+    """Main loop of a worker process: build its envs, then serve commands until
+    told to close, the parent goes away, or an env raises (reported, then exit)."""
+    watch = ParentWatch()
+    batch: EnvBatch | None = None
+    try:
+        batch = EnvBatch(make_envs(env_fns, offset), offset,
+                         batch_arrays(shared.arrays, layout), layout.autoreset_mode)
+        conn.send((True, None))  # ready
+        while True:
+            if not conn.poll(watch.interval):
+                if watch.orphaned():
+                    return
+                continue
+            command, data = conn.recv()
+            if command == "close":
+                return
+            conn.send((True, execute(batch, command, data)))
+    except (EOFError, BrokenPipeError, KeyboardInterrupt):
+        return  # the parent is gone or shutting us down
+    except Exception as exc:
+        env_index = getattr(exc, "env_index", None)
+        if env_index is None and batch is not None:
+            env_index = batch.failed_env
+        report = RemoteError(f"{type(exc).__name__}: {exc}", traceback.format_exc(), env_index)
+        try:
+            conn.send((False, report))
+        except (OSError, ValueError):
+            pass
+    finally:
+        if batch is not None:
+            try:
+                batch.close()
+            except Exception:  # noqa: S110 - closing after a failure must not mask it
+                pass
