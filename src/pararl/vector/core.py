@@ -28,6 +28,7 @@ from pararl.vector.errors import (
     WorkerTimeoutError,
 )
 from pararl.vector.infos import batch_infos
+from pararl.vector.procs import CLOSE_GRACE_S
 from pararl.vector.shared import ArraySpec, index_array, put_rows, space_specs, take_rows
 from pararl.vector.transport import Transport
 from pararl.vector.worker import BatchLayout
@@ -103,9 +104,11 @@ class BatchVectorEnv(gym.vector.VectorEnv):
         self._worker_of = np.empty(n, dtype=np.int64)
         for w, rows in enumerate(self._transport.slices):
             self._worker_of[rows.start:rows.stop] = w
+        self._worker_rows = [np.arange(r.start, r.stop) for r in self._transport.slices]
         self._pending: list[deque[np.ndarray]] = [deque() for _ in self._transport.slices]
         self._arrived: list[Reply] = []  # replies received but not yet returned
         self._in_flight = np.zeros(n, dtype=np.bool_)
+        self._all_ids = np.arange(n)
         self._state = "default"
         self.closed = False
 
@@ -143,16 +146,21 @@ class BatchVectorEnv(gym.vector.VectorEnv):
         """Send `command` to the worker of every env in `ids` (ascending);
         `data(local_ids, rows)` builds a worker's payload from its envs' local ids
         (None: all of them, in order) and global rows."""
+        if ids.size == self.num_envs:  # the hot path: every worker takes all its envs
+            for w, rows in enumerate(self._worker_rows):
+                self._transport.submit(w, command, data(None, rows))
+                self._pending[w].append(rows)
+            self._in_flight[:] = True
+            return
         ids = np.sort(ids)
-        for w, rows in enumerate(self._transport.slices):
+        for w, rows in enumerate(self._worker_rows):
             mine = ids[self._worker_of[ids] == w]
-            if mine.size == 0:
-                continue
-            whole = mine.size == len(rows) and bool((mine == np.arange(rows.start, rows.stop)).all())
-            local = None if whole else (mine - rows.start).tolist()
-            self._transport.submit(w, command, data(local, mine))
-            self._pending[w].append(mine)
-            self._in_flight[mine] = True
+            if mine.size:
+                whole = mine.size == rows.size  # ids are unique, so these are all its envs
+                local = None if whole else (mine - rows[0]).tolist()
+                self._transport.submit(w, command, data(local, mine))
+                self._pending[w].append(mine)
+                self._in_flight[mine] = True
 
     def _collect(self, *, min_envs: int | None = None, window: float | None = None,
                  timeout: float | None = None) -> list[Reply]:
@@ -195,15 +203,15 @@ class BatchVectorEnv(gym.vector.VectorEnv):
 
     def _results(self, replies: list[Reply], full: bool
                  ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any], np.ndarray]:
-        ids = np.concatenate([r[0] for r in replies]) if replies else np.arange(0)
-        ids.sort()
         a = self._arrays
         rows = [row_info for _, payload in replies for row_info in payload]
         if full:
+            ids = self._all_ids
             obs = take_rows(a.obs, None) if self.copy else a.obs
             sel: np.ndarray | None = None
-            infos = batch_infos(sorted(rows, key=lambda r: r[0]), self.num_envs)
+            infos = batch_infos(sorted(rows, key=lambda r: r[0]), self.num_envs) if rows else {}
         else:
+            ids = np.sort(np.concatenate([r[0] for r in replies])) if replies else np.arange(0)
             sel = ids
             pos = {int(g): p for p, g in enumerate(ids)}
             obs = take_rows(a.obs, ids)
@@ -369,8 +377,6 @@ class BatchVectorEnv(gym.vector.VectorEnv):
     def close_extras(self, timeout: float | None = None, terminate: bool = False,
                      **kwargs: Any) -> None:
         """Stop the workers: ask, wait up to `timeout` s (default 2), then kill."""
-        from pararl.vector.procs import CLOSE_GRACE_S
-
         grace = 0.0 if terminate else (CLOSE_GRACE_S if timeout is None else timeout)
         self._transport.close(grace)
         self._state = "closed"

@@ -13,15 +13,17 @@ Replies on a pipe are `(ok, payload)`; a failed reply carries a `RemoteError`.
 
 from __future__ import annotations
 
+import math
 import multiprocessing as mp
 import os
+import select
 import signal
 import sys
 import time
 import traceback
 import weakref
 from collections.abc import Callable, Sequence
-from multiprocessing.connection import Connection, wait
+from multiprocessing.connection import Connection
 from multiprocessing.context import BaseContext
 from typing import Any
 
@@ -94,6 +96,8 @@ class ProcessGroup:
         self.conns: list[Connection] = []
         self.processes: list[mp.process.BaseProcess] = []
         self._closed = False
+        self._poller: select.poll | None = None  # built on first use: fds of pipes + sentinels
+        self._owner: dict[int, tuple[str, int]] = {}
         try:
             for index, worker_args in enumerate(args):
                 parent_conn, child_conn = ctx.Pipe(duplex=True)
@@ -141,16 +145,21 @@ class ProcessGroup:
 
         A worker that died with nothing left to read raises `WorkerError` at once.
         """
-        by_object: dict[Any, tuple[str, int]] = {}
-        for i in indices:
-            by_object[self.conns[i]] = ("conn", i)
-            by_object[self.processes[i].sentinel] = ("dead", i)
-        hits = wait(list(by_object), timeout)
-        ready = sorted({by_object[h][1] for h in hits if by_object[h][0] == "conn"})
-        for kind, i in (by_object[h] for h in hits):
+        if self._poller is None:
+            self._poller = select.poll()
+            for i, (conn, proc) in enumerate(zip(self.conns, self.processes, strict=True)):
+                self._poller.register(conn.fileno(), select.POLLIN)
+                self._poller.register(proc.sentinel, select.POLLIN)
+                self._owner[conn.fileno()] = ("conn", i)
+                self._owner[proc.sentinel] = ("dead", i)
+        ms = None if timeout is None else max(0, math.ceil(timeout * 1000))
+        hits = [self._owner[fd] for fd, _ in self._poller.poll(ms)]
+        ready = sorted({i for kind, i in hits if kind == "conn"})
+        for kind, i in hits:
             if kind == "dead" and i not in ready and not self.conns[i].poll(0):
                 self._raise_dead(i)
-        return ready
+        wanted = set(indices)
+        return [i for i in ready if i in wanted]
 
     def await_ready(self, timeout: float) -> None:
         """Wait for every child's first reply (its "ready"), at most `timeout` s."""
