@@ -1,0 +1,14 @@
+"""Env factories, wrappers and pararl's own registered envs (`pararl/...` ids)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+
+
+def _register(env_id: str, entry_point: str, **kwargs: object) -> None:
+    if env_id not in gym.registry:
+        gym.register(id=env_id, entry_point=entry_point, **kwargs)  # type: ignore[arg-type]
+
+
+_register("pararl/StepCost-v0", "pararl.envs.fake:StepCostEnv")
+_register("pararl/Faulty-v0", "pararl.envs.fake:FaultyEnv")
