@@ -95,26 +95,41 @@ class ProcessGroup:
     ) -> None:
         self.conns: list[Connection] = []
         self.processes: list[mp.process.BaseProcess] = []
+        self._target, self._args, self._ctx = target, list(args), ctx
+        self._name, self._daemon = name, daemon
         self._closed = False
         self._poller: select.poll | None = None  # built on first use: fds of pipes + sentinels
         self._owner: dict[int, tuple[str, int]] = {}
-        try:
-            for index, worker_args in enumerate(args):
-                parent_conn, child_conn = ctx.Pipe(duplex=True)
-                proc = ctx.Process(  # type: ignore[attr-defined]
-                    target=_bootstrap,
-                    args=(child_conn, target, worker_args),
-                    name=f"{name}-{index}",
-                    daemon=daemon,
-                )
-                proc.start()
-                child_conn.close()
-                self.conns.append(parent_conn)
-                self.processes.append(proc)
-        finally:
-            # Registered even if a start failed half-way: whatever started is reaped
-            # on close(), on garbage collection and at interpreter exit.
-            self._finalizer = weakref.finalize(self, _reap, list(self.processes), 0.0)
+        # Reaps whatever started, even if a start fails half-way, on close(), on
+        # garbage collection and at interpreter exit. It holds the list, not self.
+        self._finalizer = weakref.finalize(self, _reap, self.processes, 0.0)
+        for index in range(len(self._args)):
+            conn, proc = self._start(index)
+            self.conns.append(conn)
+            self.processes.append(proc)
+
+    def _start(self, index: int) -> tuple[Connection, mp.process.BaseProcess]:
+        parent_conn, child_conn = self._ctx.Pipe(duplex=True)
+        proc = self._ctx.Process(  # type: ignore[attr-defined]
+            target=_bootstrap,
+            args=(child_conn, self._target, self._args[index]),
+            name=f"{self._name}-{index}",
+            daemon=self._daemon,
+        )
+        proc.start()
+        child_conn.close()
+        return parent_conn, proc
+
+    def restart(self, index: int, args: tuple[Any, ...] | None = None) -> None:
+        """Replace child `index` (killed first if still alive) by a fresh one."""
+        old = self.processes[index]
+        _reap([old], 0.0)
+        self.conns[index].close()
+        if args is not None:
+            self._args[index] = args
+        self.conns[index], self.processes[index] = self._start(index)
+        self._poller = None  # its fds changed
+        self._owner = {}
 
     def __len__(self) -> int:
         return len(self.processes)

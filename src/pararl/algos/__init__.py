@@ -1,0 +1,1 @@
+"""Learning algorithms: the loss math, flat and named as in the papers."""

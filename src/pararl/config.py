@@ -1,0 +1,171 @@
+"""Typed run configurations. Each field's docstring is its `--help` text.
+
+A config is saved as `config.json` in the run directory and read back for resume
+and evaluation. Values derived from others are properties, never fields.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pararl.errors import UsageError
+
+
+@dataclass
+class RunConfig:
+    """Fields every training run has."""
+
+    env: str = "CartPole-v1"
+    """Gymnasium env id (any registered id; `import`able modules via `module:EnvId`)."""
+    wrapper: Literal["none", "cartpole-shaped"] = "none"
+    """Reward wrapper for training envs: `cartpole-shaped` is the seed post's CartPole
+    shaping (position and angle terms); evaluation always uses the true reward."""
+    seed: int = 0
+    """Random seed (envs get seed, seed+1, ...; torch and numpy are seeded from it)."""
+    total_steps: int = 100_000
+    """Budget of environment steps (transitions collected, all envs together)."""
+    target_return: float | None = None
+    """Stop once the greedy evaluation mean reaches this (default: the env's
+    `reward_threshold`, if it has one)."""
+    workers: int | None = None
+    """Worker/actor processes (default: physical cores available; async DQN keeps one
+    core for the learner)."""
+    envs_per_worker: int = 4
+    """Envs each worker steps serially."""
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    """Learner device; `auto` picks CUDA when present. Acting is always on the CPU."""
+    run_dir: Path | None = None
+    """Where config, metrics, checkpoints and plots go (default: runs/<algo>-<env>-<time>)."""
+    resume: Path | None = None
+    """Continue the run saved in this directory (its config is used; other options are
+    ignored except `total_steps`)."""
+    eval_every: int = 5_000
+    """Evaluate the greedy policy every this many env steps."""
+    eval_episodes: int = 10
+    """Episodes per evaluation (run in parallel as a vector of envs)."""
+    checkpoint_every: int = 25_000
+    """Save a periodic checkpoint every this many env steps (best and final are always
+    saved)."""
+    log_every_s: float = 2.0
+    """Seconds between log lines / progress updates."""
+    progress: Literal["auto", "bar", "plain", "none"] = "auto"
+    """Console output: a progress bar on a terminal, plain log lines otherwise."""
+    tensorboard: bool = True
+    """Write TensorBoard event files to the run directory."""
+
+    def validate(self) -> None:
+        checks = [
+            (self.total_steps > 0, "--total-steps must be > 0"),
+            (self.envs_per_worker >= 1, "--envs-per-worker must be >= 1"),
+            (self.workers is None or self.workers >= 1, "--workers must be >= 1"),
+            (self.eval_every > 0, "--eval-every must be > 0"),
+            (self.eval_episodes >= 1, "--eval-episodes must be >= 1"),
+            (self.checkpoint_every > 0, "--checkpoint-every must be > 0"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise UsageError(message)
+
+
+@dataclass
+class DQNConfig(RunConfig):
+    """DQN (double DQN, Huber loss, n-step returns, target network)."""
+
+    mode: Literal["auto", "serial", "sync", "async"] = "auto"
+    """`serial`: one process; `sync`: env workers + learning in between steps; `async`:
+    actor processes act while the learner learns (default with more than one core)."""
+    hidden: tuple[int, ...] = (256, 256)
+    """Hidden layer widths of the Q-network MLP."""
+    lr: float = 1e-3
+    """Adam learning rate."""
+    gamma: float = 0.99
+    """Discount factor."""
+    buffer_size: int = 100_000
+    """Replay memory capacity (transitions)."""
+    batch_size: int = 128
+    """Minibatch size of each gradient update."""
+    learning_starts: int = 1_000
+    """Env steps collected before the first update."""
+    replay_ratio: float = 0.25
+    """Gradient updates per env step (the learner keeps to it in every mode)."""
+    n_step: int = 3
+    """Steps in the n-step return."""
+    double_dqn: bool = True
+    """Use double DQN targets (online net picks, target net evaluates)."""
+    target_update: int = 250
+    """Hard target-network update every this many gradient updates (if tau == 1)."""
+    tau: float = 1.0
+    """Polyak factor per update; 1.0 means hard updates every `target_update`."""
+    max_grad_norm: float = 10.0
+    """Gradient-norm clipping threshold."""
+    eps_start: float = 1.0
+    """Initial exploration epsilon."""
+    eps_end: float = 0.05
+    """Final exploration epsilon."""
+    eps_fraction: float = 0.2
+    """Fraction of `total_steps` over which epsilon decays linearly."""
+    apex_eps: bool = False
+    """Async: per-actor epsilons eps_i = 0.4 ** (1 + 7 i / (N - 1)) (Ape-X) instead of
+    the global schedule."""
+    sync_every: int = 64
+    """Async: actors load new weights every this many of their vector steps."""
+    restart_actors: bool = False
+    """Async: replace an actor that crashes or dies, keeping the replay data stored."""
+
+    def validate(self) -> None:
+        super().validate()
+        checks = [
+            (self.lr > 0, "--lr must be > 0"),
+            (0 < self.gamma <= 1, "--gamma must be in (0, 1]"),
+            (self.buffer_size >= self.batch_size, "--buffer-size must be >= --batch-size"),
+            (self.batch_size >= 1, "--batch-size must be >= 1"),
+            (self.replay_ratio > 0, "--replay-ratio must be > 0"),
+            (self.n_step >= 1, "--n-step must be >= 1"),
+            (0 < self.tau <= 1, "--tau must be in (0, 1]"),
+            (self.target_update >= 1, "--target-update must be >= 1"),
+            (0 <= self.eps_end <= self.eps_start <= 1, "need 0 <= --eps-end <= --eps-start <= 1"),
+            (0 < self.eps_fraction <= 1, "--eps-fraction must be in (0, 1]"),
+            (self.sync_every >= 1, "--sync-every must be >= 1"),
+            (all(h >= 1 for h in self.hidden), "--hidden widths must be >= 1"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise UsageError(message)
+
+    def epsilon(self, step: int) -> float:
+        """Linear schedule from eps_start to eps_end over eps_fraction of the budget."""
+        span = max(1.0, self.eps_fraction * self.total_steps)
+        frac = min(1.0, step / span)
+        return self.eps_start + frac * (self.eps_end - self.eps_start)
+
+
+def to_json(config: RunConfig, extra: dict[str, Any] | None = None) -> str:
+    data = {"algo": type(config).__name__, **dataclasses.asdict(config), **(extra or {})}
+    return json.dumps(data, indent=2, default=str)
+
+
+def from_json(text: str) -> RunConfig:
+    """A config saved by `to_json` (unknown keys, e.g. derived facts, are ignored)."""
+    data = json.loads(text)
+    classes = {"DQNConfig": DQNConfig}
+    cls = classes.get(data.pop("algo", ""))
+    if cls is None:
+        raise UsageError("config.json names no known algorithm; is this a pararl run dir?")
+    names = {f.name: f for f in dataclasses.fields(cls)}
+    kwargs: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in names:
+            continue
+        if key in ("run_dir", "resume") and value is not None:
+            value = Path(value)
+        if key == "hidden":
+            value = tuple(value)
+        kwargs[key] = value
+    return cls(**kwargs)
+
+
+__all__ = ["DQNConfig", "RunConfig", "from_json", "to_json"]

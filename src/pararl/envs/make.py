@@ -1,0 +1,57 @@
+"""Env factories: validated ids, picklable constructors, episode statistics."""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import importlib
+
+import gymnasium as gym
+
+from pararl.envs.wrappers import CartPoleShapedReward
+from pararl.errors import UsageError
+
+WRAPPERS = {"none": None, "cartpole-shaped": CartPoleShapedReward}
+
+
+def check_env_id(env_id: str) -> gym.envs.registration.EnvSpec:
+    """The env's spec, or a UsageError that says what to do."""
+    if ":" in env_id:  # "package.module:EnvId" registers envs on import
+        module, _, env_id = env_id.partition(":")
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise UsageError(f"cannot import module '{module}' for env '{env_id}': {exc}") from exc
+    try:
+        return gym.spec(env_id)
+    except gym.error.Error as exc:
+        close = difflib.get_close_matches(env_id, list(gym.registry), n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else (
+            "; see gymnasium.pprint_registry() for the ids available")
+        raise UsageError(f"unknown env id '{env_id}'{hint}") from exc
+    except ImportError as exc:  # e.g. MuJoCo envs without the mujoco package
+        raise UsageError(f"env '{env_id}' needs a package that is not installed ({exc}); "
+                         "for MuJoCo envs: pip install 'pararl[mujoco]'") from exc
+
+
+def make_env(env_id: str, wrapper: str = "none", render_mode: str | None = None) -> gym.Env:
+    """Build one env with episode statistics (and the optional reward wrapper)."""
+    if ":" in env_id:
+        module, _, env_id = env_id.partition(":")
+        importlib.import_module(module)
+    import pararl.envs  # noqa: F401 - registers the pararl/ ids in worker processes
+
+    env = gym.make(env_id, render_mode=render_mode)
+    env = gym.wrappers.RecordEpisodeStatistics(env)  # true return, before shaping
+    wrapper_cls = WRAPPERS[wrapper]
+    if wrapper_cls is not None:
+        env = wrapper_cls(env)
+    return env
+
+
+def env_factory(env_id: str, wrapper: str = "none", render_mode: str | None = None
+                ) -> functools.partial[gym.Env]:
+    """A picklable zero-argument constructor (works under every start method)."""
+    if wrapper not in WRAPPERS:
+        raise UsageError(f"unknown wrapper '{wrapper}'; choose one of {', '.join(WRAPPERS)}")
+    return functools.partial(make_env, env_id, wrapper, render_mode)

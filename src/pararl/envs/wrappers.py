@@ -1,0 +1,32 @@
+"""Env wrappers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+
+class CartPoleShapedReward(gym.RewardWrapper):
+    """The seed post's CartPole shaping: reward staying near the centre and upright.
+
+    r = 3 * ((x_thr - |x|) / x_thr - 0.8) + ((theta_thr - |theta|) / theta_thr - 0.5)
+    """
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        base = env.unwrapped
+        self.x_threshold = float(getattr(base, "x_threshold", 2.4))
+        self.theta_threshold = float(getattr(base, "theta_threshold_radians", 12 * np.pi / 180))
+        self._obs: np.ndarray | None = None
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        x, theta = float(obs[0]), float(obs[2])
+        shaped = 3.0 * ((self.x_threshold - abs(x)) / self.x_threshold - 0.8) + (
+            (self.theta_threshold - abs(theta)) / self.theta_threshold - 0.5)
+        return obs, shaped, terminated, truncated, info
+
+    def reward(self, reward: float) -> float:  # pragma: no cover - step() is overridden
+        return reward

@@ -1,0 +1,7 @@
+"""Run telemetry: metric writers (CSV, TensorBoard), console progress, meters."""
+
+from pararl.logging.console import Console
+from pararl.logging.meters import RateMeter
+from pararl.logging.writers import MetricsWriter
+
+__all__ = ["Console", "MetricsWriter", "RateMeter"]

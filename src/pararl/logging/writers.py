@@ -1,0 +1,45 @@
+"""Metric writers: one CSV row per log point, TensorBoard scalars alongside."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+COLUMNS = ("env_steps", "wall_s", "updates", "steps_per_s", "updates_per_s", "replay_ratio",
+           "epsilon", "episode_return", "eval_return", "eval_std", "loss", "q_mean",
+           "policy_lag", "actor_cpu", "learner_cpu")
+
+
+class MetricsWriter:
+    """Appends rows to `metrics.csv` (fixed columns, blanks where absent) and, when
+    enabled, the same scalars to TensorBoard. Flushes every row: nothing is lost
+    on a crash."""
+
+    def __init__(self, csv_path: Path, tensorboard_dir: Path | None,
+                 columns: tuple[str, ...] = COLUMNS) -> None:
+        self.columns = columns
+        new = not csv_path.exists() or csv_path.stat().st_size == 0
+        self._file = csv_path.open("a", newline="")
+        self._csv = csv.DictWriter(self._file, fieldnames=columns, extrasaction="ignore")
+        if new:
+            self._csv.writeheader()
+        self._tb: Any = None
+        if tensorboard_dir is not None:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self._tb = SummaryWriter(str(tensorboard_dir))
+
+    def write(self, row: dict[str, Any]) -> None:
+        self._csv.writerow({k: ("" if v is None else v) for k, v in row.items()})
+        self._file.flush()
+        if self._tb is not None:
+            step = int(row["env_steps"])
+            for key, value in row.items():
+                if key != "env_steps" and isinstance(value, (int, float)):
+                    self._tb.add_scalar(key, value, step)
+
+    def close(self) -> None:
+        self._file.close()
+        if self._tb is not None:
+            self._tb.close()

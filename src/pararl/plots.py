@@ -1,0 +1,46 @@
+"""Learning-curve plots from a run's metrics.csv."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+
+def _column(rows: list[dict[str, str]], key: str, where: str) -> tuple[list[float], list[float]]:
+    xs, ys = [], []
+    for row in rows:
+        if row.get(where) and row.get(key):
+            xs.append(float(row[key]))
+            ys.append(float(row[where]))
+    return xs, ys
+
+
+def learning_curve(metrics_csv: Path, out_png: Path, title: str) -> Path | None:
+    """Return (training episodes and greedy evaluations) against env steps and wall
+    time, side by side. Returns the PNG path, or None if there is nothing to plot."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    with metrics_csv.open() as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        return None
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    for ax, x_key, x_label in ((axes[0], "env_steps", "env steps"),
+                               (axes[1], "wall_s", "wall time (s)")):
+        for y_key, label, style in (("episode_return", "training episodes", "-"),
+                                    ("eval_return", "greedy evaluation", "o-")):
+            xs, ys = _column(rows, x_key, y_key)
+            if xs:
+                ax.plot(xs, ys, style, label=label, markersize=3)
+        ax.set_xlabel(x_label)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("return")
+    axes[0].legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(out_png, dpi=110)
+    plt.close(fig)
+    return out_png

@@ -1,0 +1,43 @@
+"""The run directory: where a run's config, metrics, checkpoints and plots live."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class RunDir:
+    root: Path
+
+    @staticmethod
+    def new(base: Path | None, algo: str, env_id: str) -> RunDir:
+        if base is None:
+            stamp = time.strftime("%Y%m%d-%H%M%S")
+            base = Path("runs") / f"{algo}-{env_id.replace('/', '_')}-{stamp}"
+        base.mkdir(parents=True, exist_ok=True)
+        return RunDir(base)
+
+    @property
+    def config(self) -> Path:
+        return self.root / "config.json"
+
+    @property
+    def metrics(self) -> Path:
+        return self.root / "metrics.csv"
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.root / "checkpoints"
+
+    def checkpoint(self, name: str) -> Path:
+        return self.checkpoints / f"{name}.pt"
+
+    @property
+    def tensorboard(self) -> Path:
+        return self.root / "tb"
+
+    @property
+    def curve(self) -> Path:
+        return self.root / "learning_curve.png"

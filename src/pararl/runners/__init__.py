@@ -1,0 +1,2 @@
+"""Training loops: each reads like the algorithm's pseudocode; bookkeeping lives in
+`session.TrainSession`."""

@@ -1,0 +1,145 @@
+"""DQN training: serial and sync loops, and the entry point that picks a mode.
+
+serial: envs stepped in this process; sync: `ParallelVectorEnv` workers step them.
+Both alternate acting and learning; `dqn_async` overlaps them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from pararl.algos.dqn import DQNLearner
+from pararl.config import DQNConfig
+from pararl.envs.make import env_factory
+from pararl.errors import UsageError
+from pararl.evaluate import Evaluator
+from pararl.models import QNetwork
+from pararl.replay import NStepBuilder, ReplayBuffer
+from pararl.runners.session import TrainSession
+from pararl.runners.setup import Prepared, prepare, resolve_device, seed_everything
+from pararl.samplers.dqn_actor import epsilon_greedy
+from pararl.vector import ParallelVectorEnv, SerialVectorEnv, physical_cores
+
+
+def resolve_mode(config: DQNConfig) -> str:
+    if config.mode != "auto":
+        return config.mode
+    return "async" if physical_cores() > 1 else "serial"
+
+
+class DQNState:
+    """What a DQN run is made of, and how it is checkpointed."""
+
+    def __init__(self, p: Prepared, device: torch.device) -> None:
+        cfg: DQNConfig = p.config
+        if not isinstance(p.action_space, gym.spaces.Discrete):
+            raise UsageError(f"DQN needs a discrete action space; {cfg.env} has "
+                             f"{p.action_space}. Use an env with Discrete actions.")
+        if not isinstance(p.observation_space, gym.spaces.Box):
+            raise UsageError(f"DQN here needs a Box observation space; {cfg.env} has "
+                             f"{p.observation_space}. Wrap it (e.g. FlattenObservation).")
+        self.config = cfg
+        self.obs_shape = tuple(p.observation_space.shape)
+        self.num_actions = int(p.action_space.n)
+        q = QNetwork(int(np.prod(self.obs_shape)), self.num_actions, cfg.hidden)
+        self.learner = DQNLearner(q, cfg, device)
+        self.replay = ReplayBuffer(cfg.buffer_size, self.obs_shape)
+        self.rng = np.random.default_rng(cfg.seed)
+        self.env_steps = 0
+        self.wall_s = 0.0
+        if p.resume_state is not None:
+            self.load(p.resume_state)
+
+    def updates_due(self) -> int:
+        """Gradient updates the replay ratio allows now, beyond those done."""
+        cfg = self.config
+        if len(self.replay) < max(cfg.batch_size, cfg.learning_starts):
+            return 0
+        allowed = int(cfg.replay_ratio * (self.env_steps - cfg.learning_starts))
+        return max(0, allowed - self.learner.updates)
+
+    def state(self, with_replay: bool = True, wall_s: float = 0.0) -> dict[str, Any]:
+        return {"format": 1, "algo": "dqn", "env_steps": self.env_steps, "wall_s": wall_s,
+                "learner": self.learner.state_dict(),
+                "replay": self.replay.state_dict() if with_replay else None,
+                "obs_shape": self.obs_shape, "num_actions": self.num_actions}
+
+    def load(self, state: dict[str, Any]) -> None:
+        self.learner.load_state_dict(state["learner"])
+        if state.get("replay") is not None:
+            self.replay.load_state_dict(state["replay"])
+        self.env_steps = int(state["env_steps"])
+        self.wall_s = float(state.get("wall_s", 0.0))
+
+
+def train_dqn(config: DQNConfig) -> TrainSession:
+    """Train DQN as configured; returns the finished session (run dir, results)."""
+    p = prepare(config, "dqn")
+    cfg: DQNConfig = p.config
+    seed_everything(cfg.seed)
+    device = resolve_device(cfg.device)
+    mode = resolve_mode(cfg)
+    state = DQNState(p, device)
+    eval_fn = env_factory(cfg.env)
+    session = TrainSession(cfg, p.run, Evaluator(eval_fn, cfg.eval_episodes, cfg.seed + 10_000),
+                           p.spec_threshold,
+                           {"resolved": {"mode": mode, "device": str(device),
+                                         "target_return": p.spec_threshold}},
+                           start_steps=state.env_steps, start_wall=state.wall_s)
+    session.console.message(f"pararl: DQN on {cfg.env}, mode {mode}, learner on {device}, "
+                            f"run dir {p.run.root}")
+    if mode == "async":
+        from pararl.runners.dqn_async import run_async
+
+        run = run_async
+    else:
+        run = run_serial_or_sync
+    interrupted = False
+    try:
+        run(state, session, mode)
+    except KeyboardInterrupt:
+        interrupted = True
+        session.console.message("pararl: interrupted; saving a checkpoint")
+    finally:
+        session.finish(state.env_steps, lambda: state.state(True, session.wall_s),
+                       interrupted=interrupted)
+        session.close()
+    if interrupted:
+        raise KeyboardInterrupt
+    return session
+
+
+def run_serial_or_sync(state: DQNState, session: TrainSession, mode: str) -> None:
+    """Act with epsilon-greedy on a batch of envs; learn as the replay ratio allows."""
+    cfg, learner, replay = state.config, state.learner, state.replay
+    workers = cfg.workers or physical_cores()
+    env_fns = [env_factory(cfg.env, cfg.wrapper)] * (workers * cfg.envs_per_worker)
+    envs: gym.vector.VectorEnv = (SerialVectorEnv(env_fns) if mode == "serial"
+                                  else ParallelVectorEnv(env_fns, workers))
+    actor_q = learner.q if learner.device.type == "cpu" else QNetwork(
+        learner.q.obs_dim, learner.q.num_actions, learner.q.hidden)
+    nstep = NStepBuilder(envs.num_envs, state.obs_shape, cfg.n_step, cfg.gamma)
+    stats: dict[str, Any] = {}
+    try:
+        obs, _ = envs.reset(seed=cfg.seed + state.env_steps)
+        while not session.done(state.env_steps):
+            if actor_q is not learner.q and learner.updates % cfg.sync_every == 0:
+                actor_q.load_state_dict(learner.q.state_dict())
+            eps = cfg.epsilon(state.env_steps)
+            actions = epsilon_greedy(actor_q, obs, eps, state.rng)
+            next_obs, reward, terminated, truncated, infos = envs.step(actions)
+            replay.add(nstep.add(obs, actions, reward, next_obs, terminated, truncated))
+            session.record_episodes(infos)
+            obs = next_obs
+            state.env_steps += envs.num_envs
+            for _ in range(state.updates_due()):
+                stats = learner.update(replay.sample(cfg.batch_size, state.rng))
+            session.tick(state.env_steps, learner.updates, learner.q.greedy,
+                         lambda: state.state(False, session.wall_s),
+                         {"epsilon": eps, **stats})
+    finally:
+        envs.close()

@@ -1,0 +1,157 @@
+"""Async DQN: actor processes act while the learner learns (seeds/000, done right).
+
+Actors (`samplers.dqn_actor`) each step a batch of envs with a CPU copy of the
+Q-network and send n-step transitions in chunks through shared memory. The
+learner, here, copies arrived chunks into the replay memory, takes as many
+gradient steps as the replay ratio allows, and publishes new weights through
+shared memory; actors pick them up every `sync_every` steps.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+from typing import Any
+
+import numpy as np
+
+from pararl.config import DQNConfig
+from pararl.envs.make import env_factory
+from pararl.replay import Transitions
+from pararl.runners.dqn import DQNState
+from pararl.runners.session import TrainSession
+from pararl.samplers.dqn_actor import ActorSpec, Chunk, actor_main, outbox_specs, read_slot
+from pararl.samplers.weights import WeightPublisher, weight_specs
+from pararl.vector import WorkerError, physical_cores
+from pararl.vector.procs import ProcessGroup
+from pararl.vector.shared import SharedArrays
+
+CHUNK_TRANSITIONS = 256  # target transitions per chunk (one pipe message each)
+PUBLISH_EVERY = 4  # gradient updates between weight publications
+
+
+def actor_spec(state: DQNState, index: int, num_actors: int) -> ActorSpec:
+    cfg = state.config
+    fixed_eps = None
+    if cfg.apex_eps:
+        fixed_eps = 0.4 ** (1 + 7 * index / max(1, num_actors - 1))
+    return ActorSpec(env_fn=env_factory(cfg.env, cfg.wrapper), num_envs=cfg.envs_per_worker,
+                     obs_shape=state.obs_shape, num_actions=state.num_actions,
+                     hidden=cfg.hidden, n_step=cfg.n_step, gamma=cfg.gamma,
+                     chunk_steps=max(1, CHUNK_TRANSITIONS // cfg.envs_per_worker),
+                     sync_every=cfg.sync_every, eps_start=cfg.eps_start, eps_end=cfg.eps_end,
+                     eps_span=max(1.0, cfg.eps_fraction * cfg.total_steps), fixed_eps=fixed_eps)
+
+
+def default_actors(config: DQNConfig) -> int:
+    """One core is the learner's; the others act (at least one actor)."""
+    return config.workers or max(1, physical_cores() - 1)
+
+
+class ActorPool:
+    """The actor processes and their shared memory (outboxes + published weights)."""
+
+    def __init__(self, state: DQNState, num_actors: int) -> None:
+        self.specs = [actor_spec(state, i, num_actors) for i in range(num_actors)]
+        specs = weight_specs(state.learner.q)
+        for i, spec in enumerate(self.specs):
+            specs.update(outbox_specs(i, spec))
+        ctx = mp.get_context()
+        self.shared = SharedArrays(specs, ctx)
+        self.arrays = self.shared.arrays
+        self.publisher = WeightPublisher(self.arrays)
+        self.publisher.publish(state.learner.q)
+        self.seed, self.restarts = state.config.seed + 1000 * (1 + state.env_steps), 0
+        self.group = ProcessGroup(actor_main, [self._args(i) for i in range(num_actors)], ctx,
+                                  name="pararl-actor")
+        self.group.await_ready(120.0)
+
+    def _args(self, index: int) -> tuple[Any, ...]:
+        return (index, self.specs[index], self.shared, self.seed + 7 * index + 1_000_003 *
+                self.restarts)
+
+    def restart(self, index: int) -> None:
+        self.restarts += 1
+        self.group.restart(index, self._args(index))
+        self.group.await_ready(120.0)  # all others are ready already
+
+    def close(self) -> None:
+        self.group.close()
+
+
+def run_async(state: DQNState, session: TrainSession, mode: str) -> None:
+    cfg, learner = state.config, state.learner
+    pool = ActorPool(state, default_actors(cfg))
+    meter = _BusyMeter(len(pool.group))
+    stats: dict[str, Any] = {}
+    try:
+        while not session.done(state.env_steps):
+            # Take in data only while learning keeps up with the replay ratio; the
+            # actors wait on their full outboxes otherwise (back-pressure).
+            due = state.updates_due()
+            if due == 0:
+                for index, chunk in _receive(pool, cfg, session, wait=0.5):
+                    state.replay.add(_copy(read_slot(pool.arrays, index, chunk.slot,
+                                                     chunk.count)))
+                    pool.group.send(index, ("ack", chunk.slot))
+                    state.env_steps += chunk.env_steps
+                    session.episode_returns.extend(chunk.episode_returns)
+                    meter.chunk(index, chunk, pool.publisher.version)
+                pool.arrays["env_steps"][0] = state.env_steps
+            t0 = time.monotonic()
+            for _ in range(min(due, PUBLISH_EVERY)):
+                stats = learner.update(state.replay.sample(cfg.batch_size, state.rng))
+            if due:
+                pool.publisher.publish(learner.q)
+                meter.learner_busy += time.monotonic() - t0
+            session.tick(state.env_steps, learner.updates, learner.q.greedy,
+                         lambda: state.state(False, session.wall_s),
+                         lambda: {**stats, **meter.report(cfg.epsilon(state.env_steps))})
+    finally:
+        pool.close()
+
+
+def _copy(batch: Transitions) -> Transitions:
+    return Transitions(batch.obs.copy(), batch.action.copy(), batch.ret.copy(),
+                       batch.next_obs.copy(), batch.discount.copy())
+
+
+def _receive(pool: ActorPool, cfg: DQNConfig, session: TrainSession, wait: float
+             ) -> list[tuple[int, Chunk]]:
+    """Chunks that have arrived (waiting up to `wait` s); replaces dead actors if asked."""
+    try:
+        ready = pool.group.ready(range(len(pool.group)), wait)
+        return [(i, pool.group.receive(i)) for i in ready]
+    except WorkerError as exc:
+        if not cfg.restart_actors:
+            raise
+        session.console.message(f"pararl: actor {exc.worker} failed ({str(exc).splitlines()[0]}"
+                                f"); restarting it, replay data kept")
+        pool.restart(exc.worker)
+        return []
+
+
+class _BusyMeter:
+    """Actor and learner busy fractions and policy lag, over the last log interval."""
+
+    def __init__(self, num_actors: int) -> None:
+        self.busy = np.zeros(num_actors)
+        self.wall = np.zeros(num_actors)
+        self.lags: list[int] = []
+        self.learner_busy = 0.0
+        self._since = time.monotonic()
+
+    def chunk(self, index: int, chunk: Chunk, version: int) -> None:
+        self.busy[index] += chunk.busy_s
+        self.wall[index] += chunk.wall_s
+        self.lags.append(version - chunk.version)
+
+    def report(self, epsilon: float) -> dict[str, Any]:
+        now = time.monotonic()
+        span, self._since = now - self._since, now
+        row = {"epsilon": epsilon,
+               "actor_cpu": float(self.busy.sum() / max(span * len(self.busy), 1e-9)),
+               "learner_cpu": self.learner_busy / max(span, 1e-9),
+               "policy_lag": float(np.mean(self.lags)) if self.lags else None}
+        self.busy[:], self.wall[:], self.lags, self.learner_busy = 0.0, 0.0, [], 0.0
+        return {k: v for k, v in row.items() if v is not None}

@@ -1,0 +1,118 @@
+"""Everything around a training loop: run directory, saved config, metrics,
+console, periodic greedy evaluation, checkpoints, and when to stop."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from pararl import checkpoint
+from pararl.config import RunConfig, to_json
+from pararl.evaluate import Evaluator, Policy
+from pararl.logging import Console, MetricsWriter, RateMeter
+from pararl.plots import learning_curve
+from pararl.rundir import RunDir
+
+StateFn = Callable[[], dict[str, Any]]
+
+
+class TrainSession:
+    """Bookkeeping for one run. The loop calls `record_episodes` with step infos and
+    `tick` once per iteration; `tick` logs, evaluates and checkpoints on schedule."""
+
+    def __init__(self, config: RunConfig, run: RunDir, evaluator: Evaluator,
+                 target_return: float | None, extra_config: dict[str, Any] | None = None,
+                 start_steps: int = 0, start_wall: float = 0.0) -> None:
+        self.config, self.run, self.evaluator = config, run, evaluator
+        self.target_return = target_return
+        run.config.write_text(to_json(config, extra_config))
+        self.metrics = MetricsWriter(run.metrics, run.tensorboard if config.tensorboard else None)
+        self.console = Console(config.total_steps, config.progress, f"{type(config).__name__}"
+                               f" {config.env}")
+        self._t0 = time.monotonic() - start_wall
+        self._last_log = 0.0
+        self._next_eval = (start_steps // config.eval_every + 1) * config.eval_every
+        self._next_ckpt = (start_steps // config.checkpoint_every + 1) * config.checkpoint_every
+        self.episode_returns: deque[float] = deque(maxlen=20)
+        self.best_eval = -np.inf
+        self.last_eval: float | None = None
+        self.solved = False
+        self._step_rate, self._update_rate = RateMeter(), RateMeter()
+
+    @property
+    def wall_s(self) -> float:
+        return time.monotonic() - self._t0
+
+    def record_episodes(self, infos: dict[str, Any]) -> None:
+        """Collect finished episodes' true returns (RecordEpisodeStatistics infos)."""
+        if "episode" in infos:
+            mask = infos["_episode"]
+            self.episode_returns.extend(float(r) for r in infos["episode"]["r"][mask])
+
+    def done(self, env_steps: int) -> bool:
+        return self.solved or env_steps >= self.config.total_steps
+
+    def tick(self, env_steps: int, updates: int, policy: Policy, state_fn: StateFn,
+             stats: dict[str, Any] | Callable[[], dict[str, Any]] | None = None) -> None:
+        """Log, evaluate and checkpoint when due. `stats` may be a function: it is
+        called only when a log line is written."""
+        now = self.wall_s
+        if env_steps >= self._next_eval:
+            self._next_eval = (env_steps // self.config.eval_every + 1) * self.config.eval_every
+            self.evaluate(env_steps, policy, state_fn)
+        if env_steps >= self._next_ckpt:
+            self._next_ckpt += self.config.checkpoint_every
+            checkpoint.save(self.run.checkpoint(f"step_{env_steps}"), state_fn())
+        if now - self._last_log >= self.config.log_every_s:
+            self._last_log = now
+            self.log(env_steps, updates, stats() if callable(stats) else stats)
+
+    def evaluate(self, env_steps: int, policy: Policy, state_fn: StateFn) -> float:
+        returns = self.evaluator.run(policy)
+        mean, std = float(returns.mean()), float(returns.std())
+        self.last_eval = mean
+        self.metrics.write({"env_steps": env_steps, "wall_s": round(self.wall_s, 3),
+                            "eval_return": mean, "eval_std": std})
+        self.console.message(f"eval @ {env_steps:,} steps ({self.wall_s:.1f} s): "
+                             f"{mean:.1f} ± {std:.1f}")
+        if mean > self.best_eval:
+            self.best_eval = mean
+            checkpoint.save(self.run.checkpoint("best"), state_fn())
+        if self.target_return is not None and mean >= self.target_return:
+            self.solved = True
+        return mean
+
+    def log(self, env_steps: int, updates: int, stats: dict[str, Any] | None) -> dict[str, Any]:
+        row: dict[str, Any] = {
+            "env_steps": env_steps, "wall_s": round(self.wall_s, 3), "updates": updates,
+            "steps_per_s": self._step_rate.update(env_steps),
+            "updates_per_s": self._update_rate.update(updates),
+            "episode_return": (float(np.mean(self.episode_returns))
+                               if self.episode_returns else None),
+            "eval_return": self.last_eval,
+        }
+        row.update({k: float(v) for k, v in (stats or {}).items()})  # tensors -> floats here
+        self.metrics.write({k: v for k, v in row.items() if k != "eval_return"})
+        self.console.update(row)
+        return row
+
+    def finish(self, env_steps: int, state_fn: StateFn, interrupted: bool = False) -> None:
+        """Final checkpoint and plot; says where the run is."""
+        name = "interrupted" if interrupted else "final"
+        checkpoint.save(self.run.checkpoint(name), state_fn())
+        if not self.run.checkpoint("best").exists():
+            checkpoint.save(self.run.checkpoint("best"), state_fn())
+        self.metrics.close()
+        self.console.close()
+        learning_curve(self.run.metrics, self.run.curve, f"{self.config.env}")
+        status = ("solved" if self.solved else "interrupted" if interrupted
+                  else "step budget reached")
+        print(f"pararl: {status} after {env_steps:,} env steps in {self.wall_s:.1f} s "
+              f"(best eval {self.best_eval:.1f}); run saved in {self.run.root}", flush=True)
+
+    def close(self) -> None:
+        self.evaluator.close()

@@ -1,0 +1,78 @@
+"""Shared set-up of a training run: validation, devices, run dir, resume."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from pararl import checkpoint
+from pararl.config import RunConfig, from_json
+from pararl.envs.make import check_env_id, env_factory
+from pararl.errors import UsageError
+from pararl.rundir import RunDir
+
+
+def resolve_device(name: str) -> torch.device:
+    """`auto` -> CUDA when present, else CPU; asking for CUDA without it is an error."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise UsageError("--device cuda, but CUDA is not available here; use --device cpu "
+                         "or auto")
+    return torch.device(name)
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+@dataclass
+class Prepared:
+    config: Any
+    run: RunDir
+    spec_threshold: float | None
+    observation_space: gym.Space
+    action_space: gym.Space
+    resume_state: dict[str, Any] | None
+
+
+def latest_checkpoint(run: RunDir) -> Path:
+    """The checkpoint to resume from: the newest of interrupted/final/periodic."""
+    candidates = [p for p in run.checkpoints.glob("*.pt") if p.stem != "best"]
+    if not candidates:
+        raise UsageError(f"{run.root} has no checkpoint to resume from (checkpoints/*.pt)")
+    return max(candidates, key=lambda p: p.stat().st_mtime)
+
+
+def prepare(config: RunConfig, algo: str) -> Prepared:
+    """Validate the config (or load the resumed run's), probe the env, make the run dir."""
+    resume_state = None
+    if config.resume is not None:
+        run = RunDir(Path(config.resume))
+        if not run.config.is_file():
+            raise UsageError(f"--resume {config.resume}: no config.json there; pass the "
+                             "directory of a pararl run")
+        saved = from_json(run.config.read_text())
+        if type(saved) is not type(config):
+            raise UsageError(f"--resume {config.resume} is a {type(saved).__name__} run")
+        config = replace(saved, total_steps=max(config.total_steps, saved.total_steps),
+                         resume=config.resume, run_dir=run.root)
+        resume_state = checkpoint.load(latest_checkpoint(run))
+    config.validate()
+    spec = check_env_id(config.env)
+    env = env_factory(config.env, config.wrapper)()
+    obs_space, act_space = env.observation_space, env.action_space
+    env.close()
+    if resume_state is None:
+        run = RunDir.new(config.run_dir, algo, config.env)
+        config = replace(config, run_dir=run.root)
+    target = config.target_return if config.target_return is not None else spec.reward_threshold
+    return Prepared(config, run, target, obs_space, act_space, resume_state)

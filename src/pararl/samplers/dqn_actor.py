@@ -1,0 +1,160 @@
+"""DQN actor processes: each steps a batch of envs with its own CPU Q-network
+copy, builds n-step transitions, and hands them to the learner in chunks through
+a two-slot shared-memory outbox. Only slot numbers and counts travel on the pipe.
+
+Protocol (actor -> learner): `(True, Chunk)` when a slot is filled; the learner
+answers `("ack", slot)` once it has copied the slot, and `("close", None)` to stop.
+An actor with both slots full waits for an ack: that is the back-pressure that
+keeps sampling in step with learning.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from pararl.models import QNetwork
+from pararl.replay import NStepBuilder, Transitions
+from pararl.samplers.weights import WeightReader
+from pararl.vector import SerialVectorEnv
+from pararl.vector.procs import ParentWatch
+from pararl.vector.shared import ArraySpec, SharedArrays
+
+
+@dataclass(frozen=True)
+class ActorSpec:
+    """Everything an actor needs; picklable."""
+
+    env_fn: Callable[[], gym.Env]
+    num_envs: int
+    obs_shape: tuple[int, ...]
+    num_actions: int
+    hidden: tuple[int, ...]
+    n_step: int
+    gamma: float
+    chunk_steps: int  # vector steps per chunk sent to the learner
+    sync_every: int  # vector steps between weight refreshes
+    eps_start: float
+    eps_end: float
+    eps_span: float  # global env steps over which epsilon decays
+    fixed_eps: float | None  # Ape-X per-actor epsilon, if set
+
+    @property
+    def capacity(self) -> int:
+        # a chunk emits at most one transition per env step, plus n-1 per env flushed
+        return self.num_envs * (self.chunk_steps + self.n_step)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    slot: int
+    count: int  # transitions in the slot
+    env_steps: int
+    version: int  # weights version that acted
+    episode_returns: list[float]
+    busy_s: float  # time spent acting (not waiting) since the last chunk
+    wall_s: float
+
+
+def outbox_specs(index: int, spec: ActorSpec) -> dict[str, ArraySpec]:
+    cap, obs = spec.capacity, spec.obs_shape
+    f32 = np.dtype(np.float32)
+    return {f"a{index}.obs": ArraySpec((2, cap, *obs), f32),
+            f"a{index}.next_obs": ArraySpec((2, cap, *obs), f32),
+            f"a{index}.action": ArraySpec((2, cap), np.dtype(np.int64)),
+            f"a{index}.ret": ArraySpec((2, cap), f32),
+            f"a{index}.discount": ArraySpec((2, cap), f32),
+            "env_steps": ArraySpec((1,), np.dtype(np.int64))}
+
+
+def read_slot(arrays: dict[str, np.ndarray], index: int, slot: int, count: int) -> Transitions:
+    """A view of the transitions in an outbox slot (copy before acking)."""
+    p = f"a{index}."
+    return Transitions(arrays[p + "obs"][slot, :count], arrays[p + "action"][slot, :count],
+                       arrays[p + "ret"][slot, :count], arrays[p + "next_obs"][slot, :count],
+                       arrays[p + "discount"][slot, :count])
+
+
+def _write_slot(arrays: dict[str, np.ndarray], index: int, slot: int, batch: Transitions) -> None:
+    p, n = f"a{index}.", len(batch)
+    arrays[p + "obs"][slot, :n] = batch.obs
+    arrays[p + "next_obs"][slot, :n] = batch.next_obs
+    arrays[p + "action"][slot, :n] = batch.action
+    arrays[p + "ret"][slot, :n] = batch.ret
+    arrays[p + "discount"][slot, :n] = batch.discount
+
+
+def epsilon_greedy(q: QNetwork, obs: np.ndarray, eps: float, rng: np.random.Generator
+                   ) -> np.ndarray:
+    actions = q.greedy(obs)
+    explore = rng.random(len(actions)) < eps
+    actions[explore] = rng.integers(0, q.num_actions, size=int(explore.sum()))
+    return actions
+
+
+def actor_main(conn: Connection, index: int, spec: ActorSpec, shared: SharedArrays,
+               seed: int) -> None:
+    """Act, chunk, send, repeat; until the learner says close or goes away."""
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    arrays = shared.arrays
+    q = QNetwork(int(np.prod(spec.obs_shape)), spec.num_actions, spec.hidden)
+    weights = WeightReader(arrays)
+    weights.refresh(q)
+    envs = SerialVectorEnv([spec.env_fn] * spec.num_envs)
+    nstep = NStepBuilder(spec.num_envs, spec.obs_shape, spec.n_step, spec.gamma)
+    obs, _ = envs.reset(seed=seed)
+    watch, free, slot, steps = ParentWatch(), [True, True], 0, 0
+    conn.send((True, None))  # ready
+    try:
+        while True:
+            start = time.monotonic()
+            parts, returns = [], []
+            for _ in range(spec.chunk_steps):
+                eps = spec.fixed_eps
+                if eps is None:
+                    frac = min(1.0, float(arrays["env_steps"][0]) / spec.eps_span)
+                    eps = spec.eps_start + frac * (spec.eps_end - spec.eps_start)
+                actions = epsilon_greedy(q, obs, eps, rng)
+                next_obs, reward, term, trunc, infos = envs.step(actions)
+                parts.append(nstep.add(obs, actions, reward, next_obs, term, trunc))
+                if "episode" in infos:
+                    returns += infos["episode"]["r"][infos["_episode"]].tolist()
+                obs = next_obs
+                steps += 1
+                if steps % spec.sync_every == 0:
+                    weights.refresh(q)
+            busy = time.monotonic() - start
+            while not free[slot]:  # wait for the learner to take the older chunk
+                if not _handle_messages(conn, free, watch):
+                    return
+            batch = Transitions.concat(parts)
+            _write_slot(arrays, index, slot, batch)
+            free[slot] = False
+            conn.send((True, Chunk(slot, len(batch), spec.chunk_steps * spec.num_envs,
+                                   weights.version, returns, busy,
+                                   time.monotonic() - start)))
+            slot ^= 1
+            if conn.poll(0) and not _handle_messages(conn, free, watch):
+                return
+    finally:
+        envs.close()
+
+
+def _handle_messages(conn: Connection, free: list[bool], watch: ParentWatch) -> bool:
+    """Wait (bounded) for learner messages; False when the actor should stop."""
+    if not conn.poll(watch.interval):
+        return not watch.orphaned()
+    while conn.poll(0):
+        command, data = conn.recv()
+        if command == "close":
+            return False
+        if command == "ack":
+            free[data] = True
+    return True

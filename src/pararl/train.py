@@ -1,0 +1,18 @@
+"""The Python entry point: `from pararl import train, DQNConfig`."""
+
+from __future__ import annotations
+
+from pararl.config import DQNConfig, RunConfig
+from pararl.errors import UsageError
+from pararl.runners.session import TrainSession
+
+
+def train(config: RunConfig) -> TrainSession:
+    """Train the algorithm `config` describes; returns the finished session
+    (`session.run.root` is the run directory, `session.best_eval` the best greedy
+    evaluation)."""
+    if isinstance(config, DQNConfig):
+        from pararl.runners.dqn import train_dqn
+
+        return train_dqn(config)
+    raise UsageError(f"no trainer for {type(config).__name__}")
