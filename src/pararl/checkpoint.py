@@ -29,14 +29,19 @@ def save(path: Path, state: dict[str, Any]) -> None:
 
 def load(path: Path) -> dict[str, Any]:
     if not path.is_file():
-        raise UsageError(f"no checkpoint at {path}; pass a run directory that holds "
-                         "checkpoints/ (from pararl train)")
+        raise UsageError(
+            f"no checkpoint at {path}; pass a run directory that holds "
+            "checkpoints/ (from pararl train)"
+        )
     try:
         state = torch.load(path, map_location="cpu", weights_only=False)
     except Exception as exc:
-        raise UsageError(f"checkpoint {path} is corrupt or unreadable ({type(exc).__name__}); "
-                         "use another checkpoint of the run (checkpoints/) or retrain") from exc
+        raise UsageError(
+            f"checkpoint {path} is corrupt or unreadable ({type(exc).__name__}); "
+            "use another checkpoint of the run (checkpoints/) or retrain"
+        ) from exc
     if not isinstance(state, dict) or "format" not in state:
-        raise UsageError(f"{path} is not a pararl checkpoint; use a file from a run's "
-                         "checkpoints/ directory")
+        raise UsageError(
+            f"{path} is not a pararl checkpoint; use a file from a run's checkpoints/ directory"
+        )
     return state

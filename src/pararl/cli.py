@@ -27,32 +27,72 @@ def _bench_vector() -> Command:
     return Command(lambda: vector.VectorBenchConfig, vector.run, "vector env stepping throughput")
 
 
-COMMANDS: dict[tuple[str, str], Callable[[], Command]] = {
+def _train_dqn() -> Command:
+    from pararl.config import DQNConfig
+    from pararl.train import train
+
+    return Command(lambda: DQNConfig, train, "train DQN (actors + learner)")
+
+
+def _evaluate() -> Command:
+    from pararl import playback
+
+    return Command(
+        lambda: playback.EvaluateConfig,
+        playback.run,
+        "greedy return of a run's checkpoint; render or record video",
+    )
+
+
+COMMANDS: dict[tuple[str, ...], Callable[[], Command]] = {
+    ("train", "dqn"): _train_dqn,
+    ("evaluate",): _evaluate,
     ("bench", "vector"): _bench_vector,
 }
 
 
+def _resume_algo(args: list[str]) -> list[str]:
+    """`pararl train --resume DIR` -> `pararl train ALGO --resume DIR` (from its config)."""
+    import json
+    from pathlib import Path
+
+    value = args[2] if args[1] == "--resume" and len(args) > 2 else args[1].partition("=")[2]
+    config = Path(value) / "config.json"
+    if not config.is_file():
+        raise UsageError(f"--resume {value}: no config.json there; pass a pararl run directory")
+    algo = {"DQNConfig": "dqn"}.get(json.loads(config.read_text()).get("algo", ""))
+    if algo is None:
+        raise UsageError(f"--resume {value}: unknown algorithm in its config.json")
+    return ["train", algo, *args[1:]]
+
+
 def _usage() -> str:
     lines = ["usage: pararl GROUP COMMAND [options]   (pararl GROUP COMMAND --help)", ""]
-    for group, name in COMMANDS:
-        lines.append(f"  pararl {group} {name}")
+    for key, factory in COMMANDS.items():
+        lines.append(f"  pararl {' '.join(key):<16} {factory().help}")
     return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) < 2 or args[0] in ("-h", "--help"):
+    if not args or args[0] in ("-h", "--help"):
         print(_usage())
-        return 0 if args and args[0] in ("-h", "--help") else 2
-    key = (args[0], args[1])
-    if key not in COMMANDS:
-        print(f"pararl: error: unknown command '{' '.join(key)}'\n\n{_usage()}", file=sys.stderr)
-        return 2
-    import tyro
-
-    command = COMMANDS[key]()
-    config = tyro.cli(command.config(), args=args[2:], prog=f"pararl {args[0]} {args[1]}")
+        return 0 if args else 2
     try:
+        if args[0] == "train" and len(args) > 1 and args[1].startswith("--resume"):
+            args = _resume_algo(args)
+        key = next((k for k in COMMANDS if tuple(args[: len(k)]) == k), None)
+        if key is None:
+            raise UsageError(f"unknown command '{' '.join(args[:2])}'; run 'pararl --help'")
+        import tyro
+
+        command = COMMANDS[key]()
+        config: Any = tyro.cli(
+            command.config(),
+            args=args[len(key) :],
+            prog=f"pararl {' '.join(key)}",
+            description=command.help,
+        )
         command.run(config)
     except UsageError as exc:
         print(f"pararl: error: {exc}", file=sys.stderr)

@@ -14,8 +14,9 @@ import torch
 from torch import nn
 
 
-def mlp(in_dim: int, hidden: Sequence[int], out_dim: int,
-        activation: type[nn.Module] = nn.ReLU) -> nn.Sequential:
+def mlp(
+    in_dim: int, hidden: Sequence[int], out_dim: int, activation: type[nn.Module] = nn.ReLU
+) -> nn.Sequential:
     layers: list[nn.Module] = []
     last = in_dim
     for width in hidden:
@@ -28,8 +29,7 @@ def mlp(in_dim: int, hidden: Sequence[int], out_dim: int,
 class QNetwork(nn.Module):
     """Q(s, ·) for a flat observation and a discrete action set."""
 
-    def __init__(self, obs_dim: int, num_actions: int, hidden: Sequence[int] = (256, 256)
-                 ) -> None:
+    def __init__(self, obs_dim: int, num_actions: int, hidden: Sequence[int] = (256, 256)) -> None:
         super().__init__()
         self.obs_dim, self.num_actions, self.hidden = obs_dim, num_actions, tuple(hidden)
         self.net = mlp(obs_dim, hidden, num_actions)
@@ -55,7 +55,7 @@ def params_to_flat(model: nn.Module, out: np.ndarray) -> None:
     offset = 0
     for p in model.parameters():
         n = p.numel()
-        out[offset:offset + n] = p.detach().reshape(-1).cpu().numpy()
+        out[offset : offset + n] = p.detach().reshape(-1).cpu().numpy()
         offset += n
 
 
@@ -65,5 +65,5 @@ def flat_to_params(flat: np.ndarray, model: nn.Module) -> None:
     offset = 0
     for p in model.parameters():
         n = p.numel()
-        p.copy_(torch.from_numpy(flat[offset:offset + n]).view_as(p))
+        p.copy_(torch.from_numpy(flat[offset : offset + n]).view_as(p))
         offset += n

@@ -28,10 +28,14 @@ def learning_curve(metrics_csv: Path, out_png: Path, title: str) -> Path | None:
     if not rows:
         return None
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
-    for ax, x_key, x_label in ((axes[0], "env_steps", "env steps"),
-                               (axes[1], "wall_s", "wall time (s)")):
-        for y_key, label, style in (("episode_return", "training episodes", "-"),
-                                    ("eval_return", "greedy evaluation", "o-")):
+    for ax, x_key, x_label in (
+        (axes[0], "env_steps", "env steps"),
+        (axes[1], "wall_s", "wall time (s)"),
+    ):
+        for y_key, label, style in (
+            ("episode_return", "training episodes", "-"),
+            ("eval_return", "greedy evaluation", "o-"),
+        ):
             xs, ys = _column(rows, x_key, y_key)
             if xs:
                 ax.plot(xs, ys, style, label=label, markersize=3)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 import numpy as np
+import numpy.typing as npt
 
 
 @dataclass
@@ -33,8 +34,9 @@ class Transitions:
 
     @staticmethod
     def concat(parts: list[Transitions]) -> Transitions:
-        return Transitions(*(np.concatenate([getattr(p, f.name) for p in parts])
-                             for f in fields(Transitions)))
+        return Transitions(
+            *(np.concatenate([getattr(p, f.name) for p in parts]) for f in fields(Transitions))
+        )
 
 
 class NStepBuilder:
@@ -44,8 +46,14 @@ class NStepBuilder:
     in a ring shared by all envs (they step together).
     """
 
-    def __init__(self, num_envs: int, obs_shape: tuple[int, ...], n: int, gamma: float,
-                 obs_dtype: np.dtype = np.dtype(np.float32)) -> None:
+    def __init__(
+        self,
+        num_envs: int,
+        obs_shape: tuple[int, ...],
+        n: int,
+        gamma: float,
+        obs_dtype: npt.DTypeLike = np.float32,
+    ) -> None:
         if n < 1:
             raise ValueError(f"n-step must be >= 1, got {n}")
         self.n, self.gamma, self.num_envs = n, gamma, num_envs
@@ -57,9 +65,15 @@ class NStepBuilder:
         self._after_end = np.zeros(num_envs, dtype=np.bool_)  # next step is a reset step
         self._powers = gamma ** np.arange(n + 1)
 
-    def add(self, obs: np.ndarray, action: np.ndarray, reward: np.ndarray,
-            next_obs: np.ndarray, terminated: np.ndarray, truncated: np.ndarray
-            ) -> Transitions:
+    def add(
+        self,
+        obs: np.ndarray,
+        action: np.ndarray,
+        reward: np.ndarray,
+        next_obs: np.ndarray,
+        terminated: np.ndarray,
+        truncated: np.ndarray,
+    ) -> Transitions:
         """Record one vector step (`obs` is what the actions were chosen on) and
         return the transitions that are now complete."""
         real = ~self._after_end  # reset steps of NEXT_STEP autoreset carry nothing
@@ -82,8 +96,13 @@ class NStepBuilder:
         # Slots from oldest to newest for envs holding n entries.
         order = (self._head + 1 + np.arange(self.n)) % self.n
         ret = (self._rew[order][:, envs] * self._powers[: self.n, None]).sum(axis=0)
-        return Transitions(self._obs[order[0], envs], self._act[order[0], envs], ret,
-                           next_obs[envs], np.full(envs.size, self._powers[self.n]))
+        return Transitions(
+            self._obs[order[0], envs],
+            self._act[order[0], envs],
+            ret,
+            next_obs[envs],
+            np.full(envs.size, self._powers[self.n]),
+        )
 
     def _flush(self, env: int, last_obs: np.ndarray, terminated: bool) -> Transitions:
         # An episode ended: every held entry becomes a transition ending at last_obs.
@@ -93,20 +112,31 @@ class NStepBuilder:
         rets = np.array([(rew[i:] * self._powers[: k - i]).sum() for i in range(k)])
         steps = k - np.arange(k)
         discount = np.zeros(k) if terminated else self._powers[steps]
-        return Transitions(self._obs[order, env], self._act[order, env], rets,
-                           np.repeat(last_obs[None], k, axis=0), discount)
+        return Transitions(
+            self._obs[order, env],
+            self._act[order, env],
+            rets,
+            np.repeat(last_obs[None], k, axis=0),
+            discount,
+        )
 
     def empty(self, like_obs: np.ndarray) -> Transitions:
         shape = (0, *like_obs.shape[1:])
-        return Transitions(np.zeros(shape, like_obs.dtype), np.zeros(0, np.int64),
-                           np.zeros(0), np.zeros(shape, like_obs.dtype), np.zeros(0))
+        return Transitions(
+            np.zeros(shape, like_obs.dtype),
+            np.zeros(0, np.int64),
+            np.zeros(0),
+            np.zeros(shape, like_obs.dtype),
+            np.zeros(0),
+        )
 
 
 class ReplayBuffer:
     """A ring buffer of transitions in numpy, sampled uniformly."""
 
-    def __init__(self, capacity: int, obs_shape: tuple[int, ...],
-                 obs_dtype: np.dtype = np.dtype(np.float32)) -> None:
+    def __init__(
+        self, capacity: int, obs_shape: tuple[int, ...], obs_dtype: npt.DTypeLike = np.float32
+    ) -> None:
         if capacity < 1:
             raise ValueError(f"replay capacity must be >= 1, got {capacity}")
         self.capacity = capacity
@@ -127,13 +157,17 @@ class ReplayBuffer:
         if n == 0:
             return
         if n > self.capacity:  # only the newest fit
-            batch = Transitions(*(getattr(batch, f.name)[-self.capacity:]
-                                  for f in fields(Transitions)))
+            batch = Transitions(
+                *(getattr(batch, f.name)[-self.capacity :] for f in fields(Transitions))
+            )
             n = self.capacity
         idx = (self.pos + np.arange(n)) % self.capacity
         self.obs[idx], self.next_obs[idx] = batch.obs, batch.next_obs
-        self.action[idx], self.ret[idx], self.discount[idx] = (batch.action, batch.ret,
-                                                               batch.discount)
+        self.action[idx], self.ret[idx], self.discount[idx] = (
+            batch.action,
+            batch.ret,
+            batch.discount,
+        )
         self.pos = (self.pos + n) % self.capacity
         self.size = min(self.size + n, self.capacity)
         self.added += n
@@ -142,19 +176,25 @@ class ReplayBuffer:
         if self.size == 0:
             raise ValueError("cannot sample from an empty replay buffer")
         idx = rng.integers(0, self.size, size=batch_size)
-        return Transitions(self.obs[idx], self.action[idx], self.ret[idx],
-                           self.next_obs[idx], self.discount[idx])
+        return Transitions(
+            self.obs[idx], self.action[idx], self.ret[idx], self.next_obs[idx], self.discount[idx]
+        )
 
     def state_dict(self) -> dict[str, np.ndarray | int]:
-        return {"obs": self.obs[: self.size], "next_obs": self.next_obs[: self.size],
-                "action": self.action[: self.size], "ret": self.ret[: self.size],
-                "discount": self.discount[: self.size], "pos": self.pos, "added": self.added}
+        return {
+            "obs": self.obs[: self.size],
+            "next_obs": self.next_obs[: self.size],
+            "action": self.action[: self.size],
+            "ret": self.ret[: self.size],
+            "discount": self.discount[: self.size],
+            "pos": self.pos,
+            "added": self.added,
+        }
 
     def load_state_dict(self, state: dict[str, np.ndarray | int]) -> None:
         size = len(state["action"])  # type: ignore[arg-type]
         if size > self.capacity:
-            raise ValueError(f"saved replay holds {size} transitions, capacity is "
-                             f"{self.capacity}")
+            raise ValueError(f"saved replay holds {size} transitions, capacity is {self.capacity}")
         for name in ("obs", "next_obs", "action", "ret", "discount"):
             getattr(self, name)[:size] = state[name]
         self.size, self.pos = size, int(state["pos"]) % self.capacity

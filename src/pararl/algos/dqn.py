@@ -66,15 +66,18 @@ class DQNLearner:
     def _update_target(self) -> None:
         cfg = self.config
         if cfg.tau < 1.0:  # Polyak averaging every update
-            for p, p_target in zip(self.q.parameters(), self.q_target.parameters(),
-                                   strict=True):
+            for p, p_target in zip(self.q.parameters(), self.q_target.parameters(), strict=True):
                 p_target.lerp_(p, cfg.tau)
         elif self.updates % cfg.target_update == 0:
             self.q_target.load_state_dict(self.q.state_dict())
 
     def state_dict(self) -> dict[str, Any]:
-        return {"q": self.q.state_dict(), "q_target": self.q_target.state_dict(),
-                "optimizer": self.optimizer.state_dict(), "updates": self.updates}
+        return {
+            "q": self.q.state_dict(),
+            "q_target": self.q_target.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "updates": self.updates,
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.q.load_state_dict(state["q"])

@@ -11,4 +11,5 @@ def _register(env_id: str, entry_point: str, **kwargs: object) -> None:
 
 
 _register("pararl/StepCost-v0", "pararl.envs.fake:StepCostEnv")
-_register("pararl/Faulty-v0", "pararl.envs.fake:FaultyEnv")
+# fails on its 300th step: late enough that a training run has stored data first
+_register("pararl/Faulty-v0", "pararl.envs.fake:FaultyEnv", kwargs={"at": 300})

@@ -33,10 +33,17 @@ class StepCostEnv(gym.Env[np.ndarray, np.int64]):
     bit for bit across vector-env backends.
     """
 
-    metadata: dict[str, Any] = {"render_modes": []}
+    metadata = {"render_modes": []}  # noqa: RUF012 - Gymnasium declares it so
 
-    def __init__(self, obs_dim: int = 8, cost_us: float = 0.0, tail_alpha: float = 0.0,
-                 episode_length: int = 200) -> None:
+    def __init__(
+        self,
+        obs_dim: int = 8,
+        cost_us: float = 0.0,
+        tail_alpha: float = 0.0,
+        episode_length: int = 200,
+        render_mode: str | None = None,
+    ) -> None:
+        self.render_mode = render_mode
         self.observation_space = spaces.Box(-np.inf, np.inf, (obs_dim,), np.float32)
         self.action_space = spaces.Discrete(2)
         self.cost_s = cost_us * 1e-6
@@ -51,8 +58,9 @@ class StepCostEnv(gym.Env[np.ndarray, np.int64]):
             return self.cost_s * (1.0 + float(self._cost_rng.pareto(self.tail_alpha)))
         return self.cost_s
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
-              ) -> tuple[np.ndarray, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
         super().reset(seed=seed)
         self._t = 0
         self._state = self.np_random.normal(size=self._state.shape).astype(np.float32)
@@ -78,8 +86,10 @@ class FaultyEnv(StepCostEnv):
     "hang" (sleep for an hour).
     """
 
-    def __init__(self, fail_on: str = "step", at: int = 1, how: str = "raise") -> None:
-        super().__init__()
+    def __init__(
+        self, fail_on: str = "step", at: int = 1, how: str = "raise", render_mode: str | None = None
+    ) -> None:
+        super().__init__(render_mode=render_mode)
         self.fail_on, self.at, self.how = fail_on, at, how
         self._calls = {"step": 0, "reset": 0}
 
@@ -96,8 +106,9 @@ class FaultyEnv(StepCostEnv):
         if self.how == "hang":
             time.sleep(3600)
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
-              ) -> tuple[np.ndarray, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
         self._maybe_fail("reset")
         return super().reset(seed=seed, options=options)
 

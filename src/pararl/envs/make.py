@@ -26,12 +26,17 @@ def check_env_id(env_id: str) -> gym.envs.registration.EnvSpec:
         return gym.spec(env_id)
     except gym.error.Error as exc:
         close = difflib.get_close_matches(env_id, list(gym.registry), n=3)
-        hint = f"; did you mean {', '.join(close)}?" if close else (
-            "; see gymnasium.pprint_registry() for the ids available")
+        hint = (
+            f"; did you mean {', '.join(close)}?"
+            if close
+            else ("; see gymnasium.pprint_registry() for the ids available")
+        )
         raise UsageError(f"unknown env id '{env_id}'{hint}") from exc
     except ImportError as exc:  # e.g. MuJoCo envs without the mujoco package
-        raise UsageError(f"env '{env_id}' needs a package that is not installed ({exc}); "
-                         "for MuJoCo envs: pip install 'pararl[mujoco]'") from exc
+        raise UsageError(
+            f"env '{env_id}' needs a package that is not installed ({exc}); "
+            "for MuJoCo envs: pip install 'pararl[mujoco]'"
+        ) from exc
 
 
 def make_env(env_id: str, wrapper: str = "none", render_mode: str | None = None) -> gym.Env:
@@ -49,8 +54,9 @@ def make_env(env_id: str, wrapper: str = "none", render_mode: str | None = None)
     return env
 
 
-def env_factory(env_id: str, wrapper: str = "none", render_mode: str | None = None
-                ) -> functools.partial[gym.Env]:
+def env_factory(
+    env_id: str, wrapper: str = "none", render_mode: str | None = None
+) -> functools.partial[gym.Env]:
     """A picklable zero-argument constructor (works under every start method)."""
     if wrapper not in WRAPPERS:
         raise UsageError(f"unknown wrapper '{wrapper}'; choose one of {', '.join(WRAPPERS)}")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
@@ -22,11 +22,12 @@ class CartPoleShapedReward(gym.RewardWrapper):
         self._obs: np.ndarray | None = None
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        obs, reward, terminated, truncated, info = self.env.step(action)
+        obs, _reward, terminated, truncated, info = self.env.step(action)
         x, theta = float(obs[0]), float(obs[2])
         shaped = 3.0 * ((self.x_threshold - abs(x)) / self.x_threshold - 0.8) + (
-            (self.theta_threshold - abs(theta)) / self.theta_threshold - 0.5)
+            (self.theta_threshold - abs(theta)) / self.theta_threshold - 0.5
+        )
         return obs, shaped, terminated, truncated, info
 
-    def reward(self, reward: float) -> float:  # pragma: no cover - step() is overridden
+    def reward(self, reward: SupportsFloat) -> SupportsFloat:  # step() is overridden
         return reward

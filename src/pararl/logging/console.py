@@ -5,9 +5,14 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-_FIELDS = (("steps_per_s", "steps/s", "{:,.0f}"), ("updates_per_s", "upd/s", "{:,.0f}"),
-           ("episode_return", "return", "{:.1f}"), ("eval_return", "eval", "{:.1f}"),
-           ("epsilon", "eps", "{:.3f}"), ("policy_lag", "lag", "{:.1f}"))
+_FIELDS = (
+    ("steps_per_s", "steps/s", "{:,.0f}"),
+    ("updates_per_s", "upd/s", "{:,.0f}"),
+    ("episode_return", "return", "{:.1f}"),
+    ("eval_return", "eval", "{:.1f}"),
+    ("epsilon", "eps", "{:.3f}"),
+    ("policy_lag", "lag", "{:.1f}"),
+)
 
 
 def summary(row: dict[str, Any]) -> str:
@@ -30,20 +35,28 @@ class Console:
         if mode == "bar":
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-            self._bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
-                                 TextColumn("{task.completed:,}/{task.total:,}"),
-                                 TimeElapsedColumn(), TextColumn("{task.fields[info]}"),
-                                 transient=False)
+            self._bar = Progress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                TextColumn("{task.completed:,}/{task.total:,}"),
+                TimeElapsedColumn(),
+                TextColumn("{task.fields[info]}"),
+                transient=False,
+            )
             self._task = self._bar.add_task(title, total=total, info="")
             self._bar.start()
 
     def update(self, row: dict[str, Any]) -> None:
         if self.mode == "bar":
-            self._bar.update(self._task, completed=min(row["env_steps"], self.total),
-                             info=summary(row))
+            self._bar.update(
+                self._task, completed=min(row["env_steps"], self.total), info=summary(row)
+            )
         elif self.mode == "plain":
-            print(f"[{self.title}] {row['env_steps']:,}/{self.total:,} steps  {summary(row)}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"[{self.title}] {row['env_steps']:,}/{self.total:,} steps  {summary(row)}",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def message(self, text: str) -> None:
         if self.mode == "bar":

@@ -6,9 +6,23 @@ import csv
 from pathlib import Path
 from typing import Any
 
-COLUMNS = ("env_steps", "wall_s", "updates", "steps_per_s", "updates_per_s", "replay_ratio",
-           "epsilon", "episode_return", "eval_return", "eval_std", "loss", "q_mean",
-           "policy_lag", "actor_cpu", "learner_cpu")
+COLUMNS = (
+    "env_steps",
+    "wall_s",
+    "updates",
+    "steps_per_s",
+    "updates_per_s",
+    "replay_ratio",
+    "epsilon",
+    "episode_return",
+    "eval_return",
+    "eval_std",
+    "loss",
+    "q_mean",
+    "policy_lag",
+    "actor_cpu",
+    "learner_cpu",
+)
 
 
 class MetricsWriter:
@@ -16,8 +30,9 @@ class MetricsWriter:
     enabled, the same scalars to TensorBoard. Flushes every row: nothing is lost
     on a crash."""
 
-    def __init__(self, csv_path: Path, tensorboard_dir: Path | None,
-                 columns: tuple[str, ...] = COLUMNS) -> None:
+    def __init__(
+        self, csv_path: Path, tensorboard_dir: Path | None, columns: tuple[str, ...] = COLUMNS
+    ) -> None:
         self.columns = columns
         new = not csv_path.exists() or csv_path.stat().st_size == 0
         self._file = csv_path.open("a", newline="")

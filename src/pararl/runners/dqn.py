@@ -31,18 +31,27 @@ def resolve_mode(config: DQNConfig) -> str:
     return "async" if physical_cores() > 1 else "serial"
 
 
+def check_spaces(config: DQNConfig, observation_space: gym.Space, action_space: gym.Space) -> None:
+    if not isinstance(action_space, gym.spaces.Discrete):
+        raise UsageError(
+            f"DQN needs a discrete action space; {config.env} has "
+            f"{action_space}. Use an env with Discrete actions."
+        )
+    if not isinstance(observation_space, gym.spaces.Box):
+        raise UsageError(
+            f"DQN here needs a Box observation space; {config.env} has "
+            f"{observation_space}. Wrap it (e.g. FlattenObservation)."
+        )
+
+
 class DQNState:
     """What a DQN run is made of, and how it is checkpointed."""
 
     def __init__(self, p: Prepared, device: torch.device) -> None:
         cfg: DQNConfig = p.config
-        if not isinstance(p.action_space, gym.spaces.Discrete):
-            raise UsageError(f"DQN needs a discrete action space; {cfg.env} has "
-                             f"{p.action_space}. Use an env with Discrete actions.")
-        if not isinstance(p.observation_space, gym.spaces.Box):
-            raise UsageError(f"DQN here needs a Box observation space; {cfg.env} has "
-                             f"{p.observation_space}. Wrap it (e.g. FlattenObservation).")
+        assert isinstance(p.action_space, gym.spaces.Discrete)
         self.config = cfg
+        assert p.observation_space.shape is not None
         self.obs_shape = tuple(p.observation_space.shape)
         self.num_actions = int(p.action_space.n)
         q = QNetwork(int(np.prod(self.obs_shape)), self.num_actions, cfg.hidden)
@@ -63,10 +72,16 @@ class DQNState:
         return max(0, allowed - self.learner.updates)
 
     def state(self, with_replay: bool = True, wall_s: float = 0.0) -> dict[str, Any]:
-        return {"format": 1, "algo": "dqn", "env_steps": self.env_steps, "wall_s": wall_s,
-                "learner": self.learner.state_dict(),
-                "replay": self.replay.state_dict() if with_replay else None,
-                "obs_shape": self.obs_shape, "num_actions": self.num_actions}
+        return {
+            "format": 1,
+            "algo": "dqn",
+            "env_steps": self.env_steps,
+            "wall_s": wall_s,
+            "learner": self.learner.state_dict(),
+            "replay": self.replay.state_dict() if with_replay else None,
+            "obs_shape": self.obs_shape,
+            "num_actions": self.num_actions,
+        }
 
     def load(self, state: dict[str, Any]) -> None:
         self.learner.load_state_dict(state["learner"])
@@ -78,38 +93,41 @@ class DQNState:
 
 def train_dqn(config: DQNConfig) -> TrainSession:
     """Train DQN as configured; returns the finished session (run dir, results)."""
-    p = prepare(config, "dqn")
+    p = prepare(config, "dqn", check_spaces)
     cfg: DQNConfig = p.config
     seed_everything(cfg.seed)
     device = resolve_device(cfg.device)
     mode = resolve_mode(cfg)
     state = DQNState(p, device)
     eval_fn = env_factory(cfg.env)
-    session = TrainSession(cfg, p.run, Evaluator(eval_fn, cfg.eval_episodes, cfg.seed + 10_000),
-                           p.spec_threshold,
-                           {"resolved": {"mode": mode, "device": str(device),
-                                         "target_return": p.spec_threshold}},
-                           start_steps=state.env_steps, start_wall=state.wall_s)
-    session.console.message(f"pararl: DQN on {cfg.env}, mode {mode}, learner on {device}, "
-                            f"run dir {p.run.root}")
+    session = TrainSession(
+        cfg,
+        p.run,
+        Evaluator(eval_fn, cfg.eval_episodes, cfg.seed + 10_000),
+        p.spec_threshold,
+        {"resolved": {"mode": mode, "device": str(device), "target_return": p.spec_threshold}},
+        start_steps=state.env_steps,
+        start_wall=state.wall_s,
+    )
+    session.console.message(
+        f"pararl: DQN on {cfg.env}, mode {mode}, learner on {device}, run dir {p.run.root}"
+    )
     if mode == "async":
         from pararl.runners.dqn_async import run_async
 
         run = run_async
     else:
         run = run_serial_or_sync
-    interrupted = False
+    status = "failed"
     try:
         run(state, session, mode)
+        status = "solved" if session.solved else "step budget reached"
     except KeyboardInterrupt:
-        interrupted = True
-        session.console.message("pararl: interrupted; saving a checkpoint")
+        status = "interrupted"
+        raise
     finally:
-        session.finish(state.env_steps, lambda: state.state(True, session.wall_s),
-                       interrupted=interrupted)
+        session.finish(state.env_steps, lambda: state.state(True, session.wall_s), status)
         session.close()
-    if interrupted:
-        raise KeyboardInterrupt
     return session
 
 
@@ -118,10 +136,14 @@ def run_serial_or_sync(state: DQNState, session: TrainSession, mode: str) -> Non
     cfg, learner, replay = state.config, state.learner, state.replay
     workers = cfg.workers or physical_cores()
     env_fns = [env_factory(cfg.env, cfg.wrapper)] * (workers * cfg.envs_per_worker)
-    envs: gym.vector.VectorEnv = (SerialVectorEnv(env_fns) if mode == "serial"
-                                  else ParallelVectorEnv(env_fns, workers))
-    actor_q = learner.q if learner.device.type == "cpu" else QNetwork(
-        learner.q.obs_dim, learner.q.num_actions, learner.q.hidden)
+    envs: gym.vector.VectorEnv = (
+        SerialVectorEnv(env_fns) if mode == "serial" else ParallelVectorEnv(env_fns, workers)
+    )
+    actor_q = (
+        learner.q
+        if learner.device.type == "cpu"
+        else QNetwork(learner.q.obs_dim, learner.q.num_actions, learner.q.hidden)
+    )
     nstep = NStepBuilder(envs.num_envs, state.obs_shape, cfg.n_step, cfg.gamma)
     stats: dict[str, Any] = {}
     try:
@@ -138,8 +160,12 @@ def run_serial_or_sync(state: DQNState, session: TrainSession, mode: str) -> Non
             state.env_steps += envs.num_envs
             for _ in range(state.updates_due()):
                 stats = learner.update(replay.sample(cfg.batch_size, state.rng))
-            session.tick(state.env_steps, learner.updates, learner.q.greedy,
-                         lambda: state.state(False, session.wall_s),
-                         {"epsilon": eps, **stats})
+            session.tick(
+                state.env_steps,
+                learner.updates,
+                learner.q.greedy,
+                lambda: state.state(False, session.wall_s),
+                {"epsilon": eps, **stats},
+            )
     finally:
         envs.close()

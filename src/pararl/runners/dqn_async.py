@@ -9,6 +9,7 @@ shared memory; actors pick them up every `sync_every` steps.
 
 from __future__ import annotations
 
+import functools
 import multiprocessing as mp
 import time
 from typing import Any
@@ -35,12 +36,21 @@ def actor_spec(state: DQNState, index: int, num_actors: int) -> ActorSpec:
     fixed_eps = None
     if cfg.apex_eps:
         fixed_eps = 0.4 ** (1 + 7 * index / max(1, num_actors - 1))
-    return ActorSpec(env_fn=env_factory(cfg.env, cfg.wrapper), num_envs=cfg.envs_per_worker,
-                     obs_shape=state.obs_shape, num_actions=state.num_actions,
-                     hidden=cfg.hidden, n_step=cfg.n_step, gamma=cfg.gamma,
-                     chunk_steps=max(1, CHUNK_TRANSITIONS // cfg.envs_per_worker),
-                     sync_every=cfg.sync_every, eps_start=cfg.eps_start, eps_end=cfg.eps_end,
-                     eps_span=max(1.0, cfg.eps_fraction * cfg.total_steps), fixed_eps=fixed_eps)
+    return ActorSpec(
+        env_fn=env_factory(cfg.env, cfg.wrapper),
+        num_envs=cfg.envs_per_worker,
+        obs_shape=state.obs_shape,
+        num_actions=state.num_actions,
+        hidden=cfg.hidden,
+        n_step=cfg.n_step,
+        gamma=cfg.gamma,
+        chunk_steps=max(1, CHUNK_TRANSITIONS // cfg.envs_per_worker),
+        sync_every=cfg.sync_every,
+        eps_start=cfg.eps_start,
+        eps_end=cfg.eps_end,
+        eps_span=max(1.0, cfg.eps_fraction * cfg.total_steps),
+        fixed_eps=fixed_eps,
+    )
 
 
 def default_actors(config: DQNConfig) -> int:
@@ -62,13 +72,18 @@ class ActorPool:
         self.publisher = WeightPublisher(self.arrays)
         self.publisher.publish(state.learner.q)
         self.seed, self.restarts = state.config.seed + 1000 * (1 + state.env_steps), 0
-        self.group = ProcessGroup(actor_main, [self._args(i) for i in range(num_actors)], ctx,
-                                  name="pararl-actor")
+        self.group = ProcessGroup(
+            actor_main, [self._args(i) for i in range(num_actors)], ctx, name="pararl-actor"
+        )
         self.group.await_ready(120.0)
 
     def _args(self, index: int) -> tuple[Any, ...]:
-        return (index, self.specs[index], self.shared, self.seed + 7 * index + 1_000_003 *
-                self.restarts)
+        return (
+            index,
+            self.specs[index],
+            self.shared,
+            self.seed + 7 * index + 1_000_003 * self.restarts,
+        )
 
     def restart(self, index: int) -> None:
         self.restarts += 1
@@ -90,45 +105,60 @@ def run_async(state: DQNState, session: TrainSession, mode: str) -> None:
             # actors wait on their full outboxes otherwise (back-pressure).
             due = state.updates_due()
             if due == 0:
-                for index, chunk in _receive(pool, cfg, session, wait=0.5):
-                    state.replay.add(_copy(read_slot(pool.arrays, index, chunk.slot,
-                                                     chunk.count)))
-                    pool.group.send(index, ("ack", chunk.slot))
-                    state.env_steps += chunk.env_steps
-                    session.episode_returns.extend(chunk.episode_returns)
-                    meter.chunk(index, chunk, pool.publisher.version)
-                pool.arrays["env_steps"][0] = state.env_steps
+                _take_chunks(pool, state, session, meter)
             t0 = time.monotonic()
             for _ in range(min(due, PUBLISH_EVERY)):
                 stats = learner.update(state.replay.sample(cfg.batch_size, state.rng))
             if due:
                 pool.publisher.publish(learner.q)
                 meter.learner_busy += time.monotonic() - t0
-            session.tick(state.env_steps, learner.updates, learner.q.greedy,
-                         lambda: state.state(False, session.wall_s),
-                         lambda: {**stats, **meter.report(cfg.epsilon(state.env_steps))})
+            session.tick(
+                state.env_steps,
+                learner.updates,
+                learner.q.greedy,
+                lambda: state.state(False, session.wall_s),
+                functools.partial(_log_stats, stats, meter, cfg.epsilon(state.env_steps)),
+            )
     finally:
         pool.close()
 
 
 def _copy(batch: Transitions) -> Transitions:
-    return Transitions(batch.obs.copy(), batch.action.copy(), batch.ret.copy(),
-                       batch.next_obs.copy(), batch.discount.copy())
+    return Transitions(
+        batch.obs.copy(),
+        batch.action.copy(),
+        batch.ret.copy(),
+        batch.next_obs.copy(),
+        batch.discount.copy(),
+    )
 
 
-def _receive(pool: ActorPool, cfg: DQNConfig, session: TrainSession, wait: float
-             ) -> list[tuple[int, Chunk]]:
-    """Chunks that have arrived (waiting up to `wait` s); replaces dead actors if asked."""
+def _take_chunks(
+    pool: ActorPool, state: DQNState, session: TrainSession, meter: _BusyMeter
+) -> None:
+    """Move arrived chunks (waiting up to 0.5 s) into the replay memory and free their
+    slots. A failed actor is replaced if `--restart-actors`, else its error raised."""
     try:
-        ready = pool.group.ready(range(len(pool.group)), wait)
-        return [(i, pool.group.receive(i)) for i in ready]
+        for index in pool.group.ready(range(len(pool.group)), 0.5):
+            chunk: Chunk = pool.group.receive(index)
+            state.replay.add(_copy(read_slot(pool.arrays, index, chunk.slot, chunk.count)))
+            pool.group.send(index, ("ack", chunk.slot))
+            state.env_steps += chunk.env_steps
+            session.episode_returns.extend(chunk.episode_returns)
+            meter.chunk(index, chunk, pool.publisher.version)
     except WorkerError as exc:
-        if not cfg.restart_actors:
+        if not state.config.restart_actors:
             raise
-        session.console.message(f"pararl: actor {exc.worker} failed ({str(exc).splitlines()[0]}"
-                                f"); restarting it, replay data kept")
+        session.console.message(
+            f"pararl: actor {exc.worker} failed ({str(exc).splitlines()[0]}"
+            f"); restarting it, replay data kept"
+        )
         pool.restart(exc.worker)
-        return []
+    pool.arrays["env_steps"][0] = state.env_steps
+
+
+def _log_stats(stats: dict[str, Any], meter: _BusyMeter, epsilon: float) -> dict[str, Any]:
+    return {**stats, **meter.report(epsilon)}
 
 
 class _BusyMeter:
@@ -149,9 +179,11 @@ class _BusyMeter:
     def report(self, epsilon: float) -> dict[str, Any]:
         now = time.monotonic()
         span, self._since = now - self._since, now
-        row = {"epsilon": epsilon,
-               "actor_cpu": float(self.busy.sum() / max(span * len(self.busy), 1e-9)),
-               "learner_cpu": self.learner_busy / max(span, 1e-9),
-               "policy_lag": float(np.mean(self.lags)) if self.lags else None}
+        row = {
+            "epsilon": epsilon,
+            "actor_cpu": float(self.busy.sum() / max(span * len(self.busy), 1e-9)),
+            "learner_cpu": self.learner_busy / max(span, 1e-9),
+            "policy_lag": float(np.mean(self.lags)) if self.lags else None,
+        }
         self.busy[:], self.wall[:], self.lags, self.learner_busy = 0.0, 0.0, [], 0.0
         return {k: v for k, v in row.items() if v is not None}

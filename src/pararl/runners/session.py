@@ -3,6 +3,7 @@ console, periodic greedy evaluation, checkpoints, and when to stop."""
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import deque
 from collections.abc import Callable
@@ -24,15 +25,23 @@ class TrainSession:
     """Bookkeeping for one run. The loop calls `record_episodes` with step infos and
     `tick` once per iteration; `tick` logs, evaluates and checkpoints on schedule."""
 
-    def __init__(self, config: RunConfig, run: RunDir, evaluator: Evaluator,
-                 target_return: float | None, extra_config: dict[str, Any] | None = None,
-                 start_steps: int = 0, start_wall: float = 0.0) -> None:
+    def __init__(
+        self,
+        config: RunConfig,
+        run: RunDir,
+        evaluator: Evaluator,
+        target_return: float | None,
+        extra_config: dict[str, Any] | None = None,
+        start_steps: int = 0,
+        start_wall: float = 0.0,
+    ) -> None:
         self.config, self.run, self.evaluator = config, run, evaluator
         self.target_return = target_return
         run.config.write_text(to_json(config, extra_config))
         self.metrics = MetricsWriter(run.metrics, run.tensorboard if config.tensorboard else None)
-        self.console = Console(config.total_steps, config.progress, f"{type(config).__name__}"
-                               f" {config.env}")
+        self.console = Console(
+            config.total_steps, config.progress, f"{type(config).__name__} {config.env}"
+        )
         self._t0 = time.monotonic() - start_wall
         self._last_log = 0.0
         self._next_eval = (start_steps // config.eval_every + 1) * config.eval_every
@@ -56,8 +65,14 @@ class TrainSession:
     def done(self, env_steps: int) -> bool:
         return self.solved or env_steps >= self.config.total_steps
 
-    def tick(self, env_steps: int, updates: int, policy: Policy, state_fn: StateFn,
-             stats: dict[str, Any] | Callable[[], dict[str, Any]] | None = None) -> None:
+    def tick(
+        self,
+        env_steps: int,
+        updates: int,
+        policy: Policy,
+        state_fn: StateFn,
+        stats: dict[str, Any] | Callable[[], dict[str, Any]] | None = None,
+    ) -> None:
         """Log, evaluate and checkpoint when due. `stats` may be a function: it is
         called only when a log line is written."""
         now = self.wall_s
@@ -75,10 +90,17 @@ class TrainSession:
         returns = self.evaluator.run(policy)
         mean, std = float(returns.mean()), float(returns.std())
         self.last_eval = mean
-        self.metrics.write({"env_steps": env_steps, "wall_s": round(self.wall_s, 3),
-                            "eval_return": mean, "eval_std": std})
-        self.console.message(f"eval @ {env_steps:,} steps ({self.wall_s:.1f} s): "
-                             f"{mean:.1f} ± {std:.1f}")
+        self.metrics.write(
+            {
+                "env_steps": env_steps,
+                "wall_s": round(self.wall_s, 3),
+                "eval_return": mean,
+                "eval_std": std,
+            }
+        )
+        self.console.message(
+            f"eval @ {env_steps:,} steps ({self.wall_s:.1f} s): {mean:.1f} ± {std:.1f}"
+        )
         if mean > self.best_eval:
             self.best_eval = mean
             checkpoint.save(self.run.checkpoint("best"), state_fn())
@@ -88,11 +110,14 @@ class TrainSession:
 
     def log(self, env_steps: int, updates: int, stats: dict[str, Any] | None) -> dict[str, Any]:
         row: dict[str, Any] = {
-            "env_steps": env_steps, "wall_s": round(self.wall_s, 3), "updates": updates,
+            "env_steps": env_steps,
+            "wall_s": round(self.wall_s, 3),
+            "updates": updates,
             "steps_per_s": self._step_rate.update(env_steps),
             "updates_per_s": self._update_rate.update(updates),
-            "episode_return": (float(np.mean(self.episode_returns))
-                               if self.episode_returns else None),
+            "episode_return": (
+                float(np.mean(self.episode_returns)) if self.episode_returns else None
+            ),
             "eval_return": self.last_eval,
         }
         row.update({k: float(v) for k, v in (stats or {}).items()})  # tensors -> floats here
@@ -100,19 +125,21 @@ class TrainSession:
         self.console.update(row)
         return row
 
-    def finish(self, env_steps: int, state_fn: StateFn, interrupted: bool = False) -> None:
-        """Final checkpoint and plot; says where the run is."""
-        name = "interrupted" if interrupted else "final"
+    def finish(self, env_steps: int, state_fn: StateFn, status: str) -> None:
+        """Final checkpoint and plot; says how the run ended and where it is."""
+        name = "final" if status in ("solved", "step budget reached") else "interrupted"
         checkpoint.save(self.run.checkpoint(name), state_fn())
         if not self.run.checkpoint("best").exists():
             checkpoint.save(self.run.checkpoint("best"), state_fn())
         self.metrics.close()
         self.console.close()
         learning_curve(self.run.metrics, self.run.curve, f"{self.config.env}")
-        status = ("solved" if self.solved else "interrupted" if interrupted
-                  else "step budget reached")
-        print(f"pararl: {status} after {env_steps:,} env steps in {self.wall_s:.1f} s "
-              f"(best eval {self.best_eval:.1f}); run saved in {self.run.root}", flush=True)
+        print(
+            f"pararl: {status} after {env_steps:,} env steps in {self.wall_s:.1f} s "
+            f"(best eval {self.best_eval:.1f}); run saved in {self.run.root}",
+            file=sys.stderr,
+            flush=True,
+        )
 
     def close(self) -> None:
         self.evaluator.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -23,8 +24,7 @@ def resolve_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name == "cuda" and not torch.cuda.is_available():
-        raise UsageError("--device cuda, but CUDA is not available here; use --device cpu "
-                         "or auto")
+        raise UsageError("--device cuda, but CUDA is not available here; use --device cpu or auto")
     return torch.device(name)
 
 
@@ -52,25 +52,35 @@ def latest_checkpoint(run: RunDir) -> Path:
     return max(candidates, key=lambda p: p.stat().st_mtime)
 
 
-def prepare(config: RunConfig, algo: str) -> Prepared:
+SpaceCheck = Callable[[Any, gym.Space, gym.Space], None]
+
+
+def prepare(config: RunConfig, algo: str, check_spaces: SpaceCheck) -> Prepared:
     """Validate the config (or load the resumed run's), probe the env, make the run dir."""
     resume_state = None
     if config.resume is not None:
         run = RunDir(Path(config.resume))
         if not run.config.is_file():
-            raise UsageError(f"--resume {config.resume}: no config.json there; pass the "
-                             "directory of a pararl run")
+            raise UsageError(
+                f"--resume {config.resume}: no config.json there; pass the "
+                "directory of a pararl run"
+            )
         saved = from_json(run.config.read_text())
         if type(saved) is not type(config):
             raise UsageError(f"--resume {config.resume} is a {type(saved).__name__} run")
-        config = replace(saved, total_steps=max(config.total_steps, saved.total_steps),
-                         resume=config.resume, run_dir=run.root)
+        config = replace(
+            saved,
+            total_steps=max(config.total_steps, saved.total_steps),
+            resume=config.resume,
+            run_dir=run.root,
+        )
         resume_state = checkpoint.load(latest_checkpoint(run))
     config.validate()
     spec = check_env_id(config.env)
     env = env_factory(config.env, config.wrapper)()
     obs_space, act_space = env.observation_space, env.action_space
     env.close()
+    check_spaces(config, obs_space, act_space)
     if resume_state is None:
         run = RunDir.new(config.run_dir, algo, config.env)
         config = replace(config, run_dir=run.root)

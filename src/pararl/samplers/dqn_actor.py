@@ -65,20 +65,26 @@ class Chunk:
 def outbox_specs(index: int, spec: ActorSpec) -> dict[str, ArraySpec]:
     cap, obs = spec.capacity, spec.obs_shape
     f32 = np.dtype(np.float32)
-    return {f"a{index}.obs": ArraySpec((2, cap, *obs), f32),
-            f"a{index}.next_obs": ArraySpec((2, cap, *obs), f32),
-            f"a{index}.action": ArraySpec((2, cap), np.dtype(np.int64)),
-            f"a{index}.ret": ArraySpec((2, cap), f32),
-            f"a{index}.discount": ArraySpec((2, cap), f32),
-            "env_steps": ArraySpec((1,), np.dtype(np.int64))}
+    return {
+        f"a{index}.obs": ArraySpec((2, cap, *obs), f32),
+        f"a{index}.next_obs": ArraySpec((2, cap, *obs), f32),
+        f"a{index}.action": ArraySpec((2, cap), np.dtype(np.int64)),
+        f"a{index}.ret": ArraySpec((2, cap), f32),
+        f"a{index}.discount": ArraySpec((2, cap), f32),
+        "env_steps": ArraySpec((1,), np.dtype(np.int64)),
+    }
 
 
 def read_slot(arrays: dict[str, np.ndarray], index: int, slot: int, count: int) -> Transitions:
     """A view of the transitions in an outbox slot (copy before acking)."""
     p = f"a{index}."
-    return Transitions(arrays[p + "obs"][slot, :count], arrays[p + "action"][slot, :count],
-                       arrays[p + "ret"][slot, :count], arrays[p + "next_obs"][slot, :count],
-                       arrays[p + "discount"][slot, :count])
+    return Transitions(
+        arrays[p + "obs"][slot, :count],
+        arrays[p + "action"][slot, :count],
+        arrays[p + "ret"][slot, :count],
+        arrays[p + "next_obs"][slot, :count],
+        arrays[p + "discount"][slot, :count],
+    )
 
 
 def _write_slot(arrays: dict[str, np.ndarray], index: int, slot: int, batch: Transitions) -> None:
@@ -90,16 +96,18 @@ def _write_slot(arrays: dict[str, np.ndarray], index: int, slot: int, batch: Tra
     arrays[p + "discount"][slot, :n] = batch.discount
 
 
-def epsilon_greedy(q: QNetwork, obs: np.ndarray, eps: float, rng: np.random.Generator
-                   ) -> np.ndarray:
+def epsilon_greedy(
+    q: QNetwork, obs: np.ndarray, eps: float, rng: np.random.Generator
+) -> np.ndarray:
     actions = q.greedy(obs)
     explore = rng.random(len(actions)) < eps
     actions[explore] = rng.integers(0, q.num_actions, size=int(explore.sum()))
     return actions
 
 
-def actor_main(conn: Connection, index: int, spec: ActorSpec, shared: SharedArrays,
-               seed: int) -> None:
+def actor_main(
+    conn: Connection, index: int, spec: ActorSpec, shared: SharedArrays, seed: int
+) -> None:
     """Act, chunk, send, repeat; until the learner says close or goes away."""
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
@@ -137,9 +145,20 @@ def actor_main(conn: Connection, index: int, spec: ActorSpec, shared: SharedArra
             batch = Transitions.concat(parts)
             _write_slot(arrays, index, slot, batch)
             free[slot] = False
-            conn.send((True, Chunk(slot, len(batch), spec.chunk_steps * spec.num_envs,
-                                   weights.version, returns, busy,
-                                   time.monotonic() - start)))
+            conn.send(
+                (
+                    True,
+                    Chunk(
+                        slot,
+                        len(batch),
+                        spec.chunk_steps * spec.num_envs,
+                        weights.version,
+                        returns,
+                        busy,
+                        time.monotonic() - start,
+                    ),
+                )
+            )
             slot ^= 1
             if conn.poll(0) and not _handle_messages(conn, free, watch):
                 return

@@ -16,8 +16,10 @@ from pararl.vector.shared import ArraySpec
 
 
 def weight_specs(model: nn.Module) -> dict[str, ArraySpec]:
-    return {"weights": ArraySpec((num_params(model),), np.dtype(np.float32)),
-            "version": ArraySpec((1,), np.dtype(np.int64))}
+    return {
+        "weights": ArraySpec((num_params(model),), np.dtype(np.float32)),
+        "version": ArraySpec((1,), np.dtype(np.int64)),
+    }
 
 
 class WeightPublisher:

@@ -117,8 +117,11 @@ class EnvBatch:
         # termination. (DISABLED shares this loop: no env reaches the reset branch.)
         infos: InfoRows = []
         envs, needs_reset, offset = self.envs, self._needs_reset, self.offset
-        rewards, terms, truncs = (self.arrays.rewards, self.arrays.terminations,
-                                  self.arrays.truncations)
+        rewards, terms, truncs = (
+            self.arrays.rewards,
+            self.arrays.terminations,
+            self.arrays.truncations,
+        )
         write_obs, read_action = self._write_obs, self._read_action
         row = offset
         try:
@@ -128,7 +131,9 @@ class EnvBatch:
                     obs, info = envs[local].reset()
                     reward, terminated, truncated = 0.0, False, False
                 else:
-                    obs, reward, terminated, truncated, info = envs[local].step(read_action(row))
+                    obs, reward, terminated, truncated, info = envs[local].step(  # type: ignore[assignment]
+                        read_action(row)
+                    )
                 write_obs(row, obs)
                 rewards[row] = reward
                 terms[row] = terminated

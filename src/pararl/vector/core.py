@@ -89,8 +89,9 @@ class BatchVectorEnv(gym.vector.VectorEnv):
         dummy.close()
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
-        layout = BatchLayout(self.single_observation_space, self.single_action_space,
-                             self.autoreset_mode)
+        layout = BatchLayout(
+            self.single_observation_space, self.single_action_space, self.autoreset_mode
+        )
         n = self.num_envs
         specs = {
             **space_specs(self.single_observation_space, n, "obs"),
@@ -103,17 +104,24 @@ class BatchVectorEnv(gym.vector.VectorEnv):
         self._arrays = self._transport.arrays
         self._worker_of = np.empty(n, dtype=np.int64)
         for w, rows in enumerate(self._transport.slices):
-            self._worker_of[rows.start:rows.stop] = w
+            self._worker_of[rows.start : rows.stop] = w
         self._worker_rows = [np.arange(r.start, r.stop) for r in self._transport.slices]
         self._pending: list[deque[np.ndarray]] = [deque() for _ in self._transport.slices]
+        # When each worker started on its oldest pending command: worker_timeout runs
+        # from there, per worker, so a hung worker is caught even while others reply.
+        self._busy_since = [0.0] * len(self._transport.slices)
         self._arrived: list[Reply] = []  # replies received but not yet returned
         self._in_flight = np.zeros(n, dtype=np.bool_)
         self._all_ids = np.arange(n)
         self._state = "default"
         self.closed = False
 
-    def _make_transport(self, env_fns: Sequence[Callable[[], gym.Env]],
-                        specs: dict[str, ArraySpec], layout: BatchLayout) -> Transport:
+    def _make_transport(
+        self,
+        env_fns: Sequence[Callable[[], gym.Env]],
+        specs: dict[str, ArraySpec],
+        layout: BatchLayout,
+    ) -> Transport:
         raise NotImplementedError
 
     @property
@@ -138,17 +146,23 @@ class BatchVectorEnv(gym.vector.VectorEnv):
             if state == "default":
                 raise AlreadyPendingCallError(
                     f"`{call}` called while a `{self._state}` call is pending; "
-                    f"finish it first (its *_wait/recv).", self._state)
+                    f"finish it first (its *_wait/recv).",
+                    self._state,
+                )
             raise NoAsyncCallError(f"`{call}` called without a pending `{state}` call.", state)
 
-    def _submit(self, command: str, ids: np.ndarray,
-                data: Callable[[list[int] | None, np.ndarray], Any]) -> None:
+    def _submit(
+        self, command: str, ids: np.ndarray, data: Callable[[list[int] | None, np.ndarray], Any]
+    ) -> None:
         """Send `command` to the worker of every env in `ids` (ascending);
         `data(local_ids, rows)` builds a worker's payload from its envs' local ids
         (None: all of them, in order) and global rows."""
+        now = time.monotonic()
         if ids.size == self.num_envs:  # the hot path: every worker takes all its envs
             for w, rows in enumerate(self._worker_rows):
                 self._transport.submit(w, command, data(None, rows))
+                if not self._pending[w]:
+                    self._busy_since[w] = now
                 self._pending[w].append(rows)
             self._in_flight[:] = True
             return
@@ -159,28 +173,45 @@ class BatchVectorEnv(gym.vector.VectorEnv):
                 whole = mine.size == rows.size  # ids are unique, so these are all its envs
                 local = None if whole else (mine - rows[0]).tolist()
                 self._transport.submit(w, command, data(local, mine))
+                if not self._pending[w]:
+                    self._busy_since[w] = now
                 self._pending[w].append(mine)
                 self._in_flight[mine] = True
 
-    def _collect(self, *, min_envs: int | None = None, window: float | None = None,
-                 timeout: float | None = None) -> list[Reply]:
+    def _collect(
+        self,
+        *,
+        min_envs: int | None = None,
+        window: float | None = None,
+        timeout: float | None = None,
+    ) -> list[Reply]:
         """Wait for replies: all pending ones; or until `min_envs` envs are back; or
         for the first, then whatever else arrives within `window` seconds."""
         start = time.monotonic()
-        stall_deadline = None if self.worker_timeout is None else start + self.worker_timeout
         first_at: float | None = None if not self._arrived else start
         while any(self._pending):
             now = time.monotonic()
             got = sum(ids.size for ids, _ in self._arrived)
             if (min_envs is not None and got >= min_envs) or (
-                    window is not None and first_at is not None and now >= first_at + window):
+                window is not None and first_at is not None and now >= first_at + window
+            ):
                 break
-            waits = [t - now for t in (
-                None if timeout is None else start + timeout,
-                stall_deadline,
-                None if window is None or first_at is None else first_at + window,
-            ) if t is not None]
             busy = [w for w, q in enumerate(self._pending) if q]
+            stalled = min(busy, key=self._busy_since.__getitem__)
+            stall_deadline = (
+                None
+                if self.worker_timeout is None
+                else self._busy_since[stalled] + self.worker_timeout
+            )
+            waits = [
+                t - now
+                for t in (
+                    None if timeout is None else start + timeout,
+                    stall_deadline,
+                    None if window is None or first_at is None else first_at + window,
+                )
+                if t is not None
+            ]
             ready = self._transport.ready(busy, max(0.0, min(waits)) if waits else None)
             if ready:
                 for w in ready:
@@ -188,21 +219,23 @@ class BatchVectorEnv(gym.vector.VectorEnv):
                     ids = self._pending[w].popleft()
                     self._in_flight[ids] = False
                     self._arrived.append((ids, payload))
+                    self._busy_since[w] = time.monotonic()  # on to its next command, if any
                 first_at = first_at or time.monotonic()
-                if stall_deadline is not None:
-                    stall_deadline = time.monotonic() + self.worker_timeout  # type: ignore[operator]
                 continue
             now = time.monotonic()
             if timeout is not None and now >= start + timeout:
                 raise mp.TimeoutError(f"no result within {timeout} s; call again to keep waiting")
             if stall_deadline is not None and now >= stall_deadline:
-                raise WorkerTimeoutError(busy[0], f"no reply within worker_timeout="
-                                         f"{self.worker_timeout} s; its env hangs")
+                raise WorkerTimeoutError(
+                    stalled,
+                    f"no reply within worker_timeout={self.worker_timeout} s; its env hangs",
+                )
         done, self._arrived = self._arrived, []
         return done
 
-    def _results(self, replies: list[Reply], full: bool
-                 ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any], np.ndarray]:
+    def _results(
+        self, replies: list[Reply], full: bool
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any], np.ndarray]:
         a = self._arrays
         rows = [row_info for _, payload in replies for row_info in payload]
         if full:
@@ -215,26 +248,39 @@ class BatchVectorEnv(gym.vector.VectorEnv):
             sel = ids
             pos = {int(g): p for p, g in enumerate(ids)}
             obs = take_rows(a.obs, ids)
-            infos = batch_infos(sorted(((pos[r], i) for r, i in rows), key=lambda r: r[0]),
-                                len(ids))
-        return (obs, take_rows(a.rewards, sel), take_rows(a.terminations, sel),
-                take_rows(a.truncations, sel), infos, ids)
+            infos = batch_infos(
+                sorted(((pos[r], i) for r, i in rows), key=lambda r: r[0]), len(ids)
+            )
+        return (
+            obs,
+            take_rows(a.rewards, sel),
+            take_rows(a.terminations, sel),
+            take_rows(a.truncations, sel),
+            infos,
+            ids,
+        )
 
     # --- Gymnasium API: reset / step ---------------------------------------------
 
-    def reset(self, *, seed: int | Sequence[int | None] | None = None,
-              options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+    def reset(
+        self,
+        *,
+        seed: int | Sequence[int | None] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> tuple[Any, dict[str, Any]]:
         self.reset_async(seed=seed, options=options)
         return self.reset_wait()
 
-    def reset_async(self, seed: int | Sequence[int | None] | None = None,
-                    options: dict[str, Any] | None = None) -> None:
+    def reset_async(
+        self, seed: int | Sequence[int | None] | None = None, options: dict[str, Any] | None = None
+    ) -> None:
         with self._guard():
             self._require("default", "reset_async")
             seeds = expand_seeds(seed, self.num_envs)
             ids, options = reset_mask_ids(options, self.num_envs)
-            self._submit("reset", ids,
-                         lambda local, rows: (local, [seeds[r] for r in rows], options))
+            self._submit(
+                "reset", ids, lambda local, rows: (local, [seeds[r] for r in rows], options)
+            )
             self._state = "reset"
 
     def reset_wait(self, timeout: float | None = None) -> tuple[Any, dict[str, Any]]:
@@ -256,8 +302,9 @@ class BatchVectorEnv(gym.vector.VectorEnv):
             self._submit("step", np.arange(self.num_envs), lambda local, rows: local)
             self._state = "step"
 
-    def step_wait(self, timeout: float | None = None
-                  ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
+    def step_wait(
+        self, timeout: float | None = None
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
         with self._guard():
             self._require("step", "step_wait")
             replies = self._collect(timeout=timeout)
@@ -279,13 +326,16 @@ class BatchVectorEnv(gym.vector.VectorEnv):
                 busy = ids[self._in_flight[ids]].tolist()
                 raise AlreadyPendingCallError(
                     f"envs {busy} are still stepping; recv() their results before sending "
-                    "them new actions", "partial")
+                    "them new actions",
+                    "partial",
+                )
             put_rows(self._arrays.actions, None if env_ids is None else ids, actions)
             self._submit("step", ids, lambda local, rows: local)
             self._state = "partial"
 
-    def recv(self, min_envs: int | None = None, timeout: float | None = None
-             ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any], np.ndarray]:
+    def recv(
+        self, min_envs: int | None = None, timeout: float | None = None
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any], np.ndarray]:
         """Results of envs sent with `send`, with their `env_ids` (ascending).
 
         Policies: both None -> wait for every env in flight; `min_envs=k` -> return
@@ -331,13 +381,19 @@ class BatchVectorEnv(gym.vector.VectorEnv):
         if not isinstance(values, (list, tuple)):
             values = [values] * self.num_envs
         if len(values) != self.num_envs:
-            raise ValueError(f"got {len(values)} values for {self.num_envs} envs; pass one per "
-                             "env, or a single value (not a list) for all")
-        self._sync("set_attr", np.arange(self.num_envs),
-                   lambda local, rows: (name, [values[r] for r in rows]))
+            raise ValueError(
+                f"got {len(values)} values for {self.num_envs} envs; pass one per "
+                "env, or a single value (not a list) for all"
+            )
+        self._sync(
+            "set_attr",
+            np.arange(self.num_envs),
+            lambda local, rows: (name, [values[r] for r in rows]),
+        )
 
-    def call_each(self, name: str, args: Sequence[Any],
-                  env_ids: Sequence[int] | np.ndarray | None = None) -> tuple[Any, ...]:
+    def call_each(
+        self, name: str, args: Sequence[Any], env_ids: Sequence[int] | np.ndarray | None = None
+    ) -> tuple[Any, ...]:
         """Call method `name` on each env in `env_ids` (all when None) with its own argument."""
         ids = index_array(env_ids, self.num_envs)
         if len(args) != ids.size:
@@ -352,16 +408,18 @@ class BatchVectorEnv(gym.vector.VectorEnv):
         by_env = dict(zip(order.tolist(), self._sync("call_each", order, payload), strict=True))
         return tuple(by_env[int(e)] for e in ids)
 
-    def reset_task(self, tasks: Sequence[Any], env_ids: Sequence[int] | np.ndarray | None = None
-                   ) -> None:
+    def reset_task(
+        self, tasks: Sequence[Any], env_ids: Sequence[int] | np.ndarray | None = None
+    ) -> None:
         """Meta-RL: give env `env_ids[i]` the task `tasks[i]` (its `reset_task(task)`)."""
         self.call_each("reset_task", tasks, env_ids)
 
     def render(self) -> tuple[Any, ...] | None:
         return self.call("render")
 
-    def _sync(self, command: str, ids: np.ndarray,
-              data: Callable[[list[int] | None, np.ndarray], Any]) -> tuple[Any, ...]:
+    def _sync(
+        self, command: str, ids: np.ndarray, data: Callable[[list[int] | None, np.ndarray], Any]
+    ) -> tuple[Any, ...]:
         with self._guard():
             self._require("default", command)
             self._submit(command, ids, data)
@@ -374,15 +432,18 @@ class BatchVectorEnv(gym.vector.VectorEnv):
 
     # --- shutdown ------------------------------------------------------------------
 
-    def close_extras(self, timeout: float | None = None, terminate: bool = False,
-                     **kwargs: Any) -> None:
+    def close_extras(
+        self, timeout: float | None = None, terminate: bool = False, **kwargs: Any
+    ) -> None:
         """Stop the workers: ask, wait up to `timeout` s (default 2), then kill."""
         grace = 0.0 if terminate else (CLOSE_GRACE_S if timeout is None else timeout)
         self._transport.close(grace)
         self._state = "closed"
 
     def __del__(self) -> None:
-        if not getattr(self, "closed", True):
+        # Not getattr: gym's VectorEnv has a class attribute `closed = False`, so a
+        # subclass constructor that raised before ours ran would "close" no transport.
+        if not self.__dict__.get("closed", True):
             self.close(terminate=True)
 
     def __repr__(self) -> str:

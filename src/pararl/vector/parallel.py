@@ -61,18 +61,31 @@ class ParallelVectorEnv(BatchVectorEnv):
         if not 1 <= num_workers <= max(n, 1):
             raise ValueError(
                 f"num_workers must be between 1 and the number of envs ({n}), got "
-                f"{num_workers}; use SerialVectorEnv to step envs in this process")
+                f"{num_workers}; use SerialVectorEnv to step envs in this process"
+            )
         self._requested_workers = num_workers
         self._ctx = mp.get_context(context)
         self._daemon = daemon
         self._start_timeout = start_timeout
-        super().__init__(env_fns, copy=copy, autoreset_mode=autoreset_mode,
-                         worker_timeout=worker_timeout)
+        super().__init__(
+            env_fns, copy=copy, autoreset_mode=autoreset_mode, worker_timeout=worker_timeout
+        )
 
-    def _make_transport(self, env_fns: Sequence[Callable[[], gym.Env]],
-                        specs: dict[str, ArraySpec], layout: BatchLayout) -> Transport:
-        return ProcessTransport(env_fns, self._requested_workers, specs, layout, self._ctx,
-                                daemon=self._daemon, start_timeout=self._start_timeout)
+    def _make_transport(
+        self,
+        env_fns: Sequence[Callable[[], gym.Env]],
+        specs: dict[str, ArraySpec],
+        layout: BatchLayout,
+    ) -> Transport:
+        return ProcessTransport(
+            env_fns,
+            self._requested_workers,
+            specs,
+            layout,
+            self._ctx,
+            daemon=self._daemon,
+            start_timeout=self._start_timeout,
+        )
 
     @property
     def worker_pids(self) -> list[int]:

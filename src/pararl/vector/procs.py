@@ -13,6 +13,7 @@ Replies on a pipe are `(ok, payload)`; a failed reply carries a `RemoteError`.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import multiprocessing as mp
 import os
@@ -59,10 +60,8 @@ def _bootstrap(conn: Connection, target: Callable[..., None], args: tuple[Any, .
         from pararl.vector.worker import RemoteError
 
         report = RemoteError(f"{type(exc).__name__}: {exc}", traceback.format_exc(), None)
-        try:
+        with contextlib.suppress(OSError, ValueError):
             conn.send((False, report))
-        except (OSError, ValueError):
-            pass
     finally:
         conn.close()
 
@@ -142,7 +141,25 @@ class ProcessGroup:
         try:
             self.conns[index].send(message)
         except (BrokenPipeError, ConnectionResetError, EOFError, OSError):
-            self._raise_dead(index)
+            self._raise_last_words(index)
+
+    def _raise_last_words(self, index: int) -> None:
+        """A child we could not write to is gone: raise the error it reported before
+        dying, if any (its unread replies are dropped), else report its death."""
+        conn = self.conns[index]
+        try:
+            while conn.poll(0):
+                ok, payload = conn.recv()
+                if not ok:
+                    raise WorkerError(
+                        index,
+                        payload.message,
+                        env_index=payload.env_index,
+                        remote_traceback=payload.traceback,
+                    )
+        except (EOFError, OSError):
+            pass
+        self._raise_dead(index)
 
     def receive(self, index: int) -> Any:
         """The payload of worker `index`'s next reply; raises `WorkerError` on failure."""
@@ -151,8 +168,12 @@ class ProcessGroup:
         except (EOFError, ConnectionResetError, OSError):
             self._raise_dead(index)
         if not ok:
-            raise WorkerError(index, payload.message, env_index=payload.env_index,
-                              remote_traceback=payload.traceback)
+            raise WorkerError(
+                index,
+                payload.message,
+                env_index=payload.env_index,
+                remote_traceback=payload.traceback,
+            )
         return payload
 
     def ready(self, indices: Sequence[int], timeout: float | None) -> list[int]:
@@ -183,8 +204,10 @@ class ProcessGroup:
         while waiting:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise WorkerTimeoutError(waiting[0], f"not ready after {timeout} s (building "
-                                         "its envs takes too long, or it hangs)")
+                raise WorkerTimeoutError(
+                    waiting[0],
+                    f"not ready after {timeout} s (building its envs takes too long, or it hangs)",
+                )
             for i in self.ready(waiting, left):
                 self.receive(i)
                 waiting.remove(i)
@@ -193,10 +216,14 @@ class ProcessGroup:
         proc = self.processes[index]
         proc.join(0.2)
         code = proc.exitcode
-        how = (f"killed by signal {signal.Signals(-code).name}" if code is not None and code < 0
-               else f"exited with code {code}")
-        raise WorkerError(index, f"worker process died ({how}) without reporting an error",
-                          exitcode=code)
+        how = (
+            f"killed by signal {signal.Signals(-code).name}"
+            if code is not None and code < 0
+            else f"exited with code {code}"
+        )
+        raise WorkerError(
+            index, f"worker process died ({how}) without reporting an error", exitcode=code
+        )
 
     def close(self, grace: float = CLOSE_GRACE_S, message: Any = ("close", None)) -> None:
         """Ask every child to exit, wait up to `grace` s, then terminate and kill.
@@ -208,10 +235,8 @@ class ProcessGroup:
         self._closed = True
         for i, proc in enumerate(self.processes):
             if proc.is_alive():
-                try:
+                with contextlib.suppress(OSError, ValueError):
                     self.conns[i].send(message)
-                except (OSError, ValueError):
-                    pass
         _reap(self.processes, grace)
         for conn in self.conns:
             conn.close()

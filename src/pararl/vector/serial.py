@@ -23,6 +23,10 @@ class SerialVectorEnv(BatchVectorEnv):
     `recv` always returns every env sent (they are all done by then).
     """
 
-    def _make_transport(self, env_fns: Sequence[Callable[[], gym.Env]],
-                        specs: dict[str, ArraySpec], layout: BatchLayout) -> Transport:
+    def _make_transport(
+        self,
+        env_fns: Sequence[Callable[[], gym.Env]],
+        specs: dict[str, ArraySpec],
+        layout: BatchLayout,
+    ) -> Transport:
         return InlineTransport(env_fns, specs, layout)

@@ -56,8 +56,12 @@ class SharedArrays:
         self._views: dict[str, np.ndarray] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"specs": self.specs, "_offsets": self._offsets, "nbytes": self.nbytes,
-                "_raw": self._raw}
+        return {
+            "specs": self.specs,
+            "_offsets": self._offsets,
+            "nbytes": self.nbytes,
+            "_raw": self._raw,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
@@ -66,11 +70,13 @@ class SharedArrays:
     @property
     def arrays(self) -> dict[str, np.ndarray]:
         if self._views is None:
-            block = np.frombuffer(self._raw, dtype=np.uint8, count=self.nbytes)
+            raw = memoryview(self._raw).cast("B")
+            block = np.frombuffer(raw, dtype=np.uint8, count=self.nbytes)
             self._views = {
                 name: block[off : off + spec.nbytes].view(spec.dtype).reshape(spec.shape)
-                for (name, spec), off in zip(self.specs.items(), self._offsets.values(),
-                                             strict=True)
+                for (name, spec), off in zip(
+                    self.specs.items(), self._offsets.values(), strict=True
+                )
             }
         return self._views
 
@@ -97,6 +103,7 @@ def space_specs(space: spaces.Space, batch: int, prefix: str) -> dict[str, Array
         return out
     if isinstance(space, (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)):
         assert space.dtype is not None
+        assert space.shape is not None
         return {prefix: ArraySpec((batch, *space.shape), np.dtype(space.dtype))}
     raise TypeError(
         f"{type(space).__name__} spaces cannot live in shared memory; pararl supports Box, "

@@ -37,8 +37,12 @@ class Transport(Protocol):
 class InlineTransport:
     """Runs every command at once in this process: the serial twin's engine."""
 
-    def __init__(self, env_fns: Sequence[Callable[[], gym.Env]],
-                 specs: dict[str, ArraySpec], layout: BatchLayout) -> None:
+    def __init__(
+        self,
+        env_fns: Sequence[Callable[[], gym.Env]],
+        specs: dict[str, ArraySpec],
+        layout: BatchLayout,
+    ) -> None:
         self.slices = [range(len(env_fns))]
         self.arrays = batch_arrays(local_arrays(specs), layout)
         self._batch = EnvBatch(make_envs(env_fns, 0), 0, self.arrays, layout.autoreset_mode)
@@ -95,9 +99,16 @@ def check_picklable(env_fns: Sequence[Callable[[], gym.Env]], method: str) -> No
 class ProcessTransport:
     """Worker processes, each stepping a contiguous slice of the envs serially."""
 
-    def __init__(self, env_fns: Sequence[Callable[[], gym.Env]], num_workers: int,
-                 specs: dict[str, ArraySpec], layout: BatchLayout, ctx: BaseContext,
-                 daemon: bool = True, start_timeout: float = 120.0) -> None:
+    def __init__(
+        self,
+        env_fns: Sequence[Callable[[], gym.Env]],
+        num_workers: int,
+        specs: dict[str, ArraySpec],
+        layout: BatchLayout,
+        ctx: BaseContext,
+        daemon: bool = True,
+        start_timeout: float = 120.0,
+    ) -> None:
         method = ctx.get_start_method()
         if method != "fork":
             check_picklable(env_fns, method)
@@ -107,8 +118,10 @@ class ProcessTransport:
         fns = [_Pickled(fn) for fn in env_fns]
         self.group = ProcessGroup(
             env_worker,
-            [(fns[s.start:s.stop], s.start, self.shared, layout) for s in self.slices],
-            ctx, name="pararl-env-worker", daemon=daemon,
+            [(fns[s.start : s.stop], s.start, self.shared, layout) for s in self.slices],
+            ctx,
+            name="pararl-env-worker",
+            daemon=daemon,
         )
         try:
             self.group.await_ready(start_timeout)

@@ -6,6 +6,7 @@ transport, so both run literally the same code for every command.
 
 from __future__ import annotations
 
+import contextlib
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -95,8 +96,12 @@ def env_worker(
     watch = ParentWatch()
     batch: EnvBatch | None = None
     try:
-        batch = EnvBatch(make_envs(env_fns, offset), offset,
-                         batch_arrays(shared.arrays, layout), layout.autoreset_mode)
+        batch = EnvBatch(
+            make_envs(env_fns, offset),
+            offset,
+            batch_arrays(shared.arrays, layout),
+            layout.autoreset_mode,
+        )
         conn.send((True, None))  # ready
         while True:
             if not conn.poll(watch.interval):
@@ -114,13 +119,9 @@ def env_worker(
         if env_index is None and batch is not None:
             env_index = batch.failed_env
         report = RemoteError(f"{type(exc).__name__}: {exc}", traceback.format_exc(), env_index)
-        try:
+        with contextlib.suppress(OSError, ValueError):
             conn.send((False, report))
-        except (OSError, ValueError):
-            pass
     finally:
         if batch is not None:
-            try:
+            with contextlib.suppress(Exception):
                 batch.close()
-            except Exception:  # noqa: S110 - closing after a failure must not mask it
-                pass

@@ -1,0 +1,108 @@
+"""`pararl evaluate RUN_DIR`: load a run's checkpoint with its config, report the
+greedy return, and optionally show it on screen or record a video."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import tyro
+
+from pararl import checkpoint
+from pararl.config import DQNConfig, RunConfig, from_json
+from pararl.envs.make import env_factory
+from pararl.errors import UsageError
+from pararl.evaluate import Evaluator, Policy
+from pararl.rundir import RunDir
+
+
+@dataclass
+class EvaluateConfig:
+    run_dir: Annotated[Path, tyro.conf.Positional]
+    """Directory of a pararl training run."""
+    episodes: int = 10
+    """Greedy episodes to run."""
+    checkpoint: str = "best"
+    """Checkpoint name in RUN_DIR/checkpoints (best, final, interrupted, step_N)."""
+    seed: int = 12_345
+    """Seed of the evaluation envs."""
+    render: bool = False
+    """Show the episodes on screen (needs a display)."""
+    video: Path | None = None
+    """Record the first episode to this file (.gif or .mp4)."""
+
+
+def load_policy(run: RunDir, name: str) -> tuple[RunConfig, Policy]:
+    if not run.config.is_file():
+        raise UsageError(f"{run.root} is not a pararl run directory (no config.json)")
+    config = from_json(run.config.read_text())
+    state = checkpoint.load(run.checkpoint(name))
+    if isinstance(config, DQNConfig):
+        from pararl.models import QNetwork
+
+        q = QNetwork(int(np.prod(state["obs_shape"])), state["num_actions"], config.hidden)
+        q.load_state_dict(state["learner"]["q"])
+        return config, q.greedy
+    raise UsageError(f"cannot evaluate a {type(config).__name__} run")
+
+
+def _play(
+    config: RunConfig, policy: Policy, episodes: int, seed: int, render_mode: str
+) -> tuple[list[float], list[Any]]:
+    """Episodes one at a time in a rendering env; frames of the first when rgb_array."""
+    env = env_factory(config.env, render_mode=render_mode)()
+    returns, frames = [], []
+    try:
+        for ep in range(episodes):
+            obs, _ = env.reset(seed=seed + ep)
+            total, done = 0.0, False
+            while not done:
+                if render_mode == "rgb_array" and ep == 0:
+                    frames.append(env.render())
+                obs, reward, terminated, truncated, _ = env.step(int(policy(obs[None])[0]))
+                total += float(reward)
+                done = terminated or truncated
+            returns.append(total)
+    finally:
+        env.close()
+    return returns, frames
+
+
+def write_video(frames: list[Any], path: Path, fps: int = 30) -> None:
+    import imageio.v2 as imageio
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix.lower() == ".gif":
+        imageio.mimsave(path, frames, duration=1 / fps, loop=0)
+    elif path.suffix.lower() == ".mp4":
+        imageio.mimsave(path, frames, fps=fps)
+    else:
+        raise UsageError(f"--video {path}: use a .gif or .mp4 file name")
+
+
+def run(cfg: EvaluateConfig) -> dict[str, float]:
+    if cfg.episodes < 1:
+        raise UsageError("--episodes must be >= 1")
+    config, policy = load_policy(RunDir(cfg.run_dir), cfg.checkpoint)
+    if cfg.render or cfg.video is not None:
+        returns, frames = _play(
+            config, policy, cfg.episodes, cfg.seed, "human" if cfg.render else "rgb_array"
+        )
+        if cfg.video is not None:
+            write_video(frames, cfg.video)
+            print(f"video of episode 1 written to {cfg.video}")
+        result = np.asarray(returns)
+    else:
+        evaluator = Evaluator(env_factory(config.env), cfg.episodes, cfg.seed)
+        try:
+            result = evaluator.run(policy)
+        finally:
+            evaluator.close()
+    mean, std = float(result.mean()), float(result.std())
+    print(
+        f"{config.env}: mean return {mean:.1f} ± {std:.1f} over {cfg.episodes} episodes "
+        f"({cfg.checkpoint} checkpoint of {cfg.run_dir})"
+    )
+    return {"mean": mean, "std": std}

@@ -1,0 +1,68 @@
+"""Bad input: one line on stderr, exit code 2, nothing already saved is lost."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def pararl(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pararl.cli", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "expect"),
+    [
+        (["train", "dqn", "--env", "NoSuchEnv-v0"], "unknown env id"),
+        (["train", "dqn", "--env", "Pendulum-v1"], "discrete action space"),
+        (["train", "dqn", "--lr", "-1"], "--lr must be > 0"),
+        (["evaluate", "/nonexistent/run"], "not a pararl run directory"),
+        (["train", "--resume", "/nonexistent/run"], "no config.json"),
+        (["nonsense"], "unknown command"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args: list[str], expect: str, tmp_path: Path) -> None:
+    result = pararl(
+        *args, *(["--run-dir", str(tmp_path / "r")] if args[:2] == ["train", "dqn"] else [])
+    )
+    assert result.returncode == 2, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and expect in lines[0], result.stderr
+
+
+def test_bad_option_type_exits_2() -> None:
+    result = pararl("train", "dqn", "--total-steps", "many")
+    assert result.returncode == 2
+
+
+def test_corrupt_checkpoint(tmp_path: Path) -> None:
+    from pararl import DQNConfig, train
+
+    run = tmp_path / "run"
+    train(
+        DQNConfig(
+            mode="serial",
+            run_dir=run,
+            total_steps=300,
+            learning_starts=100,
+            eval_every=300,
+            eval_episodes=1,
+            tensorboard=False,
+            progress="none",
+            workers=1,
+            envs_per_worker=1,
+            hidden=(8,),
+            batch_size=8,
+        )
+    )
+    best = run / "checkpoints" / "best.pt"
+    best.write_bytes(b"not a checkpoint")
+    result = pararl("evaluate", str(run))
+    assert result.returncode == 2
+    assert "corrupt" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert (run / "checkpoints" / "final.pt").is_file()  # the rest is untouched

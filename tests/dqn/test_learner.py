@@ -1,0 +1,74 @@
+"""The DQN update: TD targets bootstrap through truncation, not through termination."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from pararl.algos.dqn import DQNLearner
+from pararl.config import DQNConfig
+from pararl.models import QNetwork, flat_to_params, num_params, params_to_flat
+from pararl.replay import Transitions
+
+
+def constant_q(value: float) -> QNetwork:
+    """A Q-network that outputs `value` for every action (zero weights, bias = value)."""
+    q = QNetwork(2, 2, hidden=(4,))
+    with torch.no_grad():
+        for p in q.parameters():
+            p.zero_()
+        q.net[-1].bias.fill_(value)
+    return q
+
+
+def test_td_target_uses_discount_zero_after_termination(monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = DQNConfig(lr=1e-9, gamma=0.9, double_dqn=False)
+    learner = DQNLearner(constant_q(5.0), cfg, torch.device("cpu"))
+    obs = np.zeros((2, 2), np.float32)
+    # transition 0: truncated after 1 step (discount gamma); 1: terminated (discount 0)
+    batch = Transitions(obs, np.array([0, 1]), np.array([1.0, 1.0]), obs, np.array([0.9, 0.0]))
+    captured: dict[str, torch.Tensor] = {}
+    original = torch.nn.functional.smooth_l1_loss
+
+    def spy(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        captured["target"] = target
+        return original(pred, target)
+
+    monkeypatch.setattr(torch.nn.functional, "smooth_l1_loss", spy)
+    learner.update(batch)
+    assert captured["target"].tolist() == [1.0 + 0.9 * 5.0, 1.0]
+
+
+def test_hard_target_update_period() -> None:
+    cfg = DQNConfig(lr=1e-2, target_update=3)
+    learner = DQNLearner(QNetwork(2, 2, (8,)), cfg, torch.device("cpu"))
+    rng = np.random.default_rng(0)
+    batch = Transitions(
+        rng.normal(size=(16, 2)).astype(np.float32),
+        rng.integers(0, 2, 16),
+        rng.normal(size=16),
+        rng.normal(size=(16, 2)).astype(np.float32),
+        np.full(16, 0.99),
+    )
+
+    def same() -> bool:
+        return all(
+            torch.equal(a, b)
+            for a, b in zip(learner.q.parameters(), learner.q_target.parameters(), strict=True)
+        )
+
+    learner.update(batch)
+    learner.update(batch)
+    assert not same()
+    learner.update(batch)
+    assert same()
+
+
+def test_flat_params_round_trip() -> None:
+    a, b = QNetwork(3, 2, (5, 5)), QNetwork(3, 2, (5, 5))
+    flat = np.zeros(num_params(a), np.float32)
+    params_to_flat(a, flat)
+    flat_to_params(flat, b)
+    x = torch.randn(4, 3)
+    assert torch.equal(a(x), b(x))

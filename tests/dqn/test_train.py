@@ -1,0 +1,156 @@
+"""DQN training runs end to end: reproducible, resumable, failures reported."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+import torch
+
+from pararl import DQNConfig, train
+from pararl.vector import WorkerError
+
+SMALL = dict(
+    total_steps=1_200,
+    learning_starts=200,
+    eval_every=600,
+    eval_episodes=2,
+    checkpoint_every=600,
+    tensorboard=False,
+    progress="none",
+    hidden=(32,),
+    batch_size=32,
+    envs_per_worker=2,
+    workers=1,
+    target_return=10_000.0,
+)
+
+
+def final_weights(run_dir: Path) -> dict[str, torch.Tensor]:
+    state = torch.load(run_dir / "checkpoints" / "final.pt", weights_only=False)
+    return state["learner"]["q"]
+
+
+def test_serial_is_bit_for_bit_reproducible(tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        train(DQNConfig(mode="serial", seed=3, run_dir=tmp_path / name, **SMALL))
+    a, b = final_weights(tmp_path / "a"), final_weights(tmp_path / "b")
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert (tmp_path / "a" / "metrics.csv").read_text().count("\n") > 2
+    assert (tmp_path / "a" / "learning_curve.png").is_file()
+
+
+def test_resume_continues_the_run(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    train(DQNConfig(mode="serial", run_dir=run, **SMALL))
+    first = torch.load(run / "checkpoints" / "final.pt", weights_only=False)
+    session = train(DQNConfig(resume=run, total_steps=2_400))
+    second = torch.load(run / "checkpoints" / "final.pt", weights_only=False)
+    assert session.run.root == run
+    assert first["env_steps"] == 1_200 and second["env_steps"] == 2_400
+    assert second["learner"]["updates"] > first["learner"]["updates"]
+    assert len(second["replay"]["action"]) > len(first["replay"]["action"])
+
+
+def test_async_mode_trains_and_leaves_no_process(tmp_path: Path) -> None:
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    session = train(DQNConfig(mode="async", run_dir=tmp_path / "run", **SMALL))
+    assert session.run.checkpoint("final").is_file()
+    rows = (tmp_path / "run" / "metrics.csv").read_text()
+    assert "policy_lag" in rows.splitlines()[0]
+    time.sleep(0.2)
+    after = {
+        p.pid
+        for p in psutil.Process().children(recursive=True)
+        if p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    }
+    assert after <= before | _helpers()
+
+
+def _helpers() -> set[int]:
+    """multiprocessing's own long-lived helpers (resource tracker, forkserver)."""
+    return {
+        p.pid
+        for p in psutil.Process().children()
+        if "resource_tracker" in " ".join(p.cmdline()) or "forkserver" in " ".join(p.cmdline())
+    }
+
+
+def faulty(**kw: object) -> dict[str, object]:
+    return {**SMALL, "env": "pararl/Faulty-v0", "total_steps": 3_000, **kw}
+
+
+def test_actor_that_raises_is_reported(tmp_path: Path) -> None:
+    import pararl.envs  # noqa: F401 - registers pararl/Faulty-v0
+
+    with pytest.raises(WorkerError, match="FaultyEnv failed") as info:
+        train(DQNConfig(mode="async", run_dir=tmp_path / "run", **faulty()))
+    assert info.value.worker == 0
+    assert (tmp_path / "run" / "checkpoints" / "final.pt").exists() or (
+        tmp_path / "run" / "checkpoints" / "interrupted.pt"
+    ).exists()
+
+
+def test_restart_actors_replaces_a_failed_actor(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import pararl.envs  # noqa: F401
+
+    config = faulty(progress="plain", restart_actors=True)
+    session = train(DQNConfig(mode="async", run_dir=tmp_path / "run", **config))  # type: ignore[arg-type]
+    state = torch.load(session.run.checkpoint("final"), weights_only=False)
+    assert state["env_steps"] >= 3_000  # the run went on past the failures
+    assert "restarting it, replay data kept" in capsys.readouterr().err
+
+
+def test_ctrl_c_saves_checkpoint_and_leaves_nothing(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shm_before = set(os.listdir("/dev/shm"))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pararl.cli",
+            "train",
+            "dqn",
+            "--mode",
+            "async",
+            "--total-steps",
+            "10000000",
+            "--run-dir",
+            str(run),
+            "--progress",
+            "plain",
+            "--no-tensorboard",
+            "--log-every-s",
+            "0.2",
+            "--workers",
+            "1",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if "steps/s" in line:
+            break
+    children = [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
+    assert children
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert (run / "checkpoints" / "interrupted.pt").is_file()
+    assert str(run) in err or "run saved in" in err
+    time.sleep(0.5)
+    assert not [
+        pid
+        for pid in children
+        if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    ]
+    assert set(os.listdir("/dev/shm")) <= shm_before
