@@ -35,9 +35,11 @@ train: venv
 
 bench: venv
 	$(BIN)/pararl bench vector
+	$(BIN)/pararl bench dqn
 
 bench-quick: venv
 	$(BIN)/pararl bench vector --quick
+	$(BIN)/pararl bench dqn --quick
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

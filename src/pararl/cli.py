@@ -27,9 +27,19 @@ def _bench_vector() -> Command:
     return Command(lambda: vector.VectorBenchConfig, vector.run, "vector env stepping throughput")
 
 
+def _bench_dqn() -> Command:
+    from pararl.bench import dqn
+
+    return Command(
+        lambda: dqn.DQNBenchConfig,
+        dqn.run,
+        "DQN: time to solve vs SB3, transitions/s vs the seed's design, overlap",
+    )
+
+
 def _train_dqn() -> Command:
+    from pararl.api import train
     from pararl.config import DQNConfig
-    from pararl.train import train
 
     return Command(lambda: DQNConfig, train, "train DQN (actors + learner)")
 
@@ -48,6 +58,7 @@ COMMANDS: dict[tuple[str, ...], Callable[[], Command]] = {
     ("train", "dqn"): _train_dqn,
     ("evaluate",): _evaluate,
     ("bench", "vector"): _bench_vector,
+    ("bench", "dqn"): _bench_dqn,
 }
 
 

@@ -43,9 +43,9 @@ class RunConfig:
     resume: Path | None = None
     """Continue the run saved in this directory (its config is used; other options are
     ignored except `total_steps`)."""
-    eval_every: int = 5_000
+    eval_every: int = 2_500
     """Evaluate the greedy policy every this many env steps."""
-    eval_episodes: int = 10
+    eval_episodes: int = 20
     """Episodes per evaluation (run in parallel as a vector of envs)."""
     checkpoint_every: int = 25_000
     """Save a periodic checkpoint every this many env steps (best and final are always
@@ -91,7 +91,8 @@ class DQNConfig(RunConfig):
     learning_starts: int = 1_000
     """Env steps collected before the first update."""
     replay_ratio: float = 0.25
-    """Gradient updates per env step (the learner keeps to it in every mode)."""
+    """Gradient updates per env step, kept in every mode. 0 (async only): no ratio,
+    the learner learns all the time and actors act as fast as they can."""
     n_step: int = 3
     """Steps in the n-step return."""
     double_dqn: bool = True
@@ -106,8 +107,8 @@ class DQNConfig(RunConfig):
     """Initial exploration epsilon."""
     eps_end: float = 0.05
     """Final exploration epsilon."""
-    eps_fraction: float = 0.2
-    """Fraction of `total_steps` over which epsilon decays linearly."""
+    eps_decay_steps: int = 10_000
+    """Env steps over which epsilon decays linearly from eps_start to eps_end."""
     apex_eps: bool = False
     """Async: per-actor epsilons eps_i = 0.4 ** (1 + 7 i / (N - 1)) (Ape-X) instead of
     the global schedule."""
@@ -123,12 +124,12 @@ class DQNConfig(RunConfig):
             (0 < self.gamma <= 1, "--gamma must be in (0, 1]"),
             (self.buffer_size >= self.batch_size, "--buffer-size must be >= --batch-size"),
             (self.batch_size >= 1, "--batch-size must be >= 1"),
-            (self.replay_ratio > 0, "--replay-ratio must be > 0"),
+            (self.replay_ratio >= 0, "--replay-ratio must be >= 0"),
             (self.n_step >= 1, "--n-step must be >= 1"),
             (0 < self.tau <= 1, "--tau must be in (0, 1]"),
             (self.target_update >= 1, "--target-update must be >= 1"),
             (0 <= self.eps_end <= self.eps_start <= 1, "need 0 <= --eps-end <= --eps-start <= 1"),
-            (0 < self.eps_fraction <= 1, "--eps-fraction must be in (0, 1]"),
+            (self.eps_decay_steps >= 1, "--eps-decay-steps must be >= 1"),
             (self.sync_every >= 1, "--sync-every must be >= 1"),
             (all(h >= 1 for h in self.hidden), "--hidden widths must be >= 1"),
         ]
@@ -137,9 +138,8 @@ class DQNConfig(RunConfig):
                 raise UsageError(message)
 
     def epsilon(self, step: int) -> float:
-        """Linear schedule from eps_start to eps_end over eps_fraction of the budget."""
-        span = max(1.0, self.eps_fraction * self.total_steps)
-        frac = min(1.0, step / span)
+        """Linear schedule from eps_start to eps_end over eps_decay_steps."""
+        frac = min(1.0, step / self.eps_decay_steps)
         return self.eps_start + frac * (self.eps_end - self.eps_start)
 
 

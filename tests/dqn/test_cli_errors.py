@@ -64,5 +64,6 @@ def test_corrupt_checkpoint(tmp_path: Path) -> None:
     best.write_bytes(b"not a checkpoint")
     result = pararl("evaluate", str(run))
     assert result.returncode == 2
-    assert "corrupt" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert "corrupt" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
     assert (run / "checkpoints" / "final.pt").is_file()  # the rest is untouched

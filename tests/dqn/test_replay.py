@@ -81,7 +81,9 @@ def test_reset_step_after_an_episode_end_is_skipped() -> None:
         zero,
         zero,
     )
-    assert len(first) == 1 and len(reset) == 0 and len(after) == 1
+    assert len(first) == 1
+    assert len(reset) == 0
+    assert len(after) == 1
     assert after.obs[0, 0] == 5
 
 
@@ -112,7 +114,8 @@ def test_replay_ring_overwrites_oldest_and_samples_stored() -> None:
     for start in range(0, 6, 2):
         obs = np.array([[start], [start + 1]], np.float32)
         rb.add(Transitions(obs, np.zeros(2, np.int64), np.zeros(2), obs, np.ones(2)))
-    assert len(rb) == 4 and rb.added == 6
+    assert len(rb) == 4
+    assert rb.added == 6
     assert sorted(rb.obs[:, 0].tolist()) == [2, 3, 4, 5]
     sample = rb.sample(64, np.random.default_rng(0))
     assert set(sample.obs[:, 0].tolist()) <= {2, 3, 4, 5}
@@ -124,6 +127,8 @@ def test_replay_state_round_trip() -> None:
     rb.add(Transitions(obs, np.arange(5), np.arange(5.0), obs + 1, np.full(5, 0.5)))
     other = ReplayBuffer(8, (2,))
     other.load_state_dict(rb.state_dict())
-    assert len(other) == 5 and other.pos == rb.pos and other.added == 5
+    assert len(other) == 5
+    assert other.pos == rb.pos
+    assert other.added == 5
     np.testing.assert_array_equal(other.obs[:5], rb.obs[:5])
     np.testing.assert_array_equal(other.discount[:5], rb.discount[:5])

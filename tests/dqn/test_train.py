@@ -53,7 +53,8 @@ def test_resume_continues_the_run(tmp_path: Path) -> None:
     session = train(DQNConfig(resume=run, total_steps=2_400))
     second = torch.load(run / "checkpoints" / "final.pt", weights_only=False)
     assert session.run.root == run
-    assert first["env_steps"] == 1_200 and second["env_steps"] == 2_400
+    assert first["env_steps"] == 1_200
+    assert second["env_steps"] == 2_400
     assert second["learner"]["updates"] > first["learner"]["updates"]
     assert len(second["replay"]["action"]) > len(first["replay"]["action"])
 

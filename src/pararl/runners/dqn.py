@@ -17,10 +17,16 @@ from pararl.config import DQNConfig
 from pararl.envs.make import env_factory
 from pararl.errors import UsageError
 from pararl.evaluate import Evaluator
-from pararl.models import QNetwork
+from pararl.models import QNetwork, num_params
 from pararl.replay import NStepBuilder, ReplayBuffer
 from pararl.runners.session import TrainSession
-from pararl.runners.setup import Prepared, prepare, resolve_device, seed_everything
+from pararl.runners.setup import (
+    Prepared,
+    prepare,
+    resolve_device,
+    seed_everything,
+    set_learner_threads,
+)
 from pararl.samplers.dqn_actor import epsilon_greedy
 from pararl.vector import ParallelVectorEnv, SerialVectorEnv, physical_cores
 
@@ -68,6 +74,8 @@ class DQNState:
         cfg = self.config
         if len(self.replay) < max(cfg.batch_size, cfg.learning_starts):
             return 0
+        if cfg.replay_ratio == 0:  # async without a ratio: learn all the time
+            return 1
         allowed = int(cfg.replay_ratio * (self.env_steps - cfg.learning_starts))
         return max(0, allowed - self.learner.updates)
 
@@ -99,13 +107,22 @@ def train_dqn(config: DQNConfig) -> TrainSession:
     device = resolve_device(cfg.device)
     mode = resolve_mode(cfg)
     state = DQNState(p, device)
+    busy = 0 if mode == "serial" else (cfg.workers or physical_cores())
+    threads = set_learner_threads(num_params(state.learner.q), busy)
     eval_fn = env_factory(cfg.env)
     session = TrainSession(
         cfg,
         p.run,
         Evaluator(eval_fn, cfg.eval_episodes, cfg.seed + 10_000),
         p.spec_threshold,
-        {"resolved": {"mode": mode, "device": str(device), "target_return": p.spec_threshold}},
+        {
+            "resolved": {
+                "mode": mode,
+                "device": str(device),
+                "learner_threads": threads,
+                "target_return": p.spec_threshold,
+            }
+        },
         start_steps=state.env_steps,
         start_wall=state.wall_s,
     )
@@ -134,6 +151,8 @@ def train_dqn(config: DQNConfig) -> TrainSession:
 def run_serial_or_sync(state: DQNState, session: TrainSession, mode: str) -> None:
     """Act with epsilon-greedy on a batch of envs; learn as the replay ratio allows."""
     cfg, learner, replay = state.config, state.learner, state.replay
+    if cfg.replay_ratio == 0:
+        raise UsageError(f"--replay-ratio 0 (learn without a ratio) needs --mode async, not {mode}")
     workers = cfg.workers or physical_cores()
     env_fns = [env_factory(cfg.env, cfg.wrapper)] * (workers * cfg.envs_per_worker)
     envs: gym.vector.VectorEnv = (

@@ -18,7 +18,6 @@ import numpy as np
 
 from pararl.config import DQNConfig
 from pararl.envs.make import env_factory
-from pararl.replay import Transitions
 from pararl.runners.dqn import DQNState
 from pararl.runners.session import TrainSession
 from pararl.samplers.dqn_actor import ActorSpec, Chunk, actor_main, outbox_specs, read_slot
@@ -48,7 +47,7 @@ def actor_spec(state: DQNState, index: int, num_actors: int) -> ActorSpec:
         sync_every=cfg.sync_every,
         eps_start=cfg.eps_start,
         eps_end=cfg.eps_end,
-        eps_span=max(1.0, cfg.eps_fraction * cfg.total_steps),
+        eps_span=float(cfg.eps_decay_steps),
         fixed_eps=fixed_eps,
     )
 
@@ -101,11 +100,12 @@ def run_async(state: DQNState, session: TrainSession, mode: str) -> None:
     stats: dict[str, Any] = {}
     try:
         while not session.done(state.env_steps):
-            # Take in data only while learning keeps up with the replay ratio; the
-            # actors wait on their full outboxes otherwise (back-pressure).
+            # With a replay ratio, take in data only while learning keeps up with it:
+            # actors wait on their full outboxes otherwise (back-pressure). Without
+            # one (0), both sides run free: take what has arrived, learn, repeat.
             due = state.updates_due()
-            if due == 0:
-                _take_chunks(pool, state, session, meter)
+            if due == 0 or cfg.replay_ratio == 0:
+                _take_chunks(pool, state, session, meter, wait=0.0 if due else 0.5)
             t0 = time.monotonic()
             for _ in range(min(due, PUBLISH_EVERY)):
                 stats = learner.update(state.replay.sample(cfg.batch_size, state.rng))
@@ -123,25 +123,16 @@ def run_async(state: DQNState, session: TrainSession, mode: str) -> None:
         pool.close()
 
 
-def _copy(batch: Transitions) -> Transitions:
-    return Transitions(
-        batch.obs.copy(),
-        batch.action.copy(),
-        batch.ret.copy(),
-        batch.next_obs.copy(),
-        batch.discount.copy(),
-    )
-
-
 def _take_chunks(
-    pool: ActorPool, state: DQNState, session: TrainSession, meter: _BusyMeter
+    pool: ActorPool, state: DQNState, session: TrainSession, meter: _BusyMeter, wait: float
 ) -> None:
-    """Move arrived chunks (waiting up to 0.5 s) into the replay memory and free their
-    slots. A failed actor is replaced if `--restart-actors`, else its error raised."""
+    """Move arrived chunks (waiting up to `wait` s) into the replay memory and free
+    their slots. A failed actor is replaced if `--restart-actors`, else raised."""
     try:
-        for index in pool.group.ready(range(len(pool.group)), 0.5):
+        for index in pool.group.ready(range(len(pool.group)), wait):
             chunk: Chunk = pool.group.receive(index)
-            state.replay.add(_copy(read_slot(pool.arrays, index, chunk.slot, chunk.count)))
+            # replay.add copies the slot's rows, so the slot can be freed right after
+            state.replay.add(read_slot(pool.arrays, index, chunk.slot, chunk.count))
             pool.group.send(index, ("ack", chunk.slot))
             state.env_steps += chunk.env_steps
             session.episode_returns.extend(chunk.episode_returns)

@@ -115,6 +115,7 @@ class TrainSession:
             "updates": updates,
             "steps_per_s": self._step_rate.update(env_steps),
             "updates_per_s": self._update_rate.update(updates),
+            "replay_ratio": updates / max(env_steps, 1),
             "episode_return": (
                 float(np.mean(self.episode_returns)) if self.episode_returns else None
             ),

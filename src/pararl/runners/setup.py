@@ -86,3 +86,17 @@ def prepare(config: RunConfig, algo: str, check_spaces: SpaceCheck) -> Prepared:
         config = replace(config, run_dir=run.root)
     target = config.target_return if config.target_return is not None else spec.reward_threshold
     return Prepared(config, run, target, obs_space, act_space, resume_state)
+
+
+SMALL_MODEL_PARAMS = 1_000_000
+
+
+def set_learner_threads(num_params: int, busy_processes: int) -> int:
+    """Intra-op threads for the learner: one for small models (thread start-up and
+    barriers cost more than they save, and spinning threads fight the actors for
+    cores); otherwise the physical cores not taken by actors or env workers."""
+    from pararl.vector import physical_cores
+
+    threads = 1 if num_params < SMALL_MODEL_PARAMS else max(1, physical_cores() - busy_processes)
+    torch.set_num_threads(threads)
+    return threads

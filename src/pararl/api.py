@@ -1,4 +1,4 @@
-"""The Python entry point: `from pararl import train, DQNConfig`."""
+"""The Python entry point: `from pararl import train, DQNConfig` (re-exported lazily)."""
 
 from __future__ import annotations
 

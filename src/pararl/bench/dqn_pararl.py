@@ -1,0 +1,172 @@
+"""pararl's async DQN (actor processes + the learner) driven for timed spells, for
+`pararl bench dqn`'s throughput and overlap parts.
+
+It uses pararl's own pieces — `ActorPool` (actor processes, shared-memory outboxes,
+published weights), `DQNState` (learner + replay) — and repeats `run_async`'s loop
+without the run session (no evaluation, checkpoints or logs), in four modes:
+
+- `actors`: the actors alone; chunks are taken into the replay and acked, no learning;
+- `learner`: the learner alone (gradient updates on the replay, weights published
+  every `PUBLISH_EVERY` updates, as `run_async` does); the actors sit idle;
+- `ratio`: `run_async`'s loop: learn as the replay ratio allows, take chunks when
+  learning has caught up (the real async run);
+- `free`: both flat out: take whatever chunks have arrived, then learn, repeat.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pararl.bench import seed_dqn
+from pararl.config import DQNConfig
+from pararl.envs.make import env_factory
+from pararl.rundir import RunDir
+from pararl.runners.dqn import DQNState
+from pararl.runners.dqn_async import PUBLISH_EVERY, ActorPool
+from pararl.runners.setup import Prepared, resolve_device, seed_everything
+from pararl.samplers.dqn_actor import Chunk, read_slot
+
+Workload = Literal["seed", "defaults"]
+Mode = Literal["actors", "learner", "ratio", "free"]
+TAKE_WAIT_S = 0.05  # longest wait for a chunk inside a timed spell
+
+
+def workload_config(workload: Workload, env: str = "CartPole-v1", seed: int = 0) -> DQNConfig:
+    """`defaults`: pararl's DQN defaults. `seed`: the seed post's learning work per
+    transition (its net, batch 64, lr 0.01, gamma 0.9, 1-step targets, target sync
+    every 200 updates, one update per 5 transitions, epsilon 0.1, its reward shaping)
+    on pararl's machinery (4 envs per actor, chunks, shared-memory weights)."""
+    base = DQNConfig(env=env, seed=seed, progress="none", tensorboard=False)
+    if workload == "defaults":
+        return base
+    return dataclasses.replace(
+        base,
+        wrapper="cartpole-shaped",
+        hidden=(20, 10),
+        lr=seed_dqn.LR,
+        gamma=seed_dqn.GAMMA,
+        buffer_size=seed_dqn.MEMORY_CAPACITY,
+        batch_size=seed_dqn.BATCH,
+        learning_starts=seed_dqn.MEMORY_CAPACITY,
+        replay_ratio=1 / seed_dqn.LEARN_EVERY,
+        n_step=1,
+        double_dqn=False,
+        target_update=seed_dqn.TARGET_SYNC,
+        eps_start=1 - seed_dqn.GREEDY,
+        eps_end=1 - seed_dqn.GREEDY,
+    )
+
+
+def make_state(config: DQNConfig) -> DQNState:
+    """A learner and replay memory as `train_dqn` builds them, without a run dir."""
+    config.validate()
+    env = env_factory(config.env, config.wrapper)()
+    obs_space, act_space = env.observation_space, env.action_space
+    env.close()
+    # DQNState wants a Prepared, which wants a run dir it never uses here.
+    prepared = Prepared(
+        config, RunDir(Path(tempfile.gettempdir())), None, obs_space, act_space, None
+    )
+    return DQNState(prepared, resolve_device(config.device))
+
+
+@dataclass(frozen=True)
+class Spell:
+    """What one timed spell did."""
+
+    env_steps: int
+    updates: int
+    seconds: float
+
+    @property
+    def steps_per_s(self) -> float:
+        return self.env_steps / self.seconds
+
+    @property
+    def updates_per_s(self) -> float:
+        return self.updates / self.seconds
+
+
+class PararlAsync:
+    """An `ActorPool` of `num_actors` and a learner, ready to be driven in spells."""
+
+    def __init__(self, config: DQNConfig, num_actors: int, fill_timeout_s: float = 120.0) -> None:
+        seed_everything(config.seed)
+        self.config = config
+        self.state = make_state(config)
+        self.pool = ActorPool(self.state, num_actors)
+        try:
+            self._fill(fill_timeout_s)
+        except BaseException:
+            self.pool.close()
+            raise
+        self._base_steps, self._base_updates = 0, 0
+
+    def _fill(self, timeout_s: float) -> None:
+        """Actors alone until the replay holds enough to learn from."""
+        need = max(self.config.batch_size, self.config.learning_starts)
+        deadline = time.monotonic() + timeout_s
+        while len(self.state.replay) < need:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"replay not filled to {need} in {timeout_s} s")
+            self._take(0.5)
+
+    def _take(self, timeout: float) -> None:
+        """Move arrived chunks into the replay and ack their slots (`_take_chunks`)."""
+        pool, state = self.pool, self.state
+        for index in pool.group.ready(range(len(pool.group)), timeout):
+            chunk: Chunk = pool.group.receive(index)
+            state.replay.add(read_slot(pool.arrays, index, chunk.slot, chunk.count))
+            pool.group.send(index, ("ack", chunk.slot))
+            state.env_steps += chunk.env_steps
+        pool.arrays["env_steps"][0] = state.env_steps
+
+    def _learn(self, count: int) -> None:
+        cfg, state = self.config, self.state
+        for _ in range(count):
+            state.learner.update(state.replay.sample(cfg.batch_size, state.rng))
+        if count:
+            self.pool.publisher.publish(state.learner.q)
+
+    def _due(self) -> int:
+        """Updates the replay ratio allows since the spell began (as `updates_due`)."""
+        steps = self.state.env_steps - self._base_steps
+        done = self.state.learner.updates - self._base_updates
+        return max(0, int(self.config.replay_ratio * steps) - done)
+
+    def _iterate(self, mode: Mode, left: float) -> None:
+        wait = max(0.0, min(TAKE_WAIT_S, left))
+        if mode == "actors":
+            self._take(wait)
+        elif mode == "learner":
+            self._learn(PUBLISH_EVERY)
+        elif mode == "free":
+            self._take(0.0)
+            self._learn(PUBLISH_EVERY)
+        else:  # ratio: run_async's loop
+            due = self._due()
+            if due == 0:
+                self._take(wait)
+            self._learn(min(due, PUBLISH_EVERY))
+
+    def run(self, mode: Mode, seconds: float, warmup_s: float) -> Spell:
+        """`warmup_s` untimed, then `seconds` timed, in `mode`."""
+        self._base_steps, self._base_updates = self.state.env_steps, self.state.learner.updates
+        end = time.perf_counter() + warmup_s
+        while (left := end - time.perf_counter()) > 0:
+            self._iterate(mode, left)
+        steps0, updates0 = self.state.env_steps, self.state.learner.updates
+        start = time.perf_counter()
+        end = start + seconds
+        while (left := end - time.perf_counter()) > 0:
+            self._iterate(mode, left)
+        elapsed = time.perf_counter() - start
+        return Spell(self.state.env_steps - steps0, self.state.learner.updates - updates0, elapsed)
+
+    def close(self) -> None:
+        self.pool.close()
