@@ -32,7 +32,8 @@ def test_bad_input_is_one_line_and_exit_2(args: list[str], expect: str, tmp_path
     )
     assert result.returncode == 2, result.stderr
     lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and expect in lines[0], result.stderr
+    assert len(lines) == 1, result.stderr
+    assert expect in lines[0], result.stderr
 
 
 def test_bad_option_type_exits_2() -> None:
