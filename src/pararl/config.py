@@ -78,15 +78,15 @@ class DQNConfig(RunConfig):
     mode: Literal["auto", "serial", "sync", "async"] = "auto"
     """`serial`: one process; `sync`: env workers + learning in between steps; `async`:
     actor processes act while the learner learns (default with more than one core)."""
-    hidden: tuple[int, ...] = (256, 256)
+    hidden: tuple[int, ...] = (128, 128)
     """Hidden layer widths of the Q-network MLP."""
-    lr: float = 1e-3
+    lr: float = 2.5e-3
     """Adam learning rate."""
     gamma: float = 0.99
     """Discount factor."""
     buffer_size: int = 100_000
     """Replay memory capacity (transitions)."""
-    batch_size: int = 128
+    batch_size: int = 64
     """Minibatch size of each gradient update."""
     learning_starts: int = 1_000
     """Env steps collected before the first update."""

@@ -1,9 +1,9 @@
 """pararl's async DQN (actor processes + the learner) driven for timed spells, for
 `pararl bench dqn`'s throughput and overlap parts.
 
-It uses pararl's own pieces — `ActorPool` (actor processes, shared-memory outboxes,
-published weights), `DQNState` (learner + replay) — and repeats `run_async`'s loop
-without the run session (no evaluation, checkpoints or logs), in four modes:
+It drives pararl's own production loop — `AsyncDQN` (actor processes, shared-memory
+outboxes, published weights, learner + replay) — without the run session (no
+evaluation, checkpoints or logs), in four modes:
 
 - `actors`: the actors alone; chunks are taken into the replay and acked, no learning;
 - `learner`: the learner alone (gradient updates on the replay, weights published
@@ -16,20 +16,17 @@ without the run session (no evaluation, checkpoints or logs), in four modes:
 from __future__ import annotations
 
 import dataclasses
-import tempfile
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 from pararl.bench import seed_dqn
+from pararl.bench.common import progress
 from pararl.config import DQNConfig
 from pararl.envs.make import env_factory
-from pararl.rundir import RunDir
 from pararl.runners.dqn import DQNState
-from pararl.runners.dqn_async import PUBLISH_EVERY, ActorPool
-from pararl.runners.setup import Prepared, resolve_device, seed_everything
-from pararl.samplers.dqn_actor import Chunk, read_slot
+from pararl.runners.dqn_async import PUBLISH_EVERY, AsyncDQN
+from pararl.runners.setup import resolve_device, seed_everything
 
 Workload = Literal["seed", "defaults"]
 Mode = Literal["actors", "learner", "ratio", "free"]
@@ -68,11 +65,7 @@ def make_state(config: DQNConfig) -> DQNState:
     env = env_factory(config.env, config.wrapper)()
     obs_space, act_space = env.observation_space, env.action_space
     env.close()
-    # DQNState wants a Prepared, which wants a run dir it never uses here.
-    prepared = Prepared(
-        config, RunDir(Path(tempfile.gettempdir())), None, obs_space, act_space, None
-    )
-    return DQNState(prepared, resolve_device(config.device))
+    return DQNState(config, obs_space, act_space, resolve_device(config.device))
 
 
 @dataclass(frozen=True)
@@ -93,19 +86,19 @@ class Spell:
 
 
 class PararlAsync:
-    """An `ActorPool` of `num_actors` and a learner, ready to be driven in spells."""
+    """pararl's production async learner (`AsyncDQN`, with its `ActorPool`), driven
+    in timed spells."""
 
     def __init__(self, config: DQNConfig, num_actors: int, fill_timeout_s: float = 120.0) -> None:
         seed_everything(config.seed)
         self.config = config
         self.state = make_state(config)
-        self.pool = ActorPool(self.state, num_actors)
+        self.loop = AsyncDQN(self.state, num_actors, report=progress)
         try:
             self._fill(fill_timeout_s)
         except BaseException:
-            self.pool.close()
+            self.loop.close()
             raise
-        self._base_steps, self._base_updates = 0, 0
 
     def _fill(self, timeout_s: float) -> None:
         """Actors alone until the replay holds enough to learn from."""
@@ -114,49 +107,21 @@ class PararlAsync:
         while len(self.state.replay) < need:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"replay not filled to {need} in {timeout_s} s")
-            self._take(0.5)
-
-    def _take(self, timeout: float) -> None:
-        """Move arrived chunks into the replay and ack their slots (`_take_chunks`)."""
-        pool, state = self.pool, self.state
-        for index in pool.group.ready(range(len(pool.group)), timeout):
-            chunk: Chunk = pool.group.receive(index)
-            state.replay.add(read_slot(pool.arrays, index, chunk.slot, chunk.count))
-            pool.group.send(index, ("ack", chunk.slot))
-            state.env_steps += chunk.env_steps
-        pool.arrays["env_steps"][0] = state.env_steps
-
-    def _learn(self, count: int) -> None:
-        cfg, state = self.config, self.state
-        for _ in range(count):
-            state.learner.update(state.replay.sample(cfg.batch_size, state.rng))
-        if count:
-            self.pool.publisher.publish(state.learner.q)
-
-    def _due(self) -> int:
-        """Updates the replay ratio allows since the spell began (as `updates_due`)."""
-        steps = self.state.env_steps - self._base_steps
-        done = self.state.learner.updates - self._base_updates
-        return max(0, int(self.config.replay_ratio * steps) - done)
+            self.loop.take(0.5)
 
     def _iterate(self, mode: Mode, left: float) -> None:
-        wait = max(0.0, min(TAKE_WAIT_S, left))
         if mode == "actors":
-            self._take(wait)
+            self.loop.take(max(0.0, min(TAKE_WAIT_S, left)))
         elif mode == "learner":
-            self._learn(PUBLISH_EVERY)
+            self.loop.learn(PUBLISH_EVERY)
         elif mode == "free":
-            self._take(0.0)
-            self._learn(PUBLISH_EVERY)
-        else:  # ratio: run_async's loop
-            due = self._due()
-            if due == 0:
-                self._take(wait)
-            self._learn(min(due, PUBLISH_EVERY))
+            self.loop.take(0.0)
+            self.loop.learn(PUBLISH_EVERY)
+        else:  # ratio: the production loop, one turn at a time
+            self.loop.iterate()
 
     def run(self, mode: Mode, seconds: float, warmup_s: float) -> Spell:
         """`warmup_s` untimed, then `seconds` timed, in `mode`."""
-        self._base_steps, self._base_updates = self.state.env_steps, self.state.learner.updates
         end = time.perf_counter() + warmup_s
         while (left := end - time.perf_counter()) > 0:
             self._iterate(mode, left)
@@ -169,4 +134,4 @@ class PararlAsync:
         return Spell(self.state.env_steps - steps0, self.state.learner.updates - updates0, elapsed)
 
     def close(self) -> None:
-        self.pool.close()
+        self.loop.close()

@@ -19,6 +19,8 @@ LABELS = {
     "seed_design": "seed design (net per step)",
     "pararl_seed": "pararl async, seed's workload",
     "pararl_defaults": "pararl async, defaults",
+    "pararl_seed_free": "pararl async, seed's workload, no ratio",
+    "pararl_defaults_free": "pararl async, defaults, no ratio",
     "actors": "actors alone",
     "learner": "learner alone",
     "ratio": "together (replay ratio, as run_async)",

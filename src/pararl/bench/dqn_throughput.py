@@ -50,8 +50,10 @@ class SystemRates:
         return summarize(self.steps).median if self.steps else None
 
 
-def pararl_name(workload: Workload) -> str:
-    return f"pararl_{workload}"
+def pararl_name(workload: Workload, mode: Mode = "ratio") -> str:
+    """`ratio`: learning work per transition as configured; `free`: no ratio, the
+    actors collect as fast as they can while the learner learns."""
+    return f"pararl_{workload}" if mode == "ratio" else f"pararl_{workload}_free"
 
 
 def _seed_block(design: SeedDesign, t: Timing, rates: SystemRates) -> float:
@@ -83,7 +85,7 @@ def measure_actor_count(
 ) -> dict[str, Any]:
     """Seed design and pararl (each workload) with `actors` actor processes."""
     where = f"throughput, {actors} actor(s)"
-    names = [SEED_DESIGN, *(pararl_name(w) for w in workloads)]
+    names = [SEED_DESIGN, *(pararl_name(w, m) for w in workloads for m in ("ratio", "free"))]
     results = {name: SystemRates() for name in names}
     on_error = _failed(results, where)
     tasks: dict[str, Callable[[], float]] = {}
@@ -97,13 +99,16 @@ def measure_actor_count(
         except Exception as exc:
             on_error(SEED_DESIGN, exc)
         for workload in workloads:
-            name = pararl_name(workload)
+            name = pararl_name(workload, "ratio")
             try:
                 driver = PararlAsync(workload_config(workload, seed=seed), actors)
                 opened.append(driver)
-                tasks[name] = functools.partial(_pararl_block, driver, "ratio", t, results[name])
             except Exception as exc:
                 on_error(name, exc)
+                continue
+            for mode in ("ratio", "free"):
+                name = pararl_name(workload, mode)
+                tasks[name] = functools.partial(_pararl_block, driver, mode, t, results[name])
         interleaved(tasks, t.repeats, on_error=on_error)
     finally:
         for runner in opened:

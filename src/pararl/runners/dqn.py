@@ -21,7 +21,6 @@ from pararl.models import QNetwork, num_params
 from pararl.replay import NStepBuilder, ReplayBuffer
 from pararl.runners.session import TrainSession
 from pararl.runners.setup import (
-    Prepared,
     prepare,
     resolve_device,
     seed_everything,
@@ -53,21 +52,28 @@ def check_spaces(config: DQNConfig, observation_space: gym.Space, action_space: 
 class DQNState:
     """What a DQN run is made of, and how it is checkpointed."""
 
-    def __init__(self, p: Prepared, device: torch.device) -> None:
-        cfg: DQNConfig = p.config
-        assert isinstance(p.action_space, gym.spaces.Discrete)
+    def __init__(
+        self,
+        cfg: DQNConfig,
+        observation_space: gym.Space,
+        action_space: gym.Space,
+        device: torch.device,
+        resume_state: dict[str, Any] | None = None,
+    ) -> None:
+        check_spaces(cfg, observation_space, action_space)
+        assert isinstance(action_space, gym.spaces.Discrete)
+        assert observation_space.shape is not None
         self.config = cfg
-        assert p.observation_space.shape is not None
-        self.obs_shape = tuple(p.observation_space.shape)
-        self.num_actions = int(p.action_space.n)
+        self.obs_shape = tuple(observation_space.shape)
+        self.num_actions = int(action_space.n)
         q = QNetwork(int(np.prod(self.obs_shape)), self.num_actions, cfg.hidden)
         self.learner = DQNLearner(q, cfg, device)
         self.replay = ReplayBuffer(cfg.buffer_size, self.obs_shape)
         self.rng = np.random.default_rng(cfg.seed)
         self.env_steps = 0
         self.wall_s = 0.0
-        if p.resume_state is not None:
-            self.load(p.resume_state)
+        if resume_state is not None:
+            self.load(resume_state)
 
     def updates_due(self) -> int:
         """Gradient updates the replay ratio allows now, beyond those done."""
@@ -106,7 +112,7 @@ def train_dqn(config: DQNConfig) -> TrainSession:
     seed_everything(cfg.seed)
     device = resolve_device(cfg.device)
     mode = resolve_mode(cfg)
-    state = DQNState(p, device)
+    state = DQNState(cfg, p.observation_space, p.action_space, device, p.resume_state)
     busy = 0 if mode == "serial" else (cfg.workers or physical_cores())
     threads = set_learner_threads(num_params(state.learner.q), busy)
     eval_fn = env_factory(cfg.env)

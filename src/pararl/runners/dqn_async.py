@@ -9,9 +9,9 @@ shared memory; actors pick them up every `sync_every` steps.
 
 from __future__ import annotations
 
-import functools
 import multiprocessing as mp
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -93,63 +93,90 @@ class ActorPool:
         self.group.close()
 
 
+class AsyncDQN:
+    """The learner side of async DQN: actor chunks in, gradient updates, weights out.
+
+    `iterate` is one turn of the production loop; `take` and `learn` are its two
+    halves, also used on their own by the benchmark (actors alone, learner alone).
+    """
+
+    def __init__(
+        self, state: DQNState, num_actors: int, report: Callable[[str], None] = print
+    ) -> None:
+        self.state, self.report = state, report
+        self.pool = ActorPool(state, num_actors)
+        self.meter = _BusyMeter(num_actors)
+        self.episode_returns: list[float] = []
+        self.stats: dict[str, Any] = {}
+
+    def iterate(self) -> None:
+        # With a replay ratio, take in data only while learning keeps up with it:
+        # actors wait on their full outboxes otherwise (back-pressure). Without one
+        # (0), both sides run free: take what has arrived, learn, repeat.
+        due = self.state.updates_due()
+        if due == 0 or self.state.config.replay_ratio == 0:
+            self.take(wait=0.0 if due else 0.5)
+        self.learn(min(due, PUBLISH_EVERY))
+
+    def learn(self, count: int) -> None:
+        """`count` gradient updates, then publish the weights."""
+        if count == 0:
+            return
+        state, start = self.state, time.monotonic()
+        for _ in range(count):
+            batch = state.replay.sample(state.config.batch_size, state.rng)
+            self.stats = state.learner.update(batch)
+        self.pool.publisher.publish(state.learner.q)
+        self.meter.learner_busy += time.monotonic() - start
+
+    def take(self, wait: float) -> None:
+        """Move arrived chunks (waiting up to `wait` s) into the replay memory and
+        free their slots. A failed actor is replaced if `--restart-actors`, else raised."""
+        pool, state = self.pool, self.state
+        try:
+            for index in pool.group.ready(range(len(pool.group)), wait):
+                chunk: Chunk = pool.group.receive(index)
+                # replay.add copies the rows, so the slot can be freed right after
+                state.replay.add(read_slot(pool.arrays, index, chunk.slot, chunk.count))
+                pool.group.send(index, ("ack", chunk.slot))
+                state.env_steps += chunk.env_steps
+                self.episode_returns.extend(chunk.episode_returns)
+                self.meter.chunk(index, chunk, pool.publisher.version)
+        except WorkerError as exc:
+            if not state.config.restart_actors:
+                raise
+            first_line = str(exc).splitlines()[0]
+            self.report(
+                f"pararl: actor {exc.worker} failed ({first_line}); restarting it, replay data kept"
+            )
+            pool.restart(exc.worker)
+        pool.arrays["env_steps"][0] = state.env_steps
+
+    def log_stats(self) -> dict[str, Any]:
+        epsilon = self.state.config.epsilon(self.state.env_steps)
+        return {**self.stats, **self.meter.report(epsilon)}
+
+    def close(self) -> None:
+        self.pool.close()
+
+
 def run_async(state: DQNState, session: TrainSession, mode: str) -> None:
-    cfg, learner = state.config, state.learner
-    pool = ActorPool(state, default_actors(cfg))
-    meter = _BusyMeter(len(pool.group))
-    stats: dict[str, Any] = {}
+    """Actors act in their processes; here the learner learns, until done."""
+    loop = AsyncDQN(state, default_actors(state.config), session.console.message)
     try:
         while not session.done(state.env_steps):
-            # With a replay ratio, take in data only while learning keeps up with it:
-            # actors wait on their full outboxes otherwise (back-pressure). Without
-            # one (0), both sides run free: take what has arrived, learn, repeat.
-            due = state.updates_due()
-            if due == 0 or cfg.replay_ratio == 0:
-                _take_chunks(pool, state, session, meter, wait=0.0 if due else 0.5)
-            t0 = time.monotonic()
-            for _ in range(min(due, PUBLISH_EVERY)):
-                stats = learner.update(state.replay.sample(cfg.batch_size, state.rng))
-            if due:
-                pool.publisher.publish(learner.q)
-                meter.learner_busy += time.monotonic() - t0
+            loop.iterate()
+            session.episode_returns.extend(loop.episode_returns)
+            loop.episode_returns.clear()
             session.tick(
                 state.env_steps,
-                learner.updates,
-                learner.q.greedy,
+                state.learner.updates,
+                state.learner.q.greedy,
                 lambda: state.state(False, session.wall_s),
-                functools.partial(_log_stats, stats, meter, cfg.epsilon(state.env_steps)),
+                loop.log_stats,
             )
     finally:
-        pool.close()
-
-
-def _take_chunks(
-    pool: ActorPool, state: DQNState, session: TrainSession, meter: _BusyMeter, wait: float
-) -> None:
-    """Move arrived chunks (waiting up to `wait` s) into the replay memory and free
-    their slots. A failed actor is replaced if `--restart-actors`, else raised."""
-    try:
-        for index in pool.group.ready(range(len(pool.group)), wait):
-            chunk: Chunk = pool.group.receive(index)
-            # replay.add copies the slot's rows, so the slot can be freed right after
-            state.replay.add(read_slot(pool.arrays, index, chunk.slot, chunk.count))
-            pool.group.send(index, ("ack", chunk.slot))
-            state.env_steps += chunk.env_steps
-            session.episode_returns.extend(chunk.episode_returns)
-            meter.chunk(index, chunk, pool.publisher.version)
-    except WorkerError as exc:
-        if not state.config.restart_actors:
-            raise
-        session.console.message(
-            f"pararl: actor {exc.worker} failed ({str(exc).splitlines()[0]}"
-            f"); restarting it, replay data kept"
-        )
-        pool.restart(exc.worker)
-    pool.arrays["env_steps"][0] = state.env_steps
-
-
-def _log_stats(stats: dict[str, Any], meter: _BusyMeter, epsilon: float) -> dict[str, Any]:
-    return {**stats, **meter.report(epsilon)}
+        loop.close()
 
 
 class _BusyMeter:
