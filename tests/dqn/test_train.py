@@ -155,3 +155,38 @@ def test_ctrl_c_saves_checkpoint_and_leaves_nothing(tmp_path: Path) -> None:
         if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     ]
     assert set(os.listdir("/dev/shm")) <= shm_before
+
+
+def test_killed_actor_is_replaced_when_asked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SIGKILL an actor mid-run: with --restart-actors the run goes on to its budget."""
+    import threading
+
+    me = psutil.Process()
+    baseline = {p.pid for p in me.children(recursive=True)}
+    killed: list[int] = []
+
+    def kill_first_actor() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not killed:
+            fresh = [p for p in me.children() if p.pid not in baseline and "python" in p.name()]
+            for p in fresh:
+                if "resource_tracker" not in " ".join(p.cmdline()):
+                    time.sleep(0.5)  # let it deliver some data first
+                    os.kill(p.pid, signal.SIGKILL)
+                    killed.append(p.pid)
+                    return
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=kill_first_actor, daemon=True)
+    killer.start()
+    config = {**SMALL, "total_steps": 4_000, "progress": "plain"}
+    session = train(
+        DQNConfig(mode="async", run_dir=tmp_path / "run", restart_actors=True, **config)  # type: ignore[arg-type]
+    )
+    killer.join(5)
+    assert killed
+    state = torch.load(session.run.checkpoint("final"), weights_only=False)
+    assert state["env_steps"] >= 4_000
+    assert "killed by signal SIGKILL" in capsys.readouterr().err

@@ -41,10 +41,32 @@ def _row_writer(tree: Tree) -> Callable[[int, Any], None]:
     return lambda row, value: write_row(tree, row, value)
 
 
-def _row_reader(tree: Tree) -> Callable[[int], Any]:
-    if isinstance(tree, np.ndarray) and tree.ndim == 1:
-        return tree.__getitem__
-    return lambda row: read_row(tree, row)
+class _ActionRows:
+    """This batch's actions, by local index. Discrete actions are read in one bulk
+    `tolist()` per step (Python ints are also what envs check fastest); others are
+    read row by row, as private copies."""
+
+    def __init__(self, tree: Tree, rows: slice) -> None:
+        self.tree, self.rows = tree, rows
+        self.bulk = (
+            isinstance(tree, np.ndarray)
+            and tree.ndim == 1
+            and np.issubdtype(tree.dtype, np.integer)
+        )
+
+    def current(self) -> Any:
+        if self.bulk:
+            return self.tree[self.rows].tolist()
+        start = self.rows.start
+        return _RowView(self.tree, start)
+
+
+class _RowView:
+    def __init__(self, tree: Tree, start: int) -> None:
+        self.tree, self.start = tree, start
+
+    def __getitem__(self, local: int) -> Any:
+        return read_row(self.tree, self.start + local)
 
 
 class EnvBatch:
@@ -70,7 +92,7 @@ class EnvBatch:
         self._all = range(len(self.envs))
         self._needs_reset = [False] * len(self.envs)
         self._write_obs = _row_writer(arrays.obs)
-        self._read_action = _row_reader(arrays.actions)
+        self._actions = _ActionRows(arrays.actions, slice(offset, offset + len(self.envs)))
 
     def reset(
         self,
@@ -122,7 +144,7 @@ class EnvBatch:
             self.arrays.terminations,
             self.arrays.truncations,
         )
-        write_obs, read_action = self._write_obs, self._read_action
+        write_obs, actions = self._write_obs, self._actions.current()
         row = offset
         try:
             for local in ids:
@@ -132,7 +154,7 @@ class EnvBatch:
                     reward, terminated, truncated = 0.0, False, False
                 else:
                     obs, reward, terminated, truncated, info = envs[local].step(  # type: ignore[assignment]
-                        read_action(row)
+                        actions[local]
                     )
                 write_obs(row, obs)
                 rewards[row] = reward
@@ -150,12 +172,12 @@ class EnvBatch:
         # SAME_STEP: an env that ends is reset in the same step; its last observation
         # and info go to `final_obs` / `final_info`.
         infos: InfoRows = []
-        arrays, row = self.arrays, self.offset
+        arrays, row, actions = self.arrays, self.offset, self._actions.current()
         try:
             for local in ids:
                 row = self.offset + local
                 env = self.envs[local]
-                obs, reward, terminated, truncated, info = env.step(self._read_action(row))
+                obs, reward, terminated, truncated, info = env.step(actions[local])
                 if terminated or truncated:
                     infos.append((row, {"final_obs": obs, "final_info": info}))
                     obs, info = env.reset()
