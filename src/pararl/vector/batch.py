@@ -8,7 +8,7 @@ exactly the same trajectory.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +19,18 @@ from gymnasium.vector import AutoresetMode
 from pararl.vector.shared import Tree, read_row, write_row
 
 InfoRows = list[tuple[int, dict[str, Any]]]
+
+# Stands for "this env's final observation is in `BatchArrays.final_obs`"; an
+# observation is never None, so None cannot be mistaken for one.
+FINAL_OBS_IN_ARRAY = None
+
+
+def fill_final_obs(rows: InfoRows, final_obs: Tree | None) -> None:
+    """Replace the placeholders in SAME_STEP infos by copies of the final observations."""
+    for row, info in rows:
+        if "final_obs" in info and info["final_obs"] is FINAL_OBS_IN_ARRAY:
+            info["final_obs"] = read_row(final_obs, row)
+
 
 # Methods that must go through the vector env's own calls, never `call(name)`.
 RESERVED_CALLS = frozenset({"reset", "step", "close"})
@@ -33,12 +45,7 @@ class BatchArrays:
     rewards: np.ndarray
     terminations: np.ndarray
     truncations: np.ndarray
-
-
-def _row_writer(tree: Tree) -> Callable[[int, Any], None]:
-    if isinstance(tree, np.ndarray):
-        return tree.__setitem__  # the common case, without a Python call per level
-    return lambda row, value: write_row(tree, row, value)
+    final_obs: Tree | None = None  # SAME_STEP only: last observations of ended episodes
 
 
 class _ActionRows:
@@ -69,6 +76,34 @@ class _RowView:
         return read_row(self.tree, self.start + local)
 
 
+class _Results:
+    """One call's results, gathered in lists and stored into the batch arrays in
+    bulk: one numpy assignment per array instead of one per env."""
+
+    def __init__(self) -> None:
+        self.obs: list[Any] = []
+        self.rewards: list[Any] = []
+        self.terminations: list[bool] = []
+        self.truncations: list[bool] = []
+
+    def add(self, obs: Any, reward: Any, terminated: bool, truncated: bool) -> None:
+        self.obs.append(obs)
+        self.rewards.append(reward)
+        self.terminations.append(terminated)
+        self.truncations.append(truncated)
+
+    def store(self, arrays: BatchArrays, rows: slice | np.ndarray) -> None:
+        if isinstance(arrays.obs, np.ndarray):
+            arrays.obs[rows] = self.obs
+        else:  # Dict/Tuple spaces: leaf by leaf
+            indices = range(rows.start, rows.stop) if isinstance(rows, slice) else rows
+            for row, obs in zip(indices, self.obs, strict=True):
+                write_row(arrays.obs, int(row), obs)
+        arrays.rewards[rows] = self.rewards
+        arrays.terminations[rows] = self.terminations
+        arrays.truncations[rows] = self.truncations
+
+
 class EnvBatch:
     """Envs `offset .. offset+len(envs)-1` of a vector env, stepped serially.
 
@@ -90,9 +125,14 @@ class EnvBatch:
         self.autoreset_mode = autoreset_mode
         self.failed_env: int | None = None
         self._all = range(len(self.envs))
+        self._all_rows = slice(offset, offset + len(self.envs))
         self._needs_reset = [False] * len(self.envs)
-        self._write_obs = _row_writer(arrays.obs)
-        self._actions = _ActionRows(arrays.actions, slice(offset, offset + len(self.envs)))
+        self._actions = _ActionRows(arrays.actions, self._all_rows)
+
+    def _rows(self, ids: Sequence[int]) -> slice | np.ndarray:
+        if ids is self._all:
+            return self._all_rows
+        return np.asarray(ids, dtype=np.int64) + self.offset
 
     def reset(
         self,
@@ -103,7 +143,7 @@ class EnvBatch:
         """Reset envs `local_ids` (all when None); `seeds` has one entry per reset env."""
         infos: InfoRows = []
         ids = self._all if local_ids is None else local_ids
-        arrays = self.arrays
+        out = _Results()
         for local, seed in zip(ids, seeds, strict=True):
             row = self.offset + local
             try:
@@ -111,13 +151,11 @@ class EnvBatch:
             except Exception:
                 self.failed_env = row
                 raise
-            self._write_obs(row, obs)
-            arrays.rewards[row] = 0.0
-            arrays.terminations[row] = False
-            arrays.truncations[row] = False
+            out.add(obs, 0.0, False, False)
             self._needs_reset[local] = False
             if info:
                 infos.append((row, info))
+        out.store(self.arrays, self._rows(ids))
         return infos
 
     def step(self, local_ids: Sequence[int] | None) -> InfoRows:
@@ -139,57 +177,50 @@ class EnvBatch:
         # termination. (DISABLED shares this loop: no env reaches the reset branch.)
         infos: InfoRows = []
         envs, needs_reset, offset = self.envs, self._needs_reset, self.offset
-        rewards, terms, truncs = (
-            self.arrays.rewards,
-            self.arrays.terminations,
-            self.arrays.truncations,
-        )
-        write_obs, actions = self._write_obs, self._actions.current()
-        row = offset
+        actions, out = self._actions.current(), _Results()
+        add, row = out.add, offset
         try:
             for local in ids:
                 row = offset + local
                 if needs_reset[local]:
                     obs, info = envs[local].reset()
-                    reward, terminated, truncated = 0.0, False, False
+                    add(obs, 0.0, False, False)
+                    needs_reset[local] = False
                 else:
-                    obs, reward, terminated, truncated, info = envs[local].step(  # type: ignore[assignment]
-                        actions[local]
-                    )
-                write_obs(row, obs)
-                rewards[row] = reward
-                terms[row] = terminated
-                truncs[row] = truncated
-                needs_reset[local] = terminated or truncated
+                    obs, reward, terminated, truncated, info = envs[local].step(actions[local])
+                    add(obs, reward, terminated, truncated)
+                    needs_reset[local] = terminated or truncated
                 if info:
                     infos.append((row, info))
         except Exception:
             self.failed_env = row
             raise
+        out.store(self.arrays, self._rows(ids))
         return infos
 
     def _step_same(self, ids: Sequence[int]) -> InfoRows:
         # SAME_STEP: an env that ends is reset in the same step; its last observation
         # and info go to `final_obs` / `final_info`.
         infos: InfoRows = []
-        arrays, row, actions = self.arrays, self.offset, self._actions.current()
+        row, actions, out = self.offset, self._actions.current(), _Results()
         try:
             for local in ids:
                 row = self.offset + local
                 env = self.envs[local]
                 obs, reward, terminated, truncated, info = env.step(actions[local])
                 if terminated or truncated:
-                    infos.append((row, {"final_obs": obs, "final_info": info}))
+                    # the final observation travels through shared memory; the reader
+                    # fills in this placeholder (see `fill_final_obs`)
+                    write_row(self.arrays.final_obs, row, obs)
+                    infos.append((row, {"final_obs": FINAL_OBS_IN_ARRAY, "final_info": info}))
                     obs, info = env.reset()
-                self._write_obs(row, obs)
-                arrays.rewards[row] = reward
-                arrays.terminations[row] = terminated
-                arrays.truncations[row] = truncated
+                out.add(obs, reward, terminated, truncated)
                 if info:
                     infos.append((row, info))
         except Exception:
             self.failed_env = row
             raise
+        out.store(self.arrays, self._rows(ids))
         return infos
 
     # --- attribute access, as Gymnasium's vector envs do it -----------------------

@@ -20,6 +20,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
+from pararl.vector.batch import fill_final_obs
 from pararl.vector.errors import (
     AlreadyPendingCallError,
     ClosedEnvironmentError,
@@ -100,6 +101,8 @@ class BatchVectorEnv(gym.vector.VectorEnv):
             "term": ArraySpec((n,), np.dtype(np.bool_)),
             "trunc": ArraySpec((n,), np.dtype(np.bool_)),
         }
+        if self.autoreset_mode is AutoresetMode.SAME_STEP:
+            specs.update(space_specs(self.single_observation_space, n, "final"))
         self._transport = self._make_transport(env_fns, specs, layout)
         self._arrays = self._transport.arrays
         self._worker_of = np.empty(n, dtype=np.int64)
@@ -238,6 +241,7 @@ class BatchVectorEnv(gym.vector.VectorEnv):
     ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any], np.ndarray]:
         a = self._arrays
         rows = [row_info for _, payload in replies for row_info in payload]
+        fill_final_obs(rows, a.final_obs)
         if full:
             ids = self._all_ids
             obs = take_rows(a.obs, None) if self.copy else a.obs

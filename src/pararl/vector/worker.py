@@ -46,6 +46,11 @@ def batch_arrays(arrays: dict[str, Any], layout: BatchLayout) -> BatchArrays:
         rewards=arrays["rew"],
         terminations=arrays["term"],
         truncations=arrays["trunc"],
+        final_obs=(
+            space_tree(layout.observation_space, arrays, "final")
+            if layout.autoreset_mode is AutoresetMode.SAME_STEP
+            else None
+        ),
     )
 
 
