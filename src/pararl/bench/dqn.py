@@ -111,8 +111,8 @@ class DQNBenchConfig:
     """throughput/overlap: untimed seconds before each spell."""
 
     learner_threads: int | None = None
-    """throughput/overlap: torch threads of this (learner) process; default: torch's
-    own choice, as `pararl train` leaves it."""
+    """throughput/overlap: torch threads of this (learner) process; default: what
+    `pararl train` chooses for the model (`set_learner_threads`)."""
 
     seed: int = 0
     """throughput/overlap: seed of the envs, nets and replay sampling."""
@@ -175,7 +175,7 @@ def resolve(config: DQNBenchConfig) -> DQNBenchConfig:
 def measure(config: DQNBenchConfig) -> dict[str, Any]:
     """Run the selected parts; JSON-ready results keyed by part."""
     results: dict[str, Any] = {}
-    timing = Timing(config.repeats, config.block_s, config.warmup_s)
+    timing = Timing(config.repeats, config.block_s, config.warmup_s, config.learner_threads)
     if "solve" in config.parts:
         settings = SolveSettings(
             config.budget,

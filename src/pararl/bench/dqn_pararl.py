@@ -20,13 +20,16 @@ import time
 from dataclasses import dataclass
 from typing import Literal
 
+import torch
+
 from pararl.bench import seed_dqn
 from pararl.bench.common import progress
 from pararl.config import DQNConfig
 from pararl.envs.make import env_factory
+from pararl.models import num_params
 from pararl.runners.dqn import DQNState
 from pararl.runners.dqn_async import PUBLISH_EVERY, AsyncDQN
-from pararl.runners.setup import resolve_device, seed_everything
+from pararl.runners.setup import resolve_device, seed_everything, set_learner_threads
 
 Workload = Literal["seed", "defaults"]
 Mode = Literal["actors", "learner", "ratio", "free"]
@@ -37,7 +40,8 @@ def workload_config(workload: Workload, env: str = "CartPole-v1", seed: int = 0)
     """`defaults`: pararl's DQN defaults. `seed`: the seed post's learning work per
     transition (its net, batch 64, lr 0.01, gamma 0.9, 1-step targets, target sync
     every 200 updates, one update per 5 transitions, epsilon 0.1, its reward shaping)
-    on pararl's machinery (4 envs per actor, chunks, shared-memory weights)."""
+    on pararl's machinery: each actor steps a batch of 32 envs (the seed's actors step
+    one), chunks of transitions, weights through shared memory."""
     base = DQNConfig(env=env, seed=seed, progress="none", tensorboard=False)
     if workload == "defaults":
         return base
@@ -56,6 +60,7 @@ def workload_config(workload: Workload, env: str = "CartPole-v1", seed: int = 0)
         target_update=seed_dqn.TARGET_SYNC,
         eps_start=1 - seed_dqn.GREEDY,
         eps_end=1 - seed_dqn.GREEDY,
+        envs_per_worker=32,
     )
 
 
@@ -89,10 +94,20 @@ class PararlAsync:
     """pararl's production async learner (`AsyncDQN`, with its `ActorPool`), driven
     in timed spells."""
 
-    def __init__(self, config: DQNConfig, num_actors: int, fill_timeout_s: float = 120.0) -> None:
+    def __init__(
+        self,
+        config: DQNConfig,
+        num_actors: int,
+        learner_threads: int | None = None,
+        fill_timeout_s: float = 120.0,
+    ) -> None:
         seed_everything(config.seed)
         self.config = config
         self.state = make_state(config)
+        if learner_threads is None:  # as `pararl train` chooses
+            set_learner_threads(num_params(self.state.learner.q), num_actors)
+        else:
+            torch.set_num_threads(learner_threads)
         self.loop = AsyncDQN(self.state, num_actors, report=progress)
         try:
             self._fill(fill_timeout_s)
@@ -114,14 +129,13 @@ class PararlAsync:
             self.loop.take(max(0.0, min(TAKE_WAIT_S, left)))
         elif mode == "learner":
             self.loop.learn(PUBLISH_EVERY)
-        elif mode == "free":
-            self.loop.take(0.0)
-            self.loop.learn(PUBLISH_EVERY)
-        else:  # ratio: the production loop, one turn at a time
-            self.loop.iterate()
+        else:  # the production loop, one turn at a time, with or without the ratio
+            self.loop.iterate(free=mode == "free")
 
     def run(self, mode: Mode, seconds: float, warmup_s: float) -> Spell:
         """`warmup_s` untimed, then `seconds` timed, in `mode`."""
+        if mode == "ratio":  # the ratio counts from here, not from the other spells
+            self.state.restart_ratio()
         end = time.perf_counter() + warmup_s
         while (left := end - time.perf_counter()) > 0:
             self._iterate(mode, left)

@@ -177,8 +177,10 @@ def key_ratios(data: dict[str, Any]) -> str:
     if "overlap" in data:
         e = data["overlap"]["efficiency"]
         parts.append(
-            "overlap together ÷ alone (target ≥ 80% both): "
-            f"actors {fmt_percent(e['actors_ratio'])}, learner {fmt_percent(e['learner_ratio'])}"
+            "overlap together ÷ alone, free-running (target ≥ 80% both): "
+            f"actors {fmt_percent(e['actors_free'])}, learner {fmt_percent(e['learner_free'])}; "
+            f"with the replay ratio, the run reaches {fmt_percent(e['ratio_vs_ideal'])} of "
+            "the slower side's limit"
         )
     return "; ".join(parts)
 

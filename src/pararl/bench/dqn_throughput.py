@@ -26,6 +26,7 @@ class Timing:
     repeats: int = 3
     block_s: float = 3.0
     warmup_s: float = 1.0
+    learner_threads: int | None = None  # None: as `pararl train` chooses
 
 
 @dataclass
@@ -101,7 +102,9 @@ def measure_actor_count(
         for workload in workloads:
             name = pararl_name(workload, "ratio")
             try:
-                driver = PararlAsync(workload_config(workload, seed=seed), actors)
+                driver = PararlAsync(
+                    workload_config(workload, seed=seed), actors, t.learner_threads
+                )
                 opened.append(driver)
             except Exception as exc:
                 on_error(name, exc)
@@ -165,7 +168,7 @@ def measure_overlap(workload: Workload, actors: int, t: Timing, seed: int) -> di
     results: dict[str, SystemRates] = {mode: SystemRates() for mode in MODES}
     on_error = _failed(results, "overlap")
     progress(f"overlap: starting {actors} actor(s) ({workload} workload) ...")
-    driver = PararlAsync(config, actors)
+    driver = PararlAsync(config, actors, t.learner_threads)
     try:
         tasks: dict[str, Callable[[], float]] = {
             mode: functools.partial(_pararl_block, driver, mode, t, results[mode]) for mode in MODES

@@ -15,7 +15,7 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, get_args
 
 import gymnasium as gym
 import numpy as np
@@ -31,15 +31,7 @@ BackendName = Literal[
     "pararl_min_envs",
     "pararl_timeout",
 ]
-ALL_BACKENDS: tuple[BackendName, ...] = (
-    "single",
-    "gym_sync",
-    "gym_async",
-    "sb3_subproc",
-    "pararl_step",
-    "pararl_min_envs",
-    "pararl_timeout",
-)
+ALL_BACKENDS: tuple[BackendName, ...] = get_args(BackendName)
 # Anchors that start one process per env: their cost grows with the total env count.
 PROCESS_PER_ENV: frozenset[str] = frozenset({"gym_async", "sb3_subproc"})
 ACTION_POOL = 64  # distinct action batches, cycled

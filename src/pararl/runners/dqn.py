@@ -72,18 +72,29 @@ class DQNState:
         self.rng = np.random.default_rng(cfg.seed)
         self.env_steps = 0
         self.wall_s = 0.0
+        # the ratio counts env steps after learning_starts: (steps, updates) at zero debt
+        self._ratio_origin = (cfg.learning_starts, 0)
         if resume_state is not None:
             self.load(resume_state)
 
     def updates_due(self) -> int:
         """Gradient updates the replay ratio allows now, beyond those done."""
         cfg = self.config
-        if len(self.replay) < max(cfg.batch_size, cfg.learning_starts):
+        if not self.can_learn():
             return 0
         if cfg.replay_ratio == 0:  # async without a ratio: learn all the time
             return 1
-        allowed = int(cfg.replay_ratio * (self.env_steps - cfg.learning_starts))
-        return max(0, allowed - self.learner.updates)
+        origin_steps, origin_updates = self._ratio_origin
+        allowed = int(cfg.replay_ratio * (self.env_steps - origin_steps))
+        return max(0, allowed - (self.learner.updates - origin_updates))
+
+    def can_learn(self) -> bool:
+        cfg = self.config
+        return len(self.replay) >= max(cfg.batch_size, cfg.learning_starts)
+
+    def restart_ratio(self) -> None:
+        """Count the replay ratio from now on (forget any debt either way)."""
+        self._ratio_origin = (self.env_steps, self.learner.updates)
 
     def state(self, with_replay: bool = True, wall_s: float = 0.0) -> dict[str, Any]:
         return {

@@ -109,12 +109,13 @@ class AsyncDQN:
         self.episode_returns: list[float] = []
         self.stats: dict[str, Any] = {}
 
-    def iterate(self) -> None:
-        # With a replay ratio, take in data only while learning keeps up with it:
-        # actors wait on their full outboxes otherwise (back-pressure). Without one
-        # (0), both sides run free: take what has arrived, learn, repeat.
-        due = self.state.updates_due()
-        if due == 0 or self.state.config.replay_ratio == 0:
+    def iterate(self, free: bool | None = None) -> None:
+        """One turn. With a replay ratio, take in data only while learning keeps up
+        with it: actors wait on their full outboxes otherwise (back-pressure). Free
+        (`replay_ratio` 0, or `free=True`): take what has arrived, learn, repeat."""
+        free = self.state.config.replay_ratio == 0 if free is None else free
+        due = 1 if free and self.state.can_learn() else self.state.updates_due()
+        if due == 0 or free:
             self.take(wait=0.0 if due else 0.5)
         self.learn(min(due, PUBLISH_EVERY))
 

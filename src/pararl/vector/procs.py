@@ -66,6 +66,13 @@ def _bootstrap(conn: Connection, target: Callable[..., None], args: tuple[Any, .
         conn.close()
 
 
+def _worker_error(index: int, report: Any) -> WorkerError:
+    """The caller-side exception for a `RemoteError` sent by child `index`."""
+    return WorkerError(
+        index, report.message, env_index=report.env_index, remote_traceback=report.traceback
+    )
+
+
 def _reap(processes: Sequence[mp.process.BaseProcess], grace: float) -> None:
     """Join, then terminate, then kill: no child outlives this call."""
     deadline = time.monotonic() + grace
@@ -151,12 +158,7 @@ class ProcessGroup:
             while conn.poll(0):
                 ok, payload = conn.recv()
                 if not ok:
-                    raise WorkerError(
-                        index,
-                        payload.message,
-                        env_index=payload.env_index,
-                        remote_traceback=payload.traceback,
-                    )
+                    raise _worker_error(index, payload)
         except (EOFError, OSError):
             pass
         self._raise_dead(index)
@@ -168,12 +170,7 @@ class ProcessGroup:
         except (EOFError, ConnectionResetError, OSError):
             self._raise_dead(index)
         if not ok:
-            raise WorkerError(
-                index,
-                payload.message,
-                env_index=payload.env_index,
-                remote_traceback=payload.traceback,
-            )
+            raise _worker_error(index, payload)
         return payload
 
     def ready(self, indices: Sequence[int], timeout: float | None) -> list[int]:

@@ -1,0 +1,59 @@
+"""`pararl evaluate`: greedy return from a run's checkpoint, and a recorded video."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pararl import DQNConfig, train
+from pararl.cli import main
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    run = tmp_path_factory.mktemp("eval") / "run"
+    train(
+        DQNConfig(
+            mode="serial",
+            run_dir=run,
+            total_steps=400,
+            learning_starts=100,
+            eval_every=400,
+            eval_episodes=2,
+            tensorboard=True,
+            progress="none",
+            workers=1,
+            envs_per_worker=2,
+            hidden=(16,),
+            batch_size=16,
+        )
+    )
+    return run
+
+
+def test_run_dir_has_everything(run_dir: Path) -> None:
+    for name in (
+        "config.json",
+        "metrics.csv",
+        "learning_curve.png",
+        "checkpoints/best.pt",
+        "checkpoints/final.pt",
+    ):
+        assert (run_dir / name).is_file(), name
+    assert any((run_dir / "tb").iterdir())
+
+
+def test_evaluate_prints_mean_and_std(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["evaluate", str(run_dir), "--episodes", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "mean return" in out
+    assert "over 3 episodes" in out
+
+
+def test_evaluate_records_a_gif(run_dir: Path, tmp_path: Path) -> None:
+    pytest.importorskip("pygame")
+    video = tmp_path / "episode.gif"
+    assert main(["evaluate", str(run_dir), "--episodes", "1", "--video", str(video)]) == 0
+    assert video.stat().st_size > 1000
+    assert video.read_bytes()[:3] == b"GIF"
