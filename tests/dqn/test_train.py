@@ -173,7 +173,7 @@ def test_killed_actor_is_replaced_when_asked(
             fresh = [p for p in me.children() if p.pid not in baseline and "python" in p.name()]
             for p in fresh:
                 if "resource_tracker" not in " ".join(p.cmdline()):
-                    time.sleep(0.5)  # let it deliver some data first
+                    time.sleep(0.3)  # let it deliver some data first
                     os.kill(p.pid, signal.SIGKILL)
                     killed.append(p.pid)
                     return
@@ -181,12 +181,12 @@ def test_killed_actor_is_replaced_when_asked(
 
     killer = threading.Thread(target=kill_first_actor, daemon=True)
     killer.start()
-    config = {**SMALL, "total_steps": 4_000, "progress": "plain"}
+    config = {**SMALL, "total_steps": 40_000, "eval_every": 10_000, "progress": "plain"}
     session = train(
         DQNConfig(mode="async", run_dir=tmp_path / "run", restart_actors=True, **config)  # type: ignore[arg-type]
     )
     killer.join(5)
     assert killed
     state = torch.load(session.run.checkpoint("final"), weights_only=False)
-    assert state["env_steps"] >= 4_000
+    assert state["env_steps"] >= 40_000
     assert "killed by signal SIGKILL" in capsys.readouterr().err
