@@ -25,11 +25,15 @@ InfoRows = list[tuple[int, dict[str, Any]]]
 FINAL_OBS_IN_ARRAY = None
 
 
-def fill_final_obs(rows: InfoRows, final_obs: Tree | None) -> None:
-    """Replace the placeholders in SAME_STEP infos by copies of the final observations."""
-    for row, info in rows:
-        if "final_obs" in info and info["final_obs"] is FINAL_OBS_IN_ARRAY:
-            info["final_obs"] = read_row(final_obs, row)
+def fill_final_obs(infos: dict[str, Any], final_obs: Tree | None, rows: np.ndarray) -> None:
+    """Replace the placeholders in batched SAME_STEP infos by copies of the final
+    observations; `rows[p]` is the env row of batch position p."""
+    column = infos.get("final_obs")
+    if column is None:
+        return
+    for p in np.flatnonzero(infos["_final_obs"]):
+        if column[p] is FINAL_OBS_IN_ARRAY:
+            column[p] = read_row(final_obs, int(rows[p]))
 
 
 # Methods that must go through the vector env's own calls, never `call(name)`.

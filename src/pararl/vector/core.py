@@ -28,7 +28,7 @@ from pararl.vector.errors import (
     WorkerError,
     WorkerTimeoutError,
 )
-from pararl.vector.infos import batch_infos
+from pararl.vector.infos import merge_columns
 from pararl.vector.procs import CLOSE_GRACE_S
 from pararl.vector.shared import ArraySpec, index_array, put_rows, space_specs, take_rows
 from pararl.vector.transport import Transport
@@ -240,21 +240,18 @@ class BatchVectorEnv(gym.vector.VectorEnv):
         self, replies: list[Reply], full: bool
     ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any], np.ndarray]:
         a = self._arrays
-        rows = [row_info for _, payload in replies for row_info in payload]
-        fill_final_obs(rows, a.final_obs)
         if full:
-            ids = self._all_ids
+            ids, sel = self._all_ids, None
             obs = take_rows(a.obs, None) if self.copy else a.obs
-            sel: np.ndarray | None = None
-            infos = batch_infos(sorted(rows, key=lambda r: r[0]), self.num_envs) if rows else {}
         else:
             ids = np.sort(np.concatenate([r[0] for r in replies])) if replies else np.arange(0)
-            sel = ids
-            pos = {int(g): p for p, g in enumerate(ids)}
-            obs = take_rows(a.obs, ids)
-            infos = batch_infos(
-                sorted(((pos[r], i) for r, i in rows), key=lambda r: r[0]), len(ids)
-            )
+            sel, obs = ids, take_rows(a.obs, ids)
+        infos: dict[str, Any] = {}
+        for command_ids, columns in sorted(replies, key=lambda r: int(r[0][0])):
+            if columns:
+                at = command_ids if full else np.searchsorted(ids, command_ids)
+                merge_columns(infos, columns, at, ids.size)
+        fill_final_obs(infos, a.final_obs, ids)
         return (
             obs,
             take_rows(a.rewards, sel),

@@ -16,7 +16,8 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.vector import AutoresetMode
 
-from pararl.vector.batch import BatchArrays, EnvBatch
+from pararl.vector.batch import BatchArrays, EnvBatch, InfoRows
+from pararl.vector.infos import batch_infos
 from pararl.vector.procs import ParentWatch
 from pararl.vector.shared import SharedArrays, space_tree
 
@@ -55,12 +56,13 @@ def batch_arrays(arrays: dict[str, Any], layout: BatchLayout) -> BatchArrays:
 
 
 def execute(batch: EnvBatch, command: str, data: Any) -> Any:
-    """Run one command on `batch`; returns the reply payload."""
+    """Run one command on `batch`; returns the reply payload (for step and reset:
+    the infos, batched over the command's envs in the order it named them)."""
     if command == "step":
-        return batch.step(data)
+        return _batched(batch, batch.step(data), data)
     if command == "reset":
         local_ids, seeds, options = data
-        return batch.reset(local_ids, seeds, options)
+        return _batched(batch, batch.reset(local_ids, seeds, options), local_ids)
     if command == "call":
         name, args, kwargs = data
         return batch.call(name, args, kwargs)
@@ -71,6 +73,15 @@ def execute(batch: EnvBatch, command: str, data: Any) -> Any:
         name, values = data
         return batch.set_attr(name, values)
     raise ValueError(f"unknown worker command {command!r}")
+
+
+def _batched(batch: EnvBatch, rows: InfoRows, local_ids: Sequence[int] | None) -> dict[str, Any]:
+    if not rows:
+        return {}
+    if local_ids is None:
+        return batch_infos(((row - batch.offset, info) for row, info in rows), len(batch.envs))
+    position = {batch.offset + local: j for j, local in enumerate(local_ids)}
+    return batch_infos(((position[row], info) for row, info in rows), len(local_ids))
 
 
 def make_envs(env_fns: Sequence[Callable[[], gym.Env]], offset: int) -> list[gym.Env]:
