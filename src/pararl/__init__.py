@@ -9,18 +9,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["DQNConfig", "train"]
+__all__ = ["DQNConfig", "PPOConfig", "train"]
 
 if TYPE_CHECKING:
     from pararl.api import train
-    from pararl.config import DQNConfig
+    from pararl.config import DQNConfig, PPOConfig
 
 
 def __getattr__(name: str) -> Any:
-    if name == "DQNConfig":
-        from pararl.config import DQNConfig
+    if name in ("DQNConfig", "PPOConfig"):
+        import pararl.config
 
-        return DQNConfig
+        return getattr(pararl.config, name)
     if name == "train":
         from pararl.api import train
 

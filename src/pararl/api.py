@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pararl.config import DQNConfig, RunConfig
+from pararl.config import DQNConfig, PPOConfig, RunConfig
 from pararl.errors import UsageError
 from pararl.runners.session import TrainSession
 
@@ -15,4 +15,8 @@ def train(config: RunConfig) -> TrainSession:
         from pararl.runners.dqn import train_dqn
 
         return train_dqn(config)
+    if isinstance(config, PPOConfig):
+        from pararl.runners.ppo import train_ppo
+
+        return train_ppo(config)
     raise UsageError(f"no trainer for {type(config).__name__}")

@@ -44,6 +44,13 @@ def _train_dqn() -> Command:
     return Command(lambda: DQNConfig, train, "train DQN (actors + learner)")
 
 
+def _train_ppo() -> Command:
+    from pararl.api import train
+    from pararl.config import PPOConfig
+
+    return Command(lambda: PPOConfig, train, "train PPO (batched env workers)")
+
+
 def _evaluate() -> Command:
     from pararl import playback
 
@@ -56,6 +63,7 @@ def _evaluate() -> Command:
 
 COMMANDS: dict[tuple[str, ...], Callable[[], Command]] = {
     ("train", "dqn"): _train_dqn,
+    ("train", "ppo"): _train_ppo,
     ("evaluate",): _evaluate,
     ("bench", "vector"): _bench_vector,
     ("bench", "dqn"): _bench_dqn,
@@ -71,7 +79,9 @@ def _resume_algo(args: list[str]) -> list[str]:
     config = Path(value) / "config.json"
     if not config.is_file():
         raise UsageError(f"--resume {value}: no config.json there; pass a pararl run directory")
-    algo = {"DQNConfig": "dqn"}.get(json.loads(config.read_text()).get("algo", ""))
+    algo = {"DQNConfig": "dqn", "PPOConfig": "ppo"}.get(
+        json.loads(config.read_text()).get("algo", "")
+    )
     if algo is None:
         raise UsageError(f"--resume {value}: unknown algorithm in its config.json")
     return ["train", algo, *args[1:]]

@@ -143,6 +143,65 @@ class DQNConfig(RunConfig):
         return self.eps_start + frac * (self.eps_end - self.eps_start)
 
 
+@dataclass
+class PPOConfig(RunConfig):
+    """PPO (clipped surrogate, GAE, minibatch epochs) on batched env workers."""
+
+    mode: Literal["auto", "serial", "sync"] = "auto"
+    """`serial`: envs in this process; `sync`: ParallelVectorEnv workers step them while
+    this process runs the policy on the whole batch (default with more than one core)."""
+    act_device: Literal["auto", "cpu", "cuda"] = "auto"
+    """Device for acting (policy forward during sampling); `auto` times both at start-up."""
+    learn_device: Literal["auto", "cpu", "cuda"] = "auto"
+    """Device for the PPO update; `auto` times both at start-up and takes the faster."""
+    hidden: tuple[int, ...] = (64, 64)
+    """Hidden layer widths of the actor and critic MLPs."""
+    shared_body: bool = False
+    """One shared MLP body for actor and critic instead of two separate MLPs."""
+    num_steps: int = 32
+    """Steps per env in each rollout."""
+    lr: float = 1e-3
+    """Adam learning rate."""
+    anneal_lr: bool = True
+    """Anneal the learning rate linearly to 0 over the step budget."""
+    gamma: float = 0.98
+    """Discount factor."""
+    gae_lambda: float = 0.8
+    """GAE lambda."""
+    minibatch_size: int = 256
+    """Transitions per minibatch."""
+    update_epochs: int = 20
+    """Passes over each rollout."""
+    clip_coef: float = 0.2
+    """Surrogate clipping coefficient."""
+    clip_vloss: bool = True
+    """Clip the value loss around the rollout's value estimates."""
+    ent_coef: float = 0.0
+    """Entropy bonus coefficient."""
+    vf_coef: float = 0.5
+    """Value loss coefficient."""
+    max_grad_norm: float = 0.5
+    """Gradient-norm clipping threshold."""
+    norm_adv: bool = True
+    """Normalise advantages per minibatch."""
+
+    def validate(self) -> None:
+        super().validate()
+        checks = [
+            (self.num_steps >= 1, "--num-steps must be >= 1"),
+            (self.lr > 0, "--lr must be > 0"),
+            (0 < self.gamma <= 1, "--gamma must be in (0, 1]"),
+            (0 <= self.gae_lambda <= 1, "--gae-lambda must be in [0, 1]"),
+            (self.minibatch_size >= 1, "--minibatch-size must be >= 1"),
+            (self.update_epochs >= 1, "--update-epochs must be >= 1"),
+            (self.clip_coef > 0, "--clip-coef must be > 0"),
+            (all(h >= 1 for h in self.hidden), "--hidden widths must be >= 1"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise UsageError(message)
+
+
 def to_json(config: RunConfig, extra: dict[str, Any] | None = None) -> str:
     data = {"algo": type(config).__name__, **dataclasses.asdict(config), **(extra or {})}
     return json.dumps(data, indent=2, default=str)
@@ -151,7 +210,7 @@ def to_json(config: RunConfig, extra: dict[str, Any] | None = None) -> str:
 def from_json(text: str) -> RunConfig:
     """A config saved by `to_json` (unknown keys, e.g. derived facts, are ignored)."""
     data = json.loads(text)
-    classes = {"DQNConfig": DQNConfig}
+    classes: dict[str, type[RunConfig]] = {"DQNConfig": DQNConfig, "PPOConfig": PPOConfig}
     cls = classes.get(data.pop("algo", ""))
     if cls is None:
         raise UsageError("config.json names no known algorithm; is this a pararl run dir?")
@@ -168,4 +227,4 @@ def from_json(text: str) -> RunConfig:
     return cls(**kwargs)
 
 
-__all__ = ["DQNConfig", "RunConfig", "from_json", "to_json"]
+__all__ = ["DQNConfig", "PPOConfig", "RunConfig", "from_json", "to_json"]

@@ -67,3 +67,78 @@ def flat_to_params(flat: np.ndarray, model: nn.Module) -> None:
         n = p.numel()
         p.copy_(torch.from_numpy(flat[offset : offset + n]).view_as(p))
         offset += n
+
+
+class ActorCritic(nn.Module):
+    """Policy and value MLPs (separate by default, or one shared body) for PPO.
+
+    Discrete actions: a Categorical over logits. Box actions: a diagonal Gaussian
+    with a state-independent learned log standard deviation.
+    """
+
+    def __init__(
+        self,
+        obs_dim: int,
+        action_dim: int,
+        discrete: bool,
+        hidden: Sequence[int] = (64, 64),
+        shared: bool = False,
+    ) -> None:
+        super().__init__()
+        self.obs_dim, self.action_dim, self.discrete = obs_dim, action_dim, discrete
+        self.hidden, self.shared = tuple(hidden), shared
+        if shared:
+            self.body: nn.Module = mlp(obs_dim, hidden[:-1], hidden[-1], nn.Tanh)
+            self.actor: nn.Module = nn.Sequential(nn.Tanh(), nn.Linear(hidden[-1], action_dim))
+            self.critic: nn.Module = nn.Sequential(nn.Tanh(), nn.Linear(hidden[-1], 1))
+        else:
+            self.body = nn.Identity()
+            self.actor = mlp(obs_dim, hidden, action_dim, nn.Tanh)
+            self.critic = mlp(obs_dim, hidden, 1, nn.Tanh)
+        self.log_std = nn.Parameter(torch.zeros(action_dim), requires_grad=not discrete)
+
+    def _features(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.body(obs.flatten(1).float())
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.critic(self._features(obs)).squeeze(-1)
+
+    def distribution(self, features: torch.Tensor) -> torch.distributions.Distribution:
+        out = self.actor(features)
+        if self.discrete:
+            return torch.distributions.Categorical(logits=out)
+        return torch.distributions.Normal(out, self.log_std.exp().expand_as(out))
+
+    def act(
+        self, obs: torch.Tensor, deterministic: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Actions, their log-probabilities and the state values."""
+        features = self._features(obs)
+        dist = self.distribution(features)
+        if deterministic:
+            action = dist.probs.argmax(-1) if self.discrete else dist.mean  # type: ignore[attr-defined]
+        else:
+            action = dist.sample()
+        return action, self._log_prob(dist, action), self.critic(features).squeeze(-1)
+
+    def evaluate(
+        self, obs: torch.Tensor, actions: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Log-probabilities of `actions`, entropies and values (for the PPO loss)."""
+        features = self._features(obs)
+        dist = self.distribution(features)
+        entropy = dist.entropy() if self.discrete else dist.entropy().sum(-1)
+        return self._log_prob(dist, actions), entropy, self.critic(features).squeeze(-1)
+
+    def _log_prob(
+        self, dist: torch.distributions.Distribution, action: torch.Tensor
+    ) -> torch.Tensor:
+        log_prob = dist.log_prob(action)
+        return log_prob if self.discrete else log_prob.sum(-1)
+
+    @torch.no_grad()
+    def greedy(self, obs: np.ndarray) -> np.ndarray:
+        """Deterministic actions (argmax / mean) for a batch of observations."""
+        device = next(self.parameters()).device
+        action, _, _ = self.act(torch.as_tensor(obs, device=device), deterministic=True)
+        return action.cpu().numpy()

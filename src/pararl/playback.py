@@ -11,7 +11,7 @@ import numpy as np
 import tyro
 
 from pararl import checkpoint
-from pararl.config import DQNConfig, RunConfig, from_json
+from pararl.config import DQNConfig, PPOConfig, RunConfig, from_json
 from pararl.envs.make import env_factory
 from pararl.errors import UsageError
 from pararl.evaluate import Evaluator, Policy
@@ -45,6 +45,18 @@ def load_policy(run: RunDir, name: str) -> tuple[RunConfig, Policy]:
         q = QNetwork(int(np.prod(state["obs_shape"])), state["num_actions"], config.hidden)
         q.load_state_dict(state["learner"]["q"])
         return config, q.greedy
+    if isinstance(config, PPOConfig):
+        from pararl.models import ActorCritic
+
+        model = ActorCritic(
+            int(np.prod(state["obs_shape"])),
+            state["action_dim"],
+            state["discrete"],
+            config.hidden,
+            config.shared_body,
+        )
+        model.load_state_dict(state["learner"]["model"])
+        return config, model.greedy
     raise UsageError(f"cannot evaluate a {type(config).__name__} run")
 
 
@@ -61,7 +73,10 @@ def _play(
             while not done:
                 if render_mode == "rgb_array" and ep == 0:
                     frames.append(env.render())
-                obs, reward, terminated, truncated, _ = env.step(int(policy(obs[None])[0]))
+                action = policy(obs[None])[0]
+                obs, reward, terminated, truncated, _ = env.step(
+                    action.item() if action.ndim == 0 else action
+                )
                 total += float(reward)
                 done = terminated or truncated
             returns.append(total)

@@ -47,6 +47,8 @@ def make_env(env_id: str, wrapper: str = "none", render_mode: str | None = None)
     import pararl.envs  # noqa: F401 - registers the pararl/ ids in worker processes
 
     env = gym.make(env_id, render_mode=render_mode)
+    if isinstance(env.action_space, gym.spaces.Box):
+        env = gym.wrappers.ClipAction(env)  # Gaussian policies sample beyond the bounds
     env = gym.wrappers.RecordEpisodeStatistics(env)  # true return, before shaping
     wrapper_cls = WRAPPERS[wrapper]
     if wrapper_cls is not None:

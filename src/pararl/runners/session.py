@@ -57,7 +57,8 @@ class TrainSession:
         return time.monotonic() - self._t0
 
     def record_episodes(self, infos: dict[str, Any]) -> None:
-        """Collect finished episodes' true returns (RecordEpisodeStatistics infos)."""
+        """Collect finished episodes' true returns (RecordEpisodeStatistics infos;
+        under SAME_STEP autoreset pass `infos["final_info"]`)."""
         if "episode" in infos:
             mask = infos["_episode"]
             self.episode_returns.extend(float(r) for r in infos["episode"]["r"][mask])

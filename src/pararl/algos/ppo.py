@@ -1,0 +1,150 @@
+"""PPO learner: GAE(lambda) advantages and the clipped surrogate objective.
+
+References: Schulman et al. 2016 (GAE), Schulman et al. 2017 (PPO); implementation
+details as catalogued by Huang et al. 2022 ("The 37 implementation details of PPO").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from pararl.models import ActorCritic
+
+
+def compute_gae(
+    rewards: np.ndarray,
+    values: np.ndarray,
+    last_values: np.ndarray,
+    terminated: np.ndarray,
+    truncated: np.ndarray,
+    final_values: np.ndarray,
+    gamma: float,
+    lam: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Advantages and returns for a rollout shaped [T, B].
+
+    `values[t]` is V(obs_t); `last_values` is V(obs_T) after the last step. An
+    episode that ends at step t cuts the trace there: after termination the next
+    value is 0; after truncation it is `final_values[t]`, the value of the true
+    last observation (the env was reset, so obs_{t+1} is not its successor).
+    """
+    steps = rewards.shape[0]
+    advantages = np.zeros_like(rewards, dtype=np.float64)
+    last_gae = np.zeros(rewards.shape[1:], dtype=np.float64)
+    for t in reversed(range(steps)):
+        ended = terminated[t] | truncated[t]
+        next_values = last_values if t == steps - 1 else values[t + 1]
+        # the value to bootstrap from: the next state's, the truncated state's, or 0
+        next_values = np.where(ended, np.where(truncated[t], final_values[t], 0.0), next_values)
+        delta = rewards[t] + gamma * next_values - values[t]
+        last_gae = delta + gamma * lam * np.where(ended, 0.0, last_gae)
+        advantages[t] = last_gae
+    return advantages, advantages + values
+
+
+@dataclass(frozen=True)
+class PPOHyper:
+    clip_coef: float = 0.2
+    clip_vloss: bool = True
+    ent_coef: float = 0.0
+    vf_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    norm_adv: bool = True
+    update_epochs: int = 4
+    num_minibatches: int = 4
+
+
+class PPOLearner:
+    """Owns the model being trained and its optimizer, on the learning device."""
+
+    def __init__(
+        self, model: ActorCritic, hyper: PPOHyper, lr: float, device: torch.device
+    ) -> None:
+        self.model = model.to(device)
+        self.hyper, self.device, self.lr = hyper, device, lr
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=lr, eps=1e-5)
+        self.updates = 0
+
+    def set_lr_fraction(self, fraction: float) -> None:
+        """Learning-rate annealing: lr * fraction (1 at the start, towards 0 at the end)."""
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.lr * fraction
+
+    def update(self, batch: dict[str, np.ndarray], rng: np.random.Generator) -> dict[str, float]:
+        """Epochs of minibatch steps on one flattened rollout; returns mean stats."""
+        hp = self.hyper
+        b = {k: torch.as_tensor(v).to(self.device) for k, v in batch.items()}
+        size = len(b["advantages"])
+        mb_size = max(1, size // hp.num_minibatches)
+        totals: dict[str, torch.Tensor] = {}
+        for _ in range(hp.update_epochs):
+            order = torch.as_tensor(rng.permutation(size), device=self.device)
+            for start in range(0, size - mb_size + 1, mb_size):
+                stats = self._minibatch_step(
+                    {k: v[order[start : start + mb_size]] for k, v in b.items()}
+                )
+                for k, v in stats.items():  # summed on the device: no sync per step
+                    totals[k] = totals[k] + v if k in totals else v
+                self.updates += 1
+        count = hp.update_epochs * (size // mb_size)
+        return {k: float(v) / count for k, v in totals.items()}
+
+    def _minibatch_step(self, mb: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        hp = self.hyper
+        new_logprob, entropy, new_value = self.model.evaluate(mb["obs"], mb["actions"])
+        log_ratio = new_logprob - mb["logprobs"]
+        ratio = log_ratio.exp()
+        with torch.no_grad():
+            approx_kl = ((ratio - 1) - log_ratio).mean()  # the low-variance estimator
+            clipfrac = ((ratio - 1.0).abs() > hp.clip_coef).float().mean()
+
+        mb_adv = mb["advantages"]
+        if hp.norm_adv:
+            mb_adv = (mb_adv - mb_adv.mean()) / (mb_adv.std() + 1e-8)
+
+        # clipped surrogate objective (as a loss: the max of the two negatives)
+        pg_loss1 = -mb_adv * ratio
+        pg_loss2 = -mb_adv * torch.clamp(ratio, 1 - hp.clip_coef, 1 + hp.clip_coef)
+        pg_loss = torch.max(pg_loss1, pg_loss2).mean()
+
+        # value loss, optionally clipped around the rollout's value estimates
+        if hp.clip_vloss:
+            v_clipped = mb["values"] + torch.clamp(
+                new_value - mb["values"], -hp.clip_coef, hp.clip_coef
+            )
+            v_loss_unclipped = (new_value - mb["returns"]) ** 2
+            v_loss_clipped = (v_clipped - mb["returns"]) ** 2
+            v_loss = 0.5 * torch.max(v_loss_unclipped, v_loss_clipped).mean()
+        else:
+            v_loss = 0.5 * ((new_value - mb["returns"]) ** 2).mean()
+
+        entropy_loss = entropy.mean()
+        loss = pg_loss - hp.ent_coef * entropy_loss + hp.vf_coef * v_loss
+
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), hp.max_grad_norm)
+        self.optimizer.step()
+        return {
+            "pg_loss": pg_loss.detach(),
+            "v_loss": v_loss.detach(),
+            "entropy": entropy_loss.detach(),
+            "approx_kl": approx_kl,
+            "clipfrac": clipfrac,
+        }
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "updates": self.updates,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.updates = int(state["updates"])

@@ -1,0 +1,126 @@
+"""Where to act and where to learn, chosen by measurement (seeds/002).
+
+Small policies act fastest on the CPU (a GPU round trip per step costs more than
+the forward pass); larger ones learn faster on a GPU. `auto` times both at
+start-up, transfers included, and takes the faster; the timings are kept.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from pararl.errors import UsageError
+
+
+def available_devices() -> list[torch.device]:
+    devices = [torch.device("cpu")]
+    if torch.cuda.is_available():
+        devices.append(torch.device("cuda"))
+    return devices
+
+
+def _time_it(fn: Callable[[], object], device: torch.device, repeats: int) -> float:
+    fn()  # warm-up (allocations, kernels)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        fn()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    return (time.perf_counter() - start) / repeats
+
+
+@dataclass
+class DeviceChoice:
+    act: torch.device
+    learn: torch.device
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    reason: str = ""
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "act": str(self.act),
+            "learn": str(self.learn),
+            "reason": self.reason,
+            "timings_ms": {k: round(v, 4) for k, v in self.timings_ms.items()},
+        }
+
+
+def time_forward(
+    model: nn.Module, obs_dim: int, batch: int, device: torch.device, repeats: int = 20
+) -> float:
+    """One policy forward at the sampling batch size: numpy obs in, actions out."""
+    model = model.to(device)
+    obs = torch.randn(batch, obs_dim)
+
+    @torch.no_grad()
+    def step() -> object:
+        return model.act(obs.to(device))[0].cpu()  # type: ignore[operator]
+
+    return _time_it(step, device, repeats)
+
+
+def time_update(
+    model: nn.Module, obs_dim: int, batch: int, device: torch.device, repeats: int = 10
+) -> float:
+    """One gradient step at the minibatch size, the host-to-device copy included."""
+    model = model.to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
+    obs = torch.randn(batch, obs_dim)
+
+    def step() -> object:
+        values = model.value(obs.to(device))  # type: ignore[operator]
+        loss = values.pow(2).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    return _time_it(step, device, repeats)
+
+
+def choose_devices(
+    make_model: Callable[[], nn.Module],
+    obs_dim: int,
+    act_batch: int,
+    learn_batch: int,
+    act: str,
+    learn: str,
+) -> DeviceChoice:
+    """Resolve `act`/`learn` (cpu | cuda | auto); `auto` takes the faster measured device."""
+    devices = available_devices()
+    for name, value in (("--act-device", act), ("--learn-device", learn)):
+        if value == "cuda" and torch.device("cuda") not in devices:
+            raise UsageError(f"{name} cuda, but CUDA is not available here; use cpu or auto")
+    timings: dict[str, float] = {}
+    if "auto" in (act, learn) and len(devices) > 1:
+        for device in devices:
+            timings[f"forward_{device.type}"] = 1e3 * time_forward(
+                make_model(), obs_dim, act_batch, device
+            )
+            timings[f"update_{device.type}"] = 1e3 * time_update(
+                make_model(), obs_dim, learn_batch, device
+            )
+
+    def pick(value: str, kind: str) -> torch.device:
+        if value != "auto":
+            return torch.device(value)
+        if len(devices) == 1:
+            return devices[0]
+        return min(devices, key=lambda d: timings[f"{kind}_{d.type}"])
+
+    choice = DeviceChoice(pick(act, "forward"), pick(learn, "update"), timings)
+    choice.reason = (
+        "only the CPU is available"
+        if len(devices) == 1
+        else "fastest measured"
+        if timings
+        else "as asked"
+    )
+    return choice

@@ -1,0 +1,142 @@
+"""PPO runs end to end: reproducible, discrete and continuous, devices, failures."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+import torch
+
+from pararl import PPOConfig, train
+from pararl.cli import main
+from pararl.devices import choose_devices
+from pararl.errors import UsageError
+from pararl.models import ActorCritic
+
+SMALL = dict(
+    total_steps=1_024,
+    num_steps=16,
+    minibatch_size=64,
+    update_epochs=2,
+    eval_every=512,
+    eval_episodes=2,
+    tensorboard=False,
+    progress="none",
+    hidden=(16,),
+    workers=1,
+    envs_per_worker=4,
+    target_return=10_000.0,
+)
+
+
+def final_model(run: Path) -> dict[str, torch.Tensor]:
+    state = torch.load(run / "checkpoints" / "final.pt", weights_only=False)
+    return state["learner"]["model"]
+
+
+def test_serial_is_bit_for_bit_reproducible(tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        train(PPOConfig(mode="serial", seed=5, run_dir=tmp_path / name, **SMALL))  # type: ignore[arg-type]
+    a, b = final_model(tmp_path / "a"), final_model(tmp_path / "b")
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+@pytest.mark.parametrize(("env", "mode"), [("CartPole-v1", "sync"), ("Pendulum-v1", "serial")])
+def test_discrete_and_continuous_train(tmp_path: Path, env: str, mode: str) -> None:
+    run = tmp_path / "run"
+    session = train(PPOConfig(env=env, mode=mode, run_dir=run, **SMALL))  # type: ignore[arg-type]
+    state = torch.load(session.run.checkpoint("final"), weights_only=False)
+    assert state["env_steps"] >= 1_024
+    assert state["discrete"] == (env == "CartPole-v1")
+    assert main(["evaluate", str(run), "--episodes", "2"]) == 0
+
+
+def test_resume_continues(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    train(PPOConfig(mode="serial", run_dir=run, **SMALL))  # type: ignore[arg-type]
+    assert main(["train", "--resume", str(run), "--total-steps", "2048"]) == 0
+    state = torch.load(run / "checkpoints" / "final.pt", weights_only=False)
+    assert state["env_steps"] >= 2_048
+
+
+def test_device_choice_without_cuda_is_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+
+    def make() -> ActorCritic:
+        return ActorCritic(4, 2, True, (8,))
+
+    choice = choose_devices(make, 4, 8, 32, "auto", "auto")
+    assert choice.act.type == "cpu"
+    assert choice.learn.type == "cpu"
+    assert "only the CPU" in choice.reason
+    with pytest.raises(UsageError, match="CUDA is not available"):
+        choose_devices(make, 4, 8, 32, "cpu", "cuda")
+
+
+def test_bad_input_exit_2(tmp_path: Path) -> None:
+    for args in (
+        ["train", "ppo", "--env", "Nope-v9"],
+        ["train", "ppo", "--gae-lambda", "2"],
+        ["train", "ppo", "--act-device", "cuda"]
+        if not torch.cuda.is_available()
+        else ["train", "ppo", "--num-steps", "0"],
+    ):
+        result = subprocess.run(
+            [sys.executable, "-m", "pararl.cli", *args, "--run-dir", str(tmp_path / "r")],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 2, result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_ctrl_c_saves_and_leaves_nothing(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shm_before = set(os.listdir("/dev/shm"))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pararl.cli",
+            "train",
+            "ppo",
+            "--mode",
+            "sync",
+            "--total-steps",
+            "100000000",
+            "--run-dir",
+            str(run),
+            "--progress",
+            "plain",
+            "--no-tensorboard",
+            "--log-every-s",
+            "0.2",
+            "--workers",
+            "2",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if "steps/s" in line:
+            break
+    children = [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert (run / "checkpoints" / "interrupted.pt").is_file()
+    time.sleep(0.5)
+    assert not [
+        p
+        for p in children
+        if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
+    ]
+    assert set(os.listdir("/dev/shm")) <= shm_before
