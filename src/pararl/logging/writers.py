@@ -22,6 +22,11 @@ COLUMNS = (
     "policy_lag",
     "actor_cpu",
     "learner_cpu",
+    "pg_loss",
+    "v_loss",
+    "entropy",
+    "approx_kl",
+    "clipfrac",
 )
 
 
