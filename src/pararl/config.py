@@ -184,6 +184,9 @@ class PPOConfig(RunConfig):
     """Gradient-norm clipping threshold."""
     norm_adv: bool = True
     """Normalise advantages per minibatch."""
+    double_buffer: bool = False
+    """Sync mode: split the workers into two groups of envs; while one group steps, this
+    process computes the other's actions (partial send/recv)."""
 
     def validate(self) -> None:
         super().validate()
