@@ -18,6 +18,7 @@ from pararl.algos.ppo import PPOHyper, PPOLearner, compute_gae
 from pararl.config import PPOConfig
 from pararl.devices import choose_devices
 from pararl.envs.make import env_factory
+from pararl.errors import UsageError
 from pararl.evaluate import Evaluator
 from pararl.models import ActorCritic, num_params
 from pararl.runners.session import TrainSession
@@ -115,6 +116,11 @@ def train_ppo(config: PPOConfig) -> TrainSession:
     mode = cfg.mode if cfg.mode != "auto" else ("sync" if physical_cores() > 1 else "serial")
     workers = cfg.workers or physical_cores()
     num_envs = workers * cfg.envs_per_worker
+    if cfg.double_buffer and (mode != "sync" or workers < 2):
+        raise UsageError(
+            "--double-buffer needs --mode sync and at least 2 workers "
+            f"(got mode {mode}, {workers} worker(s))"
+        )
     state = PPOState(cfg, p.observation_space, p.action_space, num_envs, p.resume_state)
     threads = set_learner_threads(
         num_params(state.learner.model), 0 if mode == "serial" else workers
@@ -162,13 +168,14 @@ def run_ppo(state: PPOState, session: TrainSession, mode: str, workers: int, num
         if mode == "serial"
         else ParallelVectorEnv(fns, workers, autoreset_mode="SameStep")
     )
+    gather = collect_double if cfg.double_buffer else collect
     stats: dict[str, Any] = {}
     try:
         obs, _ = envs.reset(seed=cfg.seed + state.env_steps)
         while not session.done(state.env_steps):
             if cfg.anneal_lr:
                 state.learner.set_lr_fraction(max(0.0, 1 - state.env_steps / cfg.total_steps))
-            rollout, obs = collect(state, envs, obs, session)
+            rollout, obs = gather(state, envs, obs, session)
             stats = state.learner.update(rollout, state.rng)
             state.sync_actor()
             session.tick(
@@ -182,57 +189,137 @@ def run_ppo(state: PPOState, session: TrainSession, mode: str, workers: int, num
         envs.close()
 
 
+class Rollout:
+    """Rollout storage [T, B] for one update, filled step by step (per env group when
+    double-buffered), finished into a flat batch with advantages and returns."""
+
+    def __init__(self, state: PPOState, steps: int, n: int) -> None:
+        self.state, self.device = state, state.devices.act
+        act_shape = (steps, n) if state.discrete else (steps, n, state.action_dim)
+        self.obs = np.zeros((steps, n, *state.obs_shape), np.float32)
+        self.actions = np.zeros(act_shape, np.int64 if state.discrete else np.float32)
+        self.logprobs = np.zeros((steps, n), np.float32)
+        self.values = np.zeros((steps, n))
+        self.rewards = np.zeros((steps, n))
+        self.final_values = np.zeros((steps, n))
+        self.terminated = np.zeros((steps, n), bool)
+        self.truncated = np.zeros((steps, n), bool)
+
+    @torch.no_grad()
+    def act(self, t: int, ids: np.ndarray, obs: np.ndarray) -> np.ndarray:
+        """Sample actions for envs `ids` at step `t` with the acting copy; store them."""
+        action, logprob, value = self.state.actor.act(torch.as_tensor(obs, device=self.device))
+        self.obs[t, ids], self.actions[t, ids] = obs, action.cpu().numpy()
+        self.logprobs[t, ids], self.values[t, ids] = logprob.cpu().numpy(), value.cpu().numpy()
+        return self.actions[t, ids]
+
+    @torch.no_grad()
+    def record(
+        self,
+        t: int,
+        ids: np.ndarray,
+        rewards: np.ndarray,
+        terminated: np.ndarray,
+        truncated: np.ndarray,
+        final_obs: list[Any],
+    ) -> None:
+        """Store the step's outcome; `final_obs` holds the truncated envs' last
+        observations, in order, to bootstrap from."""
+        self.rewards[t, ids], self.terminated[t, ids] = rewards, terminated
+        self.truncated[t, ids] = truncated
+        if final_obs:
+            final = torch.as_tensor(np.stack(final_obs), device=self.device)
+            self.final_values[t, ids[truncated]] = self.state.actor.value(final).cpu().numpy()
+
+    @torch.no_grad()
+    def finish(self, last_obs: np.ndarray) -> dict[str, np.ndarray]:
+        cfg = self.state.config
+        last_values = self.state.actor.value(torch.as_tensor(last_obs, device=self.device))
+        adv, ret = compute_gae(
+            self.rewards,
+            self.values,
+            last_values.cpu().numpy(),
+            self.terminated,
+            self.truncated,
+            self.final_values,
+            cfg.gamma,
+            cfg.gae_lambda,
+        )
+        batch = {
+            "obs": self.obs,
+            "actions": self.actions,
+            "logprobs": self.logprobs,
+            "values": self.values.astype(np.float32),
+            "advantages": adv.astype(np.float32),
+            "returns": ret.astype(np.float32),
+        }
+        steps, n = self.rewards.shape
+        return {k: v.reshape(steps * n, *v.shape[2:]) for k, v in batch.items()}
+
+
+def _truncated_final_obs(infos: dict[str, Any], truncated: np.ndarray) -> list[Any]:
+    if not truncated.any():
+        return []
+    return list(infos["final_obs"][truncated])
+
+
 def collect(
     state: PPOState, envs: gym.vector.VectorEnv, obs: np.ndarray, session: TrainSession
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """One rollout of `num_steps` vector steps; returns the flattened batch for the
     update (advantages and returns included) and the observation to continue from."""
-    cfg, actor, device = state.config, state.actor, state.devices.act
-    steps, n = cfg.num_steps, envs.num_envs
-    buf = {
-        "obs": np.zeros((steps, n, *state.obs_shape), np.float32),
-        "actions": np.zeros(
-            (steps, n) if state.discrete else (steps, n, state.action_dim),
-            np.int64 if state.discrete else np.float32,
-        ),
-        "logprobs": np.zeros((steps, n), np.float32),
-        "values": np.zeros((steps, n)),
-        "rewards": np.zeros((steps, n)),
-        "final_values": np.zeros((steps, n)),
-    }
-    term, trunc = np.zeros((steps, n), bool), np.zeros((steps, n), bool)
+    steps, n = state.config.num_steps, envs.num_envs
+    rollout, ids = Rollout(state, steps, n), np.arange(n)
     for t in range(steps):
-        with torch.no_grad():
-            action, logprob, value = actor.act(torch.as_tensor(obs, device=device))
-        buf["obs"][t], buf["actions"][t] = obs, action.cpu().numpy()
-        buf["logprobs"][t], buf["values"][t] = logprob.cpu().numpy(), value.cpu().numpy()
-        obs, buf["rewards"][t], term[t], trunc[t], infos = envs.step(buf["actions"][t])
-        if trunc[t].any():  # value of each truncated episode's true last observation
-            final = np.stack(list(infos["final_obs"][trunc[t]]))
-            with torch.no_grad():
-                buf["final_values"][t, trunc[t]] = (
-                    actor.value(torch.as_tensor(final, device=device)).cpu().numpy()
-                )
+        actions = rollout.act(t, ids, obs)
+        obs, reward, terminated, truncated, infos = envs.step(actions)
+        rollout.record(
+            t, ids, reward, terminated, truncated, _truncated_final_obs(infos, truncated)
+        )
         session.record_episodes(infos.get("final_info", {}))
         state.env_steps += n
-    with torch.no_grad():
-        last_values = actor.value(torch.as_tensor(obs, device=device)).cpu().numpy()
-    adv, ret = compute_gae(
-        buf["rewards"],
-        buf["values"],
-        last_values,
-        term,
-        trunc,
-        buf["final_values"],
-        cfg.gamma,
-        cfg.gae_lambda,
+    return rollout.finish(obs), obs
+
+
+def collect_double(
+    state: PPOState, envs: gym.vector.VectorEnv, obs: np.ndarray, session: TrainSession
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """`collect` with the workers split in two groups: while one group steps, this
+    process computes the other's actions. Same rollout, different overlap."""
+    assert isinstance(envs, ParallelVectorEnv), "double-buffering needs worker processes"
+    steps, n = state.config.num_steps, envs.num_envs
+    halves = envs.worker_groups(2)
+    rollout = Rollout(state, steps, n)
+    t, back = [0, 0], np.zeros(n, bool)
+    pending_obs, pending = (
+        obs.copy(),
+        {k: np.zeros(n, d) for k, d in (("rew", float), ("term", bool), ("trunc", bool))},
     )
-    batch = {
-        "obs": buf["obs"],
-        "actions": buf["actions"],
-        "logprobs": buf["logprobs"],
-        "values": buf["values"].astype(np.float32),
-        "advantages": adv.astype(np.float32),
-        "returns": ret.astype(np.float32),
-    }
-    return {k: v.reshape(steps * n, *v.shape[2:]) for k, v in batch.items()}, obs
+    finals: dict[int, Any] = {}
+    for ids in halves:
+        envs.send(rollout.act(0, ids, obs[ids]), ids)
+    while min(t) < steps:
+        o, r, term, trunc, infos, ids = envs.recv(min_envs=1)
+        pending_obs[ids], pending["rew"][ids] = o, r
+        pending["term"][ids], pending["trunc"][ids], back[ids] = term, trunc, True
+        for p in np.flatnonzero(infos.get("_final_obs", np.zeros(0, bool))):
+            finals[int(ids[p])] = infos["final_obs"][p]
+        session.record_episodes(infos.get("final_info", {}))
+        for h, group in enumerate(halves):
+            if t[h] >= steps or not back[group].all():
+                continue
+            truncated = pending["trunc"][group]
+            rollout.record(
+                t[h],
+                group,
+                pending["rew"][group],
+                pending["term"][group],
+                truncated,
+                [finals.pop(int(i)) for i in group[truncated]],
+            )
+            back[group] = False
+            state.env_steps += len(group)
+            t[h] += 1
+            if t[h] < steps:
+                envs.send(rollout.act(t[h], group, pending_obs[group]), group)
+    return rollout.finish(pending_obs), pending_obs

@@ -7,10 +7,12 @@ infos and autoreset modes), plus partial stepping (`send`/`recv`).
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing as mp
 from collections.abc import Callable, Sequence
 
 import gymnasium as gym
+import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from pararl.vector.core import BatchVectorEnv
@@ -86,6 +88,17 @@ class ParallelVectorEnv(BatchVectorEnv):
             daemon=self._daemon,
             start_timeout=self._start_timeout,
         )
+
+    def worker_groups(self, count: int) -> list[np.ndarray]:
+        """Env ids split into `count` groups of whole workers (for double-buffering:
+        a group's envs always come back together from `recv`)."""
+        if not 1 <= count <= self.num_workers:
+            raise ValueError(f"cannot split {self.num_workers} workers into {count} groups")
+        slices = self._transport.slices
+        bounds = [round(i * len(slices) / count) for i in range(count + 1)]
+        return [
+            np.arange(slices[a].start, slices[b - 1].stop) for a, b in itertools.pairwise(bounds)
+        ]
 
     @property
     def worker_pids(self) -> list[int]:
