@@ -112,7 +112,7 @@ class DQNConfig(RunConfig):
     apex_eps: bool = False
     """Async: per-actor epsilons eps_i = 0.4 ** (1 + 7 i / (N - 1)) (Ape-X) instead of
     the global schedule."""
-    sync_every: int = 64
+    sync_every: int = 16
     """Async: actors load new weights every this many of their vector steps."""
     restart_actors: bool = False
     """Async: replace an actor that crashes or dies, keeping the replay data stored."""

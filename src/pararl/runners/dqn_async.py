@@ -69,7 +69,7 @@ class ActorPool:
         self.shared = SharedArrays(specs, ctx)
         self.arrays = self.shared.arrays
         self.publisher = WeightPublisher(self.arrays)
-        self.publisher.publish(state.learner.q)
+        self.publisher.publish(state.learner.q, state.learner.updates)
         self.seed, self.restarts = state.config.seed + 1000 * (1 + state.env_steps), 0
         self.group = ProcessGroup(
             actor_main, [self._args(i) for i in range(num_actors)], ctx, name="pararl-actor"
@@ -127,7 +127,7 @@ class AsyncDQN:
         for _ in range(count):
             batch = state.replay.sample(state.config.batch_size, state.rng)
             self.stats = state.learner.update(batch)
-        self.pool.publisher.publish(state.learner.q)
+        self.pool.publisher.publish(state.learner.q, state.learner.updates)
         self.meter.learner_busy += time.monotonic() - start
 
     def take(self, wait: float) -> None:
@@ -193,7 +193,7 @@ class _BusyMeter:
     def chunk(self, index: int, chunk: Chunk, version: int) -> None:
         self.busy[index] += chunk.busy_s
         self.wall[index] += chunk.wall_s
-        self.lags.append(version - chunk.version)
+        self.lags.append(version - chunk.version)  # in gradient updates
 
     def report(self, epsilon: float) -> dict[str, Any]:
         now = time.monotonic()
