@@ -18,16 +18,17 @@ def _column(rows: list[dict[str, str]], key: str, where: str) -> tuple[list[floa
 def learning_curve(metrics_csv: Path, out_png: Path, title: str) -> Path | None:
     """Return (training episodes and greedy evaluations) against env steps and wall
     time, side by side. Returns the PNG path, or None if there is nothing to plot."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    # Figure + Agg canvas directly: importing pyplot costs half a second of start-up
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
     with metrics_csv.open() as f:
         rows = list(csv.DictReader(f))
     if not rows:
         return None
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    fig = Figure(figsize=(11, 4))
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, 2, sharey=True)
     for ax, x_key, x_label in (
         (axes[0], "env_steps", "env steps"),
         (axes[1], "wall_s", "wall time (s)"),
@@ -46,5 +47,4 @@ def learning_curve(metrics_csv: Path, out_png: Path, title: str) -> Path | None:
     fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(out_png, dpi=110)
-    plt.close(fig)
     return out_png
