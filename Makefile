@@ -36,10 +36,14 @@ train: venv
 bench: venv
 	$(BIN)/pararl bench vector
 	$(BIN)/pararl bench dqn
+	$(BIN)/pararl bench ppo
+	$(BIN)/pararl bench devices
 
 bench-quick: venv
 	$(BIN)/pararl bench vector --quick
 	$(BIN)/pararl bench dqn --quick
+	$(BIN)/pararl bench ppo --quick
+	$(BIN)/pararl bench devices --quick
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

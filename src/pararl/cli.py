@@ -37,6 +37,26 @@ def _bench_dqn() -> Command:
     )
 
 
+def _bench_ppo() -> Command:
+    from pararl.bench import ppo
+
+    return Command(
+        lambda: ppo.PPOBenchConfig,
+        ppo.run,
+        "PPO: time to solve vs SB3, double-buffered sampling throughput",
+    )
+
+
+def _bench_devices() -> Command:
+    from pararl.bench import devices
+
+    return Command(
+        lambda: devices.DevicesBenchConfig,
+        devices.run,
+        "PPO wall time per device placement and net width (seeds/002)",
+    )
+
+
 def _train_dqn() -> Command:
     from pararl.api import train
     from pararl.config import DQNConfig
@@ -67,6 +87,8 @@ COMMANDS: dict[tuple[str, ...], Callable[[], Command]] = {
     ("evaluate",): _evaluate,
     ("bench", "vector"): _bench_vector,
     ("bench", "dqn"): _bench_dqn,
+    ("bench", "ppo"): _bench_ppo,
+    ("bench", "devices"): _bench_devices,
 }
 
 

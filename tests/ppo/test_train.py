@@ -173,7 +173,7 @@ def test_double_buffer_gives_the_same_rollout_as_plain(tmp_path: Path) -> None:
             # per-group action sampling draws from torch's global RNG in a different
             # order, so fix the policy to be deterministic in its sampling: argmax
             state.actor.act = lambda o, a=state.actor.act: a(o, deterministic=True)  # type: ignore[method-assign]
-            batch, _ = gather(state, envs, obs, session)  # type: ignore[arg-type]
+            batch, _ = gather(state, envs, obs, session.record_episodes)
             batches.append(batch)
         finally:
             envs.close()

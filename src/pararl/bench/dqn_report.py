@@ -28,8 +28,9 @@ LABELS = {
 }
 
 
-def label(name: str) -> str:
-    return LABELS.get(name, name)
+def label(name: str, labels: dict[str, str] | None = None) -> str:
+    """A system's display name; `labels` (e.g. a solve result's own) come first."""
+    return (labels or {}).get(name) or LABELS.get(name, name)
 
 
 def _s(value: float | None, digits: int = 1) -> str:
@@ -41,12 +42,15 @@ def _rate(summary: dict[str, Any] | None, key: str = "median") -> str:
 
 
 def solve_tables(solve: dict[str, Any]) -> str:
+    """Summary and per-run tables of a solve result (`solve["labels"]`, if there,
+    names the systems)."""
+    names = solve.get("labels")
     rows = []
     for name, s in solve["systems"].items():
         wall = s["solved_wall_s"]
         rows.append(
             [
-                label(name),
+                label(name, names),
                 f"{s['solved']}/{s['runs']}",
                 _s(s["time_to_solve_median_s"]) if s["time_to_solve_median_s"] else "not solved",
                 f"{_s(wall['min'])}–{_s(wall['max'])}" if wall["min"] is not None else "–",
@@ -72,7 +76,7 @@ def solve_tables(solve: dict[str, Any]) -> str:
         ["system", "seed", "wall (s)", "trainer says", "env steps", "check mean", "solved"],
         [
             [
-                label(r["system"]),
+                label(r["system"], names),
                 r["seed"],
                 _s(r["wall_s"]),
                 r["status"] + (f" ({r['note']})" if r["note"] else ""),
@@ -210,7 +214,7 @@ def markdown_section(data: dict[str, Any], tables: list[str], figure_link: str |
 # --- the figure ---------------------------------------------------------------------
 
 
-def _plot_solve(ax: Any, solve: dict[str, Any]) -> None:
+def plot_solve(ax: Any, solve: dict[str, Any]) -> None:
     systems = list(solve["systems"])
     for x, name in enumerate(systems):
         runs = [r for r in solve["runs"] if r["system"] == name]
@@ -221,7 +225,8 @@ def _plot_solve(ax: Any, solve: dict[str, Any]) -> None:
         median = solve["systems"][name]["time_to_solve_median_s"]
         if median is not None:
             ax.hlines(median, x - 0.3, x + 0.3, color="black")
-    ax.set_xticks(range(len(systems)), [label(n) for n in systems], rotation=20, fontsize=8)
+    names = [label(n, solve.get("labels")) for n in systems]
+    ax.set_xticks(range(len(systems)), names, rotation=20, fontsize=8)
     top = max((r["wall_s"] for r in solve["runs"]), default=1.0)
     ax.set_ylim(0, 1.1 * top)
     ax.set_ylabel("wall time, launch to exit (s)")
@@ -287,7 +292,7 @@ def plot(data: dict[str, Any], path: Path) -> Path | None:
     panels = [
         (key, fn)
         for key, fn in (
-            ("solve", _plot_solve),
+            ("solve", plot_solve),
             ("throughput", _plot_throughput),
             ("overlap", _plot_overlap),
         )

@@ -1,12 +1,14 @@
-"""Time to solve CartPole-v1, measured on whole processes (`pararl bench dqn`, part 1).
+"""Time to solve CartPole-v1, measured on whole processes (`pararl bench dqn` and
+`pararl bench ppo`, part `solve`; `SolveSettings.algo` says which algorithm).
 
 Each run is a fresh process, timed on the wall clock from launch to exit, start-up
-(imports, worker processes) included: `pararl train dqn --mode {serial,sync,async}`
-with its defaults, and Stable-Baselines3 DQN with the rl-baselines3-zoo settings
-(`pararl.bench.sb3_dqn`). Each run stops at its own periodic greedy evaluation
-reaching the target, or at the step budget. Afterwards, untimed, the saved policy is
-checked on more episodes (`pararl evaluate RUN_DIR`, `sb3_dqn verify`): a run counts
-as solved only if its trainer stopped on the target *and* the check reaches it too.
+(imports, worker processes) included: `pararl train ALGO` with its defaults
+(`pararl`, or `pararl-MODE` for `--mode MODE`), and Stable-Baselines3 with the
+rl-baselines3-zoo settings (`pararl.bench.sb3_dqn`, `pararl.bench.sb3_ppo`). Each run
+stops at its own periodic greedy evaluation reaching the target, or at the step
+budget. Afterwards, untimed, the saved policy is checked on more episodes (`pararl
+evaluate RUN_DIR`, `sb3_ALGO verify`): a run counts as solved only if its trainer
+stopped on the target *and* the check reaches it too.
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ from typing import Any, Literal
 
 from pararl.bench.common import progress
 from pararl.bench.sb3_dqn import RESULT_PREFIX
+from pararl.bench.sb3_runner import result_prefix
 
-System = Literal["pararl-serial", "pararl-sync", "pararl-async", "sb3"]
+Algo = Literal["dqn", "ppo"]
+System = Literal["pararl", "pararl-serial", "pararl-sync", "pararl-async", "sb3"]
 ALL_SYSTEMS: tuple[System, ...] = ("pararl-serial", "pararl-sync", "pararl-async", "sb3")
 ENV_ID = "CartPole-v1"
 VERIFY_TIMEOUT_S = 300.0
@@ -50,6 +54,7 @@ class SolveSettings:
     eval_episodes: int = 10
     verify_episodes: int = 20
     timeout_s: float = 1800.0  # one training process at most
+    algo: Algo = "dqn"
 
 
 @dataclass
@@ -90,11 +95,11 @@ def parse_evaluate(stdout: str) -> float | None:
     return float(matches[-1]["mean"]) if matches else None
 
 
-def parse_sb3(stdout: str) -> dict[str, Any] | None:
-    """The JSON of the last `sb3-dqn: {...}` line."""
+def parse_sb3(stdout: str, prefix: str = RESULT_PREFIX) -> dict[str, Any] | None:
+    """The JSON of the last `sb3-dqn: {...}` line (`prefix`: another anchor's)."""
     for line in reversed(stdout.splitlines()):
-        if line.startswith(RESULT_PREFIX):
-            data: dict[str, Any] = json.loads(line[len(RESULT_PREFIX) :])
+        if line.startswith(prefix):
+            data: dict[str, Any] = json.loads(line[len(prefix) :])
             return data
     return None
 
@@ -140,19 +145,23 @@ def run_process(cmd: Sequence[str], timeout_s: float, cwd: Path) -> Finished:
     return Finished(time.perf_counter() - start, proc.returncode, out, err, timed_out)
 
 
+def sb3_module(algo: Algo) -> str:
+    return f"pararl.bench.sb3_{algo}"
+
+
 def train_command(system: System, seed: int, out: Path, s: SolveSettings) -> list[str]:
     """The training process of `system`; it writes its run into `out`."""
     if system == "sb3":
         return [
-            *(sys.executable, "-m", "pararl.bench.sb3_dqn", "train"),
+            *(sys.executable, "-m", sb3_module(s.algo), "train"),
             *("--seed", str(seed), "--budget", str(s.budget), "--target", str(s.target)),
             *("--eval-every", str(s.eval_every), "--eval-episodes", str(s.eval_episodes)),
             *("--save", str(out / "model.zip")),
         ]
-    mode = system.removeprefix("pararl-")
+    mode = [] if system == "pararl" else ["--mode", system.removeprefix("pararl-")]
     return [
-        *(sys.executable, "-m", "pararl.cli", "train", "dqn", "--env", ENV_ID),
-        *("--mode", mode, "--seed", str(seed), "--run-dir", str(out), "--progress", "plain"),
+        *(sys.executable, "-m", "pararl.cli", "train", s.algo, "--env", ENV_ID, *mode),
+        *("--seed", str(seed), "--run-dir", str(out), "--progress", "plain"),
         *("--total-steps", str(s.budget), "--target-return", str(s.target)),
         *("--eval-every", str(s.eval_every), "--eval-episodes", str(s.eval_episodes)),
     ]
@@ -161,7 +170,7 @@ def train_command(system: System, seed: int, out: Path, s: SolveSettings) -> lis
 def verify_command(system: System, out: Path, s: SolveSettings) -> list[str]:
     if system == "sb3":
         return [
-            *(sys.executable, "-m", "pararl.bench.sb3_dqn", "verify", str(out / "model.zip")),
+            *(sys.executable, "-m", sb3_module(s.algo), "verify", str(out / "model.zip")),
             *("--episodes", str(s.verify_episodes)),
         ]
     return [
@@ -170,18 +179,19 @@ def verify_command(system: System, out: Path, s: SolveSettings) -> list[str]:
     ]
 
 
-def _tail(text: str, lines: int = 3) -> str:
+def tail(text: str, lines: int = 3) -> str:
+    """The last `lines` lines of a process's output, on one line (for notes)."""
     return " | ".join(text.strip().splitlines()[-lines:])
 
 
 def _verify(system: System, out: Path, s: SolveSettings) -> tuple[float | None, str]:
     done = run_process(verify_command(system, out, s), VERIFY_TIMEOUT_S, out.parent)
     if system == "sb3":
-        parsed = parse_sb3(done.stdout)
+        parsed = parse_sb3(done.stdout, result_prefix(s.algo))
         mean = None if parsed is None else float(parsed["mean"])
     else:
         mean = parse_evaluate(done.stdout)
-    note = "" if mean is not None else f"check failed (rc {done.returncode}): {_tail(done.stderr)}"
+    note = "" if mean is not None else f"check failed (rc {done.returncode}): {tail(done.stderr)}"
     return mean, note
 
 
@@ -189,13 +199,17 @@ def run_one(system: System, seed: int, s: SolveSettings, workdir: Path) -> Solve
     """Train once (timed), then check the result (untimed)."""
     out = workdir / f"{system}-seed{seed}"
     done = run_process(train_command(system, seed, out, s), s.timeout_s, workdir)
-    parsed = parse_sb3(done.stdout) if system == "sb3" else parse_pararl_final(done.stderr)
+    parsed = (
+        parse_sb3(done.stdout, result_prefix(s.algo))
+        if system == "sb3"
+        else parse_pararl_final(done.stderr)
+    )
     run = SolveRun(system, seed, done.wall_s, done.returncode, False, False, None, "failed")
     if done.timed_out:
         run.status, run.note = "timeout", f"killed after {s.timeout_s:g} s"
         return run
     if parsed is None or done.returncode != 0:
-        run.note = f"rc {done.returncode}: {_tail(done.stderr)}"
+        run.note = f"rc {done.returncode}: {tail(done.stderr)}"
         return run
     if system == "sb3":
         run.stopped_on_target = bool(parsed["solved"])
@@ -215,7 +229,10 @@ def run_one(system: System, seed: int, s: SolveSettings, workdir: Path) -> Solve
 def warm_up(workdir: Path) -> None:
     """Load what every run imports once, so the first timed run does not pay for a
     cold file cache alone."""
-    code = "import torch, gymnasium, stable_baselines3, pararl.cli, pararl.runners.dqn"
+    code = (
+        "import torch, gymnasium, stable_baselines3, pararl.cli, pararl.runners.dqn, "
+        "pararl.runners.ppo"
+    )
     run_process([sys.executable, "-c", code], 300.0, workdir)
 
 
@@ -224,7 +241,7 @@ def measure_solve(
 ) -> list[SolveRun]:
     """Every system once per seed, interleaved (seed 0: A B C D, seed 1: A B C D ...)."""
     runs: list[SolveRun] = []
-    with tempfile.TemporaryDirectory(prefix="pararl-bench-dqn-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"pararl-bench-{s.algo}-") as tmp:
         workdir = Path(tmp)
         warm_up(workdir)
         for seed in seeds:

@@ -8,6 +8,7 @@ truncated episode's true last observation (`final_obs`) is there to bootstrap fr
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -175,7 +176,7 @@ def run_ppo(state: PPOState, session: TrainSession, mode: str, workers: int, num
         while not session.done(state.env_steps):
             if cfg.anneal_lr:
                 state.learner.set_lr_fraction(max(0.0, 1 - state.env_steps / cfg.total_steps))
-            rollout, obs = gather(state, envs, obs, session)
+            rollout, obs = gather(state, envs, obs, session.record_episodes)
             stats = state.learner.update(rollout, state.rng)
             state.sync_actor()
             session.tick(
@@ -263,8 +264,11 @@ def _truncated_final_obs(infos: dict[str, Any], truncated: np.ndarray) -> list[A
     return list(infos["final_obs"][truncated])
 
 
+EpisodeSink = Callable[[dict[str, Any]], None]  # takes the infos of finished episodes
+
+
 def collect(
-    state: PPOState, envs: gym.vector.VectorEnv, obs: np.ndarray, session: TrainSession
+    state: PPOState, envs: gym.vector.VectorEnv, obs: np.ndarray, episodes: EpisodeSink
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """One rollout of `num_steps` vector steps; returns the flattened batch for the
     update (advantages and returns included) and the observation to continue from."""
@@ -276,17 +280,18 @@ def collect(
         rollout.record(
             t, ids, reward, terminated, truncated, _truncated_final_obs(infos, truncated)
         )
-        session.record_episodes(infos.get("final_info", {}))
+        episodes(infos.get("final_info", {}))
         state.env_steps += n
     return rollout.finish(obs), obs
 
 
 def collect_double(
-    state: PPOState, envs: gym.vector.VectorEnv, obs: np.ndarray, session: TrainSession
+    state: PPOState, envs: gym.vector.VectorEnv, obs: np.ndarray, episodes: EpisodeSink
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """`collect` with the workers split in two groups: while one group steps, this
     process computes the other's actions. Same rollout, different overlap."""
-    assert isinstance(envs, ParallelVectorEnv), "double-buffering needs worker processes"
+    if not isinstance(envs, ParallelVectorEnv):
+        raise TypeError("double-buffered sampling needs a ParallelVectorEnv (worker processes)")
     steps, n = state.config.num_steps, envs.num_envs
     halves = envs.worker_groups(2)
     rollout = Rollout(state, steps, n)
@@ -304,7 +309,7 @@ def collect_double(
         pending["term"][ids], pending["trunc"][ids], back[ids] = term, trunc, True
         for p in np.flatnonzero(infos.get("_final_obs", np.zeros(0, bool))):
             finals[int(ids[p])] = infos["final_obs"][p]
-        session.record_episodes(infos.get("final_info", {}))
+        episodes(infos.get("final_info", {}))
         for h, group in enumerate(halves):
             if t[h] >= steps or not back[group].all():
                 continue

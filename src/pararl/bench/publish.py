@@ -1,0 +1,129 @@
+"""The end of a benchmark command, shared by `pararl bench ppo` and `pararl bench
+devices`: --quick defaults, where results go, and writing them (JSON, PNG, the
+printed tables and, in full mode, the command's section of BENCHMARKS.md with the
+command, date, commit and cores).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pararl.bench.common import (
+    cores_text,
+    relative_link,
+    replace_section,
+    repo_root,
+    write_json,
+)
+
+C = TypeVar("C")
+
+
+def apply_quick(config: C, quick: Mapping[str, Any]) -> C:
+    """`config` with the --quick values for every option left at its default."""
+    defaults = type(config)()
+    changes = {k: v for k, v in quick.items() if getattr(config, k) == getattr(defaults, k)}
+    return dataclasses.replace(config, **changes)  # type: ignore[type-var]
+
+
+def check(problems: Sequence[tuple[bool, str]]) -> None:
+    """Raise UsageError with the first message whose condition holds."""
+    from pararl.errors import UsageError
+
+    for bad, message in problems:
+        if bad:
+            raise UsageError(message)
+
+
+@dataclass(frozen=True)
+class Outputs:
+    json: Path
+    figure: Path
+    benchmarks_md: Path
+    update: bool
+
+
+def outputs(name: str, config: Any) -> Outputs:
+    """Paths from a bench config's `out_dir`, `figure`, `benchmarks_md` and
+    `update_benchmarks`: <repo>/bench_results/NAME.json, <repo>/figures/bench_NAME.png
+    (with --quick: next to the JSON), <repo>/BENCHMARKS.md, updated unless --quick."""
+    root = repo_root()
+    out_dir = config.out_dir or root / "bench_results"
+    default_figure = (out_dir if config.quick else root / "figures") / f"bench_{name}.png"
+    update = not config.quick if config.update_benchmarks is None else config.update_benchmarks
+    return Outputs(
+        out_dir / f"{name}.json",
+        config.figure or default_figure,
+        config.benchmarks_md or root / "BENCHMARKS.md",
+        update,
+    )
+
+
+def section_header(title: str, meta: Mapping[str, Any], key_ratios: str) -> str:
+    """The top of a BENCHMARKS.md section: what ran, when, on which code and machine."""
+    versions = ", ".join(f"{k} {v}" for k, v in meta["versions"].items() if v)
+    commit = meta["git_commit"] or "unknown"
+    if meta.get("git_dirty"):
+        commit += " (with uncommitted changes)"
+    lines = [
+        f"## {title}",
+        "",
+        f"- command: `{meta['command']}`",
+        f"- date: {meta['date']}; commit: {commit}",
+        f"- cores: {cores_text(meta)}; Python {meta['python']}; {versions}",
+        "",
+        f"Key ratios: {key_ratios}.",
+    ]
+    return "\n".join(lines)
+
+
+def publish(
+    prog: str,
+    name: str,
+    data: dict[str, Any],
+    outs: Outputs,
+    tables: Sequence[str],
+    plot: Callable[[dict[str, Any], Path], Path | None],
+    section: Callable[[dict[str, Any], Sequence[str], str | None], str],
+) -> None:
+    """Plot, write the JSON, print the tables, and (if asked) rewrite the section."""
+    meta = data["metadata"]
+    written = plot(data, outs.figure)
+    data["figure"] = None if written is None else str(written)
+    json_path = write_json(outs.json, data)
+    print(
+        f"## {prog}: {meta['date']}, commit {meta['git_commit'] or 'unknown'}, "
+        f"cores {cores_text(meta)}, {meta['wall_s']} s\n"
+    )
+    print("\n\n".join(tables))
+    print(f"\nKey ratios: {data['key_ratios']}.\n")
+    print(f"wrote {json_path}" + (f" and {written}" if written else ""))
+    if outs.update:
+        link = None if written is None else relative_link(written, outs.benchmarks_md.parent)
+        replace_section(outs.benchmarks_md, name, section(data, tables, link))
+        print(f"updated {outs.benchmarks_md} (section bench:{name})")
+
+
+def new_figure(panels: int, width: float = 5.5, height: float = 4.8) -> tuple[Any, Any]:
+    """A matplotlib figure (files only, no display) with `panels` axes in a row."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, panels, figsize=(width * panels, height), squeeze=False)
+    return fig, axes[0]
+
+
+def save_figure(fig: Any, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
