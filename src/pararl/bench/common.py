@@ -123,7 +123,9 @@ def command_line(prog: str, config: Any) -> str:
     benchmark was started (console script, `python -m`, a test calling `run`).
     """
     parts = [prog]
-    for field in dataclasses.fields(config):
+    # where results go (OutputOptions, inherited, so listed first) reads best last
+    where = {"out_dir", "figure", "benchmarks_md", "update_benchmarks"}
+    for field in sorted(dataclasses.fields(config), key=lambda f: f.name in where):
         if field.default is not dataclasses.MISSING:
             default = field.default
         elif field.default_factory is not dataclasses.MISSING:

@@ -43,7 +43,7 @@ from typing import Any, Literal
 from pararl.bench import devices_report
 from pararl.bench.common import command_line, interleaved, progress, run_metadata
 from pararl.bench.dqn_solve import parse_pararl_final, run_process, tail, warm_up
-from pararl.bench.publish import apply_quick, check, outputs, publish
+from pararl.bench.publish import OutputOptions, apply_quick, check, outputs, publish
 
 PROG = "pararl bench devices"
 SECTION = "devices"
@@ -59,7 +59,7 @@ NO_CUDA = "no CUDA"
 
 
 @dataclass(frozen=True)
-class DevicesBenchConfig:
+class DevicesBenchConfig(OutputOptions):
     """PPO wall time for a fixed number of env steps, per device placement and hidden
     width (seeds/002: act on the CPU, learn on the GPU?).
 
@@ -96,18 +96,6 @@ class DevicesBenchConfig:
 
     run_timeout_s: float = 900.0
     """One training process is killed after this long (reported as a timeout)."""
-
-    out_dir: Path | None = None
-    """Folder for devices.json (and, with --quick, the PNG); default: <repo>/bench_results."""
-
-    figure: Path | None = None
-    """PNG path; default: <repo>/figures/bench_devices.png (--quick: in --out-dir)."""
-
-    benchmarks_md: Path | None = None
-    """Markdown file whose bench:devices section is rewritten; default: <repo>/BENCHMARKS.md."""
-
-    update_benchmarks: bool | None = None
-    """Rewrite the BENCHMARKS.md section; default: yes, except with --quick."""
 
 
 QUICK: dict[str, Any] = {

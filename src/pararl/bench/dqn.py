@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 from pararl.bench.common import (
@@ -40,6 +39,7 @@ from pararl.bench.dqn_report import (
 )
 from pararl.bench.dqn_solve import ALL_SYSTEMS, SolveSettings, System, measure_solve, solve_summary
 from pararl.bench.dqn_throughput import Timing, measure_overlap, measure_throughput
+from pararl.bench.publish import OutputOptions
 from pararl.errors import UsageError
 from pararl.runners.dqn_async import default_actors
 
@@ -49,7 +49,7 @@ Part = Literal["solve", "throughput", "overlap"]
 
 
 @dataclass(frozen=True)
-class DQNBenchConfig:
+class DQNBenchConfig(OutputOptions):
     """DQN: time to solve CartPole against SB3, transitions/s against the seed's design,
     and the overlap of acting and learning.
 
@@ -116,18 +116,6 @@ class DQNBenchConfig:
 
     seed: int = 0
     """throughput/overlap: seed of the envs, nets and replay sampling."""
-
-    out_dir: Path | None = None
-    """Folder for dqn.json (and, with --quick, the PNG); default: <repo>/bench_results."""
-
-    figure: Path | None = None
-    """PNG path; default: <repo>/figures/bench_dqn.png (--quick: in --out-dir)."""
-
-    benchmarks_md: Path | None = None
-    """Markdown file whose bench:dqn section is rewritten; default: <repo>/BENCHMARKS.md."""
-
-    update_benchmarks: bool | None = None
-    """Rewrite the BENCHMARKS.md section; default: yes, except with --quick."""
 
 
 QUICK: dict[str, Any] = {

@@ -17,14 +17,13 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 from pararl.bench import ppo_report
 from pararl.bench.common import command_line, progress, run_metadata
 from pararl.bench.dqn_solve import SolveSettings, measure_solve, solve_summary
 from pararl.bench.ppo_sampling import STEP_COST, SamplingSettings, measure_sampling
-from pararl.bench.publish import apply_quick, check, outputs, publish
+from pararl.bench.publish import OutputOptions, apply_quick, check, outputs, publish
 
 PROG = "pararl bench ppo"
 SECTION = "ppo"
@@ -33,7 +32,7 @@ PPOSystem = Literal["pararl", "pararl-serial", "pararl-sync", "sb3"]
 
 
 @dataclass(frozen=True)
-class PPOBenchConfig:
+class PPOBenchConfig(OutputOptions):
     """PPO: time to solve CartPole against SB3 PPO (zoo settings), and the sampling
     throughput of double-buffered collection.
 
@@ -107,18 +106,6 @@ class PPOBenchConfig:
 
     seed: int = 0
     """double_buffer: seed of the envs and nets."""
-
-    out_dir: Path | None = None
-    """Folder for ppo.json (and, with --quick, the PNG); default: <repo>/bench_results."""
-
-    figure: Path | None = None
-    """PNG path; default: <repo>/figures/bench_ppo.png (--quick: in --out-dir)."""
-
-    benchmarks_md: Path | None = None
-    """Markdown file whose bench:ppo section is rewritten; default: <repo>/BENCHMARKS.md."""
-
-    update_benchmarks: bool | None = None
-    """Rewrite the BENCHMARKS.md section; default: yes, except with --quick."""
 
 
 QUICK: dict[str, Any] = {

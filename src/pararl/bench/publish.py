@@ -40,6 +40,23 @@ def check(problems: Sequence[tuple[bool, str]]) -> None:
 
 
 @dataclass(frozen=True)
+class OutputOptions:
+    """Where a benchmark writes its results; shared by every `pararl bench` command."""
+
+    out_dir: Path | None = None
+    """Folder for NAME.json (and, with --quick, the PNG); default: <repo>/bench_results."""
+
+    figure: Path | None = None
+    """PNG path; default: <repo>/figures/bench_NAME.png (--quick: in --out-dir)."""
+
+    benchmarks_md: Path | None = None
+    """Markdown file whose bench:NAME section is rewritten; default: <repo>/BENCHMARKS.md."""
+
+    update_benchmarks: bool | None = None
+    """Rewrite the BENCHMARKS.md section; default: yes, except with --quick."""
+
+
+@dataclass(frozen=True)
 class Outputs:
     json: Path
     figure: Path

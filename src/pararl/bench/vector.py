@@ -17,7 +17,6 @@ import math
 import multiprocessing as mp
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 import gymnasium as gym
@@ -35,6 +34,7 @@ from pararl.bench.common import (
     timed,
     write_json,
 )
+from pararl.bench.publish import OutputOptions
 from pararl.bench.vector_backends import (
     ALL_BACKENDS,
     PROCESS_PER_ENV,
@@ -62,7 +62,7 @@ SECTION = "vector"
 
 
 @dataclass(frozen=True)
-class VectorBenchConfig:
+class VectorBenchConfig(OutputOptions):
     """Vector-env stepping throughput: pararl against Gymnasium, SB3 and one env.
 
     --quick sets the options left at their defaults to a tiny sweep and writes only
@@ -113,18 +113,6 @@ class VectorBenchConfig:
 
     seed: int = 0
     """Seed for env resets and the pre-drawn random actions."""
-
-    out_dir: Path | None = None
-    """Folder for vector.json (and, with --quick, the PNG); default: <repo>/bench_results."""
-
-    figure: Path | None = None
-    """PNG path; default: <repo>/figures/bench_vector.png (--quick: in --out-dir)."""
-
-    benchmarks_md: Path | None = None
-    """Markdown file whose bench:vector section is rewritten; default: <repo>/BENCHMARKS.md."""
-
-    update_benchmarks: bool | None = None
-    """Rewrite the BENCHMARKS.md section; default: yes, except with --quick."""
 
 
 QUICK = {
