@@ -39,7 +39,7 @@ from pararl.bench.dqn_report import (
 )
 from pararl.bench.dqn_solve import ALL_SYSTEMS, SolveSettings, System, measure_solve, solve_summary
 from pararl.bench.dqn_throughput import Timing, measure_overlap, measure_throughput
-from pararl.bench.publish import OutputOptions
+from pararl.bench.publish import OutputOptions, SolveOptions
 from pararl.errors import UsageError
 from pararl.runners.dqn_async import default_actors
 
@@ -49,7 +49,7 @@ Part = Literal["solve", "throughput", "overlap"]
 
 
 @dataclass(frozen=True)
-class DQNBenchConfig(OutputOptions):
+class DQNBenchConfig(SolveOptions, OutputOptions):
     """DQN: time to solve CartPole against SB3, transitions/s against the seed's design,
     and the overlap of acting and learning.
 
@@ -64,29 +64,8 @@ class DQNBenchConfig(OutputOptions):
     parts: tuple[Part, ...] = ("solve", "throughput", "overlap")
     """Parts to run."""
 
-    seeds: tuple[int, ...] = (0, 1, 2)
-    """solve: training seeds; every system runs once per seed."""
-
     systems: tuple[System, ...] = ALL_SYSTEMS
     """solve: systems to time."""
-
-    budget: int = 100_000
-    """solve: env steps at most per run."""
-
-    target: float = 475.0
-    """solve: mean greedy return that counts as solved."""
-
-    eval_every: int = 5_000
-    """solve: env steps between greedy evaluations (pararl's default)."""
-
-    eval_episodes: int = 10
-    """solve: episodes per evaluation."""
-
-    verify_episodes: int = 20
-    """solve: episodes of the untimed check of each run's saved policy."""
-
-    run_timeout_s: float = 1800.0
-    """solve: one training process is killed after this long (counted not solved)."""
 
     actors: tuple[int, ...] = (1, 2)
     """throughput: actor process counts (the seed's children, pararl's actors)."""

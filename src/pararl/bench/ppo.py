@@ -23,7 +23,7 @@ from pararl.bench import ppo_report
 from pararl.bench.common import command_line, progress, run_metadata
 from pararl.bench.dqn_solve import SolveSettings, measure_solve, solve_summary
 from pararl.bench.ppo_sampling import STEP_COST, SamplingSettings, measure_sampling
-from pararl.bench.publish import OutputOptions, apply_quick, check, outputs, publish
+from pararl.bench.publish import OutputOptions, SolveOptions, apply_quick, check, outputs, publish
 
 PROG = "pararl bench ppo"
 SECTION = "ppo"
@@ -32,7 +32,7 @@ PPOSystem = Literal["pararl", "pararl-serial", "pararl-sync", "sb3"]
 
 
 @dataclass(frozen=True)
-class PPOBenchConfig(OutputOptions):
+class PPOBenchConfig(SolveOptions, OutputOptions):
     """PPO: time to solve CartPole against SB3 PPO (zoo settings), and the sampling
     throughput of double-buffered collection.
 
@@ -47,29 +47,8 @@ class PPOBenchConfig(OutputOptions):
     parts: tuple[Part, ...] = ("solve", "double_buffer")
     """Parts to run."""
 
-    seeds: tuple[int, ...] = (0, 1, 2)
-    """solve: training seeds; every system runs once per seed."""
-
     systems: tuple[PPOSystem, ...] = ("pararl", "sb3")
     """solve: systems to time; `pararl` is `pararl train ppo` with its defaults."""
-
-    budget: int = 100_000
-    """solve: env steps at most per run (the zoo's n_timesteps)."""
-
-    target: float = 475.0
-    """solve: mean deterministic return that counts as solved."""
-
-    eval_every: int = 5_000
-    """solve: env steps between deterministic evaluations (both systems)."""
-
-    eval_episodes: int = 10
-    """solve: episodes per evaluation."""
-
-    verify_episodes: int = 20
-    """solve: episodes of the untimed check of each run's saved policy."""
-
-    run_timeout_s: float = 1800.0
-    """solve: one training process is killed after this long (counted not solved)."""
 
     envs: tuple[str, ...] = ("CartPole-v1", STEP_COST)
     """double_buffer: env ids."""

@@ -57,6 +57,32 @@ class OutputOptions:
 
 
 @dataclass(frozen=True)
+class SolveOptions:
+    """The time-to-solve part's options, shared by `pararl bench dqn` and `bench ppo`."""
+
+    seeds: tuple[int, ...] = (0, 1, 2)
+    """solve: training seeds; every system runs once per seed."""
+
+    budget: int = 100_000
+    """solve: env steps at most per run."""
+
+    target: float = 475.0
+    """solve: mean greedy return that counts as solved."""
+
+    eval_every: int = 5_000
+    """solve: env steps between greedy evaluations."""
+
+    eval_episodes: int = 10
+    """solve: episodes per evaluation."""
+
+    verify_episodes: int = 20
+    """solve: episodes of the untimed check of each run's saved policy."""
+
+    run_timeout_s: float = 1800.0
+    """solve: one training process is killed after this long (counted not solved)."""
+
+
+@dataclass(frozen=True)
 class Outputs:
     json: Path
     figure: Path
