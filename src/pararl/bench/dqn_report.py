@@ -9,7 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pararl.bench.common import cores_text, fmt_percent, fmt_rate, fmt_ratio, markdown_table
+from pararl.bench.common import fmt_percent, fmt_rate, fmt_ratio, markdown_table
+from pararl.bench.publish import section_header
 
 LABELS = {
     "pararl-serial": "pararl serial",
@@ -191,19 +192,14 @@ def key_ratios(data: dict[str, Any]) -> str:
 
 def markdown_section(data: dict[str, Any], tables: list[str], figure_link: str | None) -> str:
     meta = data["metadata"]
-    versions = ", ".join(f"{k} {v}" for k, v in meta["versions"].items() if v)
-    commit = meta["git_commit"] or "unknown"
-    if meta.get("git_dirty"):
-        commit += " (with uncommitted changes)"
+    threads = f"; learner process torch threads: {meta['torch_threads']}"
     lines = [
-        "## DQN: time to solve, throughput against the seed, overlap (`pararl bench dqn`)",
-        "",
-        f"- command: `{meta['command']}`",
-        f"- date: {meta['date']}; commit: {commit}",
-        f"- cores: {cores_text(meta)}; Python {meta['python']}; {versions}; "
-        f"learner process torch threads: {meta['torch_threads']}",
-        "",
-        f"Key ratios: {key_ratios(data)}.",
+        section_header(
+            "DQN: time to solve, throughput against the seed, overlap (`pararl bench dqn`)",
+            meta,
+            key_ratios(data),
+            threads,
+        ),
         "",
     ]
     if figure_link:

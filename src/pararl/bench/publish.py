@@ -106,8 +106,11 @@ def outputs(name: str, config: Any) -> Outputs:
     )
 
 
-def section_header(title: str, meta: Mapping[str, Any], key_ratios: str) -> str:
-    """The top of a BENCHMARKS.md section: what ran, when, on which code and machine."""
+def section_header(
+    title: str, meta: Mapping[str, Any], key_ratios: str, machine_extra: str = ""
+) -> str:
+    """The top of a BENCHMARKS.md section: what ran, when, on which code and machine
+    (`machine_extra` is appended to the cores line)."""
     versions = ", ".join(f"{k} {v}" for k, v in meta["versions"].items() if v)
     commit = meta["git_commit"] or "unknown"
     if meta.get("git_dirty"):
@@ -117,7 +120,7 @@ def section_header(title: str, meta: Mapping[str, Any], key_ratios: str) -> str:
         "",
         f"- command: `{meta['command']}`",
         f"- date: {meta['date']}; commit: {commit}",
-        f"- cores: {cores_text(meta)}; Python {meta['python']}; {versions}",
+        f"- cores: {cores_text(meta)}; Python {meta['python']}; {versions}{machine_extra}",
         "",
         f"Key ratios: {key_ratios}.",
     ]

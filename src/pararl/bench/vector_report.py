@@ -10,12 +10,12 @@ from typing import Any
 
 from pararl.bench.common import (
     Summary,
-    cores_text,
     fmt_percent,
     fmt_rate,
     fmt_ratio,
     markdown_table,
 )
+from pararl.bench.publish import section_header
 from pararl.bench.vector_backends import backend_label
 
 PARARL_MODES = ("pararl_step", "pararl_min_envs", "pararl_timeout")
@@ -205,18 +205,8 @@ def key_ratios(results: list[EnvResult], timeout_s: float) -> str:
 def markdown_section(
     meta: dict[str, Any], tables: list[str], figure_link: str | None, ratios: str
 ) -> str:
-    versions = ", ".join(f"{k} {v}" for k, v in meta["versions"].items() if v)
-    commit = meta["git_commit"] or "unknown"
-    if meta.get("git_dirty"):
-        commit += " (with uncommitted changes)"
     lines = [
-        "## Vector env stepping throughput (`pararl bench vector`)",
-        "",
-        f"- command: `{meta['command']}`",
-        f"- date: {meta['date']}; commit: {commit}",
-        f"- cores: {cores_text(meta)}; Python {meta['python']}; {versions}",
-        "",
-        f"Key ratios: {ratios}.",
+        section_header("Vector env stepping throughput (`pararl bench vector`)", meta, ratios),
         "",
     ]
     if figure_link:

@@ -185,14 +185,12 @@ class _BusyMeter:
 
     def __init__(self, num_actors: int) -> None:
         self.busy = np.zeros(num_actors)
-        self.wall = np.zeros(num_actors)
         self.lags: list[int] = []
         self.learner_busy = 0.0
         self._since = time.monotonic()
 
     def chunk(self, index: int, chunk: Chunk, version: int) -> None:
         self.busy[index] += chunk.busy_s
-        self.wall[index] += chunk.wall_s
         self.lags.append(version - chunk.version)  # in gradient updates
 
     def report(self, epsilon: float) -> dict[str, Any]:
@@ -204,5 +202,5 @@ class _BusyMeter:
             "learner_cpu": self.learner_busy / max(span, 1e-9),
             "policy_lag": float(np.mean(self.lags)) if self.lags else None,
         }
-        self.busy[:], self.wall[:], self.lags, self.learner_busy = 0.0, 0.0, [], 0.0
+        self.busy[:], self.lags, self.learner_busy = 0.0, [], 0.0
         return {k: v for k, v in row.items() if v is not None}

@@ -59,7 +59,6 @@ class Chunk:
     version: int  # weights version that acted
     episode_returns: list[float]
     busy_s: float  # time spent acting (not waiting) since the last chunk
-    wall_s: float
 
 
 def outbox_specs(index: int, spec: ActorSpec) -> dict[str, ArraySpec]:
@@ -155,7 +154,6 @@ def actor_main(
                         weights.version,
                         returns,
                         busy,
-                        time.monotonic() - start,
                     ),
                 )
             )
