@@ -47,6 +47,9 @@ class RunConfig:
     """Evaluate the greedy policy every this many env steps."""
     eval_episodes: int = 20
     """Episodes per evaluation (run in parallel as a vector of envs)."""
+    eval_in: Literal["auto", "process", "inline"] = "auto"
+    """Where evaluations run: `process` (a child process, overlapped with training;
+    the default with more than one core) or `inline` (in the training loop)."""
     checkpoint_every: int = 25_000
     """Save a periodic checkpoint every this many env steps (best and final are always
     saved)."""
@@ -149,7 +152,8 @@ class PPOConfig(RunConfig):
 
     mode: Literal["auto", "serial", "sync"] = "auto"
     """`serial`: envs in this process; `sync`: ParallelVectorEnv workers step them while
-    this process runs the policy on the whole batch (default with more than one core)."""
+    this process runs the policy on the whole batch; `auto`: sync when the envs' step
+    time (measured at start-up) outweighs the round trip to the workers."""
     act_device: Literal["auto", "cpu", "cuda"] = "auto"
     """Device for acting (policy forward during sampling); `auto` times both at start-up."""
     learn_device: Literal["auto", "cpu", "cuda"] = "auto"

@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from pararl.errors import UsageError
+from pararl.optim import FlatAdam
 
 
 def available_devices() -> list[torch.device]:
@@ -71,7 +72,7 @@ def time_update(
 ) -> float:
     """One gradient step at the minibatch size, the host-to-device copy included."""
     model = model.to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
+    optimizer = FlatAdam(model.parameters(), lr=1e-4)
     obs = torch.randn(batch, obs_dim)
 
     def step() -> object:

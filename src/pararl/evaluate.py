@@ -1,8 +1,14 @@
-"""Greedy evaluation: N episodes at once, one per env of a serial vector env."""
+"""Greedy evaluation: N episodes at once, one per env of a serial vector env.
+
+`Evaluator` runs them in the calling process. `BackgroundEvaluator`
+(`pararl.eval_process`) runs the same code in a child process so that training goes
+on meanwhile; both answer `submit` / `poll`, so the session treats them alike.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 import gymnasium as gym
 import numpy as np
@@ -12,14 +18,30 @@ from pararl.vector import SerialVectorEnv
 Policy = Callable[[np.ndarray], np.ndarray]  # batch of observations -> batch of actions
 
 
+class GreedyModel(Protocol):
+    """A network that can act greedily and be copied (QNetwork, ActorCritic)."""
+
+    def greedy(self, obs: np.ndarray) -> np.ndarray: ...
+
+    def state_dict(self) -> dict: ...
+
+
+def as_policy(policy: Policy | GreedyModel) -> Policy:
+    greedy = getattr(policy, "greedy", None)
+    return greedy if callable(greedy) else policy  # type: ignore[return-value]
+
+
 class Evaluator:
     """Runs `episodes` greedy episodes in lock-step; reuses its envs between calls."""
+
+    deferred = False  # results are ready as soon as `submit` returns
 
     def __init__(self, env_fn: Callable[[], gym.Env], episodes: int, seed: int) -> None:
         self.episodes = episodes
         self.seed = seed
         self.calls = 0
         self.envs = SerialVectorEnv([env_fn] * episodes)
+        self._result: np.ndarray | None = None
 
     def run(self, policy: Policy, max_steps: int = 1_000_000) -> np.ndarray:
         """Undiscounted returns of one episode per env (true env reward)."""
@@ -34,6 +56,19 @@ class Evaluator:
             if not running.any():
                 break
         return returns
+
+    @property
+    def busy(self) -> bool:
+        return False
+
+    def submit(self, policy: Policy | GreedyModel) -> None:
+        self._result = self.run(as_policy(policy))
+
+    def poll(self, timeout: float = 0.0) -> np.ndarray | None:
+        """The returns of the last `submit`, once (None if already taken)."""
+        del timeout
+        result, self._result = self._result, None
+        return result
 
     def close(self) -> None:
         self.envs.close()

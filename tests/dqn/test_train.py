@@ -183,7 +183,13 @@ def test_killed_actor_is_replaced_when_asked(
     killer.start()
     config = {**SMALL, "total_steps": 40_000, "eval_every": 10_000, "progress": "plain"}
     session = train(
-        DQNConfig(mode="async", run_dir=tmp_path / "run", restart_actors=True, **config)  # type: ignore[arg-type]
+        DQNConfig(
+            mode="async",
+            run_dir=tmp_path / "run",
+            restart_actors=True,
+            eval_in="inline",  # the first child started must be an actor
+            **config,  # type: ignore[arg-type]
+        )
     )
     killer.join(5)
     assert killed

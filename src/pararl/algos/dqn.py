@@ -14,6 +14,7 @@ import torch.nn.functional as F  # noqa: N812 - the usual name
 
 from pararl.config import DQNConfig
 from pararl.models import QNetwork
+from pararl.optim import FlatAdam
 from pararl.replay import Transitions
 
 
@@ -25,7 +26,7 @@ class DQNLearner:
         self.device = device
         self.q = q.to(device)
         self.q_target = copy.deepcopy(self.q).requires_grad_(False)
-        self.optimizer = torch.optim.Adam(self.q.parameters(), lr=config.lr)
+        self.optimizer = FlatAdam(self.q.parameters(), lr=config.lr)
         self.updates = 0
 
     def _tensor(self, array: Any, dtype: torch.dtype | None = None) -> torch.Tensor:

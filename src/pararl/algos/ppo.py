@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from pararl.models import ActorCritic
+from pararl.optim import FlatAdam
 
 
 def compute_gae(
@@ -66,7 +67,7 @@ class PPOLearner:
     ) -> None:
         self.model = model.to(device)
         self.hyper, self.device, self.lr = hyper, device, lr
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=lr, eps=1e-5)
+        self.optimizer = FlatAdam(self.model.parameters(), lr=lr, eps=1e-5)
         self.updates = 0
 
     def set_lr_fraction(self, fraction: float) -> None:

@@ -6,6 +6,7 @@ Both alternate acting and learning; `dqn_async` overlaps them.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import gymnasium as gym
@@ -16,11 +17,11 @@ from pararl.algos.dqn import DQNLearner
 from pararl.config import DQNConfig
 from pararl.envs.make import env_factory
 from pararl.errors import UsageError
-from pararl.evaluate import Evaluator
 from pararl.models import QNetwork, num_params
 from pararl.replay import NStepBuilder, ReplayBuffer
 from pararl.runners.session import TrainSession
 from pararl.runners.setup import (
+    make_evaluator,
     prepare,
     resolve_device,
     seed_everything,
@@ -66,7 +67,10 @@ class DQNState:
         self.config = cfg
         self.obs_shape = tuple(observation_space.shape)
         self.num_actions = int(action_space.n)
-        q = QNetwork(int(np.prod(self.obs_shape)), self.num_actions, cfg.hidden)
+        self.make_model = functools.partial(
+            QNetwork, int(np.prod(self.obs_shape)), self.num_actions, cfg.hidden
+        )
+        q = self.make_model()
         self.learner = DQNLearner(q, cfg, device)
         self.replay = ReplayBuffer(cfg.buffer_size, self.obs_shape)
         self.rng = np.random.default_rng(cfg.seed)
@@ -126,17 +130,18 @@ def train_dqn(config: DQNConfig) -> TrainSession:
     state = DQNState(cfg, p.observation_space, p.action_space, device, p.resume_state)
     busy = 0 if mode == "serial" else (cfg.workers or physical_cores())
     threads = set_learner_threads(num_params(state.learner.q), busy)
-    eval_fn = env_factory(cfg.env)
+    evaluator = make_evaluator(cfg, state.make_model)
     session = TrainSession(
         cfg,
         p.run,
-        Evaluator(eval_fn, cfg.eval_episodes, cfg.seed + 10_000),
+        evaluator,
         p.spec_threshold,
         {
             "resolved": {
                 "mode": mode,
                 "device": str(device),
                 "learner_threads": threads,
+                "eval_in": "process" if evaluator.deferred else "inline",
                 "target_return": p.spec_threshold,
             }
         },
@@ -199,7 +204,7 @@ def run_serial_or_sync(state: DQNState, session: TrainSession, mode: str) -> Non
             session.tick(
                 state.env_steps,
                 learner.updates,
-                learner.q.greedy,
+                learner.q,
                 lambda: state.state(False, session.wall_s),
                 {"epsilon": eps, **stats},
             )

@@ -172,7 +172,7 @@ def run_async(state: DQNState, session: TrainSession, mode: str) -> None:
             session.tick(
                 state.env_steps,
                 state.learner.updates,
-                state.learner.q.greedy,
+                state.learner.q,
                 lambda: state.state(False, session.wall_s),
                 loop.log_stats,
             )

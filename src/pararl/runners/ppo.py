@@ -8,6 +8,7 @@ truncated episode's true last observation (`final_obs`) is there to bootstrap fr
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -20,10 +21,15 @@ from pararl.config import PPOConfig
 from pararl.devices import choose_devices
 from pararl.envs.make import env_factory
 from pararl.errors import UsageError
-from pararl.evaluate import Evaluator
 from pararl.models import ActorCritic, num_params
+from pararl.runners.ppo_mode import choose_mode
 from pararl.runners.session import TrainSession
-from pararl.runners.setup import prepare, seed_everything, set_learner_threads
+from pararl.runners.setup import (
+    make_evaluator,
+    prepare,
+    seed_everything,
+    set_learner_threads,
+)
 from pararl.vector import ParallelVectorEnv, SerialVectorEnv, physical_cores
 
 
@@ -59,14 +65,14 @@ class PPOState:
             self.action_dim = int(np.prod(act_space.shape or (1,)))
         obs_dim = int(np.prod(self.obs_shape))
 
-        def make() -> ActorCritic:
-            return ActorCritic(obs_dim, self.action_dim, self.discrete, cfg.hidden, cfg.shared_body)
-
+        self.make_model = functools.partial(
+            ActorCritic, obs_dim, self.action_dim, self.discrete, cfg.hidden, cfg.shared_body
+        )
         self.devices = choose_devices(
-            make, obs_dim, num_envs, cfg.minibatch_size, cfg.act_device, cfg.learn_device
+            self.make_model, obs_dim, num_envs, cfg.minibatch_size, cfg.act_device, cfg.learn_device
         )
         torch.manual_seed(cfg.seed)
-        model = make()
+        model = self.make_model()
         hyper = PPOHyper(
             clip_coef=cfg.clip_coef,
             clip_vloss=cfg.clip_vloss,
@@ -114,9 +120,11 @@ def train_ppo(config: PPOConfig) -> TrainSession:
     p = prepare(config, "ppo", check_spaces)
     cfg: PPOConfig = p.config
     seed_everything(cfg.seed)
-    mode = cfg.mode if cfg.mode != "auto" else ("sync" if physical_cores() > 1 else "serial")
     workers = cfg.workers or physical_cores()
     num_envs = workers * cfg.envs_per_worker
+    requested = "sync" if cfg.double_buffer and cfg.mode == "auto" else cfg.mode
+    choice = choose_mode(requested, env_factory(cfg.env, cfg.wrapper), num_envs, workers)
+    mode = choice.mode
     if cfg.double_buffer and (mode != "sync" or workers < 2):
         raise UsageError(
             "--double-buffer needs --mode sync and at least 2 workers "
@@ -126,17 +134,20 @@ def train_ppo(config: PPOConfig) -> TrainSession:
     threads = set_learner_threads(
         num_params(state.learner.model), 0 if mode == "serial" else workers
     )
-    resolved = {
+    resolved: dict[str, Any] = {
         "mode": mode,
+        "mode_reason": choice.reason,
         "num_envs": num_envs,
         "devices": state.devices.as_dict(),
         "learner_threads": threads,
         "target_return": p.spec_threshold,
     }
+    evaluator = make_evaluator(cfg, state.make_model)
+    resolved["eval_in"] = "process" if evaluator.deferred else "inline"
     session = TrainSession(
         cfg,
         p.run,
-        Evaluator(env_factory(cfg.env), cfg.eval_episodes, cfg.seed + 10_000),
+        evaluator,
         p.spec_threshold,
         {"resolved": resolved},
         start_steps=state.env_steps,
@@ -144,7 +155,7 @@ def train_ppo(config: PPOConfig) -> TrainSession:
     )
     d = state.devices
     session.console.message(
-        f"pararl: PPO on {cfg.env}, mode {mode}, {num_envs} envs, act on "
+        f"pararl: PPO on {cfg.env}, mode {mode} ({choice.reason}), {num_envs} envs, act on "
         f"{d.act}, learn on {d.learn} ({d.reason}), run dir {p.run.root}"
     )
     status = "failed"
@@ -182,7 +193,7 @@ def run_ppo(state: PPOState, session: TrainSession, mode: str, workers: int, num
             session.tick(
                 state.env_steps,
                 state.learner.updates,
-                state.actor.greedy,
+                state.actor,
                 lambda: state.state(session.wall_s),
                 stats,
             )

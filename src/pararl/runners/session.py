@@ -3,6 +3,7 @@ console, periodic greedy evaluation, checkpoints, and when to stop."""
 
 from __future__ import annotations
 
+import copy
 import sys
 import time
 from collections import deque
@@ -13,7 +14,8 @@ import numpy as np
 
 from pararl import checkpoint
 from pararl.config import RunConfig, to_json
-from pararl.evaluate import Evaluator, Policy
+from pararl.eval_process import BackgroundEvaluator
+from pararl.evaluate import Evaluator, GreedyModel, Policy
 from pararl.logging import Console, MetricsWriter, RateMeter
 from pararl.plots import learning_curve
 from pararl.rundir import RunDir
@@ -29,7 +31,7 @@ class TrainSession:
         self,
         config: RunConfig,
         run: RunDir,
-        evaluator: Evaluator,
+        evaluator: Evaluator | BackgroundEvaluator,
         target_return: float | None,
         extra_config: dict[str, Any] | None = None,
         start_steps: int = 0,
@@ -50,6 +52,7 @@ class TrainSession:
         self.best_eval = -np.inf
         self.last_eval: float | None = None
         self.solved = False
+        self._pending: tuple[int, float, StateFn] | None = None  # the evaluation in flight
         self._step_rate, self._update_rate = RateMeter(), RateMeter()
 
     @property
@@ -70,16 +73,18 @@ class TrainSession:
         self,
         env_steps: int,
         updates: int,
-        policy: Policy,
+        policy: Policy | GreedyModel,
         state_fn: StateFn,
         stats: dict[str, Any] | Callable[[], dict[str, Any]] | None = None,
     ) -> None:
         """Log, evaluate and checkpoint when due. `stats` may be a function: it is
-        called only when a log line is written."""
+        called only when a log line is written. `policy` is the greedy network (or a
+        function of observations; then evaluation runs in this process)."""
         now = self.wall_s
-        if env_steps >= self._next_eval:
+        self._collect_eval()
+        if env_steps >= self._next_eval and not self.evaluator.busy:
             self._next_eval = (env_steps // self.config.eval_every + 1) * self.config.eval_every
-            self.evaluate(env_steps, policy, state_fn)
+            self._start_eval(env_steps, policy, state_fn)
         if env_steps >= self._next_ckpt:
             self._next_ckpt += self.config.checkpoint_every
             checkpoint.save(self.run.checkpoint(f"step_{env_steps}"), state_fn())
@@ -87,21 +92,36 @@ class TrainSession:
             self._last_log = now
             self.log(env_steps, updates, stats() if callable(stats) else stats)
 
-    def evaluate(self, env_steps: int, policy: Policy, state_fn: StateFn) -> float:
-        returns = self.evaluator.run(policy)
+    def _start_eval(self, env_steps: int, policy: Policy | GreedyModel, state_fn: StateFn) -> None:
+        if self.evaluator.deferred:
+            if not hasattr(policy, "state_dict"):
+                raise TypeError("a background evaluator needs the network, not a function")
+            # the weights move on while the episodes run: keep the evaluated state
+            snapshot = copy.deepcopy(state_fn())
+            self._pending = (env_steps, self.wall_s, lambda: snapshot)
+        else:
+            self._pending = (env_steps, self.wall_s, state_fn)
+        self.evaluator.submit(policy)  # type: ignore[arg-type]
+        self._collect_eval()  # inline: the returns are in already
+
+    def _collect_eval(self, timeout: float = 0.0) -> float | None:
+        """Record the evaluation in flight if its returns are in (within `timeout` s)."""
+        returns = self.evaluator.poll(timeout)
+        if returns is None or self._pending is None:
+            return None
+        env_steps, wall_s, state_fn = self._pending
+        self._pending = None
         mean, std = float(returns.mean()), float(returns.std())
         self.last_eval = mean
         self.metrics.write(
             {
                 "env_steps": env_steps,
-                "wall_s": round(self.wall_s, 3),
+                "wall_s": round(wall_s, 3),
                 "eval_return": mean,
                 "eval_std": std,
             }
         )
-        self.console.message(
-            f"eval @ {env_steps:,} steps ({self.wall_s:.1f} s): {mean:.1f} ± {std:.1f}"
-        )
+        self.console.message(f"eval @ {env_steps:,} steps ({wall_s:.1f} s): {mean:.1f} ± {std:.1f}")
         if mean > self.best_eval:
             self.best_eval = mean
             checkpoint.save(self.run.checkpoint("best"), state_fn())
@@ -130,6 +150,8 @@ class TrainSession:
     def finish(self, env_steps: int, state_fn: StateFn, status: str) -> None:
         """Final checkpoint and plot; says how the run ended and where it is."""
         name = "final" if status in ("solved", "step budget reached") else "interrupted"
+        if name == "final" and self.evaluator.busy:  # its result may be the best
+            self._collect_eval(timeout=getattr(self.evaluator, "timeout_s", 0.0))
         checkpoint.save(self.run.checkpoint(name), state_fn())
         if not self.run.checkpoint("best").exists():
             checkpoint.save(self.run.checkpoint("best"), state_fn())

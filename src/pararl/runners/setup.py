@@ -16,6 +16,8 @@ from pararl import checkpoint
 from pararl.config import RunConfig, from_json
 from pararl.envs.make import check_env_id, env_factory
 from pararl.errors import UsageError
+from pararl.eval_process import BackgroundEvaluator
+from pararl.evaluate import Evaluator
 from pararl.rundir import RunDir
 
 
@@ -26,6 +28,22 @@ def resolve_device(name: str) -> torch.device:
     if name == "cuda" and not torch.cuda.is_available():
         raise UsageError("--device cuda, but CUDA is not available here; use --device cpu or auto")
     return torch.device(name)
+
+
+def make_evaluator(
+    cfg: RunConfig, model_fn: Callable[[], torch.nn.Module]
+) -> Evaluator | BackgroundEvaluator:
+    """The run's greedy evaluator: in a child process when there is a core to spare
+    (or when asked), else in the training loop."""
+    from pararl.vector import physical_cores
+
+    where = cfg.eval_in
+    if where == "auto":
+        where = "process" if physical_cores() > 1 else "inline"
+    env_fn, seed = env_factory(cfg.env), cfg.seed + 10_000
+    if where == "process":
+        return BackgroundEvaluator(env_fn, cfg.eval_episodes, seed, model_fn)
+    return Evaluator(env_fn, cfg.eval_episodes, seed)
 
 
 def seed_everything(seed: int) -> None:

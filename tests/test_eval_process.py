@@ -1,0 +1,95 @@
+"""Background evaluation: same returns as inline, failures reported, nothing left."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+import torch
+
+from pararl.config import DQNConfig
+from pararl.envs.make import env_factory
+from pararl.eval_process import BackgroundEvaluator
+from pararl.evaluate import Evaluator
+from pararl.models import QNetwork
+from pararl.rundir import RunDir
+from pararl.runners.session import TrainSession
+from pararl.vector import WorkerError
+
+MODEL_FN = functools.partial(QNetwork, 4, 2, (16,))
+
+
+def _model(seed: int) -> QNetwork:
+    torch.manual_seed(seed)
+    return MODEL_FN()
+
+
+def _alive(pids: list[int]) -> list[int]:
+    return [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
+
+
+def _wait(evaluator: BackgroundEvaluator, seconds: float = 20.0) -> np.ndarray:
+    for _ in range(int(seconds / 0.1)):
+        result = evaluator.poll(timeout=0.1)
+        if result is not None:
+            return result
+    raise AssertionError("no evaluation result in time")
+
+
+def test_same_returns_as_inline_and_snapshot_taken_at_submit() -> None:
+    inline = Evaluator(env_factory("CartPole-v1"), 3, seed=5)
+    background = BackgroundEvaluator(env_factory("CartPole-v1"), 3, 5, MODEL_FN)
+    try:
+        model = _model(0)
+        expected = inline.run(model.greedy)
+        background.submit(model)
+        assert background.busy
+        with torch.no_grad():  # changing the weights now must not change the result
+            for p in model.parameters():
+                p.add_(1.0)
+        result = _wait(background)
+        np.testing.assert_array_equal(result, expected)
+        assert not background.busy
+        assert background.poll() is None  # taken once
+    finally:
+        inline.close()
+        background.close()
+
+
+def test_failure_is_reported_and_close_leaves_no_process() -> None:
+    env_fn = functools.partial(
+        __import__("gymnasium").make, "pararl/Faulty-v0", fail_on="reset", at=1
+    )
+    background = BackgroundEvaluator(env_fn, 1, 0, MODEL_FN)
+    pids = list(background._group.pids)
+    try:
+        background.submit(_model(0))
+        with pytest.raises(WorkerError, match="FaultyEnv failed on reset"):
+            _wait(background)
+    finally:
+        background.close()
+        background.close()  # idempotent
+    assert not _alive(pids)
+
+
+def test_session_records_and_keeps_the_evaluated_state(tmp_path: Path) -> None:
+    cfg = DQNConfig(eval_every=10, tensorboard=False, progress="none", target_return=1e9)
+    background = BackgroundEvaluator(env_factory("CartPole-v1"), 2, 0, MODEL_FN)
+    session = TrainSession(cfg, RunDir.new(tmp_path, "dqn", "x"), background, 1e9)
+    model = _model(1)
+    evaluated = {k: v.clone() for k, v in model.state_dict().items()}
+    try:
+        session.tick(10, 0, model, lambda: {"q": model.state_dict()})
+        with torch.no_grad():
+            for p in model.parameters():
+                p.zero_()
+        session.finish(10, lambda: {"q": model.state_dict()}, "step budget reached")
+    finally:
+        session.close()
+    assert session.last_eval is not None  # the pending evaluation was waited for
+    best = torch.load(session.run.checkpoint("best"), weights_only=False)
+    for name, value in evaluated.items():
+        torch.testing.assert_close(best["q"][name], value)
