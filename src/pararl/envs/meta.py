@@ -67,7 +67,9 @@ class _MetaCheetah(HalfCheetahEnv):
         self.check_task(value)
         self._task = {self.task_key: value}
 
-    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+    def step(  # type: ignore[override]  # v5 annotates float64 where floats are returned
+        self, action: Any
+    ) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         x_before = float(self.data.qpos[0])
         self.do_simulation(action, self.frame_skip)
         x_velocity = (float(self.data.qpos[0]) - x_before) / self.dt
