@@ -19,7 +19,8 @@ def _step(env_id: str, task: dict) -> tuple[float, float]:
     env.reset(seed=0)
     _, reward, terminated, truncated, info = env.step(ACTION)
     env.close()
-    assert not terminated and not truncated
+    assert not terminated
+    assert not truncated
     return float(reward), float(info["x_velocity"])
 
 
@@ -58,7 +59,8 @@ def test_navigation_reward_is_minus_distance_and_it_ends_at_the_goal() -> None:
     assert reward == pytest.approx(-np.hypot(0.05, 0.1))
     assert not terminated
     _, reward, terminated, _, _ = env.step(np.array([0.05, -0.1]))
-    assert terminated and reward == pytest.approx(0.0, abs=1e-7)
+    assert terminated
+    assert reward == pytest.approx(0.0, abs=1e-7)
 
 
 @pytest.mark.parametrize(
@@ -75,7 +77,8 @@ def test_sample_tasks_is_seeded_and_reset_task_keeps_the_task(env_id: str, key: 
     tasks = env.unwrapped.sample_tasks(6)  # type: ignore[attr-defined]
     env.reset(seed=5)
     assert env.unwrapped.sample_tasks(6) == tasks  # type: ignore[attr-defined]
-    assert len(tasks) == 6 and all(set(t) == {key} for t in tasks)
+    assert len(tasks) == 6
+    assert all(set(t) == {key} for t in tasks)
     env.unwrapped.reset_task(tasks[2])  # type: ignore[attr-defined]
     env.reset(seed=1)  # reset keeps the task
     assert env.unwrapped.task == tasks[2]  # type: ignore[attr-defined]
@@ -93,7 +96,7 @@ def test_sample_tasks_is_seeded_and_reset_task_keeps_the_task(env_id: str, key: 
 )
 def test_bad_tasks_raise_usage_errors(env_id: str, bad: object) -> None:
     env = gym.make(env_id)
-    with pytest.raises(UsageError, match="reset_task|direction|velocity"):
+    with pytest.raises(UsageError, match=r"reset_task|direction|velocity"):
         env.unwrapped.reset_task(bad)  # type: ignore[attr-defined]
     with pytest.raises(UsageError, match="n must be an int >= 1"):
         env.unwrapped.sample_tasks(0)  # type: ignore[attr-defined]

@@ -98,7 +98,8 @@ def test_reset_task_mid_run_changes_only_the_envs_named() -> None:
 def test_truncated_episode_keeps_its_final_observation_apart_from_the_reset() -> None:
     result = _run("timeout=0.0001", "parallel")
     for episodes in result.episodes:
-        assert episodes.truncated[:, -1].all() and not episodes.truncated[:, :-1].any()
+        assert episodes.truncated[:, -1].all()
+        assert not episodes.truncated[:, :-1].any()
         last = episodes.next_observations[:, -1]
         assert np.abs(last).sum(axis=-1).min() > 0  # the real final position
         np.testing.assert_array_equal(episodes.observations[:, 0], 0.0)  # every reset
@@ -112,8 +113,10 @@ def test_early_termination_pads_the_episode_and_starts_the_next() -> None:
         result = sampler.sample([{"goal": (0.25, 0.0)}] * 2, episodes_per_task=6, seed=0)
     for episodes in result.episodes:
         np.testing.assert_array_equal(episodes.lengths, 3)  # 0.1 + 0.1 + 0.05
-        assert episodes.terminated[:, 2].all() and not episodes.truncated.any()
-        assert not episodes.mask[:, 3:].any() and not episodes.rewards[:, 3:].any()
+        assert episodes.terminated[:, 2].all()
+        assert not episodes.truncated.any()
+        assert not episodes.mask[:, 3:].any()
+        assert not episodes.rewards[:, 3:].any()
         np.testing.assert_allclose(episodes.next_observations[:, 2], [[0.25, 0.0]] * 6)
         np.testing.assert_array_equal(episodes.observations[:, 0], 0.0)
 
@@ -124,12 +127,14 @@ def test_auto_records_its_measurements_and_waits_with_one_worker() -> None:
         sampler.sample(sampler.sample_tasks(3, seed=0), episodes_per_task=2, seed=0)
     decision = auto.decisions[0]
     assert decision["chose"] in ("wait", "partial")
-    assert decision["mean_step_s"] > 0 and decision["forward_all_s"] > 0
+    assert decision["mean_step_s"] > 0
+    assert decision["forward_all_s"] > 0
     assert 0.0 <= auto.summary()["partial_share"] <= 1.0
     serial = Auto()
     with nav_sampler(serial, backend="serial") as sampler:
         sampler.sample(sampler.sample_tasks(3, seed=0), episodes_per_task=2, seed=0)
-    assert serial.summary()["partial_share"] == 0.0 and not serial.decisions
+    assert serial.summary()["partial_share"] == 0.0
+    assert not serial.decisions
 
 
 def test_parse_recv() -> None:
