@@ -38,12 +38,14 @@ bench: venv
 	$(BIN)/pararl bench dqn
 	$(BIN)/pararl bench ppo
 	$(BIN)/pararl bench devices
+	$(BIN)/pararl bench partial
 
 bench-quick: venv
 	$(BIN)/pararl bench vector --quick
 	$(BIN)/pararl bench dqn --quick
 	$(BIN)/pararl bench ppo --quick
 	$(BIN)/pararl bench devices --quick
+	$(BIN)/pararl bench partial --quick
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -57,6 +57,16 @@ def _bench_devices() -> Command:
     )
 
 
+def _bench_partial() -> Command:
+    from pararl.bench import partial
+
+    return Command(
+        lambda: partial.PartialBenchConfig,
+        partial.run,
+        "multi-task sampler: wait for all vs timeout vs min_envs vs auto (seeds/001)",
+    )
+
+
 def _train_dqn() -> Command:
     from pararl.api import train
     from pararl.config import DQNConfig
@@ -89,6 +99,7 @@ COMMANDS: dict[tuple[str, ...], Callable[[], Command]] = {
     ("bench", "dqn"): _bench_dqn,
     ("bench", "ppo"): _bench_ppo,
     ("bench", "devices"): _bench_devices,
+    ("bench", "partial"): _bench_partial,
 }
 
 

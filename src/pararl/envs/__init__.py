@@ -13,3 +13,7 @@ def _register(env_id: str, entry_point: str, **kwargs: object) -> None:
 _register("pararl/StepCost-v0", "pararl.envs.fake:StepCostEnv")
 # fails on its 300th step: late enough that a training run has stored data first
 _register("pararl/Faulty-v0", "pararl.envs.fake:FaultyEnv", kwargs={"at": 300})
+# Meta-RL task envs (sample_tasks / reset_task); episode lengths as in MAML's experiments.
+_register("pararl/HalfCheetahDir-v0", "pararl.envs.meta:HalfCheetahDir", max_episode_steps=200)
+_register("pararl/HalfCheetahVel-v0", "pararl.envs.meta:HalfCheetahVel", max_episode_steps=200)
+_register("pararl/Navigation2D-v0", "pararl.envs.navigation:Navigation2D", max_episode_steps=100)
