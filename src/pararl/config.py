@@ -119,7 +119,7 @@ class DQNConfig(RunConfig):
     """Async: actors load new weights every this many of their vector steps."""
     restart_actors: bool = False
     """Async: replace an actor that crashes or dies, keeping the replay data stored."""
-    average_every: int = 16
+    average_every: int = 64
     """Averaging: gradient updates of each replica between two parameter averages
     (rounded to whole steps of its envs)."""
     optimizer_sync: Literal["average", "local"] = "average"

@@ -175,6 +175,17 @@ def test_averaging_mode_trains_and_leaves_no_process(tmp_path: Path, workers: in
     assert _alive_children(me) <= before
 
 
+def test_resume_continues_an_averaging_run(tmp_path: Path) -> None:
+    train(DQNConfig(mode="averaging", workers=2, run_dir=tmp_path, **TINY))  # type: ignore[arg-type]
+    first = torch.load(tmp_path / "checkpoints" / "final.pt", weights_only=False)
+    session = train(DQNConfig(resume=tmp_path, total_steps=3_200))
+    assert session is not None
+    second = torch.load(session.run.checkpoint("final"), weights_only=False)
+    assert second["replicas"] == 2
+    assert second["env_steps"] * 2 >= 3_200 > first["env_steps"] * 2
+    assert second["learner"]["updates"] > first["learner"]["updates"]
+
+
 class ChildOnlyFaulty(gym.Wrapper[Any, Any, Any, Any]):
     """CartPole that raises on its 100th step, in a child process only (so in a
     replica of rank > 0, never in rank 0 or its evaluation)."""
