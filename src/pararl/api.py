@@ -7,10 +7,11 @@ from pararl.errors import UsageError
 from pararl.runners.session import TrainSession
 
 
-def train(config: RunConfig) -> TrainSession:
+def train(config: RunConfig) -> TrainSession | None:
     """Train the algorithm `config` describes; returns the finished session
     (`session.run.root` is the run directory, `session.best_eval` the best greedy
-    evaluation)."""
+    evaluation). None only on a torchrun rank other than 0 of DQN `--mode averaging`,
+    which owns no run."""
     if isinstance(config, DQNConfig):
         from pararl.runners.dqn import train_dqn
 

@@ -78,9 +78,12 @@ class RunConfig:
 class DQNConfig(RunConfig):
     """DQN (double DQN, Huber loss, n-step returns, target network)."""
 
-    mode: Literal["auto", "serial", "sync", "async"] = "auto"
+    mode: Literal["auto", "serial", "sync", "async", "averaging"] = "auto"
     """`serial`: one process; `sync`: env workers + learning in between steps; `async`:
-    actor processes act while the learner learns (default with more than one core)."""
+    actor processes act while the learner learns (default with more than one core);
+    `averaging`: `--workers` replicas each learn on their own envs and replay memory,
+    and average their parameters every `--average-every` updates (torch.distributed;
+    also under `torchrun`)."""
     hidden: tuple[int, ...] = (128, 128)
     """Hidden layer widths of the Q-network MLP."""
     lr: float = 2.5e-3
@@ -119,6 +122,12 @@ class DQNConfig(RunConfig):
     """Async: actors load new weights every this many of their vector steps."""
     restart_actors: bool = False
     """Async: replace an actor that crashes or dies, keeping the replay data stored."""
+    average_every: int = 64
+    """Averaging: gradient updates of each replica between two parameter averages
+    (rounded to whole steps of its envs)."""
+    optimizer_sync: Literal["average", "local"] = "average"
+    """Averaging: `average` the Adam moments along with the parameters (every replica
+    continues from one identical state), or keep each replica's moments `local`."""
 
     def validate(self) -> None:
         super().validate()
@@ -134,6 +143,7 @@ class DQNConfig(RunConfig):
             (0 <= self.eps_end <= self.eps_start <= 1, "need 0 <= --eps-end <= --eps-start <= 1"),
             (self.eps_decay_steps >= 1, "--eps-decay-steps must be >= 1"),
             (self.sync_every >= 1, "--sync-every must be >= 1"),
+            (self.average_every >= 1, "--average-every must be >= 1"),
             (all(h >= 1 for h in self.hidden), "--hidden widths must be >= 1"),
         ]
         for ok, message in checks:

@@ -1,8 +1,9 @@
 """`pararl bench dqn`: DQN end to end, in three parts (each selectable with --parts).
 
 1. `solve`: time to solve CartPole-v1, whole processes from launch to exit: `pararl
-   train dqn --mode {serial,sync,async}` against Stable-Baselines3 DQN with the
-   rl-baselines3-zoo settings, one run per system and seed, interleaved by seed.
+   train dqn --mode {serial,sync,async}` and `--mode averaging --workers 2` against
+   Stable-Baselines3 DQN with the rl-baselines3-zoo settings, one run per system and
+   seed, interleaved by seed.
 2. `throughput`: transitions/s of the seed post's design (a network pickled through
    a pipe per step, one transition per message) against pararl async with the same
    number of actor processes.

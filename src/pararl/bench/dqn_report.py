@@ -16,6 +16,7 @@ LABELS = {
     "pararl-serial": "pararl serial",
     "pararl-sync": "pararl sync",
     "pararl-async": "pararl async",
+    "pararl-averaging": "pararl averaging, 2 replicas",
     "sb3": "SB3 DQN (zoo)",
     "seed_design": "seed design (net per step)",
     "pararl_seed": "pararl async, seed's workload",

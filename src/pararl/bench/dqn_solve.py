@@ -33,8 +33,17 @@ from pararl.bench.sb3_dqn import RESULT_PREFIX
 from pararl.bench.sb3_runner import result_prefix
 
 Algo = Literal["dqn", "ppo"]
-System = Literal["pararl", "pararl-serial", "pararl-sync", "pararl-async", "sb3"]
-ALL_SYSTEMS: tuple[System, ...] = ("pararl-serial", "pararl-sync", "pararl-async", "sb3")
+System = Literal[
+    "pararl", "pararl-serial", "pararl-sync", "pararl-async", "pararl-averaging", "sb3"
+]
+ALL_SYSTEMS: tuple[System, ...] = (
+    "pararl-serial",
+    "pararl-sync",
+    "pararl-async",
+    "pararl-averaging",
+    "sb3",
+)
+AVERAGING_REPLICAS = 2  # `--mode averaging --workers 2`, whatever the machine
 ENV_ID = "CartPole-v1"
 VERIFY_TIMEOUT_S = 300.0
 
@@ -159,6 +168,8 @@ def train_command(system: System, seed: int, out: Path, s: SolveSettings) -> lis
             *("--save", str(out / "model.zip")),
         ]
     mode = [] if system == "pararl" else ["--mode", system.removeprefix("pararl-")]
+    if system == "pararl-averaging":
+        mode += ["--workers", str(AVERAGING_REPLICAS)]
     return [
         *(sys.executable, "-m", "pararl.cli", "train", s.algo, "--env", ENV_ID, *mode),
         *("--seed", str(seed), "--run-dir", str(out), "--progress", "plain"),

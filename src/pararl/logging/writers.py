@@ -27,6 +27,7 @@ COLUMNS = (
     "entropy",
     "approx_kl",
     "clipfrac",
+    "sync_ms",
 )
 
 

@@ -7,6 +7,7 @@ Both alternate acting and learning; `dqn_async` overlaps them.
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -14,11 +15,12 @@ import numpy as np
 import torch
 
 from pararl.algos.dqn import DQNLearner
-from pararl.config import DQNConfig
+from pararl.config import DQNConfig, from_json
 from pararl.envs.make import env_factory
 from pararl.errors import UsageError
 from pararl.models import QNetwork, num_params
 from pararl.replay import NStepBuilder, ReplayBuffer
+from pararl.rundir import RunDir
 from pararl.runners.session import TrainSession
 from pararl.runners.setup import (
     make_evaluator,
@@ -120,8 +122,21 @@ class DQNState:
         self.wall_s = float(state.get("wall_s", 0.0))
 
 
-def train_dqn(config: DQNConfig) -> TrainSession:
-    """Train DQN as configured; returns the finished session (run dir, results)."""
+def uses_averaging(config: DQNConfig) -> bool:
+    """`--mode averaging`, or `--resume` of a run that used it."""
+    if config.mode == "averaging" or config.resume is None:
+        return config.mode == "averaging"
+    saved = RunDir(Path(config.resume)).config
+    return saved.is_file() and getattr(from_json(saved.read_text()), "mode", "") == "averaging"
+
+
+def train_dqn(config: DQNConfig) -> TrainSession | None:
+    """Train DQN as configured; returns the finished session (run dir, results), or
+    None on a torchrun rank other than 0 of `--mode averaging` (it owns no run)."""
+    if uses_averaging(config):
+        from pararl.runners.dqn_averaging import train_averaging
+
+        return train_averaging(config)
     p = prepare(config, "dqn", check_spaces)
     cfg: DQNConfig = p.config
     seed_everything(cfg.seed)
@@ -170,9 +185,31 @@ def train_dqn(config: DQNConfig) -> TrainSession:
     return session
 
 
+def act_and_learn(
+    state: DQNState,
+    envs: gym.vector.VectorEnv,
+    nstep: NStepBuilder,
+    actor_q: QNetwork,
+    obs: np.ndarray,
+    stats: dict[str, Any],
+) -> tuple[np.ndarray, dict[str, Any], dict[str, Any]]:
+    """One vector step with epsilon-greedy actions, its n-step transitions stored,
+    then the gradient updates the replay ratio allows. Returns the next observations,
+    the step's infos and the latest update's stats (`stats` if none was due)."""
+    cfg, learner, replay = state.config, state.learner, state.replay
+    eps = cfg.epsilon(state.env_steps)
+    actions = epsilon_greedy(actor_q, obs, eps, state.rng)
+    next_obs, reward, terminated, truncated, infos = envs.step(actions)
+    replay.add(nstep.add(obs, actions, reward, next_obs, terminated, truncated))
+    state.env_steps += envs.num_envs
+    for _ in range(state.updates_due()):
+        stats = learner.update(replay.sample(cfg.batch_size, state.rng))
+    return next_obs, infos, {**stats, "epsilon": eps}
+
+
 def run_serial_or_sync(state: DQNState, session: TrainSession, mode: str) -> None:
     """Act with epsilon-greedy on a batch of envs; learn as the replay ratio allows."""
-    cfg, learner, replay = state.config, state.learner, state.replay
+    cfg, learner = state.config, state.learner
     if cfg.replay_ratio == 0:
         raise UsageError(f"--replay-ratio 0 (learn without a ratio) needs --mode async, not {mode}")
     workers = cfg.workers or physical_cores()
@@ -192,21 +229,14 @@ def run_serial_or_sync(state: DQNState, session: TrainSession, mode: str) -> Non
         while not session.done(state.env_steps):
             if actor_q is not learner.q and learner.updates % cfg.sync_every == 0:
                 actor_q.load_state_dict(learner.q.state_dict())
-            eps = cfg.epsilon(state.env_steps)
-            actions = epsilon_greedy(actor_q, obs, eps, state.rng)
-            next_obs, reward, terminated, truncated, infos = envs.step(actions)
-            replay.add(nstep.add(obs, actions, reward, next_obs, terminated, truncated))
+            obs, infos, stats = act_and_learn(state, envs, nstep, actor_q, obs, stats)
             session.record_episodes(infos)
-            obs = next_obs
-            state.env_steps += envs.num_envs
-            for _ in range(state.updates_due()):
-                stats = learner.update(replay.sample(cfg.batch_size, state.rng))
             session.tick(
                 state.env_steps,
                 learner.updates,
                 learner.q,
                 lambda: state.state(False, session.wall_s),
-                {"epsilon": eps, **stats},
+                stats,
             )
     finally:
         envs.close()

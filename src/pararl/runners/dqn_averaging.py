@@ -1,0 +1,295 @@
+"""Parameter-averaging DQN (seeds/000, design 1): N replicas that meet to average.
+
+Every replica is a whole serial DQN: its own envs (a `SerialVectorEnv`), n-step
+builder, replay memory, Q-network, target network and Adam. Every `average_every`
+of its gradient updates, all replicas meet in one `all_reduce` and continue from the
+mean of their parameters (online and target nets, and by default Adam's moments).
+Rank 0 also owns the run (`TrainSession`): after each average it logs, evaluates and
+checkpoints the averaged net, then tells every rank whether to stop. So all ranks
+stop at the same average, and none waits for a collective that never comes.
+
+The replicas step in lock-step counts (the same number of envs each), so the
+averaging points are fixed in each replica's own env steps: a replica never needs
+to ask the others whether it is time. Each replica keeps the serial loop's
+semantics in its own steps (replay ratio, epsilon schedule); the run's step count
+and budget are all replicas' steps together.
+
+Ranks come from `distributed.launch`: spawned here (rank 0 is this process), or
+started by `torchrun` on one or many machines. `--workers 1` is the serial twin:
+one replica, a group of one, the same loop.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from multiprocessing.connection import Connection
+from typing import Any
+
+import numpy as np
+import torch
+
+from pararl.config import DQNConfig
+from pararl.distributed.averaging import (
+    adam_moments,
+    agree,
+    average_tensors,
+    module_tensors,
+    share_object,
+)
+from pararl.distributed.launch import (
+    CollectiveError,
+    LocalReplicas,
+    Rendezvous,
+    backend_for,
+    from_environment,
+    join,
+    leave,
+    local_rendezvous,
+    replica_device,
+)
+from pararl.envs.make import env_factory
+from pararl.errors import UsageError
+from pararl.models import QNetwork, num_params
+from pararl.replay import NStepBuilder
+from pararl.runners.dqn import DQNState, act_and_learn, check_spaces
+from pararl.runners.session import TrainSession
+from pararl.runners.setup import (
+    make_evaluator,
+    prepare,
+    resolve_device,
+    seed_everything,
+    set_learner_threads,
+)
+from pararl.vector import SerialVectorEnv, physical_cores
+
+
+def averaging_span(cfg: DQNConfig) -> int:
+    """Vector steps of each replica between two averages (`average_every` updates at
+    `replay_ratio` updates per env step, `envs_per_worker` env steps per vector step)."""
+    return max(1, round(cfg.average_every / (cfg.replay_ratio * cfg.envs_per_worker)))
+
+
+def check_averaging(cfg: DQNConfig, world_size: int, under_torchrun: bool) -> None:
+    if cfg.replay_ratio == 0:
+        raise UsageError(
+            "--replay-ratio 0 (learn without a ratio) needs --mode async, not averaging"
+        )
+    if under_torchrun and cfg.workers is not None and cfg.workers != world_size:
+        raise UsageError(
+            f"--workers {cfg.workers}, but torchrun started {world_size} ranks; "
+            "leave --workers out under torchrun"
+        )
+
+
+def synced_tensors(state: DQNState) -> list[torch.Tensor]:
+    """What the replicas average, in an order every rank shares."""
+    learner = state.learner
+    tensors = [*module_tensors(learner.q), *module_tensors(learner.q_target)]
+    if state.config.optimizer_sync == "average":
+        tensors += adam_moments(learner.optimizer)
+    return tensors
+
+
+class Replica:
+    """One replica's envs and loop. Rank 0 passes the session to `run`."""
+
+    def __init__(self, state: DQNState, rank: int, world_size: int) -> None:
+        cfg = state.config
+        self.state, self.rank, self.world_size = state, rank, world_size
+        self.span = averaging_span(cfg)
+        self.envs = SerialVectorEnv([env_factory(cfg.env, cfg.wrapper)] * cfg.envs_per_worker)
+        self.nstep = NStepBuilder(cfg.envs_per_worker, state.obs_shape, cfg.n_step, cfg.gamma)
+        q = state.learner.q  # acting stays on the CPU: a CPU copy when learning on CUDA
+        on_cpu = state.learner.device.type == "cpu"
+        self.actor_q = q if on_cpu else QNetwork(q.obs_dim, q.num_actions, q.hidden)
+        self.sync_s, self.syncs = 0.0, 0
+
+    @property
+    def acting(self) -> tuple[SerialVectorEnv, NStepBuilder, QNetwork]:
+        return self.envs, self.nstep, self.actor_q
+
+    @property
+    def global_steps(self) -> int:
+        """Env steps of all replicas together (they step the same number of envs)."""
+        return self.state.env_steps * self.world_size
+
+    def run(self, session: TrainSession | None) -> None:
+        """Act and learn `span` vector steps, average, repeat until rank 0 says stop."""
+        state, cfg = self.state, self.state.config
+        seed = cfg.seed + self.rank * cfg.envs_per_worker + self.world_size * state.env_steps
+        obs, _ = self.envs.reset(seed=seed)
+        stats: dict[str, Any] = {}
+        while True:
+            for _ in range(self.span):
+                obs, infos, stats = act_and_learn(
+                    state, self.envs, self.nstep, self.actor_q, obs, stats
+                )
+                if session is not None:
+                    session.record_episodes(infos)
+            self.average()
+            if session is not None:
+                session.tick(
+                    self.global_steps,
+                    state.learner.updates,
+                    state.learner.q,
+                    lambda: self.checkpoint(session.wall_s),
+                    functools.partial(self.log_stats, stats),
+                )
+            done = session is not None and session.done(self.global_steps)
+            if collective(agree, done, state.learner.device):
+                return
+
+    def average(self) -> None:
+        start = time.monotonic()
+        collective(average_tensors, synced_tensors(self.state))
+        if self.actor_q is not self.state.learner.q:
+            self.actor_q.load_state_dict(self.state.learner.q.state_dict())
+        self.sync_s += time.monotonic() - start
+        self.syncs += 1
+
+    def log_stats(self, stats: dict[str, Any]) -> dict[str, Any]:
+        """The latest update's stats, and the mean time of an average since the last
+        log line (waiting for the slowest replica included)."""
+        row = {**stats, "sync_ms": 1000 * self.sync_s / self.syncs} if self.syncs else stats
+        self.sync_s, self.syncs = 0.0, 0
+        return row
+
+    def checkpoint(self, wall_s: float, with_replay: bool = False) -> dict[str, Any]:
+        """Rank 0's state (after an average, every replica's net is this one)."""
+        return {**self.state.state(with_replay, wall_s), "replicas": self.world_size}
+
+    def close(self) -> None:
+        self.envs.close()
+
+
+def collective(fn: Any, *args: Any) -> Any:
+    """Call a collective; its failure (a rank died, or the timeout passed) becomes a
+    `CollectiveError`, which rank 0 traces back to the replica that caused it."""
+    try:
+        return fn(*args)
+    except RuntimeError as exc:
+        raise CollectiveError(f"{fn.__name__} failed: {str(exc).splitlines()[0]}") from exc
+
+
+def start_payload(state: DQNState, spaces: tuple[Any, Any]) -> dict[str, Any]:
+    """What rank 0 hands every replica at the start: one config and one net for all
+    (also how a resumed run's weights and optimizer reach the other replicas)."""
+    return {
+        "config": state.config,
+        "learner": state.learner.state_dict(),
+        "env_steps": state.env_steps,
+        "spaces": spaces,
+    }
+
+
+def build_replica(payload: dict[str, Any], rdv: Rendezvous, device: torch.device) -> Replica:
+    cfg: DQNConfig = payload["config"]
+    seed_everything(cfg.seed + rdv.rank)
+    observation_space, action_space = payload["spaces"]
+    state = DQNState(cfg, observation_space, action_space, device)
+    state.learner.load_state_dict(payload["learner"])
+    state.env_steps = int(payload["env_steps"])
+    state.rng = np.random.default_rng([cfg.seed, rdv.rank])
+    set_learner_threads(num_params(state.learner.q), rdv.local_world_size - 1)
+    return Replica(state, rdv.rank, rdv.world_size)
+
+
+def follow(rdv: Rendezvous, device_kind: str) -> None:
+    """A replica of rank > 0: join, take rank 0's config and net, train until told."""
+    device = replica_device(resolve_device(device_kind), rdv)
+    try:
+        collective(join, rdv, device)
+        replica = build_replica(collective(share_object, None, device), rdv, device)
+        try:
+            replica.run(None)
+        finally:
+            replica.close()
+    finally:
+        leave()
+
+
+def replica_main(conn: Connection, rdv: Rendezvous, device_kind: str) -> None:
+    """Entry of a replica process spawned by rank 0 (runs under `ProcessGroup`)."""
+    conn.send((True, "started"))
+    follow(rdv, device_kind)
+
+
+def train_averaging(config: DQNConfig) -> TrainSession | None:
+    """Train with parameter averaging; returns rank 0's session (None on the other
+    ranks of a torchrun group, which own no run)."""
+    rdv = from_environment()
+    if rdv is not None and rdv.rank != 0:
+        config.validate()
+        check_averaging(config, rdv.world_size, under_torchrun=True)
+        follow(rdv, config.device)
+        return None
+    p = prepare(config, "dqn", check_spaces)
+    cfg: DQNConfig = p.config
+    world = rdv.world_size if rdv is not None else cfg.workers or physical_cores()
+    check_averaging(cfg, world, under_torchrun=rdv is not None)
+    ranks = [rdv] if rdv is not None else local_rendezvous(world)
+    device = replica_device(resolve_device(cfg.device), ranks[0])
+    seed_everything(cfg.seed)
+    state = DQNState(cfg, p.observation_space, p.action_space, device, p.resume_state)
+    state.rng = np.random.default_rng([cfg.seed, 0])
+    threads = set_learner_threads(num_params(state.learner.q), ranks[0].local_world_size - 1)
+    local = None
+    if rdv is None and world > 1:
+        local = LocalReplicas(replica_main, ranks, (device.type,))
+    try:
+        collective(join, ranks[0], device)
+        spaces = (p.observation_space, p.action_space)
+        collective(share_object, start_payload(state, spaces), device)
+        resolved = {
+            "mode": "averaging",
+            "device": str(device),
+            "learner_threads": threads,
+            "target_return": p.spec_threshold,
+            "replicas": world,
+            "backend": backend_for(device, ranks[0]),
+            "average_every_steps": averaging_span(cfg),
+        }
+        # rank 0 evaluating in line would hold every rank at the next average
+        evaluator = make_evaluator(cfg, state.make_model)
+        resolved["eval_in"] = "process" if evaluator.deferred else "inline"
+        session = TrainSession(
+            cfg,
+            p.run,
+            evaluator,
+            p.spec_threshold,
+            {"resolved": resolved},
+            start_steps=state.env_steps * world,
+            start_wall=state.wall_s,
+        )
+        session.console.message(
+            f"pararl: DQN on {cfg.env}, mode averaging, {world} replicas on {device} "
+            f"({resolved['backend']}), run dir {p.run.root}"
+        )
+        lead(Replica(state, 0, world), session)
+    except CollectiveError as exc:
+        if local is None:
+            raise
+        raise local.explain(exc) from exc
+    finally:
+        if local is not None:
+            local.close()
+        leave()
+    return session
+
+
+def lead(replica: Replica, session: TrainSession) -> None:
+    """Rank 0's run: the replica loop, with the session's bookkeeping and its ending."""
+    status = "failed"
+    try:
+        replica.run(session)
+        status = "solved" if session.solved else "step budget reached"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    finally:
+        session.finish(
+            replica.global_steps, lambda: replica.checkpoint(session.wall_s, True), status
+        )
+        session.close()
+        replica.close()
