@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import psutil
 import pytest
@@ -20,6 +21,12 @@ from pararl.runners.session import TrainSession
 from pararl.vector import WorkerError
 
 MODEL_FN = functools.partial(QNetwork, 4, 2, (16,))
+
+
+def _faulty_env() -> gym.Env:
+    import pararl.envs  # noqa: F401  (registers pararl/... in the spawned child)
+
+    return gym.make("pararl/Faulty-v0", fail_on="reset", at=1)
 
 
 def _model(seed: int) -> QNetwork:
@@ -60,10 +67,7 @@ def test_same_returns_as_inline_and_snapshot_taken_at_submit() -> None:
 
 
 def test_failure_is_reported_and_close_leaves_no_process() -> None:
-    env_fn = functools.partial(
-        __import__("gymnasium").make, "pararl/Faulty-v0", fail_on="reset", at=1
-    )
-    background = BackgroundEvaluator(env_fn, 1, 0, MODEL_FN)
+    background = BackgroundEvaluator(_faulty_env, 1, 0, MODEL_FN)
     pids = list(background._group.pids)
     try:
         background.submit(_model(0))
@@ -90,6 +94,7 @@ def test_session_records_and_keeps_the_evaluated_state(tmp_path: Path) -> None:
     finally:
         session.close()
     assert session.last_eval is not None  # the pending evaluation was waited for
+    assert session.run.curve.is_file()  # drawn by the evaluation process
     best = torch.load(session.run.checkpoint("best"), weights_only=False)
     for name, value in evaluated.items():
         torch.testing.assert_close(best["q"][name], value)

@@ -6,6 +6,13 @@ Here the training loop sends a copy of the network's weights (numpy arrays: plai
 pickles, no shared-memory tensors) and carries on; the returns come back on the pipe
 and the session records them against the step count of the snapshot. One evaluation
 is in flight at a time; a due one waits for the previous to finish.
+
+The child is started with `spawn`, not `fork`: the trainer is multi-threaded by then
+(torch's pools, gloo, TensorBoard's writer), and a forked child can inherit a lock
+that no thread will ever release. Nobody waits for it to start: requests queue in
+the pipe until it is up, and a child that dies or fails is noticed at the next poll.
+While idle it also loads matplotlib, so the learning curve at the end of the run is
+drawn there, without the import on the training process's clock.
 """
 
 from __future__ import annotations
@@ -14,17 +21,15 @@ import multiprocessing as mp
 import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 import torch
 
 from pararl.evaluate import Evaluator, GreedyModel, as_policy
 from pararl.vector.errors import WorkerTimeoutError
 from pararl.vector.procs import ProcessGroup
-
-START_TIMEOUT_S = 60.0
 
 
 def _serve(
@@ -36,16 +41,29 @@ def _serve(
 ) -> None:
     evaluator = Evaluator(env_fn, episodes, seed)
     model = model_fn()
-    conn.send((True, "ready"))
     try:
         while True:
-            command, weights = conn.recv()  # EOFError if the parent is gone: we exit
+            if not conn.poll(0):
+                _warm_up_plotting()  # once: the first request can wait that long
+            command, payload = conn.recv()  # EOFError if the parent is gone: we exit
             if command == "close":
                 return
-            model.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()})
+            if command == "plot":
+                from pararl.plots import learning_curve
+
+                conn.send((True, learning_curve(*payload)))
+                continue
+            model.load_state_dict({k: torch.from_numpy(v) for k, v in payload.items()})
             conn.send((True, evaluator.run(as_policy(model))))
     finally:
         evaluator.close()
+
+
+def _warm_up_plotting() -> None:
+    from matplotlib import figure  # noqa: F401
+    from matplotlib.backends import backend_agg  # noqa: F401
+
+    import pararl.plots  # noqa: F401
 
 
 class BackgroundEvaluator:
@@ -64,44 +82,57 @@ class BackgroundEvaluator:
         self.timeout_s = timeout_s
         self._sent_at: float | None = None
         self._group = ProcessGroup(
-            _serve, [(env_fn, episodes, seed, model_fn)], mp.get_context(), name="pararl-eval"
+            _serve,
+            [(env_fn, episodes, seed, model_fn)],
+            mp.get_context("spawn"),
+            name="pararl-eval",
         )
-        try:
-            self._group.await_ready(START_TIMEOUT_S)
-        except BaseException:
-            self._group.kill()
-            raise
 
     @property
     def busy(self) -> bool:
         return self._sent_at is not None
 
     def submit(self, policy: GreedyModel) -> None:
+        self._request(
+            ("eval", {k: v.detach().cpu().numpy().copy() for k, v in policy.state_dict().items()})
+        )
+
+    def _request(self, message: tuple[str, Any]) -> None:
         if self.busy:
-            raise RuntimeError("an evaluation is already running; poll() for it first")
-        weights: dict[str, Any] = {
-            k: v.detach().cpu().numpy().copy() for k, v in policy.state_dict().items()
-        }
-        self._group.send(0, ("eval", weights))
+            raise RuntimeError("a request is already running; poll() for it first")
+        self._group.send(0, message)
         self._sent_at = time.monotonic()
 
-    def poll(self, timeout: float = 0.0) -> np.ndarray | None:
-        """The returns of the evaluation in flight if they arrive within `timeout` s.
+    def poll(self, timeout: float = 0.0) -> Any:
+        """The answer to the request in flight if it arrives within `timeout` s.
 
         Raises `WorkerError` if the child failed or died, `WorkerTimeoutError` if the
-        evaluation has run for longer than `timeout_s`.
+        request has run for longer than `timeout_s`.
         """
         if self._sent_at is None:
             return None
         if not self._group.ready([0], timeout):
             if time.monotonic() - self._sent_at > self.timeout_s:
                 raise WorkerTimeoutError(
-                    0, f"evaluation still running after {self.timeout_s:.0f} s (does it hang?)"
+                    0, f"evaluation process: no answer after {self.timeout_s:.0f} s"
                 )
             return None
         self._sent_at = None
-        result: np.ndarray = self._group.receive(0)
-        return result
+        return self._group.receive(0)
+
+    def wait(self, timeout: float) -> Any:
+        """`poll` until the answer arrives; None after `timeout` s."""
+        deadline = time.monotonic() + timeout
+        while self.busy and time.monotonic() < deadline:
+            answer = self.poll(min(0.5, max(0.0, deadline - time.monotonic())))
+            if answer is not None:
+                return answer
+        return None
+
+    def plot(self, metrics_csv: Path, out_png: Path, title: str, timeout: float = 60.0) -> None:
+        """Draw the learning curve in the child (matplotlib is loaded there)."""
+        self._request(("plot", (metrics_csv, out_png, title)))
+        self.wait(timeout)
 
     def close(self) -> None:
         self._group.close()

@@ -3,6 +3,7 @@ console, periodic greedy evaluation, checkpoints, and when to stop."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import sys
 import time
@@ -19,6 +20,7 @@ from pararl.evaluate import Evaluator, GreedyModel, Policy
 from pararl.logging import Console, MetricsWriter, RateMeter
 from pararl.plots import learning_curve
 from pararl.rundir import RunDir
+from pararl.vector import WorkerError
 
 StateFn = Callable[[], dict[str, Any]]
 
@@ -157,13 +159,24 @@ class TrainSession:
             checkpoint.save(self.run.checkpoint("best"), state_fn())
         self.metrics.close()
         self.console.close()
-        learning_curve(self.run.metrics, self.run.curve, f"{self.config.env}")
+        self._plot()
         print(
             f"pararl: {status} after {env_steps:,} env steps in {self.wall_s:.1f} s "
             f"(best eval {self.best_eval:.1f}); run saved in {self.run.root}",
             file=sys.stderr,
             flush=True,
         )
+
+    def _plot(self) -> None:
+        """The learning curve: drawn by the evaluation process when it is idle (it has
+        matplotlib loaded), else here."""
+        args = (self.run.metrics, self.run.curve, self.config.env)
+        if isinstance(self.evaluator, BackgroundEvaluator) and not self.evaluator.busy:
+            with contextlib.suppress(WorkerError):  # a failed child: draw it here
+                self.evaluator.plot(*args)
+                if self.run.curve.exists():
+                    return
+        learning_curve(*args)
 
     def close(self) -> None:
         self.evaluator.close()
