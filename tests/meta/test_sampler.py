@@ -122,13 +122,15 @@ def test_early_termination_pads_the_episode_and_starts_the_next() -> None:
 
 
 def test_auto_records_its_measurements_and_waits_with_one_worker() -> None:
-    auto = Auto(probe_rounds=2, recheck_rounds=4)
+    auto = Auto(min_rounds=2)
     with nav_sampler(auto, episode_length=30) as sampler:
         sampler.sample(sampler.sample_tasks(3, seed=0), episodes_per_task=2, seed=0)
     decision = auto.decisions[0]
     assert decision["chose"] in ("wait", "partial")
+    assert decision["after_wait_rounds"] == 2
     assert decision["mean_step_s"] > 0
     assert decision["forward_all_s"] > 0
+    assert decision["t_wait_s"] > decision["mean_step_s"]
     assert 0.0 <= auto.summary()["partial_share"] <= 1.0
     serial = Auto()
     with nav_sampler(serial, backend="serial") as sampler:
