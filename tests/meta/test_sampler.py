@@ -122,7 +122,7 @@ def test_early_termination_pads_the_episode_and_starts_the_next() -> None:
 
 
 def test_auto_records_its_measurements_and_waits_with_one_worker() -> None:
-    auto = Auto(min_rounds=2)
+    auto = Auto(min_rounds=2, min_seconds=0.0)
     with nav_sampler(auto, episode_length=30) as sampler:
         sampler.sample(sampler.sample_tasks(3, seed=0), episodes_per_task=2, seed=0)
     decision = auto.decisions[0]

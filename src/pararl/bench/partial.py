@@ -74,7 +74,7 @@ class PartialBenchConfig(OutputOptions):
     episode_length: int = 100
     """Steps per episode (one episode per env per sample), before the cap below."""
 
-    max_steps_per_sample: int = 100_000
+    max_steps_per_sample: int = 50_000
     """Cap on env steps per sample: large cases run shorter episodes (>= 10 steps)."""
 
     recv: tuple[str, ...] = (
@@ -91,7 +91,7 @@ class PartialBenchConfig(OutputOptions):
     hidden: tuple[str, ...] = ("64,64", "512,512")
     """Policy sizes (hidden widths, comma separated): small vs wide (forward grows with batch)."""
 
-    repeats: int = 3
+    repeats: int = 4
     """Least timed samples per recv policy and case, interleaved across policies."""
 
     max_repeats: int = 15

@@ -1,5 +1,5 @@
 """`Auto`: a recv policy that waits for all workers or collects partially, decided
-from measurements that cost nothing extra.
+from measurements of the sampling it does anyway.
 
 Rule (also in BENCHMARKS.md, section `bench:partial`):
 1. Start by waiting for all workers: with a small spread of worker step times it is
@@ -7,16 +7,22 @@ Rule (also in BENCHMARKS.md, section `bench:partial`):
    round's wall time, every worker's step time (`venv.reply_seconds`: the main
    process sat in `recv`, so arrival = finish) and the forward time of the batch
    the sampler actually ran (`after_forward`).
-2. After `min_rounds` full rounds, and after every further one, apply the cost model
-   of `pararl.samplers.auto_model` (one forward pass at one worker's batch size is
-   timed once, the first time it is needed). Switch to partial collection
-   (`recv(min_envs=1)`: act on whichever workers are back) only if it is predicted
-   `margin` faster: the idle time saved must clearly exceed the extra forward passes
-   at the smaller batch and the extra per-call overhead.
-3. Partial rounds are timed as they run (env steps per second of real sampling, no
-   trial phase). Once `check_rounds` rounds' worth of steps have run partially, and
-   at every further such window, partial is compared with the measured wait-for-all
-   rate; if slower it is dropped for good and the policy waits for all again.
+2. After at least `min_rounds` full rounds and `min_seconds` of them, and after
+   every further one, apply the cost model of `pararl.samplers.auto_model` (one
+   forward pass at one worker's batch size is timed once, the first time it is
+   needed). If it predicts no gain (T_part > (1 - margin) * T_wait: the idle time
+   saved does not pay for the extra forward passes at the smaller batch and the
+   extra per-call overhead), keep waiting.
+3. Otherwise collect partially (`recv(min_envs=1)`: act on whichever workers are
+   back) and time it as it runs. After `check_rounds` rounds' worth of env steps
+   and `min_seconds`, and at every further such window, compare its env steps per
+   second with the measured wait-for-all rate; if slower, drop partial for good and
+   wait for all again. The clock, not the model, has the last word: on 2 cores the
+   model over-predicts partial's gain at a few envs per worker (sub-ms rounds, where
+   every extra wake-up counts) and under-predicts it at thousands (workers step
+   faster once they are no longer in lockstep), see BENCHMARKS.md. This one check
+   costs at most one window of slower sampling per sampler, never a share of every
+   sample.
 4. Everything is kept across `sample` calls of the same sampler (the same `Auto`),
    so later samples start in the chosen mode and measure nothing again. New
    measurements start only if the number of envs or workers changes.
@@ -63,8 +69,12 @@ class Auto:
     check_rounds: int = 8
     """Rounds' worth of env steps between two checks of partial against wait-for-all."""
 
-    margin: float = 0.1
-    """Partial must be predicted this much faster than waiting to be chosen."""
+    min_seconds: float = 0.05
+    """Least seconds of wait rounds before predicting, and of partial rounds per check
+    (sub-ms rounds are too noisy to judge over a few rounds)."""
+
+    margin: float = 0.0
+    """Partial must be predicted this much faster than waiting to be tried."""
 
     name: str = "auto"
     mode: str = "wait"
@@ -121,16 +131,20 @@ class Auto:
     def _advance(self) -> None:
         if self.workers < 2 or self.rejected:
             return
-        if self.mode == "wait" and self.wait_rounds.rounds >= self.min_rounds:
+        measured = self.wait_rounds.rounds >= self.min_rounds
+        if self.mode == "wait" and measured and self.wait_rounds.round_s >= self.min_seconds:
             prediction = self._predict()
             if prediction.partial or self.prediction is None:
                 self._decide("partial" if prediction.partial else "wait", prediction)
             self.prediction = prediction
-        elif self.mode == "partial" and self.rates["partial"].steps >= self._next_check:
+        elif self.mode == "partial" and self._window_done(self.rates["partial"]):
             self._next_check += self.check_rounds * self.n
             if self.rates["partial"].per_s() < self.rates["wait"].per_s():
                 self.rejected = True
                 self._decide("wait", self.prediction)
+
+    def _window_done(self, rate: _Rate) -> bool:
+        return rate.steps >= self._next_check and rate.seconds >= self.min_seconds
 
     def _predict(self) -> Prediction:
         if self.forward_part_s is None:

@@ -19,9 +19,11 @@ With W workers, C cores and the main process's time per round M = R - max_w X_w
 Partial collection saves the idle time E[max X] - mean X (and overlaps the forward
 passes with stepping), but pays W forward passes at the small batch and W times the
 per-call overhead instead of one. The overhead of a partial call is taken as the
-whole round's o (an upper bound: part of o scales with the envs returned), so the
-model errs towards waiting, the safe choice. Partial is chosen only if it is
-predicted `margin` faster: T_part <= (1 - margin) * T_wait.
+whole round's o (an upper bound: part of o scales with the envs returned). The
+max(...) assumes perfect overlap, so T_part is optimistic where the terms are close
+(the main process then queues workers). Partial is worth trying only if it is
+predicted `margin` faster: T_part <= (1 - margin) * T_wait; `Auto` then lets the
+clock decide.
 """
 
 from __future__ import annotations
