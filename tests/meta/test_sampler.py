@@ -22,7 +22,7 @@ FIELDS = ("observations", "next_observations", "actions", "rewards", "log_probs"
 FLAGS = ("terminated", "truncated", "mask")
 
 
-def _run(recv: str, backend: str, policy: object = None) -> SampleResult:
+def _run(recv: object, backend: str, policy: object = None) -> SampleResult:
     with nav_sampler(recv, backend, policy) as sampler:  # type: ignore[arg-type]
         tasks = sampler.sample_tasks(3, seed=7)
         return sampler.sample(tasks, episodes_per_task=4, seed=11)
@@ -46,6 +46,15 @@ def test_episodes_are_identical_for_every_recv_policy_and_backend() -> None:
     for recv in RECV:
         for backend in ("serial", "parallel"):
             _assert_same(reference, _run(recv, backend))
+
+
+def test_auto_episodes_are_identical_after_it_switches_to_partial() -> None:
+    # a negative margin makes the model always try partial: both modes in one sample
+    auto = Auto(min_rounds=1, check_rounds=100, min_seconds=0.0, margin=-10.0)
+    _assert_same(_run("all", "serial"), _run(auto, "parallel"))
+    assert auto.steps_by_mode["wait"] > 0
+    assert auto.steps_by_mode["partial"] > 0
+    assert auto.decisions[0]["chose"] == "partial"
 
 
 def test_mlp_policy_episodes_agree_across_recv_policies() -> None:
