@@ -22,7 +22,7 @@ FIELDS = ("observations", "next_observations", "actions", "rewards", "log_probs"
 FLAGS = ("terminated", "truncated", "mask")
 
 
-def _run(recv: str, backend: str, policy: object = None) -> SampleResult:
+def _run(recv: object, backend: str, policy: object = None) -> SampleResult:
     with nav_sampler(recv, backend, policy) as sampler:  # type: ignore[arg-type]
         tasks = sampler.sample_tasks(3, seed=7)
         return sampler.sample(tasks, episodes_per_task=4, seed=11)
@@ -46,6 +46,15 @@ def test_episodes_are_identical_for_every_recv_policy_and_backend() -> None:
     for recv in RECV:
         for backend in ("serial", "parallel"):
             _assert_same(reference, _run(recv, backend))
+
+
+def test_auto_episodes_are_identical_after_it_switches_to_partial() -> None:
+    # a negative margin makes the model always try partial: both modes in one sample
+    auto = Auto(min_rounds=1, check_rounds=100, min_seconds=0.0, margin=-10.0)
+    _assert_same(_run("all", "serial"), _run(auto, "parallel"))
+    assert auto.steps_by_mode["wait"] > 0
+    assert auto.steps_by_mode["partial"] > 0
+    assert auto.decisions[0]["chose"] == "partial"
 
 
 def test_mlp_policy_episodes_agree_across_recv_policies() -> None:
@@ -122,13 +131,15 @@ def test_early_termination_pads_the_episode_and_starts_the_next() -> None:
 
 
 def test_auto_records_its_measurements_and_waits_with_one_worker() -> None:
-    auto = Auto(probe_rounds=2, recheck_rounds=4)
+    auto = Auto(min_rounds=2, min_seconds=0.0)
     with nav_sampler(auto, episode_length=30) as sampler:
         sampler.sample(sampler.sample_tasks(3, seed=0), episodes_per_task=2, seed=0)
     decision = auto.decisions[0]
     assert decision["chose"] in ("wait", "partial")
+    assert decision["after_wait_rounds"] == 2
     assert decision["mean_step_s"] > 0
     assert decision["forward_all_s"] > 0
+    assert decision["t_wait_s"] > decision["mean_step_s"]
     assert 0.0 <= auto.summary()["partial_share"] <= 1.0
     serial = Auto()
     with nav_sampler(serial, backend="serial") as sampler:

@@ -4,13 +4,19 @@ whatever has finished (timeout / min_envs)? — on the multi-task sampler.
 For every envs-per-worker value one `MultiTaskSampler` per policy size is built
 (N workers × M envs of `pararl/HalfCheetahDir-v0`, one task per env as in the
 seed), and every recv policy samples the same tasks and seeds: one untimed
-warm-up sample, then `repeats` timed samples, interleaved across recv policies.
+warm-up sample each, then timed samples in rounds of one sample per policy, the
+order rotated every round, so slow drifts of the machine hit every policy alike.
+Cheap cases get more rounds: as many as fit in `case_seconds` (judged from the
+warm-up), at least `repeats`, at most `max_repeats`. `auto` is one object for the
+whole case, as in training, where one sampler samples again and again: what it
+measured in its warm-up sample carries over.
 A sample runs one episode of L steps per env (L = `episode_length`, cut so that a
 sample is at most `max_steps_per_sample` env steps), so an *iteration* is one step
 of every env: time per iteration = sample wall time / L. Per case it reports the
-median time per iteration, mean workers per recv, forward passes per iteration,
-worker step-time mean and CV (measured by `auto`'s measure phases), and `auto`'s
-ratio to the best fixed policy. Memory per env = RSS of the workers / envs.
+median time per iteration with its spread ((max - min) / median), mean workers per
+recv, forward passes per iteration, worker step-time mean and CV (measured by
+`auto` in its wait-for-all rounds), and `auto`'s ratio to the best fixed policy.
+Memory per env = RSS of the workers / envs.
 
 The main process runs torch with one thread: the workers hold the cores.
 """
@@ -20,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +35,7 @@ import psutil
 import torch
 
 from pararl.bench import partial_report
-from pararl.bench.common import command_line, interleaved, progress, run_metadata, summarize
+from pararl.bench.common import command_line, progress, run_metadata, summarize
 from pararl.bench.publish import OutputOptions, apply_quick, check, outputs, publish
 from pararl.samplers.auto import Auto
 from pararl.samplers.multitask import MultiTaskSampler, make_task_env
@@ -61,10 +68,13 @@ class PartialBenchConfig(OutputOptions):
     envs_per_worker: tuple[int, ...] = (4, 20, 100, 500, 2000, 4000)
     """Sweep of envs per worker (the seed ran 20 and 4000 with 8 workers)."""
 
+    skip: tuple[str, ...] = ("512,512@4000",)
+    """Cases left out, as HIDDEN@ENVS_PER_WORKER (the default keeps the full run ~10 min)."""
+
     episode_length: int = 100
     """Steps per episode (one episode per env per sample), before the cap below."""
 
-    max_steps_per_sample: int = 200_000
+    max_steps_per_sample: int = 50_000
     """Cap on env steps per sample: large cases run shorter episodes (>= 10 steps)."""
 
     recv: tuple[str, ...] = (
@@ -81,8 +91,14 @@ class PartialBenchConfig(OutputOptions):
     hidden: tuple[str, ...] = ("64,64", "512,512")
     """Policy sizes (hidden widths, comma separated): small vs wide (forward grows with batch)."""
 
-    repeats: int = 2
-    """Timed samples per recv policy and case, interleaved across policies."""
+    repeats: int = 4
+    """Least timed samples per recv policy and case, interleaved across policies."""
+
+    max_repeats: int = 15
+    """Most timed samples per recv policy and case (for cheap cases)."""
+
+    case_seconds: float = 20.0
+    """Timed seconds a case may take: cheap cases run more repeats, up to --max-repeats."""
 
     seed: int = 0
     """Seed of the tasks, env resets and action noise (the same for every policy)."""
@@ -94,6 +110,8 @@ QUICK: dict[str, Any] = {
     "episode_length": 50,
     "hidden": ("64,64", "256,256"),
     "repeats": 1,
+    "max_repeats": 2,
+    "case_seconds": 1.0,
 }
 
 
@@ -126,13 +144,49 @@ def resolve(config: PartialBenchConfig) -> PartialBenchConfig:
             (not config.recv, "--recv needs at least one policy"),
             (not config.hidden, "--hidden needs at least one size"),
             (config.repeats < 1, "--repeats must be >= 1"),
+            (config.max_repeats < config.repeats, "--max-repeats must be >= --repeats"),
+            (config.case_seconds < 0, "--case-seconds must be >= 0"),
         ]
     )
     for spec in config.recv:
         parse_recv(spec)  # UsageError for a bad one, before anything starts
     for text in config.hidden:
         parse_hidden(text)
+    for case in config.skip:
+        hidden, at, epw = case.partition("@")
+        check(
+            [(not at or not epw.isdigit(), f"--skip {case!r}: use HIDDEN@ENVS, e.g. 512,512@4000")]
+        )
+        parse_hidden(hidden)
     return config
+
+
+def cases(config: PartialBenchConfig) -> list[tuple[tuple[int, ...], int]]:
+    """(hidden widths, envs per worker) of every case run, in order."""
+    skip = {(parse_hidden(h), int(e)) for h, _, e in (c.partition("@") for c in config.skip)}
+    return [
+        (parse_hidden(h), epw)
+        for h in config.hidden
+        for epw in config.envs_per_worker
+        if (parse_hidden(h), epw) not in skip
+    ]
+
+
+def rotated(tasks: dict[str, Callable[[], float]], repeats: int) -> dict[str, list[float]]:
+    """Rounds of one call per task, each round starting one task later than the last."""
+    names = list(tasks)
+    results: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(repeats):
+        k = r % len(names)
+        for name in names[k:] + names[:k]:
+            results[name].append(tasks[name]())
+    return results
+
+
+def repeats_for(config: PartialBenchConfig, warmup_s: float) -> int:
+    """More rounds for cheap cases: as many as fit in --case-seconds, within bounds."""
+    fit = int(config.case_seconds / warmup_s) if warmup_s > 0 else config.max_repeats
+    return max(config.repeats, min(config.max_repeats, fit))
 
 
 def episode_length(config: PartialBenchConfig, num_envs: int) -> int:
@@ -179,14 +233,16 @@ def measure_sampler(
             stats[name].append(result.stats.as_dict())
             return result.stats.wall_s / length
 
+        warm = time.perf_counter()
         for name in config.recv:  # warm-up; auto keeps its measurements across samples
             recv = parse_recv(name)
             if isinstance(recv, Auto):
                 autos[name] = recv
             one(name)
             stats[name].clear()
+        repeats = repeats_for(config, time.perf_counter() - warm)
         rss = worker_rss_per_env(sampler)
-        samples = interleaved({n: functools.partial(one, n) for n in config.recv}, config.repeats)
+        samples = rotated({n: functools.partial(one, n) for n in config.recv}, repeats)
     finally:
         sampler.close()
     cells = {
@@ -199,6 +255,7 @@ def measure_sampler(
         "num_envs": num_envs,
         "hidden": list(hidden),
         "episode_length": length,
+        "repeats": repeats,
         "rss_per_env_mb": None if rss is None else rss / 1e6,
         "policies": cells,
     }
@@ -214,22 +271,18 @@ def run(config: PartialBenchConfig) -> None:
     torch.set_num_threads(1)
     start = time.perf_counter()
     try:
-        cases = [
-            measure_sampler(config, workers, epw, parse_hidden(h))
-            for h in config.hidden
-            for epw in config.envs_per_worker
-        ]
+        results = [measure_sampler(config, workers, epw, h) for h, epw in cases(config)]
     finally:
         torch.set_num_threads(threads)
     meta["wall_s"] = round(time.perf_counter() - start, 1)
-    data = {"benchmark": SECTION, "metadata": meta, "cases": cases}
-    data["key_ratios"] = partial_report.key_ratios(cases)
+    data = {"benchmark": SECTION, "metadata": meta, "cases": results}
+    data["key_ratios"] = partial_report.key_ratios(results)
     publish(
         PROG,
         SECTION,
         data,
         outs,
-        partial_report.tables(cases),
+        partial_report.tables(results),
         partial_report.plot,
         partial_report.markdown_section,
     )

@@ -34,15 +34,13 @@ def cell(
         "forward_share": float(np.mean([s["forward_s"] / s["wall_s"] for s in stats])),
     }
     if auto is not None:
-        summary = auto.summary()
-        last = summary["decisions"][-1] if summary["decisions"] else {}
-        out["auto"] = {
-            "partial_share": summary["partial_share"],
-            "step_mean_s": last.get("mean_step_s"),
-            "step_cv": last.get("step_cv"),
-            "decisions": summary["decisions"],
-        }
+        out["auto"] = auto.summary()
     return out
+
+
+def spread(summary: dict[str, Any]) -> float:
+    """(max - min) / median of a cell's repeats."""
+    return (summary["max"] - summary["min"]) / summary["median"] if summary["median"] else 0.0
 
 
 def _best_fixed(case: dict[str, Any]) -> tuple[str, float] | None:
@@ -61,8 +59,12 @@ def key_ratios(cases: Sequence[dict[str, Any]]) -> str:
     parts = []
     ratios = [r for r in (auto_ratio(c) for c in cases) if r is not None]
     if ratios:
+        within = sum(r <= 1.1 for r in ratios)
+        spreads = [spread(p["s_per_iteration"]) for c in cases for p in c["policies"].values()]
         parts.append(
-            f"auto / best fixed policy: worst {max(ratios):.3f}, median {np.median(ratios):.3f}"
+            f"auto / best fixed policy: worst {max(ratios):.3f}, median {np.median(ratios):.3f}, "
+            f"within 1.10 in {within} of {len(ratios)} cases (median spread of a cell's "
+            f"repeats {np.median(spreads):.0%})"
         )
     for case in cases:
         policies = case["policies"]
@@ -104,6 +106,7 @@ def tables(cases: Sequence[dict[str, Any]]) -> list[str]:
                         case["episode_length"],
                         name + (" (best fixed)" if best and name == best[0] else ""),
                         f"{t['median'] * 1e3:.2f} ({t['min'] * 1e3:.2f}–{t['max'] * 1e3:.2f})",
+                        f"{spread(t):.0%} / {len(t['samples'])}",
                         "" if rel is None else f"{rel:.3f}",
                         f"{c['mean_workers_per_recv']:.2f}",
                         f"{c['forwards_per_iteration']:.2f}",
@@ -120,6 +123,7 @@ def tables(cases: Sequence[dict[str, Any]]) -> list[str]:
             "L",
             "recv",
             "ms / iteration: median (min–max)",
+            "spread / repeats",
             "vs best fixed",
             "workers / recv",
             "forwards / iteration",
@@ -130,7 +134,7 @@ def tables(cases: Sequence[dict[str, Any]]) -> list[str]:
             "auto",
         ]
         title = f"### policy hidden {'x'.join(map(str, hidden))}\n\n"
-        out.append(title + markdown_table(header, rows, "rrrlrrrrrrrrl"))
+        out.append(title + markdown_table(header, rows, "rrrlrrrrrrrrrl"))
     return out
 
 

@@ -113,6 +113,9 @@ class BatchVectorEnv(gym.vector.VectorEnv):
         # When each worker started on its oldest pending command: worker_timeout runs
         # from there, per worker, so a hung worker is caught even while others reply.
         self._busy_since = [0.0] * len(self._transport.slices)
+        # Seconds each worker took for its latest reply (start of its command to the
+        # reply's arrival here): free per-worker step times for recv policies.
+        self._reply_seconds = np.full(len(self._transport.slices), np.nan)
         self._arrived: list[Reply] = []  # replies received but not yet returned
         self._in_flight = np.zeros(n, dtype=np.bool_)
         self._all_ids = np.arange(n)
@@ -217,7 +220,9 @@ class BatchVectorEnv(gym.vector.VectorEnv):
             ]
             ready = self._transport.ready(busy, max(0.0, min(waits)) if waits else None)
             if ready:
+                arrived = time.monotonic()
                 for w in ready:
+                    self._reply_seconds[w] = arrived - self._busy_since[w]
                     payload = self._transport.receive(w)
                     ids = self._pending[w].popleft()
                     self._in_flight[ids] = False
@@ -355,6 +360,13 @@ class BatchVectorEnv(gym.vector.VectorEnv):
     def in_flight(self) -> np.ndarray:
         """Which envs are stepping now (sent, not yet returned by `recv`)."""
         return self._in_flight.copy()
+
+    @property
+    def reply_seconds(self) -> np.ndarray:
+        """Per worker: seconds from the start of its latest answered command to the
+        arrival of the answer (NaN before its first). After a wait-for-all `recv` these
+        are the workers' step times of that round, measured while the caller waited."""
+        return self._reply_seconds.copy()
 
     # --- calls, attributes, tasks ----------------------------------------------------
 
