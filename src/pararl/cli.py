@@ -6,6 +6,8 @@ Each command is a typed dataclass config parsed by tyro (field docstrings are th
 
 from __future__ import annotations
 
+import atexit
+import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -19,6 +21,7 @@ class Command:
     config: Callable[[], type]  # imported lazily: `pararl --help` stays fast
     run: Callable[[Any], Any]
     help: str
+    quick_exit: bool = False  # every file it writes is closed when `run` returns
 
 
 def _bench_vector() -> Command:
@@ -71,14 +74,14 @@ def _train_dqn() -> Command:
     from pararl.api import train
     from pararl.config import DQNConfig
 
-    return Command(lambda: DQNConfig, train, "train DQN (actors + learner)")
+    return Command(lambda: DQNConfig, train, "train DQN (actors + learner)", quick_exit=True)
 
 
 def _train_ppo() -> Command:
     from pararl.api import train
     from pararl.config import PPOConfig
 
-    return Command(lambda: PPOConfig, train, "train PPO (batched env workers)")
+    return Command(lambda: PPOConfig, train, "train PPO (batched env workers)", quick_exit=True)
 
 
 def _evaluate() -> Command:
@@ -88,6 +91,7 @@ def _evaluate() -> Command:
         lambda: playback.EvaluateConfig,
         playback.run,
         "greedy return of a run's checkpoint; render or record video",
+        quick_exit=True,
     )
 
 
@@ -127,6 +131,9 @@ def _usage() -> str:
     return "\n".join(lines)
 
 
+_state = {"quick_exit": False}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help"):
@@ -148,6 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             description=command.help,
         )
         command.run(config)
+        _state["quick_exit"] = command.quick_exit
     except UsageError as exc:
         print(f"pararl: error: {exc}", file=sys.stderr)
         return 2
@@ -157,5 +165,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def entry() -> None:
+    """The `pararl` program: `main`, then exit with its code.
+
+    After a training run or an evaluation, whose files are all closed by then, the
+    process ends right after the atexit handlers, skipping the interpreter's
+    teardown: freeing torch's modules takes ~0.5 s, a tenth of the time to solve
+    CartPole.
+    """
+    code = main()
+    if _state["quick_exit"]:
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

@@ -9,7 +9,8 @@ is in flight at a time; a due one waits for the previous to finish.
 
 The child is started with `spawn`, not `fork`: the trainer is multi-threaded by then
 (torch's pools, gloo, TensorBoard's writer), and a forked child can inherit a lock
-that no thread will ever release. Nobody waits for it to start: requests queue in
+that no thread will ever release (seen once in the test suite: a child that never
+started). Nobody waits for it to start: requests queue in
 the pipe until it is up, and a child that dies or fails is noticed at the next poll.
 While idle it also loads matplotlib, so the learning curve at the end of the run is
 drawn there, without the import on the training process's clock.
@@ -17,9 +18,12 @@ drawn there, without the import on the training process's clock.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
+import os
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -47,7 +51,10 @@ def _serve(
                 _warm_up_plotting()  # once: the first request can wait that long
             command, payload = conn.recv()  # EOFError if the parent is gone: we exit
             if command == "close":
-                return
+                evaluator.close()
+                # nothing left to flush: skip the interpreter's teardown (torch's
+                # takes ~0.5 s), which the trainer would wait for at the end of a run
+                os._exit(0)
             if command == "plot":
                 from pararl.plots import learning_curve
 
@@ -66,6 +73,28 @@ def _warm_up_plotting() -> None:
     import pararl.plots  # noqa: F401
 
 
+@contextlib.contextmanager
+def _main_not_reimported() -> Iterator[None]:
+    """Start a spawned child without re-running the caller's `__main__`.
+
+    `spawn` normally imports the parent's main script in the child, so a script that
+    calls `pararl.train(...)` without an `if __name__ == "__main__":` guard would
+    train again in there. The child needs nothing from `__main__` (its env factory
+    and model constructor are importable pararl functions and ids), so the main
+    module's location is hidden while the child is launched.
+    """
+    main = sys.modules["__main__"]
+    names = ("__file__", "__spec__")
+    saved = {name: main.__dict__[name] for name in names if name in main.__dict__}
+    main.__dict__.pop("__file__", None)
+    main.__dict__["__spec__"] = None
+    try:
+        yield
+    finally:
+        main.__dict__.pop("__spec__", None)
+        main.__dict__.update(saved)
+
+
 class BackgroundEvaluator:
     """`Evaluator`'s `submit`/`poll` with the episodes run by a child process."""
 
@@ -81,12 +110,13 @@ class BackgroundEvaluator:
     ) -> None:
         self.timeout_s = timeout_s
         self._sent_at: float | None = None
-        self._group = ProcessGroup(
-            _serve,
-            [(env_fn, episodes, seed, model_fn)],
-            mp.get_context("spawn"),
-            name="pararl-eval",
-        )
+        with _main_not_reimported():
+            self._group = ProcessGroup(
+                _serve,
+                [(env_fn, episodes, seed, model_fn)],
+                mp.get_context("spawn"),
+                name="pararl-eval",
+            )
 
     @property
     def busy(self) -> bool:

@@ -84,7 +84,8 @@ class TrainSession:
         function of observations; then evaluation runs in this process)."""
         now = self.wall_s
         self._collect_eval()
-        if env_steps >= self._next_eval and not self.evaluator.busy:
+        due = env_steps >= self._next_eval and not self.solved
+        if due and not self.evaluator.busy:
             self._next_eval = (env_steps // self.config.eval_every + 1) * self.config.eval_every
             self._start_eval(env_steps, policy, state_fn)
         if env_steps >= self._next_ckpt:
