@@ -114,8 +114,14 @@ def train_ppo(config: PPOConfig) -> TrainSession:
     p = prepare(config, "ppo", check_spaces)
     cfg: PPOConfig = p.config
     seed_everything(cfg.seed)
-    mode = cfg.mode if cfg.mode != "auto" else ("sync" if physical_cores() > 1 else "serial")
+    mode: str = cfg.mode if cfg.mode != "auto" else ("sync" if physical_cores() > 1 else "serial")
     workers = cfg.workers or physical_cores()
+    if cfg.backend == "ray":
+        from pararl.raybackend.ppo_runner import ray_ppo_actors
+
+        if cfg.mode == "serial":
+            raise UsageError("--backend ray runs Ray actors; drop --mode serial")
+        mode, workers = "ray", ray_ppo_actors(cfg.workers, cfg.ray_address)
     num_envs = workers * cfg.envs_per_worker
     if cfg.double_buffer and (mode != "sync" or workers < 2):
         raise UsageError(
@@ -163,6 +169,10 @@ def train_ppo(config: PPOConfig) -> TrainSession:
 def run_ppo(state: PPOState, session: TrainSession, mode: str, workers: int, num_envs: int) -> None:
     """Collect a rollout with the acting copy, compute GAE, update, copy weights back."""
     cfg = state.config
+    if mode == "ray":
+        from pararl.raybackend.ppo_runner import run_ppo_ray
+
+        return run_ppo_ray(state, session, workers)
     fns = [env_factory(cfg.env, cfg.wrapper)] * num_envs
     envs: gym.vector.VectorEnv = (
         SerialVectorEnv(fns, autoreset_mode="SameStep")
@@ -170,24 +180,37 @@ def run_ppo(state: PPOState, session: TrainSession, mode: str, workers: int, num
         else ParallelVectorEnv(fns, workers, autoreset_mode="SameStep")
     )
     gather = collect_double if cfg.double_buffer else collect
-    stats: dict[str, Any] = {}
     try:
         obs, _ = envs.reset(seed=cfg.seed + state.env_steps)
-        while not session.done(state.env_steps):
-            if cfg.anneal_lr:
-                state.learner.set_lr_fraction(max(0.0, 1 - state.env_steps / cfg.total_steps))
+
+        def next_rollout() -> dict[str, np.ndarray]:
+            nonlocal obs
             rollout, obs = gather(state, envs, obs, session.record_episodes)
-            stats = state.learner.update(rollout, state.rng)
-            state.sync_actor()
-            session.tick(
-                state.env_steps,
-                state.learner.updates,
-                state.actor.greedy,
-                lambda: state.state(session.wall_s),
-                stats,
-            )
+            return rollout
+
+        train_loop(state, session, next_rollout)
     finally:
         envs.close()
+
+
+def train_loop(
+    state: PPOState, session: TrainSession, next_rollout: Callable[[], dict[str, np.ndarray]]
+) -> None:
+    """Rollout (from local envs or Ray actors), update, copy weights to the acting
+    copy, session bookkeeping; until done."""
+    cfg = state.config
+    while not session.done(state.env_steps):
+        if cfg.anneal_lr:
+            state.learner.set_lr_fraction(max(0.0, 1 - state.env_steps / cfg.total_steps))
+        stats = state.learner.update(next_rollout(), state.rng)
+        state.sync_actor()
+        session.tick(
+            state.env_steps,
+            state.learner.updates,
+            state.actor.greedy,
+            lambda: state.state(session.wall_s),
+            stats,
+        )
 
 
 class Rollout:
