@@ -82,6 +82,10 @@ class RunConfig:
         for ok, message in checks:
             if not ok:
                 raise UsageError(message)
+        if self.backend == "ray":  # say it now, before a run directory is made
+            from pararl.raybackend.cluster import import_ray
+
+            import_ray()
 
 
 @dataclass

@@ -24,9 +24,15 @@ class FaultBook:
     def __init__(self, report: Callable[[str], None], max_deaths: int, timeout_s: float) -> None:
         self.report, self.max_deaths, self.timeout_s = report, max_deaths, timeout_s
         self.deaths: dict[int, int] = {}
+        self._last_death: dict[int, float] = {}  # when each actor's death was seen
 
-    def died(self, index: int, error: BaseException) -> None:
-        """Log a death; raise once the actor has died more than `max_deaths` times."""
+    def died(self, index: int, error: BaseException, sent_at: float) -> None:
+        """Log a death; raise once the actor has died more than `max_deaths` times.
+        A failed request sent before the last death seen was lost in that death
+        (an actor has several requests in flight): it is not counted again."""
+        if sent_at < self._last_death.get(index, -1.0):
+            return
+        self._last_death[index] = time.monotonic()
         count = self.deaths[index] = self.deaths.get(index, 0) + 1
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         if count > self.max_deaths:

@@ -113,7 +113,7 @@ class RayActorGroup:
             try:
                 out.append((request.index, self.ray.get(ref)))
             except RayActorError as exc:
-                self.faults.died(request.index, exc)
+                self.faults.died(request.index, exc, request.sent_at)
                 self.submit(request.index, request.method, *request.args)
         return out
 
