@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-EXTRAS ?= dev,bench,video
+EXTRAS ?= dev,bench,video,ray
 
 .PHONY: venv test lint typecheck check bench bench-quick train clean
 
@@ -38,12 +38,14 @@ bench: venv
 	$(BIN)/pararl bench dqn
 	$(BIN)/pararl bench ppo
 	$(BIN)/pararl bench devices
+	$(BIN)/pararl bench ray
 
 bench-quick: venv
 	$(BIN)/pararl bench vector --quick
 	$(BIN)/pararl bench dqn --quick
 	$(BIN)/pararl bench ppo --quick
 	$(BIN)/pararl bench devices --quick
+	$(BIN)/pararl bench ray --quick
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -57,6 +57,16 @@ def _bench_devices() -> Command:
     )
 
 
+def _bench_ray() -> Command:
+    from pararl.bench import ray
+
+    return Command(
+        lambda: ray.RayBenchConfig,
+        ray.run,
+        "Ray actors vs local actor processes (sampling), and the scaling model",
+    )
+
+
 def _train_dqn() -> Command:
     from pararl.api import train
     from pararl.config import DQNConfig
@@ -89,6 +99,7 @@ COMMANDS: dict[tuple[str, ...], Callable[[], Command]] = {
     ("bench", "dqn"): _bench_dqn,
     ("bench", "ppo"): _bench_ppo,
     ("bench", "devices"): _bench_devices,
+    ("bench", "ray"): _bench_ray,
 }
 
 
