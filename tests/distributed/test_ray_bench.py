@@ -16,7 +16,7 @@ INPUTS = ModelInputs(
     chunk_transitions=100,
     chunk_bytes=1_000,
     ingest_s_per_chunk=0.001,
-    updates_per_s=500.0,
+    updates_per_s=5_000.0,
     replay_ratio=0.25,
     actors_per_node=4,
     bandwidth_bytes_per_s=1e6,
@@ -24,8 +24,8 @@ INPUTS = ModelInputs(
 
 
 def test_model_learner_limit_and_crossover() -> None:
-    # per env step: 0.25 / 500 = 0.5 ms learning + (1 ms + 1 ms network) / 100 = 0.02 ms
-    assert learner_limit(INPUTS) == pytest.approx(1 / 0.00052)
+    # per env step: 0.25 / 5000 = 0.05 ms learning + (1 ms + 1 ms network) / 100 = 0.02 ms
+    assert learner_limit(INPUTS) == pytest.approx(1 / 0.00007)
     assert learner_limit(INPUTS, 0.0) == pytest.approx(1 / 0.00002)
     assert throughput(INPUTS, 1) == pytest.approx(4_000)  # actors are the bottleneck
     assert throughput(INPUTS, 100) == pytest.approx(learner_limit(INPUTS))

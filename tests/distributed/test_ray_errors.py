@@ -35,14 +35,23 @@ def test_ray_options_are_checked(capsys: pytest.CaptureFixture[str]) -> None:
 def test_fault_book_counts_each_death_once_and_gives_up() -> None:
     log: list[str] = []
     book = FaultBook(log.append, max_deaths=1, timeout_s=60.0)
-    sent = time.monotonic()
-    book.died(0, RuntimeError("node lost"), sent)
-    book.died(0, RuntimeError("node lost"), sent)  # a second request of the same death
+    book.died(0, RuntimeError("node lost"))
+    book.died(0, RuntimeError("unavailable"))  # failures while it restarts: same death
     assert book.deaths == {0: 1}
+    assert len(log) == 1
     assert log[0].startswith("pararl: actor 0 died, restarted")
     assert "node lost" in log[0]
+    book.answered(0)  # back up
     with pytest.raises(ActorLostError, match="died 2 times"):
-        book.died(0, RuntimeError("again"), time.monotonic())
+        book.died(0, RuntimeError("again"))
+
+
+def test_fault_book_gives_up_on_a_restart_that_never_ends() -> None:
+    book = FaultBook(print, max_deaths=5, timeout_s=0.05)
+    book.died(1, RuntimeError("killed"))
+    time.sleep(0.1)
+    with pytest.raises(ActorLostError, match="actor 1 has not answered"):
+        book.died(1, RuntimeError("still unavailable"))
 
 
 def test_fault_book_deadline() -> None:

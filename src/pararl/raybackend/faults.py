@@ -19,22 +19,28 @@ class ActorLostError(RuntimeError):
 
 
 class FaultBook:
-    """Deaths per actor, and the deadline of every request in flight."""
+    """Deaths per actor, actors being restarted, and the deadline of every request.
+
+    While an actor restarts, every request to it may fail (those it had in flight,
+    and those sent before it is back, as "unavailable"): the first failure counts
+    as its death, the others until it answers again do not.
+    """
 
     def __init__(self, report: Callable[[str], None], max_deaths: int, timeout_s: float) -> None:
         self.report, self.max_deaths, self.timeout_s = report, max_deaths, timeout_s
         self.deaths: dict[int, int] = {}
-        self._last_death: dict[int, float] = {}  # when each actor's death was seen
+        self.restarting: dict[int, float] = {}  # actor -> when its death was seen
 
-    def died(self, index: int, error: BaseException, sent_at: float) -> None:
-        """Log a death; raise once the actor has died more than `max_deaths` times.
-        A failed request sent before the last death seen was lost in that death
-        (an actor has several requests in flight): it is not counted again."""
-        if sent_at < self._last_death.get(index, -1.0):
+    def died(self, index: int, error: BaseException) -> None:
+        """A request to actor `index` failed. Log a new death; raise once the actor
+        has died more than `max_deaths` times, or has been restarting for too long."""
+        if index in self.restarting:
+            self.check_deadline(index, self.restarting[index])
             return
-        self._last_death[index] = time.monotonic()
+        self.restarting[index] = time.monotonic()
         count = self.deaths[index] = self.deaths.get(index, 0) + 1
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        text = str(error).strip()
+        reason = text.splitlines()[0] if text else type(error).__name__
         if count > self.max_deaths:
             raise ActorLostError(
                 f"Ray actor {index} died {count} times (last: {reason}); giving up"
@@ -43,6 +49,10 @@ class FaultBook:
             f"pararl: actor {index} died, restarted (death {count} of at most "
             f"{self.max_deaths}; {reason[:160]}); received data kept, current weights resent"
         )
+
+    def answered(self, index: int) -> None:
+        """Actor `index` delivered a result: it is up (again)."""
+        self.restarting.pop(index, None)
 
     def check_deadline(self, index: int, sent_at: float) -> None:
         """Raise if the request sent to actor `index` at `sent_at` is overdue."""

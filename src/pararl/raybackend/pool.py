@@ -25,7 +25,8 @@ from pararl.raybackend.cluster import import_ray
 from pararl.raybackend.faults import FaultBook
 
 MAX_RESTARTS = 10  # per actor; Ray restarts it this often, then it stays dead
-POLL_S = 1.0  # longest single ray.wait, so that deadlines are checked
+POLL_S = 0.25  # longest single ray.wait, so that deadlines and re-sends are checked
+RETRY_S = 0.2  # back-off before a failed request is sent again
 
 
 @dataclass
@@ -56,6 +57,7 @@ class RayActorGroup:
         ]
         self.faults = FaultBook(report, MAX_RESTARTS, timeout_s)
         self.pending: dict[Any, _Request] = {}  # ObjectRef -> its request
+        self._retry: list[tuple[float, _Request]] = []  # (when, failed request to resend)
         self.version = -1
         self._weights: Callable[[], Any] | None = None  # snapshot of the newest version
         self._weights_ref: Any = None
@@ -82,17 +84,18 @@ class RayActorGroup:
         ref = handle.remote(self._weights_arg(), self.version, *args)
         self.pending[ref] = _Request(index, method, args, time.monotonic())
 
-    def in_flight(self, index: int) -> int:
-        return sum(1 for r in self.pending.values() if r.index == index)
-
     def results(self, wait: float) -> list[tuple[int, Any]]:
         """(actor index, result) of the calls finished within `wait` s (all finished
         ones, not only the first). A call whose actor died is sent again."""
-        if not self.pending:
-            return []
         ray = self.ray
         end = time.monotonic() + wait
         while True:
+            self._resend_due()
+            if not self.pending:
+                time.sleep(max(0.0, min(RETRY_S, end - time.monotonic())))
+                if time.monotonic() >= end:
+                    return []
+                continue
             refs = list(self.pending)
             ready, _ = ray.wait(refs, num_returns=1, timeout=max(0.0, min(POLL_S, wait)))
             if ready:
@@ -112,14 +115,26 @@ class RayActorGroup:
             request = self.pending.pop(ref)
             try:
                 out.append((request.index, self.ray.get(ref)))
+                self.faults.answered(request.index)
             except RayActorError as exc:
-                self.faults.died(request.index, exc, request.sent_at)
-                self.submit(request.index, request.method, *request.args)
+                self.faults.died(request.index, exc)
+                self._retry.append((time.monotonic() + RETRY_S, request))
         return out
+
+    def _resend_due(self) -> None:
+        """Send again the requests that failed, once their short back-off is over
+        (a restarting actor fails requests at once; no busy loop on it)."""
+        now, waiting = time.monotonic(), []
+        for due, request in self._retry:
+            if due <= now:
+                self.submit(request.index, request.method, *request.args)
+            else:
+                waiting.append((due, request))
+        self._retry = waiting
 
     def close(self) -> None:
         """Kill the actors (idempotent); results still in flight are dropped."""
-        actors, self.actors, self.pending = self.actors, [], {}
+        actors, self.actors, self.pending, self._retry = self.actors, [], {}, []
         for actor in actors:
             # an actor already gone, or Ray already shut down: nothing left to stop
             with contextlib.suppress(Exception):
