@@ -51,7 +51,7 @@ def test_quick_bench_on_two_nodes(two_nodes: str, tmp_path: Path) -> None:
     assert data["ray_over_local"] == pytest.approx(
         data["rates"]["ray"]["median"] / data["rates"]["local"]["median"]
     )
-    assert data["ingest"]["chunk_transitions"] == 256
+    assert data["ingest"]["chunk_transitions"] == 512
     assert (tmp_path / "bench_ray.png").is_file()
     assert not md.exists()  # --quick leaves BENCHMARKS.md alone
 

@@ -34,8 +34,8 @@ from pararl.bench.publish import OutputOptions, apply_quick, check, outputs, pub
 from pararl.bench.ray_model import ModelInputs, curves
 from pararl.config import DQNConfig
 from pararl.raybackend.cluster import import_ray
+from pararl.raybackend.dqn_pool import RAY_CHUNK_TRANSITIONS
 from pararl.replay import Transitions
-from pararl.runners.dqn_async import CHUNK_TRANSITIONS
 
 PROG = "pararl bench ray"
 SECTION = "ray"
@@ -156,7 +156,7 @@ def ingest_cost(driver: PararlAsync, repeats: int) -> dict[str, float]:
     replay memory; and the chunk's size."""
     ray = import_ray()
     state = driver.state
-    chunk: Transitions = state.replay.sample(CHUNK_TRANSITIONS, state.rng)
+    chunk: Transitions = state.replay.sample(RAY_CHUNK_TRANSITIONS, state.rng)
     store, copy = [], []
     for _ in range(repeats):
         start = time.perf_counter()

@@ -8,6 +8,7 @@ back-pressure that keeps sampling matched to learning under the replay ratio.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator
 
 from pararl.models import QNetwork
@@ -19,6 +20,9 @@ from pararl.runners.dqn import DQNState
 from pararl.samplers.dqn_actor import Chunk
 
 IN_FLIGHT = 2  # sample requests per actor (double-buffered, as the local outbox)
+# Transitions per chunk: twice the local actors' (a Ray call costs about 1 ms, a
+# shared-memory slot microseconds), so weights change every 512 / envs vector steps.
+RAY_CHUNK_TRANSITIONS = 512
 
 
 def ray_dqn_actors(state: DQNState) -> int:
@@ -36,7 +40,10 @@ class RayDQNPool:
         connect(cfg.ray_address, cfg.workers or 1)
         try:
             n = ray_dqn_actors(state)
-            specs = [actor_spec(state, i, n) for i in range(n)]
+            steps = max(1, RAY_CHUNK_TRANSITIONS // cfg.envs_per_worker)
+            specs = [
+                dataclasses.replace(actor_spec(state, i, n), chunk_steps=steps) for i in range(n)
+            ]
             seed = cfg.seed + 1000 * (1 + state.env_steps)
             self.group = RayActorGroup(
                 DQNActor, lambda i: (specs[i], seed + 7 * i), n, report, cfg.ray_timeout_s
