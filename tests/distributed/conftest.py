@@ -14,7 +14,16 @@ import pytest
 
 
 def _children() -> list[psutil.Process]:
-    return [p for p in psutil.Process().children(recursive=True) if p.is_running()]
+    """This process's descendants that belong to Ray (daemons, workers, actors);
+    other tests' processes (a forkserver, say) live on their own terms."""
+    found = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if p.is_running() and "ray" in " ".join(p.cmdline()).lower():
+                found.append(p)
+        except psutil.Error:
+            continue
+    return found
 
 
 def _assert_no_ray_processes(before: set[int], timeout_s: float = 15.0) -> None:
