@@ -19,7 +19,10 @@ def _children() -> list[psutil.Process]:
     found = []
     for p in psutil.Process().children(recursive=True):
         try:
-            if p.is_running() and "ray" in " ".join(p.cmdline()).lower():
+            # Ray's daemons run from its package directory; its workers rename
+            # themselves `ray::...`
+            args = p.cmdline()
+            if p.is_running() and any(a.startswith("ray::") or "/ray/" in a for a in args):
                 found.append(p)
         except psutil.Error:
             continue
