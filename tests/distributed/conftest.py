@@ -19,10 +19,12 @@ def _children() -> list[psutil.Process]:
     found = []
     for p in psutil.Process().children(recursive=True):
         try:
-            # Ray's daemons run from its package directory; its workers rename
-            # themselves `ray::...`
+            # Ray's daemons are binaries or scripts in its package directory; its
+            # workers rename themselves `ray::...`
             args = p.cmdline()
-            if p.is_running() and any(a.startswith("ray::") or "/ray/" in a for a in args):
+            ours = args and (args[0].startswith("ray::") or "/ray/" in args[0])
+            script = any(a.endswith(".py") and "/ray/" in a for a in args)
+            if p.is_running() and (ours or script):
                 found.append(p)
         except psutil.Error:
             continue
@@ -39,7 +41,7 @@ def _assert_no_ray_processes(before: set[int], timeout_s: float = 15.0) -> None:
     names = []
     for p in left:
         try:
-            names.append(f"{p.pid} {p.name()}")
+            names.append(f"{p.pid} {' '.join(p.cmdline())[:200]}")
         except psutil.NoSuchProcess:
             continue
     assert not names, f"Ray processes left after shutdown: {names}"
@@ -59,6 +61,8 @@ def ray_kind(request: pytest.FixtureRequest) -> Iterator[str]:
         cluster.add_node(num_cpus=1)
         ray.init(address=cluster.address)
         cluster.wait_for_nodes()
+    # the leak check below sees Ray's processes (it would catch them if they stayed)
+    assert any(p.pid not in before for p in _children())
     try:
         yield request.param
     finally:
