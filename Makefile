@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-EXTRAS ?= dev,bench,video
+EXTRAS ?= dev,bench,video,ray
 
 .PHONY: venv test lint typecheck check bench bench-quick train clean
 
@@ -39,6 +39,7 @@ bench: venv
 	$(BIN)/pararl bench ppo
 	$(BIN)/pararl bench devices
 	$(BIN)/pararl bench partial
+	$(BIN)/pararl bench ray
 
 bench-quick: venv
 	$(BIN)/pararl bench vector --quick
@@ -46,6 +47,7 @@ bench-quick: venv
 	$(BIN)/pararl bench ppo --quick
 	$(BIN)/pararl bench devices --quick
 	$(BIN)/pararl bench partial --quick
+	$(BIN)/pararl bench ray --quick
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

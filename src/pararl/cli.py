@@ -70,6 +70,16 @@ def _bench_partial() -> Command:
     )
 
 
+def _bench_ray() -> Command:
+    from pararl.bench import ray
+
+    return Command(
+        lambda: ray.RayBenchConfig,
+        ray.run,
+        "Ray actors vs local actor processes (sampling), and the scaling model",
+    )
+
+
 def _train_dqn() -> Command:
     from pararl.api import train
     from pararl.config import DQNConfig
@@ -104,6 +114,7 @@ COMMANDS: dict[tuple[str, ...], Callable[[], Command]] = {
     ("bench", "ppo"): _bench_ppo,
     ("bench", "devices"): _bench_devices,
     ("bench", "partial"): _bench_partial,
+    ("bench", "ray"): _bench_ray,
 }
 
 

@@ -59,6 +59,14 @@ class RunConfig:
     """Console output: a progress bar on a terminal, plain log lines otherwise."""
     tensorboard: bool = True
     """Write TensorBoard event files to the run directory."""
+    backend: Literal["local", "ray"] = "local"
+    """Where actors run: `local` processes on this machine, or `ray` actors spread over
+    a Ray cluster (`pip install 'pararl[ray]'`; `--workers` then counts Ray actors)."""
+    ray_address: str | None = None
+    """Ray cluster to join: `auto` (started with `ray start`) or HOST:PORT; default:
+    start a Ray instance on this machine with its cores."""
+    ray_timeout_s: float = 300.0
+    """Ray: stop with an error when no actor has delivered anything for this long."""
 
     def validate(self) -> None:
         checks = [
@@ -68,10 +76,19 @@ class RunConfig:
             (self.eval_every > 0, "--eval-every must be > 0"),
             (self.eval_episodes >= 1, "--eval-episodes must be >= 1"),
             (self.checkpoint_every > 0, "--checkpoint-every must be > 0"),
+            (self.ray_timeout_s > 0, "--ray-timeout-s must be > 0"),
+            (
+                self.ray_address is None or self.backend == "ray",
+                "--ray-address needs --backend ray",
+            ),
         ]
         for ok, message in checks:
             if not ok:
                 raise UsageError(message)
+        if self.backend == "ray":  # say it now, before a run directory is made
+            from pararl.raybackend.cluster import import_ray
+
+            import_ray()
 
 
 @dataclass

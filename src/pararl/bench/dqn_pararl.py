@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -28,7 +29,7 @@ from pararl.config import DQNConfig
 from pararl.envs.make import env_factory
 from pararl.models import num_params
 from pararl.runners.dqn import DQNState
-from pararl.runners.dqn_async import PUBLISH_EVERY, AsyncDQN
+from pararl.runners.dqn_async import PUBLISH_EVERY, AsyncDQN, ChunkSource
 from pararl.runners.setup import resolve_device, seed_everything, set_learner_threads
 
 Workload = Literal["seed", "defaults"]
@@ -100,7 +101,10 @@ class PararlAsync:
         num_actors: int,
         learner_threads: int | None = None,
         fill_timeout_s: float = 120.0,
+        source: Callable[[DQNState], ChunkSource] | None = None,
     ) -> None:
+        """`source` makes the actors (default: local actor processes; `pararl bench
+        ray` passes Ray actors)."""
         seed_everything(config.seed)
         self.config = config
         self.state = make_state(config)
@@ -108,7 +112,8 @@ class PararlAsync:
             set_learner_threads(num_params(self.state.learner.q), num_actors)
         else:
             torch.set_num_threads(learner_threads)
-        self.loop = AsyncDQN(self.state, num_actors, report=progress)
+        pool = None if source is None else source(self.state)
+        self.loop = AsyncDQN(self.state, num_actors, progress, pool)
         try:
             self._fill(fill_timeout_s)
         except BaseException:

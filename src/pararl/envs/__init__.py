@@ -11,6 +11,8 @@ def _register(env_id: str, entry_point: str, **kwargs: object) -> None:
 
 
 _register("pararl/StepCost-v0", "pararl.envs.fake:StepCostEnv")
+# every step costs 1 ms of CPU: long enough requests to interrupt (Ray actor-death tests)
+_register("pararl/SlowStep-v0", "pararl.envs.fake:StepCostEnv", kwargs={"cost_us": 1000.0})
 # fails on its 300th step: late enough that a training run has stored data first
 _register("pararl/Faulty-v0", "pararl.envs.fake:FaultyEnv", kwargs={"at": 300})
 # Meta-RL task envs (sample_tasks / reset_task); episode lengths as in MAML's experiments.

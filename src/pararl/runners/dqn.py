@@ -34,6 +34,10 @@ from pararl.vector import ParallelVectorEnv, SerialVectorEnv, physical_cores
 
 
 def resolve_mode(config: DQNConfig) -> str:
+    if config.backend == "ray" and config.mode not in ("auto", "async"):
+        raise UsageError(f"--backend ray runs async actors; drop --mode {config.mode}")
+    if config.backend == "ray":
+        return "async"
     if config.mode != "auto":
         return config.mode
     return "async" if physical_cores() > 1 else "serial"

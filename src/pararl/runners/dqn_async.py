@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
 
 import numpy as np
 
 from pararl.config import DQNConfig
 from pararl.envs.make import env_factory
+from pararl.models import QNetwork
+from pararl.replay import Transitions
 from pararl.runners.dqn import DQNState
 from pararl.runners.session import TrainSession
 from pararl.samplers.dqn_actor import ActorSpec, Chunk, actor_main, outbox_specs, read_slot
@@ -57,10 +59,35 @@ def default_actors(config: DQNConfig) -> int:
     return config.workers or max(1, physical_cores() - 1)
 
 
+class ChunkSource(Protocol):
+    """Where the learner's chunks come from: the local `ActorPool`, or Ray actors
+    (`pararl.raybackend.dqn_pool.RayDQNPool`). The learner loop is the same for both."""
+
+    @property
+    def version(self) -> int:
+        """The weights version last published."""
+
+    def chunks(self, wait: float) -> Iterator[tuple[int, Transitions, Chunk]]:
+        """(actor index, transitions, chunk) for the chunks that arrived within `wait`
+        s; the transitions may be a view that is reused once the caller asks for
+        the next item, so copy them first. Handles failed actors as configured."""
+
+    def publish(self, q: QNetwork, version: int) -> None:
+        """Make these weights the ones actors act with from now on."""
+
+    def set_env_steps(self, env_steps: int) -> None:
+        """The run's env-step count (actors' epsilon schedules follow it)."""
+
+    def close(self) -> None: ...
+
+
 class ActorPool:
     """The actor processes and their shared memory (outboxes + published weights)."""
 
-    def __init__(self, state: DQNState, num_actors: int) -> None:
+    def __init__(
+        self, state: DQNState, num_actors: int, report: Callable[[str], None] = print
+    ) -> None:
+        self.report = report
         self.specs = [actor_spec(state, i, num_actors) for i in range(num_actors)]
         specs = weight_specs(state.learner.q)
         for i, spec in enumerate(self.specs):
@@ -71,6 +98,7 @@ class ActorPool:
         self.publisher = WeightPublisher(self.arrays)
         self.publisher.publish(state.learner.q, state.learner.updates)
         self.seed, self.restarts = state.config.seed + 1000 * (1 + state.env_steps), 0
+        self.restart_actors = state.config.restart_actors
         self.group = ProcessGroup(
             actor_main, [self._args(i) for i in range(num_actors)], ctx, name="pararl-actor"
         )
@@ -89,6 +117,34 @@ class ActorPool:
         self.group.restart(index, self._args(index))
         self.group.await_ready(120.0)  # all others are ready already
 
+    @property
+    def version(self) -> int:
+        return self.publisher.version
+
+    def publish(self, q: QNetwork, version: int) -> None:
+        self.publisher.publish(q, version)
+
+    def set_env_steps(self, env_steps: int) -> None:
+        self.arrays["env_steps"][0] = env_steps
+
+    def chunks(self, wait: float) -> Iterator[tuple[int, Transitions, Chunk]]:
+        """Arrived chunks as views of their outbox slots; a slot is acked (freed) once
+        the caller asks for the next chunk. A failed actor is replaced if
+        `--restart-actors`, else raised."""
+        try:
+            for index in self.group.ready(range(len(self.group)), wait):
+                chunk: Chunk = self.group.receive(index)
+                yield index, read_slot(self.arrays, index, chunk.slot, chunk.count), chunk
+                self.group.send(index, ("ack", chunk.slot))
+        except WorkerError as exc:
+            if not self.restart_actors:
+                raise
+            first_line = str(exc).splitlines()[0]
+            self.report(
+                f"pararl: actor {exc.worker} failed ({first_line}); restarting it, replay data kept"
+            )
+            self.restart(exc.worker)
+
     def close(self) -> None:
         self.group.close()
 
@@ -101,10 +157,14 @@ class AsyncDQN:
     """
 
     def __init__(
-        self, state: DQNState, num_actors: int, report: Callable[[str], None] = print
+        self,
+        state: DQNState,
+        num_actors: int,
+        report: Callable[[str], None] = print,
+        source: ChunkSource | None = None,
     ) -> None:
         self.state, self.report = state, report
-        self.pool = ActorPool(state, num_actors)
+        self.pool: ChunkSource = source or ActorPool(state, num_actors, report)
         self.meter = _BusyMeter(num_actors)
         self.episode_returns: list[float] = []
         self.stats: dict[str, Any] = {}
@@ -127,31 +187,18 @@ class AsyncDQN:
         for _ in range(count):
             batch = state.replay.sample(state.config.batch_size, state.rng)
             self.stats = state.learner.update(batch)
-        self.pool.publisher.publish(state.learner.q, state.learner.updates)
+        self.pool.publish(state.learner.q, state.learner.updates)
         self.meter.learner_busy += time.monotonic() - start
 
     def take(self, wait: float) -> None:
-        """Move arrived chunks (waiting up to `wait` s) into the replay memory and
-        free their slots. A failed actor is replaced if `--restart-actors`, else raised."""
+        """Move arrived chunks (waiting up to `wait` s) into the replay memory."""
         pool, state = self.pool, self.state
-        try:
-            for index in pool.group.ready(range(len(pool.group)), wait):
-                chunk: Chunk = pool.group.receive(index)
-                # replay.add copies the rows, so the slot can be freed right after
-                state.replay.add(read_slot(pool.arrays, index, chunk.slot, chunk.count))
-                pool.group.send(index, ("ack", chunk.slot))
-                state.env_steps += chunk.env_steps
-                self.episode_returns.extend(chunk.episode_returns)
-                self.meter.chunk(index, chunk, pool.publisher.version)
-        except WorkerError as exc:
-            if not state.config.restart_actors:
-                raise
-            first_line = str(exc).splitlines()[0]
-            self.report(
-                f"pararl: actor {exc.worker} failed ({first_line}); restarting it, replay data kept"
-            )
-            pool.restart(exc.worker)
-        pool.arrays["env_steps"][0] = state.env_steps
+        for index, transitions, chunk in pool.chunks(wait):
+            state.replay.add(transitions)  # copies the rows before the slot is freed
+            state.env_steps += chunk.env_steps
+            self.episode_returns.extend(chunk.episode_returns)
+            self.meter.chunk(index, chunk, pool.version)
+        pool.set_env_steps(state.env_steps)
 
     def log_stats(self) -> dict[str, Any]:
         epsilon = self.state.config.epsilon(self.state.env_steps)
@@ -161,9 +208,19 @@ class AsyncDQN:
         self.pool.close()
 
 
+def make_loop(state: DQNState, report: Callable[[str], None]) -> AsyncDQN:
+    """The learner loop over local actor processes, or over Ray actors."""
+    if state.config.backend == "ray":
+        from pararl.raybackend.dqn_pool import RayDQNPool
+
+        pool = RayDQNPool(state, report)
+        return AsyncDQN(state, pool.num_actors, report, pool)
+    return AsyncDQN(state, default_actors(state.config), report)
+
+
 def run_async(state: DQNState, session: TrainSession, mode: str) -> None:
     """Actors act in their processes; here the learner learns, until done."""
-    loop = AsyncDQN(state, default_actors(state.config), session.console.message)
+    loop = make_loop(state, session.console.message)
     try:
         while not session.done(state.env_steps):
             loop.iterate()

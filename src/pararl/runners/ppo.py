@@ -22,7 +22,7 @@ from pararl.devices import choose_devices
 from pararl.envs.make import env_factory
 from pararl.errors import UsageError
 from pararl.models import ActorCritic, num_params
-from pararl.runners.ppo_mode import choose_mode
+from pararl.runners.ppo_mode import ModeChoice, choose_mode
 from pararl.runners.session import TrainSession
 from pararl.runners.setup import (
     make_evaluator,
@@ -121,10 +121,19 @@ def train_ppo(config: PPOConfig) -> TrainSession:
     cfg: PPOConfig = p.config
     seed_everything(cfg.seed)
     workers = cfg.workers or physical_cores()
-    num_envs = workers * cfg.envs_per_worker
-    requested = "sync" if cfg.double_buffer and cfg.mode == "auto" else cfg.mode
-    choice = choose_mode(requested, env_factory(cfg.env, cfg.wrapper), num_envs, workers)
+    if cfg.backend == "ray":
+        from pararl.raybackend.ppo_runner import ray_ppo_actors
+
+        if cfg.mode == "serial":
+            raise UsageError("--backend ray runs Ray actors; drop --mode serial")
+        workers = ray_ppo_actors(cfg.workers, cfg.ray_address)
+        choice = ModeChoice("ray", None, f"{workers} Ray actors")
+    else:
+        requested = "sync" if cfg.double_buffer and cfg.mode == "auto" else cfg.mode
+        env_fn = env_factory(cfg.env, cfg.wrapper)
+        choice = choose_mode(requested, env_fn, workers * cfg.envs_per_worker, workers)
     mode = choice.mode
+    num_envs = workers * cfg.envs_per_worker
     if cfg.double_buffer and (mode != "sync" or workers < 2):
         raise UsageError(
             "--double-buffer needs --mode sync and at least 2 workers "
@@ -174,6 +183,10 @@ def train_ppo(config: PPOConfig) -> TrainSession:
 def run_ppo(state: PPOState, session: TrainSession, mode: str, workers: int, num_envs: int) -> None:
     """Collect a rollout with the acting copy, compute GAE, update, copy weights back."""
     cfg = state.config
+    if mode == "ray":
+        from pararl.raybackend.ppo_runner import run_ppo_ray
+
+        return run_ppo_ray(state, session, workers)
     fns = [env_factory(cfg.env, cfg.wrapper)] * num_envs
     envs: gym.vector.VectorEnv = (
         SerialVectorEnv(fns, autoreset_mode="SameStep")
@@ -181,24 +194,37 @@ def run_ppo(state: PPOState, session: TrainSession, mode: str, workers: int, num
         else ParallelVectorEnv(fns, workers, autoreset_mode="SameStep")
     )
     gather = collect_double if cfg.double_buffer else collect
-    stats: dict[str, Any] = {}
     try:
         obs, _ = envs.reset(seed=cfg.seed + state.env_steps)
-        while not session.done(state.env_steps):
-            if cfg.anneal_lr:
-                state.learner.set_lr_fraction(max(0.0, 1 - state.env_steps / cfg.total_steps))
+
+        def next_rollout() -> dict[str, np.ndarray]:
+            nonlocal obs
             rollout, obs = gather(state, envs, obs, session.record_episodes)
-            stats = state.learner.update(rollout, state.rng)
-            state.sync_actor()
-            session.tick(
-                state.env_steps,
-                state.learner.updates,
-                state.actor,
-                lambda: state.state(session.wall_s),
-                stats,
-            )
+            return rollout
+
+        train_loop(state, session, next_rollout)
     finally:
         envs.close()
+
+
+def train_loop(
+    state: PPOState, session: TrainSession, next_rollout: Callable[[], dict[str, np.ndarray]]
+) -> None:
+    """Rollout (from local envs or Ray actors), update, copy weights to the acting
+    copy, session bookkeeping; until done."""
+    cfg = state.config
+    while not session.done(state.env_steps):
+        if cfg.anneal_lr:
+            state.learner.set_lr_fraction(max(0.0, 1 - state.env_steps / cfg.total_steps))
+        stats = state.learner.update(next_rollout(), state.rng)
+        state.sync_actor()
+        session.tick(
+            state.env_steps,
+            state.learner.updates,
+            state.actor,
+            lambda: state.state(session.wall_s),
+            stats,
+        )
 
 
 class Rollout:

@@ -104,64 +104,87 @@ def epsilon_greedy(
     return actions
 
 
+class ChunkSampler:
+    """The acting half of an actor, whatever carries its chunks: a CPU Q-network copy
+    acts epsilon-greedy on a batch of envs, and n-step transitions come out in chunks
+    of `spec.chunk_steps` vector steps. Shared by the local actor processes and the
+    Ray actors (`pararl.raybackend`)."""
+
+    def __init__(self, spec: ActorSpec, seed: int) -> None:
+        torch.manual_seed(seed)
+        self.spec, self.rng = spec, np.random.default_rng(seed)
+        self.q = QNetwork(int(np.prod(spec.obs_shape)), spec.num_actions, spec.hidden)
+        self.envs = SerialVectorEnv([spec.env_fn] * spec.num_envs)
+        self.nstep = NStepBuilder(spec.num_envs, spec.obs_shape, spec.n_step, spec.gamma)
+        self.obs, _ = self.envs.reset(seed=seed)
+        self.steps = 0  # vector steps taken
+
+    def epsilon(self, env_steps: int) -> float:
+        """This actor's epsilon when the run has taken `env_steps` env steps."""
+        spec = self.spec
+        if spec.fixed_eps is not None:
+            return spec.fixed_eps
+        frac = min(1.0, env_steps / spec.eps_span)
+        return spec.eps_start + frac * (spec.eps_end - spec.eps_start)
+
+    def sample(
+        self, env_steps: Callable[[], int], every_step: Callable[[int], None] = lambda _: None
+    ) -> tuple[Transitions, list[float], float]:
+        """One chunk: (transitions, returns of episodes that ended, seconds it took).
+        `env_steps` reads the run's step count (for epsilon); `every_step` is called
+        with this actor's vector-step count after each step."""
+        start, parts, returns = time.monotonic(), [], []
+        for _ in range(self.spec.chunk_steps):
+            actions = epsilon_greedy(self.q, self.obs, self.epsilon(env_steps()), self.rng)
+            next_obs, reward, term, trunc, infos = self.envs.step(actions)
+            parts.append(self.nstep.add(self.obs, actions, reward, next_obs, term, trunc))
+            if "episode" in infos:
+                returns += infos["episode"]["r"][infos["_episode"]].tolist()
+            self.obs = next_obs
+            self.steps += 1
+            every_step(self.steps)
+        return Transitions.concat(parts), returns, time.monotonic() - start
+
+    @property
+    def env_steps_per_chunk(self) -> int:
+        return self.spec.chunk_steps * self.spec.num_envs
+
+    def close(self) -> None:
+        self.envs.close()
+
+
 def actor_main(
     conn: Connection, index: int, spec: ActorSpec, shared: SharedArrays, seed: int
 ) -> None:
     """Act, chunk, send, repeat; until the learner says close or goes away."""
-    torch.manual_seed(seed)
-    rng = np.random.default_rng(seed)
     arrays = shared.arrays
-    q = QNetwork(int(np.prod(spec.obs_shape)), spec.num_actions, spec.hidden)
+    sampler = ChunkSampler(spec, seed)
     weights = WeightReader(arrays)
-    weights.refresh(q)
-    envs = SerialVectorEnv([spec.env_fn] * spec.num_envs)
-    nstep = NStepBuilder(spec.num_envs, spec.obs_shape, spec.n_step, spec.gamma)
-    obs, _ = envs.reset(seed=seed)
-    watch, free, slot, steps = ParentWatch(), [True, True], 0, 0
+    weights.refresh(sampler.q)
+
+    def refresh(steps: int) -> None:
+        if steps % spec.sync_every == 0:
+            weights.refresh(sampler.q)
+
+    watch, free, slot = ParentWatch(), [True, True], 0
     conn.send((True, None))  # ready
     try:
         while True:
-            start = time.monotonic()
-            parts, returns = [], []
-            for _ in range(spec.chunk_steps):
-                eps = spec.fixed_eps
-                if eps is None:
-                    frac = min(1.0, float(arrays["env_steps"][0]) / spec.eps_span)
-                    eps = spec.eps_start + frac * (spec.eps_end - spec.eps_start)
-                actions = epsilon_greedy(q, obs, eps, rng)
-                next_obs, reward, term, trunc, infos = envs.step(actions)
-                parts.append(nstep.add(obs, actions, reward, next_obs, term, trunc))
-                if "episode" in infos:
-                    returns += infos["episode"]["r"][infos["_episode"]].tolist()
-                obs = next_obs
-                steps += 1
-                if steps % spec.sync_every == 0:
-                    weights.refresh(q)
-            busy = time.monotonic() - start
+            batch, returns, busy = sampler.sample(lambda: int(arrays["env_steps"][0]), refresh)
             while not free[slot]:  # wait for the learner to take the older chunk
                 if not _handle_messages(conn, free, watch):
                     return
-            batch = Transitions.concat(parts)
             _write_slot(arrays, index, slot, batch)
             free[slot] = False
-            conn.send(
-                (
-                    True,
-                    Chunk(
-                        slot,
-                        len(batch),
-                        spec.chunk_steps * spec.num_envs,
-                        weights.version,
-                        returns,
-                        busy,
-                    ),
-                )
+            chunk = Chunk(
+                slot, len(batch), sampler.env_steps_per_chunk, weights.version, returns, busy
             )
+            conn.send((True, chunk))
             slot ^= 1
             if conn.poll(0) and not _handle_messages(conn, free, watch):
                 return
     finally:
-        envs.close()
+        sampler.close()
 
 
 def _handle_messages(conn: Connection, free: list[bool], watch: ParentWatch) -> bool:

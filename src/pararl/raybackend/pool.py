@@ -1,0 +1,141 @@
+"""A group of Ray actors working for the learner in the driver.
+
+- Actors are created with `max_restarts` (Ray restarts a dead one) and the `SPREAD`
+  scheduling strategy (one actor per node before a second on any node), each
+  asking for one CPU: `--workers` actors, `--envs-per-worker` envs in each.
+- Weights: `publish` records the newest version; the first request sent after it
+  puts the weights into the object store (one `ray.put` per version sent, however
+  many actors). Each request carries that reference wrapped in a list, so Ray does
+  not fetch it for an actor that already has the version: the actor fetches it
+  (`ray.get`, once per node from the object store) only when the version is new.
+- Requests: `submit` sends one call to one actor; `results` waits (bounded) for
+  whatever has finished. A failed call (the actor died) goes to `faults`, and the
+  same request is sent again to the restarted actor with the current weights.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pararl.raybackend.cluster import import_ray
+from pararl.raybackend.faults import FaultBook
+
+MAX_RESTARTS = 10  # per actor; Ray restarts it this often, then it stays dead
+POLL_S = 0.25  # longest single ray.wait, so that deadlines and re-sends are checked
+RETRY_S = 0.2  # back-off before a failed request is sent again
+
+
+@dataclass
+class _Request:
+    index: int
+    method: str
+    args: tuple[Any, ...]
+    sent_at: float
+
+
+class RayActorGroup:
+    """`num_actors` Ray actors of class `cls`, made with `args_fn(index)`; calls to
+    their `method(weights_ref_list, version, *args)` and the results."""
+
+    def __init__(
+        self,
+        cls: type,
+        args_fn: Callable[[int], tuple[Any, ...]],
+        num_actors: int,
+        report: Callable[[str], None],
+        timeout_s: float,
+    ) -> None:
+        ray = self.ray = import_ray()
+        remote_cls = ray.remote(num_cpus=1, max_restarts=MAX_RESTARTS, max_task_retries=0)(cls)
+        self.actors = [
+            remote_cls.options(scheduling_strategy="SPREAD").remote(*args_fn(i))
+            for i in range(num_actors)
+        ]
+        self.faults = FaultBook(report, MAX_RESTARTS, timeout_s)
+        self.pending: dict[Any, _Request] = {}  # ObjectRef -> its request
+        self._retry: list[tuple[float, _Request]] = []  # (when, failed request to resend)
+        self.version = -1
+        self._weights: Callable[[], Any] | None = None  # snapshot of the newest version
+        self._weights_ref: Any = None
+        self._ref_version = -2
+
+    def __len__(self) -> int:
+        return len(self.actors)
+
+    def publish(self, weights: Callable[[], Any], version: int) -> None:
+        """`weights()` snapshots version `version` (a CPU state dict); it is called
+        at most once, when the next request goes out."""
+        self._weights, self.version = weights, version
+
+    def _weights_arg(self) -> list[Any]:
+        if self._ref_version != self.version:
+            assert self._weights is not None, "publish weights before the first request"
+            self._weights_ref = self.ray.put(self._weights())
+            self._ref_version = self.version
+        return [self._weights_ref]
+
+    def submit(self, index: int, method: str, *args: Any) -> None:
+        """Call `method` on actor `index` with the current weights and `args`."""
+        handle = getattr(self.actors[index], method)
+        ref = handle.remote(self._weights_arg(), self.version, *args)
+        self.pending[ref] = _Request(index, method, args, time.monotonic())
+
+    def results(self, wait: float) -> list[tuple[int, Any]]:
+        """(actor index, result) of the calls finished within `wait` s (all finished
+        ones, not only the first). A call whose actor died is sent again."""
+        ray = self.ray
+        end = time.monotonic() + wait
+        while True:
+            self._resend_due()
+            if not self.pending:
+                time.sleep(max(0.0, min(RETRY_S, end - time.monotonic())))
+                if time.monotonic() >= end:
+                    return []
+                continue
+            refs = list(self.pending)
+            ready, _ = ray.wait(refs, num_returns=1, timeout=max(0.0, min(POLL_S, wait)))
+            if ready:
+                ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
+                return self._collect(ready)
+            for request in self.pending.values():
+                self.faults.check_deadline(request.index, request.sent_at)
+            wait = end - time.monotonic()
+            if wait <= 0:
+                return []
+
+    def _collect(self, ready: list[Any]) -> list[tuple[int, Any]]:
+        from ray.exceptions import RayActorError
+
+        out: list[tuple[int, Any]] = []
+        for ref in ready:
+            request = self.pending.pop(ref)
+            try:
+                out.append((request.index, self.ray.get(ref)))
+                self.faults.answered(request.index)
+            except RayActorError as exc:
+                self.faults.died(request.index, exc)
+                self._retry.append((time.monotonic() + RETRY_S, request))
+        return out
+
+    def _resend_due(self) -> None:
+        """Send again the requests that failed, once their short back-off is over
+        (a restarting actor fails requests at once; no busy loop on it)."""
+        now, waiting = time.monotonic(), []
+        for due, request in self._retry:
+            if due <= now:
+                self.submit(request.index, request.method, *request.args)
+            else:
+                waiting.append((due, request))
+        self._retry = waiting
+
+    def close(self) -> None:
+        """Kill the actors (idempotent); results still in flight are dropped."""
+        actors, self.actors, self.pending, self._retry = self.actors, [], {}, []
+        for actor in actors:
+            # an actor already gone, or Ray already shut down: nothing left to stop
+            with contextlib.suppress(Exception):
+                self.ray.kill(actor, no_restart=True)

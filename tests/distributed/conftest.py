@@ -1,0 +1,80 @@
+"""One Ray instance per kind for all the Ray tests (start-up takes seconds here):
+`local` is `ray.init(num_cpus=2)`; `two_nodes` is a simulated cluster of two nodes
+with one CPU each (`ray.cluster_utils.Cluster`). Tests that take `ray_kind` run on
+both; pytest groups them so each kind starts once. Finalizers shut Ray down and
+check that none of its processes outlive it."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import psutil
+import pytest
+
+
+def _children() -> list[psutil.Process]:
+    """This process's descendants that belong to Ray (daemons, workers, actors);
+    other tests' processes (a forkserver, say) live on their own terms."""
+    found = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            # Ray's daemons are binaries or scripts in its package directory; its
+            # workers rename themselves `ray::...`
+            args = p.cmdline()
+            ours = args and (args[0].startswith("ray::") or "/ray/" in args[0])
+            script = any(a.endswith(".py") and "/ray/" in a for a in args)
+            if p.is_running() and (ours or script):
+                found.append(p)
+        except psutil.Error:
+            continue
+    return found
+
+
+def _assert_no_ray_processes(before: set[int], timeout_s: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        left = [p for p in _children() if p.pid not in before]
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    names = []
+    for p in left:
+        try:
+            names.append(f"{p.pid} {' '.join(p.cmdline())[:200]}")
+        except psutil.NoSuchProcess:
+            continue
+    assert not names, f"Ray processes left after shutdown: {names}"
+
+
+@pytest.fixture(scope="session", params=["local", "two_nodes"])
+def ray_kind(request: pytest.FixtureRequest) -> Iterator[str]:
+    ray = pytest.importorskip("ray")
+    from ray.cluster_utils import Cluster
+
+    before = {p.pid for p in _children()}
+    cluster = None
+    if request.param == "local":
+        ray.init(num_cpus=2, include_dashboard=False)
+    else:
+        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+        cluster.add_node(num_cpus=1)
+        ray.init(address=cluster.address)
+        cluster.wait_for_nodes()
+    # the leak check below sees Ray's processes (it would catch them if they stayed)
+    assert any(p.pid not in before for p in _children())
+    try:
+        yield request.param
+    finally:
+        ray.shutdown()
+        if cluster is not None:
+            cluster.shutdown()
+        _assert_no_ray_processes(before)
+
+
+@pytest.fixture
+def two_nodes(ray_kind: str) -> str:
+    """The simulated two-node cluster (tests of placement and actor deaths)."""
+    if ray_kind != "two_nodes":
+        pytest.skip("runs on the two-node cluster")
+    return ray_kind
