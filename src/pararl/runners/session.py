@@ -55,6 +55,7 @@ class TrainSession:
         self.last_eval: float | None = None
         self.solved = False
         self._pending: tuple[int, float, StateFn] | None = None  # the evaluation in flight
+        self._policy: Policy | GreedyModel | None = None  # the last one `tick` was given
         self._step_rate, self._update_rate = RateMeter(), RateMeter()
 
     @property
@@ -83,6 +84,7 @@ class TrainSession:
         called only when a log line is written. `policy` is the greedy network (or a
         function of observations; then evaluation runs in this process)."""
         now = self.wall_s
+        self._policy = policy
         self._collect_eval()
         due = env_steps >= self._next_eval and not self.solved
         if due and not self.evaluator.busy:
@@ -150,11 +152,23 @@ class TrainSession:
         self.console.update(row)
         return row
 
+    def _last_evaluation(self, env_steps: int, state_fn: StateFn) -> None:
+        """Wait for the evaluation in flight (it may be the best), then run the one
+        that came due while it ran, if any: the final weights get evaluated too."""
+        wait = getattr(self.evaluator, "timeout_s", 0.0)
+        if self.evaluator.busy:
+            self._collect_eval(timeout=wait)
+        due = env_steps >= self._next_eval and not self.solved
+        if due and self._policy is not None and not self.evaluator.busy:
+            self._next_eval = env_steps + self.config.eval_every
+            self._start_eval(env_steps, self._policy, state_fn)
+            self._collect_eval(timeout=wait)
+
     def finish(self, env_steps: int, state_fn: StateFn, status: str) -> None:
         """Final checkpoint and plot; says how the run ended and where it is."""
         name = "final" if status in ("solved", "step budget reached") else "interrupted"
-        if name == "final" and self.evaluator.busy:  # its result may be the best
-            self._collect_eval(timeout=getattr(self.evaluator, "timeout_s", 0.0))
+        if name == "final":
+            self._last_evaluation(env_steps, state_fn)
         checkpoint.save(self.run.checkpoint(name), state_fn())
         if not self.run.checkpoint("best").exists():
             checkpoint.save(self.run.checkpoint("best"), state_fn())
