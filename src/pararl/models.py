@@ -7,6 +7,7 @@ model. A module is never pickled per step.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -69,6 +70,18 @@ def flat_to_params(flat: np.ndarray, model: nn.Module) -> None:
         offset += n
 
 
+@torch.no_grad()
+def _orthogonal(module: nn.Module, out_gain: float) -> None:
+    """Orthogonal weights and zero biases: gain sqrt(2) for hidden layers (tanh/ReLU),
+    `out_gain` for the last layer. A policy head at 0.01 starts near-uniform, so
+    early updates are not spent undoing a random preference (Engstrom et al. 2020,
+    "Implementation Matters in Deep Policy Gradients")."""
+    linears = [m for m in module.modules() if isinstance(m, nn.Linear)]
+    for i, layer in enumerate(linears):
+        nn.init.orthogonal_(layer.weight, gain=out_gain if i == len(linears) - 1 else math.sqrt(2))
+        nn.init.zeros_(layer.bias)
+
+
 class ActorCritic(nn.Module):
     """Policy and value MLPs (separate by default, or one shared body) for PPO.
 
@@ -83,6 +96,7 @@ class ActorCritic(nn.Module):
         discrete: bool,
         hidden: Sequence[int] = (64, 64),
         shared: bool = False,
+        orthogonal_init: bool = True,
     ) -> None:
         super().__init__()
         self.obs_dim, self.action_dim, self.discrete = obs_dim, action_dim, discrete
@@ -96,6 +110,10 @@ class ActorCritic(nn.Module):
             self.actor = mlp(obs_dim, hidden, action_dim, nn.Tanh)
             self.critic = mlp(obs_dim, hidden, 1, nn.Tanh)
         self.log_std = nn.Parameter(torch.zeros(action_dim), requires_grad=not discrete)
+        if orthogonal_init:
+            _orthogonal(self.body, math.sqrt(2))
+            _orthogonal(self.actor, 0.01)
+            _orthogonal(self.critic, 1.0)
 
     def _features(self, obs: torch.Tensor) -> torch.Tensor:
         return self.body(obs.flatten(1).float())

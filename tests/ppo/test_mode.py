@@ -6,6 +6,7 @@ import functools
 
 import gymnasium as gym
 
+import pararl.envs  # noqa: F401  (registers the pararl/... ids)
 from pararl.runners.ppo_mode import ROUND_TRIP_S, choose_mode, measure_step_s
 
 
