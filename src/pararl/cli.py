@@ -7,6 +7,7 @@ Each command is a typed dataclass config parsed by tyro (field docstrings are th
 from __future__ import annotations
 
 import atexit
+import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -24,60 +25,42 @@ class Command:
     quick_exit: bool = False  # every file it writes is closed when `run` returns
 
 
-def _bench_vector() -> Command:
-    from pararl.bench import vector
+def _bench(module: str, config: str, help_text: str) -> Callable[[], Command]:
+    """A `pararl bench NAME` command from `pararl.bench.<module>` (imported on use)."""
 
-    return Command(lambda: vector.VectorBenchConfig, vector.run, "vector env stepping throughput")
+    def load() -> Command:
+        bench = importlib.import_module(f"pararl.bench.{module}")
+        return Command(lambda: getattr(bench, config), bench.run, help_text)
+
+    return load
 
 
-def _bench_dqn() -> Command:
-    from pararl.bench import dqn
-
-    return Command(
-        lambda: dqn.DQNBenchConfig,
-        dqn.run,
+_BENCHES = {
+    "vector": _bench("vector", "VectorBenchConfig", "vector env stepping throughput"),
+    "dqn": _bench(
+        "dqn",
+        "DQNBenchConfig",
         "DQN: time to solve vs SB3, transitions/s vs the seed's design, overlap",
-    )
-
-
-def _bench_ppo() -> Command:
-    from pararl.bench import ppo
-
-    return Command(
-        lambda: ppo.PPOBenchConfig,
-        ppo.run,
-        "PPO: time to solve vs SB3, double-buffered sampling throughput",
-    )
-
-
-def _bench_devices() -> Command:
-    from pararl.bench import devices
-
-    return Command(
-        lambda: devices.DevicesBenchConfig,
-        devices.run,
+    ),
+    "ppo": _bench(
+        "ppo", "PPOBenchConfig", "PPO: time to solve vs SB3, double-buffered sampling throughput"
+    ),
+    "devices": _bench(
+        "devices",
+        "DevicesBenchConfig",
         "PPO wall time per device placement and net width (seeds/002)",
-    )
-
-
-def _bench_partial() -> Command:
-    from pararl.bench import partial
-
-    return Command(
-        lambda: partial.PartialBenchConfig,
-        partial.run,
+    ),
+    "partial": _bench(
+        "partial",
+        "PartialBenchConfig",
         "multi-task sampler: wait for all vs timeout vs min_envs vs auto (seeds/001)",
-    )
-
-
-def _bench_ray() -> Command:
-    from pararl.bench import ray
-
-    return Command(
-        lambda: ray.RayBenchConfig,
-        ray.run,
+    ),
+    "ray": _bench(
+        "ray",
+        "RayBenchConfig",
         "Ray actors vs local actor processes (sampling), and the scaling model",
-    )
+    ),
+}
 
 
 def _train_dqn() -> Command:
@@ -109,12 +92,7 @@ COMMANDS: dict[tuple[str, ...], Callable[[], Command]] = {
     ("train", "dqn"): _train_dqn,
     ("train", "ppo"): _train_ppo,
     ("evaluate",): _evaluate,
-    ("bench", "vector"): _bench_vector,
-    ("bench", "dqn"): _bench_dqn,
-    ("bench", "ppo"): _bench_ppo,
-    ("bench", "devices"): _bench_devices,
-    ("bench", "partial"): _bench_partial,
-    ("bench", "ray"): _bench_ray,
+    **{("bench", name): load for name, load in _BENCHES.items()},
 }
 
 

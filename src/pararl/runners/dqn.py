@@ -23,7 +23,7 @@ from pararl.replay import NStepBuilder, ReplayBuffer
 from pararl.rundir import RunDir
 from pararl.runners.session import TrainSession
 from pararl.runners.setup import (
-    make_evaluator,
+    open_session,
     prepare,
     resolve_device,
     seed_everything,
@@ -149,24 +149,8 @@ def train_dqn(config: DQNConfig) -> TrainSession | None:
     state = DQNState(cfg, p.observation_space, p.action_space, device, p.resume_state)
     busy = 0 if mode == "serial" else (cfg.workers or physical_cores())
     threads = set_learner_threads(num_params(state.learner.q), busy)
-    evaluator = make_evaluator(cfg, state.make_model)
-    session = TrainSession(
-        cfg,
-        p.run,
-        evaluator,
-        p.spec_threshold,
-        {
-            "resolved": {
-                "mode": mode,
-                "device": str(device),
-                "learner_threads": threads,
-                "eval_in": "process" if evaluator.deferred else "inline",
-                "target_return": p.spec_threshold,
-            }
-        },
-        start_steps=state.env_steps,
-        start_wall=state.wall_s,
-    )
+    resolved = {"mode": mode, "device": str(device), "learner_threads": threads}
+    session = open_session(p, state.make_model, resolved, state.env_steps, state.wall_s)
     session.console.message(
         f"pararl: DQN on {cfg.env}, mode {mode}, learner on {device}, run dir {p.run.root}"
     )

@@ -55,7 +55,7 @@ from pararl.replay import NStepBuilder
 from pararl.runners.dqn import DQNState, act_and_learn, check_spaces
 from pararl.runners.session import TrainSession
 from pararl.runners.setup import (
-    make_evaluator,
+    open_session,
     prepare,
     resolve_device,
     seed_everything,
@@ -245,23 +245,13 @@ def train_averaging(config: DQNConfig) -> TrainSession | None:
             "mode": "averaging",
             "device": str(device),
             "learner_threads": threads,
-            "target_return": p.spec_threshold,
             "replicas": world,
             "backend": backend_for(device, ranks[0]),
             "average_every_steps": averaging_span(cfg),
         }
-        # rank 0 evaluating in line would hold every rank at the next average
-        evaluator = make_evaluator(cfg, state.make_model)
-        resolved["eval_in"] = "process" if evaluator.deferred else "inline"
-        session = TrainSession(
-            cfg,
-            p.run,
-            evaluator,
-            p.spec_threshold,
-            {"resolved": resolved},
-            start_steps=state.env_steps * world,
-            start_wall=state.wall_s,
-        )
+        # evaluations run in their own process when a core is free: rank 0
+        # evaluating in line would hold every rank at the next average
+        session = open_session(p, state.make_model, resolved, state.env_steps * world, state.wall_s)
         session.console.message(
             f"pararl: DQN on {cfg.env}, mode averaging, {world} replicas on {device} "
             f"({resolved['backend']}), run dir {p.run.root}"

@@ -25,7 +25,7 @@ from pararl.models import ActorCritic, num_params
 from pararl.runners.ppo_mode import ModeChoice, choose_mode
 from pararl.runners.session import TrainSession
 from pararl.runners.setup import (
-    make_evaluator,
+    open_session,
     prepare,
     seed_everything,
     set_learner_threads,
@@ -149,19 +149,8 @@ def train_ppo(config: PPOConfig) -> TrainSession:
         "num_envs": num_envs,
         "devices": state.devices.as_dict(),
         "learner_threads": threads,
-        "target_return": p.spec_threshold,
     }
-    evaluator = make_evaluator(cfg, state.make_model)
-    resolved["eval_in"] = "process" if evaluator.deferred else "inline"
-    session = TrainSession(
-        cfg,
-        p.run,
-        evaluator,
-        p.spec_threshold,
-        {"resolved": resolved},
-        start_steps=state.env_steps,
-        start_wall=state.wall_s,
-    )
+    session = open_session(p, state.make_model, resolved, state.env_steps, state.wall_s)
     d = state.devices
     session.console.message(
         f"pararl: PPO on {cfg.env}, mode {mode} ({choice.reason}), {num_envs} envs, act on "

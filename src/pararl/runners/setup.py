@@ -19,6 +19,7 @@ from pararl.errors import UsageError
 from pararl.eval_process import BackgroundEvaluator
 from pararl.evaluate import Evaluator
 from pararl.rundir import RunDir
+from pararl.runners.session import TrainSession
 
 
 def resolve_device(name: str) -> torch.device:
@@ -44,6 +45,32 @@ def make_evaluator(
     if where == "process":
         return BackgroundEvaluator(env_fn, cfg.eval_episodes, seed, model_fn)
     return Evaluator(env_fn, cfg.eval_episodes, seed)
+
+
+def open_session(
+    p: Prepared,
+    model_fn: Callable[[], torch.nn.Module],
+    resolved: dict[str, Any],
+    start_steps: int,
+    start_wall: float,
+) -> TrainSession:
+    """The run's session, with its evaluator and the facts resolved at start-up
+    (saved under `resolved` in config.json)."""
+    evaluator = make_evaluator(p.config, model_fn)
+    facts = {
+        **resolved,
+        "eval_in": "process" if evaluator.deferred else "inline",
+        "target_return": p.spec_threshold,
+    }
+    return TrainSession(
+        p.config,
+        p.run,
+        evaluator,
+        p.spec_threshold,
+        {"resolved": facts},
+        start_steps=start_steps,
+        start_wall=start_wall,
+    )
 
 
 def seed_everything(seed: int) -> None:
