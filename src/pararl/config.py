@@ -204,7 +204,9 @@ class PPOConfig(RunConfig):
     update_epochs: int = 20
     """Passes over each rollout."""
     clip_coef: float = 0.2
-    """Surrogate clipping coefficient."""
+    """Surrogate clipping coefficient (also the value-clipping range)."""
+    anneal_clip: bool = False
+    """Anneal the surrogate's clip range linearly to 0 over the step budget."""
     clip_vloss: bool = True
     """Clip the value loss around the rollout's value estimates."""
     ent_coef: float = 0.0

@@ -23,3 +23,27 @@ def test_actor_critic_starts_near_uniform_with_orthogonal_layers() -> None:
         float(model.actor[-1].weight.detach().norm()),
     )
     assert not math.isclose(*norms)
+
+
+def test_clip_annealing_narrows_the_surrogate() -> None:
+    import numpy as np
+
+    from pararl.algos.ppo import PPOHyper, PPOLearner
+
+    torch.manual_seed(0)
+    learner = PPOLearner(
+        ActorCritic(4, 2, True, (8,)), PPOHyper(clip_coef=0.2), 1e-3, torch.device("cpu")
+    )
+    learner.set_clip_fraction(0.25)
+    assert math.isclose(learner.clip, 0.05)
+    n = 64
+    batch = {
+        "obs": np.random.default_rng(0).normal(size=(n, 4)).astype(np.float32),
+        "actions": np.zeros(n, dtype=np.int64),
+        "logprobs": np.full(n, -0.5, np.float32),  # ratio exp(-0.69 + 0.5) ~ 0.83: clipped
+        "advantages": np.ones(n, np.float32),
+        "returns": np.zeros(n, np.float32),
+        "values": np.zeros(n, np.float32),
+    }
+    stats = learner.update(batch, np.random.default_rng(0))
+    assert stats["clipfrac"] > 0.9  # |ratio - 1| > 0.05 for nearly every sample

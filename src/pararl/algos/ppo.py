@@ -69,11 +69,16 @@ class PPOLearner:
         self.hyper, self.device, self.lr = hyper, device, lr
         self.optimizer = FlatAdam(self.model.parameters(), lr=lr, eps=1e-5)
         self.updates = 0
+        self.clip = hyper.clip_coef  # the surrogate's clip range now (may be annealed)
 
     def set_lr_fraction(self, fraction: float) -> None:
         """Learning-rate annealing: lr * fraction (1 at the start, towards 0 at the end)."""
         for group in self.optimizer.param_groups:
             group["lr"] = self.lr * fraction
+
+    def set_clip_fraction(self, fraction: float) -> None:
+        """Clip-range annealing for the surrogate: clip_coef * fraction."""
+        self.clip = self.hyper.clip_coef * fraction
 
     def update(self, batch: dict[str, np.ndarray], rng: np.random.Generator) -> dict[str, float]:
         """Epochs of minibatch steps on one flattened rollout; returns mean stats."""
@@ -101,7 +106,7 @@ class PPOLearner:
         ratio = log_ratio.exp()
         with torch.no_grad():
             approx_kl = ((ratio - 1) - log_ratio).mean()  # the low-variance estimator
-            clipfrac = ((ratio - 1.0).abs() > hp.clip_coef).float().mean()
+            clipfrac = ((ratio - 1.0).abs() > self.clip).float().mean()
 
         mb_adv = mb["advantages"]
         if hp.norm_adv:
@@ -109,7 +114,7 @@ class PPOLearner:
 
         # clipped surrogate objective (as a loss: the max of the two negatives)
         pg_loss1 = -mb_adv * ratio
-        pg_loss2 = -mb_adv * torch.clamp(ratio, 1 - hp.clip_coef, 1 + hp.clip_coef)
+        pg_loss2 = -mb_adv * torch.clamp(ratio, 1 - self.clip, 1 + self.clip)
         pg_loss = torch.max(pg_loss1, pg_loss2).mean()
 
         # value loss, optionally clipped around the rollout's value estimates

@@ -203,8 +203,11 @@ def train_loop(
     copy, session bookkeeping; until done."""
     cfg = state.config
     while not session.done(state.env_steps):
+        remaining = max(0.0, 1 - state.env_steps / cfg.total_steps)
         if cfg.anneal_lr:
-            state.learner.set_lr_fraction(max(0.0, 1 - state.env_steps / cfg.total_steps))
+            state.learner.set_lr_fraction(remaining)
+        if cfg.anneal_clip:
+            state.learner.set_clip_fraction(remaining)
         stats = state.learner.update(next_rollout(), state.rng)
         state.sync_actor()
         session.tick(
