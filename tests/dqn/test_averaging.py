@@ -31,21 +31,12 @@ from pararl.errors import UsageError
 from pararl.optim import FlatAdam
 from pararl.vector import WorkerError
 from pararl.vector.procs import ProcessGroup
+from tests.dqn.test_train import SMALL
 
 CPU = torch.device("cpu")
-TINY = dict(
-    total_steps=1_600,
-    learning_starts=200,
-    eval_every=800,
-    eval_episodes=2,
-    checkpoint_every=800,
-    tensorboard=False,
-    progress="none",
-    hidden=(32,),
-    batch_size=32,
-    envs_per_worker=2,
-    average_every=4,
-    target_return=10_000.0,
+# the DQN end-to-end tests' small run, a little longer, averaging every 4 updates
+TINY = {k: v for k, v in SMALL.items() if k != "workers"} | dict(
+    total_steps=1_600, eval_every=800, checkpoint_every=800, average_every=4
 )
 
 
