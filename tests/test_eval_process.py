@@ -98,3 +98,43 @@ def test_session_records_and_keeps_the_evaluated_state(tmp_path: Path) -> None:
     best = torch.load(session.run.checkpoint("best"), weights_only=False)
     for name, value in evaluated.items():
         torch.testing.assert_close(best["q"][name], value)
+
+
+def test_env_registered_at_run_time_is_carried_to_the_child() -> None:
+    from pararl.runners.setup import _spec_for_child
+
+    gym.register("RunTimeRegistered-v0", entry_point="pararl.envs.fake:StepCostEnv")
+    try:
+        spec = _spec_for_child("RunTimeRegistered-v0")
+        assert isinstance(spec, gym.envs.registration.EnvSpec)
+        background = BackgroundEvaluator(
+            env_factory("RunTimeRegistered-v0"),
+            1,
+            0,
+            functools.partial(QNetwork, 8, 2, (8,)),
+            spec=spec,
+        )
+        try:
+            background.submit(QNetwork(8, 2, (8,)))
+            assert _wait(background).shape == (1,)
+        finally:
+            background.close()
+        gym.register("InMain-v0", entry_point="__main__:SomeEnv")
+        assert _spec_for_child("InMain-v0") is False  # such an env is evaluated in process
+    finally:
+        for env_id in ("RunTimeRegistered-v0", "InMain-v0"):
+            gym.registry.pop(env_id, None)
+
+
+def test_dead_evaluator_at_the_end_loses_no_checkpoint(tmp_path: Path) -> None:
+    cfg = DQNConfig(eval_every=10, tensorboard=False, progress="none", target_return=1e9)
+    background = BackgroundEvaluator(env_factory("CartPole-v1"), 2, 0, MODEL_FN)
+    session = TrainSession(cfg, RunDir.new(tmp_path, "dqn", "x"), background, 1e9)
+    model = _model(2)
+    session.tick(10, 0, model, lambda: {"q": model.state_dict()})
+    for pid in background._group.pids:
+        psutil.Process(pid).kill()
+    session.finish(30, lambda: {"q": model.state_dict()}, "step budget reached")
+    assert session.run.checkpoint("final").is_file()
+    assert session.run.checkpoint("best").is_file()
+    assert not _alive(background._group.pids)

@@ -30,6 +30,7 @@ from typing import Any
 
 import gymnasium as gym
 import torch
+from gymnasium.envs.registration import EnvSpec
 
 from pararl.evaluate import Evaluator, GreedyModel, as_policy
 from pararl.vector.errors import WorkerTimeoutError
@@ -42,7 +43,10 @@ def _serve(
     episodes: int,
     seed: int,
     model_fn: Callable[[], torch.nn.Module],
+    spec: EnvSpec | None,
 ) -> None:
+    if spec is not None and spec.id not in gym.registry:
+        gym.registry[spec.id] = spec  # registered by the trainer at run time
     evaluator = Evaluator(env_fn, episodes, seed)
     model = model_fn()
     try:
@@ -96,7 +100,11 @@ def _main_not_reimported() -> Iterator[None]:
 
 
 class BackgroundEvaluator:
-    """`Evaluator`'s `submit`/`poll` with the episodes run by a child process."""
+    """`Evaluator`'s `submit`/`poll` with the episodes run by a child process.
+
+    `spec`: the env's registration, for an id the trainer registered at run time
+    (the child is a fresh interpreter); it must not refer to `__main__`.
+    """
 
     deferred = True  # results arrive later: the session snapshots what it needs
 
@@ -107,13 +115,14 @@ class BackgroundEvaluator:
         seed: int,
         model_fn: Callable[[], torch.nn.Module],
         timeout_s: float = 600.0,
+        spec: EnvSpec | None = None,
     ) -> None:
         self.timeout_s = timeout_s
         self._sent_at: float | None = None
         with _main_not_reimported():
             self._group = ProcessGroup(
                 _serve,
-                [(env_fn, episodes, seed, model_fn)],
+                [(env_fn, episodes, seed, model_fn, spec)],
                 mp.get_context("spawn"),
                 name="pararl-eval",
             )
@@ -159,10 +168,14 @@ class BackgroundEvaluator:
                 return answer
         return None
 
-    def plot(self, metrics_csv: Path, out_png: Path, title: str, timeout: float = 60.0) -> None:
-        """Draw the learning curve in the child (matplotlib is loaded there)."""
+    def plot(
+        self, metrics_csv: Path, out_png: Path, title: str, timeout: float = 60.0
+    ) -> Path | None:
+        """Draw the learning curve in the child (matplotlib is loaded there); the
+        PNG's path, or None if there was nothing to plot or no answer in time."""
         self._request(("plot", (metrics_csv, out_png, title)))
-        self.wait(timeout)
+        answer: Path | None = self.wait(timeout)
+        return answer
 
     def close(self) -> None:
         self._group.close()

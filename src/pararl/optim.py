@@ -20,6 +20,8 @@ from typing import Any
 
 import torch
 
+from pararl.errors import UsageError
+
 
 class FlatAdam:
     """Adam whose parameters are views into one vector (and gradients into another).
@@ -101,7 +103,7 @@ class FlatAdam:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if state.get("kind") != "flat_adam" or state["exp_avg"].numel() != self.flat.numel():
-            raise ValueError(
+            raise UsageError(
                 "optimizer state does not match this model (saved by another pararl "
                 "version or for another network); start a new run instead of resuming"
             )

@@ -7,6 +7,7 @@ import copy
 import pytest
 import torch
 
+from pararl.errors import UsageError
 from pararl.models import ActorCritic, QNetwork
 from pararl.optim import FlatAdam
 
@@ -59,7 +60,7 @@ def test_state_round_trip_and_mismatch_error() -> None:
     assert clone.steps == 1
     assert clone.param_groups[0]["lr"] == 0.1
     torch.testing.assert_close(clone.exp_avg_sq, opt.exp_avg_sq)
-    with pytest.raises(ValueError, match="does not match"):
+    with pytest.raises(UsageError, match="does not match"):
         FlatAdam(QNetwork(4, 2, (16,)).parameters()).load_state_dict(opt.state_dict())
 
 

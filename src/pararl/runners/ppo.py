@@ -124,8 +124,10 @@ def train_ppo(config: PPOConfig) -> TrainSession:
     if cfg.backend == "ray":
         from pararl.raybackend.ppo_runner import ray_ppo_actors
 
-        if cfg.mode == "serial":
-            raise UsageError("--backend ray runs Ray actors; drop --mode serial")
+        if cfg.mode == "serial" or cfg.double_buffer:  # checked before Ray starts
+            raise UsageError(
+                "--backend ray runs Ray actors; drop --mode serial and --double-buffer"
+            )
         workers = ray_ppo_actors(cfg.workers, cfg.ray_address)
         choice = ModeChoice("ray", None, f"{workers} Ray actors")
     else:

@@ -20,9 +20,19 @@ from pararl.evaluate import Evaluator, GreedyModel, Policy
 from pararl.logging import Console, MetricsWriter, RateMeter
 from pararl.plots import learning_curve
 from pararl.rundir import RunDir
-from pararl.vector import WorkerError
+from pararl.vector import WorkerError, WorkerTimeoutError
 
 StateFn = Callable[[], dict[str, Any]]
+
+
+def _without_replay(state_fn: StateFn) -> StateFn:
+    """The checkpoint state minus a replay memory (`best` is for acting)."""
+
+    def state() -> dict[str, Any]:
+        full = state_fn()
+        return {**full, "replay": None} if "replay" in full else full
+
+    return state
 
 
 class TrainSession:
@@ -97,10 +107,16 @@ class TrainSession:
             self._last_log = now
             self.log(env_steps, updates, stats() if callable(stats) else stats)
 
-    def _start_eval(self, env_steps: int, policy: Policy | GreedyModel, state_fn: StateFn) -> None:
-        if self.evaluator.deferred:
-            if not hasattr(policy, "state_dict"):
-                raise TypeError("a background evaluator needs the network, not a function")
+    def _start_eval(
+        self,
+        env_steps: int,
+        policy: Policy | GreedyModel,
+        state_fn: StateFn,
+        weights_move_on: bool = True,
+    ) -> None:
+        if self.evaluator.deferred and not hasattr(policy, "state_dict"):
+            raise TypeError("a background evaluator needs the network, not a function")
+        if self.evaluator.deferred and weights_move_on:
             # the weights move on while the episodes run: keep the evaluated state
             snapshot = copy.deepcopy(state_fn())
             self._pending = (env_steps, self.wall_s, lambda: snapshot)
@@ -161,17 +177,31 @@ class TrainSession:
         due = env_steps >= self._next_eval and not self.solved
         if due and self._policy is not None and not self.evaluator.busy:
             self._next_eval = env_steps + self.config.eval_every
-            self._start_eval(env_steps, self._policy, state_fn)
+            # training has stopped: no snapshot needed; `best` never holds the replay
+            best_state = _without_replay(state_fn)
+            self._start_eval(env_steps, self._policy, best_state, weights_move_on=False)
             self._collect_eval(timeout=wait)
 
     def finish(self, env_steps: int, state_fn: StateFn, status: str) -> None:
         """Final checkpoint and plot; says how the run ended and where it is."""
         name = "final" if status in ("solved", "step budget reached") else "interrupted"
-        if name == "final":
-            self._last_evaluation(env_steps, state_fn)
-        checkpoint.save(self.run.checkpoint(name), state_fn())
+        checkpoint.save(self.run.checkpoint(name), state_fn())  # first: nothing is lost
+        try:
+            if name == "final":
+                self._last_evaluation(env_steps, state_fn)
+        except (WorkerError, WorkerTimeoutError) as exc:
+            self.console.message(f"pararl: the last evaluation failed: {exc}")
+        finally:
+            try:
+                self._wrap_up(env_steps, state_fn, status)
+            finally:
+                self.close()  # idempotent: the runners' own close() is then a no-op
+
+    def _wrap_up(self, env_steps: int, state_fn: StateFn, status: str) -> None:
         if not self.run.checkpoint("best").exists():
             checkpoint.save(self.run.checkpoint("best"), state_fn())
+        if self.solved and status == "step budget reached":
+            status = "solved"  # by the evaluation collected at the end
         self.metrics.close()
         self.console.close()
         self._plot()
@@ -187,9 +217,9 @@ class TrainSession:
         matplotlib loaded), else here."""
         args = (self.run.metrics, self.run.curve, self.config.env)
         if isinstance(self.evaluator, BackgroundEvaluator) and not self.evaluator.busy:
-            with contextlib.suppress(WorkerError):  # a failed child: draw it here
-                self.evaluator.plot(*args)
-                if self.run.curve.exists():
+            self.run.curve.unlink(missing_ok=True)  # only a curve drawn now counts
+            with contextlib.suppress(WorkerError, WorkerTimeoutError):  # else: draw it here
+                if self.evaluator.plot(*args) is not None:
                     return
         learning_curve(*args)
 

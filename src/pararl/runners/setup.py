@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -42,9 +43,29 @@ def make_evaluator(
     if where == "auto":
         where = "process" if physical_cores() > 1 else "inline"
     env_fn, seed = env_factory(cfg.env), cfg.seed + 10_000
-    if where == "process":
-        return BackgroundEvaluator(env_fn, cfg.eval_episodes, seed, model_fn)
+    carried = _spec_for_child(cfg.env)
+    if where == "process" and carried is not False:
+        spec = carried if isinstance(carried, gym.envs.registration.EnvSpec) else None
+        return BackgroundEvaluator(env_fn, cfg.eval_episodes, seed, model_fn, spec=spec)
     return Evaluator(env_fn, cfg.eval_episodes, seed)
+
+
+def _spec_for_child(env_id: str) -> gym.envs.registration.EnvSpec | bool | None:
+    """The registration a spawned child needs to build `env_id`: None when importing
+    is enough (`module:EnvId`, or an id that is not registered here), False when it
+    cannot be carried because it refers to the caller's `__main__` (an env defined
+    in the script itself: then evaluation stays in this process)."""
+    if ":" in env_id:
+        return None
+    try:
+        spec = gym.spec(env_id)
+    except gym.error.Error:
+        return None
+    try:
+        carried = pickle.dumps(spec)
+    except Exception:
+        return False
+    return False if b"__main__" in carried else spec
 
 
 def open_session(
@@ -62,15 +83,19 @@ def open_session(
         "eval_in": "process" if evaluator.deferred else "inline",
         "target_return": p.spec_threshold,
     }
-    return TrainSession(
-        p.config,
-        p.run,
-        evaluator,
-        p.spec_threshold,
-        {"resolved": facts},
-        start_steps=start_steps,
-        start_wall=start_wall,
-    )
+    try:
+        return TrainSession(
+            p.config,
+            p.run,
+            evaluator,
+            p.spec_threshold,
+            {"resolved": facts},
+            start_steps=start_steps,
+            start_wall=start_wall,
+        )
+    except BaseException:
+        evaluator.close()
+        raise
 
 
 def seed_everything(seed: int) -> None:
