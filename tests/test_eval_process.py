@@ -19,6 +19,7 @@ from pararl.models import QNetwork
 from pararl.rundir import RunDir
 from pararl.runners.session import TrainSession
 from pararl.vector import WorkerError
+from tests.procs import alive_after
 
 MODEL_FN = functools.partial(QNetwork, 4, 2, (16,))
 
@@ -32,10 +33,6 @@ def _faulty_env() -> gym.Env:
 def _model(seed: int) -> QNetwork:
     torch.manual_seed(seed)
     return MODEL_FN()
-
-
-def _alive(pids: list[int]) -> list[int]:
-    return [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
 
 
 def _wait(evaluator: BackgroundEvaluator, seconds: float = 20.0) -> np.ndarray:
@@ -76,7 +73,7 @@ def test_failure_is_reported_and_close_leaves_no_process() -> None:
     finally:
         background.close()
         background.close()  # idempotent
-    assert not _alive(pids)
+    assert not alive_after(pids, 0.0)
 
 
 def test_session_records_and_keeps_the_evaluated_state(tmp_path: Path) -> None:
@@ -137,4 +134,4 @@ def test_dead_evaluator_at_the_end_loses_no_checkpoint(tmp_path: Path) -> None:
     session.finish(30, lambda: {"q": model.state_dict()}, "step budget reached")
     assert session.run.checkpoint("final").is_file()
     assert session.run.checkpoint("best").is_file()
-    assert not _alive(background._group.pids)
+    assert not alive_after(background._group.pids, 0.0)

@@ -49,10 +49,12 @@ def _serve(
         gym.registry[spec.id] = spec  # registered by the trainer at run time
     evaluator = Evaluator(env_fn, episodes, seed)
     model = model_fn()
+    warm = False
     try:
         while True:
-            if not conn.poll(0):
-                _warm_up_plotting()  # once: the first request can wait that long
+            if not warm and not conn.poll(0):
+                _warm_up_plotting()  # while idle, once: a request can wait that long
+                warm = True
             command, payload = conn.recv()  # EOFError if the parent is gone: we exit
             if command == "close":
                 evaluator.close()

@@ -32,6 +32,7 @@ from pararl.optim import FlatAdam
 from pararl.vector import WorkerError
 from pararl.vector.procs import ProcessGroup
 from tests.dqn.test_train import SMALL
+from tests.procs import alive_after, interrupt_training
 
 CPU = torch.device("cpu")
 # the DQN end-to-end tests' small run, a little longer, averaging every 4 updates
@@ -276,22 +277,11 @@ def test_ctrl_c_saves_checkpoint_and_leaves_nothing(tmp_path: Path) -> None:
         *("--total-steps", "10000000", "--progress", "plain", "--log-every-s", "0.2"),
         "--no-tensorboard",
     )
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        if "steps/s" in line:
-            break
-    children = [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
+    children, err = interrupt_training(proc)
     assert children
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert (tmp_path / "checkpoints" / "interrupted.pt").is_file()
-    time.sleep(0.5)
-    assert not [
-        pid
-        for pid in children
-        if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    ]
+    assert alive_after(children, 0.5) == []
 
 
 def _free_port() -> int:

@@ -15,6 +15,7 @@ import torch
 
 from pararl import DQNConfig, train
 from pararl.vector import WorkerError
+from tests.procs import alive_after, interrupt_training
 
 SMALL = dict(
     total_steps=1_200,
@@ -137,23 +138,12 @@ def test_ctrl_c_saves_checkpoint_and_leaves_nothing(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        if "steps/s" in line:
-            break
-    children = [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
+    children, err = interrupt_training(proc)
     assert children
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert (run / "checkpoints" / "interrupted.pt").is_file()
     assert str(run) in err or "run saved in" in err
-    time.sleep(0.5)
-    assert not [
-        pid
-        for pid in children
-        if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    ]
+    assert alive_after(children, 0.5) == []
     assert set(os.listdir("/dev/shm")) <= shm_before
 
 

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import psutil
 import pytest
 import torch
 
@@ -18,6 +15,7 @@ from pararl.cli import main
 from pararl.devices import choose_devices
 from pararl.errors import UsageError
 from pararl.models import ActorCritic
+from tests.procs import alive_after, interrupt_training
 
 SMALL = dict(
     total_steps=1_024,
@@ -124,21 +122,10 @@ def test_ctrl_c_saves_and_leaves_nothing(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        if "steps/s" in line:
-            break
-    children = [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    children, err = interrupt_training(proc)
     assert proc.returncode == 130, err
     assert (run / "checkpoints" / "interrupted.pt").is_file()
-    time.sleep(0.5)
-    assert not [
-        p
-        for p in children
-        if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
-    ]
+    assert alive_after(children, 0.5) == []
     assert set(os.listdir("/dev/shm")) <= shm_before
 
 

@@ -25,6 +25,7 @@ from gymnasium import spaces
 import pararl.envs  # noqa: F401 - registers pararl/StepCost-v0 and pararl/Faulty-v0
 from pararl.vector import ParallelVectorEnv, SerialVectorEnv
 from pararl.vector.core import BatchVectorEnv
+from tests.procs import alive_after, pid_alive  # noqa: F401  (used by the vector tests)
 
 EnvFn = Callable[[], gym.Env]
 
@@ -277,24 +278,6 @@ def assert_tree_equal(actual: Any, expected: Any, path: str = "") -> None:
 
 
 # --- processes and shared memory -----------------------------------------------------
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether process `pid` runs (a zombie counts as dead)."""
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
-def alive_after(pids: Sequence[int], timeout: float = 2.0) -> list[int]:
-    """Those of `pids` still alive after waiting up to `timeout` s for them to die."""
-    deadline = time.monotonic() + timeout
-    while True:
-        alive = [pid for pid in pids if pid_alive(pid)]
-        if not alive or time.monotonic() >= deadline:
-            return alive
-        time.sleep(0.02)
 
 
 def descendants(pid: int | None = None) -> set[int]:
