@@ -53,59 +53,48 @@ class BatchArrays:
 
 
 class _ActionRows:
-    """This batch's actions, by local index. Discrete actions are read in one bulk
-    `tolist()` per step (Python ints are also what envs check fastest); others are
-    read row by row, as private copies."""
+    """This batch's actions, listed in the order of the envs a step names.
+
+    Integer actions come out of one bulk `tolist()` (Python ints are also what envs
+    check fastest); other arrays out of one copy, row by row; Dict/Tuple actions
+    row by row. Every env gets a private action it may keep.
+    """
 
     def __init__(self, tree: Tree, rows: slice) -> None:
         self.tree, self.rows = tree, rows
-        self.bulk = (
-            isinstance(tree, np.ndarray)
-            and tree.ndim == 1
-            and np.issubdtype(tree.dtype, np.integer)
-        )
+        self.array = isinstance(tree, np.ndarray)
+        self.bulk = self.array and tree.ndim == 1 and np.issubdtype(tree.dtype, np.integer)
 
-    def current(self) -> Any:
-        if self.bulk:
-            return self.tree[self.rows].tolist()
+    def listed(self, ids: Sequence[int], whole: bool) -> list[Any]:
         start = self.rows.start
-        return _RowView(self.tree, start)
+        if self.bulk:
+            values = self.tree[self.rows].tolist()
+            return values if whole else [values[i] for i in ids]
+        if self.array:
+            rows = self.tree[self.rows].copy() if whole else self.tree[np.add(ids, start)]
+            return list(rows)
+        return [read_row(self.tree, start + i) for i in ids]
 
 
-class _RowView:
-    def __init__(self, tree: Tree, start: int) -> None:
-        self.tree, self.start = tree, start
-
-    def __getitem__(self, local: int) -> Any:
-        return read_row(self.tree, self.start + local)
+Step = tuple[Any, Any, Any, Any, dict[str, Any]]  # obs, reward, terminated, truncated, info
 
 
-class _Results:
-    """One call's results, gathered in lists and stored into the batch arrays in
-    bulk: one numpy assignment per array instead of one per env."""
-
-    def __init__(self) -> None:
-        self.obs: list[Any] = []
-        self.rewards: list[Any] = []
-        self.terminations: list[bool] = []
-        self.truncations: list[bool] = []
-
-    def add(self, obs: Any, reward: Any, terminated: bool, truncated: bool) -> None:
-        self.obs.append(obs)
-        self.rewards.append(reward)
-        self.terminations.append(terminated)
-        self.truncations.append(truncated)
-
-    def store(self, arrays: BatchArrays, rows: slice | np.ndarray) -> None:
-        if isinstance(arrays.obs, np.ndarray):
-            arrays.obs[rows] = self.obs
-        else:  # Dict/Tuple spaces: leaf by leaf
-            indices = range(rows.start, rows.stop) if isinstance(rows, slice) else rows
-            for row, obs in zip(indices, self.obs, strict=True):
-                write_row(arrays.obs, int(row), obs)
-        arrays.rewards[rows] = self.rewards
-        arrays.terminations[rows] = self.terminations
-        arrays.truncations[rows] = self.truncations
+def _store(arrays: BatchArrays, rows: slice | np.ndarray, steps: list[Step]) -> list[Any]:
+    """Store a call's results into the batch arrays, one numpy assignment per array
+    (per leaf for Dict/Tuple observations); returns the infos, in order."""
+    if not steps:
+        return []
+    obs, rewards, terminations, truncations, infos = zip(*steps, strict=True)
+    if isinstance(arrays.obs, np.ndarray):
+        arrays.obs[rows] = obs
+    else:  # Dict/Tuple spaces: leaf by leaf
+        indices = range(rows.start, rows.stop) if isinstance(rows, slice) else rows
+        for row, value in zip(indices, obs, strict=True):
+            write_row(arrays.obs, int(row), value)
+    arrays.rewards[rows] = rewards
+    arrays.terminations[rows] = terminations
+    arrays.truncations[rows] = truncations
+    return list(infos)
 
 
 class EnvBatch:
@@ -145,22 +134,24 @@ class EnvBatch:
         options: dict[str, Any] | None,
     ) -> InfoRows:
         """Reset envs `local_ids` (all when None); `seeds` has one entry per reset env."""
-        infos: InfoRows = []
         ids = self._all if local_ids is None else local_ids
-        out = _Results()
+        steps: list[Step] = []
         for local, seed in zip(ids, seeds, strict=True):
-            row = self.offset + local
             try:
                 obs, info = self.envs[local].reset(seed=seed, options=options)
             except Exception:
-                self.failed_env = row
+                self.failed_env = self.offset + local
                 raise
-            out.add(obs, 0.0, False, False)
+            steps.append((obs, 0.0, False, False, info))
             self._needs_reset[local] = False
-            if info:
-                infos.append((row, info))
-        out.store(self.arrays, self._rows(ids))
-        return infos
+        return self._info_rows(ids, _store(self.arrays, self._rows(ids), steps))
+
+    def _info_rows(self, ids: Sequence[int], infos: list[dict[str, Any]]) -> InfoRows:
+        offset = self.offset
+        return [(offset + local, info) for local, info in zip(ids, infos, strict=True) if info]
+
+    def _failed(self, ids: Sequence[int], done: int) -> None:
+        self.failed_env = self.offset + ids[done]
 
     def step(self, local_ids: Sequence[int] | None) -> InfoRows:
         """Step envs `local_ids` (all when None) with the actions in their rows."""
@@ -179,53 +170,72 @@ class EnvBatch:
     def _step_next(self, ids: Sequence[int]) -> InfoRows:
         # NEXT_STEP: an env that ended last step is reset now, with reward 0 and no
         # termination. (DISABLED shares this loop: no env reaches the reset branch.)
-        infos: InfoRows = []
-        envs, needs_reset, offset = self.envs, self._needs_reset, self.offset
-        actions, out = self._actions.current(), _Results()
-        add, row = out.add, offset
+        whole = ids is self._all
+        envs = self.envs if whole else [self.envs[i] for i in ids]
+        needs_reset = self._needs_reset if whole else [self._needs_reset[i] for i in ids]
+        steps: list[Step] = []
+        append = steps.append
         try:
-            for local in ids:
-                row = offset + local
-                if needs_reset[local]:
-                    obs, info = envs[local].reset()
-                    add(obs, 0.0, False, False)
-                    needs_reset[local] = False
+            for env, action, restart in zip(
+                envs, self._actions.listed(ids, whole), needs_reset, strict=True
+            ):
+                if restart:
+                    obs, info = env.reset()
+                    append((obs, 0.0, False, False, info))
                 else:
-                    obs, reward, terminated, truncated, info = envs[local].step(actions[local])
-                    add(obs, reward, terminated, truncated)
-                    needs_reset[local] = terminated or truncated
-                if info:
-                    infos.append((row, info))
+                    append(env.step(action))
         except Exception:
-            self.failed_env = row
+            self._failed(ids, len(steps))
             raise
-        out.store(self.arrays, self._rows(ids))
-        return infos
+        infos = _store(self.arrays, self._rows(ids), steps)
+        ended = [bool(s[2] or s[3]) for s in steps]
+        if whole:
+            self._needs_reset = ended
+        else:
+            for local, flag in zip(ids, ended, strict=True):
+                self._needs_reset[local] = flag
+        return self._info_rows(ids, infos)
 
     def _step_same(self, ids: Sequence[int]) -> InfoRows:
         # SAME_STEP: an env that ends is reset in the same step; its last observation
         # and info go to `final_obs` / `final_info`.
-        infos: InfoRows = []
-        row, actions, out = self.offset, self._actions.current(), _Results()
+        whole = ids is self._all
+        envs = self.envs if whole else [self.envs[i] for i in ids]
+        steps: list[Step] = []
+        finals: list[tuple[int, Step]] = []  # (position, the step that ended)
+        append = steps.append
         try:
-            for local in ids:
-                row = self.offset + local
-                env = self.envs[local]
-                obs, reward, terminated, truncated, info = env.step(actions[local])
-                if terminated or truncated:
-                    # the final observation travels through shared memory; the reader
-                    # fills in this placeholder (see `fill_final_obs`)
-                    write_row(self.arrays.final_obs, row, obs)
-                    infos.append((row, {"final_obs": FINAL_OBS_IN_ARRAY, "final_info": info}))
+            for env, action in zip(envs, self._actions.listed(ids, whole), strict=True):
+                step = env.step(action)
+                if step[2] or step[3]:
+                    finals.append((len(steps), step))
                     obs, info = env.reset()
-                out.add(obs, reward, terminated, truncated)
-                if info:
-                    infos.append((row, info))
+                    step = (obs, step[1], step[2], step[3], info)
+                append(step)
         except Exception:
-            self.failed_env = row
+            self._failed(ids, len(steps))
             raise
-        out.store(self.arrays, self._rows(ids))
-        return infos
+        infos = _store(self.arrays, self._rows(ids), steps)
+        if not finals:
+            return self._info_rows(ids, infos)
+        return self._with_finals(ids, infos, finals)
+
+    def _with_finals(
+        self, ids: Sequence[int], infos: list[dict[str, Any]], finals: list[tuple[int, Step]]
+    ) -> InfoRows:
+        """Info rows of a SAME_STEP call in which envs ended, in env order: an ended
+        env's final entry (its final observation goes through shared memory; the
+        reader fills in the placeholder, see `fill_final_obs`), then its reset info."""
+        ended = dict(finals)
+        rows: InfoRows = []
+        for position in sorted({p for p, info in enumerate(infos) if info}.union(ended)):
+            row, last = self.offset + ids[position], ended.get(position)
+            if last is not None:
+                write_row(self.arrays.final_obs, row, last[0])
+                rows.append((row, {"final_obs": FINAL_OBS_IN_ARRAY, "final_info": last[4]}))
+            if infos[position]:
+                rows.append((row, infos[position]))
+        return rows
 
     # --- attribute access, as Gymnasium's vector envs do it -----------------------
 

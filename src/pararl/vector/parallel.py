@@ -16,6 +16,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from pararl.vector.core import BatchVectorEnv
+from pararl.vector.listen import SPIN_S
 from pararl.vector.shared import ArraySpec
 from pararl.vector.topology import physical_cores
 from pararl.vector.transport import ProcessTransport, Transport
@@ -43,6 +44,9 @@ class ParallelVectorEnv(BatchVectorEnv):
             the call raises `WorkerTimeoutError` (None: wait as long as it lives).
         start_timeout: seconds allowed for the workers to build their envs.
         daemon: start workers as daemon processes.
+        spin_s: longest time a worker busy-waits (yielding its core) for the next
+            command, when commands have been following its replies that closely;
+            it saves the wake-up of a sleeping core per step. 0: always block.
     """
 
     def __init__(
@@ -56,6 +60,7 @@ class ParallelVectorEnv(BatchVectorEnv):
         worker_timeout: float | None = 300.0,
         start_timeout: float = 120.0,
         daemon: bool = True,
+        spin_s: float = SPIN_S,
     ) -> None:
         n = len(env_fns)
         if num_workers is None:
@@ -68,6 +73,7 @@ class ParallelVectorEnv(BatchVectorEnv):
         self._requested_workers = num_workers
         self._ctx = mp.get_context(context)
         self._daemon = daemon
+        self._spin_s = spin_s
         self._start_timeout = start_timeout
         super().__init__(
             env_fns, copy=copy, autoreset_mode=autoreset_mode, worker_timeout=worker_timeout
@@ -87,6 +93,7 @@ class ParallelVectorEnv(BatchVectorEnv):
             self._ctx,
             daemon=self._daemon,
             start_timeout=self._start_timeout,
+            spin_s=self._spin_s,
         )
 
     def worker_groups(self, count: int) -> list[np.ndarray]:

@@ -18,6 +18,7 @@ import cloudpickle
 import gymnasium as gym
 
 from pararl.vector.batch import BatchArrays, EnvBatch
+from pararl.vector.listen import SPIN_S
 from pararl.vector.procs import ProcessGroup
 from pararl.vector.shared import ArraySpec, SharedArrays, local_arrays
 from pararl.vector.topology import split_evenly
@@ -108,6 +109,7 @@ class ProcessTransport:
         ctx: BaseContext,
         daemon: bool = True,
         start_timeout: float = 120.0,
+        spin_s: float = SPIN_S,
     ) -> None:
         method = ctx.get_start_method()
         if method != "fork":
@@ -118,7 +120,7 @@ class ProcessTransport:
         fns = [_Pickled(fn) for fn in env_fns]
         self.group = ProcessGroup(
             env_worker,
-            [(fns[s.start : s.stop], s.start, self.shared, layout) for s in self.slices],
+            [(fns[s.start : s.stop], s.start, self.shared, layout, spin_s) for s in self.slices],
             ctx,
             name="pararl-env-worker",
             daemon=daemon,

@@ -18,6 +18,7 @@ from gymnasium.vector import AutoresetMode
 
 from pararl.vector.batch import BatchArrays, EnvBatch, InfoRows
 from pararl.vector.infos import batch_infos
+from pararl.vector.listen import SPIN_S, CommandWait
 from pararl.vector.procs import ParentWatch
 from pararl.vector.shared import SharedArrays, space_tree
 
@@ -106,10 +107,11 @@ def env_worker(
     offset: int,
     shared: SharedArrays,
     layout: BatchLayout,
+    spin_s: float = SPIN_S,
 ) -> None:
     """Main loop of a worker process: build its envs, then serve commands until
     told to close, the parent goes away, or an env raises (reported, then exit)."""
-    watch = ParentWatch()
+    watch, listen = ParentWatch(), CommandWait(conn, spin_s)
     batch: EnvBatch | None = None
     try:
         batch = EnvBatch(
@@ -120,7 +122,7 @@ def env_worker(
         )
         conn.send((True, None))  # ready
         while True:
-            if not conn.poll(watch.interval):
+            if not listen.wait(watch.interval):
                 if watch.orphaned():
                     return
                 continue
