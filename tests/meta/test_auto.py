@@ -113,31 +113,38 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     return now
 
 
-def test_auto_switches_once_measured_and_keeps_its_choice_across_samples(
+def test_auto_tries_partial_against_waiting_then_keeps_the_faster_across_samples(
     clock: list[float],
 ) -> None:
     venv, calls = ScriptedVenv(clock, 8, steps=(0.15, 0.29)), []
     auto = Auto(min_rounds=4, check_rounds=4)
     drive(auto, venv, 6, calls)
     assert [c for c in venv.calls[:5]] == [{}] * 5  # first round + 4 measured rounds
-    assert auto.mode == "partial"
-    assert auto.decisions[0]["chose"] == "partial"
+    assert auto.mode == "partial"  # the trial starts with partial collection
+    assert auto.decisions[0]["chose"] == "trial"
     assert calls == [4]  # one forward timed, at one worker's batch
     venv.calls.clear()
-    drive(auto, venv, 12, calls)  # next sample: starts partial, measures nothing new
+    drive(auto, venv, 40, calls)  # the trial: partial, wait, wait, partial windows
+    modes = ["partial" if c else "wait" for c in venv.calls]
+    runs = [m for i, m in enumerate(modes) if i == 0 or m != modes[i - 1]]
+    assert runs == ["partial", "wait", "partial"]  # P, W W, P; then partial for good
+    assert auto.settled
+    assert auto.decisions[-1]["chose"] == "partial"  # 0.1 s per half beats 0.3 s per round
+    assert auto.decisions[-1]["partial_rate"] > auto.decisions[-1]["wait_rate"]
+    venv.calls.clear()
+    drive(auto, venv, 12, calls)  # later samples: partial, nothing measured again
     assert venv.calls == [{"min_envs": 1}] * 12
     assert calls == [4]
-    assert len(auto.decisions) == 1  # partial (0.1 s per half) beat wait (0.3 s per round)
 
 
-def test_auto_drops_partial_for_good_when_the_clock_says_it_is_slower(
+def test_auto_keeps_waiting_when_the_trial_finds_partial_slower(
     clock: list[float],
 ) -> None:
     venv, calls = ScriptedVenv(clock, 8, steps=(0.15, 0.29)), []
     venv.part_s = 0.2  # two partial calls per round: 0.4 s > 0.3 s of waiting
     auto = Auto(min_rounds=4, check_rounds=4)
-    drive(auto, venv, 20, calls)
-    assert [d["chose"] for d in auto.decisions] == ["partial", "wait"]
+    drive(auto, venv, 60, calls)
+    assert [d["chose"] for d in auto.decisions] == ["trial", "wait"]
     assert auto.decisions[-1]["partial_rate"] < auto.decisions[-1]["wait_rate"]
     venv.calls.clear()
     drive(auto, venv, 20, calls)

@@ -54,7 +54,7 @@ def test_auto_episodes_are_identical_after_it_switches_to_partial() -> None:
     _assert_same(_run("all", "serial"), _run(auto, "parallel"))
     assert auto.steps_by_mode["wait"] > 0
     assert auto.steps_by_mode["partial"] > 0
-    assert auto.decisions[0]["chose"] == "partial"
+    assert auto.decisions[0]["chose"] == "trial"
 
 
 def test_mlp_policy_episodes_agree_across_recv_policies() -> None:
@@ -135,7 +135,7 @@ def test_auto_records_its_measurements_and_waits_with_one_worker() -> None:
     with nav_sampler(auto, episode_length=30) as sampler:
         sampler.sample(sampler.sample_tasks(3, seed=0), episodes_per_task=2, seed=0)
     decision = auto.decisions[0]
-    assert decision["chose"] in ("wait", "partial")
+    assert decision["chose"] in ("wait", "trial")
     assert decision["after_wait_rounds"] == 2
     assert decision["mean_step_s"] > 0
     assert decision["forward_all_s"] > 0

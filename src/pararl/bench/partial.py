@@ -183,10 +183,25 @@ def rotated(tasks: dict[str, Callable[[], float]], repeats: int) -> dict[str, li
     return results
 
 
+MAX_AUTO_WARMUP = 8  # extra warm-up samples allowed for auto to settle
+
+
 def repeats_for(config: PartialBenchConfig, warmup_s: float) -> int:
     """More rounds for cheap cases: as many as fit in --case-seconds, within bounds."""
     fit = int(config.case_seconds / warmup_s) if warmup_s > 0 else config.max_repeats
     return max(config.repeats, min(config.max_repeats, fit))
+
+
+def settle(auto: Auto, sample: Callable[[], float]) -> int:
+    """Run more warm-up samples while `auto` is still deciding (its trial can span
+    several samples of a large case), at most `MAX_AUTO_WARMUP`; the timed samples
+    then show the mode it runs in for the rest of a training run. Returns how many
+    warm-up samples it took in all."""
+    extra = 0
+    while auto.deciding and extra < MAX_AUTO_WARMUP:
+        sample()
+        extra += 1
+    return 1 + extra
 
 
 def episode_length(config: PartialBenchConfig, num_envs: int) -> int:
@@ -241,6 +256,9 @@ def measure_sampler(
             one(name)
             stats[name].clear()
         repeats = repeats_for(config, time.perf_counter() - warm)
+        warmups = {name: settle(auto, functools.partial(one, name)) for name, auto in autos.items()}
+        for name in autos:
+            stats[name].clear()
         rss = worker_rss_per_env(sampler)
         samples = rotated({n: functools.partial(one, n) for n in config.recv}, repeats)
     finally:
@@ -258,6 +276,7 @@ def measure_sampler(
         "repeats": repeats,
         "rss_per_env_mb": None if rss is None else rss / 1e6,
         "policies": cells,
+        "auto_warmup_samples": warmups,
     }
 
 

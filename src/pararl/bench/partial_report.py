@@ -80,11 +80,14 @@ def key_ratios(cases: Sequence[dict[str, Any]]) -> str:
     return "; ".join(parts) or "none"
 
 
-def _auto_note(c: dict[str, Any]) -> str:
+def _auto_note(c: dict[str, Any], warmups: int | None) -> str:
     info = c.get("auto")
     if not info:
         return ""
-    return f"partial {info['partial_share']:.0%} of steps"
+    ratio = info.get("trial_partial_vs_wait")
+    trial = "no trial" if ratio is None else f"trial partial/wait {ratio:.2f}x"
+    settled = "" if warmups is None else f", {warmups} warm-up samples"
+    return f"{info['mode']} ({trial}{settled})"
 
 
 def tables(cases: Sequence[dict[str, Any]]) -> list[str]:
@@ -114,7 +117,7 @@ def tables(cases: Sequence[dict[str, Any]]) -> list[str]:
                         "" if mean is None else f"{mean * 1e3:.2f}",
                         "" if cv is None else f"{cv:.2f}",
                         "" if case["rss_per_env_mb"] is None else f"{case['rss_per_env_mb']:.2f}",
-                        _auto_note(c),
+                        _auto_note(c, case.get("auto_warmup_samples", {}).get(name)),
                     ]
                 )
         header = [

@@ -13,16 +13,18 @@ Rule (also in BENCHMARKS.md, section `bench:partial`):
    needed). If it predicts no gain (T_part > (1 - margin) * T_wait: the idle time
    saved does not pay for the extra forward passes at the smaller batch and the
    extra per-call overhead), keep waiting.
-3. Otherwise collect partially (`recv(min_envs=1)`: act on whichever workers are
-   back) and time it as it runs. After `check_rounds` rounds' worth of env steps
-   and `min_seconds`, and at every further such window, compare its env steps per
-   second with the measured wait-for-all rate; if slower, drop partial for good and
-   wait for all again. The clock, not the model, has the last word: on 2 cores the
-   model over-predicts partial's gain at a few envs per worker (sub-ms rounds, where
-   every extra wake-up counts) and under-predicts it at thousands (workers step
-   faster once they are no longer in lockstep), see BENCHMARKS.md. This one check
-   costs at most one window of slower sampling per sampler, never a share of every
-   sample.
+3. Otherwise run a trial: windows of partial collection (`recv(min_envs=1)`: act
+   on whichever workers are back) and of waiting for all, in the order partial,
+   wait, wait, partial, each of at least `check_rounds` rounds' worth of env steps
+   and `min_seconds`. The order makes a steady drift of the machine's speed weigh
+   on both modes alike; comparing windows taken at different times (all the wait
+   rounds first, then partial) let a few percent of drift decide. Then keep the
+   mode with more env steps per second, for good. The clock, not the model, has
+   the last word: on 2 cores the model over-predicts partial's gain at a few envs
+   per worker (sub-ms rounds, where every extra wake-up counts) and under-predicts
+   it at thousands (workers step faster once they are no longer in lockstep), see
+   BENCHMARKS.md. The trial costs at most two windows of the slower mode per
+   sampler, never a share of every sample.
 4. Everything is kept across `sample` calls of the same sampler (the same `Auto`),
    so later samples start in the chosen mode and measure nothing again. New
    measurements start only if the number of envs or workers changes.
@@ -42,6 +44,9 @@ from pararl.samplers.auto_model import Prediction, WaitRounds, predict
 from pararl.samplers.recv import ForwardCost, RecvResult
 from pararl.vector.core import BatchVectorEnv
 from pararl.vector.topology import available_cpus
+
+# The trial's windows: ABBA, so that a linear drift of speed charges both modes alike.
+TRIAL_ORDER = ("partial", "wait", "wait", "partial")
 
 
 @dataclass
@@ -67,10 +72,10 @@ class Auto:
     """Full wait-for-all rounds measured before the first prediction."""
 
     check_rounds: int = 8
-    """Rounds' worth of env steps between two checks of partial against wait-for-all."""
+    """Rounds' worth of env steps in each window of the trial."""
 
     min_seconds: float = 0.05
-    """Least seconds of wait rounds before predicting, and of partial rounds per check
+    """Least seconds of wait rounds before predicting, and of each trial window
     (sub-ms rounds are too noisy to judge over a few rounds)."""
 
     margin: float = 0.0
@@ -96,12 +101,13 @@ class Auto:
         self._shape = (num_envs, workers)
         self.n, self.workers = num_envs, workers
         self.cores = max(1, len(available_cpus()))
-        self.mode, self.rejected = "wait", False
+        self.mode, self.settled = "wait", False
         self.wait_rounds = WaitRounds()
-        self.rates = {"wait": _Rate(), "partial": _Rate()}
+        self.trial = {"wait": _Rate(), "partial": _Rate()}
+        self._window: _Rate | None = None  # the trial window running, if any
+        self._trial_step = 0
         self.forward_part_s: float | None = None
         self.prediction: Prediction | None = None
-        self._next_check = self.check_rounds * num_envs
         self.decisions.clear()
         self.steps_by_mode.clear()
 
@@ -118,9 +124,10 @@ class Auto:
         steps = int(result[5].size)
         self.steps_by_mode[mode] = self.steps_by_mode.get(mode, 0) + steps
         if self._last is not None:
-            self.rates[mode].add(steps, now - self._last)
+            if self._window is not None:
+                self._window.add(steps, now - self._last)
             full = steps == self.n and self._forward_batch == self.n
-            if mode == "wait" and full:
+            if mode == "wait" and full and self._window is None:
                 self.wait_rounds.add(now - self._last, venv.reply_seconds, self._forward_s)
         self._last, self._forward_s = now, 0.0
         self._advance()
@@ -129,22 +136,34 @@ class Auto:
     # --- decisions ----------------------------------------------------------------
 
     def _advance(self) -> None:
-        if self.workers < 2 or self.rejected:
+        if self.workers < 2 or self.settled:
+            return
+        if self._window is not None:
+            if self._window.steps >= self.check_rounds * self.n and (
+                self._window.seconds >= self.min_seconds
+            ):
+                self._end_window()
             return
         measured = self.wait_rounds.rounds >= self.min_rounds
-        if self.mode == "wait" and measured and self.wait_rounds.round_s >= self.min_seconds:
+        if measured and self.wait_rounds.round_s >= self.min_seconds:
             prediction = self._predict()
-            if prediction.partial or self.prediction is None:
-                self._decide("partial" if prediction.partial else "wait", prediction)
+            if prediction.partial:
+                self._decide("trial", prediction)
+                self.mode, self._window = TRIAL_ORDER[0], _Rate()
+            elif self.prediction is None:
+                self._decide("wait", prediction)
             self.prediction = prediction
-        elif self.mode == "partial" and self._window_done(self.rates["partial"]):
-            self._next_check += self.check_rounds * self.n
-            if self.rates["partial"].per_s() < self.rates["wait"].per_s():
-                self.rejected = True
-                self._decide("wait", self.prediction)
 
-    def _window_done(self, rate: _Rate) -> bool:
-        return rate.steps >= self._next_check and rate.seconds >= self.min_seconds
+    def _end_window(self) -> None:
+        assert self._window is not None
+        self.trial[self.mode].add(self._window.steps, self._window.seconds)
+        self._trial_step += 1
+        if self._trial_step < len(TRIAL_ORDER):
+            self.mode, self._window = TRIAL_ORDER[self._trial_step], _Rate()
+            return
+        self._window, self.settled = None, True
+        faster = self.trial["partial"].per_s() > self.trial["wait"].per_s()
+        self._decide("partial" if faster else "wait", self.prediction)
 
     def _predict(self) -> Prediction:
         if self.forward_part_s is None:
@@ -152,16 +171,25 @@ class Auto:
         return predict(self.wait_rounds, self.forward_part_s, self.workers, self.cores, self.margin)
 
     def _decide(self, mode: str, prediction: Prediction | None) -> None:
-        self.mode = mode
+        if mode != "trial":
+            self.mode = mode
         self.decisions.append(
             {
                 **(prediction.as_dict() if prediction else {}),
-                "wait_rate": self.rates["wait"].per_s(),
-                "partial_rate": self.rates["partial"].per_s() or None,
+                "wait_rate": self.trial["wait"].per_s() or None,
+                "partial_rate": self.trial["partial"].per_s() or None,
                 "chose": mode,
                 "after_wait_rounds": self.wait_rounds.rounds,
             }
         )
+
+    @property
+    def deciding(self) -> bool:
+        """True before the first prediction and while a trial runs (then the mode
+        may still change); False once settled, or while the model sees no gain."""
+        if getattr(self, "workers", 2) < 2 or getattr(self, "settled", False):
+            return False
+        return getattr(self, "prediction", None) is None or self._window is not None
 
     def summary(self) -> dict[str, Any]:
         """What it chose and on which measurements (for reports)."""
@@ -170,6 +198,11 @@ class Auto:
         return {
             "partial_share": self.steps_by_mode.get("partial", 0) / total,
             "mode": self.mode,
+            "trial_partial_vs_wait": (
+                self.trial["partial"].per_s() / self.trial["wait"].per_s()
+                if self.settled and self.trial["wait"].per_s() > 0
+                else None
+            ),
             "step_mean_s": rounds.mean_step if rounds.worker_steps else None,
             "step_cv": rounds.step_cv if rounds.worker_steps else None,
             "decisions": list(self.decisions),
