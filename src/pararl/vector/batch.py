@@ -55,25 +55,25 @@ class BatchArrays:
 class _ActionRows:
     """This batch's actions, listed in the order of the envs a step names.
 
-    Integer actions come out of one bulk `tolist()` (Python ints are also what envs
-    check fastest); other arrays out of one copy, row by row; Dict/Tuple actions
-    row by row. Every env gets a private action it may keep.
+    Array actions come out of one slice (copied when rows are arrays, so an env
+    may keep its action), as numpy scalars or rows, as Gymnasium's vector envs pass
+    them (Discrete spaces check numpy integers faster than Python ints);
+    Dict/Tuple actions row by row.
     """
 
     def __init__(self, tree: Tree, rows: slice) -> None:
         self.tree, self.rows = tree, rows
         self.array = isinstance(tree, np.ndarray)
-        self.bulk = self.array and tree.ndim == 1 and np.issubdtype(tree.dtype, np.integer)
 
     def listed(self, ids: Sequence[int], whole: bool) -> list[Any]:
         start = self.rows.start
-        if self.bulk:
-            values = self.tree[self.rows].tolist()
-            return values if whole else [values[i] for i in ids]
-        if self.array:
-            rows = self.tree[self.rows].copy() if whole else self.tree[np.add(ids, start)]
-            return list(rows)
-        return [read_row(self.tree, start + i) for i in ids]
+        if not self.array:
+            return [read_row(self.tree, start + i) for i in ids]
+        assert isinstance(self.tree, np.ndarray)
+        if not whole:
+            return list(self.tree[np.add(ids, start)])  # fancy indexing copies
+        rows = self.tree[self.rows]
+        return list(rows.copy() if rows.ndim > 1 else rows)
 
 
 Step = tuple[Any, Any, Any, Any, dict[str, Any]]  # obs, reward, terminated, truncated, info
