@@ -28,7 +28,7 @@ from pararl.vector.errors import (
     WorkerError,
     WorkerTimeoutError,
 )
-from pararl.vector.infos import merge_columns
+from pararl.vector.infos import unpack_infos
 from pararl.vector.procs import CLOSE_GRACE_S
 from pararl.vector.shared import ArraySpec, index_array, put_rows, space_specs, take_rows
 from pararl.vector.transport import Transport
@@ -252,10 +252,10 @@ class BatchVectorEnv(gym.vector.VectorEnv):
             ids = np.sort(np.concatenate([r[0] for r in replies])) if replies else np.arange(0)
             sel, obs = ids, take_rows(a.obs, ids)
         infos: dict[str, Any] = {}
-        for command_ids, columns in sorted(replies, key=lambda r: int(r[0][0])):
-            if columns:
+        for command_ids, packed in sorted(replies, key=lambda r: int(r[0][0])):
+            if packed is not None:
                 at = command_ids if full else np.searchsorted(ids, command_ids)
-                merge_columns(infos, columns, at, ids.size)
+                unpack_infos(infos, packed, at, ids.size)
         fill_final_obs(infos, a.final_obs, ids)
         return (
             obs,

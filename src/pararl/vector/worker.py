@@ -17,7 +17,7 @@ import gymnasium as gym
 from gymnasium.vector import AutoresetMode
 
 from pararl.vector.batch import BatchArrays, EnvBatch, InfoRows
-from pararl.vector.infos import batch_infos
+from pararl.vector.infos import Packed, pack_infos
 from pararl.vector.listen import SPIN_S, CommandWait
 from pararl.vector.procs import ParentWatch
 from pararl.vector.shared import SharedArrays, space_tree
@@ -58,7 +58,7 @@ def batch_arrays(arrays: dict[str, Any], layout: BatchLayout) -> BatchArrays:
 
 def execute(batch: EnvBatch, command: str, data: Any) -> Any:
     """Run one command on `batch`; returns the reply payload (for step and reset:
-    the infos, batched over the command's envs in the order it named them)."""
+    the infos, packed by position in the command's envs, in the order it named them)."""
     if command == "step":
         return _batched(batch, batch.step(data), data)
     if command == "reset":
@@ -76,13 +76,13 @@ def execute(batch: EnvBatch, command: str, data: Any) -> Any:
     raise ValueError(f"unknown worker command {command!r}")
 
 
-def _batched(batch: EnvBatch, rows: InfoRows, local_ids: Sequence[int] | None) -> dict[str, Any]:
+def _batched(batch: EnvBatch, rows: InfoRows, local_ids: Sequence[int] | None) -> Packed:
     if not rows:
-        return {}
+        return None
     if local_ids is None:
-        return batch_infos(((row - batch.offset, info) for row, info in rows), len(batch.envs))
+        return pack_infos((row - batch.offset, info) for row, info in rows)
     position = {batch.offset + local: j for j, local in enumerate(local_ids)}
-    return batch_infos(((position[row], info) for row, info in rows), len(local_ids))
+    return pack_infos((position[row], info) for row, info in rows)
 
 
 def make_envs(env_fns: Sequence[Callable[[], gym.Env]], offset: int) -> list[gym.Env]:

@@ -1,0 +1,135 @@
+"""Packed infos (worker side) merged into the batch (caller side) give exactly the
+layout Gymnasium's own `VectorEnv._add_info` builds, env by env."""
+
+from __future__ import annotations
+
+import pickle
+from types import SimpleNamespace
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from pararl.vector.infos import pack_infos, unpack_infos
+
+Pairs = list[tuple[int, dict[str, Any]]]
+
+
+def reference(pairs: Pairs, size: int) -> dict[str, Any]:
+    """Gymnasium's batching: `_add_info` once per (env, info), in order, on a
+    stand-in that has what the method reads (`num_envs`, itself for nested dicts)."""
+    add = gym.vector.VectorEnv._add_info
+    stand_in: Any = SimpleNamespace(num_envs=size)
+    stand_in._add_info = lambda d, i, n: add(stand_in, d, i, n)
+    batched: dict[str, Any] = {}
+    for env, info in pairs:
+        batched = add(stand_in, batched, info, env)
+    return batched
+
+
+def merged(workers: list[tuple[Pairs, np.ndarray]], size: int) -> dict[str, Any]:
+    """Pack each worker's pairs (positions within its command), send them through
+    pickle as a reply would, and merge at the batch rows `at`."""
+    out: dict[str, Any] = {}
+    for pairs, at in workers:
+        packed = pickle.loads(pickle.dumps(pack_infos(pairs)))
+        unpack_infos(out, packed, at, size)
+    return out
+
+
+def assert_same(got: dict[str, Any], want: dict[str, Any]) -> None:
+    assert list(got) == list(want)
+    for key, value in want.items():
+        if isinstance(value, dict):
+            assert_same(got[key], value)
+            continue
+        assert got[key].dtype == value.dtype, key
+        assert got[key].shape == value.shape, key
+        if value.dtype == object:
+            for a, b in zip(got[key], value, strict=True):
+                assert type(a) is type(b), key
+                assert np.array_equal(a, b), key
+        else:
+            np.testing.assert_array_equal(got[key], value, err_msg=key)
+
+
+def uniform(positions: list[int]) -> Pairs:
+    """Every env reports the same scalar keys (MuJoCo-like reward terms)."""
+    return [
+        (
+            p,
+            {
+                "x": float(p) / 3,
+                "steps": p * 7,
+                "alive": p % 2 == 0,
+                "cost": np.float32(p) / 2,
+                "big": np.int64(2**62 + p),
+            },
+        )
+        for p in positions
+    ]
+
+
+def test_uniform_scalars_go_as_one_table_and_match_gymnasium() -> None:
+    pairs = uniform([0, 1, 3, 4])
+    packed = pack_infos(pairs)
+    assert packed is not None
+    assert packed[1] is not None
+    assert not packed[2]
+    assert_same(merged([(pairs, np.arange(6))], 6), reference(pairs, 6))
+
+
+def test_irregular_infos_go_as_rows_and_match_gymnasium() -> None:
+    pairs: Pairs = [
+        (0, {"t": 1, "hist": np.array([1, 2], np.int16)}),
+        (2, {"t": 2, "why": "terminated", "detail": {"r": 0.5, "code": np.int64(9)}}),
+        (3, {"final_obs": np.ones(3), "final_info": {"t": 4}}),
+        (3, {"start": np.float32(0.25)}),  # the same env again: its reset info
+    ]
+    packed = pack_infos(pairs)
+    assert packed is not None
+    assert packed[1] is None
+    assert_same(merged([(pairs, np.arange(5))], 5), reference(pairs, 5))
+
+
+@pytest.mark.parametrize(
+    "pairs",
+    [
+        [(0, {"a": 1.0}), (1, {"a": 2.0, "b": 1})],  # keys differ
+        [(0, {"a": 1.0, "b": 2}), (1, {"b": 2, "a": 1.0})],  # key order differs
+        [(0, {"a": 1.0}), (0, {"a": 2.0})],  # one env twice
+        [(0, {"": 1.0}), (1, {"": 2.0})],  # not a record field name
+        [(0, {1: 1.0}), (1, {1: 2.0})],
+        [(0, {"a": 1}), (1, {"a": 2**70})],  # does not fit the first's type
+    ],
+)
+def test_what_a_table_cannot_hold_goes_as_rows(pairs: Pairs) -> None:
+    packed = pack_infos(pairs)
+    assert packed is not None
+    assert packed[1] is None
+    if pairs[1][1].get("a") == 2**70:
+        return  # Gymnasium itself fails on this one (int64 overflow)
+    assert_same(merged([(pairs, np.arange(3))], 3), reference(pairs, 3))
+
+
+def test_workers_merge_at_their_rows_like_one_batch() -> None:
+    """Two workers' replies (positions within each command) land at their rows;
+    one sent a table, the other rows; empty infos are dropped."""
+    first = uniform([0, 1])
+    second: Pairs = [(0, {}), (1, {"x": 9.5, "extra": "yes"})]
+    at_first, at_second = np.array([1, 4]), np.array([0, 2])
+    want = reference(
+        [(int(at_first[p]), i) for p, i in first]
+        + [(int(at_second[p]), i) for p, i in second if i],
+        5,
+    )
+    assert_same(merged([(first, at_first), (second, at_second)], 5), want)
+
+
+def test_nothing_to_send_is_none() -> None:
+    assert pack_infos([]) is None
+    assert pack_infos([(0, {}), (1, {})]) is None
+    out: dict[str, Any] = {}
+    unpack_infos(out, None, np.arange(2), 2)
+    assert out == {}
