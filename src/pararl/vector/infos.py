@@ -73,9 +73,10 @@ def _scalar_table(pairs: Pairs) -> tuple[np.ndarray, np.ndarray] | None:
         return None
     if any(tuple(info) != keys for _, info in pairs[1:]):
         return None
-    positions = np.fromiter((p for p, _ in pairs), np.int64, len(pairs))
-    if np.unique(positions).size != positions.size:
+    listed = [p for p, _ in pairs]
+    if len(set(listed)) != len(listed):
         return None
+    positions = np.array(listed, dtype=np.int64)
     dtype = np.dtype([(k, np.dtype(type(v))) for k, v in first.items()])
     try:
         table = np.array([tuple(info.values()) for _, info in pairs], dtype=dtype)
