@@ -31,9 +31,14 @@ def fill_final_obs(infos: dict[str, Any], final_obs: Tree | None, rows: np.ndarr
     column = infos.get("final_obs")
     if column is None:
         return
-    for p in np.flatnonzero(infos["_final_obs"]):
-        if column[p] is FINAL_OBS_IN_ARRAY:
+    positions = [p for p in np.flatnonzero(infos["_final_obs"]) if column[p] is FINAL_OBS_IN_ARRAY]
+    if not isinstance(final_obs, np.ndarray):  # Dict/Tuple spaces: leaf by leaf
+        for p in positions:
             column[p] = read_row(final_obs, int(rows[p]))
+        return
+    # One copy of every row needed; each env gets its row of it.
+    for p, value in zip(positions, final_obs[rows[positions]], strict=True):
+        column[p] = value
 
 
 # Methods that must go through the vector env's own calls, never `call(name)`.
