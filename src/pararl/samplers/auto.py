@@ -187,9 +187,11 @@ class Auto:
     def deciding(self) -> bool:
         """True before the first prediction and while a trial runs (then the mode
         may still change); False once settled, or while the model sees no gain."""
-        if getattr(self, "workers", 2) < 2 or getattr(self, "settled", False):
+        if self._shape is None:
+            return True  # not begun: nothing measured yet
+        if self.workers < 2 or self.settled:
             return False
-        return getattr(self, "prediction", None) is None or self._window is not None
+        return self.prediction is None or self._window is not None
 
     def summary(self) -> dict[str, Any]:
         """What it chose and on which measurements (for reports)."""
