@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import gymnasium as gym
@@ -11,6 +15,7 @@ import psutil
 import pytest
 import torch
 
+from pararl import eval_child
 from pararl.config import DQNConfig
 from pararl.envs.make import env_factory
 from pararl.eval_process import BackgroundEvaluator
@@ -135,3 +140,64 @@ def test_dead_evaluator_at_the_end_loses_no_checkpoint(tmp_path: Path) -> None:
     assert session.run.checkpoint("final").is_file()
     assert session.run.checkpoint("best").is_file()
     assert not alive_after(background._group.pids, 0.0)
+
+
+def test_prestarted_child_is_adopted_by_the_evaluator() -> None:
+    eval_child.prestart()
+    eval_child.prestart()  # one spare at most
+    (spare,) = eval_child._spare
+    pids = list(spare.pids)
+    background = BackgroundEvaluator(env_factory("CartPole-v1"), 2, 3, MODEL_FN)
+    try:
+        assert background._group is spare
+        assert not eval_child._spare
+        model = _model(3)
+        expected = Evaluator(env_factory("CartPole-v1"), 2, seed=3).run(model.greedy)
+        background.submit(model)
+        np.testing.assert_array_equal(_wait(background), expected)
+    finally:
+        background.close()
+    assert not alive_after(pids, 0.0)
+
+
+def test_spare_child_not_taken_is_closed_and_a_dead_one_replaced() -> None:
+    eval_child.prestart()
+    pids = list(eval_child._spare[0].pids)
+    eval_child.discard()
+    eval_child.discard()  # idempotent
+    assert not eval_child._spare
+    assert not alive_after(pids, 0.0)
+
+    eval_child.prestart()
+    dead = eval_child._spare[0]
+    psutil.Process(dead.pids[0]).kill()
+    dead.processes[0].join(5.0)
+    group = eval_child.take()
+    try:
+        assert group is not dead
+        assert all(p.is_alive() for p in group.processes)
+    finally:
+        group.close()
+    assert not alive_after(dead.pids + group.pids, 0.0)
+
+
+def test_cli_prestarts_the_child_and_bad_input_leaves_none(tmp_path: Path) -> None:
+    """`pararl train` spawns the evaluation child before importing torch; a run that
+    then fails on bad input exits 2 with one line and takes the child down."""
+    proc = psutil.Popen(
+        [sys.executable, "-m", "pararl.cli", "train", "ppo", "--env", "NoSuchEnv-v0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+    seen: set[int] = set()
+    while proc.poll() is None:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            seen.update(c.pid for c in proc.children(recursive=True))
+        time.sleep(0.01)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, err
+    assert len(err.strip().splitlines()) == 1, err
+    assert seen, "no evaluation child was started"
+    assert not alive_after(sorted(seen))

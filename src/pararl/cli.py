@@ -63,18 +63,30 @@ _BENCHES = {
 }
 
 
-def _train_dqn() -> Command:
-    from pararl.api import train
-    from pararl.config import DQNConfig
+def _train(config: str, help_text: str) -> Callable[[], Command]:
+    """A `pararl train ALGO` command; torch is imported only once it runs."""
 
-    return Command(lambda: DQNConfig, train, "train DQN (actors + learner)", quick_exit=True)
+    def load() -> Command:
+        from pararl import config as configs
+
+        return Command(lambda: getattr(configs, config), _run_training, help_text, True)
+
+    return load
 
 
-def _train_ppo() -> Command:
-    from pararl.api import train
-    from pararl.config import PPOConfig
+def _run_training(config: Any) -> Any:
+    """Start the evaluation child before importing torch here, so that its imports
+    overlap with ours (`pararl.eval_child`); then train."""
+    from pararl import eval_child
 
-    return Command(lambda: PPOConfig, train, "train PPO (batched env workers)", quick_exit=True)
+    if eval_child.evaluates_in_process(config.eval_in):
+        eval_child.prestart()
+    try:
+        from pararl.api import train
+
+        return train(config)
+    finally:
+        eval_child.discard()
 
 
 def _evaluate() -> Command:
@@ -89,8 +101,8 @@ def _evaluate() -> Command:
 
 
 COMMANDS: dict[tuple[str, ...], Callable[[], Command]] = {
-    ("train", "dqn"): _train_dqn,
-    ("train", "ppo"): _train_ppo,
+    ("train", "dqn"): _train("DQNConfig", "train DQN (actors + learner)"),
+    ("train", "ppo"): _train("PPOConfig", "train PPO (batched env workers)"),
     ("evaluate",): _evaluate,
     **{("bench", name): load for name, load in _BENCHES.items()},
 }

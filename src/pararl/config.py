@@ -68,6 +68,13 @@ class RunConfig:
     ray_timeout_s: float = 300.0
     """Ray: stop with an error when no actor has delivered anything for this long."""
 
+    def __post_init__(self) -> None:
+        # from Python, `PPOConfig(run_dir="runs/x")` is as natural as a Path
+        for name in ("run_dir", "resume"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                setattr(self, name, Path(value))
+
     def validate(self) -> None:
         checks = [
             (self.total_steps > 0, "--total-steps must be > 0"),

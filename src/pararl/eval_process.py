@@ -7,23 +7,18 @@ pickles, no shared-memory tensors) and carries on; the returns come back on the 
 and the session records them against the step count of the snapshot. One evaluation
 is in flight at a time; a due one waits for the previous to finish.
 
-The child is started with `spawn`, not `fork`: the trainer is multi-threaded by then
-(torch's pools, gloo, TensorBoard's writer), and a forked child can inherit a lock
-that no thread will ever release (seen once in the test suite: a child that never
-started). Nobody waits for it to start: requests queue in
-the pipe until it is up, and a child that dies or fails is noticed at the next poll.
-While idle it also loads matplotlib, so the learning curve at the end of the run is
-drawn there, without the import on the training process's clock.
+The child (`pararl.eval_child`) is spawned early and told what to evaluate by its
+first message. Nobody waits for it to start: requests queue in the pipe until it is
+up, and a child that dies or fails is noticed at the next poll. While idle it also
+loads matplotlib, so the learning curve at the end of the run is drawn there,
+without the import on the training process's clock.
 """
 
 from __future__ import annotations
 
-import contextlib
-import multiprocessing as mp
 import os
-import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -32,12 +27,12 @@ import gymnasium as gym
 import torch
 from gymnasium.envs.registration import EnvSpec
 
+from pararl import eval_child
 from pararl.evaluate import Evaluator, GreedyModel, as_policy
 from pararl.vector.errors import WorkerTimeoutError
-from pararl.vector.procs import ProcessGroup
 
 
-def _serve(
+def serve(
     conn: Connection,
     env_fn: Callable[[], gym.Env],
     episodes: int,
@@ -47,6 +42,7 @@ def _serve(
 ) -> None:
     if spec is not None and spec.id not in gym.registry:
         gym.registry[spec.id] = spec  # registered by the trainer at run time
+    torch.set_num_threads(1)
     evaluator = Evaluator(env_fn, episodes, seed)
     model = model_fn()
     warm = False
@@ -79,28 +75,6 @@ def _warm_up_plotting() -> None:
     import pararl.plots  # noqa: F401
 
 
-@contextlib.contextmanager
-def _main_not_reimported() -> Iterator[None]:
-    """Start a spawned child without re-running the caller's `__main__`.
-
-    `spawn` normally imports the parent's main script in the child, so a script that
-    calls `pararl.train(...)` without an `if __name__ == "__main__":` guard would
-    train again in there. The child needs nothing from `__main__` (its env factory
-    and model constructor are importable pararl functions and ids), so the main
-    module's location is hidden while the child is launched.
-    """
-    main = sys.modules["__main__"]
-    names = ("__file__", "__spec__")
-    saved = {name: main.__dict__[name] for name in names if name in main.__dict__}
-    main.__dict__.pop("__file__", None)
-    main.__dict__["__spec__"] = None
-    try:
-        yield
-    finally:
-        main.__dict__.pop("__spec__", None)
-        main.__dict__.update(saved)
-
-
 class BackgroundEvaluator:
     """`Evaluator`'s `submit`/`poll` with the episodes run by a child process.
 
@@ -121,13 +95,8 @@ class BackgroundEvaluator:
     ) -> None:
         self.timeout_s = timeout_s
         self._sent_at: float | None = None
-        with _main_not_reimported():
-            self._group = ProcessGroup(
-                _serve,
-                [(env_fn, episodes, seed, model_fn, spec)],
-                mp.get_context("spawn"),
-                name="pararl-eval",
-            )
+        self._group = eval_child.take()
+        self._group.send(0, ("setup", (env_fn, episodes, seed, model_fn, spec)))
 
     @property
     def busy(self) -> bool:

@@ -135,27 +135,34 @@ class ActorCritic(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Actions, their log-probabilities and the state values."""
         features = self._features(obs)
+        value = self.critic(features).squeeze(-1)
+        if self.discrete:
+            log_probs = torch.log_softmax(self.actor(features), -1)
+            if deterministic:
+                action = log_probs.argmax(-1)
+            else:
+                action = torch.multinomial(log_probs.exp(), 1).squeeze(-1)
+            return action, log_probs.gather(-1, action.unsqueeze(-1)).squeeze(-1), value
         dist = self.distribution(features)
-        if deterministic:
-            action = dist.probs.argmax(-1) if self.discrete else dist.mean  # type: ignore[attr-defined]
-        else:
-            action = dist.sample()
-        return action, self._log_prob(dist, action), self.critic(features).squeeze(-1)
+        action = dist.mean if deterministic else dist.sample()
+        return action, dist.log_prob(action).sum(-1), value
 
     def evaluate(
         self, obs: torch.Tensor, actions: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Log-probabilities of `actions`, entropies and values (for the PPO loss)."""
-        features = self._features(obs)
-        dist = self.distribution(features)
-        entropy = dist.entropy() if self.discrete else dist.entropy().sum(-1)
-        return self._log_prob(dist, actions), entropy, self.critic(features).squeeze(-1)
+        """Log-probabilities of `actions`, entropies and values (for the PPO loss).
 
-    def _log_prob(
-        self, dist: torch.distributions.Distribution, action: torch.Tensor
-    ) -> torch.Tensor:
-        log_prob = dist.log_prob(action)
-        return log_prob if self.discrete else log_prob.sum(-1)
+        Discrete actions skip `torch.distributions.Categorical`: a log-softmax, a
+        gather and one product give the same numbers in a few ops instead of ~15
+        (the distribution's bookkeeping was ~10% of a minibatch step)."""
+        features = self._features(obs)
+        value = self.critic(features).squeeze(-1)
+        if self.discrete:
+            log_probs = torch.log_softmax(self.actor(features), -1)
+            log_prob = log_probs.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
+            return log_prob, -(log_probs.exp() * log_probs).sum(-1), value
+        dist = self.distribution(features)
+        return dist.log_prob(actions).sum(-1), dist.entropy().sum(-1), value
 
     @torch.no_grad()
     def greedy(self, obs: np.ndarray) -> np.ndarray:

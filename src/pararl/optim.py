@@ -79,6 +79,17 @@ class FlatAdam:
         self.flat_grad.zero_()
 
     @torch.no_grad()
+    def clip_grad_norm_(self, max_norm: float) -> torch.Tensor:
+        """Scale the gradients so that their global 2-norm is at most `max_norm`;
+        returns the norm before clipping. The same rule as
+        `torch.nn.utils.clip_grad_norm_`, as two ops on the flat gradient instead of
+        a norm per tensor (which cost ~10% of a PPO minibatch step here)."""
+        self._attach_grads()
+        norm = torch.linalg.vector_norm(self.flat_grad)
+        self.flat_grad.mul_(torch.clamp(max_norm / (norm + 1e-6), max=1.0))
+        return norm
+
+    @torch.no_grad()
     def step(self) -> None:
         self._attach_grads()
         group = self.param_groups[0]

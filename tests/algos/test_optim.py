@@ -28,11 +28,31 @@ def test_matches_torch_adam(lr: float, eps: float, clip: float | None) -> None:
         for model, opt in ((ours, opt_ours), (theirs, opt_theirs)):
             opt.zero_grad(set_to_none=True)
             _loss(model.net, step).backward()
-            if clip is not None:
+            if clip is not None and isinstance(opt, FlatAdam):
+                opt.clip_grad_norm_(clip)
+            elif clip is not None:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
             opt.step()
     for a, b in zip(ours.parameters(), theirs.parameters(), strict=True):
         torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
+
+
+def test_clip_grad_norm_matches_torch() -> None:
+    torch.manual_seed(1)
+    ours = ActorCritic(4, 2, True, (16, 16))
+    theirs = copy.deepcopy(ours)
+    opt = FlatAdam(ours.parameters())
+    for max_norm in (1e-3, 1e3):  # clipped, then left alone
+        for model in (ours, theirs):
+            model.zero_grad()
+            model.value(
+                torch.randn(8, 4, generator=torch.Generator().manual_seed(2))
+            ).sum().backward()
+        expected = torch.nn.utils.clip_grad_norm_(theirs.parameters(), max_norm)
+        torch.testing.assert_close(opt.clip_grad_norm_(max_norm), expected)
+        for a, b in zip(ours.parameters(), theirs.parameters(), strict=True):
+            if b.grad is not None:
+                torch.testing.assert_close(a.grad, b.grad, rtol=1e-6, atol=1e-9)
 
 
 def test_parameters_and_grads_are_views_of_the_flat_vectors() -> None:

@@ -51,7 +51,7 @@ def test_resume_continues_the_run(tmp_path: Path) -> None:
     run = tmp_path / "run"
     train(DQNConfig(mode="serial", run_dir=run, **SMALL))
     first = torch.load(run / "checkpoints" / "final.pt", weights_only=False)
-    session = train(DQNConfig(resume=run, total_steps=2_400))
+    session = train(DQNConfig(resume=str(run), total_steps=2_400))  # a str, as from Python
     second = torch.load(run / "checkpoints" / "final.pt", weights_only=False)
     assert session.run.root == run
     assert first["env_steps"] == 1_200

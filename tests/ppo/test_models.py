@@ -1,4 +1,4 @@
-"""The actor-critic network's initialisation."""
+"""The actor-critic network: initialisation, log-probabilities and entropies."""
 
 from __future__ import annotations
 
@@ -23,6 +23,38 @@ def test_actor_critic_starts_near_uniform_with_orthogonal_layers() -> None:
         float(model.actor[-1].weight.detach().norm()),
     )
     assert not math.isclose(*norms)
+
+
+def test_discrete_log_probs_and_entropy_match_categorical() -> None:
+    torch.manual_seed(0)
+    model = ActorCritic(4, 3, True, (16,), orthogonal_init=False)  # far from uniform
+    obs = torch.randn(64, 4)
+    dist = model.distribution(model._features(obs))
+    actions = torch.randint(0, 3, (64,))
+    log_prob, entropy, value = model.evaluate(obs, actions)
+    torch.testing.assert_close(log_prob, dist.log_prob(actions))
+    torch.testing.assert_close(entropy, dist.entropy())
+    torch.testing.assert_close(value, model.value(obs))
+    sampled, sampled_log_prob, _ = model.act(obs)
+    torch.testing.assert_close(sampled_log_prob, dist.log_prob(sampled))
+    greedy, _, _ = model.act(obs, deterministic=True)
+    assert torch.equal(greedy, dist.probs.argmax(-1))
+    many = model.act(obs[:1].expand(20_000, 4))[0]  # sampling follows the probabilities
+    freq = torch.bincount(many, minlength=3) / len(many)
+    torch.testing.assert_close(freq, dist.probs[0], atol=0.015, rtol=0)
+
+
+def test_continuous_log_probs_sum_over_action_dims() -> None:
+    torch.manual_seed(0)
+    model = ActorCritic(3, 2, False, (16,))
+    obs, actions = torch.randn(8, 3), torch.randn(8, 2)
+    dist = model.distribution(model._features(obs))
+    log_prob, entropy, _ = model.evaluate(obs, actions)
+    torch.testing.assert_close(log_prob, dist.log_prob(actions).sum(-1))
+    torch.testing.assert_close(entropy, dist.entropy().sum(-1))
+    action, action_log_prob, _ = model.act(obs, deterministic=True)
+    torch.testing.assert_close(action, dist.mean)
+    torch.testing.assert_close(action_log_prob, dist.log_prob(action).sum(-1))
 
 
 def test_clip_annealing_narrows_the_surrogate() -> None:

@@ -56,7 +56,7 @@ class DQNLearner:
 
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.q.parameters(), cfg.max_grad_norm)
+        self.optimizer.clip_grad_norm_(cfg.max_grad_norm)
         self.optimizer.step()
         self.updates += 1
         self._update_target()

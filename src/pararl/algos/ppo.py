@@ -6,6 +6,7 @@ details as catalogued by Huang et al. 2022 ("The 37 implementation details of PP
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,16 +89,26 @@ class PPOLearner:
         mb_size = max(1, size // hp.num_minibatches)
         totals: dict[str, torch.Tensor] = {}
         for _ in range(hp.update_epochs):
-            order = torch.as_tensor(rng.permutation(size), device=self.device)
-            for start in range(0, size - mb_size + 1, mb_size):
-                stats = self._minibatch_step(
-                    {k: v[order[start : start + mb_size]] for k, v in b.items()}
-                )
+            for mb in self._minibatches(b, size, mb_size, rng):
+                stats = self._minibatch_step(mb)
                 for k, v in stats.items():  # summed on the device: no sync per step
                     totals[k] = totals[k] + v if k in totals else v
                 self.updates += 1
         count = hp.update_epochs * (size // mb_size)
         return {k: float(v) / count for k, v in totals.items()}
+
+    def _minibatches(
+        self, b: dict[str, torch.Tensor], size: int, mb_size: int, rng: np.random.Generator
+    ) -> Iterator[dict[str, torch.Tensor]]:
+        """One epoch's minibatches, in a fresh random order. A single minibatch is the
+        whole rollout: its loss is a mean, so the order does not matter and the
+        shuffle (one gather per array) is skipped."""
+        if mb_size >= size:
+            yield b
+            return
+        order = torch.as_tensor(rng.permutation(size), device=self.device)
+        for start in range(0, size - mb_size + 1, mb_size):
+            yield {k: v[order[start : start + mb_size]] for k, v in b.items()}
 
     def _minibatch_step(self, mb: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         hp = self.hyper
@@ -133,7 +144,7 @@ class PPOLearner:
 
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), hp.max_grad_norm)
+        self.optimizer.clip_grad_norm_(hp.max_grad_norm)
         self.optimizer.step()
         return {
             "pg_loss": pg_loss.detach(),

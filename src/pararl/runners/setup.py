@@ -17,6 +17,7 @@ from pararl import checkpoint
 from pararl.config import RunConfig, from_json
 from pararl.envs.make import check_env_id, env_factory
 from pararl.errors import UsageError
+from pararl.eval_child import evaluates_in_process
 from pararl.eval_process import BackgroundEvaluator
 from pararl.evaluate import Evaluator
 from pararl.rundir import RunDir
@@ -37,14 +38,9 @@ def make_evaluator(
 ) -> Evaluator | BackgroundEvaluator:
     """The run's greedy evaluator: in a child process when there is a core to spare
     (or when asked), else in the training loop."""
-    from pararl.vector import physical_cores
-
-    where = cfg.eval_in
-    if where == "auto":
-        where = "process" if physical_cores() > 1 else "inline"
     env_fn, seed = env_factory(cfg.env), cfg.seed + 10_000
     carried = _spec_for_child(cfg.env)
-    if where == "process" and carried is not False:
+    if evaluates_in_process(cfg.eval_in) and carried is not False:
         spec = carried if isinstance(carried, gym.envs.registration.EnvSpec) else None
         return BackgroundEvaluator(env_fn, cfg.eval_episodes, seed, model_fn, spec=spec)
     return Evaluator(env_fn, cfg.eval_episodes, seed)

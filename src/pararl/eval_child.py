@@ -1,0 +1,98 @@
+"""The evaluation child process: spawned early, told what to evaluate later.
+
+A spawned interpreter needs ~1.3 s here to import torch. Started when the trainer
+builds its evaluator, the child answered the first evaluation about a second late,
+and the evaluations that came due meanwhile were skipped: a run that was solved at
+its second evaluation went on training until the answer came. So the child is
+started with no work: it imports what it needs, then waits for its set-up (env
+factory, episodes, seed, model constructor) as the first message on its pipe.
+
+`pararl train` calls `prestart()` before it imports torch itself, so the two imports
+run side by side on two cores; `BackgroundEvaluator` adopts that child (`take()`) or
+starts one the same way. This module stays light (no torch) for that reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing as mp
+import sys
+from collections.abc import Iterator
+from multiprocessing.connection import Connection
+
+from pararl.vector.procs import ProcessGroup
+
+_spare: list[ProcessGroup] = []  # the prestarted child, until taken
+
+
+def evaluates_in_process(eval_in: str) -> bool:
+    """Whether `--eval-in` puts the evaluations in a child process: `process`, or
+    `auto` when there is a core to spare for it."""
+    from pararl.vector.topology import physical_cores
+
+    return eval_in == "process" or (eval_in == "auto" and physical_cores() > 1)
+
+
+def _serve_when_set_up(conn: Connection) -> None:
+    from pararl.eval_process import serve  # the slow import, overlapped with the trainer's
+
+    command, setup = conn.recv()  # EOFError if the parent is gone: we exit
+    if command == "setup":
+        serve(conn, *setup)
+
+
+@contextlib.contextmanager
+def _main_not_reimported() -> Iterator[None]:
+    """Start a spawned child without re-running the caller's `__main__`.
+
+    `spawn` normally imports the parent's main script in the child, so a script that
+    calls `pararl.train(...)` without an `if __name__ == "__main__":` guard would
+    train again in there. The child needs nothing from `__main__` (its env factory
+    and model constructor are importable pararl functions and ids), so the main
+    module's location is hidden while the child is launched.
+    """
+    main = sys.modules["__main__"]
+    names = ("__file__", "__spec__")
+    saved = {name: main.__dict__[name] for name in names if name in main.__dict__}
+    main.__dict__.pop("__file__", None)
+    main.__dict__["__spec__"] = None
+    try:
+        yield
+    finally:
+        main.__dict__.pop("__spec__", None)
+        main.__dict__.update(saved)
+
+
+def start() -> ProcessGroup:
+    """A new evaluation child, waiting for its set-up. Spawned, not forked: by the
+    time a trainer needs one it is multi-threaded (torch's pools, TensorBoard's
+    writer), and a forked child can inherit a lock no thread will ever release."""
+    with _main_not_reimported():
+        return ProcessGroup(_serve_when_set_up, [()], mp.get_context("spawn"), name="pararl-eval")
+
+
+def prestart() -> None:
+    """Start the child now, for the evaluator built later in this process to adopt.
+    A child never adopted is reaped at exit (or exits when this process is gone)."""
+    if not _spare:
+        _spare.append(start())
+
+
+def take() -> ProcessGroup:
+    """The prestarted child if there is one (and it is alive), else a new one."""
+    while _spare:
+        group = _spare.pop()
+        if all(proc.is_alive() for proc in group.processes):
+            return group
+        group.close()
+    return start()
+
+
+def discard() -> None:
+    """Close a prestarted child that nobody took (idempotent). It holds no work, so
+    it is not given time to finish its imports."""
+    while _spare:
+        _spare.pop().close(grace=0.0)
+
+
+__all__ = ["discard", "evaluates_in_process", "prestart", "start", "take"]
