@@ -214,12 +214,13 @@ class PPOConfig(RunConfig):
     """Surrogate clipping coefficient (also the value-clipping range)."""
     anneal_clip: bool = False
     """Anneal the surrogate's clip range linearly to 0 over the step budget."""
-    clip_vloss: bool = True
-    """Clip the value loss around the rollout's value estimates."""
+    clip_vloss: bool = False
+    """Clip the value loss around the rollout's value estimates (off, as in SB3: on
+    CartPole it took ~15% more env steps to solve, 40 seeds)."""
     ent_coef: float = 0.0
     """Entropy bonus coefficient."""
     vf_coef: float = 0.5
-    """Value loss coefficient."""
+    """Value loss coefficient; the value loss is the mean squared error (SB3's scale)."""
     max_grad_norm: float = 0.5
     """Gradient-norm clipping threshold."""
     norm_adv: bool = True

@@ -51,7 +51,7 @@ def compute_gae(
 @dataclass(frozen=True)
 class PPOHyper:
     clip_coef: float = 0.2
-    clip_vloss: bool = True
+    clip_vloss: bool = False
     ent_coef: float = 0.0
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
@@ -128,16 +128,17 @@ class PPOLearner:
         pg_loss2 = -mb_adv * torch.clamp(ratio, 1 - self.clip, 1 + self.clip)
         pg_loss = torch.max(pg_loss1, pg_loss2).mean()
 
-        # value loss, optionally clipped around the rollout's value estimates
+        # value loss: the mean squared error (SB3's scale; CleanRL halves it), optionally
+        # clipped around the rollout's value estimates
         if hp.clip_vloss:
             v_clipped = mb["values"] + torch.clamp(
                 new_value - mb["values"], -hp.clip_coef, hp.clip_coef
             )
             v_loss_unclipped = (new_value - mb["returns"]) ** 2
             v_loss_clipped = (v_clipped - mb["returns"]) ** 2
-            v_loss = 0.5 * torch.max(v_loss_unclipped, v_loss_clipped).mean()
+            v_loss = torch.max(v_loss_unclipped, v_loss_clipped).mean()
         else:
-            v_loss = 0.5 * ((new_value - mb["returns"]) ** 2).mean()
+            v_loss = ((new_value - mb["returns"]) ** 2).mean()
 
         entropy_loss = entropy.mean()
         loss = pg_loss - hp.ent_coef * entropy_loss + hp.vf_coef * v_loss
