@@ -166,7 +166,8 @@ class ActorCritic(nn.Module):
 
     @torch.no_grad()
     def greedy(self, obs: np.ndarray) -> np.ndarray:
-        """Deterministic actions (argmax / mean) for a batch of observations."""
+        """Deterministic actions (argmax / mean) for a batch of observations; the
+        actor alone (no values, no log-probabilities: evaluation steps call this)."""
         device = next(self.parameters()).device
-        action, _, _ = self.act(torch.as_tensor(obs, device=device), deterministic=True)
-        return action.cpu().numpy()
+        out = self.actor(self._features(torch.as_tensor(obs, device=device)))
+        return (out.argmax(-1) if self.discrete else out).cpu().numpy()
