@@ -201,3 +201,29 @@ def test_cli_prestarts_the_child_and_bad_input_leaves_none(tmp_path: Path) -> No
     assert len(err.strip().splitlines()) == 1, err
     assert seen, "no evaluation child was started"
     assert not alive_after(sorted(seen))
+
+
+def test_every_evaluation_adds_a_training_row_with_rates(tmp_path: Path) -> None:
+    """A run shorter than the console's log interval still gets a training curve."""
+    import csv
+
+    cfg = DQNConfig(
+        eval_every=10, tensorboard=False, progress="none", target_return=1e9, log_every_s=1e9
+    )
+    evaluator = Evaluator(env_factory("CartPole-v1"), 2, seed=0)
+    session = TrainSession(cfg, RunDir.new(tmp_path, "dqn", "x"), evaluator, 1e9)
+    model = _model(4)
+    episode = {"episode": {"r": np.array([7.0])}, "_episode": np.array([True])}
+    try:
+        for step in range(5, 35, 5):
+            time.sleep(0.01)
+            session.record_episodes(episode)
+            session.tick(step, step // 5, model, lambda: {"q": model.state_dict()})
+    finally:
+        session.close()
+    with session.run.metrics.open() as f:
+        rows = list(csv.DictReader(f))
+    training = [r for r in rows if r.get("episode_return")]
+    assert [int(r["env_steps"]) for r in training] == [10, 20, 30]
+    assert all(float(r["steps_per_s"]) > 0 for r in training)  # counted from the first tick
+    assert len([r for r in rows if r.get("eval_return")]) == 3

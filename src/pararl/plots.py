@@ -44,7 +44,8 @@ def learning_curve(metrics_csv: Path, out_png: Path, title: str) -> Path | None:
         ax.set_xlabel(x_label)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("return")
-    axes[0].legend()
+    if axes[0].lines:  # nothing yet to plot (no episode ended, no evaluation): no legend
+        axes[0].legend()
     fig.suptitle(title)
     fig.subplots_adjust(left=0.06, right=0.99, bottom=0.13, top=0.9, wspace=0.05)
     fig.savefig(out_png, dpi=110)

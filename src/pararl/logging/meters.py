@@ -13,6 +13,11 @@ class RateMeter:
         self.window_s = window_s
         self._points: deque[tuple[float, float]] = deque()
 
+    @property
+    def started(self) -> bool:
+        """Whether a first point is in (the rate counts from it)."""
+        return bool(self._points)
+
     def update(self, total: float, now: float | None = None) -> float:
         now = time.monotonic() if now is None else now
         self._points.append((now, total))

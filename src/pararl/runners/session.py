@@ -95,17 +95,22 @@ class TrainSession:
         function of observations; then evaluation runs in this process)."""
         now = self.wall_s
         self._policy = policy
+        if not self._step_rate.started:  # rates count from the first iteration's end
+            self._step_rate.update(env_steps)
+            self._update_rate.update(updates)
         self._collect_eval()
         due = env_steps >= self._next_eval and not self.solved
-        if due and not self.evaluator.busy:
+        evaluating = due and not self.evaluator.busy
+        if evaluating:
             self._next_eval = (env_steps // self.config.eval_every + 1) * self.config.eval_every
             self._start_eval(env_steps, policy, state_fn)
         if env_steps >= self._next_ckpt:
             self._next_ckpt += self.config.checkpoint_every
             checkpoint.save(self.run.checkpoint(f"step_{env_steps}"), state_fn())
-        if now - self._last_log >= self.config.log_every_s:
-            self._last_log = now
-            self.log(env_steps, updates, stats() if callable(stats) else stats)
+        console = now - self._last_log >= self.config.log_every_s
+        if console or evaluating:  # a metrics row per evaluation too: short runs get a curve
+            self._last_log = now if console else self._last_log
+            self.log(env_steps, updates, stats() if callable(stats) else stats, console)
 
     def _start_eval(
         self,
@@ -150,7 +155,10 @@ class TrainSession:
             self.solved = True
         return mean
 
-    def log(self, env_steps: int, updates: int, stats: dict[str, Any] | None) -> dict[str, Any]:
+    def log(
+        self, env_steps: int, updates: int, stats: dict[str, Any] | None, console: bool = True
+    ) -> dict[str, Any]:
+        """Write a metrics row (and show it on the console unless `console` is False)."""
         row: dict[str, Any] = {
             "env_steps": env_steps,
             "wall_s": round(self.wall_s, 3),
@@ -165,7 +173,8 @@ class TrainSession:
         }
         row.update({k: float(v) for k, v in (stats or {}).items()})  # tensors -> floats here
         self.metrics.write({k: v for k, v in row.items() if k != "eval_return"})
-        self.console.update(row)
+        if console:
+            self.console.update(row)
         return row
 
     def _last_evaluation(self, env_steps: int, state_fn: StateFn) -> None:
