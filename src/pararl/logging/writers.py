@@ -6,6 +6,8 @@ import csv
 from pathlib import Path
 from typing import Any
 
+from pararl.logging.tbevents import EventWriter
+
 COLUMNS = (
     "env_steps",
     "wall_s",
@@ -33,8 +35,8 @@ COLUMNS = (
 
 class MetricsWriter:
     """Appends rows to `metrics.csv` (fixed columns, blanks where absent) and, when
-    enabled, the same scalars to TensorBoard. Flushes every row: nothing is lost
-    on a crash."""
+    enabled, the same scalars to a TensorBoard event file. Flushes every row to both:
+    nothing is lost on a crash."""
 
     def __init__(
         self, csv_path: Path, tensorboard_dir: Path | None, columns: tuple[str, ...] = COLUMNS
@@ -45,11 +47,7 @@ class MetricsWriter:
         self._csv = csv.DictWriter(self._file, fieldnames=columns, extrasaction="ignore")
         if new:
             self._csv.writeheader()
-        self._tb: Any = None
-        if tensorboard_dir is not None:
-            from torch.utils.tensorboard import SummaryWriter
-
-            self._tb = SummaryWriter(str(tensorboard_dir))
+        self._tb = None if tensorboard_dir is None else EventWriter(tensorboard_dir)
 
     def write(self, row: dict[str, Any]) -> None:
         self._csv.writerow({k: ("" if v is None else v) for k, v in row.items()})
@@ -59,6 +57,7 @@ class MetricsWriter:
             for key, value in row.items():
                 if key != "env_steps" and isinstance(value, (int, float)):
                     self._tb.add_scalar(key, value, step)
+            self._tb.flush()
 
     def close(self) -> None:
         self._file.close()
