@@ -108,8 +108,9 @@ class TrainSession:
             self._next_ckpt += self.config.checkpoint_every
             checkpoint.save(self.run.checkpoint(f"step_{env_steps}"), state_fn())
         console = now - self._last_log >= self.config.log_every_s
+        if console:
+            self._last_log = now
         if console or evaluating:  # a metrics row per evaluation too: short runs get a curve
-            self._last_log = now if console else self._last_log
             self.log(env_steps, updates, stats() if callable(stats) else stats, console)
 
     def _start_eval(
