@@ -21,55 +21,35 @@ from pararl.errors import UsageError
 class Command:
     config: Callable[[], type]  # imported lazily: `pararl --help` stays fast
     run: Callable[[Any], Any]
-    help: str
     quick_exit: bool = False  # every file it writes is closed when `run` returns
 
 
-def _bench(module: str, config: str, help_text: str) -> Callable[[], Command]:
-    """A `pararl bench NAME` command from `pararl.bench.<module>` (imported on use)."""
+@dataclass(frozen=True)
+class Entry:
+    """A command as the usage text lists it: its help, and how to load it (on use
+    only, so that `pararl --help` imports neither torch nor the benchmarks)."""
+
+    help: str
+    load: Callable[[], Command]
+
+
+def _bench(module: str, config: str) -> Callable[[], Command]:
+    """A `pararl bench NAME` command from `pararl.bench.<module>`."""
 
     def load() -> Command:
         bench = importlib.import_module(f"pararl.bench.{module}")
-        return Command(lambda: getattr(bench, config), bench.run, help_text)
+        return Command(lambda: getattr(bench, config), bench.run)
 
     return load
 
 
-_BENCHES = {
-    "vector": _bench("vector", "VectorBenchConfig", "vector env stepping throughput"),
-    "dqn": _bench(
-        "dqn",
-        "DQNBenchConfig",
-        "DQN: time to solve vs SB3, transitions/s vs the seed's design, overlap",
-    ),
-    "ppo": _bench(
-        "ppo", "PPOBenchConfig", "PPO: time to solve vs SB3, double-buffered sampling throughput"
-    ),
-    "devices": _bench(
-        "devices",
-        "DevicesBenchConfig",
-        "PPO wall time per device placement and net width (seeds/002)",
-    ),
-    "partial": _bench(
-        "partial",
-        "PartialBenchConfig",
-        "multi-task sampler: wait for all vs timeout vs min_envs vs auto (seeds/001)",
-    ),
-    "ray": _bench(
-        "ray",
-        "RayBenchConfig",
-        "Ray actors vs local actor processes (sampling), and the scaling model",
-    ),
-}
-
-
-def _train(config: str, help_text: str) -> Callable[[], Command]:
+def _train(config: str) -> Callable[[], Command]:
     """A `pararl train ALGO` command; torch is imported only once it runs."""
 
     def load() -> Command:
         from pararl import config as configs
 
-        return Command(lambda: getattr(configs, config), _run_training, help_text, True)
+        return Command(lambda: getattr(configs, config), _run_training, True)
 
     return load
 
@@ -92,19 +72,36 @@ def _run_training(config: Any) -> Any:
 def _evaluate() -> Command:
     from pararl import playback
 
-    return Command(
-        lambda: playback.EvaluateConfig,
-        playback.run,
-        "greedy return of a run's checkpoint; render or record video",
-        quick_exit=True,
-    )
+    return Command(lambda: playback.EvaluateConfig, playback.run, quick_exit=True)
 
 
-COMMANDS: dict[tuple[str, ...], Callable[[], Command]] = {
-    ("train", "dqn"): _train("DQNConfig", "train DQN (actors + learner)"),
-    ("train", "ppo"): _train("PPOConfig", "train PPO (batched env workers)"),
-    ("evaluate",): _evaluate,
-    **{("bench", name): load for name, load in _BENCHES.items()},
+COMMANDS: dict[tuple[str, ...], Entry] = {
+    ("train", "dqn"): Entry("train DQN (actors + learner)", _train("DQNConfig")),
+    ("train", "ppo"): Entry("train PPO (batched env workers)", _train("PPOConfig")),
+    ("evaluate",): Entry("greedy return of a run's checkpoint; render or record video", _evaluate),
+    ("bench", "vector"): Entry(
+        "vector env stepping throughput", _bench("vector", "VectorBenchConfig")
+    ),
+    ("bench", "dqn"): Entry(
+        "DQN: time to solve vs SB3, transitions/s vs the seed's design, overlap",
+        _bench("dqn", "DQNBenchConfig"),
+    ),
+    ("bench", "ppo"): Entry(
+        "PPO: time to solve vs SB3, double-buffered sampling throughput",
+        _bench("ppo", "PPOBenchConfig"),
+    ),
+    ("bench", "devices"): Entry(
+        "PPO wall time per device placement and net width (seeds/002)",
+        _bench("devices", "DevicesBenchConfig"),
+    ),
+    ("bench", "partial"): Entry(
+        "multi-task sampler: wait for all vs timeout vs min_envs vs auto (seeds/001)",
+        _bench("partial", "PartialBenchConfig"),
+    ),
+    ("bench", "ray"): Entry(
+        "Ray actors vs local actor processes (sampling), and the scaling model",
+        _bench("ray", "RayBenchConfig"),
+    ),
 }
 
 
@@ -127,8 +124,8 @@ def _resume_algo(args: list[str]) -> list[str]:
 
 def _usage() -> str:
     lines = ["usage: pararl GROUP COMMAND [options]   (pararl GROUP COMMAND --help)", ""]
-    for key, factory in COMMANDS.items():
-        lines.append(f"  pararl {' '.join(key):<16} {factory().help}")
+    for key, entry in COMMANDS.items():
+        lines.append(f"  pararl {' '.join(key):<16} {entry.help}")
     return "\n".join(lines)
 
 
@@ -148,12 +145,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise UsageError(f"unknown command '{' '.join(args[:2])}'; run 'pararl --help'")
         import tyro
 
-        command = COMMANDS[key]()
+        entry = COMMANDS[key]
+        command = entry.load()
         config: Any = tyro.cli(
             command.config(),
             args=args[len(key) :],
             prog=f"pararl {' '.join(key)}",
-            description=command.help,
+            description=entry.help,
         )
         command.run(config)
         _state["quick_exit"] = command.quick_exit

@@ -68,3 +68,19 @@ def test_corrupt_checkpoint(tmp_path: Path) -> None:
     assert "corrupt" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert (run / "checkpoints" / "final.pt").is_file()  # the rest is untouched
+
+
+def test_usage_lists_every_command_without_importing_torch() -> None:
+    code = (
+        "import sys; from pararl.cli import COMMANDS, main; rc = main(['--help']); "
+        "print('torch' in sys.modules, rc)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+    )
+    *usage, verdict = result.stdout.splitlines()
+    assert verdict == "False 0", result.stdout + result.stderr
+    from pararl.cli import COMMANDS
+
+    for key in COMMANDS:
+        assert any(line.split()[1 : 1 + len(key)] == list(key) for line in usage if line.strip())
