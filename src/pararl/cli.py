@@ -70,9 +70,14 @@ def _run_training(config: Any) -> Any:
 
 
 def _evaluate() -> Command:
-    from pararl import playback
+    from pararl.playback_config import EvaluateConfig
 
-    return Command(lambda: playback.EvaluateConfig, playback.run, quick_exit=True)
+    def run(config: EvaluateConfig) -> Any:
+        from pararl import playback
+
+        return playback.run(config)
+
+    return Command(lambda: EvaluateConfig, run, quick_exit=True)
 
 
 COMMANDS: dict[tuple[str, ...], Entry] = {

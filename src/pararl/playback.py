@@ -3,35 +3,18 @@ greedy return, and optionally show it on screen or record a video."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import numpy as np
-import tyro
 
 from pararl import checkpoint
 from pararl.config import DQNConfig, PPOConfig, RunConfig, from_json
 from pararl.envs.make import env_factory
 from pararl.errors import UsageError
 from pararl.evaluate import Evaluator, Policy
+from pararl.playback_config import EvaluateConfig
 from pararl.rundir import RunDir
-
-
-@dataclass
-class EvaluateConfig:
-    run_dir: Annotated[Path, tyro.conf.Positional]
-    """Directory of a pararl training run."""
-    episodes: int = 10
-    """Greedy episodes to run."""
-    checkpoint: str = "best"
-    """Checkpoint name in RUN_DIR/checkpoints (best, final, interrupted, step_N)."""
-    seed: int = 12_345
-    """Seed of the evaluation envs."""
-    render: bool = False
-    """Show the episodes on screen (needs a display)."""
-    video: Path | None = None
-    """Record the first episode to this file (.gif or .mp4)."""
 
 
 def load_policy(run: RunDir, name: str) -> tuple[RunConfig, Policy]:

@@ -1,0 +1,28 @@
+"""The options of `pararl evaluate`, apart from its code: listing them (`--help`)
+imports neither torch nor the checkpoint loader."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+import tyro
+
+
+@dataclass
+class EvaluateConfig:
+    """`pararl evaluate RUN_DIR`: a saved run's greedy return, shown or recorded."""
+
+    run_dir: Annotated[Path, tyro.conf.Positional]
+    """Directory of a pararl training run."""
+    episodes: int = 10
+    """Greedy episodes to run."""
+    checkpoint: str = "best"
+    """Checkpoint name in RUN_DIR/checkpoints (best, final, interrupted, step_N)."""
+    seed: int = 12_345
+    """Seed of the evaluation envs."""
+    render: bool = False
+    """Show the episodes on screen (needs a display)."""
+    video: Path | None = None
+    """Record the first episode to this file (.gif or .mp4)."""
