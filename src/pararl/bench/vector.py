@@ -75,7 +75,7 @@ class VectorBenchConfig(OutputOptions):
     envs: tuple[str, ...] = ("CartPole-v1", "HalfCheetah-v5", "pararl/StepCost-v0")
     """Gymnasium env ids; one whose simulator is missing (MuJoCo) is skipped with a note."""
 
-    envs_per_worker: tuple[int, ...] = (1, 4, 16, 32, 64, 256)
+    envs_per_worker: tuple[int, ...] = (1, 4, 16, 64, 256, 512)
     """Sweep of envs per worker; total envs = workers × envs per worker."""
 
     workers: int | None = None
