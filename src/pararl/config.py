@@ -225,6 +225,10 @@ class PPOConfig(RunConfig):
     """Gradient-norm clipping threshold."""
     norm_adv: bool = True
     """Normalise advantages per minibatch."""
+    manual_grad: bool = True
+    """Compute the PPO gradient with pararl's hand-written backward pass for its MLP
+    actor-critic (autograd's numbers to float rounding, a third less time per
+    minibatch step); --no-manual-grad uses torch autograd."""
     double_buffer: bool = False
     """Sync mode: split the workers into two groups of envs; while one group steps, this
     process computes the other's actions (partial send/recv)."""

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from pararl.algos import ppo_grad
 from pararl.models import ActorCritic
 from pararl.optim import FlatAdam
 
@@ -62,6 +63,7 @@ class PPOHyper:
     norm_adv: bool = True
     update_epochs: int = 4
     num_minibatches: int = 4
+    manual_grad: bool = True  # hand-written backward pass (`ppo_grad`) when it applies
 
 
 class PPOLearner:
@@ -75,6 +77,7 @@ class PPOLearner:
         self.optimizer = FlatAdam(self.model.parameters(), lr=lr, eps=1e-5)
         self.updates = 0
         self.clip = hyper.clip_coef  # the surrogate's clip range now (may be annealed)
+        self.manual_grad = hyper.manual_grad and ppo_grad.supports(self.model)
 
     def set_lr_fraction(self, fraction: float) -> None:
         """Learning-rate annealing: lr * fraction (1 at the start, towards 0 at the end)."""
@@ -130,12 +133,49 @@ class PPOLearner:
         """One gradient step; `normalized`: the advantages are normalised already;
         `with_kl`: also return approx_kl and clipfrac."""
         hp = self.hyper
-        new_logprob, entropy, new_value = self.model.evaluate(mb["obs"], mb["actions"])
-        log_ratio = new_logprob - mb["logprobs"]
-        ratio = log_ratio.exp()
         mb_adv = mb["advantages"]
         if hp.norm_adv and not normalized:
             mb_adv = _normalized(mb_adv)
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.manual_grad:
+            out = ppo_grad.loss_and_grad(self.model, self._terms(mb, mb_adv))
+        else:
+            out = self._autograd_loss(mb, mb_adv)
+        self.optimizer.clip_grad_norm_(hp.max_grad_norm)
+        self.optimizer.step()
+        stats = {k: out[k].detach() for k in ("pg_loss", "v_loss", "entropy")}
+        if with_kl:
+            with torch.no_grad():
+                ratio, log_ratio = out["ratio"], out["log_ratio"]
+                stats["approx_kl"] = ((ratio - 1) - log_ratio).mean()  # low-variance estimator
+                stats["clipfrac"] = ((ratio - 1.0).abs() > self.clip).float().mean()
+        return stats
+
+    def _terms(self, mb: dict[str, torch.Tensor], advantages: torch.Tensor) -> ppo_grad.LossTerms:
+        hp = self.hyper
+        return ppo_grad.LossTerms(
+            obs=mb["obs"],
+            actions=mb["actions"],
+            old_logprobs=mb["logprobs"],
+            advantages=advantages,
+            returns=mb["returns"],
+            old_values=mb["values"],
+            clip=self.clip,
+            clip_vloss=hp.clip_vloss,
+            value_clip=hp.clip_coef,
+            ent_coef=hp.ent_coef,
+            vf_coef=hp.vf_coef,
+        )
+
+    def _autograd_loss(
+        self, mb: dict[str, torch.Tensor], mb_adv: torch.Tensor
+    ) -> dict[str, torch.Tensor]:
+        """The loss through torch autograd (the reference the hand-written gradient is
+        tested against, and the path for models it does not cover); backpropagates."""
+        hp = self.hyper
+        new_logprob, entropy, new_value = self.model.evaluate(mb["obs"], mb["actions"])
+        log_ratio = new_logprob - mb["logprobs"]
+        ratio = log_ratio.exp()
 
         # clipped surrogate objective (as a loss: the max of the two negatives)
         pg_loss1 = -mb_adv * ratio
@@ -156,21 +196,14 @@ class PPOLearner:
 
         entropy_loss = entropy.mean()
         loss = pg_loss - hp.ent_coef * entropy_loss + hp.vf_coef * v_loss
-
-        self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        self.optimizer.clip_grad_norm_(hp.max_grad_norm)
-        self.optimizer.step()
-        stats = {
-            "pg_loss": pg_loss.detach(),
-            "v_loss": v_loss.detach(),
-            "entropy": entropy_loss.detach(),
+        return {
+            "pg_loss": pg_loss,
+            "v_loss": v_loss,
+            "entropy": entropy_loss,
+            "ratio": ratio.detach(),
+            "log_ratio": log_ratio.detach(),
         }
-        if with_kl:
-            with torch.no_grad():
-                stats["approx_kl"] = ((ratio - 1) - log_ratio).mean()  # low-variance estimator
-                stats["clipfrac"] = ((ratio - 1.0).abs() > self.clip).float().mean()
-        return stats
 
     def state_dict(self) -> dict[str, Any]:
         return {

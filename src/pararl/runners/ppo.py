@@ -80,6 +80,7 @@ class PPOState:
             vf_coef=cfg.vf_coef,
             max_grad_norm=cfg.max_grad_norm,
             norm_adv=cfg.norm_adv,
+            manual_grad=cfg.manual_grad,
             update_epochs=cfg.update_epochs,
             num_minibatches=max(1, num_envs * cfg.num_steps // cfg.minibatch_size),
         )
