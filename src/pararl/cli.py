@@ -33,17 +33,17 @@ class Entry:
     load: Callable[[], Command]
 
 
-def _bench(module: str, config: str) -> Callable[[], Command]:
+def _bench(module: str, config: str, help_text: str) -> Entry:
     """A `pararl bench NAME` command from `pararl.bench.<module>`."""
 
     def load() -> Command:
         bench = importlib.import_module(f"pararl.bench.{module}")
         return Command(lambda: getattr(bench, config), bench.run)
 
-    return load
+    return Entry(help_text, load)
 
 
-def _train(config: str) -> Callable[[], Command]:
+def _train(config: str, help_text: str) -> Entry:
     """A `pararl train ALGO` command; torch is imported only once it runs."""
 
     def load() -> Command:
@@ -51,7 +51,7 @@ def _train(config: str) -> Callable[[], Command]:
 
         return Command(lambda: getattr(configs, config), _run_training, True)
 
-    return load
+    return Entry(help_text, load)
 
 
 def _run_training(config: Any) -> Any:
@@ -81,31 +81,32 @@ def _evaluate() -> Command:
 
 
 COMMANDS: dict[tuple[str, ...], Entry] = {
-    ("train", "dqn"): Entry("train DQN (actors + learner)", _train("DQNConfig")),
-    ("train", "ppo"): Entry("train PPO (batched env workers)", _train("PPOConfig")),
+    ("train", "dqn"): _train("DQNConfig", "train DQN (actors + learner)"),
+    ("train", "ppo"): _train("PPOConfig", "train PPO (batched env workers)"),
     ("evaluate",): Entry("greedy return of a run's checkpoint; render or record video", _evaluate),
-    ("bench", "vector"): Entry(
-        "vector env stepping throughput", _bench("vector", "VectorBenchConfig")
-    ),
-    ("bench", "dqn"): Entry(
+    ("bench", "vector"): _bench("vector", "VectorBenchConfig", "vector env stepping throughput"),
+    ("bench", "dqn"): _bench(
+        "dqn",
+        "DQNBenchConfig",
         "DQN: time to solve vs SB3, transitions/s vs the seed's design, overlap",
-        _bench("dqn", "DQNBenchConfig"),
     ),
-    ("bench", "ppo"): Entry(
-        "PPO: time to solve vs SB3, double-buffered sampling throughput",
-        _bench("ppo", "PPOBenchConfig"),
+    ("bench", "ppo"): _bench(
+        "ppo", "PPOBenchConfig", "PPO: time to solve vs SB3, double-buffered sampling throughput"
     ),
-    ("bench", "devices"): Entry(
+    ("bench", "devices"): _bench(
+        "devices",
+        "DevicesBenchConfig",
         "PPO wall time per device placement and net width (seeds/002)",
-        _bench("devices", "DevicesBenchConfig"),
     ),
-    ("bench", "partial"): Entry(
+    ("bench", "partial"): _bench(
+        "partial",
+        "PartialBenchConfig",
         "multi-task sampler: wait for all vs timeout vs min_envs vs auto (seeds/001)",
-        _bench("partial", "PartialBenchConfig"),
     ),
-    ("bench", "ray"): Entry(
+    ("bench", "ray"): _bench(
+        "ray",
+        "RayBenchConfig",
         "Ray actors vs local actor processes (sampling), and the scaling model",
-        _bench("ray", "RayBenchConfig"),
     ),
 }
 
