@@ -11,7 +11,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from pararl.vector.infos import pack_infos, unpack_infos
+from pararl.vector.batch import FINAL_OBS_IN_ARRAY
+from pararl.vector.infos import FinalEntry, pack_infos, unpack_infos
 
 Pairs = list[tuple[int, dict[str, Any]]]
 
@@ -80,6 +81,16 @@ def test_uniform_scalars_go_as_one_table_and_match_gymnasium() -> None:
     assert_same(merged([(pairs, np.arange(6))], 6), reference(pairs, 6))
 
 
+def test_a_table_of_every_env_in_order_sends_no_positions() -> None:
+    pairs = uniform([0, 1, 2])
+    packed = pack_infos(pairs)
+    assert packed is not None
+    assert packed[0] is None
+    at = np.array([4, 5, 6])  # the command's envs sit at rows 4-6 of the batch
+    want = reference([(int(at[p]), info) for p, info in pairs], 7)
+    assert_same(merged([(pairs, at)], 7), want)
+
+
 def test_irregular_infos_go_as_rows_and_match_gymnasium() -> None:
     pairs: Pairs = [
         (0, {"t": 1, "hist": np.array([1, 2], np.int16)}),
@@ -133,3 +144,44 @@ def test_nothing_to_send_is_none() -> None:
     out: dict[str, Any] = {}
     unpack_infos(out, None, np.arange(2), 2)
     assert out == {}
+
+
+def final(info: dict[str, Any]) -> FinalEntry:
+    """An ended env's entry, with the placeholder a SAME_STEP batch puts in it."""
+    return FinalEntry(FINAL_OBS_IN_ARRAY, info)
+
+
+@pytest.mark.parametrize(
+    "pairs",
+    [
+        # CartPole: nothing but final entries with empty final infos
+        [(1, final({})), (4, final({}))],
+        # MuJoCo: uniform step infos, uniform final infos, the first env ends
+        [(0, final({"x": 1.0, "n": 2})), *uniform([0, 1, 2]), (2, final({"x": 0.5, "n": 3}))],
+        # ... or a later one: the step infos' keys come first
+        [*uniform([0, 1]), (1, final({"x": 1.0})), *uniform([2, 3])],
+        # irregular infos around the finals, with reset infos after them
+        [
+            (0, {"t": 1}),
+            (1, final({"why": "truncated", "detail": {"r": 0.5}})),
+            (1, {"start": np.float32(0.25)}),
+            (3, final({})),
+            (3, {"start": np.float32(0.5), "late": "yes"}),
+        ],
+        [(0, final({"t": 2})), (0, {"start": 1.0}), (2, {"t": 3})],
+    ],
+    ids=["empty", "table-final-first", "table-final-later", "rows-around", "rows-final-first"],
+)
+def test_final_entries_go_as_one_block_and_match_gymnasium(pairs: Pairs) -> None:
+    packed = pack_infos(pairs)
+    assert packed is not None
+    finals = packed[3]
+    assert finals is not None
+    ended = [p for p, info in pairs if isinstance(info, FinalEntry)]
+    np.testing.assert_array_equal(finals[1], ended)
+    assert not any(isinstance(info, FinalEntry) for _, info in packed[2])
+    assert_same(merged([(pairs, np.arange(5))], 5), reference(pairs, 5))
+    # A reply merged after another worker's: keys already there keep their place.
+    other = [(0, final({"x": 9.0})), *uniform([1])]
+    want = reference([*other, *((p + 2, i) for p, i in pairs)], 7)
+    assert_same(merged([(other, np.arange(2)), (pairs, np.arange(2, 7))], 7), want)

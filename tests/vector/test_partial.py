@@ -224,3 +224,22 @@ def test_recv_results_are_copies(make_vec: VecFactory, backend: str) -> None:
     np.testing.assert_array_equal(obs, saved[0])
     np.testing.assert_array_equal(rew, saved[1])
     assert not np.array_equal(later, saved[0])  # the envs did move on
+
+
+@pytest.mark.parametrize("backend", ["parallel", "serial"])
+def test_returned_env_ids_are_the_callers(make_vec: VecFactory, backend: str) -> None:
+    """Changing the env ids recv returned (one whole worker's: the fast path) does
+    not change which envs the next full step or recv reports."""
+    vec = make_vec(backend, stepcost_fns(4))
+    vec.reset(seed=0)
+    for _ in range(2):
+        vec.send(np.ones(4, dtype=np.int64))
+        ids = vec.recv()[5]
+        assert ids.tolist() == [0, 1, 2, 3]
+        ids[:] = 0
+    vec.send(np.ones(2, dtype=np.int64), [2, 3])
+    first = vec.recv()[5]
+    assert first.tolist() == [2, 3]
+    first += 5
+    vec.send(np.ones(2, dtype=np.int64), [3, 2])
+    assert vec.recv()[5].tolist() == [2, 3]

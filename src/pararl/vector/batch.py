@@ -16,6 +16,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
+from pararl.vector.infos import FinalEntry
 from pararl.vector.shared import Tree, read_row, write_row
 
 InfoRows = list[tuple[int, dict[str, Any]]]
@@ -237,7 +238,7 @@ class EnvBatch:
             row, last = self.offset + ids[position], ended.get(position)
             if last is not None:
                 write_row(self.arrays.final_obs, row, last[0])
-                rows.append((row, {"final_obs": FINAL_OBS_IN_ARRAY, "final_info": last[4]}))
+                rows.append((row, FinalEntry(FINAL_OBS_IN_ARRAY, last[4])))
             if infos[position]:
                 rows.append((row, infos[position]))
         return rows

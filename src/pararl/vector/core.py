@@ -30,7 +30,14 @@ from pararl.vector.errors import (
 )
 from pararl.vector.infos import unpack_infos
 from pararl.vector.procs import CLOSE_GRACE_S
-from pararl.vector.shared import ArraySpec, index_array, put_rows, space_specs, take_rows
+from pararl.vector.shared import (
+    ArraySpec,
+    checked_ids,
+    index_array,
+    put_rows,
+    space_specs,
+    take_rows,
+)
 from pararl.vector.transport import Transport
 from pararl.vector.worker import BatchLayout
 
@@ -60,6 +67,22 @@ def reset_mask_ids(options: dict[str, Any] | None, n: int) -> tuple[np.ndarray, 
     if not mask.any():
         raise ValueError("options['reset_mask'] must select at least one env")
     return np.flatnonzero(mask), options
+
+
+def _returned_rows(replies: list[Reply]) -> tuple[np.ndarray, np.ndarray | slice]:
+    """The env ids of `replies`, ascending, and how to select their rows: a slice
+    when they are one run of rows (one worker's envs, the usual case), which copies
+    faster than a fancy index."""
+    if not replies:
+        return np.arange(0), np.arange(0)
+    if len(replies) == 1:
+        ids = replies[0][0].copy()  # a command's ids are ascending; ours to keep
+    else:
+        ids = np.sort(np.concatenate([r[0] for r in replies]))
+    first, last = int(ids[0]), int(ids[-1])
+    if last - first + 1 == ids.size:
+        return ids, slice(first, last + 1)
+    return ids, ids
 
 
 class BatchVectorEnv(gym.vector.VectorEnv):
@@ -105,9 +128,8 @@ class BatchVectorEnv(gym.vector.VectorEnv):
             specs.update(space_specs(self.single_observation_space, n, "final"))
         self._transport = self._make_transport(env_fns, specs, layout)
         self._arrays = self._transport.arrays
-        self._worker_of = np.empty(n, dtype=np.int64)
-        for w, rows in enumerate(self._transport.slices):
-            self._worker_of[rows.start : rows.stop] = w
+        # Where each worker's rows start, and the end: cuts sorted ids by worker.
+        self._worker_starts = np.array([r.start for r in self._transport.slices] + [n])
         self._worker_rows = [np.arange(r.start, r.stop) for r in self._transport.slices]
         self._pending: list[deque[np.ndarray]] = [deque() for _ in self._transport.slices]
         # When each worker started on its oldest pending command: worker_timeout runs
@@ -160,7 +182,7 @@ class BatchVectorEnv(gym.vector.VectorEnv):
     def _submit(
         self, command: str, ids: np.ndarray, data: Callable[[list[int] | None, np.ndarray], Any]
     ) -> None:
-        """Send `command` to the worker of every env in `ids` (ascending);
+        """Send `command` to the worker of every env in `ids` (ascending, unique);
         `data(local_ids, rows)` builds a worker's payload from its envs' local ids
         (None: all of them, in order) and global rows."""
         now = time.monotonic()
@@ -172,9 +194,9 @@ class BatchVectorEnv(gym.vector.VectorEnv):
                 self._pending[w].append(rows)
             self._in_flight[:] = True
             return
-        ids = np.sort(ids)
+        cuts = np.searchsorted(ids, self._worker_starts).tolist()
         for w, rows in enumerate(self._worker_rows):
-            mine = ids[self._worker_of[ids] == w]
+            mine = ids[cuts[w] : cuts[w + 1]]
             if mine.size:
                 whole = mine.size == rows.size  # ids are unique, so these are all its envs
                 local = None if whole else (mine - rows[0]).tolist()
@@ -195,22 +217,22 @@ class BatchVectorEnv(gym.vector.VectorEnv):
         for the first, then whatever else arrives within `window` seconds."""
         start = time.monotonic()
         first_at: float | None = None if not self._arrived else start
-        while any(self._pending):
-            now = time.monotonic()
-            got = sum(ids.size for ids, _ in self._arrived)
-            if (min_envs is not None and got >= min_envs) or (
-                window is not None and first_at is not None and now >= first_at + window
-            ):
-                break
+        got = sum(ids.size for ids, _ in self._arrived)
+        while True:
             busy = [w for w, q in enumerate(self._pending) if q]
+            if not busy or (min_envs is not None and got >= min_envs):
+                break
+            now = time.monotonic()
+            if window is not None and first_at is not None and now >= first_at + window:
+                break
             stalled = min(busy, key=self._busy_since.__getitem__)
             stall_deadline = (
                 None
                 if self.worker_timeout is None
                 else self._busy_since[stalled] + self.worker_timeout
             )
-            waits = [
-                t - now
+            deadlines = [
+                t
                 for t in (
                     None if timeout is None else start + timeout,
                     stall_deadline,
@@ -218,7 +240,8 @@ class BatchVectorEnv(gym.vector.VectorEnv):
                 )
                 if t is not None
             ]
-            ready = self._transport.ready(busy, max(0.0, min(waits)) if waits else None)
+            wait = max(0.0, min(deadlines) - now) if deadlines else None
+            ready = self._transport.ready(busy, wait)
             if ready:
                 arrived = time.monotonic()
                 for w in ready:
@@ -227,8 +250,9 @@ class BatchVectorEnv(gym.vector.VectorEnv):
                     ids = self._pending[w].popleft()
                     self._in_flight[ids] = False
                     self._arrived.append((ids, payload))
-                    self._busy_since[w] = time.monotonic()  # on to its next command, if any
-                first_at = first_at or time.monotonic()
+                    got += ids.size
+                    self._busy_since[w] = arrived  # on to its next command, if any
+                first_at = first_at or arrived
                 continue
             now = time.monotonic()
             if timeout is not None and now >= start + timeout:
@@ -245,14 +269,17 @@ class BatchVectorEnv(gym.vector.VectorEnv):
         self, replies: list[Reply], full: bool
     ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any], np.ndarray]:
         a = self._arrays
+        sel: np.ndarray | slice | None
         if full:
             ids, sel = self._all_ids, None
             obs = take_rows(a.obs, None) if self.copy else a.obs
         else:
-            ids = np.sort(np.concatenate([r[0] for r in replies])) if replies else np.arange(0)
-            sel, obs = ids, take_rows(a.obs, ids)
+            ids, sel = _returned_rows(replies)
+            obs = take_rows(a.obs, sel)
         infos: dict[str, Any] = {}
-        for command_ids, packed in sorted(replies, key=lambda r: int(r[0][0])):
+        if len(replies) > 1:
+            replies = sorted(replies, key=lambda r: int(r[0][0]))
+        for command_ids, packed in replies:
             if packed is not None:
                 at = command_ids if full else np.searchsorted(ids, command_ids)
                 unpack_infos(infos, packed, at, ids.size)
@@ -327,7 +354,10 @@ class BatchVectorEnv(gym.vector.VectorEnv):
         with self._guard():
             if self._state not in ("default", "partial"):
                 self._require("default", "send")
-            ids = index_array(env_ids, self.num_envs)
+            if env_ids is None:
+                ids = ordered = self._all_ids
+            else:
+                ids, ordered = checked_ids(env_ids, self.num_envs)
             if self._in_flight[ids].any():
                 busy = ids[self._in_flight[ids]].tolist()
                 raise AlreadyPendingCallError(
@@ -336,7 +366,7 @@ class BatchVectorEnv(gym.vector.VectorEnv):
                     "partial",
                 )
             put_rows(self._arrays.actions, None if env_ids is None else ids, actions)
-            self._submit("step", ids, lambda local, rows: local)
+            self._submit("step", ordered, lambda local, rows: local)
             self._state = "partial"
 
     def recv(

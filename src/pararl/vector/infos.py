@@ -5,8 +5,10 @@ boolean mask `_key` saying which envs reported it; nested dicts recurse;
 `final_obs` is an object array of unbatched observations.
 
 Workers pack their own envs' infos (`pack_infos`: one record array when every env
-reported the same scalar keys, else the few non-empty infos) and the caller merges
-every worker's payload straight into the batch (`unpack_infos`).
+reported the same scalar keys, else the few non-empty infos; the final entries of
+envs whose episodes ended, in SAME_STEP mode, as one block) and the caller merges
+every worker's payload straight into the batch (`unpack_infos`), adding keys in
+the order Gymnasium's `_add_info`, env by env, would.
 """
 
 from __future__ import annotations
@@ -52,19 +54,64 @@ def _is_scalar(value: Any) -> bool:
     return type(value) in (int, float, bool) or isinstance(value, np.number)
 
 
+class FinalEntry(dict[str, Any]):
+    """The info entry of an env whose episode ended in a SAME_STEP step: Gymnasium's
+    `{"final_obs": ..., "final_info": ...}`. The final observation itself travels
+    through shared memory (the reader fills it in), so the entry holds only a
+    placeholder for it; `pack_infos` sends all of a reply's entries as one block."""
+
+    def __init__(self, final_obs_placeholder: Any, final_info: dict[str, Any]) -> None:
+        super().__init__(final_obs=final_obs_placeholder, final_info=final_info)
+
+
+class Table:
+    """Every env's scalar infos as one record array (a field per key), pickled as
+    its raw bytes and field list: numpy's own pickling of a record array costs
+    several times more on both ends of the pipe."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = array
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        dtype = self.array.dtype
+        fields = tuple((name, dtype[name].str) for name in dtype.names or ())
+        return _table_from_bytes, (fields, self.array.tobytes())
+
+
+_DTYPES: dict[Any, np.dtype] = {}  # record dtypes by their fields: built once each
+
+
+def _record_dtype(key: Any, fields: Any) -> np.dtype:
+    dtype = _DTYPES.get(key)
+    if dtype is None:
+        dtype = _DTYPES[key] = np.dtype(list(fields))
+    return dtype
+
+
+def _table_from_bytes(fields: tuple[tuple[str, str], ...], data: bytes) -> Table:
+    return Table(np.frombuffer(data, dtype=_record_dtype(fields, fields)))
+
+
 Pairs = list[tuple[int, dict[str, Any]]]
 # What a worker sends for its envs' infos: None when none reported anything; else
-# (positions, table, rows). `table` is a record array with one field per key, row j
-# for the env at `positions[j]`, when every env reported the same scalar keys (MuJoCo's
-# reward terms, each step); otherwise `rows` holds the (position, info) pairs to merge
-# in order (CartPole's few final infos). Either pickles in a few µs, where batched
-# columns (object arrays above all) took tens on both ends of the pipe.
-Packed = tuple[np.ndarray | None, np.ndarray | None, Pairs] | None
+# (positions, table, rows, finals). `table` holds one row per env, for the env at
+# `positions[j]` (None: at j), when every env reported the same scalar keys
+# (MuJoCo's reward terms, each step); otherwise `rows` holds the (position, info)
+# pairs to merge in order (irregular infos). Either pickles in a few µs, where
+# batched columns (object arrays above all) took tens on both ends of the pipe.
+# `finals` holds the final entries (see `Finals`).
+Packed = tuple[np.ndarray | None, Table | None, Pairs, "Finals | None"] | None
+# (lead, ended, final infos packed): the positions of the envs that ended, their
+# final infos packed like any infos, and how many of the reply's other infos come
+# before its first final entry (the final keys join the batch at that point).
+Finals = tuple[int, np.ndarray, Packed]
 
 
-def _scalar_table(pairs: Pairs) -> tuple[np.ndarray, np.ndarray] | None:
-    """Positions and a record array of `pairs`, if every info has the same scalar
-    keys in the same order and every position is distinct; else None."""
+def _scalar_table(pairs: Pairs) -> tuple[np.ndarray | None, Table] | None:
+    """Positions and a table of `pairs`, if every info has the same scalar keys in
+    the same order and every position is distinct; else None."""
     first = pairs[0][1]
     keys = tuple(first)
     if not all(isinstance(k, str) and k for k in keys):
@@ -74,26 +121,76 @@ def _scalar_table(pairs: Pairs) -> tuple[np.ndarray, np.ndarray] | None:
     if any(tuple(info) != keys for _, info in pairs[1:]):
         return None
     listed = [p for p, _ in pairs]
-    if len(set(listed)) != len(listed):
-        return None
-    positions = np.array(listed, dtype=np.int64)
-    dtype = np.dtype([(k, np.dtype(type(v))) for k, v in first.items()])
+    positions: np.ndarray | None = None  # the common case: every env, in order
+    if listed != list(range(len(listed))):
+        if len(set(listed)) != len(listed):
+            return None
+        positions = np.array(listed, dtype=np.int64)
+    types = tuple(type(v) for v in first.values())
+    dtype = _record_dtype(
+        (keys, types), ((k, np.dtype(t)) for k, t in zip(keys, types, strict=True))
+    )
     try:
         table = np.array([tuple(info.values()) for _, info in pairs], dtype=dtype)
     except (TypeError, ValueError, OverflowError):
         return None  # a later env's value does not fit the first's type
-    return positions, table
+    return positions, Table(table)
 
 
 def pack_infos(rows: Iterable[tuple[int, dict[str, Any]]]) -> Packed:
     """A worker's `(position, info)` pairs, ready to send (see `Packed`)."""
-    pairs = [(p, info) for p, info in rows if info]
-    if not pairs:
+    pairs: Pairs = []
+    ended: list[int] = []
+    final_infos: list[dict[str, Any]] = []
+    lead = 0
+    for p, info in rows:
+        if type(info) is FinalEntry:
+            if not ended:
+                lead = len(pairs)
+            ended.append(p)
+            final_infos.append(info["final_info"])
+        elif info:
+            pairs.append((p, info))
+    finals: Finals | None = None
+    if ended:
+        finals = (lead, np.array(ended, dtype=np.int64), pack_infos(enumerate(final_infos)))
+    elif not pairs:
         return None
-    table = _scalar_table(pairs)
+    table = _scalar_table(pairs) if pairs else None
     if table is not None:
-        return table[0], table[1], []
-    return None, None, pairs
+        return table[0], table[1], [], finals
+    return None, None, pairs, finals
+
+
+def _mask(dst: dict[str, Any], key: str, size: int) -> np.ndarray:
+    mask = dst.get(f"_{key}")
+    if mask is None:
+        mask = dst[f"_{key}"] = np.zeros(size, dtype=np.bool_)
+    return mask
+
+
+def _unpack_table(
+    dst: dict[str, Any], positions: np.ndarray | None, table: Table, at: np.ndarray, size: int
+) -> None:
+    records = table.array
+    where = at[: len(records)] if positions is None else at[positions]
+    for key in records.dtype.names or ():
+        column = dst.get(key)
+        if column is None:
+            column = dst[key] = np.zeros(size, dtype=records.dtype[key])
+        column[where] = records[key]
+        _mask(dst, key, size)[where] = True
+
+
+def _unpack_finals(dst: dict[str, Any], finals: Finals, at: np.ndarray, size: int) -> None:
+    _, ended, final_infos = finals
+    where = at[ended]
+    if "final_obs" not in dst:  # the entries stay placeholders (None) for the reader
+        dst["final_obs"] = np.full(size, fill_value=None, dtype=object)
+    _mask(dst, "final_obs", size)[where] = True
+    nested = dst.setdefault("final_info", {})
+    unpack_infos(nested, final_infos, where, size)
+    _mask(dst, "final_info", size)[where] = True
 
 
 def unpack_infos(dst: dict[str, Any], packed: Packed, at: np.ndarray, size: int) -> None:
@@ -101,17 +198,20 @@ def unpack_infos(dst: dict[str, Any], packed: Packed, at: np.ndarray, size: int)
     at position p of the worker's command goes to row `at[p]`."""
     if packed is None:
         return
-    positions, table, rows = packed
-    if table is not None and positions is not None:
-        where = at[positions]
-        for key in table.dtype.names or ():
-            column = dst.get(key)
-            if column is None:
-                column = dst[key] = np.zeros(size, dtype=table.dtype[key])
-            column[where] = table[key]
-            mask = dst.get(f"_{key}")
-            if mask is None:
-                mask = dst[f"_{key}"] = np.zeros(size, dtype=np.bool_)
-            mask[where] = True
-    for p, info in rows:
+    positions, table, rows, finals = packed
+    # Infos before the first final entry, the final entries, then the rest: the
+    # order in which Gymnasium's env-by-env merge adds their keys.
+    lead = len(rows) if finals is None else finals[0]
+    if table is not None:
+        if finals is not None and lead == 0:
+            _unpack_finals(dst, finals, at, size)
+        _unpack_table(dst, positions, table, at, size)
+        if finals is not None and lead > 0:
+            _unpack_finals(dst, finals, at, size)
+        return
+    for p, info in rows[:lead]:
+        add_info(dst, info, int(at[p]), size)
+    if finals is not None:
+        _unpack_finals(dst, finals, at, size)
+    for p, info in rows[lead:]:
         add_info(dst, info, int(at[p]), size)
