@@ -45,6 +45,7 @@ def _check_cell(cell: dict) -> None:
     assert cell["steps_per_block"] > 0
     assert cell["ratio_to_best_async"] > 0
     assert cell["efficiency"] > 0
+    assert cell["of_loops"] > 0
 
 
 def test_quick_run_writes_json_and_png_but_not_benchmarks_md(
@@ -90,6 +91,11 @@ def test_quick_run_writes_json_and_png_but_not_benchmarks_md(
     assert "### CartPole-v1" in out
     assert "| envs/worker | envs | backend |" in out
     assert "pararl recv(min_envs=epw)" in out
+    assert "one plain loop per worker, no IPC" in out
+    loops = next(
+        c for c in results["CartPole-v1"]["cases"][0]["results"] if c["backend"] == "loops"
+    )
+    assert loops["of_loops"] == pytest.approx(1.0)
 
 
 def test_process_per_env_anchors_are_skipped_above_the_cap(tmp_path: Path) -> None:

@@ -82,7 +82,8 @@ class VectorBenchConfig(OutputOptions):
     """pararl worker processes; default: the physical cores available to this process."""
 
     backends: tuple[BackendName, ...] = ALL_BACKENDS
-    """Backends to time; single = one env in a plain loop, the reference rate."""
+    """Backends to time; single = one env in a plain loop, the reference rate; loops =
+    one such loop per worker, all at once in their own processes (what the cores give)."""
 
     repeats: int = 3
     """Timed blocks per backend and case, interleaved across backends."""

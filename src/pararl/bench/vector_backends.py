@@ -24,6 +24,7 @@ import pararl.envs  # noqa: F401  (registers pararl/... ids for make_env)
 
 BackendName = Literal[
     "single",
+    "loops",
     "gym_sync",
     "gym_async",
     "sb3_subproc",
@@ -40,6 +41,7 @@ ACTION_POOL = 64  # distinct action batches, cycled
 def backend_label(name: str, timeout_s: float) -> str:
     return {
         "single": "single env, plain loop",
+        "loops": "one plain loop per worker, no IPC",
         "gym_sync": "gymnasium SyncVectorEnv",
         "gym_async": "gymnasium AsyncVectorEnv (shm)",
         "sb3_subproc": "SB3 SubprocVecEnv",
@@ -266,6 +268,12 @@ def open_backend(name: str, case: EnvCase, into: OpenBackends) -> None:
         single = SingleEnvRunner(case)
         into.closers.append(single.env.close)
         runner = single
+    elif name == "loops":
+        from pararl.bench.vector_ceiling import LoopsRunner
+
+        loops = LoopsRunner(case)
+        into.closers.append(loops.close)
+        runner = loops
     elif name.startswith("pararl_"):
         venv = _pararl_env(case, into)
         actions = action_pool(venv.single_action_space, case.num_envs, case.seed)

@@ -32,6 +32,7 @@ class Cell:
     rate: Summary | None = None
     ratio_to_best_async: float | None = None
     efficiency: float | None = None
+    of_loops: float | None = None  # steps/s ÷ the parallel loops' steps/s, same case
 
     def as_dict(self, timeout_s: float) -> dict[str, Any]:
         return {
@@ -43,6 +44,7 @@ class Cell:
             "steps_per_s": None if self.rate is None else self.rate.as_dict(),
             "ratio_to_best_async": self.ratio_to_best_async,
             "efficiency": self.efficiency,
+            "of_loops": self.of_loops,
         }
 
 
@@ -79,7 +81,7 @@ class EnvResult:
         singles = [r for r in (c.median("single") for c in self.cases) if r is not None]
         self.single_rate = statistics.median(singles) if singles else None
         for case in self.cases:
-            single = case.median("single")
+            single, loops = case.median("single"), case.median("loops")
             for cell in case.cells.values():
                 if cell.rate is None:
                     continue
@@ -87,6 +89,8 @@ class EnvResult:
                     cell.ratio_to_best_async = cell.rate.median / self.best_async[0]
                 if single:
                     cell.efficiency = cell.rate.median / (self.workers * single)
+                if loops:
+                    cell.of_loops = cell.rate.median / loops
 
     def best_pararl(self) -> tuple[float, Cell, CaseResult] | None:
         found = [
@@ -145,6 +149,7 @@ def env_table(result: EnvResult, timeout_s: float) -> str:
                         "–",
                         "–",
                         "–",
+                        "–",
                     ]
                 )
                 continue
@@ -158,6 +163,7 @@ def env_table(result: EnvResult, timeout_s: float) -> str:
                     fmt_rate(cell.rate.max),
                     fmt_ratio(cell.ratio_to_best_async),
                     fmt_percent(cell.efficiency),
+                    fmt_percent(cell.of_loops),
                 ]
             )
     table = markdown_table(
@@ -170,13 +176,16 @@ def env_table(result: EnvResult, timeout_s: float) -> str:
             "max",
             "vs best Async",
             "efficiency",
+            "of loops",
         ],
         rows,
-        align="rrlrrrrr",
+        align="rrlrrrrrr",
     )
     notes = (
         f"{result.workers} workers. Best AsyncVectorEnv: {best}. Efficiency = steps/s ÷ "
-        f"({result.workers} × the single-env rate of the same row group)."
+        f"({result.workers} × the single-env rate of the same row group). Of loops = "
+        f"steps/s ÷ the rate of {result.workers} single-env loops run at once in their own "
+        "processes, same row group: what the cores gave the reference workload then."
     )
     return f"{title}\n\n{notes}\n\n{table}"
 
@@ -195,9 +204,16 @@ def key_ratios(results: list[EnvResult], timeout_s: float) -> str:
             if result.best_async is None
             else f"{rate / result.best_async[0]:.2f}× best AsyncVectorEnv"
         )
+        ceiling = ""
+        loops = case.cells.get("loops")
+        if cell.of_loops is not None and loops is not None:
+            ceiling = (
+                f" ({fmt_percent(cell.of_loops)} of {result.workers} parallel loops, which "
+                f"reached {fmt_percent(loops.efficiency)} of {result.workers} × single)"
+            )
         parts.append(
             f"**{result.env_id}**: best pararl {fmt_rate(rate)} steps/s ({where}) = "
-            f"{vs_async}, efficiency {fmt_percent(cell.efficiency)}"
+            f"{vs_async}, efficiency {fmt_percent(cell.efficiency)}{ceiling}"
         )
     return "; ".join(parts) if parts else "no pararl results"
 
