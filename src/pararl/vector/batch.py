@@ -32,7 +32,10 @@ def fill_final_obs(infos: dict[str, Any], final_obs: Tree | None, rows: np.ndarr
     column = infos.get("final_obs")
     if column is None:
         return
-    positions = [p for p in np.flatnonzero(infos["_final_obs"]) if column[p] is FINAL_OBS_IN_ARRAY]
+    ended = np.flatnonzero(infos["_final_obs"]).tolist()
+    positions = [p for p in ended if column[p] is FINAL_OBS_IN_ARRAY]
+    if not positions:
+        return
     if not isinstance(final_obs, np.ndarray):  # Dict/Tuple spaces: leaf by leaf
         for p in positions:
             column[p] = read_row(final_obs, int(rows[p]))
