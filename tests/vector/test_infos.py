@@ -11,6 +11,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from pararl.vector import infos
 from pararl.vector.batch import FINAL_OBS_IN_ARRAY
 from pararl.vector.infos import FinalEntry, pack_infos, unpack_infos
 
@@ -185,3 +186,14 @@ def test_final_entries_go_as_one_block_and_match_gymnasium(pairs: Pairs) -> None
     other = [(0, final({"x": 9.0})), *uniform([1])]
     want = reference([*other, *((p + 2, i) for p, i in pairs)], 7)
     assert_same(merged([(other, np.arange(2)), (pairs, np.arange(2, 7))], 7), want)
+
+
+def test_record_dtypes_are_cached_but_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Infos whose keys change every step (a step counter in the key, say) still
+    merge correctly and do not grow the dtype cache without bound."""
+    monkeypatch.setattr(infos, "_DTYPES_MAX", 4)
+    monkeypatch.setattr(infos, "_DTYPES", {})
+    for step in range(10):
+        pairs: Pairs = [(p, {f"k{step}": float(p)}) for p in range(3)]
+        assert_same(merged([(pairs, np.arange(3))], 3), reference(pairs, 3))
+        assert len(infos._DTYPES) <= 4

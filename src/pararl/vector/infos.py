@@ -81,11 +81,14 @@ class Table:
 
 
 _DTYPES: dict[Any, np.dtype] = {}  # record dtypes by their fields: built once each
+_DTYPES_MAX = 256  # infos whose keys keep changing must not grow the cache forever
 
 
 def _record_dtype(key: Any, fields: Any) -> np.dtype:
     dtype = _DTYPES.get(key)
     if dtype is None:
+        if len(_DTYPES) >= _DTYPES_MAX:
+            _DTYPES.clear()
         dtype = _DTYPES[key] = np.dtype(list(fields))
     return dtype
 
