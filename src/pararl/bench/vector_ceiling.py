@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 import multiprocessing as mp
-import time
 from multiprocessing.connection import Connection
 
 from pararl.bench.vector_backends import EnvCase, SingleEnvRunner, deferred_sigint
-from pararl.vector.errors import WorkerTimeoutError
 from pararl.vector.procs import ProcessGroup
 
 START_TIMEOUT_S = 120.0
@@ -62,16 +60,8 @@ class LoopsRunner:
     def _all(self, command: str, value: int) -> int:
         for i in range(self.unit):
             self.group.send(i, (command, value))
-        waiting, done = list(range(self.unit)), 0
-        deadline = time.monotonic() + BLOCK_TIMEOUT_S
-        while waiting:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise WorkerTimeoutError(waiting[0], f"no reply within {BLOCK_TIMEOUT_S} s")
-            for i in self.group.ready(waiting, left):
-                done += self.group.receive(i)
-                waiting.remove(i)
-        return done
+        late = "no reply within {timeout} s"
+        return sum(self.group.gather(range(self.unit), BLOCK_TIMEOUT_S, late))
 
     def reset(self) -> None:
         self._all("reset", 0)

@@ -33,7 +33,6 @@ from pararl.vector.procs import CLOSE_GRACE_S
 from pararl.vector.shared import (
     ArraySpec,
     checked_ids,
-    index_array,
     put_rows,
     space_specs,
     take_rows,
@@ -354,10 +353,7 @@ class BatchVectorEnv(gym.vector.VectorEnv):
         with self._guard():
             if self._state not in ("default", "partial"):
                 self._require("default", "send")
-            if env_ids is None:
-                ids = ordered = self._all_ids
-            else:
-                ids, ordered = checked_ids(env_ids, self.num_envs)
+            ids, ordered = checked_ids(env_ids, self.num_envs)
             if self._in_flight[ids].any():
                 busy = ids[self._in_flight[ids]].tolist()
                 raise AlreadyPendingCallError(
@@ -438,11 +434,10 @@ class BatchVectorEnv(gym.vector.VectorEnv):
         self, name: str, args: Sequence[Any], env_ids: Sequence[int] | np.ndarray | None = None
     ) -> tuple[Any, ...]:
         """Call method `name` on each env in `env_ids` (all when None) with its own argument."""
-        ids = index_array(env_ids, self.num_envs)
+        ids, order = checked_ids(env_ids, self.num_envs)
         if len(args) != ids.size:
             raise ValueError(f"got {len(args)} arguments for {ids.size} envs")
         arg_of = {int(e): a for e, a in zip(ids, args, strict=True)}
-        order = np.sort(ids)
 
         def payload(local: list[int] | None, rows: np.ndarray) -> Any:
             local_ids = local if local is not None else list(range(rows.size))

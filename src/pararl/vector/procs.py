@@ -196,18 +196,26 @@ class ProcessGroup:
 
     def await_ready(self, timeout: float) -> None:
         """Wait for every child's first reply (its "ready"), at most `timeout` s."""
+        self.gather(
+            range(len(self)),
+            timeout,
+            "not ready after {timeout} s (building its envs takes too long, or it hangs)",
+        )
+
+    def gather(self, indices: Sequence[int], timeout: float, late: str) -> list[Any]:
+        """The next reply of each child in `indices`, in that order, waiting at most
+        `timeout` s in all; `late` (formatted with `timeout`) says why one that did not
+        answer in time is stuck."""
         deadline = time.monotonic() + timeout
-        waiting = list(range(len(self)))
+        waiting, replies = list(indices), {}
         while waiting:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise WorkerTimeoutError(
-                    waiting[0],
-                    f"not ready after {timeout} s (building its envs takes too long, or it hangs)",
-                )
+                raise WorkerTimeoutError(waiting[0], late.format(timeout=timeout))
             for i in self.ready(waiting, left):
-                self.receive(i)
+                replies[i] = self.receive(i)
                 waiting.remove(i)
+        return [replies[i] for i in indices]
 
     def _raise_dead(self, index: int) -> Any:
         proc = self.processes[index]

@@ -168,9 +168,12 @@ def put_rows(tree: Tree, ids: np.ndarray | None, values: Any) -> None:
             put_rows(sub, ids, item)
 
 
-def checked_ids(ids: Sequence[int] | np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Validated int64 env ids, as given and sorted (one sort serves the range and
-    the uniqueness checks, and the caller's grouping by worker)."""
+def checked_ids(ids: Sequence[int] | np.ndarray | None, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Validated int64 env ids (all of `range(size)` when None), as given and sorted
+    (one sort serves the range and uniqueness checks, and grouping by worker)."""
+    if ids is None:
+        every = np.arange(size)
+        return every, every
     arr = np.asarray(ids, dtype=np.int64).reshape(-1)
     ordered = np.sort(arr)
     if ordered.size and (ordered[0] < 0 or ordered[-1] >= size):
@@ -178,8 +181,3 @@ def checked_ids(ids: Sequence[int] | np.ndarray, size: int) -> tuple[np.ndarray,
     if (ordered[1:] == ordered[:-1]).any():
         raise ValueError(f"env ids must be unique, got {arr.tolist()}")
     return arr, ordered
-
-
-def index_array(ids: Sequence[int] | np.ndarray | None, size: int) -> np.ndarray:
-    """Validated int64 env ids (all of `range(size)` when None)."""
-    return np.arange(size) if ids is None else checked_ids(ids, size)[0]
