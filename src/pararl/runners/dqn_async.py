@@ -243,12 +243,14 @@ class _BusyMeter:
     def __init__(self, num_actors: int) -> None:
         self.busy = np.zeros(num_actors)
         self.lags: list[int] = []
+        self.acted_version = -1  # newest weights version an actor acted with
         self.learner_busy = 0.0
         self._since = time.monotonic()
 
     def chunk(self, index: int, chunk: Chunk, version: int) -> None:
         self.busy[index] += chunk.busy_s
         self.lags.append(version - chunk.version)  # in gradient updates
+        self.acted_version = max(self.acted_version, chunk.version)
 
     def report(self, epsilon: float) -> dict[str, Any]:
         now = time.monotonic()
@@ -258,6 +260,7 @@ class _BusyMeter:
             "actor_cpu": float(self.busy.sum() / max(span * len(self.busy), 1e-9)),
             "learner_cpu": self.learner_busy / max(span, 1e-9),
             "policy_lag": float(np.mean(self.lags)) if self.lags else None,
+            "actor_version": self.acted_version if self.acted_version >= 0 else None,
         }
         self.busy[:], self.lags, self.learner_busy = 0.0, [], 0.0
         return {k: v for k, v in row.items() if v is not None}
