@@ -20,7 +20,7 @@ import sys
 from collections.abc import Iterator
 from multiprocessing.connection import Connection
 
-from pararl.vector.procs import ProcessGroup
+from pararl.mp.procs import ProcessGroup
 
 _spare: list[ProcessGroup] = []  # the prestarted child, until taken
 
@@ -28,7 +28,7 @@ _spare: list[ProcessGroup] = []  # the prestarted child, until taken
 def evaluates_in_process(eval_in: str) -> bool:
     """Whether `--eval-in` puts the evaluations in a child process: `process`, or
     `auto` when there is a core to spare for it."""
-    from pararl.vector.topology import physical_cores
+    from pararl.mp.topology import physical_cores
 
     return eval_in == "process" or (eval_in == "auto" and physical_cores() > 1)
 

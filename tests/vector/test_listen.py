@@ -7,7 +7,7 @@ import multiprocessing as mp
 import threading
 import time
 
-from pararl.vector.listen import CommandWait
+from pararl.mp.listen import CommandWait
 
 
 def test_commands_in_a_tight_loop_are_caught_while_spinning() -> None:

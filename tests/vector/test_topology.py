@@ -7,8 +7,8 @@ import os
 
 import pytest
 
+from pararl.mp.topology import available_cpus, split_evenly
 from pararl.vector import ParallelVectorEnv, default_num_workers, physical_cores
-from pararl.vector.topology import available_cpus, split_evenly
 from tests.vector.conftest import stepcost_fns
 
 

@@ -23,7 +23,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from pararl.vector.topology import physical_cores
+from pararl.mp.topology import physical_cores
 
 DEFAULT_PACKAGES = ("torch", "gymnasium", "numpy", "stable-baselines3", "mujoco")
 

@@ -17,7 +17,7 @@ import multiprocessing as mp
 from multiprocessing.connection import Connection
 
 from pararl.bench.vector_backends import EnvCase, SingleEnvRunner, deferred_sigint
-from pararl.vector.procs import ProcessGroup
+from pararl.mp.procs import ProcessGroup
 
 START_TIMEOUT_S = 120.0
 BLOCK_TIMEOUT_S = 300.0  # one timed block takes about a second; this is a hang

@@ -27,8 +27,8 @@ import torch
 import torch.distributed as dist
 
 from pararl.errors import UsageError
+from pararl.mp.procs import ProcessGroup
 from pararl.vector.errors import WorkerError
-from pararl.vector.procs import ProcessGroup
 
 COLLECTIVE_TIMEOUT_S = 300.0  # longest wait in one collective (rank 0 may be evaluating)
 START_TIMEOUT_S = 120.0  # children report ready within this

@@ -19,14 +19,14 @@ import numpy as np
 from pararl.config import DQNConfig
 from pararl.envs.make import env_factory
 from pararl.models import QNetwork
+from pararl.mp.procs import ProcessGroup
+from pararl.mp.shared import SharedArrays
 from pararl.replay import Transitions
 from pararl.runners.dqn import DQNState
 from pararl.runners.session import TrainSession
 from pararl.samplers.dqn_actor import ActorSpec, Chunk, actor_main, outbox_specs, read_slot
 from pararl.samplers.weights import WeightPublisher, weight_specs
 from pararl.vector import WorkerError, physical_cores
-from pararl.vector.procs import ProcessGroup
-from pararl.vector.shared import SharedArrays
 
 CHUNK_TRANSITIONS = 256  # target transitions per chunk (one pipe message each)
 PUBLISH_EVERY = 4  # gradient updates between weight publications

@@ -40,10 +40,10 @@ from typing import Any
 
 import numpy as np
 
+from pararl.mp.topology import available_cpus
 from pararl.samplers.auto_model import Prediction, WaitRounds, predict
 from pararl.samplers.recv import ForwardCost, RecvResult
 from pararl.vector.core import BatchVectorEnv
-from pararl.vector.topology import available_cpus
 
 # The trial's windows: ABBA, so that a linear drift of speed charges both modes alike.
 TRIAL_ORDER = ("partial", "wait", "wait", "partial")

@@ -20,11 +20,11 @@ import numpy as np
 import torch
 
 from pararl.models import QNetwork
+from pararl.mp.procs import ParentWatch
+from pararl.mp.shared import ArraySpec, SharedArrays
 from pararl.replay import NStepBuilder, Transitions
 from pararl.samplers.weights import WeightReader
 from pararl.vector import SerialVectorEnv
-from pararl.vector.procs import ParentWatch
-from pararl.vector.shared import ArraySpec, SharedArrays
 
 
 @dataclass(frozen=True)

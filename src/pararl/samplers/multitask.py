@@ -27,12 +27,12 @@ from gymnasium.vector import AutoresetMode
 
 import pararl.envs  # noqa: F401 - registers the pararl/... ids
 from pararl.errors import UsageError
+from pararl.mp.topology import split_evenly
 from pararl.samplers.episodes import EpisodeBuffer, TaskEpisodes
 from pararl.samplers.policies import NoisePolicy
 from pararl.samplers.recv import RecvPolicy, parse_recv
 from pararl.vector import ParallelVectorEnv, SerialVectorEnv
 from pararl.vector.core import BatchVectorEnv
-from pararl.vector.topology import split_evenly
 
 
 @dataclass

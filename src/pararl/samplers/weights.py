@@ -12,7 +12,7 @@ import numpy as np
 from torch import nn
 
 from pararl.models import flat_to_params, num_params, params_to_flat
-from pararl.vector.shared import ArraySpec
+from pararl.mp.shared import ArraySpec
 
 
 def weight_specs(model: nn.Module) -> dict[str, ArraySpec]:

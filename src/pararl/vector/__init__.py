@@ -1,6 +1,7 @@
 """Vector envs: `ParallelVectorEnv` (worker processes + shared memory) and its
 serial twin `SerialVectorEnv`, with Gymnasium's API and partial stepping."""
 
+from pararl.mp.topology import physical_cores
 from pararl.vector.errors import (
     AlreadyPendingCallError,
     ClosedEnvironmentError,
@@ -10,7 +11,6 @@ from pararl.vector.errors import (
 )
 from pararl.vector.parallel import ParallelVectorEnv, default_num_workers
 from pararl.vector.serial import SerialVectorEnv
-from pararl.vector.topology import physical_cores
 
 __all__ = [
     "AlreadyPendingCallError",

@@ -17,7 +17,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from pararl.vector.infos import FinalEntry
-from pararl.vector.shared import Tree, read_row, write_row
+from pararl.vector.spaces import Tree, read_row, write_row
 
 InfoRows = list[tuple[int, dict[str, Any]]]
 

@@ -20,6 +20,8 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
+from pararl.mp.procs import CLOSE_GRACE_S
+from pararl.mp.shared import ArraySpec
 from pararl.vector.batch import fill_final_obs
 from pararl.vector.errors import (
     AlreadyPendingCallError,
@@ -29,14 +31,7 @@ from pararl.vector.errors import (
     WorkerTimeoutError,
 )
 from pararl.vector.infos import unpack_infos
-from pararl.vector.procs import CLOSE_GRACE_S
-from pararl.vector.shared import (
-    ArraySpec,
-    checked_ids,
-    put_rows,
-    space_specs,
-    take_rows,
-)
+from pararl.vector.spaces import checked_ids, put_rows, space_specs, take_rows
 from pararl.vector.transport import Transport
 from pararl.vector.worker import BatchLayout
 

@@ -15,10 +15,10 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
+from pararl.mp.listen import SPIN_S
+from pararl.mp.shared import ArraySpec
+from pararl.mp.topology import physical_cores
 from pararl.vector.core import BatchVectorEnv
-from pararl.vector.listen import SPIN_S
-from pararl.vector.shared import ArraySpec
-from pararl.vector.topology import physical_cores
 from pararl.vector.transport import ProcessTransport, Transport
 from pararl.vector.worker import BatchLayout
 

@@ -11,8 +11,8 @@ from collections.abc import Callable, Sequence
 
 import gymnasium as gym
 
+from pararl.mp.shared import ArraySpec
 from pararl.vector.core import BatchVectorEnv
-from pararl.vector.shared import ArraySpec
 from pararl.vector.transport import InlineTransport, Transport
 from pararl.vector.worker import BatchLayout
 

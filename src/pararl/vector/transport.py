@@ -17,11 +17,11 @@ from typing import Any, Protocol
 import cloudpickle
 import gymnasium as gym
 
+from pararl.mp.listen import SPIN_S
+from pararl.mp.procs import ProcessGroup
+from pararl.mp.shared import ArraySpec, SharedArrays, local_arrays
+from pararl.mp.topology import split_evenly
 from pararl.vector.batch import BatchArrays, EnvBatch
-from pararl.vector.listen import SPIN_S
-from pararl.vector.procs import ProcessGroup
-from pararl.vector.shared import ArraySpec, SharedArrays, local_arrays
-from pararl.vector.topology import split_evenly
 from pararl.vector.worker import BatchLayout, batch_arrays, env_worker, execute, make_envs
 
 

@@ -16,20 +16,13 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.vector import AutoresetMode
 
+from pararl.mp.errors import RemoteError
+from pararl.mp.listen import SPIN_S, CommandWait
+from pararl.mp.procs import ParentWatch
+from pararl.mp.shared import SharedArrays
 from pararl.vector.batch import BatchArrays, EnvBatch, InfoRows
 from pararl.vector.infos import Packed, pack_infos
-from pararl.vector.listen import SPIN_S, CommandWait
-from pararl.vector.procs import ParentWatch
-from pararl.vector.shared import SharedArrays, space_tree
-
-
-@dataclass(frozen=True)
-class RemoteError:
-    """An exception raised in a worker, as sent to the parent."""
-
-    message: str
-    traceback: str
-    env_index: int | None
+from pararl.vector.spaces import space_tree
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.context import BaseContext
 from typing import Any
 
-from pararl.vector.errors import WorkerError, WorkerTimeoutError
+from pararl.mp.errors import RemoteError, WorkerError, WorkerTimeoutError
 
 CLOSE_GRACE_S = 2.0  # how long close() lets children exit by themselves
 
@@ -57,8 +57,6 @@ def _bootstrap(conn: Connection, target: Callable[..., None], args: tuple[Any, .
     try:
         target(conn, *args)
     except BaseException as exc:  # report anything that escapes; the parent decides
-        from pararl.vector.worker import RemoteError
-
         report = RemoteError(f"{type(exc).__name__}: {exc}", traceback.format_exc(), None)
         with contextlib.suppress(OSError, ValueError):
             conn.send((False, report))
