@@ -15,11 +15,11 @@ import psutil
 import pytest
 import torch
 
-from pararl import eval_child
 from pararl.config import DQNConfig
 from pararl.envs.make import env_factory
-from pararl.eval_process import BackgroundEvaluator
-from pararl.evaluate import Evaluator
+from pararl.evaluation.background import BackgroundEvaluator
+from pararl.evaluation.child import EvalChild
+from pararl.evaluation.greedy import Evaluator
 from pararl.models import QNetwork
 from pararl.rundir import RunDir
 from pararl.runners.session import TrainSession
@@ -142,43 +142,39 @@ def test_dead_evaluator_at_the_end_loses_no_checkpoint(tmp_path: Path) -> None:
     assert not alive_after(background._group.pids, 0.0)
 
 
-def test_prestarted_child_is_adopted_by_the_evaluator() -> None:
-    eval_child.prestart()
-    eval_child.prestart()  # one spare at most
-    (spare,) = eval_child._spare
-    pids = list(spare.pids)
-    background = BackgroundEvaluator(env_factory("CartPole-v1"), 2, 3, MODEL_FN)
+def test_started_child_is_adopted_by_the_evaluator() -> None:
+    child = EvalChild()
+    pids = list(child.group.pids)
+    background = BackgroundEvaluator(env_factory("CartPole-v1"), 2, 3, MODEL_FN, child=child)
     try:
-        assert background._group is spare
-        assert not eval_child._spare
+        assert background._group is child.group
         model = _model(3)
         expected = Evaluator(env_factory("CartPole-v1"), 2, seed=3).run(model.greedy)
         background.submit(model)
         np.testing.assert_array_equal(_wait(background), expected)
     finally:
         background.close()
+        background.close()  # idempotent
     assert not alive_after(pids, 0.0)
 
 
-def test_spare_child_not_taken_is_closed_and_a_dead_one_replaced() -> None:
-    eval_child.prestart()
-    pids = list(eval_child._spare[0].pids)
-    eval_child.discard()
-    eval_child.discard()  # idempotent
-    assert not eval_child._spare
+def test_child_not_taken_is_closed_and_a_dead_one_replaced() -> None:
+    child = EvalChild()
+    pids = list(child.group.pids)
+    child.close(grace=0.0)
+    child.close()  # idempotent
     assert not alive_after(pids, 0.0)
 
-    eval_child.prestart()
-    dead = eval_child._spare[0]
-    psutil.Process(dead.pids[0]).kill()
-    dead.processes[0].join(5.0)
-    group = eval_child.take()
+    dead = EvalChild()
+    psutil.Process(dead.group.pids[0]).kill()
+    dead.group.processes[0].join(5.0)
+    background = BackgroundEvaluator(env_factory("CartPole-v1"), 1, 0, MODEL_FN, child=dead)
     try:
-        assert group is not dead
-        assert all(p.is_alive() for p in group.processes)
+        assert background._group is not dead.group
+        assert all(p.is_alive() for p in background._group.processes)
     finally:
-        group.close()
-    assert not alive_after(dead.pids + group.pids, 0.0)
+        background.close()
+    assert not alive_after(dead.group.pids + background._group.pids, 0.0)
 
 
 def test_cli_prestarts_the_child_and_bad_input_leaves_none(tmp_path: Path) -> None:

@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-from pararl.config import DQNConfig, PPOConfig, RunConfig
-from pararl.errors import UsageError
-from pararl.runners.session import TrainSession
+from typing import TYPE_CHECKING
+
+from pararl.config import RunConfig
+from pararl.evaluation.child import EvalChild
+from pararl.registry import algorithm_of
+
+if TYPE_CHECKING:
+    from pararl.runners.session import TrainSession
 
 
-def train(config: RunConfig) -> TrainSession | None:
+def train(config: RunConfig, eval_child: EvalChild | None = None) -> TrainSession | None:
     """Train the algorithm `config` describes; returns the finished session
     (`session.run.root` is the run directory, `session.best_eval` the best greedy
     evaluation). None only on a torchrun rank other than 0 of DQN `--mode averaging`,
-    which owns no run."""
-    if isinstance(config, DQNConfig):
-        from pararl.runners.dqn import train_dqn
-
-        return train_dqn(config)
-    if isinstance(config, PPOConfig):
-        from pararl.runners.ppo import train_ppo
-
-        return train_ppo(config)
-    raise UsageError(f"no trainer for {type(config).__name__}")
+    which owns no run. `eval_child`: an evaluation process started earlier (the
+    command line starts one before it imports torch); taken over, or closed."""
+    session: TrainSession | None = algorithm_of(config).train(config, eval_child=eval_child)
+    return session

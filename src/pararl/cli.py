@@ -6,22 +6,20 @@ Each command is a typed dataclass config parsed by tyro (field docstrings are th
 
 from __future__ import annotations
 
-import atexit
 import importlib
-import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pararl.errors import UsageError
+from pararl.registry import ALGORITHMS, Algorithm, algorithm_of_run
 
 
 @dataclass(frozen=True)
 class Command:
     config: Callable[[], type]  # imported lazily: `pararl --help` stays fast
     run: Callable[[Any], Any]
-    quick_exit: bool = False  # every file it writes is closed when `run` returns
 
 
 @dataclass(frozen=True)
@@ -43,30 +41,24 @@ def _bench(module: str, config: str, help_text: str) -> Entry:
     return Entry(help_text, load)
 
 
-def _train(config: str, help_text: str) -> Entry:
-    """A `pararl train ALGO` command; torch is imported only once it runs."""
-
-    def load() -> Command:
-        from pararl import config as configs
-
-        return Command(lambda: getattr(configs, config), _run_training, True)
-
-    return Entry(help_text, load)
+def _train(algo: Algorithm) -> Entry:
+    """`pararl train NAME`; torch is imported only once it runs."""
+    return Entry(algo.help, lambda: Command(lambda: algo.config, _run_training))
 
 
 def _run_training(config: Any) -> Any:
-    """Start the evaluation child before importing torch here, so that its imports
-    overlap with ours (`pararl.eval_child`); then train."""
-    from pararl import eval_child
+    """Start the evaluation process before importing torch here, so that its imports
+    overlap with ours (`pararl.evaluation.child`); the run takes it over."""
+    from pararl.evaluation.child import EvalChild, evaluates_in_process
 
-    if eval_child.evaluates_in_process(config.eval_in):
-        eval_child.prestart()
+    child = EvalChild() if evaluates_in_process(config.eval_in) else None
     try:
         from pararl.api import train
-
-        return train(config)
-    finally:
-        eval_child.discard()
+    except BaseException:
+        if child is not None:
+            child.close(grace=0.0)
+        raise
+    return train(config, eval_child=child)
 
 
 def _evaluate() -> Command:
@@ -77,12 +69,11 @@ def _evaluate() -> Command:
 
         return playback.run(config)
 
-    return Command(lambda: EvaluateConfig, run, quick_exit=True)
+    return Command(lambda: EvaluateConfig, run)
 
 
 COMMANDS: dict[tuple[str, ...], Entry] = {
-    ("train", "dqn"): _train("DQNConfig", "train DQN (actors + learner)"),
-    ("train", "ppo"): _train("PPOConfig", "train PPO (batched env workers)"),
+    **{("train", name): _train(algo) for name, algo in ALGORITHMS.items()},
     ("evaluate",): Entry("greedy return of a run's checkpoint; render or record video", _evaluate),
     ("bench", "vector"): _bench("vector", "VectorBenchConfig", "vector env stepping throughput"),
     ("bench", "dqn"): _bench(
@@ -113,19 +104,10 @@ COMMANDS: dict[tuple[str, ...], Entry] = {
 
 def _resume_algo(args: list[str]) -> list[str]:
     """`pararl train --resume DIR` -> `pararl train ALGO --resume DIR` (from its config)."""
-    import json
     from pathlib import Path
 
     value = args[2] if args[1] == "--resume" and len(args) > 2 else args[1].partition("=")[2]
-    config = Path(value) / "config.json"
-    if not config.is_file():
-        raise UsageError(f"--resume {value}: no config.json there; pass a pararl run directory")
-    algo = {"DQNConfig": "dqn", "PPOConfig": "ppo"}.get(
-        json.loads(config.read_text()).get("algo", "")
-    )
-    if algo is None:
-        raise UsageError(f"--resume {value}: unknown algorithm in its config.json")
-    return ["train", algo, *args[1:]]
+    return ["train", algorithm_of_run(Path(value)).name, *args[1:]]
 
 
 def _usage() -> str:
@@ -133,9 +115,6 @@ def _usage() -> str:
     for key, entry in COMMANDS.items():
         lines.append(f"  pararl {' '.join(key):<16} {entry.help}")
     return "\n".join(lines)
-
-
-_state = {"quick_exit": False}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -160,7 +139,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             description=entry.help,
         )
         command.run(config)
-        _state["quick_exit"] = command.quick_exit
     except UsageError as exc:
         print(f"pararl: error: {exc}", file=sys.stderr)
         return 2
@@ -171,20 +149,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def entry() -> None:
-    """The `pararl` program: `main`, then exit with its code.
-
-    After a training run or an evaluation, whose files are all closed by then, the
-    process ends right after the atexit handlers, skipping the interpreter's
-    teardown: freeing torch's modules takes ~0.5 s, a tenth of the time to solve
-    CartPole.
-    """
-    code = main()
-    if _state["quick_exit"]:
-        atexit._run_exitfuncs()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    sys.exit(code)
+    """The `pararl` program: `main`, then exit with its code."""
+    sys.exit(main())
 
 
 if __name__ == "__main__":

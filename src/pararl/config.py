@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from pararl import extras
 from pararl.errors import UsageError
 
 
@@ -25,7 +26,8 @@ class RunConfig:
     """Reward wrapper for training envs: `cartpole-shaped` is the seed post's CartPole
     shaping (position and angle terms); evaluation always uses the true reward."""
     seed: int = 0
-    """Random seed (envs get seed, seed+1, ...; torch and numpy are seeded from it)."""
+    """Random seed: every env, actor, replica, evaluation and network gets its own
+    stream derived from it (`pararl.seeding`)."""
     total_steps: int = 100_000
     """Budget of environment steps (transitions collected, all envs together)."""
     target_return: float | None = None
@@ -92,10 +94,9 @@ class RunConfig:
         for ok, message in checks:
             if not ok:
                 raise UsageError(message)
-        if self.backend == "ray":  # say it now, before a run directory is made
-            from pararl.raybackend.cluster import import_ray
-
-            import_ray()
+        if self.backend == "ray" and not extras.available("ray"):
+            # say it now, before a run directory is made
+            raise UsageError(extras.hint("Ray", "ray", "--backend ray"))
 
 
 @dataclass
@@ -174,11 +175,6 @@ class DQNConfig(RunConfig):
             if not ok:
                 raise UsageError(message)
 
-    def epsilon(self, step: int) -> float:
-        """Linear schedule from eps_start to eps_end over eps_decay_steps."""
-        frac = min(1.0, step / self.eps_decay_steps)
-        return self.eps_start + frac * (self.eps_end - self.eps_start)
-
 
 @dataclass
 class PPOConfig(RunConfig):
@@ -255,24 +251,4 @@ def to_json(config: RunConfig, extra: dict[str, Any] | None = None) -> str:
     return json.dumps(data, indent=2, default=str)
 
 
-def from_json(text: str) -> RunConfig:
-    """A config saved by `to_json` (unknown keys, e.g. derived facts, are ignored)."""
-    data = json.loads(text)
-    classes: dict[str, type[RunConfig]] = {"DQNConfig": DQNConfig, "PPOConfig": PPOConfig}
-    cls = classes.get(data.pop("algo", ""))
-    if cls is None:
-        raise UsageError("config.json names no known algorithm; is this a pararl run dir?")
-    names = {f.name: f for f in dataclasses.fields(cls)}
-    kwargs: dict[str, Any] = {}
-    for key, value in data.items():
-        if key not in names:
-            continue
-        if key in ("run_dir", "resume") and value is not None:
-            value = Path(value)
-        if key == "hidden":
-            value = tuple(value)
-        kwargs[key] = value
-    return cls(**kwargs)
-
-
-__all__ = ["DQNConfig", "PPOConfig", "RunConfig", "from_json", "to_json"]
+__all__ = ["DQNConfig", "PPOConfig", "RunConfig", "to_json"]

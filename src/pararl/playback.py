@@ -9,38 +9,21 @@ from typing import Any
 import numpy as np
 
 from pararl import checkpoint
-from pararl.config import DQNConfig, PPOConfig, RunConfig, from_json
+from pararl.config import RunConfig
 from pararl.envs.make import env_factory
 from pararl.errors import UsageError
-from pararl.evaluate import Evaluator, Policy
+from pararl.evaluation.greedy import Evaluator, Policy
 from pararl.playback_config import EvaluateConfig
+from pararl.registry import algorithm_of, config_from_json
 from pararl.rundir import RunDir
 
 
 def load_policy(run: RunDir, name: str) -> tuple[RunConfig, Policy]:
     if not run.config.is_file():
         raise UsageError(f"{run.root} is not a pararl run directory (no config.json)")
-    config = from_json(run.config.read_text())
+    config = config_from_json(run.config.read_text())
     state = checkpoint.load(run.checkpoint(name))
-    if isinstance(config, DQNConfig):
-        from pararl.models import QNetwork
-
-        q = QNetwork(int(np.prod(state["obs_shape"])), state["num_actions"], config.hidden)
-        q.load_state_dict(state["learner"]["q"])
-        return config, q.greedy
-    if isinstance(config, PPOConfig):
-        from pararl.models import ActorCritic
-
-        model = ActorCritic(
-            int(np.prod(state["obs_shape"])),
-            state["action_dim"],
-            state["discrete"],
-            config.hidden,
-            config.shared_body,
-        )
-        model.load_state_dict(state["learner"]["model"])
-        return config, model.greedy
-    raise UsageError(f"cannot evaluate a {type(config).__name__} run")
+    return config, algorithm_of(config).greedy_policy(config, state).greedy
 
 
 def _play(

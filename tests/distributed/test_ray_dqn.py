@@ -7,12 +7,15 @@ import dataclasses
 import time
 from pathlib import Path
 
+import gymnasium as gym
 import pytest
+import torch
 
+import pararl.envs  # noqa: F401 - registers the pararl/ ids
+from pararl.algos.dqn import DQNState
 from pararl.api import train
-from pararl.bench.dqn_pararl import make_state
 from pararl.config import DQNConfig
-from pararl.runners.dqn_async import AsyncDQN
+from pararl.runners.dqn import DQNLoop, make_source
 
 ray = pytest.importorskip("ray")
 
@@ -40,13 +43,13 @@ def test_dqn_trains_with_ray_actors(ray_kind: str, tmp_path: Path) -> None:
 
 
 def test_killed_actor_is_restarted_and_nothing_received_is_lost(two_nodes: str) -> None:
-    from pararl.raybackend.dqn_pool import RayDQNPool
-
     config = dataclasses.replace(TINY, env="pararl/SlowStep-v0", buffer_size=50_000)
-    state = make_state(config)
+    env = gym.make(config.env)
+    state = DQNState(config, env.observation_space, env.action_space, torch.device("cpu"))
+    env.close()
     log: list[str] = []
-    pool = RayDQNPool(state, log.append)
-    loop = AsyncDQN(state, pool.num_actors, log.append, pool)
+    pool = make_source(state, "async", log.append)
+    loop = DQNLoop(state, pool)
     try:
         nodes = ray.get([actor.node.remote() for actor in pool.group.actors], timeout=60)
         assert len(set(nodes)) == 2  # SPREAD: one actor per node

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from pararl.cli import main
-from pararl.raybackend.faults import ActorLostError, FaultBook
+from pararl.samplers.ray.faults import ActorLostError, FaultBook
 
 
 @pytest.mark.parametrize("algo", ["dqn", "ppo"])

@@ -40,17 +40,17 @@ def test_ppo_trains_with_ray_actors(ray_kind: str, tmp_path: Path) -> None:
 
 
 def test_actor_killed_mid_rollout_is_replaced(two_nodes: str) -> None:
-    from pararl.raybackend.ppo_runner import RayPPOPool
-    from pararl.runners.ppo import PPOState
+    from pararl.algos.ppo import PPOState
+    from pararl.samplers.ray.ppo import RayPPOPool
 
     config = dataclasses.replace(TINY, env="pararl/SlowStep-v0", num_steps=128)
     env = gym.make(config.env)
     state = PPOState(config, env.observation_space, env.action_space, 4)
     env.close()
     log: list[str] = []
-    pool = RayPPOPool(state, 2, log.append)
+    pool = RayPPOPool(state.make_model, state.rollout_spec, config, 2, 0, log.append)
     try:
-        batch, _ = pool.gather()  # actors up and acting
+        batch, _ = pool.gather(state.learner.model, 0)  # actors up and acting
         assert len(batch["obs"]) == 2 * 2 * 128
 
         def kill_soon() -> None:
@@ -61,10 +61,10 @@ def test_actor_killed_mid_rollout_is_replaced(two_nodes: str) -> None:
 
         killer = threading.Thread(target=kill_soon)
         killer.start()
-        batch, _ = pool.gather()
+        batch, _ = pool.gather(state.learner.model, 1)
         killer.join(10)
         assert any(m.startswith("pararl: actor 0 died, restarted") for m in log), log
         assert len(batch["obs"]) == 2 * 2 * 128  # the lost segment was collected again
-        assert state.env_steps == pool.received == 2 * 2 * 2 * 128
+        assert pool.received == 2 * 2 * 2 * 128
     finally:
         pool.close()

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pararl.replay import NStepBuilder, ReplayBuffer, Transitions
+from pararl.algos.replay import ReplayBuffer
+from pararl.samplers.nstep import NStepBuilder, Transitions
 
 GAMMA = 0.9
 

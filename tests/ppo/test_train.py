@@ -135,18 +135,20 @@ def test_double_buffer_gives_the_same_rollout_as_plain(tmp_path: Path) -> None:
     import gymnasium as gym
     import numpy as np
 
+    from pararl.algos.ppo import PPOState
     from pararl.config import PPOConfig as Config
     from pararl.envs.make import env_factory
-    from pararl.evaluate import Evaluator
+    from pararl.evaluation.greedy import Evaluator
     from pararl.rundir import RunDir
-    from pararl.runners.ppo import PPOState, collect, collect_double
     from pararl.runners.session import TrainSession
+    from pararl.samplers.rollout import collect, collect_double
     from pararl.vector import ParallelVectorEnv
 
     cfg = Config(num_steps=40, hidden=(8,), tensorboard=False, progress="none")
     env = gym.make("CartPole-v1")
     batches = []
     for gather in (collect, collect_double):
+        torch.manual_seed(0)  # the same initial weights for both
         state = PPOState(cfg, env.observation_space, env.action_space, 4)
         session = TrainSession(
             cfg,
@@ -160,7 +162,8 @@ def test_double_buffer_gives_the_same_rollout_as_plain(tmp_path: Path) -> None:
             # per-group action sampling draws from torch's global RNG in a different
             # order, so fix the policy to be deterministic in its sampling: argmax
             state.actor.act = lambda o, a=state.actor.act: a(o, deterministic=True)  # type: ignore[method-assign]
-            batch, _ = gather(state, envs, obs, session.record_episodes)
+            spec, sink = state.rollout_spec, session.record_episodes
+            batch, _ = gather(state.actor, spec, envs, obs, sink)
             batches.append(batch)
         finally:
             envs.close()

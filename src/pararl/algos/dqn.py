@@ -1,4 +1,5 @@
-"""DQN learner: double-DQN targets on n-step returns, Huber loss, target network.
+"""DQN: the run's state (networks, replay memory, counters, checkpoint format) and
+the learner: double-DQN targets on n-step returns, Huber loss, target network.
 
 References: Mnih et al. 2015 (DQN), van Hasselt et al. 2016 (double DQN),
 Hessel et al. 2018 (n-step returns in Rainbow).
@@ -7,15 +8,21 @@ Hessel et al. 2018 (n-step returns in Rainbow).
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any
 
+import gymnasium as gym
+import numpy as np
 import torch
 import torch.nn.functional as F  # noqa: N812 - the usual name
 
+from pararl import seeding
+from pararl.algos.replay import ReplayBuffer
 from pararl.config import DQNConfig
+from pararl.errors import UsageError
 from pararl.models import QNetwork
 from pararl.optim import FlatAdam
-from pararl.replay import Transitions
+from pararl.samplers.nstep import Transitions
 
 
 class DQNLearner:
@@ -85,3 +92,88 @@ class DQNLearner:
         self.q_target.load_state_dict(state["q_target"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.updates = int(state["updates"])
+
+
+def check_spaces(config: DQNConfig, observation_space: gym.Space, action_space: gym.Space) -> None:
+    if not isinstance(action_space, gym.spaces.Discrete):
+        raise UsageError(
+            f"DQN needs a discrete action space; {config.env} has "
+            f"{action_space}. Use an env with Discrete actions."
+        )
+    if not isinstance(observation_space, gym.spaces.Box):
+        raise UsageError(
+            f"DQN here needs a Box observation space; {config.env} has "
+            f"{observation_space}. Wrap it (e.g. FlattenObservation)."
+        )
+
+
+class DQNState:
+    """What a DQN run is made of, and how it is checkpointed. `rank` names the
+    replica's replay-sampling stream (parameter averaging; 0 otherwise)."""
+
+    def __init__(
+        self,
+        cfg: DQNConfig,
+        observation_space: gym.Space,
+        action_space: gym.Space,
+        device: torch.device,
+        resume_state: dict[str, Any] | None = None,
+        rank: int = 0,
+    ) -> None:
+        check_spaces(cfg, observation_space, action_space)
+        assert isinstance(action_space, gym.spaces.Discrete)
+        assert observation_space.shape is not None
+        self.config = cfg
+        self.obs_shape = tuple(observation_space.shape)
+        self.num_actions = int(action_space.n)
+        self.make_model = functools.partial(
+            QNetwork, int(np.prod(self.obs_shape)), self.num_actions, cfg.hidden
+        )
+        self.learner = DQNLearner(self.make_model(), cfg, device)
+        self.replay = ReplayBuffer(cfg.buffer_size, self.obs_shape)
+        self.env_steps = 0
+        self.wall_s = 0.0
+        if resume_state is not None:
+            self.load(resume_state)
+        self.replay_rng = seeding.generator(cfg.seed, "replay", rank, self.env_steps)
+
+    def updates_due(self) -> int:
+        """Gradient updates the replay ratio allows now, beyond those done; the
+        ratio counts env steps after `learning_starts`."""
+        cfg = self.config
+        if not self.can_learn():
+            return 0
+        if cfg.replay_ratio == 0:  # async without a ratio: learn all the time
+            return 1
+        allowed = int(cfg.replay_ratio * (self.env_steps - cfg.learning_starts))
+        return max(0, allowed - self.learner.updates)
+
+    def can_learn(self) -> bool:
+        cfg = self.config
+        return len(self.replay) >= max(cfg.batch_size, cfg.learning_starts)
+
+    def state(self, with_replay: bool = True, wall_s: float = 0.0) -> dict[str, Any]:
+        return {
+            "format": 1,
+            "algo": "dqn",
+            "env_steps": self.env_steps,
+            "wall_s": wall_s,
+            "learner": self.learner.state_dict(),
+            "replay": self.replay.state_dict() if with_replay else None,
+            "obs_shape": self.obs_shape,
+            "num_actions": self.num_actions,
+        }
+
+    def load(self, state: dict[str, Any]) -> None:
+        self.learner.load_state_dict(state["learner"])
+        if state.get("replay") is not None:
+            self.replay.load_state_dict(state["replay"])
+        self.env_steps = int(state["env_steps"])
+        self.wall_s = float(state.get("wall_s", 0.0))
+
+
+def greedy_policy(config: DQNConfig, state: dict[str, Any]) -> QNetwork:
+    """The greedy Q-network of a checkpoint (`pararl evaluate`)."""
+    q = QNetwork(int(np.prod(state["obs_shape"])), state["num_actions"], config.hidden)
+    q.load_state_dict(state["learner"]["q"])
+    return q

@@ -6,47 +6,24 @@ details as catalogued by Huang et al. 2022 ("The 37 implementation details of PP
 
 from __future__ import annotations
 
+import copy
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import torch
 
+from pararl import seeding
 from pararl.algos import ppo_grad
+from pararl.config import PPOConfig
+from pararl.devices import choose_devices
+from pararl.errors import UsageError
 from pararl.models import ActorCritic
 from pararl.optim import FlatAdam
-
-
-def compute_gae(
-    rewards: np.ndarray,
-    values: np.ndarray,
-    last_values: np.ndarray,
-    terminated: np.ndarray,
-    truncated: np.ndarray,
-    final_values: np.ndarray,
-    gamma: float,
-    lam: float,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Advantages and returns for a rollout shaped [T, B].
-
-    `values[t]` is V(obs_t); `last_values` is V(obs_T) after the last step. An
-    episode that ends at step t cuts the trace there: after termination the next
-    value is 0; after truncation it is `final_values[t]`, the value of the true
-    last observation (the env was reset, so obs_{t+1} is not its successor).
-    """
-    steps = rewards.shape[0]
-    advantages = np.zeros_like(rewards, dtype=np.float64)
-    last_gae = np.zeros(rewards.shape[1:], dtype=np.float64)
-    for t in reversed(range(steps)):
-        ended = terminated[t] | truncated[t]
-        next_values = last_values if t == steps - 1 else values[t + 1]
-        # the value to bootstrap from: the next state's, the truncated state's, or 0
-        next_values = np.where(ended, np.where(truncated[t], final_values[t], 0.0), next_values)
-        delta = rewards[t] + gamma * next_values - values[t]
-        last_gae = delta + gamma * lam * np.where(ended, 0.0, last_gae)
-        advantages[t] = last_gae
-    return advantages, advantages + values
+from pararl.samplers.rollout import RolloutSpec
 
 
 def _normalized(advantages: torch.Tensor) -> torch.Tensor:
@@ -216,3 +193,103 @@ class PPOLearner:
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.updates = int(state["updates"])
+
+
+def check_spaces(config: PPOConfig, observation_space: gym.Space, action_space: gym.Space) -> None:
+    if not isinstance(action_space, (gym.spaces.Discrete, gym.spaces.Box)):
+        raise UsageError(f"PPO here needs Discrete or Box actions; {config.env} has {action_space}")
+    if not isinstance(observation_space, gym.spaces.Box):
+        raise UsageError(
+            f"PPO here needs a Box observation space; {config.env} has "
+            f"{observation_space}. Wrap it (e.g. FlattenObservation)."
+        )
+
+
+class PPOState:
+    """The model on both devices, the learner, and the run's counters."""
+
+    def __init__(
+        self,
+        cfg: PPOConfig,
+        obs_space: gym.Space,
+        act_space: gym.Space,
+        num_envs: int,
+        resume_state: dict[str, Any] | None = None,
+    ) -> None:
+        self.config = cfg
+        self.obs_shape = tuple(obs_space.shape or ())
+        self.discrete = isinstance(act_space, gym.spaces.Discrete)
+        if isinstance(act_space, gym.spaces.Discrete):
+            self.action_dim = int(act_space.n)
+        else:
+            self.action_dim = int(np.prod(act_space.shape or (1,)))
+        obs_dim = int(np.prod(self.obs_shape))
+
+        self.make_model = functools.partial(
+            ActorCritic, obs_dim, self.action_dim, self.discrete, cfg.hidden, cfg.shared_body
+        )
+        self.devices = choose_devices(
+            self.make_model, obs_dim, num_envs, cfg.minibatch_size, cfg.act_device, cfg.learn_device
+        )
+        model = self.make_model()  # initialised from the seeded global torch stream
+        hyper = PPOHyper(
+            clip_coef=cfg.clip_coef,
+            clip_vloss=cfg.clip_vloss,
+            ent_coef=cfg.ent_coef,
+            vf_coef=cfg.vf_coef,
+            max_grad_norm=cfg.max_grad_norm,
+            norm_adv=cfg.norm_adv,
+            manual_grad=cfg.manual_grad,
+            update_epochs=cfg.update_epochs,
+            num_minibatches=max(1, num_envs * cfg.num_steps // cfg.minibatch_size),
+        )
+        self.learner = PPOLearner(model, hyper, cfg.lr, self.devices.learn)
+        # the acting copy lives on the acting device; weights are copied once per update
+        self.actor = (
+            self.learner.model
+            if self.devices.act == self.devices.learn
+            else copy.deepcopy(self.learner.model).to(self.devices.act)
+        )
+        self.env_steps, self.wall_s = 0, 0.0
+        if resume_state is not None:
+            self.learner.load_state_dict(resume_state["learner"])
+            self.sync_actor()
+            self.env_steps = int(resume_state["env_steps"])
+            self.wall_s = float(resume_state.get("wall_s", 0.0))
+        self.rng = seeding.generator(cfg.seed, "replay", 0, self.env_steps)  # minibatches
+
+    def sync_actor(self) -> None:
+        if self.actor is not self.learner.model:
+            self.actor.load_state_dict(self.learner.model.state_dict())
+
+    def state(self, wall_s: float) -> dict[str, Any]:
+        return {
+            "format": 1,
+            "algo": "ppo",
+            "env_steps": self.env_steps,
+            "wall_s": wall_s,
+            "learner": self.learner.state_dict(),
+            "obs_shape": self.obs_shape,
+            "action_dim": self.action_dim,
+            "discrete": self.discrete,
+        }
+
+    @property
+    def rollout_spec(self) -> RolloutSpec:
+        cfg = self.config
+        return RolloutSpec(
+            self.obs_shape, self.action_dim, self.discrete, cfg.num_steps, cfg.gamma, cfg.gae_lambda
+        )
+
+
+def greedy_policy(config: PPOConfig, state: dict[str, Any]) -> ActorCritic:
+    """The greedy actor-critic of a checkpoint (`pararl evaluate`)."""
+    model = ActorCritic(
+        int(np.prod(state["obs_shape"])),
+        state["action_dim"],
+        state["discrete"],
+        config.hidden,
+        config.shared_body,
+    )
+    model.load_state_dict(state["learner"]["model"])
+    return model

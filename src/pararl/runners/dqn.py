@@ -1,36 +1,42 @@
-"""DQN training: serial and sync loops, and the entry point that picks a mode.
+"""DQN: one learner loop over every way of acting (seeds/000's actors + one learner).
 
-serial: envs stepped in this process; sync: `ParallelVectorEnv` workers step them.
-Both alternate acting and learning; `dqn_async` overlaps them.
+    while not done:
+        if no update is due: take the chunks that arrived -> replay memory, env_steps
+        learn the updates the replay ratio allows (a few at a time), publish weights
+        log, evaluate, checkpoint (session.tick)
+
+The chunks come from a `ChunkSource` (`samplers.chunks`), one per mode: `serial`
+and `sync` act in this process on a `SerialVectorEnv` / `ParallelVectorEnv`
+(`samplers.local`), `async` in actor processes (`samplers.actor_pool`), `--backend
+ray` in Ray actors (`samplers.ray.dqn`). Parameter averaging runs this same loop in
+every replica (`runners.averaging`).
 """
 
 from __future__ import annotations
 
-import functools
-from pathlib import Path
+import time
+from collections.abc import Callable
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
-import torch
 
-from pararl.algos.dqn import DQNLearner
-from pararl.config import DQNConfig, from_json
+from pararl.algos.dqn import DQNState
+from pararl.config import DQNConfig
 from pararl.envs.make import env_factory
 from pararl.errors import UsageError
 from pararl.models import QNetwork, num_params
-from pararl.replay import NStepBuilder, ReplayBuffer
-from pararl.rundir import RunDir
+from pararl.mp.topology import physical_cores
 from pararl.runners.session import TrainSession
-from pararl.runners.setup import (
-    open_session,
-    prepare,
-    resolve_device,
-    seed_everything,
-    set_learner_threads,
-)
-from pararl.samplers.dqn_actor import epsilon_greedy
-from pararl.vector import ParallelVectorEnv, SerialVectorEnv, physical_cores
+from pararl.runners.setup import Plan, Prepared, resolve_device, set_learner_threads
+from pararl.samplers.actor_pool import ActorPool
+from pararl.samplers.chunks import Chunk, ChunkSource
+from pararl.samplers.dqn_actor import ActorSpec
+from pararl.samplers.explore import EpsilonSchedule
+from pararl.samplers.local import LocalChunkSource
+from pararl.vector import ParallelVectorEnv, SerialVectorEnv
+
+CHUNK_TRANSITIONS = 256  # target transitions per chunk of an actor process
+PUBLISH_EVERY = 4  # gradient updates between weight publications
 
 
 def resolve_mode(config: DQNConfig) -> str:
@@ -43,188 +49,202 @@ def resolve_mode(config: DQNConfig) -> str:
     return "async" if physical_cores() > 1 else "serial"
 
 
-def check_spaces(config: DQNConfig, observation_space: gym.Space, action_space: gym.Space) -> None:
-    if not isinstance(action_space, gym.spaces.Discrete):
-        raise UsageError(
-            f"DQN needs a discrete action space; {config.env} has "
-            f"{action_space}. Use an env with Discrete actions."
+def default_actors(config: DQNConfig) -> int:
+    """One core is the learner's; the others act (at least one actor)."""
+    return config.workers or max(1, physical_cores() - 1)
+
+
+def epsilon_schedule(cfg: DQNConfig) -> EpsilonSchedule:
+    return EpsilonSchedule(cfg.eps_start, cfg.eps_end, cfg.eps_decay_steps)
+
+
+def actor_spec(
+    state: DQNState, num_envs: int, chunk_steps: int, index: int = 0, num_actors: int = 1
+) -> ActorSpec:
+    cfg = state.config
+    schedule = epsilon_schedule(cfg)
+    if cfg.apex_eps:
+        schedule = schedule.for_actor(index, num_actors)
+    return ActorSpec(
+        env_fn=env_factory(cfg.env, cfg.wrapper),
+        num_envs=num_envs,
+        obs_shape=state.obs_shape,
+        num_actions=state.num_actions,
+        hidden=cfg.hidden,
+        n_step=cfg.n_step,
+        gamma=cfg.gamma,
+        chunk_steps=chunk_steps,
+        sync_every=cfg.sync_every,
+        epsilon=schedule,
+    )
+
+
+def local_source(
+    state: DQNState, envs: SerialVectorEnv | ParallelVectorEnv, path: tuple[int, ...]
+) -> LocalChunkSource:
+    """Acting in this process on `envs`, one vector step per chunk, with the
+    learner's network (or a CPU copy of it when the learner is elsewhere)."""
+    q = state.learner.q
+    on_cpu = state.learner.device.type == "cpu"
+    acting = q if on_cpu else QNetwork(q.obs_dim, q.num_actions, q.hidden)
+    spec = actor_spec(state, envs.num_envs, chunk_steps=1)
+    source = LocalChunkSource(spec, envs, acting, state.learner.updates, state.config.seed, path)
+    source.publish(q, state.learner.updates)
+    return source
+
+
+def make_source(state: DQNState, mode: str, report: Callable[[str], None]) -> ChunkSource:
+    """The chunk source of `mode` (and `--backend`)."""
+    cfg, learner = state.config, state.learner
+    if cfg.backend == "ray":
+        from pararl.samplers.ray.cluster import ray_actors
+        from pararl.samplers.ray.dqn import RayDQNPool
+
+        n = ray_actors(cfg.workers, cfg.ray_address, keep_for_learner=1)
+        steps = max(1, RayDQNPool.CHUNK_TRANSITIONS // cfg.envs_per_worker)
+        specs = [actor_spec(state, cfg.envs_per_worker, steps, i, n) for i in range(n)]
+        return RayDQNPool(specs, learner.q, learner.updates, cfg, state.env_steps, report)
+    if mode == "async":
+        n = default_actors(cfg)
+        steps = max(1, CHUNK_TRANSITIONS // cfg.envs_per_worker)
+        specs = [actor_spec(state, cfg.envs_per_worker, steps, i, n) for i in range(n)]
+        return ActorPool(
+            specs, learner.q, learner.updates, cfg.seed, state.env_steps, cfg.restart_actors, report
         )
-    if not isinstance(observation_space, gym.spaces.Box):
-        raise UsageError(
-            f"DQN here needs a Box observation space; {config.env} has "
-            f"{observation_space}. Wrap it (e.g. FlattenObservation)."
+    workers = cfg.workers or physical_cores()
+    fns = [env_factory(cfg.env, cfg.wrapper)] * (workers * cfg.envs_per_worker)
+    envs = SerialVectorEnv(fns) if mode == "serial" else ParallelVectorEnv(fns, workers)
+    try:
+        return local_source(state, envs, (0, 0, state.env_steps))
+    except BaseException:
+        envs.close()
+        raise
+
+
+class DQNLoop:
+    """The learner: chunks in, gradient updates, weights out; see the module doc."""
+
+    def __init__(self, state: DQNState, source: ChunkSource) -> None:
+        self.state, self.source = state, source
+        self.meter = _BusyMeter(source.num_actors)
+        self.episode_returns: list[float] = []
+        self.stats: dict[str, Any] = {}
+        self.free = state.config.replay_ratio == 0
+
+    def iterate(self) -> None:
+        """One turn. With a replay ratio, take in data only while learning keeps up
+        with it: actors wait on their full outboxes otherwise (back-pressure).
+        Without one (`replay_ratio` 0): take what has arrived, learn, repeat."""
+        due = (1 if self.state.can_learn() else 0) if self.free else self.state.updates_due()
+        if due == 0 or self.free:
+            self.take(wait=0.0 if due else 0.5)
+        self.learn(min(due, PUBLISH_EVERY))
+
+    def take(self, wait: float) -> None:
+        """Move arrived chunks (waiting up to `wait` s) into the replay memory; the
+        run's step count advances by what they hold."""
+        source, state = self.source, self.state
+        for index, transitions, chunk in source.chunks(wait):
+            state.replay.add(transitions)  # copies the rows before the slot is freed
+            state.env_steps += chunk.env_steps
+            self.episode_returns.extend(chunk.episode_returns)
+            self.meter.chunk(index, chunk, source.version)
+        source.set_env_steps(state.env_steps)
+
+    def learn(self, count: int) -> None:
+        """`count` gradient updates, then publish the weights."""
+        if count == 0:
+            return
+        state, start = self.state, time.monotonic()
+        for _ in range(count):
+            batch = state.replay.sample(state.config.batch_size, state.replay_rng)
+            self.stats = state.learner.update(batch)
+        self.source.publish(state.learner.q, state.learner.updates)
+        self.meter.learner_busy += time.monotonic() - start
+
+    def log_stats(self) -> dict[str, Any]:
+        epsilon = epsilon_schedule(self.state.config)(self.state.env_steps)
+        return {**self.stats, **self.meter.report(epsilon)}
+
+    def close(self) -> None:
+        self.source.close()
+
+
+def run_loop(loop: DQNLoop, session: TrainSession) -> None:
+    """The loop until the session says done (solved, or the step budget spent)."""
+    state = loop.state
+    while not session.done(state.env_steps):
+        loop.iterate()
+        session.episode_returns.extend(loop.episode_returns)
+        loop.episode_returns.clear()
+        session.tick(
+            state.env_steps,
+            state.learner.updates,
+            state.learner.q,
+            lambda: state.state(False, session.wall_s),
+            loop.log_stats,
         )
 
 
-class DQNState:
-    """What a DQN run is made of, and how it is checkpointed."""
-
-    def __init__(
-        self,
-        cfg: DQNConfig,
-        observation_space: gym.Space,
-        action_space: gym.Space,
-        device: torch.device,
-        resume_state: dict[str, Any] | None = None,
-    ) -> None:
-        check_spaces(cfg, observation_space, action_space)
-        assert isinstance(action_space, gym.spaces.Discrete)
-        assert observation_space.shape is not None
-        self.config = cfg
-        self.obs_shape = tuple(observation_space.shape)
-        self.num_actions = int(action_space.n)
-        self.make_model = functools.partial(
-            QNetwork, int(np.prod(self.obs_shape)), self.num_actions, cfg.hidden
-        )
-        q = self.make_model()
-        self.learner = DQNLearner(q, cfg, device)
-        self.replay = ReplayBuffer(cfg.buffer_size, self.obs_shape)
-        self.rng = np.random.default_rng(cfg.seed)
-        self.env_steps = 0
-        self.wall_s = 0.0
-        # the ratio counts env steps after learning_starts: (steps, updates) at zero debt
-        self._ratio_origin = (cfg.learning_starts, 0)
-        if resume_state is not None:
-            self.load(resume_state)
-
-    def updates_due(self) -> int:
-        """Gradient updates the replay ratio allows now, beyond those done."""
-        cfg = self.config
-        if not self.can_learn():
-            return 0
-        if cfg.replay_ratio == 0:  # async without a ratio: learn all the time
-            return 1
-        origin_steps, origin_updates = self._ratio_origin
-        allowed = int(cfg.replay_ratio * (self.env_steps - origin_steps))
-        return max(0, allowed - (self.learner.updates - origin_updates))
-
-    def can_learn(self) -> bool:
-        cfg = self.config
-        return len(self.replay) >= max(cfg.batch_size, cfg.learning_starts)
-
-    def restart_ratio(self) -> None:
-        """Count the replay ratio from now on (forget any debt either way)."""
-        self._ratio_origin = (self.env_steps, self.learner.updates)
-
-    def state(self, with_replay: bool = True, wall_s: float = 0.0) -> dict[str, Any]:
-        return {
-            "format": 1,
-            "algo": "dqn",
-            "env_steps": self.env_steps,
-            "wall_s": wall_s,
-            "learner": self.learner.state_dict(),
-            "replay": self.replay.state_dict() if with_replay else None,
-            "obs_shape": self.obs_shape,
-            "num_actions": self.num_actions,
-        }
-
-    def load(self, state: dict[str, Any]) -> None:
-        self.learner.load_state_dict(state["learner"])
-        if state.get("replay") is not None:
-            self.replay.load_state_dict(state["replay"])
-        self.env_steps = int(state["env_steps"])
-        self.wall_s = float(state.get("wall_s", 0.0))
-
-
-def uses_averaging(config: DQNConfig) -> bool:
-    """`--mode averaging`, or `--resume` of a run that used it."""
-    if config.mode == "averaging" or config.resume is None:
-        return config.mode == "averaging"
-    saved = RunDir(Path(config.resume)).config
-    return saved.is_file() and getattr(from_json(saved.read_text()), "mode", "") == "averaging"
-
-
-def train_dqn(config: DQNConfig) -> TrainSession | None:
-    """Train DQN as configured; returns the finished session (run dir, results), or
-    None on a torchrun rank other than 0 of `--mode averaging` (it owns no run)."""
-    if uses_averaging(config):
-        from pararl.runners.dqn_averaging import train_averaging
-
-        return train_averaging(config)
-    p = prepare(config, "dqn", check_spaces)
+def plan(p: Prepared) -> Plan:
+    """A single-learner DQN run (serial, sync, async, Ray)."""
     cfg: DQNConfig = p.config
-    seed_everything(cfg.seed)
     device = resolve_device(cfg.device)
     mode = resolve_mode(cfg)
     state = DQNState(cfg, p.observation_space, p.action_space, device, p.resume_state)
     busy = 0 if mode == "serial" else (cfg.workers or physical_cores())
     threads = set_learner_threads(num_params(state.learner.q), busy)
     resolved = {"mode": mode, "device": str(device), "learner_threads": threads}
-    session = open_session(p, state.make_model, resolved, state.env_steps, state.wall_s)
-    session.console.message(
-        f"pararl: DQN on {cfg.env}, mode {mode}, learner on {device}, run dir {p.run.root}"
+    loops: list[DQNLoop] = []
+
+    def run(session: TrainSession) -> None:
+        loops.append(DQNLoop(state, make_source(state, mode, session.console.message)))
+        run_loop(loops[0], session)
+
+    def close() -> None:
+        for loop in loops:
+            loop.close()
+
+    return Plan(
+        banner=f"pararl: DQN on {cfg.env}, mode {mode}, learner on {device}",
+        resolved=resolved,
+        make_model=state.make_model,
+        start=(state.env_steps, state.wall_s),
+        run=run,
+        steps=lambda: state.env_steps,
+        checkpoint=lambda wall_s: state.state(True, wall_s),
+        close=close,
     )
-    if mode == "async":
-        from pararl.runners.dqn_async import run_async
-
-        run = run_async
-    else:
-        run = run_serial_or_sync
-    status = "failed"
-    try:
-        run(state, session, mode)
-        status = "solved" if session.solved else "step budget reached"
-    except KeyboardInterrupt:
-        status = "interrupted"
-        raise
-    finally:
-        session.finish(state.env_steps, lambda: state.state(True, session.wall_s), status)
-        session.close()
-    return session
 
 
-def act_and_learn(
-    state: DQNState,
-    envs: gym.vector.VectorEnv,
-    nstep: NStepBuilder,
-    actor_q: QNetwork,
-    obs: np.ndarray,
-    stats: dict[str, Any],
-) -> tuple[np.ndarray, dict[str, Any], dict[str, Any]]:
-    """One vector step with epsilon-greedy actions, its n-step transitions stored,
-    then the gradient updates the replay ratio allows. Returns the next observations,
-    the step's infos and the latest update's stats (`stats` if none was due)."""
-    cfg, learner, replay = state.config, state.learner, state.replay
-    eps = cfg.epsilon(state.env_steps)
-    actions = epsilon_greedy(actor_q, obs, eps, state.rng)
-    next_obs, reward, terminated, truncated, infos = envs.step(actions)
-    replay.add(nstep.add(obs, actions, reward, next_obs, terminated, truncated))
-    state.env_steps += envs.num_envs
-    for _ in range(state.updates_due()):
-        stats = learner.update(replay.sample(cfg.batch_size, state.rng))
-    return next_obs, infos, {**stats, "epsilon": eps}
+class _BusyMeter:
+    """Actor and learner busy fractions, policy lag and the weights version actors
+    acted with, over the last log interval."""
+
+    def __init__(self, num_actors: int) -> None:
+        self.busy = np.zeros(num_actors)
+        self.lags: list[int] = []
+        self.acted_version = -1  # newest weights version an actor acted with
+        self.learner_busy = 0.0
+        self._since = time.monotonic()
+
+    def chunk(self, index: int, chunk: Chunk, version: int) -> None:
+        self.busy[index] += chunk.busy_s
+        self.lags.append(version - chunk.version)  # in gradient updates
+        self.acted_version = max(self.acted_version, chunk.version)
+
+    def report(self, epsilon: float) -> dict[str, Any]:
+        now = time.monotonic()
+        span, self._since = now - self._since, now
+        row = {
+            "epsilon": epsilon,
+            "actor_cpu": float(self.busy.sum() / max(span * len(self.busy), 1e-9)),
+            "learner_cpu": self.learner_busy / max(span, 1e-9),
+            "policy_lag": float(np.mean(self.lags)) if self.lags else None,
+            "actor_version": self.acted_version if self.acted_version >= 0 else None,
+        }
+        self.busy[:], self.lags, self.learner_busy = 0.0, [], 0.0
+        return {k: v for k, v in row.items() if v is not None}
 
 
-def run_serial_or_sync(state: DQNState, session: TrainSession, mode: str) -> None:
-    """Act with epsilon-greedy on a batch of envs; learn as the replay ratio allows."""
-    cfg, learner = state.config, state.learner
-    if cfg.replay_ratio == 0:
-        raise UsageError(f"--replay-ratio 0 (learn without a ratio) needs --mode async, not {mode}")
-    workers = cfg.workers or physical_cores()
-    env_fns = [env_factory(cfg.env, cfg.wrapper)] * (workers * cfg.envs_per_worker)
-    envs: gym.vector.VectorEnv = (
-        SerialVectorEnv(env_fns) if mode == "serial" else ParallelVectorEnv(env_fns, workers)
-    )
-    actor_q = (
-        learner.q
-        if learner.device.type == "cpu"
-        else QNetwork(learner.q.obs_dim, learner.q.num_actions, learner.q.hidden)
-    )
-    nstep = NStepBuilder(envs.num_envs, state.obs_shape, cfg.n_step, cfg.gamma)
-    stats: dict[str, Any] = {}
-    try:
-        obs, _ = envs.reset(seed=cfg.seed + state.env_steps)
-        while not session.done(state.env_steps):
-            if actor_q is not learner.q and learner.updates % cfg.sync_every == 0:
-                actor_q.load_state_dict(learner.q.state_dict())
-            obs, infos, stats = act_and_learn(state, envs, nstep, actor_q, obs, stats)
-            session.record_episodes(infos)
-            session.tick(
-                state.env_steps,
-                learner.updates,
-                learner.q,
-                lambda: state.state(False, session.wall_s),
-                stats,
-            )
-    finally:
-        envs.close()
+__all__ = ["PUBLISH_EVERY", "DQNLoop", "default_actors", "make_source", "plan", "run_loop"]

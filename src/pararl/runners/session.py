@@ -15,8 +15,8 @@ import numpy as np
 
 from pararl import checkpoint
 from pararl.config import RunConfig, to_json
-from pararl.eval_process import BackgroundEvaluator
-from pararl.evaluate import Evaluator, GreedyModel, Policy
+from pararl.evaluation.background import BackgroundEvaluator
+from pararl.evaluation.greedy import Evaluator, GreedyModel, Policy
 from pararl.logging import Console, MetricsWriter, RateMeter
 from pararl.plots import learning_curve
 from pararl.rundir import RunDir

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pickle
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -13,13 +13,15 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from pararl import checkpoint
-from pararl.config import RunConfig, from_json
+from pararl import checkpoint, seeding
+from pararl.config import RunConfig
 from pararl.envs.make import check_env_id, env_factory
 from pararl.errors import UsageError
-from pararl.eval_child import evaluates_in_process
-from pararl.eval_process import BackgroundEvaluator
-from pararl.evaluate import Evaluator
+from pararl.evaluation.background import BackgroundEvaluator
+from pararl.evaluation.child import EvalChild, evaluates_in_process
+from pararl.evaluation.greedy import Evaluator
+from pararl.mp.topology import physical_cores
+from pararl.registry import config_from_json
 from pararl.rundir import RunDir
 from pararl.runners.session import TrainSession
 
@@ -34,16 +36,22 @@ def resolve_device(name: str) -> torch.device:
 
 
 def make_evaluator(
-    cfg: RunConfig, model_fn: Callable[[], torch.nn.Module]
+    cfg: RunConfig, model_fn: Callable[[], torch.nn.Module], child: EvalChild | None = None
 ) -> Evaluator | BackgroundEvaluator:
     """The run's greedy evaluator: in a child process when there is a core to spare
-    (or when asked), else in the training loop."""
-    env_fn, seed = env_factory(cfg.env), cfg.seed + 10_000
+    (or when asked), else in the training loop. `child`: an evaluation process
+    started earlier by the caller (`pararl train` starts it before importing torch),
+    adopted here; without one, the evaluator starts its own."""
+    env_fn = env_factory(cfg.env)
     carried = _spec_for_child(cfg.env)
     if evaluates_in_process(cfg.eval_in) and carried is not False:
         spec = carried if isinstance(carried, gym.envs.registration.EnvSpec) else None
-        return BackgroundEvaluator(env_fn, cfg.eval_episodes, seed, model_fn, spec=spec)
-    return Evaluator(env_fn, cfg.eval_episodes, seed)
+        return BackgroundEvaluator(
+            env_fn, cfg.eval_episodes, cfg.seed, model_fn, spec=spec, child=child
+        )
+    if child is not None:
+        child.close()
+    return Evaluator(env_fn, cfg.eval_episodes, cfg.seed)
 
 
 def _spec_for_child(env_id: str) -> gym.envs.registration.EnvSpec | bool | None:
@@ -70,10 +78,11 @@ def open_session(
     resolved: dict[str, Any],
     start_steps: int,
     start_wall: float,
+    eval_child: EvalChild | None = None,
 ) -> TrainSession:
     """The run's session, with its evaluator and the facts resolved at start-up
     (saved under `resolved` in config.json)."""
-    evaluator = make_evaluator(p.config, model_fn)
+    evaluator = make_evaluator(p.config, model_fn, eval_child)
     facts = {
         **resolved,
         "eval_in": "process" if evaluator.deferred else "inline",
@@ -94,10 +103,12 @@ def open_session(
         raise
 
 
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
+def seed_everything(seed: int, rank: int = 0) -> None:
+    """This process's global generators (Python, numpy's legacy global, torch), each
+    on its own stream of the run's seed (`pararl.seeding`)."""
+    random.seed(seeding.integer(seed, "torch", rank, 1))
+    np.random.seed(seeding.integer(seed, "torch", rank, 2) % 2**32)
+    torch.manual_seed(seeding.integer(seed, "torch", rank, 0))
 
 
 @dataclass
@@ -131,7 +142,7 @@ def prepare(config: RunConfig, algo: str, check_spaces: SpaceCheck) -> Prepared:
                 f"--resume {config.resume}: no config.json there; pass the "
                 "directory of a pararl run"
             )
-        saved = from_json(run.config.read_text())
+        saved = config_from_json(run.config.read_text())
         if type(saved) is not type(config):
             raise UsageError(f"--resume {config.resume} is a {type(saved).__name__} run")
         config = replace(
@@ -161,8 +172,56 @@ def set_learner_threads(num_params: int, busy_processes: int) -> int:
     """Intra-op threads for the learner: one for small models (thread start-up and
     barriers cost more than they save, and spinning threads fight the actors for
     cores); otherwise the physical cores not taken by actors or env workers."""
-    from pararl.vector import physical_cores
-
     threads = 1 if num_params < SMALL_MODEL_PARAMS else max(1, physical_cores() - busy_processes)
     torch.set_num_threads(threads)
     return threads
+
+
+@dataclass
+class Plan:
+    """What an algorithm's set-up hands `compose`: how to run, count, save and
+    close the run it built."""
+
+    banner: str  # the start-up line (the run dir is added)
+    resolved: dict[str, Any]  # facts resolved at start-up, saved in config.json
+    make_model: Callable[[], torch.nn.Module]  # the evaluated network's constructor
+    start: tuple[int, float]  # env steps and wall seconds already done (resume)
+    run: Callable[[TrainSession], None]  # the training loop, until the session is done
+    steps: Callable[[], int]  # the run's env steps now
+    checkpoint: Callable[[float], dict[str, Any]]  # the full state, given the wall time
+    close: Callable[[], None] = field(default=lambda: None)
+
+
+def compose(
+    config: RunConfig,
+    algo: str,
+    check_spaces: SpaceCheck,
+    build: Callable[[Prepared], Plan],
+    eval_child: EvalChild | None = None,
+) -> TrainSession:
+    """Every training run: prepare (validate, resume, probe the env, run dir) ->
+    seed -> the algorithm's own set-up (`build`: devices, state, sampler) -> session
+    -> run -> final checkpoint, last evaluation and plot, however the run ends."""
+    try:
+        p = prepare(config, algo, check_spaces)
+        seed_everything(p.config.seed)
+        plan = build(p)
+    except BaseException:
+        if eval_child is not None:
+            eval_child.close()
+        raise
+    try:
+        session = open_session(p, plan.make_model, plan.resolved, *plan.start, eval_child)
+        session.console.message(f"{plan.banner}, run dir {p.run.root}")
+        status = "failed"
+        try:
+            plan.run(session)
+            status = "solved" if session.solved else "step budget reached"
+        except KeyboardInterrupt:
+            status = "interrupted"
+            raise
+        finally:
+            session.finish(plan.steps(), lambda: plan.checkpoint(session.wall_s), status)
+    finally:
+        plan.close()
+    return session

@@ -19,10 +19,13 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from pararl import seeding
 from pararl.models import QNetwork
 from pararl.mp.procs import ParentWatch
 from pararl.mp.shared import ArraySpec, SharedArrays
-from pararl.replay import NStepBuilder, Transitions
+from pararl.samplers.chunks import Chunk
+from pararl.samplers.explore import EpsilonSchedule, epsilon_greedy
+from pararl.samplers.nstep import NStepBuilder, Transitions
 from pararl.samplers.weights import WeightReader
 from pararl.vector import SerialVectorEnv
 
@@ -40,25 +43,12 @@ class ActorSpec:
     gamma: float
     chunk_steps: int  # vector steps per chunk sent to the learner
     sync_every: int  # vector steps between weight refreshes
-    eps_start: float
-    eps_end: float
-    eps_span: float  # global env steps over which epsilon decays
-    fixed_eps: float | None  # Ape-X per-actor epsilon, if set
+    epsilon: EpsilonSchedule  # of the run's env steps
 
     @property
     def capacity(self) -> int:
         # a chunk emits at most one transition per env step, plus n-1 per env flushed
         return self.num_envs * (self.chunk_steps + self.n_step)
-
-
-@dataclass(frozen=True)
-class Chunk:
-    slot: int
-    count: int  # transitions in the slot
-    env_steps: int
-    version: int  # weights version that acted
-    episode_returns: list[float]
-    busy_s: float  # time spent acting (not waiting) since the last chunk
 
 
 def outbox_specs(index: int, spec: ActorSpec) -> dict[str, ArraySpec]:
@@ -95,37 +85,29 @@ def _write_slot(arrays: dict[str, np.ndarray], index: int, slot: int, batch: Tra
     arrays[p + "discount"][slot, :n] = batch.discount
 
 
-def epsilon_greedy(
-    q: QNetwork, obs: np.ndarray, eps: float, rng: np.random.Generator
-) -> np.ndarray:
-    actions = q.greedy(obs)
-    explore = rng.random(len(actions)) < eps
-    actions[explore] = rng.integers(0, q.num_actions, size=int(explore.sum()))
-    return actions
-
-
 class ChunkSampler:
-    """The acting half of an actor, whatever carries its chunks: a CPU Q-network copy
-    acts epsilon-greedy on a batch of envs, and n-step transitions come out in chunks
-    of `spec.chunk_steps` vector steps. Shared by the local actor processes and the
-    Ray actors (`pararl.raybackend`)."""
+    """The acting half of every DQN actor, whatever carries its chunks: a Q-network
+    acts epsilon-greedy on a vector env, and n-step transitions come out in chunks
+    of `spec.chunk_steps` vector steps. Used in actor processes (their own
+    `SerialVectorEnv` and CPU Q copy), in Ray actors, and in this process over any
+    vector env (`samplers.local`). `seed`/`path` name its streams (`pararl.seeding`):
+    its envs' reset seeds and its exploration."""
 
-    def __init__(self, spec: ActorSpec, seed: int) -> None:
-        torch.manual_seed(seed)
-        self.spec, self.rng = spec, np.random.default_rng(seed)
-        self.q = QNetwork(int(np.prod(spec.obs_shape)), spec.num_actions, spec.hidden)
-        self.envs = SerialVectorEnv([spec.env_fn] * spec.num_envs)
+    def __init__(
+        self,
+        spec: ActorSpec,
+        seed: int,
+        path: tuple[int, ...],
+        envs: gym.vector.VectorEnv | None = None,
+        q: QNetwork | None = None,
+    ) -> None:
+        self.spec = spec
+        self.rng = seeding.generator(seed, "explore", *path)
+        self.q = q or QNetwork(int(np.prod(spec.obs_shape)), spec.num_actions, spec.hidden)
+        self.envs = envs or SerialVectorEnv([spec.env_fn] * spec.num_envs)
         self.nstep = NStepBuilder(spec.num_envs, spec.obs_shape, spec.n_step, spec.gamma)
-        self.obs, _ = self.envs.reset(seed=seed)
+        self.obs, _ = self.envs.reset(seed=seeding.env_seeds(seed, spec.num_envs, "env", *path))
         self.steps = 0  # vector steps taken
-
-    def epsilon(self, env_steps: int) -> float:
-        """This actor's epsilon when the run has taken `env_steps` env steps."""
-        spec = self.spec
-        if spec.fixed_eps is not None:
-            return spec.fixed_eps
-        frac = min(1.0, env_steps / spec.eps_span)
-        return spec.eps_start + frac * (spec.eps_end - spec.eps_start)
 
     def sample(
         self, env_steps: Callable[[], int], every_step: Callable[[int], None] = lambda _: None
@@ -135,7 +117,8 @@ class ChunkSampler:
         with this actor's vector-step count after each step."""
         start, parts, returns = time.monotonic(), [], []
         for _ in range(self.spec.chunk_steps):
-            actions = epsilon_greedy(self.q, self.obs, self.epsilon(env_steps()), self.rng)
+            eps = self.spec.epsilon(env_steps())
+            actions = epsilon_greedy(self.q, self.obs, eps, self.rng)
             next_obs, reward, term, trunc, infos = self.envs.step(actions)
             parts.append(self.nstep.add(self.obs, actions, reward, next_obs, term, trunc))
             if "episode" in infos:
@@ -143,7 +126,8 @@ class ChunkSampler:
             self.obs = next_obs
             self.steps += 1
             every_step(self.steps)
-        return Transitions.concat(parts), returns, time.monotonic() - start
+        batch = parts[0] if len(parts) == 1 else Transitions.concat(parts)
+        return batch, returns, time.monotonic() - start
 
     @property
     def env_steps_per_chunk(self) -> int:
@@ -154,11 +138,17 @@ class ChunkSampler:
 
 
 def actor_main(
-    conn: Connection, index: int, spec: ActorSpec, shared: SharedArrays, seed: int
+    conn: Connection,
+    index: int,
+    spec: ActorSpec,
+    shared: SharedArrays,
+    seed: int,
+    path: tuple[int, ...],
 ) -> None:
     """Act, chunk, send, repeat; until the learner says close or goes away."""
+    torch.manual_seed(seeding.integer(seed, "torch", *path))
     arrays = shared.arrays
-    sampler = ChunkSampler(spec, seed)
+    sampler = ChunkSampler(spec, seed, path)
     weights = WeightReader(arrays)
     weights.refresh(sampler.q)
 

@@ -1,7 +1,7 @@
 """Greedy evaluation: N episodes at once, one per env of a serial vector env.
 
 `Evaluator` runs them in the calling process. `BackgroundEvaluator`
-(`pararl.eval_process`) runs the same code in a child process so that training goes
+(`pararl.evaluation.background`) runs the same code in a child process so that training goes
 on meanwhile; both answer `submit` / `poll`, so the session treats them alike.
 """
 
@@ -13,6 +13,7 @@ from typing import Protocol
 import gymnasium as gym
 import numpy as np
 
+from pararl import seeding
 from pararl.vector import SerialVectorEnv
 
 Policy = Callable[[np.ndarray], np.ndarray]  # batch of observations -> batch of actions
@@ -32,7 +33,8 @@ def as_policy(policy: Policy | GreedyModel) -> Policy:
 
 
 class Evaluator:
-    """Runs `episodes` greedy episodes in lock-step; reuses its envs between calls."""
+    """Runs `episodes` greedy episodes in lock-step; reuses its envs between calls.
+    Evaluation k resets its envs with the stream `("eval", k)` of the run's seed."""
 
     deferred = False  # results are ready as soon as `submit` returns
 
@@ -45,7 +47,9 @@ class Evaluator:
 
     def run(self, policy: Policy, max_steps: int = 1_000_000) -> np.ndarray:
         """Undiscounted returns of one episode per env (true env reward)."""
-        obs, _ = self.envs.reset(seed=self.seed + 7919 * self.calls)
+        obs, _ = self.envs.reset(
+            seed=seeding.env_seeds(self.seed, self.episodes, "eval", self.calls)
+        )
         self.calls += 1
         returns = np.zeros(self.episodes)
         running = np.ones(self.episodes, dtype=bool)

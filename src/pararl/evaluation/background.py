@@ -7,19 +7,17 @@ pickles, no shared-memory tensors) and carries on; the returns come back on the 
 and the session records them against the step count of the snapshot. One evaluation
 is in flight at a time; a due one waits for the previous to finish.
 
-The child (`pararl.eval_child`) is spawned early and told what to evaluate by its
-first message. Nobody waits for it to start: requests queue in the pipe until it is
-up, and a child that dies or fails is noticed at the next poll. While idle it also
-loads matplotlib, so the learning curve at the end of the run is drawn there,
-without the import on the training process's clock.
+The child (`evaluation.child`, serving `evaluation.serve`) is spawned early and
+told what to evaluate by its first message. Nobody waits for it to start: requests
+queue in the pipe until it is up, and a child that dies or fails is noticed at the
+next poll. While idle it also loads matplotlib, so the learning curve at the end of
+the run is drawn there, without the import on the training process's clock.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -27,52 +25,9 @@ import gymnasium as gym
 import torch
 from gymnasium.envs.registration import EnvSpec
 
-from pararl import eval_child
-from pararl.evaluate import Evaluator, GreedyModel, as_policy
-from pararl.vector.errors import WorkerTimeoutError
-
-
-def serve(
-    conn: Connection,
-    env_fn: Callable[[], gym.Env],
-    episodes: int,
-    seed: int,
-    model_fn: Callable[[], torch.nn.Module],
-    spec: EnvSpec | None,
-) -> None:
-    if spec is not None and spec.id not in gym.registry:
-        gym.registry[spec.id] = spec  # registered by the trainer at run time
-    torch.set_num_threads(1)
-    evaluator = Evaluator(env_fn, episodes, seed)
-    model = model_fn()
-    warm = False
-    try:
-        while True:
-            if not warm and not conn.poll(0):
-                _warm_up_plotting()  # while idle, once: a request can wait that long
-                warm = True
-            command, payload = conn.recv()  # EOFError if the parent is gone: we exit
-            if command == "close":
-                evaluator.close()
-                # nothing left to flush: skip the interpreter's teardown (torch's
-                # takes ~0.5 s), which the trainer would wait for at the end of a run
-                os._exit(0)
-            if command == "plot":
-                from pararl.plots import learning_curve
-
-                conn.send((True, learning_curve(*payload)))
-                continue
-            model.load_state_dict({k: torch.from_numpy(v) for k, v in payload.items()})
-            conn.send((True, evaluator.run(as_policy(model))))
-    finally:
-        evaluator.close()
-
-
-def _warm_up_plotting() -> None:
-    from matplotlib import figure  # noqa: F401
-    from matplotlib.backends import backend_agg  # noqa: F401
-
-    import pararl.plots  # noqa: F401
+from pararl.evaluation.child import EvalChild
+from pararl.evaluation.greedy import GreedyModel
+from pararl.mp.errors import WorkerTimeoutError
 
 
 class BackgroundEvaluator:
@@ -92,10 +47,16 @@ class BackgroundEvaluator:
         model_fn: Callable[[], torch.nn.Module],
         timeout_s: float = 600.0,
         spec: EnvSpec | None = None,
+        child: EvalChild | None = None,
     ) -> None:
         self.timeout_s = timeout_s
         self._sent_at: float | None = None
-        self._group = eval_child.take()
+        if child is None or not child.alive:
+            if child is not None:
+                child.close()
+            child = EvalChild()
+        self._child = child
+        self._group = child.group
         self._group.send(0, ("setup", (env_fn, episodes, seed, model_fn, spec)))
 
     @property
@@ -149,7 +110,7 @@ class BackgroundEvaluator:
         return answer
 
     def close(self) -> None:
-        self._group.close()
+        self._child.close()
 
 
 __all__ = ["BackgroundEvaluator"]

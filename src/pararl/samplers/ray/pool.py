@@ -21,8 +21,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pararl.raybackend.cluster import import_ray
-from pararl.raybackend.faults import FaultBook
+import numpy as np
+import torch
+
+from pararl.samplers.ray.cluster import import_ray
+from pararl.samplers.ray.faults import FaultBook
 
 MAX_RESTARTS = 10  # per actor; Ray restarts it this often, then it stays dead
 POLL_S = 0.25  # longest single ray.wait, so that deadlines and re-sends are checked
@@ -139,3 +142,13 @@ class RayActorGroup:
             # an actor already gone, or Ray already shut down: nothing left to stop
             with contextlib.suppress(Exception):
                 self.ray.kill(actor, no_restart=True)
+
+
+def load_numpy_state(model: torch.nn.Module, state: dict[str, np.ndarray]) -> None:
+    """Load a state dict of numpy arrays (read-only views of the object store)."""
+    model.load_state_dict({k: torch.tensor(v) for k, v in state.items()})
+
+
+def numpy_state(model: torch.nn.Module) -> dict[str, np.ndarray]:
+    """A CPU snapshot of `model`'s parameters and buffers, as numpy arrays."""
+    return {k: v.detach().cpu().numpy().copy() for k, v in model.state_dict().items()}

@@ -1,7 +1,8 @@
 """Parameter-averaging DQN (seeds/000, design 1): N replicas that meet to average.
 
-Every replica is a whole serial DQN: its own envs (a `SerialVectorEnv`), n-step
-builder, replay memory, Q-network, target network and Adam. Every `average_every`
+Every replica is a whole serial DQN — the one DQN learner loop (`runners.dqn`) over
+its own in-process chunk source (a `SerialVectorEnv`), with its own replay memory,
+Q-network, target network and Adam. Every `average_every`
 of its gradient updates, all replicas meet in one `all_reduce` and continue from the
 mean of their parameters (online and target nets, and by default Adam's moments).
 Rank 0 also owns the run (`TrainSession`): after each average it logs, evaluates and
@@ -24,11 +25,12 @@ from __future__ import annotations
 import functools
 import time
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
+from pararl.algos.dqn import DQNState, check_spaces
 from pararl.config import DQNConfig
 from pararl.distributed.averaging import (
     adam_moments,
@@ -50,18 +52,31 @@ from pararl.distributed.launch import (
 )
 from pararl.envs.make import env_factory
 from pararl.errors import UsageError
-from pararl.models import QNetwork, num_params
-from pararl.replay import NStepBuilder
-from pararl.runners.dqn import DQNState, act_and_learn, check_spaces
+from pararl.models import num_params
+from pararl.mp.topology import physical_cores
+from pararl.registry import config_from_json
+from pararl.rundir import RunDir
+from pararl.runners.dqn import DQNLoop, local_source
 from pararl.runners.session import TrainSession
 from pararl.runners.setup import (
-    open_session,
-    prepare,
+    Plan,
+    Prepared,
+    compose,
     resolve_device,
     seed_everything,
     set_learner_threads,
 )
-from pararl.vector import SerialVectorEnv, physical_cores
+from pararl.vector import SerialVectorEnv
+
+
+def uses_averaging(config: DQNConfig) -> bool:
+    """`--mode averaging`, or `--resume` of a run that used it."""
+    if config.mode == "averaging" or config.resume is None:
+        return config.mode == "averaging"
+    saved = RunDir(Path(config.resume)).config
+    return (
+        saved.is_file() and getattr(config_from_json(saved.read_text()), "mode", "") == "averaging"
+    )
 
 
 def averaging_span(cfg: DQNConfig) -> int:
@@ -92,22 +107,21 @@ def synced_tensors(state: DQNState) -> list[torch.Tensor]:
 
 
 class Replica:
-    """One replica's envs and loop. Rank 0 passes the session to `run`."""
+    """One replica: the DQN learner loop over its own envs. Rank 0 passes the
+    session to `run`."""
 
     def __init__(self, state: DQNState, rank: int, world_size: int) -> None:
         cfg = state.config
         self.state, self.rank, self.world_size = state, rank, world_size
-        self.span = averaging_span(cfg)
-        self.envs = SerialVectorEnv([env_factory(cfg.env, cfg.wrapper)] * cfg.envs_per_worker)
-        self.nstep = NStepBuilder(cfg.envs_per_worker, state.obs_shape, cfg.n_step, cfg.gamma)
-        q = state.learner.q  # acting stays on the CPU: a CPU copy when learning on CUDA
-        on_cpu = state.learner.device.type == "cpu"
-        self.actor_q = q if on_cpu else QNetwork(q.obs_dim, q.num_actions, q.hidden)
+        self.span = averaging_span(cfg) * cfg.envs_per_worker  # own env steps per average
+        envs = SerialVectorEnv([env_factory(cfg.env, cfg.wrapper)] * cfg.envs_per_worker)
+        try:
+            # the replica's streams: rank, and where it (re)started
+            self.loop = DQNLoop(state, local_source(state, envs, (rank, 0, state.env_steps)))
+        except BaseException:
+            envs.close()
+            raise
         self.sync_s, self.syncs = 0.0, 0
-
-    @property
-    def acting(self) -> tuple[SerialVectorEnv, NStepBuilder, QNetwork]:
-        return self.envs, self.nstep, self.actor_q
 
     @property
     def global_steps(self) -> int:
@@ -115,18 +129,16 @@ class Replica:
         return self.state.env_steps * self.world_size
 
     def run(self, session: TrainSession | None) -> None:
-        """Act and learn `span` vector steps, average, repeat until rank 0 says stop."""
-        state, cfg = self.state, self.state.config
-        seed = cfg.seed + self.rank * cfg.envs_per_worker + self.world_size * state.env_steps
-        obs, _ = self.envs.reset(seed=seed)
-        stats: dict[str, Any] = {}
+        """The loop until `span` more env steps are in and learnt from, average,
+        repeat until rank 0 says stop."""
+        state, loop = self.state, self.loop
         while True:
-            for _ in range(self.span):
-                obs, infos, stats = act_and_learn(
-                    state, self.envs, self.nstep, self.actor_q, obs, stats
-                )
-                if session is not None:
-                    session.record_episodes(infos)
+            next_average = (state.env_steps // self.span + 1) * self.span
+            while state.env_steps < next_average or state.updates_due() > 0:
+                loop.iterate()
+            if session is not None:
+                session.episode_returns.extend(loop.episode_returns)
+            loop.episode_returns.clear()
             self.average()
             if session is not None:
                 session.tick(
@@ -134,7 +146,7 @@ class Replica:
                     state.learner.updates,
                     state.learner.q,
                     lambda: self.checkpoint(session.wall_s),
-                    functools.partial(self.log_stats, stats),
+                    functools.partial(self.log_stats, loop.log_stats),
                 )
             done = session is not None and session.done(self.global_steps)
             if collective(agree, done, state.learner.device):
@@ -143,14 +155,14 @@ class Replica:
     def average(self) -> None:
         start = time.monotonic()
         collective(average_tensors, synced_tensors(self.state))
-        if self.actor_q is not self.state.learner.q:
-            self.actor_q.load_state_dict(self.state.learner.q.state_dict())
+        self.loop.source.publish(self.state.learner.q, self.state.learner.updates)
         self.sync_s += time.monotonic() - start
         self.syncs += 1
 
-    def log_stats(self, stats: dict[str, Any]) -> dict[str, Any]:
-        """The latest update's stats, and the mean time of an average since the last
-        log line (waiting for the slowest replica included)."""
+    def log_stats(self, loop_stats: Any) -> dict[str, Any]:
+        """The loop's stats, and the mean time of an average since the last log line
+        (waiting for the slowest replica included)."""
+        stats = loop_stats()
         row = {**stats, "sync_ms": 1000 * self.sync_s / self.syncs} if self.syncs else stats
         self.sync_s, self.syncs = 0.0, 0
         return row
@@ -160,7 +172,7 @@ class Replica:
         return {**self.state.state(with_replay, wall_s), "replicas": self.world_size}
 
     def close(self) -> None:
-        self.envs.close()
+        self.loop.close()
 
 
 def collective(fn: Any, *args: Any) -> Any:
@@ -185,12 +197,11 @@ def start_payload(state: DQNState, spaces: tuple[Any, Any]) -> dict[str, Any]:
 
 def build_replica(payload: dict[str, Any], rdv: Rendezvous, device: torch.device) -> Replica:
     cfg: DQNConfig = payload["config"]
-    seed_everything(cfg.seed + rdv.rank)
+    seed_everything(cfg.seed, rdv.rank)
     observation_space, action_space = payload["spaces"]
-    state = DQNState(cfg, observation_space, action_space, device)
+    state = DQNState(cfg, observation_space, action_space, device, rank=rdv.rank)
     state.learner.load_state_dict(payload["learner"])
     state.env_steps = int(payload["env_steps"])
-    state.rng = np.random.default_rng([cfg.seed, rdv.rank])
     set_learner_threads(num_params(state.learner.q), rdv.local_world_size - 1)
     return Replica(state, rdv.rank, rdv.world_size)
 
@@ -215,7 +226,73 @@ def replica_main(conn: Connection, rdv: Rendezvous, device_kind: str) -> None:
     follow(rdv, device_kind)
 
 
-def train_averaging(config: DQNConfig) -> TrainSession | None:
+def plan(p: Prepared, rdv: Rendezvous | None) -> Plan:
+    """Rank 0's run: spawn (or join) the other replicas, hand them the start state,
+    and lead: the replica loop, with the session's bookkeeping."""
+    cfg: DQNConfig = p.config
+    world = rdv.world_size if rdv is not None else cfg.workers or physical_cores()
+    check_averaging(cfg, world, under_torchrun=rdv is not None)
+    ranks = [rdv] if rdv is not None else local_rendezvous(world)
+    device = replica_device(resolve_device(cfg.device), ranks[0])
+    state = DQNState(cfg, p.observation_space, p.action_space, device, p.resume_state)
+    threads = set_learner_threads(num_params(state.learner.q), ranks[0].local_world_size - 1)
+    local = (
+        LocalReplicas(replica_main, ranks, (device.type,)) if rdv is None and world > 1 else None
+    )
+    replicas: list[Replica] = []
+
+    def explained(exc: CollectiveError) -> BaseException:
+        return exc if local is None else local.explain(exc)
+
+    def close() -> None:
+        for replica in replicas:
+            replica.close()
+        if local is not None:
+            local.close()
+        leave()
+
+    try:
+        collective(join, ranks[0], device)
+        spaces = (p.observation_space, p.action_space)
+        collective(share_object, start_payload(state, spaces), device)
+        replicas.append(Replica(state, 0, world))
+    except CollectiveError as exc:
+        close()
+        raise explained(exc) from exc
+    except BaseException:
+        close()
+        raise
+
+    def run(session: TrainSession) -> None:
+        try:
+            replicas[0].run(session)
+        except CollectiveError as exc:
+            raise explained(exc) from exc
+
+    backend = backend_for(device, ranks[0])
+    return Plan(
+        # evaluations run in their own process when a core is free: rank 0
+        # evaluating in line would hold every rank at the next average
+        banner=f"pararl: DQN on {cfg.env}, mode averaging, {world} replicas on {device} "
+        f"({backend})",
+        resolved={
+            "mode": "averaging",
+            "device": str(device),
+            "learner_threads": threads,
+            "replicas": world,
+            "backend": backend,
+            "average_every_steps": averaging_span(cfg),
+        },
+        make_model=state.make_model,
+        start=(state.env_steps * world, state.wall_s),
+        run=run,
+        steps=lambda: replicas[0].global_steps,
+        checkpoint=lambda wall_s: replicas[0].checkpoint(wall_s, True),
+        close=close,
+    )
+
+
+def train_averaging(config: DQNConfig, **kwargs: Any) -> TrainSession | None:
     """Train with parameter averaging; returns rank 0's session (None on the other
     ranks of a torchrun group, which own no run)."""
     rdv = from_environment()
@@ -224,62 +301,4 @@ def train_averaging(config: DQNConfig) -> TrainSession | None:
         check_averaging(config, rdv.world_size, under_torchrun=True)
         follow(rdv, config.device)
         return None
-    p = prepare(config, "dqn", check_spaces)
-    cfg: DQNConfig = p.config
-    world = rdv.world_size if rdv is not None else cfg.workers or physical_cores()
-    check_averaging(cfg, world, under_torchrun=rdv is not None)
-    ranks = [rdv] if rdv is not None else local_rendezvous(world)
-    device = replica_device(resolve_device(cfg.device), ranks[0])
-    seed_everything(cfg.seed)
-    state = DQNState(cfg, p.observation_space, p.action_space, device, p.resume_state)
-    state.rng = np.random.default_rng([cfg.seed, 0])
-    threads = set_learner_threads(num_params(state.learner.q), ranks[0].local_world_size - 1)
-    local = None
-    if rdv is None and world > 1:
-        local = LocalReplicas(replica_main, ranks, (device.type,))
-    try:
-        collective(join, ranks[0], device)
-        spaces = (p.observation_space, p.action_space)
-        collective(share_object, start_payload(state, spaces), device)
-        resolved = {
-            "mode": "averaging",
-            "device": str(device),
-            "learner_threads": threads,
-            "replicas": world,
-            "backend": backend_for(device, ranks[0]),
-            "average_every_steps": averaging_span(cfg),
-        }
-        # evaluations run in their own process when a core is free: rank 0
-        # evaluating in line would hold every rank at the next average
-        session = open_session(p, state.make_model, resolved, state.env_steps * world, state.wall_s)
-        session.console.message(
-            f"pararl: DQN on {cfg.env}, mode averaging, {world} replicas on {device} "
-            f"({resolved['backend']}), run dir {p.run.root}"
-        )
-        lead(Replica(state, 0, world), session)
-    except CollectiveError as exc:
-        if local is None:
-            raise
-        raise local.explain(exc) from exc
-    finally:
-        if local is not None:
-            local.close()
-        leave()
-    return session
-
-
-def lead(replica: Replica, session: TrainSession) -> None:
-    """Rank 0's run: the replica loop, with the session's bookkeeping and its ending."""
-    status = "failed"
-    try:
-        replica.run(session)
-        status = "solved" if session.solved else "step budget reached"
-    except KeyboardInterrupt:
-        status = "interrupted"
-        raise
-    finally:
-        session.finish(
-            replica.global_steps, lambda: replica.checkpoint(session.wall_s, True), status
-        )
-        session.close()
-        replica.close()
+    return compose(config, "dqn", check_spaces, lambda p: plan(p, rdv), **kwargs)

@@ -7,9 +7,10 @@ its second evaluation went on training until the answer came. So the child is
 started with no work: it imports what it needs, then waits for its set-up (env
 factory, episodes, seed, model constructor) as the first message on its pipe.
 
-`pararl train` calls `prestart()` before it imports torch itself, so the two imports
-run side by side on two cores; `BackgroundEvaluator` adopts that child (`take()`) or
-starts one the same way. This module stays light (no torch) for that reason.
+`pararl train` starts an `EvalChild` before it imports torch itself, so the two
+imports run side by side on two cores, and hands it to `pararl.train(...,
+eval_child=...)`; a `BackgroundEvaluator` given none starts its own. This module
+stays light (no torch) for that reason.
 """
 
 from __future__ import annotations
@@ -22,8 +23,6 @@ from multiprocessing.connection import Connection
 
 from pararl.mp.procs import ProcessGroup
 
-_spare: list[ProcessGroup] = []  # the prestarted child, until taken
-
 
 def evaluates_in_process(eval_in: str) -> bool:
     """Whether `--eval-in` puts the evaluations in a child process: `process`, or
@@ -34,7 +33,7 @@ def evaluates_in_process(eval_in: str) -> bool:
 
 
 def _serve_when_set_up(conn: Connection) -> None:
-    from pararl.eval_process import serve  # the slow import, overlapped with the trainer's
+    from pararl.evaluation.serve import serve  # the slow import, overlapped with the trainer's
 
     command, setup = conn.recv()  # EOFError if the parent is gone: we exit
     if command == "setup":
@@ -63,36 +62,27 @@ def _main_not_reimported() -> Iterator[None]:
         main.__dict__.update(saved)
 
 
-def start() -> ProcessGroup:
-    """A new evaluation child, waiting for its set-up. Spawned, not forked: by the
-    time a trainer needs one it is multi-threaded (torch's pools, TensorBoard's
-    writer), and a forked child can inherit a lock no thread will ever release."""
-    with _main_not_reimported():
-        return ProcessGroup(_serve_when_set_up, [()], mp.get_context("spawn"), name="pararl-eval")
+class EvalChild:
+    """An evaluation process, started with no work and set up later by its first
+    message. Spawned, not forked: by the time a trainer needs one it is
+    multi-threaded (torch's pools), and a forked child can inherit a lock no thread
+    will ever release. Whoever starts one hands it on or closes it (idempotent)."""
+
+    def __init__(self) -> None:
+        with _main_not_reimported():
+            self.group = ProcessGroup(
+                _serve_when_set_up, [()], mp.get_context("spawn"), name="pararl-eval"
+            )
+
+    @property
+    def alive(self) -> bool:
+        return all(proc.is_alive() for proc in self.group.processes)
+
+    def close(self, grace: float | None = None) -> None:
+        if grace is None:
+            self.group.close()
+        else:
+            self.group.close(grace=grace)
 
 
-def prestart() -> None:
-    """Start the child now, for the evaluator built later in this process to adopt.
-    A child never adopted is reaped at exit (or exits when this process is gone)."""
-    if not _spare:
-        _spare.append(start())
-
-
-def take() -> ProcessGroup:
-    """The prestarted child if there is one (and it is alive), else a new one."""
-    while _spare:
-        group = _spare.pop()
-        if all(proc.is_alive() for proc in group.processes):
-            return group
-        group.close()
-    return start()
-
-
-def discard() -> None:
-    """Close a prestarted child that nobody took (idempotent). It holds no work, so
-    it is not given time to finish its imports."""
-    while _spare:
-        _spare.pop().close(grace=0.0)
-
-
-__all__ = ["discard", "evaluates_in_process", "prestart", "start", "take"]
+__all__ = ["EvalChild", "evaluates_in_process"]

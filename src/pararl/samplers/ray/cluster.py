@@ -11,20 +11,16 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
+from pararl import extras
 from pararl.errors import UsageError
-
-INSTALL_HINT = "--backend ray needs Ray: pip install 'pararl[ray]'"
+from pararl.mp.topology import physical_cores
 
 _started = False  # whether `connect` started the Ray instance this process uses
 
 
 def import_ray() -> ModuleType:
     """The `ray` module, or a UsageError that says how to install it."""
-    try:
-        import ray
-    except ImportError:
-        raise UsageError(INSTALL_HINT) from None
-    return ray
+    return extras.require("ray", "ray", "--backend ray")
 
 
 def connect(address: str | None, min_cpus: int = 1) -> ModuleType:
@@ -38,8 +34,6 @@ def connect(address: str | None, min_cpus: int = 1) -> ModuleType:
         return ray
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": True}
     if address is None:
-        from pararl.vector import physical_cores
-
         kwargs["num_cpus"] = max(physical_cores(), min_cpus)
     else:
         kwargs["address"] = address
@@ -57,6 +51,13 @@ def connect(address: str | None, min_cpus: int = 1) -> ModuleType:
 def cluster_cpus() -> int:
     """Logical CPUs of the cluster this process is connected to."""
     return int(import_ray().cluster_resources().get("CPU", 1))
+
+
+def ray_actors(workers: int | None, address: str | None, keep_for_learner: int) -> int:
+    """Join (or start) the cluster; then `--workers`, or every CPU of the cluster but
+    `keep_for_learner`, at least one."""
+    connect(address, workers or 1)
+    return workers or max(1, cluster_cpus() - keep_for_learner)
 
 
 def disconnect() -> None:

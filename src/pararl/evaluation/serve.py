@@ -1,0 +1,57 @@
+"""The evaluation child's side: set up by its first message, it answers "eval"
+requests (weights as numpy arrays -> greedy returns) and "plot" requests (the
+learning curve, drawn here where matplotlib is already loaded)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+
+import gymnasium as gym
+import torch
+from gymnasium.envs.registration import EnvSpec
+
+from pararl.evaluation.greedy import Evaluator, as_policy
+
+
+def serve(
+    conn: Connection,
+    env_fn: Callable[[], gym.Env],
+    episodes: int,
+    seed: int,
+    model_fn: Callable[[], torch.nn.Module],
+    spec: EnvSpec | None,
+) -> None:
+    if spec is not None and spec.id not in gym.registry:
+        gym.registry[spec.id] = spec  # registered by the trainer at run time
+    torch.set_num_threads(1)
+    evaluator = Evaluator(env_fn, episodes, seed)
+    model = model_fn()
+    warm = False
+    try:
+        while True:
+            if not warm and not conn.poll(0):
+                _warm_up_plotting()  # while idle, once: a request can wait that long
+                warm = True
+            command, payload = conn.recv()  # EOFError if the parent is gone: we exit
+            if command == "close":
+                return
+            if command == "plot":
+                from pararl.plots import learning_curve
+
+                conn.send((True, learning_curve(*payload)))
+                continue
+            model.load_state_dict({k: torch.from_numpy(v) for k, v in payload.items()})
+            conn.send((True, evaluator.run(as_policy(model))))
+    finally:
+        evaluator.close()
+
+
+def _warm_up_plotting() -> None:
+    from matplotlib import figure  # noqa: F401
+    from matplotlib.backends import backend_agg  # noqa: F401
+
+    import pararl.plots  # noqa: F401
+
+
+__all__ = ["serve"]

@@ -1,0 +1,29 @@
+"""The training entry of each algorithm, as the registry names them: DQN (one
+learner over any sampler, or replicas that average) and PPO."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pararl.algos.dqn import check_spaces as dqn_spaces
+from pararl.algos.ppo import check_spaces as ppo_spaces
+from pararl.config import DQNConfig, PPOConfig
+from pararl.runners import averaging, dqn, ppo
+from pararl.runners.session import TrainSession
+from pararl.runners.setup import compose
+
+
+def train_dqn(config: DQNConfig, **kwargs: Any) -> TrainSession | None:
+    """Train DQN as configured; returns the finished session (run dir, results), or
+    None on a torchrun rank other than 0 of `--mode averaging` (it owns no run)."""
+    if averaging.uses_averaging(config):
+        return averaging.train_averaging(config, **kwargs)
+    return compose(config, "dqn", dqn_spaces, dqn.plan, **kwargs)
+
+
+def train_ppo(config: PPOConfig, **kwargs: Any) -> TrainSession:
+    """Train PPO as configured; returns the finished session."""
+    return compose(config, "ppo", ppo_spaces, ppo.plan, **kwargs)
+
+
+__all__ = ["train_dqn", "train_ppo"]

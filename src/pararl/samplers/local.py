@@ -1,0 +1,63 @@
+"""Acting in this process as a `ChunkSource`: the serial and sync DQN modes.
+
+The same `ChunkSampler` as an actor process, over a vector env this process holds
+(`SerialVectorEnv`, or `ParallelVectorEnv` whose workers step the envs), acting
+with the learner's own Q-network when it is on the CPU (or a CPU copy refreshed at
+each publication). A chunk is one vector step, so the learner loop alternates one
+step of every env with the updates the replay ratio allows, as in the DQN paper.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import gymnasium as gym
+
+from pararl.models import QNetwork
+from pararl.samplers.chunks import Chunk
+from pararl.samplers.dqn_actor import ActorSpec, ChunkSampler
+from pararl.samplers.nstep import Transitions
+
+
+class LocalChunkSource:
+    """One in-process actor over `envs`; `q` is the network it acts with."""
+
+    def __init__(
+        self,
+        spec: ActorSpec,
+        envs: gym.vector.VectorEnv,
+        q: QNetwork,
+        version: int,
+        seed: int,
+        path: tuple[int, ...],
+    ) -> None:
+        self.sampler = ChunkSampler(spec, seed, path, envs=envs, q=q)
+        self._version, self._env_steps = version, 0
+
+    @property
+    def num_actors(self) -> int:
+        return 1
+
+    @property
+    def version(self) -> int:
+        return self._version
+
+    def chunks(self, wait: float) -> Iterator[tuple[int, Transitions, Chunk]]:
+        """One vector step's transitions (never waits: acting is here)."""
+        batch, returns, busy = self.sampler.sample(lambda: self._env_steps)
+        steps = self.sampler.env_steps_per_chunk
+        yield 0, batch, Chunk(-1, len(batch), steps, self._version, returns, busy)
+
+    def publish(self, q: QNetwork, version: int) -> None:
+        if q is not self.sampler.q:  # learning on another device: refresh the CPU copy
+            self.sampler.q.load_state_dict(q.state_dict())
+        self._version = version
+
+    def set_env_steps(self, env_steps: int) -> None:
+        self._env_steps = env_steps
+
+    def close(self) -> None:
+        self.sampler.close()
+
+
+__all__ = ["LocalChunkSource"]
