@@ -24,6 +24,7 @@ test: venv
 lint: venv
 	$(BIN)/ruff check src tests
 	$(BIN)/ruff format --check src tests
+	$(BIN)/lint-imports
 
 typecheck: venv
 	$(BIN)/mypy

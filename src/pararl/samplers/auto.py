@@ -42,7 +42,7 @@ import numpy as np
 
 from pararl.mp.topology import available_cpus
 from pararl.samplers.auto_model import Prediction, WaitRounds, predict
-from pararl.samplers.recv import ForwardCost, RecvResult
+from pararl.samplers.recv_types import ForwardCost, RecvResult
 from pararl.vector.core import BatchVectorEnv
 
 # The trial's windows: ABBA, so that a linear drift of speed charges both modes alike.

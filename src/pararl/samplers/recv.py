@@ -16,30 +16,16 @@ through `venv.recv`, so every wait is bounded by the vector env's `worker_timeou
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from pararl.errors import UsageError
+from pararl.samplers.recv_types import ForwardCost, RecvPolicy, RecvResult
 from pararl.vector.core import BatchVectorEnv
 
-RecvResult = tuple[Any, Any, Any, Any, dict[str, Any], Any]  # venv.recv's 6-tuple
-ForwardCost = Callable[[int], float]  # seconds of one forward pass at a batch size
-
-
-class RecvPolicy(Protocol):
-    name: str
-
-    def begin(self, num_envs: int, worker_of: np.ndarray, forward_cost: ForwardCost) -> None:
-        """Called once per sample, before the first `send` (`worker_of[e]`: env e's worker)."""
-
-    def recv(self, venv: BatchVectorEnv) -> list[RecvResult]:
-        """The results to act on next (at least one env's)."""
-
-    def after_forward(self, batch: int, seconds: float) -> None:
-        """The sampler ran a forward pass over `batch` envs in `seconds`."""
+__all__ = ["ForwardCost", "MinEnvs", "RecvPolicy", "RecvResult", "Timeout", "WaitAll", "parse_recv"]
 
 
 class _Fixed:
