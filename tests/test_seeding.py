@@ -1,0 +1,80 @@
+"""Seeds never collide: every env of every actor, replica, restart and resumed run,
+every evaluation and every exploration stream gets its own child of the run's
+`SeedSequence` (`pararl.seeding`)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from pararl import seeding
+from pararl.samplers.actor_pool import ActorPool
+
+
+def _paths(groups: int, restarts: int, starts: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """The stream paths the samplers use: (actor / replica / Ray actor index, its
+    restarts, the env step the run (re)started at)."""
+    return list(itertools.product(range(groups), range(restarts), starts))
+
+
+@pytest.mark.parametrize("envs_per_group", [1, 4, 8, 16])
+def test_no_two_envs_share_a_reset_seed(envs_per_group: int) -> None:
+    seed = 0
+    seeds: list[int] = []
+    for path in _paths(groups=8, restarts=3, starts=(0, 40_000)):
+        seeds += seeding.env_seeds(seed, envs_per_group, "env", *path)
+    for k in range(10):  # ten evaluations of 20 episodes
+        seeds += seeding.env_seeds(seed, 20, "eval", k)
+    assert len(seeds) == len(set(seeds))
+
+
+def test_the_old_offset_scheme_would_have_collided() -> None:
+    """What the test above guards against: `seed + 7 i + j` reset seeds of actor i's
+    env j repeat across actors as soon as an actor has 8 or more envs."""
+    old = [7 * i + j for i in range(8) for j in range(8)]
+    assert len(old) != len(set(old))
+
+
+def test_no_random_stream_equals_another() -> None:
+    seed = 3
+    draws = {}
+    for role in ("explore", "replay", "torch"):
+        for path in _paths(groups=4, restarts=2, starts=(0, 1_000)):
+            draws[(role, *path)] = tuple(seeding.generator(seed, role, *path).integers(0, 2**62, 4))
+    for path in _paths(groups=4, restarts=2, starts=(0, 1_000)):
+        env0 = seeding.env_seeds(seed, 1, "env", *path)[0]
+        draws[("env", *path)] = (env0,)
+    firsts = [d[0] for d in draws.values()]
+    assert len(firsts) == len(set(firsts))
+    # the same name is the same stream, in any process
+    assert seeding.env_seeds(seed, 5, "env", 2, 1, 0) == seeding.env_seeds(seed, 5, "env", 2, 1, 0)
+    # a different run seed changes everything
+    assert seeding.env_seeds(seed + 1, 5, "env", 0, 0, 0) != seeding.env_seeds(
+        seed, 5, "env", 0, 0, 0
+    )
+
+
+def test_a_restarted_actor_gets_new_streams() -> None:
+    """The actor pool names actor i's streams by its restart count (no processes are
+    started: only the arguments an actor would be started with)."""
+    pool = object.__new__(ActorPool)
+    pool.specs, pool.shared = [None, None], None  # type: ignore[list-item]
+    pool.seed, pool.start_steps, pool.restarts = 5, 0, [0, 0]
+    first = pool._args(1)[-1]
+    pool.restarts[1] += 1
+    second = pool._args(1)[-1]
+    other = pool._args(0)[-1]
+    assert len({first, second, other}) == 3
+    envs = 8
+    streams = [seeding.env_seeds(5, envs, "env", *p) for p in (first, second, other)]
+    assert len(set(itertools.chain(*streams))) == 3 * envs
+
+
+def test_bad_names_are_refused() -> None:
+    with pytest.raises(ValueError, match="role"):
+        seeding.stream(0, "nope", 1)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="non-negative"):
+        seeding.stream(0, "env", -1)
+    assert np.random.SeedSequence(0).spawn(1)[0].spawn_key == (0,)  # what spawn_key means
