@@ -7,21 +7,29 @@ a wake-up, the reply, a wake-up back). With W workers the main process is spared
 (1 - 1/W) of the envs' stepping time. CartPole steps in ~6 µs, so 8 of its envs
 cost less than a round trip and are faster stepped here; HalfCheetah (~50 µs)
 pays off from a few envs per worker. The env's step time is measured at start-up,
-on one env with random actions, for a few milliseconds.
+on one env with random actions, for a few milliseconds; the round trip is measured
+on this machine the first time `auto` needs it (about a second: two workers step
+CartPole) and kept in a small per-machine cache file.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import platform
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import gymnasium as gym
+import numpy as np
 
-# One vector step's round trip to the workers (8 CartPole envs on 2 workers, minus
-# their stepping time), measured by `python -m pararl.runners.ppo_mode` on 2 cores.
-ROUND_TRIP_S = 180e-6
+from pararl.envs.make import env_factory
+from pararl.vector import ParallelVectorEnv
+
 MEASURE_BUDGET_S = 0.03
+ROUND_TRIP_STEPS = 300  # vector steps timed (after 50 of warm-up)
 
 
 @dataclass(frozen=True)
@@ -52,8 +60,64 @@ def measure_step_s(env_fn: Callable[[], gym.Env], budget_s: float = MEASURE_BUDG
         env.close()
 
 
+def cache_file() -> Path:
+    """Where measurements of this machine are kept (`$XDG_CACHE_HOME/pararl`)."""
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "pararl" / "machine.json"
+
+
+def _machine_key() -> str:
+    return f"{platform.node()}|{os.cpu_count()}|{platform.machine()}|{platform.python_version()}"
+
+
+def measure_round_trip(envs_per_worker: int = 4, workers: int = 2) -> float:
+    """Seconds of one vector step's round trip to worker processes: a parallel
+    vector step of CartPole minus the envs' own stepping time."""
+    fn = env_factory("CartPole-v1")
+    envs = ParallelVectorEnv([fn] * (workers * envs_per_worker), workers)
+    try:
+        envs.reset(seed=0)
+        actions = np.zeros(envs.num_envs, dtype=np.int64)
+        for _ in range(50):
+            envs.step(actions)
+        start = time.perf_counter()
+        for _ in range(ROUND_TRIP_STEPS):
+            envs.step(actions)
+        per_step = (time.perf_counter() - start) / ROUND_TRIP_STEPS
+    finally:
+        envs.close()
+    return max(0.0, per_step - envs_per_worker * measure_step_s(fn))
+
+
+def round_trip_s(cache: Path | None = None) -> float:
+    """This machine's round trip: from the cache, or measured now and cached (an
+    unwritable cache only means measuring again next time)."""
+    cache = cache or cache_file()
+    key = _machine_key()
+    try:
+        saved = json.loads(cache.read_text())
+        return float(saved[key]["round_trip_s"])
+    except (OSError, ValueError, KeyError, TypeError):
+        saved = {}
+    value = measure_round_trip()
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        entries = saved if isinstance(saved, dict) else {}
+        entries[key] = {"round_trip_s": value}
+        tmp = cache.with_suffix(".tmp")
+        tmp.write_text(json.dumps(entries, indent=1))
+        tmp.replace(cache)
+    except OSError:
+        pass
+    return value
+
+
 def choose_mode(
-    requested: str, env_fn: Callable[[], gym.Env], num_envs: int, workers: int
+    requested: str,
+    env_fn: Callable[[], gym.Env],
+    num_envs: int,
+    workers: int,
+    round_trip: Callable[[], float] = round_trip_s,
 ) -> ModeChoice:
     """The requested mode, or for `auto` the one whose vector step is cheaper."""
     if requested != "auto":
@@ -62,38 +126,10 @@ def choose_mode(
         return ModeChoice("serial", None, "one core")
     step_s = measure_step_s(env_fn)
     spared = (1 - 1 / workers) * num_envs * step_s
-    mode = "sync" if spared > ROUND_TRIP_S else "serial"
+    trip = round_trip()
+    mode = "sync" if spared > trip else "serial"
     reason = (
         f"env step {step_s * 1e6:.1f} µs x {num_envs} envs: workers would spare "
-        f"{spared * 1e6:.0f} µs per step, a round trip costs ~{ROUND_TRIP_S * 1e6:.0f} µs"
+        f"{spared * 1e6:.0f} µs per step, a round trip costs ~{trip * 1e6:.0f} µs here"
     )
     return ModeChoice(mode, step_s, reason)
-
-
-def _measure_round_trip(envs_per_worker: int = 4, workers: int = 2, steps: int = 2000) -> None:
-    """Print the round trip: parallel vector step minus the envs' own stepping time."""
-    import numpy as np
-
-    from pararl.envs.make import env_factory
-    from pararl.vector import ParallelVectorEnv
-
-    fn = env_factory("CartPole-v1")
-    envs = ParallelVectorEnv([fn] * (workers * envs_per_worker), workers)
-    try:
-        envs.reset(seed=0)
-        actions = np.zeros(envs.num_envs, dtype=np.int64)
-        for _ in range(100):
-            envs.step(actions)
-        start = time.perf_counter()
-        for _ in range(steps):
-            envs.step(actions)
-        per_step = (time.perf_counter() - start) / steps
-    finally:
-        envs.close()
-    own = envs_per_worker * measure_step_s(fn, 0.2)
-    print(f"vector step {per_step * 1e6:.0f} µs, of which stepping {own * 1e6:.0f} µs")
-    print(f"round trip ~{(per_step - own) * 1e6:.0f} µs")
-
-
-if __name__ == "__main__":
-    _measure_round_trip()
