@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 
 from pararl import seeding
@@ -64,7 +63,7 @@ def run_local(
     """The loop over envs stepped here (`serial`) or by worker processes (`sync`)."""
     cfg = state.config
     fns = [env_factory(cfg.env, cfg.wrapper)] * num_envs
-    envs: gym.vector.VectorEnv = (
+    envs: SerialVectorEnv | ParallelVectorEnv = (
         SerialVectorEnv(fns, autoreset_mode="SameStep")
         if mode == "serial"
         else ParallelVectorEnv(fns, workers, autoreset_mode="SameStep")

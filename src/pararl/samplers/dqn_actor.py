@@ -28,6 +28,7 @@ from pararl.samplers.explore import EpsilonSchedule, epsilon_greedy
 from pararl.samplers.nstep import NStepBuilder, Transitions
 from pararl.samplers.weights import WeightReader
 from pararl.vector import SerialVectorEnv
+from pararl.vector.core import BatchVectorEnv
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ class ChunkSampler:
         spec: ActorSpec,
         seed: int,
         path: tuple[int, ...],
-        envs: gym.vector.VectorEnv | None = None,
+        envs: BatchVectorEnv | None = None,
         q: QNetwork | None = None,
     ) -> None:
         self.spec = spec

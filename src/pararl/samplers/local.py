@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import gymnasium as gym
-
 from pararl.models import QNetwork
 from pararl.samplers.chunks import Chunk
 from pararl.samplers.dqn_actor import ActorSpec, ChunkSampler
 from pararl.samplers.nstep import Transitions
+from pararl.vector.core import BatchVectorEnv
 
 
 class LocalChunkSource:
@@ -25,7 +24,7 @@ class LocalChunkSource:
     def __init__(
         self,
         spec: ActorSpec,
-        envs: gym.vector.VectorEnv,
+        envs: BatchVectorEnv,
         q: QNetwork,
         version: int,
         seed: int,
