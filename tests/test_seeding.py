@@ -5,11 +5,12 @@ every evaluation and every exploration stream gets its own child of the run's
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from pararl import seeding
+from pararl import DQNConfig, seeding, train
 from pararl.samplers.actor_pool import ActorPool
 
 
@@ -78,3 +79,51 @@ def test_bad_names_are_refused() -> None:
     with pytest.raises(ValueError, match="non-negative"):
         seeding.stream(0, "env", -1)
     assert np.random.SeedSequence(0).spawn(1)[0].spawn_key == (0,)  # what spawn_key means
+
+
+SEEDLOG_RUN = dict(
+    env="pararl/SeedLog-v0",
+    total_steps=400,
+    learning_starts=100,
+    eval_every=200,
+    eval_episodes=3,
+    checkpoint_every=10_000,
+    tensorboard=False,
+    progress="none",
+    hidden=(16,),
+    batch_size=16,
+    target_return=1e9,
+)
+
+
+def test_runs_in_every_mode_give_every_env_its_own_reset_seed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Real runs, the seeds the envs were really reset with (logged by each env in
+    its own process): serial, sync, async with 8 envs per actor, averaging, and an
+    async run resumed; in each run, no two of its training and evaluation envs
+    share a seed."""
+    runs = {
+        "serial": DQNConfig(mode="serial", workers=2, envs_per_worker=4, **SEEDLOG_RUN),
+        "sync": DQNConfig(mode="sync", workers=2, envs_per_worker=4, **SEEDLOG_RUN),
+        "async": DQNConfig(mode="async", workers=2, envs_per_worker=8, **SEEDLOG_RUN),
+        "averaging": DQNConfig(mode="averaging", workers=2, envs_per_worker=4, **SEEDLOG_RUN),
+    }
+    expected_envs = {"serial": 8, "sync": 8, "async": 16, "averaging": 8}
+    for name, config in runs.items():
+        log_dir = tmp_path / f"seeds-{name}"
+        log_dir.mkdir()
+        monkeypatch.setenv("PARARL_SEED_LOG", str(log_dir))
+        config.run_dir = tmp_path / name
+        train(config)
+        if name == "async":  # the same run, resumed: its envs start new streams
+            train(DQNConfig(resume=tmp_path / name, total_steps=800))
+            expected_envs[name] *= 2
+        seeds = _logged(log_dir)
+        assert len(seeds) == len(set(seeds)), f"{name}: two envs got the same reset seed"
+        # the training envs, and at least one evaluation of 3 episodes
+        assert len(seeds) >= expected_envs[name] + 3, (name, len(seeds))
+
+
+def _logged(log_dir: Path) -> list[int]:
+    return [int(line) for f in log_dir.glob("*.log") for line in f.read_text().split()]

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from pararl import checkpoint
+from pararl import checkpoint, seeding
 from pararl.config import RunConfig
 from pararl.envs.make import env_factory
 from pararl.errors import UsageError
@@ -33,8 +33,9 @@ def _play(
     env = env_factory(config.env, render_mode=render_mode)()
     returns, frames = [], []
     try:
-        for ep in range(episodes):
-            obs, _ = env.reset(seed=seed + ep)
+        # the same episodes as a training run's first evaluation with this seed
+        for ep, ep_seed in enumerate(seeding.env_seeds(seed, episodes, "eval", 0, 0)):
+            obs, _ = env.reset(seed=ep_seed)
             total, done = 0.0, False
             while not done:
                 if render_mode == "rgb_array" and ep == 0:
@@ -76,7 +77,7 @@ def run(cfg: EvaluateConfig) -> dict[str, float]:
             print(f"video of episode 1 written to {cfg.video}")
         result = np.asarray(returns)
     else:
-        evaluator = Evaluator(env_factory(config.env), cfg.episodes, cfg.seed)
+        evaluator = Evaluator(env_factory(config.env), cfg.episodes, cfg.seed, stream=(0,))
         try:
             result = evaluator.run(policy)
         finally:

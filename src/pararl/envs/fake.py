@@ -115,3 +115,18 @@ class FaultyEnv(StepCostEnv):
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         self._maybe_fail("step")
         return super().step(action)
+
+
+class SeedLogEnv(StepCostEnv):
+    """A `StepCostEnv` that appends every reset seed it is given to a file of its
+    process in the directory `$PARARL_SEED_LOG` (tests: which seeds every env of
+    every worker, actor, replica and evaluation really got)."""
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        log_dir = os.environ.get("PARARL_SEED_LOG")
+        if seed is not None and log_dir:
+            with open(os.path.join(log_dir, f"{os.getpid()}.log"), "a") as log:
+                log.write(f"{seed}\n")
+        return super().reset(seed=seed, options=options)

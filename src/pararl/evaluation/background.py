@@ -48,6 +48,7 @@ class BackgroundEvaluator:
         timeout_s: float = 600.0,
         spec: EnvSpec | None = None,
         child: EvalChild | None = None,
+        stream: tuple[int, ...] = (),
     ) -> None:
         self.timeout_s = timeout_s
         self._sent_at: float | None = None
@@ -57,7 +58,7 @@ class BackgroundEvaluator:
             child = EvalChild()
         self._child = child
         self._group = child.group
-        self._group.send(0, ("setup", (env_fn, episodes, seed, model_fn, spec)))
+        self._group.send(0, ("setup", (env_fn, episodes, seed, stream, model_fn, spec)))
 
     @property
     def busy(self) -> bool:

@@ -34,13 +34,20 @@ def as_policy(policy: Policy | GreedyModel) -> Policy:
 
 class Evaluator:
     """Runs `episodes` greedy episodes in lock-step; reuses its envs between calls.
-    Evaluation k resets its envs with the stream `("eval", k)` of the run's seed."""
+    Evaluation k resets its envs with the stream `("eval", *stream, k)` of the run's
+    seed; a training run's `stream` is the env step it (re)started at."""
 
     deferred = False  # results are ready as soon as `submit` returns
 
-    def __init__(self, env_fn: Callable[[], gym.Env], episodes: int, seed: int) -> None:
+    def __init__(
+        self,
+        env_fn: Callable[[], gym.Env],
+        episodes: int,
+        seed: int,
+        stream: tuple[int, ...] = (),
+    ) -> None:
         self.episodes = episodes
-        self.seed = seed
+        self.seed, self.stream = seed, stream
         self.calls = 0
         self.envs = SerialVectorEnv([env_fn] * episodes)
         self._result: np.ndarray | None = None
@@ -48,7 +55,7 @@ class Evaluator:
     def run(self, policy: Policy, max_steps: int = 1_000_000) -> np.ndarray:
         """Undiscounted returns of one episode per env (true env reward)."""
         obs, _ = self.envs.reset(
-            seed=seeding.env_seeds(self.seed, self.episodes, "eval", self.calls)
+            seed=seeding.env_seeds(self.seed, self.episodes, "eval", *self.stream, self.calls)
         )
         self.calls += 1
         returns = np.zeros(self.episodes)

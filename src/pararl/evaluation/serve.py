@@ -19,13 +19,14 @@ def serve(
     env_fn: Callable[[], gym.Env],
     episodes: int,
     seed: int,
+    stream: tuple[int, ...],
     model_fn: Callable[[], torch.nn.Module],
     spec: EnvSpec | None,
 ) -> None:
     if spec is not None and spec.id not in gym.registry:
         gym.registry[spec.id] = spec  # registered by the trainer at run time
     torch.set_num_threads(1)
-    evaluator = Evaluator(env_fn, episodes, seed)
+    evaluator = Evaluator(env_fn, episodes, seed, stream)
     model = model_fn()
     warm = False
     try:

@@ -30,6 +30,7 @@ COLUMNS = (
     "approx_kl",
     "clipfrac",
     "sync_ms",
+    "actor_version",  # last: rows appended to an older run's file keep their order
 )
 
 

@@ -36,22 +36,26 @@ def resolve_device(name: str) -> torch.device:
 
 
 def make_evaluator(
-    cfg: RunConfig, model_fn: Callable[[], torch.nn.Module], child: EvalChild | None = None
+    cfg: RunConfig,
+    model_fn: Callable[[], torch.nn.Module],
+    child: EvalChild | None = None,
+    start_steps: int = 0,
 ) -> Evaluator | BackgroundEvaluator:
     """The run's greedy evaluator: in a child process when there is a core to spare
     (or when asked), else in the training loop. `child`: an evaluation process
     started earlier by the caller (`pararl train` starts it before importing torch),
     adopted here; without one, the evaluator starts its own."""
     env_fn = env_factory(cfg.env)
+    stream = (start_steps,)  # a resumed run evaluates on new episodes
     carried = _spec_for_child(cfg.env)
     if evaluates_in_process(cfg.eval_in) and carried is not False:
         spec = carried if isinstance(carried, gym.envs.registration.EnvSpec) else None
         return BackgroundEvaluator(
-            env_fn, cfg.eval_episodes, cfg.seed, model_fn, spec=spec, child=child
+            env_fn, cfg.eval_episodes, cfg.seed, model_fn, spec=spec, child=child, stream=stream
         )
     if child is not None:
         child.close()
-    return Evaluator(env_fn, cfg.eval_episodes, cfg.seed)
+    return Evaluator(env_fn, cfg.eval_episodes, cfg.seed, stream)
 
 
 def _spec_for_child(env_id: str) -> gym.envs.registration.EnvSpec | bool | None:
@@ -82,7 +86,7 @@ def open_session(
 ) -> TrainSession:
     """The run's session, with its evaluator and the facts resolved at start-up
     (saved under `resolved` in config.json)."""
-    evaluator = make_evaluator(p.config, model_fn, eval_child)
+    evaluator = make_evaluator(p.config, model_fn, eval_child, start_steps)
     facts = {
         **resolved,
         "eval_in": "process" if evaluator.deferred else "inline",
