@@ -1,8 +1,13 @@
-"""Suite-wide set-up."""
+"""Suite-wide set-up, and the in-process `pararl` command fixture."""
 
 import os
 import signal
 import tempfile
+from dataclasses import dataclass
+
+import pytest
+
+from pararl.cli import main
 
 # Tests send Ctrl-C (SIGINT) to processes they start. A shell that runs the suite as
 # a background job starts it with SIGINT ignored; children inherit that, and Python
@@ -14,3 +19,27 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 # Measurements pararl caches per machine (`runners.ppo_mode`) go to a scratch
 # directory, not the user's cache.
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="pararl-test-cache-")
+
+
+@dataclass
+class Result:
+    """What a `pararl` command returned and wrote to stderr."""
+
+    returncode: int
+    stderr: str
+
+
+@pytest.fixture
+def pararl(capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
+    """`pararl(*args)` runs the command line in this process (`pararl.cli.main`,
+    what the program calls): the same code path, no interpreter start-up."""
+
+    def run(*args: str) -> Result:
+        capsys.readouterr()  # only what this command writes
+        try:
+            code = main(list(args))
+        except SystemExit as exc:  # the option parser's own exit (bad option types)
+            code = int(exc.code or 0)
+        return Result(code, capsys.readouterr().err)
+
+    return run

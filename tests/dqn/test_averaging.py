@@ -244,7 +244,7 @@ def test_killed_replica_is_reported_without_a_hang(tmp_path: Path) -> None:
 # --- the command line: bad input, Ctrl-C, torchrun-style ranks ----------------------
 
 
-def pararl(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+def pararl_process(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "pararl.cli", *args],
         stdout=subprocess.PIPE,
@@ -262,17 +262,19 @@ def pararl(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[st
         (["--average-every", "0"], "--average-every must be >= 1"),
     ],
 )
-def test_bad_input_is_one_line_and_exit_2(args: list[str], expect: str, tmp_path: Path) -> None:
-    proc = pararl("train", "dqn", "--mode", "averaging", "--run-dir", str(tmp_path), *args)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 2, err
+def test_bad_input_is_one_line_and_exit_2(
+    args: list[str], expect: str, tmp_path: Path, pararl: Any
+) -> None:
+    result = pararl("train", "dqn", "--mode", "averaging", "--run-dir", str(tmp_path), *args)
+    err = result.stderr
+    assert result.returncode == 2, err
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1, err
     assert expect in lines[0], err
 
 
 def test_ctrl_c_saves_checkpoint_and_leaves_nothing(tmp_path: Path) -> None:
-    proc = pararl(
+    proc = pararl_process(
         *("train", "dqn", "--mode", "averaging", "--workers", "2", "--run-dir", str(tmp_path)),
         *("--total-steps", "10000000", "--progress", "plain", "--log-every-s", "0.2"),
         "--no-tensorboard",
@@ -299,7 +301,7 @@ def test_ranks_started_like_torchrun_train_together(tmp_path: Path) -> None:
         env |= {"LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
         run_dir = tmp_path / f"rank{rank}"
         procs.append(
-            pararl(
+            pararl_process(
                 *("train", "dqn", "--mode", "averaging", "--run-dir", str(run_dir)),
                 *("--total-steps", "1600", "--learning-starts", "200", "--eval-every", "800"),
                 *("--eval-episodes", "2", "--hidden", "32", "--progress", "none"),

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -77,7 +78,7 @@ def test_device_choice_without_cuda_is_cpu(monkeypatch: pytest.MonkeyPatch) -> N
         choose_devices(make, 4, 8, 32, "cpu", "cuda")
 
 
-def test_bad_input_exit_2(tmp_path: Path) -> None:
+def test_bad_input_exit_2(tmp_path: Path, pararl: Any) -> None:
     for args in (
         ["train", "ppo", "--env", "Nope-v9"],
         ["train", "ppo", "--gae-lambda", "2"],
@@ -85,12 +86,7 @@ def test_bad_input_exit_2(tmp_path: Path) -> None:
         if not torch.cuda.is_available()
         else ["train", "ppo", "--num-steps", "0"],
     ):
-        result = subprocess.run(
-            [sys.executable, "-m", "pararl.cli", *args, "--run-dir", str(tmp_path / "r")],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        result = pararl(*args, "--run-dir", str(tmp_path / "r"))
         assert result.returncode == 2, result.stderr
         assert len(result.stderr.strip().splitlines()) == 1, result.stderr
 
