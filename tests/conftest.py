@@ -2,7 +2,7 @@
 
 import os
 import signal
-import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
@@ -16,9 +16,18 @@ from pararl.cli import main
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
-# Measurements pararl caches per machine (`runners.ppo_mode`) go to a scratch
-# directory, not the user's cache.
-os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="pararl-test-cache-")
+
+@pytest.fixture(autouse=True, scope="session")
+def _scratch_machine_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Measurements pararl caches per machine (`runners.ppo_mode`) go to a scratch
+    directory for the session, not the user's cache."""
+    saved = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
+    yield
+    if saved is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = saved
 
 
 @dataclass
