@@ -32,19 +32,19 @@ RUN = dict(
 )
 
 
-def _final(run_dir: Path) -> dict[str, Any]:
+def final_state(run_dir: Path) -> dict[str, Any]:
     state: dict[str, Any] = torch.load(run_dir / "checkpoints" / "final.pt", weights_only=False)
     return state
 
 
-def _shapes(state: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+def shapes(state: dict[str, Any]) -> dict[str, tuple[int, ...]]:
     learner = state["learner"]
     return {
         f"{net}.{k}": tuple(v.shape) for net in ("q", "q_target") for k, v in learner[net].items()
     }
 
 
-def _expected_updates(env_steps: int) -> int:
+def expected_updates(env_steps: int) -> int:
     return int(RUN["replay_ratio"] * (env_steps - RUN["learning_starts"]))  # type: ignore[operator]
 
 
@@ -52,7 +52,7 @@ def _expected_updates(env_steps: int) -> int:
 def serial(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     run = tmp_path_factory.mktemp("serial")
     train(DQNConfig(mode="serial", workers=1, seed=1, run_dir=run, **RUN))  # type: ignore[arg-type]
-    return _final(run)
+    return final_state(run)
 
 
 @pytest.mark.parametrize("mode", ["sync", "async", "averaging"])
@@ -60,14 +60,14 @@ def test_modes_agree_with_the_serial_loop(
     mode: str, serial: dict[str, Any], tmp_path: Path
 ) -> None:
     train(DQNConfig(mode=mode, workers=1, seed=1, run_dir=tmp_path, **RUN))  # type: ignore[arg-type]
-    state = _final(tmp_path)
-    assert _shapes(state) == _shapes(serial)
+    state = final_state(tmp_path)
+    assert shapes(state) == shapes(serial)
     assert set(state["replay"]) == set(serial["replay"])
     # the budget is spent, overshooting by at most one chunk of an actor
     assert RUN["total_steps"] <= state["env_steps"] <= RUN["total_steps"] + 256
     # the replay ratio holds in every mode, up to the updates of one turn of the loop
     # and the chunk that ended the run (256 transitions for an actor process)
-    due = _expected_updates(state["env_steps"])
+    due = expected_updates(state["env_steps"])
     last_chunk = 1 if mode != "async" else int(256 * RUN["replay_ratio"])  # type: ignore[operator]
     assert due - last_chunk - PUBLISH_EVERY <= state["learner"]["updates"] <= due
     assert state["replay"]["added"] == len(state["replay"]["action"])  # nothing dropped
@@ -77,7 +77,7 @@ def test_one_replica_of_averaging_is_the_serial_run(serial: dict[str, Any], tmp_
     """Same seed, same streams: rank 0's replica acts, stores and samples exactly as
     the serial loop does (its average over one replica changes nothing)."""
     train(DQNConfig(mode="averaging", workers=1, seed=1, run_dir=tmp_path, **RUN))  # type: ignore[arg-type]
-    state = _final(tmp_path)
+    state = final_state(tmp_path)
     assert state["env_steps"] == serial["env_steps"]
     for key in ("obs", "action", "ret", "discount"):
         assert (state["replay"][key] == serial["replay"][key]).all(), key
@@ -90,7 +90,7 @@ def test_async_actors_act_with_published_weights(tmp_path: Path) -> None:
     with (tmp_path / "metrics.csv").open() as f:
         rows = [r for r in csv.DictReader(f) if r.get("actor_version")]
     versions = [int(float(r["actor_version"])) for r in rows]
-    updates = int(_final(tmp_path)["learner"]["updates"])
+    updates = int(final_state(tmp_path)["learner"]["updates"])
     assert len(versions) >= 2
     assert versions[-1] > versions[0]  # actors picked up newer weights as they came
     assert versions[-1] >= updates // 2  # and were not stuck on old ones at the end

@@ -80,3 +80,23 @@ def test_killed_actor_is_restarted_and_nothing_received_is_lost(two_nodes: str) 
         assert versions[0][-1] >= version_at_kill > versions[0][0]
     finally:
         loop.close()
+
+
+def test_ray_agrees_with_the_serial_loop(ray_kind: str, tmp_path: Path) -> None:
+    """The same learner loop with Ray actors as the chunk source: the same checkpoint
+    layout, the budget spent, the replay ratio kept (up to the chunk that ended the
+    run: 512 transitions of a Ray actor)."""
+    from pararl.runners.dqn import PUBLISH_EVERY
+    from pararl.samplers.ray.dqn import RayDQNPool
+    from tests.test_modes_agree import RUN, expected_updates, final_state, shapes
+
+    train(DQNConfig(mode="serial", workers=1, seed=1, run_dir=tmp_path / "serial", **RUN))  # type: ignore[arg-type]
+    config = DQNConfig(backend="ray", workers=1, seed=1, run_dir=tmp_path / "ray", **RUN)  # type: ignore[arg-type]
+    train(config)
+    serial, state = final_state(tmp_path / "serial"), final_state(tmp_path / "ray")
+    assert shapes(state) == shapes(serial)
+    assert config.total_steps <= state["env_steps"] <= config.total_steps + 512
+    last_chunk = int(RayDQNPool.CHUNK_TRANSITIONS * config.replay_ratio)
+    due = expected_updates(state["env_steps"])
+    assert due - last_chunk - PUBLISH_EVERY <= state["learner"]["updates"] <= due
+    assert state["replay"]["added"] == len(state["replay"]["action"])
