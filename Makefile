@@ -22,8 +22,8 @@ test: venv
 	$(BIN)/python -m pytest -q
 
 lint: venv
-	$(BIN)/ruff check src tests
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/lint-imports
 
 typecheck: venv
@@ -35,20 +35,20 @@ train: venv
 	$(BIN)/pararl train dqn --env CartPole-v1
 
 bench: venv
-	$(BIN)/pararl bench vector
-	$(BIN)/pararl bench dqn
-	$(BIN)/pararl bench ppo
-	$(BIN)/pararl bench devices
-	$(BIN)/pararl bench partial
-	$(BIN)/pararl bench ray
+	$(BIN)/python -m benchmarks vector
+	$(BIN)/python -m benchmarks dqn
+	$(BIN)/python -m benchmarks ppo
+	$(BIN)/python -m benchmarks devices
+	$(BIN)/python -m benchmarks partial
+	$(BIN)/python -m benchmarks ray
 
 bench-quick: venv
-	$(BIN)/pararl bench vector --quick
-	$(BIN)/pararl bench dqn --quick
-	$(BIN)/pararl bench ppo --quick
-	$(BIN)/pararl bench devices --quick
-	$(BIN)/pararl bench partial --quick
-	$(BIN)/pararl bench ray --quick
+	$(BIN)/python -m benchmarks vector --quick
+	$(BIN)/python -m benchmarks dqn --quick
+	$(BIN)/python -m benchmarks ppo --quick
+	$(BIN)/python -m benchmarks devices --quick
+	$(BIN)/python -m benchmarks partial --quick
+	$(BIN)/python -m benchmarks ray --quick
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

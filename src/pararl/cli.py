@@ -6,7 +6,6 @@ Each command is a typed dataclass config parsed by tyro (field docstrings are th
 
 from __future__ import annotations
 
-import importlib
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -29,16 +28,6 @@ class Entry:
 
     help: str
     load: Callable[[], Command]
-
-
-def _bench(module: str, config: str, help_text: str) -> Entry:
-    """A `pararl bench NAME` command from `pararl.bench.<module>`."""
-
-    def load() -> Command:
-        bench = importlib.import_module(f"pararl.bench.{module}")
-        return Command(lambda: getattr(bench, config), bench.run)
-
-    return Entry(help_text, load)
 
 
 def _train(algo: Algorithm) -> Entry:
@@ -75,30 +64,6 @@ def _evaluate() -> Command:
 COMMANDS: dict[tuple[str, ...], Entry] = {
     **{("train", name): _train(algo) for name, algo in ALGORITHMS.items()},
     ("evaluate",): Entry("greedy return of a run's checkpoint; render or record video", _evaluate),
-    ("bench", "vector"): _bench("vector", "VectorBenchConfig", "vector env stepping throughput"),
-    ("bench", "dqn"): _bench(
-        "dqn",
-        "DQNBenchConfig",
-        "DQN: time to solve vs SB3, transitions/s vs the seed's design, overlap",
-    ),
-    ("bench", "ppo"): _bench(
-        "ppo", "PPOBenchConfig", "PPO: time to solve vs SB3, double-buffered sampling throughput"
-    ),
-    ("bench", "devices"): _bench(
-        "devices",
-        "DevicesBenchConfig",
-        "PPO wall time per device placement and net width (seeds/002)",
-    ),
-    ("bench", "partial"): _bench(
-        "partial",
-        "PartialBenchConfig",
-        "multi-task sampler: wait for all vs timeout vs min_envs vs auto (seeds/001)",
-    ),
-    ("bench", "ray"): _bench(
-        "ray",
-        "RayBenchConfig",
-        "Ray actors vs local actor processes (sampling), and the scaling model",
-    ),
 }
 
 

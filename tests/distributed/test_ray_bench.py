@@ -1,5 +1,5 @@
-"""`pararl bench ray`: the quick path end to end through the CLI (shrunk further) on
-the shared two-node cluster, and the scaling model's arithmetic."""
+"""`python -m benchmarks ray`: the quick path end to end (shrunk further) on the shared
+two-node cluster, and the scaling model's arithmetic."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-
-from pararl.bench.ray_model import ModelInputs, crossover_nodes, curves, learner_limit, throughput
-from pararl.cli import main
+from benchmarks.__main__ import main
+from benchmarks.ray import ModelInputs
 
 INPUTS = ModelInputs(
     per_actor_steps_per_s=1_000.0,
@@ -25,37 +24,33 @@ INPUTS = ModelInputs(
 
 def test_model_learner_limit_and_crossover() -> None:
     # per env step: 0.25 / 5000 = 0.05 ms learning + (1 ms + 1 ms network) / 100 = 0.02 ms
-    assert learner_limit(INPUTS) == pytest.approx(1 / 0.00007)
-    assert learner_limit(INPUTS, 0.0) == pytest.approx(1 / 0.00002)
-    assert throughput(INPUTS, 1) == pytest.approx(4_000)  # actors are the bottleneck
-    assert throughput(INPUTS, 100) == pytest.approx(learner_limit(INPUTS))
-    assert crossover_nodes(INPUTS) == pytest.approx(learner_limit(INPUTS) / 4_000)
-    model = curves(INPUTS, 50)
-    assert model["nodes"][-1] == 50
-    assert model["with_ratio"] == sorted(model["with_ratio"])
-    assert max(model["with_ratio"]) <= model["learner_limit"]
+    assert INPUTS.learner_limit() == pytest.approx(1 / 0.00007)
+    assert INPUTS.learner_limit(0.0) == pytest.approx(1 / 0.00002)
+    assert INPUTS.sampling(1) == pytest.approx(4_000)  # the actors are the bottleneck
+    assert INPUTS.crossover() == pytest.approx(INPUTS.learner_limit() / 4_000)
 
 
 def test_quick_bench_on_two_nodes(two_nodes: str, tmp_path: Path) -> None:
     md = tmp_path / "BENCHMARKS.md"
-    args = ["--block-s", "0.3", "--warmup-s", "0.1", "--transfer-repeats", "5"]
-    code = main(
-        ["bench", "ray", "--quick", "--out-dir", str(tmp_path), "--benchmarks-md", str(md), *args]
+    args = ["--block-s", "0.3", "--warmup-s", "0.1", "--transfer-repeats", "5", "--max-nodes", "50"]
+    assert (
+        main(["ray", "--quick", "--out-dir", str(tmp_path), "--benchmarks-md", str(md), *args]) == 0
     )
-    assert code == 0
-    data = json.loads((tmp_path / "ray.json").read_text())
-    assert data["actor_nodes"] == 2  # one Ray actor on each simulated node
-    assert data["rates"]["ray"]["median"] > 0
-    assert data["rates"]["local"]["median"] > 0
-    assert data["rates"]["learner"]["median"] > 0
-    assert data["ray_over_local"] == pytest.approx(
-        data["rates"]["ray"]["median"] / data["rates"]["local"]["median"]
+    r = json.loads((tmp_path / "ray.json").read_text())["results"]
+    assert r["actor_nodes"] == 2  # one Ray actor on each simulated node
+    assert min(r["rates"][k]["median"] for k in ("ray", "local", "learner")) > 0
+    assert r["ray_over_local"] == pytest.approx(
+        r["rates"]["ray"]["median"] / r["rates"]["local"]["median"]
     )
-    assert data["ingest"]["chunk_transitions"] == 512
+    assert r["model"]["chunk_transitions"] == 512
+    assert [row["nodes"] for row in r["curve"]][-1] == 50
+    assert [row["with_ratio"] for row in r["curve"]] == sorted(
+        row["with_ratio"] for row in r["curve"]
+    )
     assert (tmp_path / "bench_ray.png").is_file()
     assert not md.exists()  # --quick leaves BENCHMARKS.md alone
 
 
 def test_bench_options_are_checked(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["bench", "ray", "--nodes", "3", "--workers", "2"]) == 2
+    assert main(["ray", "--nodes", "3", "--workers", "2"]) == 2
     assert "--nodes must be in 1..--workers" in capsys.readouterr().err

@@ -314,11 +314,3 @@ def test_ranks_started_like_torchrun_train_together(tmp_path: Path) -> None:
     state = torch.load(tmp_path / "rank0" / "checkpoints" / "final.pt", weights_only=False)
     assert state["replicas"] == 2
     assert not (tmp_path / "rank1").exists()
-
-
-def test_bench_times_averaging_with_two_replicas(tmp_path: Path) -> None:
-    from pararl.bench.dqn_solve import ALL_SYSTEMS, SolveSettings, train_command
-
-    cmd = " ".join(train_command("pararl-averaging", 0, tmp_path, SolveSettings()))
-    assert "--mode averaging --workers 2" in cmd
-    assert "pararl-averaging" in ALL_SYSTEMS

@@ -1,0 +1,58 @@
+"""`python -m benchmarks NAME [--quick] [options]`: run one benchmark.
+
+Each benchmark module has a tyro dataclass `Config` (field docstrings are the
+--help) and `run(config)`. Bad input prints one line and exits with code 2.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Sequence
+
+from pararl.errors import UsageError
+
+BENCHMARKS = {
+    "vector": "vector env stepping throughput against Gymnasium, SB3 and one env",
+    "dqn": "DQN: time to solve vs SB3, transitions/s vs the seed's design, overlap",
+    "ppo": "PPO: time to solve vs SB3, double-buffered sampling throughput",
+    "devices": "PPO wall time per device placement and net width (seeds/002)",
+    "partial": "multi-task sampler: wait for all vs timeout vs min_envs vs auto (seeds/001)",
+    "ray": "Ray actors vs local actor processes (sampling), and the scaling model",
+}
+
+
+def usage() -> str:
+    lines = ["usage: python -m benchmarks NAME [--quick] [options]   (NAME --help)", ""]
+    lines += [f"  {name:<8} {text}" for name, text in BENCHMARKS.items()]
+    return "\n".join([*lines, "", "Never run two benchmarks at once."])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] not in BENCHMARKS:
+        print(usage(), file=sys.stdout if args[:1] in (["-h"], ["--help"]) else sys.stderr)
+        return 0 if args[:1] in (["-h"], ["--help"]) else 2
+    import tyro
+
+    name = args[0]
+    module = importlib.import_module(f"benchmarks.{name}")
+    try:
+        config = tyro.cli(
+            module.Config,
+            args=args[1:],
+            prog=f"python -m benchmarks {name}",
+            description=BENCHMARKS[name],
+        )
+        module.run(config)
+    except UsageError as exc:
+        print(f"benchmarks: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("benchmarks: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

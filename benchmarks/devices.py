@@ -1,0 +1,316 @@
+"""`python -m benchmarks devices`: where PPO should act and learn (seeds/002).
+
+seeds/002 timed PPO on CartPole three ways (GPU only 2m08s, CPU only 47 s, CPU
+sampling + GPU training 43-45 s) and found CPU-only fastest for 64-wide nets and CPU
+acting + GPU learning fastest from 128 wide up. This repeats that for several hidden
+widths: the wall time of `pararl train ppo` for a fixed number of env steps (no early
+stop, one evaluation at the end) with `--act-device/--learn-device` cpu/cpu,
+cuda/cuda, cpu/cuda and auto/auto, for which it reports what `auto` picked and the
+timings it picked on (the run's config.json). Without CUDA the GPU placements say "no
+CUDA". Each run is a whole process, as a user runs it and seeds/002 timed it: CUDA
+initialisation and the device-choice timings are part of what a placement costs, and
+each starts clean (no CUDA context or torch thread count left by the previous one).
+Start-up = wall time - the trainer's own clock. Runs are interleaved (every width and
+placement once per round).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from benchmarks import harness as h
+from benchmarks.figures import Panel, grouped_bars
+from benchmarks.solve import parse_pararl_final, run_process, warm_up
+
+NAME = "devices"
+Placement = Literal["cpu-only", "gpu-only", "cpu-act-gpu-learn", "auto"]
+DEVICES = {  # placement -> (--act-device, --learn-device), label
+    "cpu-only": ("cpu", "cpu", "CPU only"),
+    "gpu-only": ("cuda", "cuda", "GPU only"),
+    "cpu-act-gpu-learn": ("cpu", "cuda", "CPU acting + GPU learning"),
+    "auto": ("auto", "auto", "auto"),
+}
+SEED_002 = (
+    "seeds/002 (PPO on CartPole, its own machine): GPU only 2m08s, CPU only 47 s, CPU sampling "
+    "+ GPU training 43–45 s; CPU only fastest for 64-wide nets, CPU acting + GPU learning from "
+    "128 wide up."
+)
+
+
+@dataclass(frozen=True)
+class Config(h.Options):
+    """PPO wall time for a fixed number of env steps, per device placement and hidden
+    width (seeds/002). --quick: widths 64 and 1024, 2,048 steps, 1 round."""
+
+    env: str = "CartPole-v1"
+    """Gymnasium env id."""
+    total_steps: int = 20_000
+    """Env steps per run (the run never stops early)."""
+    widths: tuple[int, ...] = (64, 128, 256, 1024)
+    """Hidden widths; each run's MLPs have `depth` layers of that width."""
+    depth: int = 2
+    """Hidden layers of the actor and critic MLPs."""
+    placements: tuple[Placement, ...] = ("cpu-only", "gpu-only", "cpu-act-gpu-learn", "auto")
+    """Placements to time (`auto`: pararl's measured choice)."""
+    repeats: int = 3
+    """Rounds; every width and placement runs once per round."""
+    eval_episodes: int = 2
+    """Episodes of the one evaluation at the end of each run."""
+    seed: int = 0
+    """Training seed (the same for every run)."""
+    run_timeout_s: float = 900.0
+    """One training process is killed after this long (reported as a timeout)."""
+
+
+QUICK = {
+    "total_steps": 2_048,
+    "widths": (64, 1024),
+    "repeats": 1,
+    "eval_episodes": 1,
+    "run_timeout_s": 120.0,
+}
+
+
+def resolve(config: Config) -> Config:
+    c = h.apply_quick(config, QUICK)
+    h.require(c, ">= 1: total_steps widths depth repeats eval_episodes", ">= 0: placements")
+    h.require(c, "> 0: run_timeout_s")
+    return c
+
+
+@dataclass
+class Run:
+    """One training process."""
+
+    width: int
+    placement: str
+    round: int
+    wall_s: float
+    returncode: int
+    status: str = "failed"
+    note: str = ""
+    train_s: float | None = None
+    startup_s: float | None = None
+    devices: dict[str, Any] | None = None  # what the run resolved (act, learn, reason, ...)
+
+
+@dataclass
+class Cell:
+    """One width and placement over its rounds."""
+
+    width: int
+    placement: str
+    runs: int
+    status: str
+    note: str = ""
+    wall: h.Summary | None = None
+    train: h.Summary | None = None
+    startup: h.Summary | None = None
+    vs_cpu: float | None = None
+    fastest: bool = False
+    picked: str = ""  # auto: "act cpu, learn cuda"
+    reason: str = ""
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class Results:
+    cuda: bool
+    gpu: str | None
+    cells: list[Cell]
+    runs: list[Run]
+
+
+def train_command(c: Config, width: int, placement: str, out: Path) -> list[str]:
+    act, learn, _ = DEVICES[placement]
+    return [
+        *(
+            sys.executable,
+            "-m",
+            "pararl.cli",
+            "train",
+            "ppo",
+            "--env",
+            c.env,
+            "--seed",
+            str(c.seed),
+        ),
+        *("--hidden", *[str(width)] * c.depth, "--act-device", act, "--learn-device", learn),
+        *("--total-steps", str(c.total_steps), "--target-return", "1e9"),
+        *("--eval-every", str(c.total_steps), "--eval-episodes", str(c.eval_episodes)),
+        *("--no-tensorboard", "--progress", "plain", "--run-dir", str(out)),
+    ]
+
+
+def run_one(c: Config, width: int, placement: str, round_: int, workdir: Path) -> Run:
+    out = workdir / f"w{width}-{placement}-r{round_}"
+    done = run_process(train_command(c, width, placement, out), c.run_timeout_s, workdir)
+    final = parse_pararl_final(done.stderr)
+    run = Run(width, placement, round_, done.wall_s, done.returncode)
+    if done.timed_out:
+        run.status, run.note = "timeout", f"killed after {c.run_timeout_s:g} s"
+    elif final is None or done.returncode != 0:
+        run.note = done.tail
+    else:
+        run.status, run.train_s = "ok", final["train_s"]
+        run.startup_s = done.wall_s - final["train_s"]
+        run.devices = json.loads((out / "config.json").read_text())["resolved"].get("devices")
+    return run
+
+
+def cell(runs: list[Run], width: int, placement: str) -> Cell:
+    mine = [r for r in runs if r.width == width and r.placement == placement]
+    ok = [r for r in mine if r.status == "ok"]
+    last = mine[-1] if mine else None
+    status = "ok" if ok else (last.status if last else "no CUDA")
+    out = Cell(width, placement, len(mine), status, "" if ok or not last else last.note)
+    out.wall = h.maybe([r.wall_s for r in ok])
+    out.train = h.maybe([r.train_s for r in ok if r.train_s is not None])
+    out.startup = h.maybe([r.startup_s for r in ok if r.startup_s is not None])
+    if ok and placement == "auto":
+        devices = ok[-1].devices or {}
+        out.picked = f"act {devices.get('act')}, learn {devices.get('learn')}"
+        out.reason, out.timings_ms = devices.get("reason") or "", devices.get("timings_ms") or {}
+    return out
+
+
+def measure(c: Config, meta: h.Metadata) -> Results:
+    """Every (width, placement) once per round, interleaved; GPU ones only with CUDA."""
+    import torch
+
+    cuda = bool(torch.cuda.is_available())
+    gpu = torch.cuda.get_device_name(0) if cuda else None
+    runs: list[Run] = []
+
+    def task(width: int, placement: str, workdir: Path) -> float:
+        round_ = 1 + sum(r.width == width and r.placement == placement for r in runs)
+        h.progress(f"devices: width {width}, {placement}, round {round_} ...")
+        runs.append(run := run_one(c, width, placement, round_, workdir))
+        h.progress(f"devices: width {width}, {placement}: {run.status}, {run.wall_s:.1f} s")
+        if run.status != "ok":
+            raise RuntimeError(run.note or run.status)
+        return run.wall_s
+
+    def failed(name: str, exc: Exception) -> None:
+        h.progress(f"devices: {name} failed, not run again: {exc}")
+
+    runnable = [p for p in c.placements if cuda or "cuda" not in DEVICES[p]]
+    with tempfile.TemporaryDirectory(prefix="pararl-bench-devices-") as tmp:
+        warm_up(Path(tmp))
+        tasks = {
+            f"{w}/{p}": functools.partial(task, w, p, Path(tmp)) for w in c.widths for p in runnable
+        }
+        h.interleaved(tasks, c.repeats, failed)
+    cells = []
+    for width in c.widths:
+        mine = [cell(runs, width, p) for p in c.placements]
+        cpu = next((x.wall for x in mine if x.placement == "cpu-only"), None)
+        timed = [x for x in mine if x.wall and x.placement != "auto"]
+        for x in mine:
+            x.vs_cpu = h.ratio(x.wall, cpu)
+            x.fastest = bool(timed) and x is min(timed, key=lambda y: h.med(y.wall) or 0.0)
+        cells += mine
+    if gpu:
+        meta.machine_note = f"; GPU: {gpu}"
+    return Results(cuda, gpu, cells, runs)
+
+
+def label(x: Cell) -> str:
+    return DEVICES[x.placement][2]
+
+
+PLACEMENTS: list[h.Col[Cell]] = [
+    h.Col("width", lambda x: x.width),
+    h.Col("placement", lambda x: label(x) + (" ★" if x.fastest else ""), "l"),
+    h.Col(
+        "wall s, median (min–max)",
+        lambda x: (
+            h.fmt_spread(x.wall, h.fmt_num) if x.wall else x.status + f" ({x.note})" * bool(x.note)
+        ),
+    ),
+    h.Col("trainer s", lambda x: h.fmt_num(h.med(x.train))),
+    h.Col("start-up s", lambda x: h.fmt_num(h.med(x.startup))),
+    h.Col("÷ CPU only", lambda x: h.fmt_ratio(x.vs_cpu) if x.wall else "–"),
+    h.Col("auto picked", lambda x: x.picked, "l"),
+]
+AUTO: list[h.Col[Cell]] = [
+    h.Col("width", lambda x: x.width),
+    h.Col("auto picked", lambda x: x.picked or "–", "l"),
+    h.Col("why", lambda x: x.reason or "–", "l"),
+    h.Col(
+        "start-up timings (ms)",
+        lambda x: (
+            ", ".join(f"{k} {v:.3g}" for k, v in sorted(x.timings_ms.items())) or "none (no choice)"
+        ),
+        "l",
+    ),
+]
+
+
+def report(r: Results, meta: h.Metadata) -> h.Report:
+    p = meta.params
+    notes = (
+        f"`pararl train ppo --env {p['env']}` for {p['total_steps']:,} env steps (no early stop, "
+        f"one {p['eval_episodes']}-episode evaluation at the end, no TensorBoard), MLPs of "
+        f"{p['depth']} hidden layers of each width; whole processes, launch to exit; "
+        f"{p['repeats']} interleaved round(s). Trainer s: the run's own clock (from after the "
+        "device choice); start-up s = wall − trainer. ★: fastest placement. "
+        + (f"GPU: {r.gpu}. " if r.gpu else "No CUDA here: GPU placements not run. ")
+        + SEED_002
+    )
+    blocks = [f"### PPO wall time by device placement\n\n{notes}\n\n{h.table(PLACEMENTS, r.cells)}"]
+    autos = [x for x in r.cells if x.placement == "auto"]
+    if autos:
+        blocks.append(
+            "What `--act-device auto --learn-device auto` chose, and the timings it chose on (one "
+            "forward at the sampling batch, one update at the minibatch size, per device; from "
+            f"each run's config.json):\n\n{h.table(AUTO, autos)}"
+        )
+    ratios = []
+    for width in dict.fromkeys(x.width for x in r.cells):
+        mine = {x.placement: x for x in r.cells if x.width == width}
+        fastest = next((label(x) for x in mine.values() if x.fastest), "–")
+        text = f"width {width}: fastest {fastest}"
+        gpus = [
+            f"{label(x)} {h.fmt_ratio(x.vs_cpu)}"
+            for x in mine.values()
+            if "gpu" in x.placement and x.vs_cpu
+        ]
+        text += f" (÷ CPU only: {', '.join(gpus)})" if gpus else ""
+        ratios.append(
+            text + (f", auto picked {mine['auto'].picked or '–'}" if "auto" in mine else "")
+        )
+    if not r.cuda:
+        ratios.append("no CUDA: GPU placements not measured")
+    widths = list(dict.fromkeys(x.width for x in r.cells))
+    series, texts = grouped_bars(
+        {
+            DEVICES[name][2]: [x.wall or x.status for x in r.cells if x.placement == name]
+            for name in dict.fromkeys(x.placement for x in r.cells)
+        }
+    )
+    title = f"PPO {p['env']}, {p['total_steps']:,} env steps"
+    panel = Panel(
+        title,
+        series,
+        ylabel="wall time, launch to exit (s): median, min–max",
+        xticks=[(i, f"{w} wide") for i, w in enumerate(widths)],
+        texts=texts,
+    )
+    return h.Report(
+        f"PPO device placement: where to act, where to learn (`{h.PROG} devices`)",
+        "; ".join(ratios),
+        blocks,
+        [panel],
+        "device placement benchmark",
+    )
+
+
+def run(config: Config) -> Results:
+    return h.execute(NAME, config, resolve, measure, report)

@@ -1,0 +1,342 @@
+"""`python -m benchmarks partial`: seeds/001's question — wait for every worker, or
+take whatever has finished (timeout / min_envs)? — on the multi-task sampler.
+
+For every envs-per-worker value one `MultiTaskSampler` per policy size is built (N
+workers × M envs of `pararl/HalfCheetahDir-v0`, one task per env as in the seed), and
+every recv policy samples the same tasks and seeds: one untimed warm-up sample each,
+then timed samples in rounds of one per policy, the order rotated every round. Cheap
+cases get more rounds (as many as fit in `case_seconds`, within `repeats` and
+`max_repeats`). `auto` is one object for the whole case, as in training, where one
+sampler samples again and again. A sample runs one episode of L steps per env, so an
+*iteration* is one step of every env: time per iteration = sample wall time / L.
+Reported per case: that time's median and spread ((max - min) / median), workers per
+recv, forward passes per iteration, worker step-time mean and CV (measured by `auto`),
+`auto`'s choice, the ratio to the best fixed policy, and worker RSS per env. The main
+process runs torch with one thread: the workers hold the cores.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import psutil
+
+from benchmarks import harness as h
+from benchmarks.figures import Panel, Series
+from pararl.mp.topology import physical_cores
+
+NAME = "partial"
+MAX_AUTO_WARMUP = 8  # extra warm-up samples allowed for auto to settle
+SEED_001 = [
+    ("seeds/001", "8 × 20 (160)", "timeout=0.0001 vs wait (0.1 s)", "wait as fast or faster"),
+    (
+        "seeds/001",
+        "8 × 4000 (32,000)",
+        "timeout=0.0001 vs wait (0.1 s)",
+        "314 s vs 342 s / 1000 it.",
+    ),
+]
+
+
+@dataclass(frozen=True)
+class Config(h.Options):
+    """Wait-for-all vs timeout vs min_envs vs auto recv, over envs per worker and policy
+    size (seeds/001). --quick: Navigation2D, 2 sizes, 1-2 repeats (< 1 min)."""
+
+    env: str = "pararl/HalfCheetahDir-v0"
+    """Task env id (needs sample_tasks and reset_task)."""
+    workers: int | None = None
+    """Worker processes; default: the physical cores available to this process."""
+    envs_per_worker: tuple[int, ...] = (4, 20, 100, 500, 2000, 4000)
+    """Sweep of envs per worker (the seed ran 20 and 4000 with 8 workers)."""
+    skip: tuple[str, ...] = ("512,512@4000",)
+    """Cases left out, as HIDDEN@ENVS_PER_WORKER (the default keeps the full run ~10 min)."""
+    episode_length: int = 100
+    """Steps per episode (one episode per env per sample), before the cap below."""
+    max_steps_per_sample: int = 50_000
+    """Cap on env steps per sample: large cases run shorter episodes (>= 10 steps)."""
+    recv: tuple[str, ...] = (
+        *("all", "timeout=0.0001", "timeout=0.001", "timeout=0.01", "timeout=0.1"),
+        *("min_envs=0.5", "auto"),
+    )
+    """Recv policies: all, timeout=SECONDS, min_envs=K (a fraction of envs if < 1), auto."""
+    hidden: tuple[str, ...] = ("64,64", "512,512")
+    """Policy sizes (hidden widths, comma separated): small vs wide (forward grows with batch)."""
+    repeats: int = 4
+    """Least timed samples per recv policy and case, interleaved across policies."""
+    max_repeats: int = 15
+    """Most timed samples per recv policy and case (for cheap cases)."""
+    case_seconds: float = 20.0
+    """Timed seconds a case may take: cheap cases run more repeats, up to --max-repeats."""
+    seed: int = 0
+    """Seed of the tasks, env resets and action noise (the same for every policy)."""
+
+
+QUICK = {
+    "env": "pararl/Navigation2D-v0",
+    "envs_per_worker": (4, 64),
+    "episode_length": 50,
+    "hidden": ("64,64", "256,256"),
+    "repeats": 1,
+    "max_repeats": 2,
+    "case_seconds": 1.0,
+}
+
+
+def widths(text: str) -> tuple[int, ...]:
+    try:
+        out = tuple(int(w) for w in text.split(","))
+    except ValueError:
+        out = ()
+    h.check([(min(out, default=0) < 1, f"--hidden {text!r}: use widths >= 1, e.g. 64,64")])
+    return out
+
+
+def cases(c: Config) -> list[tuple[tuple[int, ...], int]]:
+    """(hidden widths, envs per worker) of every case run, in order."""
+    skip = set()
+    for case in c.skip:
+        hid, at, epw = case.partition("@")
+        h.check(
+            [(not at or not epw.isdigit(), f"--skip {case!r}: use HIDDEN@ENVS, e.g. 512,512@4000")]
+        )
+        skip.add((widths(hid), int(epw)))
+    every = [(widths(hid), epw) for hid in c.hidden for epw in sorted(set(c.envs_per_worker))]
+    return [case for case in every if case not in skip]
+
+
+def resolve(config: Config) -> Config:
+    from pararl.samplers.recv import parse_recv
+
+    c = h.apply_quick(config, QUICK)
+    h.check(
+        [
+            (c.workers is not None and c.workers < 1, "--workers must be >= 1"),
+            (min(c.envs_per_worker, default=0) < 1, "--envs-per-worker needs values >= 1"),
+            (c.episode_length < 1, "--episode-length must be >= 1"),
+            (c.max_steps_per_sample < 1, "--max-steps-per-sample must be >= 1"),
+            (not c.recv, "--recv needs at least one policy"),
+            (not c.hidden, "--hidden needs at least one size"),
+            (c.repeats < 1, "--repeats must be >= 1"),
+            (c.max_repeats < c.repeats, "--max-repeats must be >= --repeats"),
+            (c.case_seconds < 0, "--case-seconds must be >= 0"),
+        ]
+    )
+    for spec in c.recv:
+        parse_recv(spec)  # UsageError for a bad one, before anything starts
+    cases(c)
+    return c
+
+
+@dataclass
+class Row:
+    """One recv policy in one case."""
+
+    hidden: tuple[int, ...]
+    envs_per_worker: int
+    num_envs: int
+    episode_length: int
+    recv: str
+    per_iteration: h.Summary  # seconds
+    workers_per_recv: float
+    forwards_per_iteration: float
+    forward_share: float
+    step_mean_s: float | None = None  # from auto's wait-for-all rounds (same per case)
+    step_cv: float | None = None
+    rss_per_env_mb: float | None = None
+    auto: str = ""  # what auto chose, on what
+    vs_best_fixed: float | None = None
+    best_fixed: bool = False
+
+    @property
+    def spread(self) -> float:
+        t = self.per_iteration
+        return (t.max - t.min) / t.median if t.median else 0.0
+
+
+def measure_case(c: Config, workers: int, epw: int, hidden: tuple[int, ...]) -> list[Row]:
+    """Every recv policy on one sampler."""
+    from pararl.samplers.auto import Auto
+    from pararl.samplers.multitask import MultiTaskSampler, make_task_env
+    from pararl.samplers.policies import MLPGaussianPolicy
+    from pararl.samplers.recv import parse_recv
+
+    n = workers * epw
+    length = max(10, min(c.episode_length, c.max_steps_per_sample // n))
+    where = f"{epw} envs/worker × {workers}, hidden {hidden}, L={length}"
+    h.progress(f"{where}: starting ...")
+    probe = make_task_env(c.env, length, {})
+    obs_dim, act_dim = (
+        int(np.prod(s.shape or ())) for s in (probe.observation_space, probe.action_space)
+    )
+    probe.close()
+    policy = MLPGaussianPolicy(obs_dim, act_dim, hidden, seed=c.seed)
+    sampler = MultiTaskSampler(
+        c.env,
+        policy,
+        num_workers=workers,
+        envs_per_worker=epw,
+        episode_length=length,
+        worker_timeout=120.0,
+    )
+    stats: dict[str, list[dict[str, Any]]] = {name: [] for name in c.recv}
+    autos = {name: p for name in c.recv if isinstance(p := parse_recv(name), Auto)}
+    try:
+        tasks = sampler.sample_tasks(n, seed=c.seed)
+
+        def one(name: str) -> float:
+            sampler.recv_policy = autos.get(name) or parse_recv(name)
+            result = sampler.sample(tasks, 1, seed=c.seed)
+            stats[name].append(result.stats.as_dict())
+            return float(result.stats.wall_s / length)
+
+        warm, _ = h.timed(lambda: [one(name) for name in c.recv])  # auto keeps what it measures
+        fit = int(c.case_seconds / warm) if warm > 0 else c.max_repeats
+        warmups = {}
+        for name, auto in autos.items():  # more warm-up while auto is still deciding: the
+            warmups[name] = 1  # timed samples then show the mode it keeps for the run
+            while auto.deciding and warmups[name] <= MAX_AUTO_WARMUP:
+                one(name)
+                warmups[name] += 1
+        for samples in stats.values():
+            samples.clear()
+        pids = getattr(sampler.venv, "worker_pids", [])
+        rss = sum(psutil.Process(pid).memory_info().rss for pid in pids) / n / 1e6 if pids else None
+        tasks_ = {name: functools.partial(one, name) for name in c.recv}
+        times = h.interleaved(tasks_, max(c.repeats, min(c.max_repeats, fit)), rotate=True)
+    finally:
+        sampler.close()
+    rows = []
+    for name in c.recv:
+        st = stats[name]
+        row = Row(
+            hidden,
+            epw,
+            n,
+            length,
+            name,
+            h.summarize(times[name]),
+            float(np.mean([s["mean_workers_per_recv"] for s in st])),
+            float(np.mean([s["forward_passes"] for s in st])) / length,
+            float(np.mean([s["forward_s"] / s["wall_s"] for s in st])),
+            rss_per_env_mb=rss,
+        )
+        if name in autos:
+            info = autos[name].summary()
+            trial = info.get("trial_partial_vs_wait")
+            trial_text = "no trial" if trial is None else f"trial partial/wait {trial:.2f}x"
+            row.auto = f"{info['mode']} ({trial_text}, {warmups[name]} warm-up samples)"
+            row.step_mean_s, row.step_cv = info.get("step_mean_s"), info.get("step_cv")
+        rows.append(row)
+    fixed = [r for r in rows if r.recv != "auto"]
+    best = min(fixed, key=lambda r: r.per_iteration.median) if fixed else None
+    auto_row = next((r for r in rows if r.recv == "auto"), None)
+    for r in rows:
+        r.vs_best_fixed = h.ratio(r.per_iteration, best.per_iteration if best else None)
+        r.best_fixed = r is best
+        if auto_row:  # the workers' step times, measured by auto, hold for the whole case
+            r.step_mean_s, r.step_cv = auto_row.step_mean_s, auto_row.step_cv
+    h.progress(f"{where}: done")
+    return rows
+
+
+def measure(c: Config, meta: h.Metadata) -> list[Row]:
+    import torch
+
+    workers = c.workers or physical_cores()
+    meta.params["workers_resolved"] = workers
+    torch.set_num_threads(1)
+    return [row for hid, epw in cases(c) for row in measure_case(c, workers, epw, hid)]
+
+
+def size(hidden: tuple[int, ...]) -> str:
+    return "x".join(map(str, hidden))
+
+
+COLUMNS: list[h.Col[Row]] = [
+    h.Col("envs/worker", lambda r: r.envs_per_worker),
+    h.Col("envs", lambda r: r.num_envs),
+    h.Col("L", lambda r: r.episode_length),
+    h.Col("recv", lambda r: r.recv + (" (best fixed)" if r.best_fixed else ""), "l"),
+    h.Col(
+        "ms / iteration: median (min–max)",
+        lambda r: h.fmt_spread(r.per_iteration, lambda v: f"{v * 1e3:.2f}"),
+    ),
+    h.Col("spread / repeats", lambda r: f"{r.spread:.0%} / {len(r.per_iteration.samples)}"),
+    h.Col("vs best fixed", lambda r: "" if r.vs_best_fixed is None else f"{r.vs_best_fixed:.3f}"),
+    h.Col("workers / recv", lambda r: f"{r.workers_per_recv:.2f}"),
+    h.Col("forwards / iteration", lambda r: f"{r.forwards_per_iteration:.2f}"),
+    h.Col("forward share", lambda r: f"{r.forward_share:.0%}"),
+    h.Col(
+        "worker step ms", lambda r: "" if r.step_mean_s is None else f"{r.step_mean_s * 1e3:.2f}"
+    ),
+    h.Col("step CV", lambda r: "" if r.step_cv is None else f"{r.step_cv:.2f}"),
+    h.Col("RSS MB / env", lambda r: "" if r.rss_per_env_mb is None else f"{r.rss_per_env_mb:.2f}"),
+    h.Col("auto", lambda r: r.auto, "l"),
+]
+SEED_COLUMNS: list[h.Col[tuple[str, ...]]] = [
+    h.Col(name, operator.itemgetter(i), "l")
+    for i, name in enumerate(("source", "workers × envs", "compared", "result"))
+]
+
+
+def report(rows: list[Row], meta: h.Metadata) -> h.Report:
+    sizes = list(dict.fromkeys(r.hidden for r in rows))
+    autos = [r.vs_best_fixed for r in rows if r.recv == "auto" and r.vs_best_fixed is not None]
+    ratios = []
+    if autos:
+        ratios.append(
+            f"auto / best fixed policy: worst {max(autos):.3f}, median {np.median(autos):.3f}, "
+            f"within 1.10 in {sum(a <= 1.1 for a in autos)} of {len(autos)} cases (median "
+            f"spread of a cell's repeats {np.median([r.spread for r in rows]):.0%})"
+        )
+    by = {(r.hidden, r.envs_per_worker, r.recv): r for r in rows}
+    for hid, epw, _ in [k for k in by if k[2] == "all"]:
+        if (t := by.get((hid, epw, "timeout=0.0001"))) is not None:
+            value = t.per_iteration.median / by[(hid, epw, "all")].per_iteration.median
+            ratios.append(
+                f"timeout=1e-4 / wait-all at {epw} envs/worker, hidden {size(hid)}: {value:.3f}"
+            )
+    panels = []
+    for hid in sizes:
+        mine = [r for r in rows if r.hidden == hid]
+        series = []
+        for i, name in enumerate(dict.fromkeys(r.recv for r in mine)):
+            pts = [r for r in mine if r.recv == name]
+            base = [by.get((hid, r.envs_per_worker, "all"), r).per_iteration.median for r in pts]
+            y = [r.per_iteration.median / b for r, b in zip(pts, base, strict=True)]
+            fmt = "-o" if name in ("all", "auto") else "--."
+            series.append(Series(name, [r.envs_per_worker for r in pts], y, fmt=fmt, color=f"C{i}"))
+        panels.append(
+            Panel(
+                f"{meta.params['env']}, hidden {size(hid)}",
+                series,
+                xlabel="envs per worker",
+                ylabel="time per iteration / wait-all",
+                logx=10,
+                hlines=[(1.0, "-", None)],
+            )
+        )
+    return h.Report(
+        f"Partial collection: wait for all vs timeout vs min_envs vs auto (`{h.PROG} partial`)",
+        "; ".join(ratios) or "none",
+        [
+            f"### policy hidden {size(hid)}\n\n"
+            + h.table(COLUMNS, [r for r in rows if r.hidden == hid])
+            for hid in sizes
+        ],
+        panels,
+        "partial collection benchmark",
+        preface=[
+            "The seed's numbers (8 workers, HalfCheetahDir, GPU policy; not re-measured here):\n\n"
+            + h.table(SEED_COLUMNS, SEED_001)
+        ],
+    )
+
+
+def run(config: Config) -> list[Row]:
+    return h.execute(NAME, config, resolve, measure, report)
