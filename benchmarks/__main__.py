@@ -1,7 +1,8 @@
 """`python -m benchmarks NAME [--quick] [options]`: run one benchmark.
 
-Each benchmark module has a tyro dataclass `Config` (field docstrings are the
---help) and `run(config)`. Bad input prints one line and exits with code 2.
+Each benchmark module has a tyro dataclass `Config` (field docstrings are the --help)
+and `resolve`, `measure` and `report`, which `harness.execute` runs. Bad input prints
+one line and exits with code 2.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from benchmarks import harness as h
 from pararl.errors import UsageError
 
 BENCHMARKS = {
@@ -44,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             prog=f"python -m benchmarks {name}",
             description=BENCHMARKS[name],
         )
-        module.run(config)
+        h.execute(name, config, module.resolve, module.measure, module.report)
     except UsageError as exc:
         print(f"benchmarks: error: {exc}", file=sys.stderr)
         return 2

@@ -1,17 +1,10 @@
 """`python -m benchmarks devices`: where PPO should act and learn (seeds/002).
 
-seeds/002 timed PPO on CartPole three ways (GPU only 2m08s, CPU only 47 s, CPU
-sampling + GPU training 43-45 s) and found CPU-only fastest for 64-wide nets and CPU
-acting + GPU learning fastest from 128 wide up. This repeats that for several hidden
-widths: the wall time of `pararl train ppo` for a fixed number of env steps (no early
-stop, one evaluation at the end) with `--act-device/--learn-device` cpu/cpu,
-cuda/cuda, cpu/cuda and auto/auto, for which it reports what `auto` picked and the
-timings it picked on (the run's config.json). Without CUDA the GPU placements say "no
-CUDA". Each run is a whole process, as a user runs it and seeds/002 timed it: CUDA
-initialisation and the device-choice timings are part of what a placement costs, and
-each starts clean (no CUDA context or torch thread count left by the previous one).
-Start-up = wall time - the trainer's own clock. Runs are interleaved (every width and
-placement once per round).
+seeds/002 found CPU-only fastest for 64-wide nets and CPU acting + GPU learning from
+128 wide up. This times whole `pararl train ppo` processes (CUDA start-up and the
+device choice are part of what a placement costs; each starts clean) for a fixed
+number of env steps per hidden width and placement (cpu/cpu, cuda/cuda, cpu/cuda,
+auto/auto, reporting what auto picked and on which timings), interleaved by round.
 """
 
 from __future__ import annotations
@@ -28,7 +21,6 @@ from benchmarks import harness as h
 from benchmarks.figures import Panel, grouped_bars
 from benchmarks.solve import parse_pararl_final, run_process, warm_up
 
-NAME = "devices"
 Placement = Literal["cpu-only", "gpu-only", "cpu-act-gpu-learn", "auto"]
 DEVICES = {  # placement -> (--act-device, --learn-device), label
     "cpu-only": ("cpu", "cpu", "CPU only"),
@@ -130,21 +122,12 @@ class Results:
 def train_command(c: Config, width: int, placement: str, out: Path) -> list[str]:
     act, learn, _ = DEVICES[placement]
     return [
-        *(
-            sys.executable,
-            "-m",
-            "pararl.cli",
-            "train",
-            "ppo",
-            "--env",
-            c.env,
-            "--seed",
-            str(c.seed),
-        ),
-        *("--hidden", *[str(width)] * c.depth, "--act-device", act, "--learn-device", learn),
-        *("--total-steps", str(c.total_steps), "--target-return", "1e9"),
-        *("--eval-every", str(c.total_steps), "--eval-episodes", str(c.eval_episodes)),
-        *("--no-tensorboard", "--progress", "plain", "--run-dir", str(out)),
+        *(sys.executable, "-m", "pararl.cli", "train", "ppo", "--env", c.env),
+        *("--seed", str(c.seed), "--hidden", *[str(width)] * c.depth),
+        *("--act-device", act, "--learn-device", learn, "--total-steps", str(c.total_steps)),
+        *("--target-return", "1e9", "--eval-every", str(c.total_steps)),
+        *("--eval-episodes", str(c.eval_episodes), "--no-tensorboard", "--progress", "plain"),
+        *("--run-dir", str(out)),
     ]
 
 
@@ -310,7 +293,3 @@ def report(r: Results, meta: h.Metadata) -> h.Report:
         [panel],
         "device placement benchmark",
     )
-
-
-def run(config: Config) -> Results:
-    return h.execute(NAME, config, resolve, measure, report)

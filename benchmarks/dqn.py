@@ -1,25 +1,27 @@
 """`python -m benchmarks dqn`: DQN end to end, in three parts (--parts).
 
-1. `solve`: time to solve CartPole-v1, whole processes from launch to exit: `pararl
-   train dqn --mode {serial,sync,async}` and `--mode averaging --workers 2` against
-   SB3 DQN with the rl-baselines3-zoo settings, one run per system and seed.
-2. `throughput`: transitions/s of the seed post's design (a network pickled through a
-   pipe per step, one transition per message) against pararl's async loop with the
-   same number of actor processes, with its replay ratio and free-running.
+1. `solve`: time to solve CartPole-v1: `pararl train dqn` in each mode (averaging with
+   2 replicas) against SB3 DQN with the rl-baselines3-zoo settings (`benchmarks.solve`).
+2. `throughput`: transitions/s of the seed post's design against pararl's async loop
+   with as many actor processes, with its replay ratio and free-running.
 3. `overlap`: pararl's actors alone, learner alone, and both in the loop.
-
-Drivers and the seed design: `benchmarks.dqn_drivers`. Spells of `block_s` (after
-`warmup_s` untimed) on drivers kept open for the whole part, interleaved `repeats`.
 """
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from benchmarks import harness as h
-from benchmarks.dqn_drivers import Mode, Pararl, SeedDesign, Workload, workload_config
+from benchmarks.dqn_drivers import (
+    Pararl,
+    RateRow,
+    Runs,
+    SeedDesign,
+    Workload,
+    spells,
+    workload_config,
+)
 from benchmarks.figures import Panel, Series
 from benchmarks.solve import (
     SOLVE_QUICK,
@@ -33,7 +35,6 @@ from benchmarks.solve import (
 )
 from pararl.runners.dqn import default_actors
 
-NAME = "dqn"
 Part = Literal["solve", "throughput", "overlap"]
 System = Literal["pararl-serial", "pararl-sync", "pararl-async", "pararl-averaging", "sb3"]
 LABELS = {
@@ -109,20 +110,6 @@ def resolve(config: Config) -> Config:
 
 
 @dataclass
-class RateRow:
-    """One system (throughput) or spell (overlap): env steps/s and updates/s."""
-
-    actors: int
-    system: str
-    label: str
-    status: str = "ok"
-    note: str = ""
-    steps: h.Summary | None = None
-    updates: h.Summary | None = None
-    vs_seed: float | None = None
-
-
-@dataclass
 class Overlap:
     """Together ÷ alone for each side; the ratio run against the ideal overlap, min(the
     actors' rate, what the learner alone allows at the replay ratio)."""
@@ -148,41 +135,11 @@ class Results:
     efficiency: Overlap | None = None
 
 
-def _spells(
-    runners: dict[str, tuple[Pararl | SeedDesign, Mode]], rows: dict[str, RateRow], c: Config
-) -> None:
-    """The interleaved spells of every runner; failures are noted in the rows."""
-    steps: dict[str, list[float]] = {n: [] for n in rows}
-    updates: dict[str, list[float]] = {n: [] for n in rows}
-
-    def spell(name: str) -> float:
-        runner, mode = runners[name]
-        if isinstance(runner, SeedDesign):
-            runner.run_for(c.warmup_s)
-            seconds, count = h.timed(functools.partial(runner.run_for, c.block_s))
-            steps[name].append(count / seconds)
-        else:
-            s = runner.spell(mode, c.block_s, c.warmup_s)
-            if mode != "learner":
-                steps[name].append(s.env_steps / s.seconds)
-            if mode != "actors":
-                updates[name].append(s.updates / s.seconds)
-        return 0.0
-
-    def failed(name: str, exc: Exception) -> None:
-        h.progress(f"{name} failed: {h.failure(exc)}")
-        rows[name].status, rows[name].note = "failed", h.failure(exc)
-
-    h.interleaved({n: functools.partial(spell, n) for n in runners}, c.repeats, failed)
-    for name, row in rows.items():
-        row.steps, row.updates = h.maybe(steps[name]), h.maybe(updates[name])
-
-
 def throughput(actors: int, c: Config) -> list[RateRow]:
     """The seed design and pararl (each workload, ratio and free) with `actors` actors."""
     names = ["seed_design"] + [f"pararl_{w}{f}" for w in c.workloads for f in ("", "_free")]
     rows = {n: RateRow(actors, n, LABELS[n]) for n in names}
-    runners: dict[str, tuple[Pararl | SeedDesign, Mode]] = {}
+    runners: Runs = {}
     opened: list[Pararl | SeedDesign] = []
     h.progress(f"throughput, {actors} actor(s): starting ...")
     try:
@@ -199,12 +156,12 @@ def throughput(actors: int, c: Config) -> list[RateRow]:
                 runners[name] = (runner, "loop")
             except Exception as exc:
                 rows[name].status, rows[name].note = "failed", h.failure(exc)
-        _spells(runners, rows, c)
+        spells(runners, rows, c.repeats, c.block_s, c.warmup_s)
     finally:
         for runner in opened:
             runner.close()
     for row in rows.values():
-        row.vs_seed = h.ratio(row.steps, rows["seed_design"].steps)
+        row.vs = h.ratio(row.steps, rows["seed_design"].steps)
     return list(rows.values())
 
 
@@ -219,13 +176,13 @@ def overlap(c: Config) -> tuple[list[RateRow], Overlap]:
     try:
         ratio = Pararl(cfg, actors, c.learner_threads, h.progress)
         try:
-            runs: dict[str, tuple[Pararl | SeedDesign, Mode]] = {
+            runs: Runs = {
                 "actors": (free, "actors"),
                 "learner": (free, "learner"),
                 "ratio": (ratio, "loop"),
                 "free": (free, "loop"),
             }
-            _spells(runs, rows, c)
+            spells(runs, rows, c.repeats, c.block_s, c.warmup_s)
         finally:
             ratio.close()
     finally:
@@ -276,7 +233,7 @@ THROUGHPUT: list[h.Col[RateRow]] = [
     ),
     h.Col("min–max", lambda r: h.fmt_range(r.steps)),
     h.Col("updates/s", lambda r: h.fmt_rate(h.med(r.updates))),
-    h.Col("vs seed", lambda r: h.fmt_ratio(r.vs_seed)),
+    h.Col("vs seed", lambda r: h.fmt_ratio(r.vs)),
 ]
 OVERLAP: list[h.Col[RateRow]] = [
     h.Col("spell", lambda r: r.label, "l"),
@@ -297,7 +254,7 @@ def throughput_panel(rows: list[RateRow]) -> Panel:
         off = -0.3 + i * 0.6 / max(1, len(systems) - 1)
         points = [(counts.index(row.actors) + off, row.steps) for row in mine if row.steps]
         s = Series.of(LABELS[name], points, kind="points")
-        s.notes = [h.fmt_ratio(row.vs_seed) if row.vs_seed else "" for row in mine]
+        s.notes = [h.fmt_ratio(row.vs) if row.vs else "" for row in mine]
         series.append(s)
     ticks = [(i, f"{n} actor(s)") for i, n in enumerate(counts)]
     ylabel = "transitions / s (median, min–max)"
@@ -344,7 +301,7 @@ def report(r: Results, meta: h.Metadata) -> h.Report:
         counts = sorted({row.actors for row in r.throughput})
         for n in counts:
             text = ", ".join(
-                f"{row.label} {h.fmt_ratio(row.vs_seed)}"
+                f"{row.label} {h.fmt_ratio(row.vs)}"
                 for row in r.throughput
                 if row.actors == n and row.system != "seed_design"
             )
@@ -375,7 +332,3 @@ def report(r: Results, meta: h.Metadata) -> h.Report:
         panels,
         "DQN benchmark",
     )
-
-
-def run(config: Config) -> Results:
-    return h.execute(NAME, config, resolve, measure, report)

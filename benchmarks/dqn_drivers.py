@@ -1,35 +1,25 @@
-"""What the DQN throughput, overlap and Ray benchmarks drive in timed spells: the seed
-post's multi-process DQN (seeds/000), and pararl's production learner loop.
+"""What the DQN throughput, overlap and Ray benchmarks drive in timed spells.
 
-The seed's design, kept as it was: each child process owns one CartPole env
-(`.unwrapped`: no time limit), acts epsilon-greedily (greedy with probability 0.9)
-with the network it was last sent, wrapped in a fresh `Agent` (which builds an Adam
-optimizer it never uses) every step, and sends ONE shaped transition `(s, a, r, s')`
-per pipe message. The main process stores it in a replay memory of 2000, learns
-(batch 64, Adam lr 0.01, gamma 0.9, MSE, target synced every 200 learn steps) every 5
-stored transitions once the memory is full, and sends the whole `net` module through
-the pipe after every step: pickling a module moves each tensor into shared memory and
-passes a file descriptor per tensor per message. That is the cost being measured.
-Changes, none of which slow it down: CPU only, children never save the model, run
-one torch thread and stop when sent `None`; and the main loop is lock-step per child.
-The post's literal loop deadlocks with 2 or more children: after one transition from
-child j it sends the net to *every* child, so unread transitions and nets pile up
-until both pipes of a child are full. Here the net goes only to the child just heard
-from: every child still gets the newest net after each of its steps, one transition
-per message, and each pipe holds at most one message each way.
+`SeedDesign`: the seed post's multi-process DQN (seeds/000), as it was: each child
+steps one CartPole env with the net it was last sent (rebuilding an unused Adam every
+step) and sends ONE shaped transition per pipe message; the main process stores it
+(memory 2000), learns every 5 transitions (batch 64, lr 0.01, gamma 0.9, target sync
+every 200) and pickles the whole net back through the pipe after every step: the cost
+measured. Changes, none faster: CPU only, no model saving, one torch thread per child,
+`None` stops it, and the net goes back only to the child just heard from (the post's
+loop sends it to every child, and with 2+ children both pipes of a child fill up).
 
-`Pararl` is `runners.dqn.DQNLoop` over the chunk source `pararl train` uses in async
-mode (`make_source`: actor processes, or Ray actors with `backend="ray"`), without the
-run session (no evaluation, checkpoints or logs). Spells: `actors` (take chunks into
-the replay, no learning), `learner` (updates on the replay, weights published every
-`PUBLISH_EVERY`), `loop` (the production loop: with the config's replay ratio, or
-free-running when it is 0). Counters are differenced over the timed part of a spell.
+`Pararl`: `runners.dqn.DQNLoop` over the source `pararl train` uses in async mode
+(`make_source`: actor processes, or Ray actors), no evaluation, checkpoints or logs.
+Spells: `actors` (chunks into the replay only), `learner` (updates only), `loop` (the
+production loop, with the config's replay ratio or, at 0, free-running).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import multiprocessing as mp
 import time
 from collections.abc import Callable
@@ -43,6 +33,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812
 from torch import nn
 
+from benchmarks import harness as h
 from pararl.algos.dqn import DQNState
 from pararl.config import DQNConfig
 from pararl.envs.make import env_factory
@@ -272,3 +263,54 @@ class Pararl:
 
     def close(self) -> None:
         self.loop.close()
+
+
+@dataclass
+class RateRow:
+    """One system (throughput) or spell (overlap): env steps/s and updates/s."""
+
+    actors: int
+    system: str
+    label: str
+    status: str = "ok"
+    note: str = ""
+    steps: h.Summary | None = None
+    updates: h.Summary | None = None
+    vs: float | None = None  # ratio to the anchor (the seed design, local actors)
+
+
+Runs = dict[str, tuple[Pararl | SeedDesign, Mode]]  # spell name: what runs it, and how
+
+
+def spells(
+    runners: Runs,
+    rows: dict[str, RateRow],
+    repeats: int,
+    block_s: float,
+    warmup_s: float,
+) -> None:
+    """The interleaved spells of every runner; failures are noted in the rows."""
+    steps: dict[str, list[float]] = {n: [] for n in rows}
+    updates: dict[str, list[float]] = {n: [] for n in rows}
+
+    def spell(name: str) -> float:
+        runner, mode = runners[name]
+        if isinstance(runner, SeedDesign):
+            runner.run_for(warmup_s)
+            seconds, count = h.timed(functools.partial(runner.run_for, block_s))
+            steps[name].append(count / seconds)
+        else:
+            s = runner.spell(mode, block_s, warmup_s)
+            if mode != "learner":
+                steps[name].append(s.env_steps / s.seconds)
+            if mode != "actors":
+                updates[name].append(s.updates / s.seconds)
+        return 0.0
+
+    def failed(name: str, exc: Exception) -> None:
+        h.progress(f"{name} failed: {h.failure(exc)}")
+        rows[name].status, rows[name].note = "failed", h.failure(exc)
+
+    h.interleaved({n: functools.partial(spell, n) for n in runners}, repeats, failed)
+    for name, row in rows.items():
+        row.steps, row.updates = h.maybe(steps[name]), h.maybe(updates[name])

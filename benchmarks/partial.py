@@ -1,18 +1,12 @@
 """`python -m benchmarks partial`: seeds/001's question — wait for every worker, or
 take whatever has finished (timeout / min_envs)? — on the multi-task sampler.
 
-For every envs-per-worker value one `MultiTaskSampler` per policy size is built (N
-workers × M envs of `pararl/HalfCheetahDir-v0`, one task per env as in the seed), and
-every recv policy samples the same tasks and seeds: one untimed warm-up sample each,
-then timed samples in rounds of one per policy, the order rotated every round. Cheap
-cases get more rounds (as many as fit in `case_seconds`, within `repeats` and
-`max_repeats`). `auto` is one object for the whole case, as in training, where one
-sampler samples again and again. A sample runs one episode of L steps per env, so an
-*iteration* is one step of every env: time per iteration = sample wall time / L.
-Reported per case: that time's median and spread ((max - min) / median), workers per
-recv, forward passes per iteration, worker step-time mean and CV (measured by `auto`),
-`auto`'s choice, the ratio to the best fixed policy, and worker RSS per env. The main
-process runs torch with one thread: the workers hold the cores.
+Per case (envs per worker × policy size) one `MultiTaskSampler` (one task per env, as
+in the seed) serves every recv policy on the same tasks and seeds: a warm-up sample
+each (more for `auto` while it decides; it is one object for the case, as in
+training), then timed samples in rounds, the order rotated every round, as many as
+fit in `case_seconds`. A sample is one episode of L steps per env, so time per
+iteration = sample wall time / L. The main process runs torch on one thread.
 """
 
 from __future__ import annotations
@@ -29,7 +23,6 @@ from benchmarks import harness as h
 from benchmarks.figures import Panel, Series
 from pararl.mp.topology import physical_cores
 
-NAME = "partial"
 MAX_AUTO_WARMUP = 8  # extra warm-up samples allowed for auto to settle
 SEED_001 = [
     ("seeds/001", "8 × 20 (160)", "timeout=0.0001 vs wait (0.1 s)", "wait as fast or faster"),
@@ -336,7 +329,3 @@ def report(rows: list[Row], meta: h.Metadata) -> h.Report:
             + h.table(SEED_COLUMNS, SEED_001)
         ],
     )
-
-
-def run(config: Config) -> list[Row]:
-    return h.execute(NAME, config, resolve, measure, report)

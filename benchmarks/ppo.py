@@ -1,17 +1,11 @@
 """`python -m benchmarks ppo`: PPO end to end, in two parts (--parts).
 
-1. `solve`: time to solve CartPole-v1, whole processes from launch to exit: `pararl
-   train ppo` with its defaults against SB3 PPO with the rl-baselines3-zoo settings
-   (`benchmarks.solve`, `benchmarks.sb3`).
-2. `double_buffer`: env steps/s of rollout collection alone (no update) with
-   double-buffering off and on, for a cheap and an expensive policy. For each env one
-   `ParallelVectorEnv` (SAME_STEP autoreset, as `pararl train ppo --mode sync`) serves
-   every policy and both collectors, `samplers.rollout.collect` (one batch for all
-   envs, then wait for all workers) and `collect_double` (two groups of workers; while
-   one steps, this process acts for the other), interleaved. Each case also times the
-   policy forward at the full batch and at one group's, and one vector step of the envs
-   alone: double-buffering can only hide the shorter of a group's forward and a group's
-   step behind the longer, and only when cores are free for both.
+1. `solve`: time to solve CartPole-v1, `pararl train ppo` with its defaults against
+   SB3 PPO with the rl-baselines3-zoo settings (`benchmarks.solve`).
+2. `double_buffer`: env steps/s of rollout collection alone, `samplers.rollout.collect`
+   against `collect_double` (while one group of workers steps, this process acts for
+   the other), for a cheap and an expensive policy, on one `ParallelVectorEnv` per env;
+   with the forward and env-step times that bound what overlapping can hide.
 """
 
 from __future__ import annotations
@@ -37,7 +31,6 @@ from benchmarks.solve import (
     solve_panel,
 )
 
-NAME = "ppo"
 STEP_COST = "pararl/StepCost-v0"
 LABELS = {
     "pararl": "pararl PPO (defaults)",
@@ -298,7 +291,3 @@ def report(r: Results, meta: h.Metadata) -> h.Report:
         panels,
         "PPO benchmark",
     )
-
-
-def run(config: Config) -> Results:
-    return h.execute(NAME, config, resolve, measure, report)

@@ -3,13 +3,8 @@ actor processes, and a scaling model built from the rates measured.
 
 On a simulated Ray cluster of `nodes` nodes on this machine: env steps/s of acting and
 taking the chunks into the replay (no learning) with `workers` Ray actors and with
-`workers` local actor processes, the learner's updates/s alone, interleaved; and the
-ingest cost of one chunk (`ray.put` + `ray.get`, and its copy into the replay).
-
-The model: sampling(n) = n × actors per node × per-actor rate; learner time per env
-step = replay ratio ÷ updates/s + (object-store cost + replay copy + chunk bytes ÷
-bandwidth) ÷ chunk size; throughput(n) = min(sampling(n), 1 ÷ that). The learner is
-one process, so its limit is flat in n. Actors per node and bandwidth are assumptions.
+`workers` local actor processes, and the learner's updates/s alone, interleaved; then
+the ingest cost of one chunk (`ray.put` + `ray.get`, and its copy into the replay).
 """
 
 from __future__ import annotations
@@ -20,13 +15,12 @@ import functools
 import math
 import statistics
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from benchmarks import harness as h
-from benchmarks.dqn_drivers import Pararl, workload_config
+from benchmarks.dqn_drivers import Pararl, RateRow, Runs, spells, workload_config
 from benchmarks.figures import Panel, Series
 
-NAME = "ray"
 TARGET = 0.8  # Ray's sampling throughput against the local backend's, at least
 NODE_COUNTS = (1, 2, 4, 8, 16, 32, 64, 100)
 LABELS = {
@@ -84,6 +78,10 @@ def resolve(config: Config) -> Config:
 
 @dataclass(frozen=True)
 class ModelInputs:
+    """sampling(n) = n × actors per node × per-actor rate; learner time per env step =
+    replay ratio ÷ updates/s + (object-store cost + replay copy + chunk bytes ÷
+    bandwidth) ÷ transitions per chunk; throughput(n) = min(sampling(n), 1 ÷ that)."""
+
     per_actor_steps_per_s: float  # measured
     chunk_transitions: int
     chunk_bytes: int
@@ -102,9 +100,11 @@ class ModelInputs:
     def sampling(self, nodes: float) -> float:
         return nodes * self.actors_per_node * self.per_actor_steps_per_s
 
-    def crossover(self, replay_ratio: float | None = None) -> float:
-        """Nodes at which sampling reaches the learner's limit (may be below 1)."""
-        return self.learner_limit(replay_ratio) / self.sampling(1)
+    def crossover(self, replay_ratio: float | None = None) -> str:
+        """In words: the actors, and nodes, at which sampling reaches the learner's limit."""
+        n = self.learner_limit(replay_ratio) / self.sampling(1)
+        where = "within the first node" if n <= 1 else f"at {math.ceil(n)} nodes"
+        return f"{n * self.actors_per_node:.3g} actors ({where})"
 
 
 @dataclass
@@ -119,8 +119,7 @@ class ModelRow:
 class Results:
     nodes: int
     actor_nodes: int | None  # distinct nodes the Ray actors landed on
-    rates: dict[str, h.Summary]  # local, ray: env steps/s; learner: updates/s
-    ray_over_local: float | None
+    rates: list[RateRow]  # local and Ray actors: env steps/s; the learner: updates/s
     store_s: float
     replay_copy_s: float
     model: ModelInputs
@@ -184,169 +183,118 @@ def measure(c: Config, meta: h.Metadata) -> Results:
     from pararl.samplers.ray.cluster import import_ray
 
     meta.versions["ray"] = import_ray().__version__
-    base = dataclasses.replace(
-        workload_config("defaults", c.env, c.seed), envs_per_worker=c.envs_per_worker
-    )
-    free = dataclasses.replace(base, replay_ratio=0.0)  # sampling and learning apart
-    samples: dict[str, list[float]] = {"local": [], "ray": [], "learner": []}
+    base = replace(workload_config("defaults", c.env, c.seed), envs_per_worker=c.envs_per_worker)
+    free = replace(base, replay_ratio=0.0)  # spells of acting alone, or learning alone
+    rows = {name: RateRow(c.workers, name, label) for name, label in LABELS.items()}
     with simulated_cluster(c.nodes, max(1, c.workers // c.nodes)) as nodes:
         h.progress(f"ray: {nodes} Ray node(s) up; starting actors ...")
-        drivers: dict[str, Pararl] = {}
+        local = Pararl(free, c.workers, report=h.progress)
         try:
-            drivers["local"] = Pararl(free, c.workers, report=h.progress)
-            ray_config = dataclasses.replace(free, backend="ray")
-            drivers["ray"] = Pararl(ray_config, c.workers, report=h.progress)
-
-            def spell(name: str) -> float:
-                s = drivers["local" if name == "learner" else name].spell(
-                    "learner" if name == "learner" else "actors", c.block_s, c.warmup_s
-                )
-                samples[name].append((s.updates if name == "learner" else s.env_steps) / s.seconds)
-                return samples[name][-1]
-
-            h.interleaved({n: functools.partial(spell, n) for n in samples}, c.repeats)
-            store_s, copy_s, transitions, nbytes = ingest(drivers["ray"], c.transfer_repeats)
-            placed = actor_nodes()
+            ray = Pararl(replace(free, backend="ray"), c.workers, report=h.progress)
+            try:
+                runs: Runs = {"local": (local, "actors"), "ray": (ray, "actors")}
+                runs["learner"] = (local, "learner")
+                spells(runs, rows, c.repeats, c.block_s, c.warmup_s)
+                store_s, copy_s, transitions, nbytes = ingest(ray, c.transfer_repeats)
+                placed = actor_nodes()
+            finally:
+                ray.close()
         finally:
-            for driver in drivers.values():
-                driver.close()
-    rates = {name: h.summarize(s) for name, s in samples.items()}
-    model = ModelInputs(
-        rates["ray"].median / c.workers,
-        transitions,
-        nbytes,
-        store_s + copy_s,
-        rates["learner"].median,
-        base.replay_ratio,
-        c.actors_per_node,
-        c.bandwidth_gbit * 1e9 / 8,
-    )
-    counts = [n for n in NODE_COUNTS if n < c.max_nodes] + [c.max_nodes]
-    curve = [
-        ModelRow(
-            n,
-            model.sampling(n),
-            min(model.sampling(n), model.learner_limit()),
-            min(model.sampling(n), model.learner_limit(0.0)),
-        )
-        for n in counts
-    ]
-    ratio = h.ratio(rates["ray"], rates["local"])
-    return Results(nodes, placed, rates, ratio, store_s, copy_s, model, curve)
+            local.close()
+    for row in rows.values():
+        row.vs = h.ratio(row.steps, rows["local"].steps)
+    ray_rate, updates = h.med(rows["ray"].steps) or 0.0, h.med(rows["learner"].updates) or 1.0
+    measured = ray_rate / c.workers, transitions, nbytes, store_s + copy_s, updates
+    model = ModelInputs(*measured, base.replay_ratio, c.actors_per_node, c.bandwidth_gbit * 1e9 / 8)
+    curve = []
+    for n in [n for n in NODE_COUNTS if n < c.max_nodes] + [c.max_nodes]:
+        sampling = model.sampling(n)
+        limits = min(sampling, model.learner_limit()), min(sampling, model.learner_limit(0.0))
+        curve.append(ModelRow(n, sampling, *limits))
+    return Results(nodes, placed, list(rows.values()), store_s, copy_s, model, curve)
 
 
-def crossover(m: ModelInputs, replay_ratio: float | None = None) -> str:
-    """`n*` in words: the actors, and the nodes, at which sampling meets the limit."""
-    n = m.crossover(replay_ratio)
-    where = "within the first node" if n <= 1 else f"at {math.ceil(n)} nodes"
-    return f"{n * m.actors_per_node:.3g} actors ({where})"
+CURVE: list[h.Col[ModelRow]] = [
+    h.Col("nodes", lambda row: row.nodes),
+    h.Col("actors could sample", lambda row: h.fmt_rate(row.sampling)),
+    h.Col("throughput at the replay ratio", lambda row: h.fmt_rate(row.with_ratio)),
+    h.Col("ingest only", lambda row: h.fmt_rate(row.ingest_only)),
+]
 
 
 def report(r: Results, meta: h.Metadata) -> h.Report:
-    p, m = meta.params, r.model
-    verdict = "meets" if (r.ray_over_local or 0) >= TARGET else "misses"
-    ratios = (
-        f"Ray actors sample at **{h.fmt_ratio(r.ray_over_local)}** the local backend's env "
-        f"steps/s ({verdict} the {TARGET}× target); the model puts the learner bottleneck at "
-        f"{crossover(m)} with the replay ratio, {crossover(m, 0.0)} ingest only"
-    )
-    sampling = h.table(
-        [
-            h.Col("backend", lambda n: LABELS[n], "l"),
-            h.Col("actors", lambda n: "–" if n == "learner" else p["workers"]),
-            h.Col("envs/actor", lambda n: "–" if n == "learner" else p["envs_per_worker"]),
-            h.Col("steps/s median (min–max)", lambda n: h.fmt_spread(r.rates[n])),
-            h.Col(
-                "vs local",
-                lambda n: (
-                    "–" if n == "learner" else h.fmt_ratio(h.ratio(r.rates[n], r.rates["local"]))
-                ),
-            ),
-        ],
-        ["local", "ray", "learner"],
-    )
-    inputs = h.table(
-        [h.Col("model input", lambda t: t[0], "l"), h.Col("value", lambda t: t[1], "l")],
-        [
-            (
-                "per-actor sampling rate (measured)",
-                f"{h.fmt_rate(m.per_actor_steps_per_s)} steps/s",
-            ),
-            ("chunk", f"{m.chunk_transitions} transitions, {m.chunk_bytes / 1e3:.1f} kB"),
-            ("ray.put + ray.get of a chunk (measured)", f"{1e3 * r.store_s:.3f} ms"),
-            ("copy of a chunk into the replay (measured)", f"{1e3 * r.replay_copy_s:.3f} ms"),
-            ("learner updates/s (measured)", h.fmt_rate(m.updates_per_s)),
-            ("replay ratio (DQN default)", f"{m.replay_ratio:g} updates per env step"),
-            ("actors per node (assumed)", str(m.actors_per_node)),
-            ("network bandwidth (assumed)", f"{8 * m.bandwidth_bytes_per_s / 1e9:g} Gbit/s"),
-        ],
-    )
-    curve = h.table(
-        [
-            h.Col("nodes", lambda row: row.nodes),
-            h.Col("actors could sample", lambda row: h.fmt_rate(row.sampling)),
-            h.Col("throughput at the replay ratio", lambda row: h.fmt_rate(row.with_ratio)),
-            h.Col("ingest only", lambda row: h.fmt_rate(row.ingest_only)),
-        ],
-        r.curve,
-    )
+    p, m, cores = meta.params, r.model, meta.affinity_cpus
+    sampling: list[h.Col[RateRow]] = [
+        h.Col("backend", lambda r: r.label, "l"),
+        h.Col("actors", lambda r: "–" if r.system == "learner" else r.actors),
+        h.Col("envs/actor", lambda r: "–" if r.system == "learner" else p["envs_per_worker"]),
+        h.Col("steps/s median (min–max)", lambda r: h.fmt_spread(r.steps or r.updates)),
+        h.Col("vs local", lambda r: h.fmt_ratio(r.vs)),
+    ]
+    ray_over_local = next(row.vs for row in r.rates if row.system == "ray")
+    verdict = "meets" if (ray_over_local or 0) >= TARGET else "misses"
+    inputs = [
+        ("per-actor sampling rate (measured)", f"{h.fmt_rate(m.per_actor_steps_per_s)} steps/s"),
+        ("chunk", f"{m.chunk_transitions} transitions, {m.chunk_bytes / 1e3:.1f} kB"),
+        ("ray.put + ray.get of a chunk (measured)", f"{1e3 * r.store_s:.3f} ms"),
+        ("copy of a chunk into the replay (measured)", f"{1e3 * r.replay_copy_s:.3f} ms"),
+        ("learner updates/s (measured)", h.fmt_rate(m.updates_per_s)),
+        ("replay ratio (DQN default)", f"{m.replay_ratio:g} updates per env step"),
+        ("actors per node (assumed)", str(m.actors_per_node)),
+        ("network bandwidth (assumed)", f"{8 * m.bandwidth_bytes_per_s / 1e9:g} Gbit/s"),
+    ]
+    two: list[h.Col[tuple[str, str]]] = [h.Col("model input", lambda t: t[0], "l")]
+    two.append(h.Col("value", lambda t: t[1], "l"))
     placed = "an unknown number of" if r.actor_nodes is None else str(r.actor_nodes)
     blocks = [
         "### Sampling throughput, Ray actors vs local actor processes\n\n"
         f"{p['workers']} actors of each backend, on a simulated Ray cluster of {r.nodes} nodes "
-        f"on this {meta.affinity_cpus}-core machine (the Ray actors landed on {placed} distinct "
-        "nodes). Env steps/s of acting epsilon-greedy with the Q-network and taking the chunks "
-        f"into the replay memory, no learning; {p['repeats']} interleaved spells of "
-        f"{p['block_s']} s.\n\n{sampling}",
-        "### Scaling on paper\n\nA model, not a measurement: every rate in it was measured on "
-        f"this {meta.affinity_cpus}-core machine (the inputs below); actors per node and "
-        "bandwidth are assumptions. The learner is one process, so its limit is flat in the "
-        "number of nodes:\n\n- sampling(n) = n × actors per node × per-actor rate;\n- learner "
-        "time per env step = replay ratio ÷ updates/s + (object-store cost + replay copy + "
-        "chunk bytes ÷ bandwidth) ÷ transitions per chunk;\n- throughput(n) = min(sampling(n), "
-        f"1 ÷ learner time per env step).\n\n{inputs}\n\n{curve}",
+        f"on this {cores}-core machine (the Ray actors landed on {placed} distinct nodes). Env "
+        "steps/s of acting epsilon-greedy with the Q-network and taking the chunks into the "
+        f"replay memory, no learning; {p['repeats']} interleaved spells of {p['block_s']} s.\n\n"
+        + h.table(sampling, r.rates),
+        f"### Scaling on paper\n\nA model, not a measurement: every rate in it was measured on "
+        f"this {cores}-core machine (the inputs below); actors per node and bandwidth are "
+        "assumptions. The learner is one process, so its limit is flat in the number of "
+        "nodes:\n\n- sampling(n) = n × actors per node × per-actor rate;\n- learner time per "
+        "env step = replay ratio ÷ updates/s + (object-store cost + replay copy + chunk bytes "
+        "÷ bandwidth) ÷ transitions per chunk;\n- throughput(n) = min(sampling(n), 1 ÷ learner "
+        f"time per env step).\n\n{h.table(two, inputs)}\n\n{h.table(CURVE, r.curve)}",
         f"With DQN's replay ratio ({m.replay_ratio:g}) the learner's "
-        f"{h.fmt_rate(m.updates_per_s)} updates/s cap the run at "
-        f"{h.fmt_rate(m.learner_limit())} env steps/s: the bottleneck from {crossover(m)}. "
-        "With learning out of the way (ingest only, replay ratio 0), the driver can take in "
-        f"{h.fmt_rate(m.learner_limit(0.0))} env steps/s, reached at {crossover(m, 0.0)}. Past "
+        f"{h.fmt_rate(m.updates_per_s)} updates/s cap the run at {h.fmt_rate(m.learner_limit())} "
+        f"env steps/s: the bottleneck from {m.crossover()}. With learning out of the way "
+        "(ingest only, replay ratio 0), the driver can take in "
+        f"{h.fmt_rate(m.learner_limit(0.0))} env steps/s, reached at {m.crossover(0.0)}. Past "
         "that, more nodes need a faster learner (a GPU, larger batches) or several learners "
         "(parameter averaging, or sharded replay as in Ape-X); the model ignores contention at "
         "the head node's object store and the network latency, so real clusters will bend the "
         "curve earlier.",
     ]
-    bars = Series.of(None, [(0, r.rates["local"]), (1, r.rates["ray"])], kind="bar")
+    bars = Series.of(None, [(i, x.steps) for i, x in enumerate(r.rates[:2]) if x.steps], kind="bar")
     nodes = [row.nodes for row in r.curve]
     lines = [
         Series("actors could sample", nodes, [row.sampling for row in r.curve], fmt="k--"),
         Series("learner ingest only", nodes, [row.ingest_only for row in r.curve], fmt="-o"),
         Series("learner at replay ratio", nodes, [row.with_ratio for row in r.curve], fmt="-s"),
     ]
-    panels = [
-        Panel(
-            f"Measured: {h.fmt_ratio(r.ray_over_local)} of local",
-            [bars],
-            ylabel="env steps/s (acting + into the replay)",
-            xticks=[(0, "local processes"), (1, "Ray actors")],
-            legend=False,
-        ),
-        Panel(
-            f"Model (extrapolated from {meta.affinity_cpus}-core rates)",
-            lines,
-            xlabel="nodes",
-            ylabel="env steps/s",
-            logx=10,
-            logy=True,
-        ),
-    ]
+    ticks = [(0, "local processes"), (1, "Ray actors")]
+    ylabel = "env steps/s (acting + into the replay)"
+    title = f"Measured: {h.fmt_ratio(ray_over_local)} of local"
+    measured = Panel(title, [bars], ylabel=ylabel, xticks=ticks, legend=False)
+    model = Panel(
+        f"Model (extrapolated from {cores}-core rates)",
+        lines,
+        xlabel="nodes",
+        ylabel="env steps/s",
+        logx=10,
+        logy=True,
+    )
     return h.Report(
         f"Ray backend: sampling throughput and scaling on paper (`{h.PROG} ray`)",
-        ratios,
+        f"Ray actors sample at **{h.fmt_ratio(ray_over_local)}** the local backend's env "
+        f"steps/s ({verdict} the {TARGET}× target); the model puts the learner bottleneck at "
+        f"{m.crossover()} with the replay ratio, {m.crossover(0.0)} ingest only",
         blocks,
-        panels,
+        [measured, model],
         "Ray vs local sampling, and the scaling model",
     )
-
-
-def run(config: Config) -> Results:
-    return h.execute(NAME, config, resolve, measure, report)

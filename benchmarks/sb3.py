@@ -1,14 +1,11 @@
 """The Stable-Baselines3 anchors: DQN and PPO on CartPole-v1 with the
-rl-baselines3-zoo hyperparameters, each run as its own process by the time-to-solve
-part of `python -m benchmarks dqn` / `ppo`:
+rl-baselines3-zoo hyperparameters, each run as its own process by `benchmarks.solve`:
 
     python -m benchmarks.sb3 dqn train --seed 0 --budget 100000 --save model.zip
     python -m benchmarks.sb3 ppo verify model.zip --episodes 20
 
-`train` evaluates the deterministic policy every `--eval-every` env steps on
-`--eval-episodes` episodes (SB3's EvalCallback) and stops as soon as the mean reaches
-`--target`. Each command prints one line, `sb3-ALGO: {json}`, last on stdout.
-SB3 is imported only inside the functions, so importing this module is cheap.
+`train` stops at the first deterministic evaluation (SB3's EvalCallback) reaching
+`--target`. Each prints one line, `sb3-ALGO: {json}`, last on stdout.
 """
 
 from __future__ import annotations

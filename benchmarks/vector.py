@@ -1,13 +1,9 @@
 """`python -m benchmarks vector`: env-stepping throughput of pararl's
 `ParallelVectorEnv` (full steps and partial stepping) against Gymnasium's and SB3's
-vector envs, a single env's raw step rate and one such loop per worker, over a sweep
-of envs per worker.
-
-For each (env, envs per worker) case every backend is created once, warmed up and
-given a step count that takes about `block_s`; then the blocks run interleaved
-`repeats` times. Reported: the median with min and max, the ratio to AsyncVectorEnv's
-best setting for that env, the efficiency against workers × the single-env rate, and
-the share of what the parallel loops reached in the same case.
+vector envs, one env's raw step rate and one such loop per worker, over envs per worker.
+Each case's backends are warmed up and calibrated to blocks of about `block_s`, then
+timed interleaved; ratios are to AsyncVectorEnv's best setting, workers × the single
+env's rate (efficiency), and the parallel loops of the same case.
 """
 
 from __future__ import annotations
@@ -38,8 +34,6 @@ from benchmarks.vector_runners import (
 )
 from pararl.errors import UsageError
 from pararl.mp.topology import physical_cores
-
-NAME = "vector"
 
 
 @dataclass(frozen=True)
@@ -354,7 +348,3 @@ def report(results: list[EnvResult], meta: h.Metadata) -> h.Report:
         "steps/s against envs per worker",
         legend_below=True,
     )
-
-
-def run(config: Config) -> list[EnvResult]:
-    return h.execute(NAME, config, resolve, measure, report)
