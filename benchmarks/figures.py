@@ -70,8 +70,11 @@ def _draw(ax: Any, p: Panel, legend: bool) -> None:
 
     for s in p.series:
         label, yerr = s.label or "_nolegend_", None if s.err is None else list(s.err)
-        if s.kind == "bar":
-            ax.bar(s.x, s.y, s.width, yerr=yerr, capsize=3, color=s.color, label=label)
+        if s.kind == "bar":  # an empty one still shows in the legend, in its colour
+            empty = not len(s.x)
+            xs, ys, width = ([0.0], [0.0], 0.0) if empty else (s.x, s.y, s.width)
+            yerr = None if empty else yerr
+            ax.bar(xs, ys, width, yerr=yerr, capsize=3, color=s.color, label=label)
         else:
             fmt = s.fmt if s.kind == "line" else s.fmt.replace("-", "")
             ax.errorbar(s.x, s.y, yerr, fmt=fmt, capsize=3, color=s.color, ms=s.size, label=label)

@@ -309,6 +309,7 @@ def report(rows: list[Row], meta: h.Metadata) -> h.Report:
                 f"{meta.params['env']}, hidden {size(hid)}",
                 series,
                 xlabel="envs per worker",
+                xticks=[(e, str(e)) for e in dict.fromkeys(r.envs_per_worker for r in mine)],
                 ylabel="time per iteration / wait-all",
                 logx=10,
                 hlines=[(1.0, "-", None)],
