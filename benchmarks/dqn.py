@@ -12,27 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from benchmarks import dqn_drivers as drivers
 from benchmarks import harness as h
-from benchmarks.dqn_drivers import (
-    Pararl,
-    RateRow,
-    Runs,
-    SeedDesign,
-    Workload,
-    spells,
-    workload_config,
-)
+from benchmarks import solve
 from benchmarks.figures import Panel, Series
-from benchmarks.solve import (
-    SOLVE_QUICK,
-    SolveOptions,
-    SolveResult,
-    check_solve,
-    measure_solve,
-    ratios_text,
-    solve_block,
-    solve_panel,
-)
 from pararl.runners.dqn import default_actors
 
 Part = Literal["solve", "throughput", "overlap"]
@@ -56,7 +39,7 @@ LABELS = {
 
 
 @dataclass(frozen=True)
-class Config(SolveOptions, h.Options):
+class Config(solve.SolveOptions, h.Options):
     """DQN: time to solve CartPole against SB3, transitions/s against the seed's design,
     and the overlap of acting and learning. --quick: 1 seed, 1,200-step budget, short
     spells (1-2 min)."""
@@ -67,12 +50,12 @@ class Config(SolveOptions, h.Options):
     """solve: systems to time."""
     actors: tuple[int, ...] = (1, 2)
     """throughput: actor process counts (the seed's children, pararl's actors)."""
-    workloads: tuple[Workload, ...] = ("seed", "defaults")
+    workloads: tuple[drivers.Workload, ...] = ("seed", "defaults")
     """throughput: pararl configs; `seed`: the seed's net, batch, lr, gamma and update rate
     on pararl's machinery; `defaults`: pararl's DQN defaults."""
     overlap_actors: int | None = None
     """overlap: actor processes (default: what `pararl train` uses, cores - 1)."""
-    overlap_workload: Workload = "defaults"
+    overlap_workload: drivers.Workload = "defaults"
     """overlap: pararl config of the learner and actors."""
     repeats: int = 3
     """throughput/overlap: timed spells per system, interleaved."""
@@ -88,7 +71,7 @@ class Config(SolveOptions, h.Options):
 
 
 QUICK = {
-    **SOLVE_QUICK,
+    **solve.QUICK,
     "budget": 1_200,
     "eval_every": 600,
     "workloads": ("seed",),
@@ -101,7 +84,7 @@ QUICK = {
 def resolve(config: Config) -> Config:
     config = h.apply_quick(config, QUICK)
     if "solve" in config.parts:
-        check_solve(config)
+        solve.check(config)
     h.require(config, ">= 0: parts warmup_s", ">= 1: actors overlap_actors repeats learner_threads")
     h.require(config, "> 0: block_s")
     if "throughput" in config.parts:
@@ -129,34 +112,34 @@ class Overlap:
 
 @dataclass
 class Results:
-    solve: SolveResult | None = None
-    throughput: list[RateRow] = field(default_factory=list)
-    overlap: list[RateRow] = field(default_factory=list)
+    solve: solve.SolveResult | None = None
+    throughput: list[drivers.RateRow] = field(default_factory=list)
+    overlap: list[drivers.RateRow] = field(default_factory=list)
     efficiency: Overlap | None = None
 
 
-def throughput(actors: int, c: Config) -> list[RateRow]:
+def throughput(actors: int, c: Config) -> list[drivers.RateRow]:
     """The seed design and pararl (each workload, ratio and free) with `actors` actors."""
     names = ["seed_design"] + [f"pararl_{w}{f}" for w in c.workloads for f in ("", "_free")]
-    rows = {n: RateRow(actors, n, LABELS[n]) for n in names}
-    runners: Runs = {}
-    opened: list[Pararl | SeedDesign] = []
+    rows = {n: drivers.RateRow(actors, n, LABELS[n]) for n in names}
+    runners: drivers.Runs = {}
+    opened: list[drivers.Pararl | drivers.SeedDesign] = []
     h.progress(f"throughput, {actors} actor(s): starting ...")
     try:
         for name in names:
             try:
-                runner: Pararl | SeedDesign
+                runner: drivers.Pararl | drivers.SeedDesign
                 if name == "seed_design":
-                    runner = SeedDesign(actors, c.seed)
+                    runner = drivers.SeedDesign(actors, c.seed)
                 else:
-                    cfg = workload_config(name.split("_")[1], seed=c.seed)  # type: ignore[arg-type]
+                    cfg = drivers.workload_config(name.split("_")[1], seed=c.seed)  # type: ignore[arg-type]
                     cfg = replace(cfg, replay_ratio=0.0) if name.endswith("_free") else cfg
-                    runner = Pararl(cfg, actors, c.learner_threads, h.progress)
+                    runner = drivers.Pararl(cfg, actors, c.learner_threads, h.progress)
                 opened.append(runner)
                 runners[name] = (runner, "loop")
             except Exception as exc:
                 rows[name].status, rows[name].note = "failed", h.failure(exc)
-        spells(runners, rows, c.repeats, c.block_s, c.warmup_s)
+        drivers.spells(runners, rows, c.repeats, c.block_s, c.warmup_s)
     finally:
         for runner in opened:
             runner.close()
@@ -165,24 +148,26 @@ def throughput(actors: int, c: Config) -> list[RateRow]:
     return list(rows.values())
 
 
-def overlap(c: Config) -> tuple[list[RateRow], Overlap]:
+def overlap(c: Config) -> tuple[list[drivers.RateRow], Overlap]:
     """Actors alone, learner alone and the free-running loop on one free-running driver
     (replay ratio 0: no ratio to keep between spells); the ratio loop on its own."""
-    cfg = workload_config(c.overlap_workload, seed=c.seed)
+    cfg = drivers.workload_config(c.overlap_workload, seed=c.seed)
     actors = c.overlap_actors or default_actors(cfg)
-    rows = {n: RateRow(actors, n, LABELS[n]) for n in ("actors", "learner", "ratio", "free")}
+    rows = {
+        n: drivers.RateRow(actors, n, LABELS[n]) for n in ("actors", "learner", "ratio", "free")
+    }
     h.progress(f"overlap: starting {actors} actor(s) ({c.overlap_workload} workload) ...")
-    free = Pararl(replace(cfg, replay_ratio=0.0), actors, c.learner_threads, h.progress)
+    free = drivers.Pararl(replace(cfg, replay_ratio=0.0), actors, c.learner_threads, h.progress)
     try:
-        ratio = Pararl(cfg, actors, c.learner_threads, h.progress)
+        ratio = drivers.Pararl(cfg, actors, c.learner_threads, h.progress)
         try:
-            runs: Runs = {
+            runs: drivers.Runs = {
                 "actors": (free, "actors"),
                 "learner": (free, "learner"),
                 "ratio": (ratio, "loop"),
                 "free": (free, "loop"),
             }
-            spells(runs, rows, c.repeats, c.block_s, c.warmup_s)
+            drivers.spells(runs, rows, c.repeats, c.block_s, c.warmup_s)
         finally:
             ratio.close()
     finally:
@@ -216,7 +201,7 @@ def measure(c: Config, meta: h.Metadata) -> Results:
     meta.machine_note = f"; learner process torch threads: {torch.get_num_threads()}"
     out = Results()
     if "solve" in c.parts:
-        out.solve = measure_solve(c.systems, c, "dqn", LABELS)
+        out.solve = solve.measure(c.systems, c, "dqn", LABELS)
     if "throughput" in c.parts:
         out.throughput = [r for n in sorted(set(c.actors)) for r in throughput(n, c)]
     if "overlap" in c.parts:
@@ -224,7 +209,7 @@ def measure(c: Config, meta: h.Metadata) -> Results:
     return out
 
 
-THROUGHPUT: list[h.Col[RateRow]] = [
+THROUGHPUT: list[h.Col[drivers.RateRow]] = [
     h.Col("actors", lambda r: r.actors),
     h.Col("system", lambda r: r.label, "l"),
     h.Col(
@@ -235,7 +220,7 @@ THROUGHPUT: list[h.Col[RateRow]] = [
     h.Col("updates/s", lambda r: h.fmt_rate(h.med(r.updates))),
     h.Col("vs seed", lambda r: h.fmt_ratio(r.vs)),
 ]
-OVERLAP: list[h.Col[RateRow]] = [
+OVERLAP: list[h.Col[drivers.RateRow]] = [
     h.Col("spell", lambda r: r.label, "l"),
     h.Col("env steps/s", lambda r: h.fmt_rate(h.med(r.steps))),
     h.Col("min–max", lambda r: h.fmt_range(r.steps)),
@@ -244,7 +229,7 @@ OVERLAP: list[h.Col[RateRow]] = [
 ]
 
 
-def throughput_panel(rows: list[RateRow]) -> Panel:
+def throughput_panel(rows: list[drivers.RateRow]) -> Panel:
     """Transitions/s per system (min–max bars, the ratio to the seed noted), per count."""
     counts = sorted({row.actors for row in rows})
     systems = list(dict.fromkeys(row.system for row in rows))
@@ -285,9 +270,9 @@ def report(r: Results, meta: h.Metadata) -> h.Report:
     p = meta.params
     blocks, panels, ratios = [], [], []
     if r.solve:
-        blocks.append(solve_block(r.solve, p))
-        panels.append(solve_panel(r.solve))
-        ratios.append(f"time to solve ÷ SB3 (target ≤ 0.5): {ratios_text(r.solve)}")
+        blocks.append(solve.block(r.solve, p))
+        panels.append(solve.panel(r.solve))
+        ratios.append(f"time to solve ÷ SB3 (target ≤ 0.5): {solve.ratios_text(r.solve)}")
     if r.throughput:
         blocks.append(
             "### Transitions/s: the seed's design against pararl async\n\nTransitions stored "

@@ -51,8 +51,7 @@ class Options:
     """What every benchmark accepts: --quick and where results go."""
 
     quick: bool = False
-    """Fast check of the harness (tiny sizes, seconds to a minute or two); no claims.
-    Writes only into --out-dir: BENCHMARKS.md stays as it is unless --update-benchmarks True."""
+    """Fast check (tiny sizes, no claims): BENCHMARKS.md is left alone (see --update-benchmarks)."""
     out_dir: Path | None = None
     """Folder for NAME.json (and, with --quick, the PNG); default: <repo>/bench_results."""
     figure: Path | None = None
@@ -115,9 +114,6 @@ def command_line(name: str, config: Any) -> str:
         else:
             parts += [flag, *map(str, value if isinstance(value, (tuple, list)) else [value])]
     return " ".join(parts)
-
-
-# --- measuring -----------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -210,6 +206,12 @@ def _affinity() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+def _dirty() -> bool | None:
+    """Whether tracked files differ from HEAD (the numbers then belong to no commit)."""
+    status = _git("status", "--porcelain", "--untracked-files=no")
+    return None if status is None else bool(status)
+
+
 @dataclass
 class Metadata:
     """Everything needed to judge a result later: code, machine, software, parameters."""
@@ -218,11 +220,7 @@ class Metadata:
     params: dict[str, Any]
     date: str = field(default_factory=lambda: datetime.now().astimezone().isoformat("T", "seconds"))
     git_commit: str | None = field(default_factory=lambda: _git("rev-parse", "--short", "HEAD"))
-    git_dirty: bool | None = field(
-        default_factory=lambda: (
-            None if (s := _git("status", "--porcelain", "-uno")) is None else bool(s)
-        )
-    )
+    git_dirty: bool | None = field(default_factory=_dirty)
     cpu_count: int | None = field(default_factory=os.cpu_count)
     affinity_cpus: int = field(default_factory=_affinity)
     physical_cores: int = field(default_factory=physical_cores)
@@ -238,9 +236,6 @@ class Metadata:
     def cores(self) -> str:
         cpus = f"{self.cpu_count} logical / {self.affinity_cpus} in affinity"
         return f"{cpus} / {self.physical_cores} physical"
-
-
-# --- tables --------------------------------------------------------------------------
 
 
 def fmt_rate(value: float | None) -> str:
@@ -289,14 +284,8 @@ def table(columns: Sequence[Col[R]], rows: Iterable[R]) -> str:
     marks = {"l": ":--", "r": "--:", "c": ":-:"}
     lines = [f"| {' | '.join(c.header for c in columns)} |"]
     lines.append("|" + "|".join(marks[c.align] for c in columns) + "|")
-    for row in rows:
-        lines.append(
-            "| " + " | ".join(str(c.cell(row)).replace("|", "\\|") for c in columns) + " |"
-        )
-    return "\n".join(lines)
-
-
-# --- publishing ----------------------------------------------------------------------
+    cells = ([str(c.cell(row)).replace("|", "\\|") for c in columns] for row in rows)
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in cells])
 
 
 @dataclass
@@ -396,16 +385,13 @@ def execute(
     figure = opts.figure or (out_dir if opts.quick else ROOT / "figures") / f"bench_{name}.png"
     md = opts.benchmarks_md or ROOT / "BENCHMARKS.md"
     written = save_figure(rep.panels, figure, rep.legend_below)
-    data = {"benchmark": name, "metadata": meta, "key_ratios": rep.key_ratios}
+    data = {"benchmark": name, "metadata": meta, "key_ratios": rep.key_ratios, "figure": written}
     json_path = out_dir / f"{name}.json"
-    data |= {"figure": written, "results": results}
-    _write(json_path, json.dumps(data, indent=2, default=_jsonable) + "\n")
+    _write(json_path, json.dumps(data | {"results": results}, indent=2, default=_jsonable) + "\n")
     print(f"## {meta.command}: {meta.date}, commit {meta.git_commit or 'unknown'}, ", end="")
     print(f"cores {meta.cores}, {meta.wall_s} s\n\n" + "\n\n".join(rep.blocks))
-    print(
-        f"\nKey ratios: {rep.key_ratios}.\n\nwrote {json_path}"
-        + (f" and {written}" if written else "")
-    )
+    also = f" and {written}" if written else ""
+    print(f"\nKey ratios: {rep.key_ratios}.\n\nwrote {json_path}{also}")
     if not opts.quick if opts.update_benchmarks is None else opts.update_benchmarks:
         link = written and Path(os.path.relpath(written.resolve(), md.parent.resolve())).as_posix()
         replace_section(md, name, section(rep, meta, link or None))

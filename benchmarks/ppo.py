@@ -19,17 +19,8 @@ import gymnasium as gym
 import numpy as np
 
 from benchmarks import harness as h
+from benchmarks import solve
 from benchmarks.figures import Panel, grouped_bars
-from benchmarks.solve import (
-    SOLVE_QUICK,
-    SolveOptions,
-    SolveResult,
-    check_solve,
-    measure_solve,
-    ratios_text,
-    solve_block,
-    solve_panel,
-)
 
 STEP_COST = "pararl/StepCost-v0"
 LABELS = {
@@ -41,7 +32,7 @@ LABELS = {
 
 
 @dataclass(frozen=True)
-class Config(SolveOptions, h.Options):
+class Config(solve.SolveOptions, h.Options):
     """PPO: time to solve CartPole against SB3 PPO (zoo settings), and the sampling
     throughput of double-buffered collection. --quick: 1 seed, 2,048-step budget, short
     spells (< 1 min)."""
@@ -80,7 +71,7 @@ class Config(SolveOptions, h.Options):
 
 
 QUICK = {
-    **SOLVE_QUICK,
+    **solve.QUICK,
     "budget": 2_048,
     "eval_every": 1_024,
     "num_steps": 8,
@@ -92,7 +83,7 @@ QUICK = {
 def resolve(config: Config) -> Config:
     c = h.apply_quick(config, QUICK)
     if "solve" in c.parts:
-        check_solve(c)
+        solve.check(c)
     h.require(c, ">= 0: parts step_cost_us warmup_rollouts", ">= 2: workers")
     h.require(c, ">= 1: cheap_hidden expensive_hidden envs_per_worker num_steps rollouts repeats")
     if "double_buffer" in c.parts:
@@ -122,7 +113,7 @@ class SamplingRow:
 
 @dataclass
 class Results:
-    solve: SolveResult | None = None
+    solve: solve.SolveResult | None = None
     sampling: list[SamplingRow] = field(default_factory=list)
 
 
@@ -205,7 +196,7 @@ def measure(c: Config, meta: h.Metadata) -> Results:
 
     out = Results()
     if "solve" in c.parts:
-        out.solve = measure_solve(c.systems, c, "ppo", LABELS)
+        out.solve = solve.measure(c.systems, c, "ppo", LABELS)
     for env_id in c.envs if "double_buffer" in c.parts else ():
         h.progress(f"double_buffer: {env_id}, {c.workers} workers × {c.envs_per_worker} envs ...")
         fn = functools.partial(make_env, env_id, c.step_cost_us)
@@ -244,9 +235,9 @@ def report(r: Results, meta: h.Metadata) -> h.Report:
     p = meta.params
     blocks, panels, ratios = [], [], []
     if r.solve:
-        blocks.append(solve_block(r.solve, p))
-        panels.append(solve_panel(r.solve))
-        ratios.append(f"PPO time to solve ÷ SB3 (target ≤ 0.5): {ratios_text(r.solve)}")
+        blocks.append(solve.block(r.solve, p))
+        panels.append(solve.panel(r.solve))
+        ratios.append(f"PPO time to solve ÷ SB3 (target ≤ 0.5): {solve.ratios_text(r.solve)}")
     if r.sampling:
         notes = (
             f"Env steps/s of rollout collection alone (no update): {p['workers']} workers × "

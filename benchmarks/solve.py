@@ -60,10 +60,10 @@ class SolveOptions:
     """solve: one training process is killed after this long (counted not solved)."""
 
 
-SOLVE_QUICK = {"seeds": (0,), "eval_episodes": 5, "verify_episodes": 5, "run_timeout_s": 120.0}
+QUICK = {"seeds": (0,), "eval_episodes": 5, "verify_episodes": 5, "run_timeout_s": 120.0}
 
 
-def check_solve(o: SolveOptions) -> None:
+def check(o: SolveOptions) -> None:
     rules = ">= 1: budget eval_every eval_episodes verify_episodes", "> 0: run_timeout_s"
     h.require(o, ">= 0: seeds systems", *rules)
 
@@ -223,7 +223,7 @@ class SolveResult:
     runs: list[SolveRun]
 
 
-def measure_solve(
+def measure(
     systems: Sequence[str], o: SolveOptions, algo: Algo, labels: Mapping[str, str]
 ) -> SolveResult:
     """Every system once per seed, interleaved (seed 0: A B C, seed 1: A B C, ...)."""
@@ -296,7 +296,7 @@ RUNS: list[h.Col[SolveRun]] = [
 ]
 
 
-def solve_block(result: SolveResult, p: Mapping[str, Any]) -> str:
+def block(result: SolveResult, p: Mapping[str, Any]) -> str:
     notes = (
         f"Whole processes, launch to exit (start-up included), budget {p['budget']:,} env "
         f"steps, stop when the greedy evaluation ({p['eval_episodes']} episodes every "
@@ -310,7 +310,7 @@ def solve_block(result: SolveResult, p: Mapping[str, Any]) -> str:
     )
 
 
-def solve_panel(result: SolveResult) -> Panel:
+def panel(result: SolveResult) -> Panel:
     """Every run's wall time (o solved, x not), a bar at each system's median."""
     x = {row.system: i for i, row in enumerate(result.systems)}
     series = [

@@ -20,18 +20,8 @@ from typing import Any, Literal
 import gymnasium as gym
 
 from benchmarks import harness as h
+from benchmarks import vector_runners as stepping
 from benchmarks.figures import Panel, Series
-from benchmarks.vector_runners import (
-    BACKENDS,
-    PARARL,
-    PROCESS_PER_ENV,
-    Backend,
-    Case,
-    Runner,
-    label,
-    make_env,
-    open_backend,
-)
 from pararl.errors import UsageError
 from pararl.mp.topology import physical_cores
 
@@ -47,7 +37,7 @@ class Config(h.Options):
     """Sweep of envs per worker; total envs = workers × envs per worker."""
     workers: int | None = None
     """pararl worker processes; default: the physical cores available to this process."""
-    backends: tuple[Backend, ...] = BACKENDS
+    backends: tuple[stepping.Backend, ...] = stepping.BACKENDS
     """Backends to time; single = one env in a plain loop, the reference rate; loops =
     one such loop per worker, all at once in their own processes (what the cores give)."""
     repeats: int = 3
@@ -146,7 +136,7 @@ def probe_env(env_id: str, kwargs: dict[str, float]) -> str | None:
     """None if the env can be built; why not if its simulator is missing. An id that
     does not exist is the user's mistake: UsageError."""
     try:
-        make_env(env_id, kwargs).close()
+        stepping.make_env(env_id, kwargs).close()
     except gym.error.DependencyNotInstalled as exc:
         return f"its dependencies are not installed ({exc})"
     except ImportError as exc:
@@ -156,7 +146,7 @@ def probe_env(env_id: str, kwargs: dict[str, float]) -> str | None:
     return None
 
 
-def calibrate(runner: Runner, block_s: float) -> int:
+def calibrate(runner: stepping.Runner, block_s: float) -> int:
     """Steps (a multiple of the runner's unit) that take about `block_s`."""
     probe_s, steps = max(0.02, block_s / 5), runner.unit
     while True:
@@ -167,10 +157,10 @@ def calibrate(runner: Runner, block_s: float) -> int:
     return max(1, math.ceil(done / elapsed * block_s / runner.unit)) * runner.unit
 
 
-def measure_case(case: Case, config: Config) -> list[Cell]:
+def measure_case(case: stepping.Case, config: Config) -> list[Cell]:
     where = f"{case.env_id} {case.envs_per_worker} envs/worker × {case.workers}"
     cells: dict[str, Cell] = {
-        b: Cell(case.envs_per_worker, case.num_envs, b, label(b, config.timeout_s), "ok")
+        b: Cell(case.envs_per_worker, case.num_envs, b, stepping.label(b, config.timeout_s), "ok")
         for b in config.backends
     }
 
@@ -180,17 +170,17 @@ def measure_case(case: Case, config: Config) -> list[Cell]:
 
     before = {p.pid for p in mp.active_children()}
     closers: list[Callable[[], None]] = []
-    runners: dict[str, Runner] = {}
+    runners: dict[str, stepping.Runner] = {}
     shared: dict[str, Any] = {}  # the pararl modes' one ParallelVectorEnv
     start = time.perf_counter()
     try:
         h.progress(f"{where}: starting backends ...")
         for name in config.backends:
-            if name in PROCESS_PER_ENV and case.num_envs > config.max_process_per_env:
+            if name in stepping.PROCESS_PER_ENV and case.num_envs > config.max_process_per_env:
                 cells[name].status, cells[name].note = "skipped", f"{case.num_envs} processes"
                 continue
             try:
-                runner = open_backend(name, case, closers, shared)
+                runner = stepping.open_backend(name, case, closers, shared)
                 runner.reset()
                 runner.run(config.warmup_iters * runner.unit)
                 cells[name].steps_per_block = calibrate(runner, config.block_s)
@@ -250,7 +240,7 @@ def measure(config: Config, meta: h.Metadata) -> list[EnvResult]:
             continue
         run = (config.context, config.autoreset_mode, config.timeout_s, config.seed)
         for epw in config.envs_per_worker:
-            case = Case(result.env_id, result.env_kwargs, workers, epw, *run)
+            case = stepping.Case(result.env_id, result.env_kwargs, workers, epw, *run)
             result.cells += measure_case(case, config)
         derive(result)
     return results
@@ -293,7 +283,7 @@ def key_ratios(results: list[EnvResult]) -> str:
     """Per env: best pararl mode vs best Async, its efficiency and share of the loops."""
     parts = []
     for r in results:
-        mine = [c for c in r.cells if c.backend in PARARL and c.rate]
+        mine = [c for c in r.cells if c.backend in stepping.PARARL and c.rate]
         if not mine:
             continue
         best = max(mine, key=lambda c: c.rate.median if c.rate else 0.0)
@@ -322,7 +312,7 @@ def panel(r: EnvResult, timeout_s: float) -> Panel:
     for backend in dict.fromkeys(c.backend for c in r.cells if c.backend != "single"):
         pts = [(c.envs_per_worker, c.rate) for c in r.cells if c.backend == backend and c.rate]
         if pts:
-            series.append(Series.of(label(backend, timeout_s), pts))
+            series.append(Series.of(stepping.label(backend, timeout_s), pts))
     sweep = sorted({c.envs_per_worker for c in r.cells})
     return Panel(
         r.env_id,

@@ -98,9 +98,7 @@ def test_solve_harness_on_fake_processes(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(solve, "verify_command", lambda sy, out, o, a: checks[sy])
     systems = ("pararl-serial", "pararl-async", "sb3")
     labels = {s: s.upper() for s in systems}
-    result = solve.measure_solve(
-        systems, SolveOptions(seeds=(0, 1), run_timeout_s=3.0), "dqn", labels
-    )
+    result = solve.measure(systems, SolveOptions(seeds=(0, 1), run_timeout_s=3.0), "dqn", labels)
 
     runs = result.runs
     assert [(r.system, r.seed) for r in runs] == [(sy, seed) for seed in (0, 1) for sy in systems]
@@ -123,7 +121,7 @@ def test_solve_harness_on_fake_processes(monkeypatch: pytest.MonkeyPatch) -> Non
     walls = [r.wall_s for r in runs if r.system == "pararl-async"]
     assert rows["pararl-async"].time_to_solve_s == pytest.approx(statistics.median(walls))
     assert solve.ratios_text(result) == "PARARL-SERIAL not solved, PARARL-ASYNC not solved"
-    assert "| PARARL-ASYNC | 2/2 |" in solve.solve_block(result, SolveOptions().__dict__)
+    assert "| PARARL-ASYNC | 2/2 |" in solve.block(result, SolveOptions().__dict__)
 
 
 def test_sb3_zoo_settings() -> None:

@@ -62,7 +62,7 @@ def test_env_without_its_simulator_is_skipped_with_a_note(monkeypatch: pytest.Mo
     def no_mujoco(env_id: str, kwargs: dict[str, Any]) -> gym.Env:
         raise gym.error.DependencyNotInstalled("MuJoCo is not installed")
 
-    monkeypatch.setattr(vector, "make_env", no_mujoco)
+    monkeypatch.setattr(vector.stepping, "make_env", no_mujoco)
     reason = vector.probe_env("HalfCheetah-v5", {})
     assert reason is not None
     assert "MuJoCo is not installed" in reason
