@@ -21,12 +21,13 @@ BENCHMARKS = {
     "devices": "PPO wall time per device placement and net width (seeds/002)",
     "partial": "multi-task sampler: wait for all vs timeout vs min_envs vs auto (seeds/001)",
     "ray": "Ray actors vs local actor processes (sampling), and the scaling model",
+    "handwritten": "FlatAdam, the PPO backward pass, the event writer vs the libraries",
 }
 
 
 def usage() -> str:
     lines = ["usage: python -m benchmarks NAME [--quick] [options]   (NAME --help)", ""]
-    lines += [f"  {name:<8} {text}" for name, text in BENCHMARKS.items()]
+    lines += [f"  {name:<11} {text}" for name, text in BENCHMARKS.items()]
     return "\n".join([*lines, "", "Never run two benchmarks at once."])
 
 

@@ -1,0 +1,401 @@
+"""`python -m benchmarks handwritten`: what pararl's hand-written replacements of
+library code buy, each against the library it replaces, on runs of minutes.
+
+1. `adam`: `pararl.optim.FlatAdam` (parameters and gradients as views of two flat
+   vectors; one grad-norm and one Adam update over whole vectors) against
+   `torch.optim.Adam` (fused, and foreach), as the DQN learner uses it: spells of
+   DQN updates (forward, backward, clip, step) with the default Q-network and
+   batch, as many as a default 100k-step DQN run does; and the optimizer's
+   construction in a fresh interpreter (torch's imports `torch._dynamo` then).
+2. `ppo_grad`: `pararl train ppo` whole processes with the hand-written PPO backward
+   pass against `--no-manual-grad` (torch autograd), fixed step budgets (no early
+   stop), on a discrete (CartPole-v1) and a continuous (HalfCheetah-v5) env.
+3. `tensorboard`: pararl's own event-file writer against
+   `torch.utils.tensorboard.SummaryWriter`: a metrics row (20 scalars, flushed, as
+   the session writes one), the import in a fresh interpreter, and the installed
+   size of the `tensorboard` distribution and what it pulls in.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from benchmarks import harness as h
+
+NAME = "handwritten"
+ADAMS = ("FlatAdam", "torch Adam (fused)", "torch Adam (foreach)")
+
+
+@dataclass(frozen=True)
+class Config(h.Options):
+    """Hand-written replacements (FlatAdam, the PPO backward pass, the TensorBoard
+    event writer) against the library code they replace. --quick: tiny spells."""
+
+    parts: tuple[Literal["adam", "ppo_grad", "tensorboard"], ...] = (
+        "adam",
+        "ppo_grad",
+        "tensorboard",
+    )
+    """Parts to run."""
+
+    repeats: int = 3
+    """Interleaved repeats of every measurement (median, min and max reported)."""
+
+    dqn_updates: int = 25_000
+    """adam: DQN updates per spell (a default 100k-step DQN run does 24,750)."""
+
+    ppo_steps: tuple[int, ...] = (200_000, 50_000)
+    """ppo_grad: env steps of each run, per env of --ppo-envs."""
+
+    ppo_envs: tuple[str, ...] = ("CartPole-v1", "HalfCheetah-v5")
+    """ppo_grad: env ids."""
+
+    tb_rows: int = 2_000
+    """tensorboard: metrics rows written per spell."""
+
+
+QUICK = {"repeats": 1, "dqn_updates": 300, "ppo_steps": (4_096, 2_048), "tb_rows": 50}
+
+
+def resolve(config: Config) -> Config:
+    c = h.apply_quick(config, QUICK)
+    h.check(
+        [
+            (c.repeats < 1, "--repeats must be >= 1"),
+            (len(c.ppo_steps) != len(c.ppo_envs), "--ppo-steps needs one budget per --ppo-envs"),
+        ]
+    )
+    return c
+
+
+# --- adam ------------------------------------------------------------------------------
+
+
+class TorchAdam:
+    """`torch.optim.Adam` with the two calls the DQN learner makes of its optimizer."""
+
+    def __init__(self, params: list, lr: float, variant: str) -> None:
+        import torch
+
+        self.params = params
+        if variant == "fused":
+            self.optimizer = torch.optim.Adam(params, lr=lr, fused=True)
+        else:
+            self.optimizer = torch.optim.Adam(params, lr=lr, foreach=True)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        self.optimizer.zero_grad(set_to_none=set_to_none)
+
+    def clip_grad_norm_(self, max_norm: float) -> None:
+        import torch
+
+        torch.nn.utils.clip_grad_norm_(self.params, max_norm)
+
+    def step(self) -> None:
+        self.optimizer.step()
+
+
+def _learner(name: str) -> object:
+    import gymnasium as gym
+    import torch
+
+    from pararl.algos.dqn import DQNState
+    from pararl.config import DQNConfig
+
+    torch.manual_seed(0)
+    cfg = DQNConfig()
+    env = gym.make(cfg.env)
+    state = DQNState(cfg, env.observation_space, env.action_space, torch.device("cpu"))
+    env.close()
+    learner = state.learner
+    if name != "FlatAdam":
+        variant = "fused" if "fused" in name else "foreach"
+        learner.optimizer = TorchAdam(list(learner.q.parameters()), cfg.lr, variant)  # type: ignore[assignment]
+    return learner
+
+
+def _batch(size: int) -> object:
+    from pararl.samplers.nstep import Transitions
+
+    rng = np.random.default_rng(0)
+    obs = rng.normal(size=(size, 4)).astype(np.float32)
+    return Transitions(
+        obs,
+        rng.integers(0, 2, size),
+        rng.normal(size=size).astype(np.float32),
+        rng.normal(size=(size, 4)).astype(np.float32),
+        np.full(size, 0.99**3, np.float32),
+    )
+
+
+def measure_adam(c: Config) -> dict[str, dict[str, h.Summary]]:
+    import torch
+
+    torch.set_num_threads(1)  # as the learner runs with small models
+    learners = {name: _learner(name) for name in ADAMS}
+    batch = _batch(64)
+    for learner in learners.values():
+        for _ in range(50):
+            learner.update(batch)  # type: ignore[attr-defined]
+
+    def spell(name: str) -> float:
+        learner = learners[name]
+        seconds, _ = h.timed(lambda: [learner.update(batch) for _ in range(c.dqn_updates)])  # type: ignore[attr-defined]
+        h.progress(f"adam: {name}: {seconds / c.dqn_updates * 1e6:.0f} µs per update")
+        return seconds / c.dqn_updates
+
+    per_update = h.interleaved({n: functools.partial(spell, n) for n in ADAMS}, c.repeats)
+    construct = h.interleaved({n: functools.partial(_construct_s, n) for n in ADAMS}, c.repeats)
+    return {
+        n: {"update_s": h.summarize(per_update[n]), "construct_s": h.summarize(construct[n])}
+        for n in ADAMS
+    }
+
+
+def _construct_s(name: str) -> float:
+    variant = "fused" if "fused" in name else "foreach"
+    make = (
+        "FlatAdam(q.parameters(), lr=1e-3)"
+        if name == "FlatAdam"
+        else f"torch.optim.Adam(q.parameters(), lr=1e-3, {variant}=True)"
+    )
+    code = (
+        "import time, torch; from pararl.models import QNetwork; "
+        "from pararl.optim import FlatAdam; q = QNetwork(4, 2, (128, 128)); "
+        f"t = time.perf_counter(); {make}; print(time.perf_counter() - t)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return float(out.stdout.split()[-1])
+
+
+# --- ppo_grad --------------------------------------------------------------------------
+
+
+def _ppo_run_s(env: str, steps: int, manual: bool) -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        args = [sys.executable, "-m", "pararl.cli", "train", "ppo", "--env", env]
+        args += ["--total-steps", str(steps), "--target-return", "1e9", "--progress", "none"]
+        args += ["--eval-every", str(10 * steps), "--no-tensorboard", "--run-dir", tmp + "/r"]
+        args += [] if manual else ["--no-manual-grad"]
+        start = time.perf_counter()
+        subprocess.run(args, check=True, capture_output=True, cwd=tmp)
+        return time.perf_counter() - start
+
+
+def measure_ppo_grad(c: Config) -> dict[str, dict[str, h.Summary]]:
+    out: dict[str, dict[str, h.Summary]] = {}
+    for env, steps in zip(c.ppo_envs, c.ppo_steps, strict=True):
+        tasks = {
+            label: (lambda m=manual, e=env, s=steps: _ppo_run_s(e, s, m))
+            for label, manual in (("hand-written", True), ("autograd", False))
+        }
+        runs = h.interleaved(tasks, c.repeats)
+        h.progress(f"ppo_grad: {env}: {runs}")
+        out[env] = {k: h.summarize(v) for k, v in runs.items()}
+    return out
+
+
+# --- tensorboard -----------------------------------------------------------------------
+
+ROW = {f"metric_{i}": float(i) for i in range(20)}
+
+
+def _rows_s(kind: str, rows: int) -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        if kind == "pararl":
+            from pararl.logging.tbevents import EventWriter
+
+            writer = EventWriter(Path(tmp))
+            add, flush = writer.add_scalar, writer.flush
+        else:
+            from torch.utils.tensorboard import SummaryWriter
+
+            sw = SummaryWriter(tmp)
+            add, flush, writer = sw.add_scalar, sw.flush, sw  # type: ignore[assignment]
+        start = time.perf_counter()
+        for step in range(rows):
+            for key, value in ROW.items():
+                add(key, value, step)
+            flush()
+        seconds = time.perf_counter() - start
+        writer.close()
+        return seconds / rows
+
+
+def _import_s(kind: str) -> float:
+    module = "pararl.logging.tbevents" if kind == "pararl" else "torch.utils.tensorboard"
+    code = (
+        "import time, torch; t = time.perf_counter(); "
+        f"import {module}; print(time.perf_counter() - t)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return float(out.stdout.split()[-1])
+
+
+def _installed_mb(dist: str, seen: set[str] | None = None) -> float:
+    """Installed size of a distribution and of the requirements it pulls in that
+    nothing else of pararl's needs (torch, numpy and the like are not counted)."""
+    seen = set() if seen is None else seen
+    shared = {"numpy", "torch", "setuptools", "packaging", "six", "typing-extensions", "pillow"}
+    name = dist.lower().replace("_", "-")
+    if name in seen or name in shared:
+        return 0.0
+    seen.add(name)
+    try:
+        d = metadata.distribution(dist)
+    except metadata.PackageNotFoundError:
+        return 0.0
+    size = float(sum((f.size or 0) for f in d.files or []))
+    for req in d.requires or []:
+        if "extra ==" in req:
+            continue
+        dep = req.split(";")[0].split("[")[0]
+        for sep in "<>=!~ (":
+            dep = dep.split(sep)[0]
+        size += _installed_mb(dep.strip(), seen) * 1e6
+    return size / 1e6
+
+
+def measure_tensorboard(c: Config) -> dict[str, dict[str, h.Summary | float]]:
+    kinds = ("pararl", "SummaryWriter")
+    rows = h.interleaved({k: functools.partial(_rows_s, k, c.tb_rows) for k in kinds}, c.repeats)
+    imports = h.interleaved({k: functools.partial(_import_s, k) for k in kinds}, c.repeats)
+    return {
+        "pararl": {
+            "row_s": h.summarize(rows["pararl"]),
+            "import_s": h.summarize(imports["pararl"]),
+            "install_mb": 0.0,
+        },
+        "SummaryWriter": {
+            "row_s": h.summarize(rows["SummaryWriter"]),
+            "import_s": h.summarize(imports["SummaryWriter"]),
+            "install_mb": _installed_mb("tensorboard"),
+        },
+    }
+
+
+# --- the benchmark ---------------------------------------------------------------------
+
+
+@dataclass
+class Results:
+    adam: dict[str, dict[str, h.Summary]] = dataclasses.field(default_factory=dict)
+    ppo_grad: dict[str, dict[str, h.Summary]] = dataclasses.field(default_factory=dict)
+    tensorboard: dict[str, dict[str, h.Summary | float]] = dataclasses.field(default_factory=dict)
+    dqn_updates: int = 0
+
+
+def measure(c: Config, meta: h.Metadata) -> Results:
+    r = Results(dqn_updates=c.dqn_updates)
+    if "adam" in c.parts:
+        r.adam = measure_adam(c)
+    if "ppo_grad" in c.parts:
+        r.ppo_grad = measure_ppo_grad(c)
+    if "tensorboard" in c.parts:
+        r.tensorboard = measure_tensorboard(c)
+    return r
+
+
+def _us(s: h.Summary | float | None) -> str:
+    if not isinstance(s, h.Summary):
+        return "–"
+    return f"{s.median * 1e6:.0f} ({s.min * 1e6:.0f}–{s.max * 1e6:.0f})"
+
+
+def _s(s: h.Summary | float | None, digits: int = 2) -> str:
+    if not isinstance(s, h.Summary):
+        return "–"
+    return f"{s.median:.{digits}f} ({s.min:.{digits}f}–{s.max:.{digits}f})"
+
+
+def report(r: Results, meta: h.Metadata) -> h.Report:
+    blocks, keys = [], []
+    if r.adam:
+        flat = r.adam["FlatAdam"]["update_s"]
+        rows = [(n, v) for n, v in r.adam.items()]
+        blocks.append(
+            f"### DQN updates: FlatAdam against torch.optim.Adam\n\n"
+            f"Spells of {r.dqn_updates:,} updates (forward, backward, grad-norm clip, Adam "
+            "step) of the default DQN learner (Q-network 4-128-128-2, batch 64, one thread), "
+            "interleaved; and the optimizer's construction in a fresh interpreter.\n\n"
+            + h.table(
+                [
+                    h.Col[tuple]("optimizer", lambda x: x[0], "l"),
+                    h.Col[tuple]("µs per update (min–max)", lambda x: _us(x[1]["update_s"])),
+                    h.Col[tuple](
+                        "÷ FlatAdam", lambda x: h.fmt_ratio(h.ratio(x[1]["update_s"], flat))
+                    ),
+                    h.Col[tuple](
+                        f"s per {r.dqn_updates:,} updates",
+                        lambda x: f"{x[1]['update_s'].median * r.dqn_updates:.1f}",
+                    ),
+                    h.Col[tuple]("construction s (min–max)", lambda x: _s(x[1]["construct_s"])),
+                ],
+                rows,
+            )
+        )
+        fused = r.adam["torch Adam (fused)"]["update_s"]
+        keys.append(f"FlatAdam update time ÷ torch fused Adam {h.fmt_ratio(h.ratio(flat, fused))}")
+    if r.ppo_grad:
+        rows2 = [(env, v) for env, v in r.ppo_grad.items()]
+        blocks.append(
+            "### PPO: the hand-written backward pass against autograd\n\n"
+            "`pararl train ppo` whole processes (launch to exit) with defaults, a fixed step "
+            "budget and no early stop, with and without `--no-manual-grad`, interleaved.\n\n"
+            + h.table(
+                [
+                    h.Col[tuple]("env", lambda x: x[0], "l"),
+                    h.Col[tuple]("hand-written s (min–max)", lambda x: _s(x[1]["hand-written"], 1)),
+                    h.Col[tuple]("autograd s (min–max)", lambda x: _s(x[1]["autograd"], 1)),
+                    h.Col[tuple](
+                        "hand-written ÷ autograd",
+                        lambda x: h.fmt_ratio(h.ratio(x[1]["hand-written"], x[1]["autograd"])),
+                    ),
+                ],
+                rows2,
+            )
+        )
+        keys += [
+            f"PPO {env} run time, hand-written ÷ autograd "
+            f"{h.fmt_ratio(h.ratio(v['hand-written'], v['autograd']))}"
+            for env, v in r.ppo_grad.items()
+        ]
+    if r.tensorboard:
+        rows3 = list(r.tensorboard.items())
+        blocks.append(
+            "### TensorBoard scalars: pararl's event writer against SummaryWriter\n\n"
+            "A metrics row is 20 scalars then a flush (what the session writes per log line); the "
+            "import is timed in a fresh interpreter with torch already imported; the install size "
+            "counts the `tensorboard` distribution and the requirements it brings that pararl does "
+            "not otherwise need.\n\n"
+            + h.table(
+                [
+                    h.Col[tuple]("writer", lambda x: x[0], "l"),
+                    h.Col[tuple]("µs per row (min–max)", lambda x: _us(x[1]["row_s"])),
+                    h.Col[tuple]("import s (min–max)", lambda x: _s(x[1]["import_s"])),
+                    h.Col[tuple]("extra install MB", lambda x: f"{x[1]['install_mb']:.0f}"),
+                ],
+                rows3,
+            )
+        )
+        tb = r.tensorboard
+        keys.append(
+            "event writer row time ÷ SummaryWriter "
+            f"{h.fmt_ratio(h.ratio(tb['pararl']['row_s'], tb['SummaryWriter']['row_s']))}"
+        )
+    return h.Report(
+        title=f"Hand-written replacements against the libraries (`{h.PROG} {NAME}`)",
+        key_ratios="; ".join(keys),
+        blocks=blocks,
+    )
