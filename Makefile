@@ -41,6 +41,7 @@ bench: venv
 	$(BIN)/python -m benchmarks devices
 	$(BIN)/python -m benchmarks partial
 	$(BIN)/python -m benchmarks ray
+	$(BIN)/python -m benchmarks handwritten
 
 bench-quick: venv
 	$(BIN)/python -m benchmarks vector --quick
@@ -49,6 +50,7 @@ bench-quick: venv
 	$(BIN)/python -m benchmarks devices --quick
 	$(BIN)/python -m benchmarks partial --quick
 	$(BIN)/python -m benchmarks ray --quick
+	$(BIN)/python -m benchmarks handwritten --quick
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

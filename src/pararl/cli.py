@@ -24,7 +24,7 @@ class Command:
 @dataclass(frozen=True)
 class Entry:
     """A command as the usage text lists it: its help, and how to load it (on use
-    only, so that `pararl --help` imports neither torch nor the benchmarks)."""
+    only, so that `pararl --help` does not import torch)."""
 
     help: str
     load: Callable[[], Command]

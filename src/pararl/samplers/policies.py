@@ -38,7 +38,7 @@ class MLPGaussianPolicy:
     """The actor MLP of an `ActorCritic` (tanh, hidden widths `hidden`) as a policy.
 
     With worker processes on every core, run torch with one intra-op thread
-    (`torch.set_num_threads(1)`, as `pararl bench partial` does): spinning
+    (`torch.set_num_threads(1)`, as the `partial` benchmark does): spinning
     OpenMP threads fight the workers for cores and slow every forward pass.
     """
 
