@@ -100,16 +100,16 @@ def test_runs_in_every_mode_give_every_env_its_own_reset_seed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Real runs, the seeds the envs were really reset with (logged by each env in
-    its own process): serial, sync, async with 8 envs per actor, averaging, and an
+    its own process): serial (sync shares its sampler), async with 8 envs per actor,
+    averaging, and an
     async run resumed; in each run, no two of its training and evaluation envs
     share a seed."""
     runs = {
         "serial": DQNConfig(mode="serial", workers=2, envs_per_worker=4, **SEEDLOG_RUN),
-        "sync": DQNConfig(mode="sync", workers=2, envs_per_worker=4, **SEEDLOG_RUN),
         "async": DQNConfig(mode="async", workers=2, envs_per_worker=8, **SEEDLOG_RUN),
         "averaging": DQNConfig(mode="averaging", workers=2, envs_per_worker=4, **SEEDLOG_RUN),
     }
-    expected_envs = {"serial": 8, "sync": 8, "async": 16, "averaging": 8}
+    expected_envs = {"serial": 8, "async": 16, "averaging": 8}
     for name, config in runs.items():
         log_dir = tmp_path / f"seeds-{name}"
         log_dir.mkdir()

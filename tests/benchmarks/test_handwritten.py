@@ -1,4 +1,5 @@
-"""`python -m benchmarks handwritten`: its quick path, shrunk further (the PPO part
+"""`python -m benchmarks handwritten`: the adam and tensorboard parts end to end in
+this process (their fresh-interpreter timings stubbed: seconds each; the PPO part
 runs whole training processes and is left to the benchmark run itself)."""
 
 from __future__ import annotations
@@ -6,12 +7,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 
-def test_handwritten_quick(bench: Callable[..., dict[str, Any]]) -> None:
+from benchmarks import handwritten
+
+
+def test_handwritten_quick(
+    bench: Callable[..., dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(handwritten, "_construct_s", lambda name: 0.5)
+    monkeypatch.setattr(handwritten, "_import_s", lambda kind: 0.1)
     data = bench("handwritten", "--quick", "--parts", "adam", "tensorboard", "--dqn-updates", "20")
     results = data["results"]
     assert set(results["adam"]) == {"FlatAdam", "torch Adam (fused)", "torch Adam (foreach)"}
     for row in results["adam"].values():
         assert row["update_s"]["median"] > 0
+    assert results["tensorboard"]["pararl"]["row_s"]["median"] > 0
     assert results["tensorboard"]["SummaryWriter"]["install_mb"] > 0
     assert "FlatAdam update time" in data["key_ratios"]

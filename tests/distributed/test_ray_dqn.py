@@ -82,10 +82,10 @@ def test_killed_actor_is_restarted_and_nothing_received_is_lost(two_nodes: str) 
         loop.close()
 
 
-def test_ray_agrees_with_the_serial_loop(ray_kind: str, tmp_path: Path) -> None:
+def test_ray_agrees_with_the_serial_loop(two_nodes: str, tmp_path: Path) -> None:
     """The same learner loop with Ray actors as the chunk source: the same checkpoint
     layout, the budget spent, the replay ratio kept (up to the chunk that ended the
-    run: 512 transitions of a Ray actor)."""
+    run: 512 transitions of a Ray actor); on the two-node cluster."""
     from pararl.runners.dqn import PUBLISH_EVERY
     from pararl.samplers.ray.dqn import RayDQNPool
     from tests.test_modes_agree import RUN, expected_updates, final_state, shapes

@@ -56,7 +56,7 @@ class BackgroundEvaluator:
         self._sent_at: float | None = None
         if child is None or not child.alive:
             if child is not None:
-                child.close()
+                child.close(grace=0.0)
             child = EvalChild()
         self._child = child
         self._group = child.group

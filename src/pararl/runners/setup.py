@@ -54,7 +54,7 @@ def make_evaluator(
             env_fn, cfg.eval_episodes, cfg.seed, model_fn, spec=spec, child=child, stream=stream
         )
     if child is not None:
-        child.close()
+        child.close(grace=0.0)  # not needed: evaluations run in this process
     return Evaluator(env_fn, cfg.eval_episodes, cfg.seed, stream)
 
 
@@ -212,7 +212,7 @@ def compose(
         plan = build(p)
     except BaseException:
         if eval_child is not None:
-            eval_child.close()
+            eval_child.close(grace=0.0)  # it holds no work: not given time to finish starting
         raise
     try:
         session = open_session(p, plan.make_model, plan.resolved, *plan.start, eval_child)
