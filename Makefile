@@ -38,6 +38,7 @@ bench: venv
 	$(BIN)/python -m benchmarks vector
 	$(BIN)/python -m benchmarks dqn
 	$(BIN)/python -m benchmarks ppo
+	$(BIN)/python -m benchmarks mujoco
 	$(BIN)/python -m benchmarks devices
 	$(BIN)/python -m benchmarks partial
 	$(BIN)/python -m benchmarks ray
@@ -47,6 +48,7 @@ bench-quick: venv
 	$(BIN)/python -m benchmarks vector --quick
 	$(BIN)/python -m benchmarks dqn --quick
 	$(BIN)/python -m benchmarks ppo --quick
+	$(BIN)/python -m benchmarks mujoco --quick
 	$(BIN)/python -m benchmarks devices --quick
 	$(BIN)/python -m benchmarks partial --quick
 	$(BIN)/python -m benchmarks ray --quick

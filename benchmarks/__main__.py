@@ -19,6 +19,7 @@ BENCHMARKS = {
     "dqn": "DQN: time to solve vs SB3, transitions/s vs the seed's design, overlap",
     "ppo": "PPO: time to solve vs SB3, double-buffered sampling throughput",
     "devices": "PPO wall time per device placement and net width (seeds/002)",
+    "mujoco": "PPO on MuJoCo (1M steps) against SB3 + VecNormalize, CleanRL's figures",
     "partial": "multi-task sampler: wait for all vs timeout vs min_envs vs auto (seeds/001)",
     "ray": "Ray actors vs local actor processes (sampling), and the scaling model",
     "handwritten": "FlatAdam, the PPO backward pass, the event writer vs the libraries",

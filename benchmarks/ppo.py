@@ -140,7 +140,7 @@ def sampling_case(env_id: str, hidden: tuple[int, ...], envs: Any, c: Config) ->
     from pararl.devices import time_forward
     from pararl.models import num_params
     from pararl.runners.setup import seed_everything, set_learner_threads
-    from pararl.samplers.rollout import collect, collect_double
+    from pararl.samplers.rollout import EnvStream, collect, collect_double
 
     cfg = PPOConfig(
         env=env_id,
@@ -162,7 +162,8 @@ def sampling_case(env_id: str, hidden: tuple[int, ...], envs: Any, c: Config) ->
     group = time_forward(state.actor, obs_dim, max(1, n // 2), device)
     envs.step(envs.action_space.sample())
     step_s, _ = h.timed(lambda: [envs.step(envs.action_space.sample()) for _ in range(c.num_steps)])
-    stream = [envs.reset(seed=c.seed)[0]]  # the timing stepped them: start afresh
+    # the timing stepped them: start afresh
+    stream = EnvStream.start(envs.reset(seed=c.seed)[0], state.rollout_spec.gamma)
     row = SamplingRow(
         env_id, hidden, num_params(state.actor), 1e3 * full, 1e3 * group, 1e3 * step_s / c.num_steps
     )
@@ -171,7 +172,7 @@ def sampling_case(env_id: str, hidden: tuple[int, ...], envs: Any, c: Config) ->
         for i in range(c.warmup_rollouts + c.rollouts):
             if i == c.warmup_rollouts:
                 start = time.perf_counter()
-            stream[0] = collect(state.actor, state.rollout_spec, envs, stream[0], ignore)[1]
+            collect(state.actor, state.rollout_spec, envs, stream, ignore)
         return c.rollouts * c.num_steps * n / (time.perf_counter() - start)
 
     def failed(name: str, exc: Exception) -> None:

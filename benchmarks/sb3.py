@@ -1,11 +1,14 @@
 """The Stable-Baselines3 anchors: DQN and PPO on CartPole-v1 with the
-rl-baselines3-zoo hyperparameters, each run as its own process by `benchmarks.solve`:
+rl-baselines3-zoo hyperparameters, each run as its own process by `benchmarks.solve`;
+and PPO on MuJoCo with pararl's continuous-control settings (`benchmarks.mujoco`):
 
     python -m benchmarks.sb3 dqn train --seed 0 --budget 100000 --save model.zip
     python -m benchmarks.sb3 ppo verify model.zip --episodes 20
+    python -m benchmarks.sb3 ppo curve --env HalfCheetah-v5 --budget 1000000
 
 `train` stops at the first deterministic evaluation (SB3's EvalCallback) reaching
-`--target`. Each prints one line, `sb3-ALGO: {json}`, last on stdout.
+`--target`; `curve` runs the whole budget and reports every evaluation with its wall
+time. Each prints one line, `sb3-ALGO: {json}`, last on stdout.
 """
 
 from __future__ import annotations
@@ -67,6 +70,72 @@ def ppo_hyper() -> dict[str, Any]:
     """The zoo's PPO settings, schedules as picklable callables (the model is saved)."""
     lr, clip = (functools.partial(linear, v) for v in (ZOO_PPO_LR, ZOO_PPO_CLIP))
     return {**ZOO_PPO, "learning_rate": lr, "clip_range": clip}
+
+
+# CleanRL's ppo_continuous_action settings, laid out as pararl's continuous defaults
+# (8 envs x 256 steps = CleanRL's 2048-step rollout; 64-sample minibatches); value loss
+# weight 0.25 on SB3's mean squared error = CleanRL's 0.5 on half of it
+MUJOCO_PPO: dict[str, Any] = {
+    "n_steps": 256,
+    "batch_size": 64,
+    "n_epochs": 10,
+    "gamma": 0.99,
+    "gae_lambda": 0.95,
+    "ent_coef": 0.0,
+    "vf_coef": 0.25,
+    "max_grad_norm": 0.5,
+    "clip_range": 0.2,
+    "clip_range_vf": 0.2,
+}
+MUJOCO_ENVS, MUJOCO_LR = 8, 3e-4
+
+
+def curve(args: argparse.Namespace) -> dict[str, Any]:
+    """PPO with VecNormalize for the whole budget; every deterministic evaluation (on
+    an env with the training statistics, frozen, and true rewards) with its wall time."""
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.callbacks import EvalCallback
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    start = time.perf_counter()
+    envs = VecNormalize(
+        make_vec_env(args.env, n_envs=MUJOCO_ENVS, seed=args.seed), gamma=MUJOCO_PPO["gamma"]
+    )
+    lr = functools.partial(linear, MUJOCO_LR)
+    model = PPO("MlpPolicy", envs, seed=args.seed, device="cpu", verbose=0,
+                learning_rate=lr, **MUJOCO_PPO)  # fmt: skip
+    eval_env = VecNormalize(
+        make_vec_env(args.env, n_envs=1, seed=args.seed + 10_000),
+        training=False,
+        norm_reward=False,
+    )
+    points: list[dict[str, float]] = []
+
+    class Timed(EvalCallback):
+        def _on_step(self) -> bool:
+            go_on = bool(super()._on_step())
+            if self.eval_freq > 0 and self.n_calls % self.eval_freq == 0:
+                wall = round(time.perf_counter() - start, 3)
+                steps, mean = self.num_timesteps, float(self.last_mean_reward)
+                points.append({"env_steps": steps, "wall_s": wall, "eval_return": mean})
+            return go_on
+
+    evaluate = Timed(
+        eval_env,
+        n_eval_episodes=args.eval_episodes,
+        eval_freq=max(args.eval_every // MUJOCO_ENVS, 1),
+        deterministic=True,
+        verbose=0,
+    )
+    model.learn(total_timesteps=args.budget, callback=evaluate)
+    updates = model.n_epochs * (model.num_timesteps // model.batch_size)
+    return {
+        "env_steps": int(model.num_timesteps),
+        "train_s": round(time.perf_counter() - start, 3),
+        "updates": int(updates),
+        "curve": points,
+    }
 
 
 def train(algo: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -145,11 +214,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     v.add_argument("model")
     v.add_argument("--episodes", type=int, default=20)
     v.add_argument("--seed", type=int, default=12_345)
+    c = sub.add_parser("curve", help="PPO on a MuJoCo env for the whole budget (ppo only)")
+    c.add_argument("--env", default="HalfCheetah-v5")
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--budget", type=int, default=1_000_000)
+    c.add_argument("--eval-every", type=int, default=20_000)
+    c.add_argument("--eval-episodes", type=int, default=10)
     args = top.parse_args(argv)
     if args.command == "train" and (args.budget < 1 or args.eval_every < 1):
         print("sb3: --budget and --eval-every must be >= 1", file=sys.stderr)
         return 2
-    result = (train if args.command == "train" else verify)(args.algo, args)
+    if args.command == "curve":
+        result = curve(args)
+    else:
+        result = (train if args.command == "train" else verify)(args.algo, args)
     print(prefix(args.algo) + json.dumps(result), flush=True)
     return 0
 

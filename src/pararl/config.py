@@ -8,12 +8,24 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
+
+import gymnasium as gym
 
 from pararl import extras
 from pararl.errors import UsageError
+
+EnvKind = Literal["discrete", "continuous"]
+
+
+def env_kind(observation_space: gym.Space, action_space: gym.Space) -> EnvKind:
+    """The kind of env that picks a config's defaults (`RunConfig.BY_KIND`): by its
+    action space for now; image observations will be a kind of their own."""
+    del observation_space
+    return "discrete" if isinstance(action_space, gym.spaces.Discrete) else "continuous"
 
 
 @dataclass
@@ -28,7 +40,7 @@ class RunConfig:
     seed: int = 0
     """Random seed: every env, actor, replica, evaluation and network gets its own
     stream derived from it (`pararl.seeding`)."""
-    total_steps: int = 100_000
+    total_steps: int | None = None
     """Budget of environment steps (transitions collected, all envs together)."""
     target_return: float | None = None
     """Stop once the greedy evaluation mean reaches this (default: the env's
@@ -70,6 +82,30 @@ class RunConfig:
     ray_timeout_s: float = 300.0
     """Ray: stop with an error when no actor has delivered anything for this long."""
 
+    # Defaults that depend on the kind of env: fields left None are filled from this
+    # table by `for_env` once the env's spaces are known (one row per kind).
+    BY_KIND: ClassVar[dict[EnvKind, dict[str, Any]]] = {
+        "discrete": {"total_steps": 100_000},
+        "continuous": {"total_steps": 100_000},
+    }
+
+    @property
+    def budget(self) -> int:
+        """`total_steps`, once filled in (`for_env`)."""
+        if self.total_steps is None:
+            raise UsageError("total_steps not set; call config.for_env(kind) first")
+        return self.total_steps
+
+    def for_env(self, kind: EnvKind) -> tuple[Any, dict[str, Any]]:
+        """This config with its None fields set from `BY_KIND[kind]`, and the values
+        that were filled in (to print and to save)."""
+        filled = {
+            name: value
+            for name, value in self.BY_KIND.get(kind, {}).items()
+            if getattr(self, name) is None
+        }
+        return replace(self, **filled), filled
+
     def __post_init__(self) -> None:
         # from Python, `PPOConfig(run_dir="runs/x")` is as natural as a Path
         for name in ("run_dir", "resume"):
@@ -79,7 +115,7 @@ class RunConfig:
 
     def validate(self) -> None:
         checks = [
-            (self.total_steps > 0, "--total-steps must be > 0"),
+            (self.total_steps is None or self.total_steps > 0, "--total-steps must be > 0"),
             (self.envs_per_worker >= 1, "--envs-per-worker must be >= 1"),
             (self.workers is None or self.workers >= 1, "--workers must be >= 1"),
             (self.eval_every > 0, "--eval-every must be > 0"),
@@ -192,35 +228,46 @@ class PPOConfig(RunConfig):
     """Hidden layer widths of the actor and critic MLPs."""
     shared_body: bool = False
     """One shared MLP body for actor and critic instead of two separate MLPs."""
-    num_steps: int = 32
-    """Steps per env in each rollout."""
-    lr: float = 1e-3
+    num_steps: int | None = None
+    """Steps per env in each rollout (a rollout is num_steps x all envs)."""
+    lr: float | None = None
     """Adam learning rate."""
     anneal_lr: bool = True
     """Anneal the learning rate linearly to 0 over the step budget."""
-    gamma: float = 0.98
+    gamma: float | None = None
     """Discount factor."""
-    gae_lambda: float = 0.8
+    gae_lambda: float | None = None
     """GAE lambda."""
-    minibatch_size: int = 256
+    minibatch_size: int | None = None
     """Transitions per minibatch."""
-    update_epochs: int = 20
+    update_epochs: int | None = None
     """Passes over each rollout."""
     clip_coef: float = 0.2
     """Surrogate clipping coefficient (also the value-clipping range)."""
     anneal_clip: bool = False
     """Anneal the surrogate's clip range linearly to 0 over the step budget."""
-    clip_vloss: bool = False
-    """Clip the value loss around the rollout's value estimates (off, as in SB3: on
-    CartPole it took ~15% more env steps to solve, 40 seeds)."""
+    clip_vloss: bool | None = None
+    """Clip the value loss around the rollout's value estimates (off for discrete
+    actions, as in SB3: on CartPole it took ~15% more env steps to solve, 40 seeds)."""
     ent_coef: float = 0.0
     """Entropy bonus coefficient."""
-    vf_coef: float = 0.5
-    """Value loss coefficient; the value loss is the mean squared error (SB3's scale)."""
+    vf_coef: float | None = None
+    """Value loss coefficient; the value loss is the mean squared error (SB3's scale;
+    CleanRL halves the error, so its 0.5 is 0.25 here)."""
     max_grad_norm: float = 0.5
     """Gradient-norm clipping threshold."""
     norm_adv: bool = True
     """Normalise advantages per minibatch."""
+    norm_obs: bool | None = None
+    """Normalise observations by their running mean and variance over all envs
+    (updated after each rollout, saved with the policy, frozen in evaluation)."""
+    norm_reward: bool | None = None
+    """Scale rewards by the running standard deviation of the discounted return over
+    all envs (for learning only; returns are always reported unscaled)."""
+    clip_obs: float = 10.0
+    """Normalised observations are clipped to +-this."""
+    clip_reward: float = 10.0
+    """Scaled rewards are clipped to +-this."""
     manual_grad: bool = True
     """Compute the PPO gradient with pararl's hand-written backward pass for its MLP
     actor-critic (autograd's numbers to float rounding, a third less time per
@@ -229,21 +276,71 @@ class PPOConfig(RunConfig):
     """Sync mode: split the workers into two groups of envs; while one group steps, this
     process computes the other's actions (partial send/recv)."""
 
+    # discrete: rl-zoo's CartPole settings; continuous: CleanRL's MuJoCo settings
+    # (one env x 2048 steps there; 2 workers x 4 envs x 256 steps here) and the field's
+    # usual 1M-step budget
+    BY_KIND: ClassVar[dict[EnvKind, dict[str, Any]]] = {
+        "discrete": dict(
+            total_steps=100_000, num_steps=32, lr=1e-3, gamma=0.98, gae_lambda=0.8,
+            minibatch_size=256, update_epochs=20, clip_vloss=False, vf_coef=0.5,
+            norm_obs=False, norm_reward=False,
+        ),
+        "continuous": dict(
+            total_steps=1_000_000, num_steps=256, lr=3e-4, gamma=0.99, gae_lambda=0.95,
+            minibatch_size=64, update_epochs=10, clip_vloss=True, vf_coef=0.25,
+            norm_obs=True, norm_reward=True,
+        ),
+    }  # fmt: skip
+
     def validate(self) -> None:
         super().validate()
+
+        def unset_or(value: Any, ok: Callable[[Any], bool]) -> bool:
+            return value is None or ok(value)
+
         checks = [
-            (self.num_steps >= 1, "--num-steps must be >= 1"),
-            (self.lr > 0, "--lr must be > 0"),
-            (0 < self.gamma <= 1, "--gamma must be in (0, 1]"),
-            (0 <= self.gae_lambda <= 1, "--gae-lambda must be in [0, 1]"),
-            (self.minibatch_size >= 1, "--minibatch-size must be >= 1"),
-            (self.update_epochs >= 1, "--update-epochs must be >= 1"),
+            (unset_or(self.num_steps, lambda v: v >= 1), "--num-steps must be >= 1"),
+            (unset_or(self.lr, lambda v: v > 0), "--lr must be > 0"),
+            (unset_or(self.gamma, lambda v: 0 < v <= 1), "--gamma must be in (0, 1]"),
+            (unset_or(self.gae_lambda, lambda v: 0 <= v <= 1), "--gae-lambda must be in [0, 1]"),
+            (unset_or(self.minibatch_size, lambda v: v >= 1), "--minibatch-size must be >= 1"),
+            (unset_or(self.update_epochs, lambda v: v >= 1), "--update-epochs must be >= 1"),
+            (unset_or(self.vf_coef, lambda v: v >= 0), "--vf-coef must be >= 0"),
             (self.clip_coef > 0, "--clip-coef must be > 0"),
+            (self.clip_obs > 0, "--clip-obs must be > 0"),
+            (self.clip_reward > 0, "--clip-reward must be > 0"),
             (all(h >= 1 for h in self.hidden), "--hidden widths must be >= 1"),
         ]
         for ok, message in checks:
             if not ok:
                 raise UsageError(message)
+
+    @property
+    def settings(self) -> PPOSettings:
+        """The kind-dependent fields, once filled in (`for_env`)."""
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(PPOSettings)}
+        unset = [name for name, value in values.items() if value is None]
+        if unset:
+            raise UsageError(
+                f"PPOConfig: {', '.join(unset)} not set; call config.for_env(kind) first"
+            )
+        return PPOSettings(**values)
+
+
+@dataclass(frozen=True)
+class PPOSettings:
+    """The PPO fields whose defaults depend on the kind of env, all set."""
+
+    num_steps: int
+    lr: float
+    gamma: float
+    gae_lambda: float
+    minibatch_size: int
+    update_epochs: int
+    clip_vloss: bool
+    vf_coef: float
+    norm_obs: bool
+    norm_reward: bool
 
 
 def to_json(config: RunConfig, extra: dict[str, Any] | None = None) -> str:
@@ -251,4 +348,4 @@ def to_json(config: RunConfig, extra: dict[str, Any] | None = None) -> str:
     return json.dumps(data, indent=2, default=str)
 
 
-__all__ = ["DQNConfig", "PPOConfig", "RunConfig", "to_json"]
+__all__ = ["DQNConfig", "EnvKind", "PPOConfig", "PPOSettings", "RunConfig", "env_kind", "to_json"]

@@ -14,6 +14,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from pararl.normalize import OFF, Normalizer, NormSettings
+
 
 def mlp(
     in_dim: int, hidden: Sequence[int], out_dim: int, activation: type[nn.Module] = nn.ReLU
@@ -75,19 +77,31 @@ def _orthogonal(module: nn.Module, out_gain: float) -> None:
     """Orthogonal weights and zero biases: gain sqrt(2) for hidden layers (tanh/ReLU),
     `out_gain` for the last layer. A policy head at 0.01 starts near-uniform, so
     early updates are not spent undoing a random preference (Engstrom et al. 2020,
-    "Implementation Matters in Deep Policy Gradients")."""
+    "Implementation Matters in Deep Policy Gradients"). Computed on one thread, so one
+    seed gives one set of weights whatever the process's torch thread count."""
     linears = [m for m in module.modules() if isinstance(m, nn.Linear)]
-    for i, layer in enumerate(linears):
-        nn.init.orthogonal_(layer.weight, gain=out_gain if i == len(linears) - 1 else math.sqrt(2))
-        nn.init.zeros_(layer.bias)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the QR inside gives other weights on other thread counts
+    try:
+        for i, layer in enumerate(linears):
+            gain = out_gain if i == len(linears) - 1 else math.sqrt(2)
+            nn.init.orthogonal_(layer.weight, gain=gain)
+            nn.init.zeros_(layer.bias)
+    finally:
+        torch.set_num_threads(threads)
 
 
 class ActorCritic(nn.Module):
     """Policy and value MLPs (separate by default, or one shared body) for PPO.
 
     Discrete actions: a Categorical over logits. Box actions: a diagonal Gaussian
-    with a state-independent learned log standard deviation.
+    with a state-independent learned log standard deviation; the env gets the sample
+    clipped to the action space's bounds (`env_action`), the loss the sample itself.
+    Observations pass through `norm` (a `Normalizer`, the identity unless asked).
     """
+
+    action_low: torch.Tensor
+    action_high: torch.Tensor
 
     def __init__(
         self,
@@ -97,10 +111,16 @@ class ActorCritic(nn.Module):
         hidden: Sequence[int] = (64, 64),
         shared: bool = False,
         orthogonal_init: bool = True,
+        norm: NormSettings = OFF,
+        action_bounds: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> None:
         super().__init__()
         self.obs_dim, self.action_dim, self.discrete = obs_dim, action_dim, discrete
         self.hidden, self.shared = tuple(hidden), shared
+        self.norm = Normalizer(obs_dim, norm)
+        low, high = action_bounds or (np.full(action_dim, -np.inf), np.full(action_dim, np.inf))
+        self.register_buffer("action_low", torch.as_tensor(low, dtype=torch.float32).flatten())
+        self.register_buffer("action_high", torch.as_tensor(high, dtype=torch.float32).flatten())
         if shared:
             self.body: nn.Module = mlp(obs_dim, hidden[:-1], hidden[-1], nn.Tanh)
             self.actor: nn.Module = nn.Sequential(nn.Tanh(), nn.Linear(hidden[-1], action_dim))
@@ -116,7 +136,11 @@ class ActorCritic(nn.Module):
             _orthogonal(self.critic, 1.0)
 
     def _features(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.body(obs.flatten(1).float())
+        return self.body(self.norm.observe(obs))
+
+    def env_action(self, action: torch.Tensor) -> torch.Tensor:
+        """What the env is given: Box actions clipped to the space's bounds."""
+        return action if self.discrete else torch.clamp(action, self.action_low, self.action_high)
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         return self.critic(self._features(obs)).squeeze(-1)
@@ -170,4 +194,4 @@ class ActorCritic(nn.Module):
         actor alone (no values, no log-probabilities: evaluation steps call this)."""
         device = next(self.parameters()).device
         out = self.actor(self._features(torch.as_tensor(obs, device=device)))
-        return (out.argmax(-1) if self.discrete else out).cpu().numpy()
+        return (out.argmax(-1) if self.discrete else self.env_action(out)).cpu().numpy()

@@ -68,3 +68,31 @@ def test_actor_killed_mid_rollout_is_replaced(two_nodes: str) -> None:
         assert pool.received == 2 * 2 * 2 * 128
     finally:
         pool.close()
+
+
+def test_ray_actors_act_with_the_learners_statistics(ray_kind: str) -> None:
+    """Normalisation statistics travel with the weights: the values an actor computed
+    for its segment are the learner's values of the same raw observations."""
+    import numpy as np
+    import torch
+
+    from pararl.algos.ppo import PPOState
+    from pararl.samplers.ray.ppo import RayPPOPool
+
+    if ray_kind != "local":
+        pytest.skip("one cluster is enough")
+    config = dataclasses.replace(TINY, env="Pendulum-v1")
+    env = gym.make(config.env)
+    state = PPOState(config, env.observation_space, env.action_space, 4)
+    env.close()
+    assert state.settings.norm_obs  # continuous defaults
+    rng = np.random.default_rng(0)
+    state.learner.model.norm.update(rng.normal(5.0, 3.0, (256, 3)), rng.normal(size=256))
+    pool = RayPPOPool(state.make_model, state.rollout_spec, config, 2, 0, lambda _: None)
+    try:
+        batch, _ = pool.gather(state.learner.model, 0)
+    finally:
+        pool.close()
+    with torch.no_grad():
+        values = state.learner.model.value(torch.as_tensor(batch["obs"])).numpy()
+    np.testing.assert_allclose(batch["values"], values, rtol=1e-5, atol=1e-6)

@@ -134,3 +134,18 @@ def test_update_matches_a_step_by_step_reference() -> None:
     assert learner.updates == 5
     assert set(stats) == {"pg_loss", "v_loss", "entropy", "approx_kl", "clipfrac"}
     assert stats["approx_kl"] > 0  # the last epoch's policy moved away from the data's
+
+
+def test_initial_weights_do_not_depend_on_the_thread_count() -> None:
+    """Orthogonal init runs a QR decomposition, whose result changes with torch's
+    thread count: the same seed must still give the same network."""
+    threads = torch.get_num_threads()
+    made = []
+    try:
+        for count in (1, 2):
+            torch.set_num_threads(count)
+            torch.manual_seed(0)
+            made.append(ActorCritic(17, 6, False, (64, 64)).state_dict())
+    finally:
+        torch.set_num_threads(threads)
+    assert all(torch.equal(made[0][k], made[1][k]) for k in made[0])

@@ -125,9 +125,11 @@ def test_ctrl_c_saves_and_leaves_nothing(tmp_path: Path) -> None:
     assert set(os.listdir("/dev/shm")) <= shm_before
 
 
-def test_double_buffer_gives_the_same_rollout_as_plain(tmp_path: Path) -> None:
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
+def test_double_buffer_gives_the_same_rollout_as_plain(tmp_path: Path, env_id: str) -> None:
     """Same seeds, same actions drawn per group: the double-buffered rollout must hold
-    exactly what the plain one holds (only the overlap differs)."""
+    exactly what the plain one holds (only the overlap differs), and the
+    normalisation statistics made from it are the same (Pendulum: both normalised)."""
     import gymnasium as gym
     import numpy as np
 
@@ -137,33 +139,41 @@ def test_double_buffer_gives_the_same_rollout_as_plain(tmp_path: Path) -> None:
     from pararl.evaluation.greedy import Evaluator
     from pararl.rundir import RunDir
     from pararl.runners.session import TrainSession
-    from pararl.samplers.rollout import collect, collect_double
+    from pararl.samplers.rollout import EnvStream, collect, collect_double
     from pararl.vector import ParallelVectorEnv
 
-    cfg = Config(num_steps=40, hidden=(8,), tensorboard=False, progress="none")
-    env = gym.make("CartPole-v1")
-    batches = []
+    cfg = Config(env=env_id, num_steps=40, hidden=(8,), tensorboard=False, progress="none")
+    env = gym.make(env_id)
+    batches, norms = [], []
     for gather in (collect, collect_double):
         torch.manual_seed(0)  # the same initial weights for both
         state = PPOState(cfg, env.observation_space, env.action_space, 4)
         session = TrainSession(
-            cfg,
+            state.config,  # with the env kind's defaults filled in
             RunDir.new(tmp_path / gather.__name__, "ppo", "x"),
-            Evaluator(env_factory("CartPole-v1"), 1, 0),
+            Evaluator(env_factory(env_id), 1, 0),
             None,
         )
-        envs = ParallelVectorEnv([env_factory("CartPole-v1")] * 4, 2, autoreset_mode="SameStep")
+        envs = ParallelVectorEnv([env_factory(env_id)] * 4, 2, autoreset_mode="SameStep")
         try:
             obs, _ = envs.reset(seed=3)
             # per-group action sampling draws from torch's global RNG in a different
             # order, so fix the policy to be deterministic in its sampling: argmax
             state.actor.act = lambda o, a=state.actor.act: a(o, deterministic=True)  # type: ignore[method-assign]
             spec, sink = state.rollout_spec, session.record_episodes
-            batch, _ = gather(state.actor, spec, envs, obs, sink)
+            stream = EnvStream.start(obs, spec.gamma)
+            for _ in range(2):  # the second rollout acts with the first one's statistics
+                batch = gather(state.actor, spec, envs, stream, sink)
+                state.actor.norm.update(batch["obs"], batch["discounted"])
             batches.append(batch)
+            norms.append(state.actor.norm.state_dict())
         finally:
             envs.close()
             session.metrics.close()
             session.close()
-    for key in ("obs", "actions", "advantages", "returns"):
-        np.testing.assert_allclose(batches[0][key], batches[1][key], rtol=1e-5, err_msg=key)
+    for key in ("obs", "actions", "advantages", "returns", "discounted"):
+        np.testing.assert_allclose(
+            batches[0][key], batches[1][key], rtol=1e-5, atol=1e-6, err_msg=key
+        )
+    for key, value in norms[0].items():
+        torch.testing.assert_close(value, norms[1][key], rtol=1e-6, atol=0, msg=key)

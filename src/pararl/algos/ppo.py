@@ -18,10 +18,11 @@ import torch
 
 from pararl import seeding
 from pararl.algos import ppo_grad
-from pararl.config import PPOConfig
+from pararl.config import PPOConfig, env_kind
 from pararl.devices import choose_devices
 from pararl.errors import UsageError
 from pararl.models import ActorCritic
+from pararl.normalize import NormSettings
 from pararl.optim import FlatAdam
 from pararl.samplers.rollout import RolloutSpec
 
@@ -206,7 +207,8 @@ def check_spaces(config: PPOConfig, observation_space: gym.Space, action_space: 
 
 
 class PPOState:
-    """The model on both devices, the learner, and the run's counters."""
+    """The model on both devices, the learner, and the run's counters. A config whose
+    kind-dependent fields are unset gets the env kind's defaults here."""
 
     def __init__(
         self,
@@ -216,7 +218,9 @@ class PPOState:
         num_envs: int,
         resume_state: dict[str, Any] | None = None,
     ) -> None:
-        self.config = cfg
+        cfg, _ = cfg.for_env(env_kind(obs_space, act_space))
+        self.config, s = cfg, cfg.settings
+        self.settings = s
         self.obs_shape = tuple(obs_space.shape or ())
         self.discrete = isinstance(act_space, gym.spaces.Discrete)
         if isinstance(act_space, gym.spaces.Discrete):
@@ -226,24 +230,31 @@ class PPOState:
         obs_dim = int(np.prod(self.obs_shape))
 
         self.make_model = functools.partial(
-            ActorCritic, obs_dim, self.action_dim, self.discrete, cfg.hidden, cfg.shared_body
+            ActorCritic,
+            obs_dim,
+            self.action_dim,
+            self.discrete,
+            cfg.hidden,
+            cfg.shared_body,
+            norm=norm_settings(cfg),
+            action_bounds=_bounds(act_space),
         )
         self.devices = choose_devices(
-            self.make_model, obs_dim, num_envs, cfg.minibatch_size, cfg.act_device, cfg.learn_device
+            self.make_model, obs_dim, num_envs, s.minibatch_size, cfg.act_device, cfg.learn_device
         )
         model = self.make_model()  # initialised from the seeded global torch stream
         hyper = PPOHyper(
             clip_coef=cfg.clip_coef,
-            clip_vloss=cfg.clip_vloss,
+            clip_vloss=s.clip_vloss,
             ent_coef=cfg.ent_coef,
-            vf_coef=cfg.vf_coef,
+            vf_coef=s.vf_coef,
             max_grad_norm=cfg.max_grad_norm,
             norm_adv=cfg.norm_adv,
             manual_grad=cfg.manual_grad,
-            update_epochs=cfg.update_epochs,
-            num_minibatches=max(1, num_envs * cfg.num_steps // cfg.minibatch_size),
+            update_epochs=s.update_epochs,
+            num_minibatches=max(1, num_envs * s.num_steps // s.minibatch_size),
         )
-        self.learner = PPOLearner(model, hyper, cfg.lr, self.devices.learn)
+        self.learner = PPOLearner(model, hyper, s.lr, self.devices.learn)
         # the acting copy lives on the acting device; weights are copied once per update
         self.actor = (
             self.learner.model
@@ -264,7 +275,7 @@ class PPOState:
 
     def state(self, wall_s: float) -> dict[str, Any]:
         return {
-            "format": 1,
+            "format": 2,  # 2: the model holds normalisation statistics and action bounds
             "algo": "ppo",
             "env_steps": self.env_steps,
             "wall_s": wall_s,
@@ -276,20 +287,32 @@ class PPOState:
 
     @property
     def rollout_spec(self) -> RolloutSpec:
-        cfg = self.config
+        s = self.settings
         return RolloutSpec(
-            self.obs_shape, self.action_dim, self.discrete, cfg.num_steps, cfg.gamma, cfg.gae_lambda
+            self.obs_shape, self.action_dim, self.discrete, s.num_steps, s.gamma, s.gae_lambda
         )
 
 
+def norm_settings(cfg: PPOConfig) -> NormSettings:
+    s = cfg.settings
+    return NormSettings(s.norm_obs, s.norm_reward, cfg.clip_obs, cfg.clip_reward)
+
+
+def _bounds(space: gym.Space) -> tuple[np.ndarray, np.ndarray] | None:
+    return (space.low, space.high) if isinstance(space, gym.spaces.Box) else None
+
+
 def greedy_policy(config: PPOConfig, state: dict[str, Any]) -> ActorCritic:
-    """The greedy actor-critic of a checkpoint (`pararl evaluate`)."""
+    """The greedy actor-critic of a checkpoint (`pararl evaluate`), with the run's
+    normalisation statistics, frozen."""
     model = ActorCritic(
         int(np.prod(state["obs_shape"])),
         state["action_dim"],
         state["discrete"],
         config.hidden,
         config.shared_body,
+        norm=norm_settings(config),
     )
-    model.load_state_dict(state["learner"]["model"])
+    # format 1 (no statistics, no bounds) loads into the identity and unbounded actions
+    model.load_state_dict(state["learner"]["model"], strict=state.get("format", 1) >= 2)
     return model

@@ -102,7 +102,7 @@ def loss_and_grad(model: ActorCritic, terms: LossTerms) -> dict[str, torch.Tenso
     ratio and log-ratio for the caller's statistics."""
     t = terms
     n = t.obs.shape[0]
-    body = _forward(model.body, t.obs.flatten(1).float())
+    body = _forward(model.body, model.norm.observe(t.obs))
     actor, critic = _forward(model.actor, body[-1]), _forward(model.critic, body[-1])
     value = critic[-1].squeeze(-1)
     head: _Head = (

@@ -4,7 +4,8 @@
         anneal the learning rate (and clip range)
         rollout <- the sampler (acting copy of the policy, GAE done)
         env_steps += its transitions
-        minibatch epochs on the learning device; weights -> the acting copy
+        minibatch epochs on the learning device
+        normalisation statistics += the rollout's; weights -> the acting copy
         log, evaluate, checkpoint (session.tick)
 
 Sources: envs in this process (`serial`) or in `ParallelVectorEnv` workers (`sync`,
@@ -29,7 +30,7 @@ from pararl.mp.topology import physical_cores
 from pararl.runners.ppo_mode import ModeChoice, choose_mode
 from pararl.runners.session import TrainSession
 from pararl.runners.setup import Plan, Prepared, set_learner_threads
-from pararl.samplers.rollout import collect, collect_double
+from pararl.samplers.rollout import EnvStream, collect, collect_double
 from pararl.vector import ParallelVectorEnv, SerialVectorEnv
 
 RolloutSource = Callable[[], dict[str, np.ndarray]]  # the next rollout, flattened
@@ -39,14 +40,17 @@ def train_loop(state: PPOState, session: TrainSession, next_rollout: RolloutSour
     """See the module docstring."""
     cfg = state.config
     while not session.done(state.env_steps):
-        remaining = max(0.0, 1 - state.env_steps / cfg.total_steps)
+        remaining = max(0.0, 1 - state.env_steps / cfg.budget)
         if cfg.anneal_lr:
             state.learner.set_lr_fraction(remaining)
         if cfg.anneal_clip:
             state.learner.set_clip_fraction(remaining)
         rollout = next_rollout()
         state.env_steps += len(rollout["advantages"])
+        discounted = rollout.pop("discounted")
         stats = state.learner.update(rollout, state.rng)
+        state.learner.model.norm.update(rollout["obs"], discounted)  # after: see normalize
+        stats.update(state.learner.model.norm.stats())
         state.sync_actor()
         session.tick(
             state.env_steps,
@@ -71,14 +75,10 @@ def run_local(
     gather = collect_double if cfg.double_buffer else collect
     try:
         seeds = seeding.env_seeds(cfg.seed, num_envs, "env", 0, 0, state.env_steps)
-        obs, _ = envs.reset(seed=seeds)
+        stream = EnvStream.start(envs.reset(seed=seeds)[0], state.rollout_spec.gamma)
 
         def next_rollout() -> dict[str, np.ndarray]:
-            nonlocal obs
-            rollout, obs = gather(
-                state.actor, state.rollout_spec, envs, obs, session.record_episodes
-            )
-            return rollout
+            return gather(state.actor, state.rollout_spec, envs, stream, session.record_episodes)
 
         train_loop(state, session, next_rollout)
     finally:

@@ -54,7 +54,7 @@ class TrainSession:
         run.config.write_text(to_json(config, extra_config))
         self.metrics = MetricsWriter(run.metrics, run.tensorboard if config.tensorboard else None)
         self.console = Console(
-            config.total_steps, config.progress, f"{type(config).__name__} {config.env}"
+            config.budget, config.progress, f"{type(config).__name__} {config.env}"
         )
         self._t0 = time.monotonic() - start_wall
         self._last_log = 0.0
@@ -80,7 +80,7 @@ class TrainSession:
             self.episode_returns.extend(float(r) for r in infos["episode"]["r"][mask])
 
     def done(self, env_steps: int) -> bool:
-        return self.solved or env_steps >= self.config.total_steps
+        return self.solved or env_steps >= self.config.budget
 
     def tick(
         self,

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from pararl import checkpoint, seeding
-from pararl.config import RunConfig
+from pararl.config import EnvKind, RunConfig, env_kind
 from pararl.envs.make import check_env_id, env_factory
 from pararl.errors import UsageError
 from pararl.evaluation.background import BackgroundEvaluator
@@ -89,6 +89,7 @@ def open_session(
     evaluator = make_evaluator(p.config, model_fn, eval_child, start_steps)
     facts = {
         **resolved,
+        "env_kind": p.kind,
         "eval_in": "process" if evaluator.deferred else "inline",
         "target_return": p.spec_threshold,
     }
@@ -123,6 +124,8 @@ class Prepared:
     observation_space: gym.Space
     action_space: gym.Space
     resume_state: dict[str, Any] | None
+    kind: EnvKind  # the kind of env, which picked the defaults
+    filled: dict[str, Any]  # the defaults it picked (fields the user left unset)
 
 
 def latest_checkpoint(run: RunDir) -> Path:
@@ -151,7 +154,7 @@ def prepare(config: RunConfig, algo: str, check_spaces: SpaceCheck) -> Prepared:
             raise UsageError(f"--resume {config.resume} is a {type(saved).__name__} run")
         config = replace(
             saved,
-            total_steps=max(config.total_steps, saved.total_steps),
+            total_steps=max(config.total_steps or 0, saved.budget),
             resume=config.resume,
             run_dir=run.root,
         )
@@ -162,11 +165,14 @@ def prepare(config: RunConfig, algo: str, check_spaces: SpaceCheck) -> Prepared:
     obs_space, act_space = env.observation_space, env.action_space
     env.close()
     check_spaces(config, obs_space, act_space)
+    kind = env_kind(obs_space, act_space)
+    config, filled = config.for_env(kind)
+    config.validate()
     if resume_state is None:
         run = RunDir.new(config.run_dir, algo, config.env)
         config = replace(config, run_dir=run.root)
     target = config.target_return if config.target_return is not None else spec.reward_threshold
-    return Prepared(config, run, target, obs_space, act_space, resume_state)
+    return Prepared(config, run, target, obs_space, act_space, resume_state, kind, filled)
 
 
 SMALL_MODEL_PARAMS = 1_000_000
@@ -217,6 +223,9 @@ def compose(
     try:
         session = open_session(p, plan.make_model, plan.resolved, *plan.start, eval_child)
         session.console.message(f"{plan.banner}, run dir {p.run.root}")
+        if p.filled:
+            settings = ", ".join(f"{k} {v}" for k, v in p.filled.items())
+            session.console.message(f"pararl: defaults for {p.kind} actions: {settings}")
         status = "failed"
         try:
             plan.run(session)

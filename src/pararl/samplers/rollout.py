@@ -3,6 +3,11 @@ flat batch with GAE advantages and returns; `collect` (all envs in lock-step) an
 `collect_double` (two groups of workers, one stepping while the other's actions
 are computed) fill one from a vector env in SAME_STEP autoreset mode.
 
+The rollout holds raw observations (the policy normalises them itself, with
+statistics frozen for the rollout: `pararl.normalize`), the rewards as learned from
+(scaled when reward scaling is on), and each step's discounted return per env, from
+which the learner updates the reward scale after the update.
+
 Envs run in SAME_STEP autoreset mode, so every step is a real transition and a
 truncated episode's true last observation (`final_obs`) is there to bootstrap from.
 """
@@ -18,6 +23,7 @@ import numpy as np
 import torch
 
 from pararl.models import ActorCritic
+from pararl.normalize import DiscountedReturns
 from pararl.vector import ParallelVectorEnv
 
 
@@ -64,13 +70,28 @@ def compute_gae(
     return advantages, advantages + values
 
 
+@dataclass
+class EnvStream:
+    """Where a sampler's envs are between rollouts: the observations to act on next,
+    and each env's running discounted return."""
+
+    obs: np.ndarray
+    returns: DiscountedReturns
+
+    @classmethod
+    def start(cls, obs: np.ndarray, gamma: float) -> EnvStream:
+        return cls(obs, DiscountedReturns(len(obs), gamma))
+
+
 class Rollout:
     """Rollout storage [T, B] for one update, filled step by step (per env group when
     double-buffered), finished into a flat batch with advantages and returns."""
 
-    def __init__(self, actor: ActorCritic, spec: RolloutSpec, n: int) -> None:
+    def __init__(
+        self, actor: ActorCritic, spec: RolloutSpec, n: int, returns: DiscountedReturns
+    ) -> None:
         steps = spec.num_steps
-        self.actor, self.spec = actor, spec
+        self.actor, self.spec, self.returns = actor, spec, returns
         self.device = next(actor.parameters()).device
         act_shape = (steps, n) if spec.discrete else (steps, n, spec.action_dim)
         self.obs = np.zeros((steps, n, *spec.obs_shape), np.float32)
@@ -78,17 +99,19 @@ class Rollout:
         self.logprobs = np.zeros((steps, n), np.float32)
         self.values = np.zeros((steps, n))
         self.rewards = np.zeros((steps, n))
+        self.discounted = np.zeros((steps, n))
         self.final_values = np.zeros((steps, n))
         self.terminated = np.zeros((steps, n), bool)
         self.truncated = np.zeros((steps, n), bool)
 
     @torch.no_grad()
     def act(self, t: int, ids: np.ndarray, obs: np.ndarray) -> np.ndarray:
-        """Sample actions for envs `ids` at step `t` with the acting copy; store them."""
+        """Sample actions for envs `ids` at step `t` with the acting copy; store them;
+        return them as the envs take them (clipped to the action space)."""
         action, logprob, value = self.actor.act(torch.as_tensor(obs, device=self.device))
         self.obs[t, ids], self.actions[t, ids] = obs, action.cpu().numpy()
         self.logprobs[t, ids], self.values[t, ids] = logprob.cpu().numpy(), value.cpu().numpy()
-        return self.actions[t, ids]
+        return self.actor.env_action(action).cpu().numpy()
 
     @torch.no_grad()
     def record(
@@ -102,8 +125,9 @@ class Rollout:
     ) -> None:
         """Store the step's outcome; `final_obs` holds the truncated envs' last
         observations, in order, to bootstrap from."""
-        self.rewards[t, ids], self.terminated[t, ids] = rewards, terminated
-        self.truncated[t, ids] = truncated
+        self.discounted[t, ids] = self.returns.step(ids, rewards, terminated | truncated)
+        self.rewards[t, ids] = self.actor.norm.scale_rewards(rewards)
+        self.terminated[t, ids], self.truncated[t, ids] = terminated, truncated
         if final_obs:
             final = torch.as_tensor(np.stack(final_obs), device=self.device)
             self.final_values[t, ids[truncated]] = self.actor.value(final).cpu().numpy()
@@ -129,6 +153,7 @@ class Rollout:
             "values": self.values.astype(np.float32),
             "advantages": adv.astype(np.float32),
             "returns": ret.astype(np.float32),
+            "discounted": self.discounted,  # for the reward scale, not the loss
         }
         steps, n = self.rewards.shape
         return {k: v.reshape(steps * n, *v.shape[2:]) for k, v in batch.items()}
@@ -147,14 +172,14 @@ def collect(
     actor: ActorCritic,
     spec: RolloutSpec,
     envs: gym.vector.VectorEnv,
-    obs: np.ndarray,
+    stream: EnvStream,
     episodes: EpisodeSink,
-) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """One rollout of `spec.num_steps` vector steps acted by `actor`; returns the
-    flattened batch for the update (advantages and returns included) and the
-    observation to continue from."""
+) -> dict[str, np.ndarray]:
+    """One rollout of `spec.num_steps` vector steps acted by `actor` from `stream`
+    (moved on to where the envs are after it); returns the flattened batch for the
+    update (advantages and returns included)."""
     n = envs.num_envs
-    rollout, ids = Rollout(actor, spec, n), np.arange(n)
+    rollout, ids, obs = Rollout(actor, spec, n, stream.returns), np.arange(n), stream.obs
     for t in range(spec.num_steps):
         actions = rollout.act(t, ids, obs)
         obs, reward, terminated, truncated, infos = envs.step(actions)
@@ -162,23 +187,24 @@ def collect(
             t, ids, reward, terminated, truncated, _truncated_final_obs(infos, truncated)
         )
         episodes(infos.get("final_info", {}))
-    return rollout.finish(obs), obs
+    stream.obs = obs
+    return rollout.finish(obs)
 
 
 def collect_double(
     actor: ActorCritic,
     spec: RolloutSpec,
     envs: gym.vector.VectorEnv,
-    obs: np.ndarray,
+    stream: EnvStream,
     episodes: EpisodeSink,
-) -> tuple[dict[str, np.ndarray], np.ndarray]:
+) -> dict[str, np.ndarray]:
     """`collect` with the workers split in two groups: while one group steps, this
     process computes the other's actions. Same rollout, different overlap."""
     if not isinstance(envs, ParallelVectorEnv):
         raise TypeError("double-buffered sampling needs a ParallelVectorEnv (worker processes)")
     steps, n = spec.num_steps, envs.num_envs
     halves = envs.worker_groups(2)
-    rollout = Rollout(actor, spec, n)
+    rollout, obs = Rollout(actor, spec, n, stream.returns), stream.obs
     t, back = [0, 0], np.zeros(n, bool)
     pending_obs, pending = (
         obs.copy(),
@@ -210,7 +236,16 @@ def collect_double(
             t[h] += 1
             if t[h] < steps:
                 envs.send(rollout.act(t[h], group, pending_obs[group]), group)
-    return rollout.finish(pending_obs), pending_obs
+    stream.obs = pending_obs
+    return rollout.finish(pending_obs)
 
 
-__all__ = ["EpisodeSink", "Rollout", "RolloutSpec", "collect", "collect_double", "compute_gae"]
+__all__ = [
+    "EnvStream",
+    "EpisodeSink",
+    "Rollout",
+    "RolloutSpec",
+    "collect",
+    "collect_double",
+    "compute_gae",
+]

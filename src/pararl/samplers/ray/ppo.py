@@ -26,7 +26,7 @@ from pararl.envs.make import env_factory
 from pararl.models import ActorCritic
 from pararl.samplers.ray.cluster import connect, disconnect
 from pararl.samplers.ray.pool import RayActorGroup, load_numpy_state, numpy_state
-from pararl.samplers.rollout import RolloutSpec, collect
+from pararl.samplers.rollout import EnvStream, RolloutSpec, collect
 from pararl.vector import SerialVectorEnv
 
 WAIT_S = 1.0
@@ -58,7 +58,8 @@ class PPOActor:
         self.actor, self.spec = make_model(), spec
         fns = [env_factory(cfg.env, cfg.wrapper)] * cfg.envs_per_worker
         self.envs = SerialVectorEnv(fns, autoreset_mode="SameStep")
-        self.obs, _ = self.envs.reset(seed=seeding.env_seeds(seed, len(fns), "env", *path))
+        obs, _ = self.envs.reset(seed=seeding.env_seeds(seed, len(fns), "env", *path))
+        self.stream = EnvStream.start(obs, spec.gamma)
         self.version = -1
 
     def rollout(self, weights: list[Any], version: int) -> Segment:
@@ -74,7 +75,7 @@ class PPOActor:
             if "episode" in infos:
                 episodes.append(infos)
 
-        batch, self.obs = collect(self.actor, self.spec, self.envs, self.obs, keep)
+        batch = collect(self.actor, self.spec, self.envs, self.stream, keep)
         return Segment(batch, len(batch["advantages"]), episodes, version)
 
     def node(self) -> str:
