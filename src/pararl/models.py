@@ -95,13 +95,10 @@ class ActorCritic(nn.Module):
     """Policy and value MLPs (separate by default, or one shared body) for PPO.
 
     Discrete actions: a Categorical over logits. Box actions: a diagonal Gaussian
-    with a state-independent learned log standard deviation; the env gets the sample
-    clipped to the action space's bounds (`env_action`), the loss the sample itself.
-    Observations pass through `norm` (a `Normalizer`, the identity unless asked).
+    with a state-independent learned log standard deviation (the env factory clips
+    what the env gets to its bounds; the loss sees the sample itself). Observations
+    pass through `norm` (a `Normalizer`, the identity unless asked).
     """
-
-    action_low: torch.Tensor
-    action_high: torch.Tensor
 
     def __init__(
         self,
@@ -112,15 +109,11 @@ class ActorCritic(nn.Module):
         shared: bool = False,
         orthogonal_init: bool = True,
         norm: NormSettings = OFF,
-        action_bounds: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> None:
         super().__init__()
         self.obs_dim, self.action_dim, self.discrete = obs_dim, action_dim, discrete
         self.hidden, self.shared = tuple(hidden), shared
         self.norm = Normalizer(obs_dim, norm)
-        low, high = action_bounds or (np.full(action_dim, -np.inf), np.full(action_dim, np.inf))
-        self.register_buffer("action_low", torch.as_tensor(low, dtype=torch.float32).flatten())
-        self.register_buffer("action_high", torch.as_tensor(high, dtype=torch.float32).flatten())
         if shared:
             self.body: nn.Module = mlp(obs_dim, hidden[:-1], hidden[-1], nn.Tanh)
             self.actor: nn.Module = nn.Sequential(nn.Tanh(), nn.Linear(hidden[-1], action_dim))
@@ -137,10 +130,6 @@ class ActorCritic(nn.Module):
 
     def _features(self, obs: torch.Tensor) -> torch.Tensor:
         return self.body(self.norm.observe(obs))
-
-    def env_action(self, action: torch.Tensor) -> torch.Tensor:
-        """What the env is given: Box actions clipped to the space's bounds."""
-        return action if self.discrete else torch.clamp(action, self.action_low, self.action_high)
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         return self.critic(self._features(obs)).squeeze(-1)
@@ -194,4 +183,4 @@ class ActorCritic(nn.Module):
         actor alone (no values, no log-probabilities: evaluation steps call this)."""
         device = next(self.parameters()).device
         out = self.actor(self._features(torch.as_tensor(obs, device=device)))
-        return (out.argmax(-1) if self.discrete else self.env_action(out)).cpu().numpy()
+        return (out.argmax(-1) if self.discrete else out).cpu().numpy()

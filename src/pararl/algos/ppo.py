@@ -237,7 +237,6 @@ class PPOState:
             cfg.hidden,
             cfg.shared_body,
             norm=norm_settings(cfg),
-            action_bounds=_bounds(act_space),
         )
         self.devices = choose_devices(
             self.make_model, obs_dim, num_envs, s.minibatch_size, cfg.act_device, cfg.learn_device
@@ -275,7 +274,7 @@ class PPOState:
 
     def state(self, wall_s: float) -> dict[str, Any]:
         return {
-            "format": 2,  # 2: the model holds normalisation statistics and action bounds
+            "format": 2,  # 2: the model holds normalisation statistics
             "algo": "ppo",
             "env_steps": self.env_steps,
             "wall_s": wall_s,
@@ -298,10 +297,6 @@ def norm_settings(cfg: PPOConfig) -> NormSettings:
     return NormSettings(s.norm_obs, s.norm_reward, cfg.clip_obs, cfg.clip_reward)
 
 
-def _bounds(space: gym.Space) -> tuple[np.ndarray, np.ndarray] | None:
-    return (space.low, space.high) if isinstance(space, gym.spaces.Box) else None
-
-
 def greedy_policy(config: PPOConfig, state: dict[str, Any]) -> ActorCritic:
     """The greedy actor-critic of a checkpoint (`pararl evaluate`), with the run's
     normalisation statistics, frozen."""
@@ -313,6 +308,6 @@ def greedy_policy(config: PPOConfig, state: dict[str, Any]) -> ActorCritic:
         config.shared_body,
         norm=norm_settings(config),
     )
-    # format 1 (no statistics, no bounds) loads into the identity and unbounded actions
+    # format 1 (no statistics) loads into the identity
     model.load_state_dict(state["learner"]["model"], strict=state.get("format", 1) >= 2)
     return model

@@ -30,7 +30,10 @@ COLUMNS = (
     "approx_kl",
     "clipfrac",
     "sync_ms",
-    "actor_version",  # last: rows appended to an older run's file keep their order
+    "actor_version",
+    "obs_std",  # PPO with normalisation: the observations' mean standard deviation
+    "reward_scale",  # ... and the factor rewards are learned at
+    # new columns go last: rows appended to an older run's file keep their order
 )
 
 

@@ -106,12 +106,11 @@ class Rollout:
 
     @torch.no_grad()
     def act(self, t: int, ids: np.ndarray, obs: np.ndarray) -> np.ndarray:
-        """Sample actions for envs `ids` at step `t` with the acting copy; store them;
-        return them as the envs take them (clipped to the action space)."""
+        """Sample actions for envs `ids` at step `t` with the acting copy; store them."""
         action, logprob, value = self.actor.act(torch.as_tensor(obs, device=self.device))
         self.obs[t, ids], self.actions[t, ids] = obs, action.cpu().numpy()
         self.logprobs[t, ids], self.values[t, ids] = logprob.cpu().numpy(), value.cpu().numpy()
-        return self.actor.env_action(action).cpu().numpy()
+        return self.actions[t, ids]
 
     @torch.no_grad()
     def record(
