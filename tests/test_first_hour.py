@@ -66,25 +66,31 @@ def test_resumed_metrics_have_no_step_twice(tmp_path: Path, pararl: Any) -> None
     assert pararl("train", "--resume", str(run)).returncode == 0
     steps = metric_steps(run)
     assert steps == sorted(steps), steps  # rows past the checkpoint were dropped, then redone
-    assert max(steps) >= 1000 and resumed_from < 1000
+    assert max(steps) >= 1000
+    assert resumed_from < 1000
 
 
 def test_options_on_resume_apply_or_are_refused(tmp_path: Path, pararl: Any) -> None:
     run = tmp_path / "run"
     assert pararl("train", "dqn", *TINY, "--run-dir", str(run)).returncode == 0
     finished = pararl("train", "--resume", str(run))
-    assert finished.returncode == 0 and "is finished" in finished.stderr
+    assert finished.returncode == 0
+    assert "is finished" in finished.stderr
     lower = pararl("train", "--resume", str(run), "--total-steps", "500")
-    assert lower.returncode == 0 and "nothing to do" in lower.stderr
+    assert lower.returncode == 0
+    assert "nothing to do" in lower.stderr
     refused = pararl("train", "--resume", str(run), "--lr", "0.5", "--total-steps", "2000")
     assert refused.returncode == 2
-    assert len(refused.stderr.strip().splitlines()) == 1 and "--lr" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    assert "--lr" in refused.stderr
     env = pararl("train", "--resume", str(run), "--env", "Acrobot-v1", "--total-steps", "2000")
-    assert env.returncode == 2 and "--env" in env.stderr
+    assert env.returncode == 2
+    assert "--env" in env.stderr
     applied = pararl("train", "--resume", str(run), "--total-steps", "1400", "--eval-every", "700")
     assert applied.returncode == 0, applied.stderr
     saved = (run / "config.json").read_text()
-    assert '"total_steps": 1400' in saved and '"eval_every": 700' in saved
+    assert '"total_steps": 1400' in saved
+    assert '"eval_every": 700' in saved
     assert steps_of(run / "checkpoints" / "final.pt") >= 1400
 
 
@@ -118,7 +124,8 @@ def test_a_missing_extra_is_named(tmp_path: Path, pararl: Any) -> None:
 @pytest.mark.skipif(importlib.util.find_spec("ale_py") is not None, reason="ale-py is installed")
 def test_atari_without_ale_py_says_what_to_install(pararl: Any) -> None:
     result = pararl("train", "dqn", "--env", "ALE/Pong-v5")
-    assert result.returncode == 2 and "ale-py" in result.stderr
+    assert result.returncode == 2
+    assert "ale-py" in result.stderr
 
 
 @pytest.mark.parametrize("width", [80, 50])
@@ -132,10 +139,13 @@ def test_progress_line_fits_and_ends_on_the_final_state(
     console.update({"env_steps": 300_000, "steps_per_s": 3_200.0, "eval_return": 10.0})
     console.close(1_000_000, 3_780.4)
     lines = [line for line in err.getvalue().splitlines() if line.strip()]
-    assert lines and all(len(line) <= width for line in lines), lines
-    assert "1,000,000/1,000,000" in lines[-1] and "eval 3780.4" in lines[-1]
+    assert lines
+    assert all(len(line) <= width for line in lines), lines
+    assert "1,000,000/1,000,000" in lines[-1]
+    assert "eval 3780.4" in lines[-1]
     if width >= 80:  # narrower: the title and the bar go first
-        assert "ppo HalfCheetah" in lines[-1] and "━" in lines[-1]
+        assert "ppo HalfCheetah" in lines[-1]
+        assert "━" in lines[-1]
 
 
 def test_evaluate_is_quick_and_checks_options_first(tmp_path: Path, pararl: Any) -> None:
@@ -145,7 +155,8 @@ def test_evaluate_is_quick_and_checks_options_first(tmp_path: Path, pararl: Any)
     assert pararl("evaluate", str(run), "--episodes", "2").returncode == 0
     assert torch.get_num_threads() == 1
     bad = pararl("evaluate", str(tmp_path / "nowhere"), "--video", "x.avi")
-    assert bad.returncode == 2 and ".gif or .mp4" in bad.stderr  # before looking at the run
+    assert bad.returncode == 2
+    assert ".gif or .mp4" in bad.stderr
 
 
 def test_render_without_a_display_is_refused(
@@ -155,7 +166,8 @@ def test_render_without_a_display_is_refused(
         monkeypatch.delenv(name, raising=False)
     result = pararl("evaluate", str(tmp_path), "--render")
     if sys.platform.startswith("linux"):
-        assert result.returncode == 2 and "needs a display" in result.stderr
+        assert result.returncode == 2
+        assert "needs a display" in result.stderr
 
 
 def test_gif_plays_at_the_envs_frame_rate(tmp_path: Path, pararl: Any) -> None:
@@ -175,23 +187,28 @@ def test_gif_plays_at_the_envs_frame_rate(tmp_path: Path, pararl: Any) -> None:
             image.seek(index)
             durations.append(image.info["duration"])
     # CartPole renders at 50 fps: 20 ms a frame (identical frames are merged)
-    assert min(durations) == 20 and all(d % 20 == 0 for d in durations), durations
+    assert min(durations) == 20, durations
+    assert all(d % 20 == 0 for d in durations), durations
 
 
 def test_cli_edges(tmp_path: Path, pararl: Any) -> None:
     version = pararl("--version")
-    assert version.returncode == 0 and version.stdout.startswith("pararl ")
+    assert version.returncode == 0
+    assert version.stdout.startswith("pararl ")
     assert pararl("train").returncode == 2
     listing = pararl("train", "--help")
     assert listing.returncode == 0
     bench = pararl("bench", "--help")
-    assert bench.returncode == 2 and "python -m benchmarks" in bench.stderr
+    assert bench.returncode == 2
+    assert "python -m benchmarks" in bench.stderr
     bad = pararl("train", "dqn", "--total-steps", "abc")
-    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+    assert bad.returncode == 2
+    assert len(bad.stderr.strip().splitlines()) == 1
     assert "--total-steps" in bad.stderr
     if not torch.cuda.is_available():
         gpu = pararl("train", "dqn", "--device", "cuda", "--run-dir", str(tmp_path / "g"))
-        assert gpu.returncode == 2 and not (tmp_path / "g").exists()
+        assert gpu.returncode == 2
+        assert not (tmp_path / "g").exists()
 
 
 def test_short_run_messages_and_too_many_workers(tmp_path: Path, pararl: Any) -> None:
@@ -201,7 +218,8 @@ def test_short_run_messages_and_too_many_workers(tmp_path: Path, pararl: Any) ->
         "--run-dir", str(tmp_path / "r"),
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert "-inf" not in result.stderr and "no evaluation" in result.stderr
+    assert "-inf" not in result.stderr
+    assert "no evaluation" in result.stderr
     assert f"--workers {workers} is more than" in result.stderr
 
 
