@@ -264,7 +264,7 @@ def ratios(runs: list[Run], c: Config) -> str:
             s: statistics.median(r.wall_s for r in rs) if rs else None for s, rs in mine.items()
         }
         text = f"{env}: pararl final {h.fmt_num(med.get('pararl'), 0)}"
-        if "sb3" in med:
+        if mine.get("sb3"):
             text += f" vs SB3 {h.fmt_num(med['sb3'], 0)}"
             text += f", wall ÷ SB3 {h.fmt_ratio(h.ratio(wall.get('pararl'), wall['sb3']))}"
         if family(env) in CLEANRL:

@@ -34,7 +34,7 @@ Algo = Literal["dqn", "ppo"]
 AVERAGING_REPLICAS = 2  # `--mode averaging --workers 2`, whatever the machine
 FINAL_LINE = re.compile(
     r"^pararl: (?P<status>.+?) after (?P<steps>[\d,]+) env steps in (?P<secs>[\d.]+) s"
-    r" \(best eval (?P<best>[^)]*)\)",
+    r" \((?:best eval )?(?P<best>[^)]*)\)",
     re.MULTILINE,
 )
 EVALUATE_LINE = re.compile(r"mean return (?P<mean>-?[\d.]+|nan|-?inf) ± ", re.MULTILINE)

@@ -36,6 +36,7 @@ class Result:
 
     returncode: int
     stderr: str
+    stdout: str = ""
 
 
 @pytest.fixture
@@ -49,6 +50,7 @@ def pararl(capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
             code = main(list(args))
         except SystemExit as exc:  # the option parser's own exit (bad option types)
             code = int(exc.code or 0)
-        return Result(code, capsys.readouterr().err)
+        out = capsys.readouterr()
+        return Result(code, out.err, out.out)
 
     return run

@@ -28,14 +28,16 @@ def alive_after(pids: Sequence[int], timeout: float = 2.0) -> list[int]:
         time.sleep(0.02)
 
 
-def interrupt_training(proc: subprocess.Popen[str]) -> tuple[list[int], str]:
-    """Ctrl-C a `pararl train` process (stderr piped, text) once it logs its first
-    rate; returns its descendants at that moment and the rest of its stderr."""
+def interrupt_training(
+    proc: subprocess.Popen[str], sig: signal.Signals = signal.SIGINT
+) -> tuple[list[int], str]:
+    """Ctrl-C (or `sig`) a `pararl train` process (stderr piped, text) once it logs
+    its first rate; returns its descendants at that moment and the rest of its stderr."""
     assert proc.stderr is not None
     for line in proc.stderr:
         if "steps/s" in line:
             break
     children = [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     return children, err

@@ -1,24 +1,29 @@
 """`pararl` command line: `pararl GROUP COMMAND [options]`.
 
 Each command is a typed dataclass config parsed by tyro (field docstrings are the
-`--help`). Bad input prints one line and exits with code 2; Ctrl-C exits with 130.
+`--help`). Bad input prints one line and exits with code 2; Ctrl-C exits with 130
+and SIGTERM with 143, both after saving the run.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
+import re
+import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pararl.errors import UsageError
+from pararl.errors import RunFinished, Terminated, UsageError
 from pararl.registry import ALGORITHMS, Algorithm, algorithm_of_run
 
 
 @dataclass(frozen=True)
 class Command:
     config: Callable[[], type]  # imported lazily: `pararl --help` stays fast
-    run: Callable[[Any], Any]
+    run: Callable[[Any, frozenset[str]], Any]  # (config, the options given on the line)
 
 
 @dataclass(frozen=True)
@@ -35,7 +40,7 @@ def _train(algo: Algorithm) -> Entry:
     return Entry(algo.help, lambda: Command(lambda: algo.config, _run_training))
 
 
-def _run_training(config: Any) -> Any:
+def _run_training(config: Any, given: frozenset[str]) -> Any:
     """Start the evaluation process before importing torch here, so that its imports
     overlap with ours (`pararl.evaluation.child`); the run takes it over."""
     from pararl.evaluation.child import EvalChild, evaluates_in_process
@@ -47,13 +52,14 @@ def _run_training(config: Any) -> Any:
         if child is not None:
             child.close(grace=0.0)
         raise
-    return train(config, eval_child=child)
+    return train(config, eval_child=child, given=given)
 
 
 def _evaluate() -> Command:
     from pararl.playback_config import EvaluateConfig
 
-    def run(config: EvaluateConfig) -> Any:
+    def run(config: EvaluateConfig, given: frozenset[str]) -> Any:
+        del given
         from pararl import playback
 
         return playback.run(config)
@@ -75,11 +81,93 @@ def _resume_algo(args: list[str]) -> list[str]:
     return ["train", algorithm_of_run(Path(value)).name, *args[1:]]
 
 
-def _usage() -> str:
+def _usage(group: str = "") -> str:
     lines = ["usage: pararl GROUP COMMAND [options]   (pararl GROUP COMMAND --help)", ""]
     for key, entry in COMMANDS.items():
-        lines.append(f"  pararl {' '.join(key):<16} {entry.help}")
+        if key[0].startswith(group):
+            lines.append(f"  pararl {' '.join(key):<16} {entry.help}")
+    lines.append("  pararl --version")
     return "\n".join(lines)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"pararl {version('pararl')}"
+    except PackageNotFoundError:  # a checkout on the path, not installed
+        return "pararl (not installed)"
+
+
+def given_options(args: Sequence[str]) -> frozenset[str]:
+    """The config fields named on the command line (`--lr`, `--no-tensorboard`, ...)."""
+    names = set()
+    for arg in args:
+        if arg.startswith("--"):
+            name = arg[2:].partition("=")[0].replace("-", "_")
+            names.add(name)
+            if name.startswith("no_"):
+                names.add(name[3:])
+    return frozenset(names)
+
+
+def one_line(box: str) -> str:
+    """tyro's boxed parse error as one line: its first paragraph, and its suggestion."""
+    lines = [line.strip(" \t│╭╮╰╯") for line in box.splitlines()]
+    paragraphs: list[str] = []
+    current: list[str] = []
+    for line in lines:
+        if not line.strip("─ ") or line.startswith("─"):
+            if current:
+                paragraphs.append(" ".join(current))
+            current = []
+        else:
+            current.append(" ".join(line.split()))
+    paragraphs.append(" ".join(current))
+    text = next((p for p in paragraphs if p), "could not parse the options")
+    pattern = r"- <class '(?!NoneType)[^']*'>: (.*?)(?= - <class|$)"
+    detail = [d for p in paragraphs for d in re.findall(pattern, p)]
+    if detail:
+        text = text.split(":")[0] + ": " + detail[-1].strip()
+    if "Perhaps you meant:" in box:
+        after = box.split("Perhaps you meant:", 1)[1].split()
+        flags = [w for w in after if w.startswith("--")][:1]
+        text += f"; did you mean {flags[0]}?" if flags else ""
+    return text.rstrip(".")
+
+
+def _parse(entry: Entry, key: tuple[str, ...], args: list[str]) -> Any:
+    """The command's config from `args`; a parse error becomes one UsageError line."""
+    import tyro
+
+    command = entry.load()
+    prog = f"pararl {' '.join(key)}"
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err):
+            return command, tyro.cli(command.config(), args=args, prog=prog, description=entry.help)
+    except SystemExit as exc:
+        if exc.code in (0, None):  # --help
+            raise
+        raise UsageError(f"{one_line(err.getvalue())} (see {prog} --help)") from None
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises `Terminated` in the main thread while a command runs."""
+
+    def handler(signum: int, frame: Any) -> None:
+        raise Terminated()
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -87,30 +175,45 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args or args[0] in ("-h", "--help"):
         print(_usage())
         return 0 if args else 2
+    if args[0] == "--version":
+        print(_version())
+        return 0
     try:
-        if args[0] == "train" and len(args) > 1 and args[1].startswith("--resume"):
-            args = _resume_algo(args)
-        key = next((k for k in COMMANDS if tuple(args[: len(k)]) == k), None)
-        if key is None:
-            raise UsageError(f"unknown command '{' '.join(args[:2])}'; run 'pararl --help'")
-        import tyro
-
-        entry = COMMANDS[key]
-        command = entry.load()
-        config: Any = tyro.cli(
-            command.config(),
-            args=args[len(key) :],
-            prog=f"pararl {' '.join(key)}",
-            description=entry.help,
-        )
-        command.run(config)
+        with _sigterm_as_interrupt():
+            if args[0] == "train" and len(args) > 1 and args[1].startswith("--resume"):
+                args = _resume_algo(args)
+            key = next((k for k in COMMANDS if tuple(args[: len(k)]) == k), None)
+            if key is None:
+                return _unknown(args)
+            command, config = _parse(COMMANDS[key], key, args[len(key) :])
+            command.run(config, given_options(args[len(key) :]))
     except UsageError as exc:
         print(f"pararl: error: {exc}", file=sys.stderr)
         return 2
+    except RunFinished as exc:
+        print(f"pararl: {exc}", file=sys.stderr)
+        return 0
+    except Terminated:
+        print("pararl: terminated (SIGTERM)", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print("pararl: interrupted", file=sys.stderr)
         return 130
     return 0
+
+
+def _unknown(args: list[str]) -> int:
+    """A group alone or with --help lists its commands; anything else is an error."""
+    groups = {key[0] for key in COMMANDS}
+    if args[0] in groups and (len(args) == 1 or args[1] in ("-h", "--help")):
+        print(_usage(args[0]))
+        return 0 if len(args) > 1 else 2
+    if args[0] == "bench":
+        raise UsageError(
+            "benchmarks run from a checkout of pararl: python -m benchmarks NAME "
+            "(python -m benchmarks --help lists them)"
+        )
+    raise UsageError(f"unknown command '{' '.join(args[:2])}'; run 'pararl --help'")
 
 
 def entry() -> None:

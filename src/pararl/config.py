@@ -41,7 +41,8 @@ class RunConfig:
     """Random seed: every env, actor, replica, evaluation and network gets its own
     stream derived from it (`pararl.seeding`)."""
     total_steps: int | None = None
-    """Budget of environment steps (transitions collected, all envs together)."""
+    """Budget of environment steps (transitions collected, all envs together); default
+    by the kind of env: 100,000 (PPO with continuous actions: 1,000,000)."""
     target_return: float | None = None
     """Stop once the greedy evaluation mean reaches this (default: the env's
     `reward_threshold`, if it has one)."""
@@ -55,8 +56,9 @@ class RunConfig:
     run_dir: Path | None = None
     """Where config, metrics, checkpoints and plots go (default: runs/<algo>-<env>-<time>)."""
     resume: Path | None = None
-    """Continue the run saved in this directory (its config is used; other options are
-    ignored except `total_steps`)."""
+    """Continue the run saved in this directory from its newest checkpoint, with its
+    settings; run options (--total-steps, --eval-every, --workers, ...) may change,
+    the others may not."""
     eval_every: int = 2_500
     """Evaluate the greedy policy every this many env steps."""
     eval_episodes: int = 20
@@ -229,41 +231,44 @@ class PPOConfig(RunConfig):
     shared_body: bool = False
     """One shared MLP body for actor and critic instead of two separate MLPs."""
     num_steps: int | None = None
-    """Steps per env in each rollout (a rollout is num_steps x all envs)."""
+    """Steps per env in each rollout (a rollout is num_steps x all envs). Default: by
+    env kind."""
     lr: float | None = None
-    """Adam learning rate."""
+    """Adam learning rate. Default: by env kind."""
     anneal_lr: bool = True
     """Anneal the learning rate linearly to 0 over the step budget."""
     gamma: float | None = None
-    """Discount factor."""
+    """Discount factor. Default: by env kind."""
     gae_lambda: float | None = None
-    """GAE lambda."""
+    """GAE lambda. Default: by env kind."""
     minibatch_size: int | None = None
-    """Transitions per minibatch."""
+    """Transitions per minibatch. Default: by env kind."""
     update_epochs: int | None = None
-    """Passes over each rollout."""
+    """Passes over each rollout. Default: by env kind."""
     clip_coef: float = 0.2
     """Surrogate clipping coefficient (also the value-clipping range)."""
     anneal_clip: bool = False
     """Anneal the surrogate's clip range linearly to 0 over the step budget."""
     clip_vloss: bool | None = None
     """Clip the value loss around the rollout's value estimates (off for discrete
-    actions, as in SB3: on CartPole it took ~15% more env steps to solve, 40 seeds)."""
+    actions, as in SB3: on CartPole it took ~15% more env steps to solve, 40 seeds).
+    Default: by env kind."""
     ent_coef: float = 0.0
     """Entropy bonus coefficient."""
     vf_coef: float | None = None
     """Value loss coefficient; the value loss is the mean squared error (SB3's scale;
-    CleanRL halves the error, so its 0.5 is 0.25 here)."""
+    CleanRL halves the error, so its 0.5 is 0.25 here). Default: by env kind."""
     max_grad_norm: float = 0.5
     """Gradient-norm clipping threshold."""
     norm_adv: bool = True
     """Normalise advantages per minibatch."""
     norm_obs: bool | None = None
     """Normalise observations by their running mean and variance over all envs
-    (updated after each rollout, saved with the policy, frozen in evaluation)."""
+    (updated after each rollout, saved with the policy, frozen in evaluation).
+    Default: by env kind."""
     norm_reward: bool | None = None
     """Scale rewards by the running standard deviation of the discounted return over
-    all envs (for learning only; returns are always reported unscaled)."""
+    all envs (for learning only; returns are always reported unscaled). Default: by env kind."""
     clip_obs: float = 10.0
     """Normalised observations are clipped to +-this."""
     clip_reward: float = 10.0

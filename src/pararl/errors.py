@@ -5,3 +5,14 @@ from __future__ import annotations
 
 class UsageError(ValueError):
     """Bad input from the user: the message says what was wrong and what to do."""
+
+
+class RunFinished(Exception):  # noqa: N818 - not an error: the run is done
+    """`--resume` of a run with nothing left to do: the message says why and how to
+    train on (the command line prints it and exits with code 0)."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (`kill`, `docker stop`, a batch scheduler's pre-emption): raised in the
+    main thread so that it takes Ctrl-C's path (checkpoint, clean shutdown); the
+    command line exits with 143."""

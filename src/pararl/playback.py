@@ -3,6 +3,9 @@ greedy return, and optionally show it on screen or record a video."""
 
 from __future__ import annotations
 
+import os
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -52,28 +55,68 @@ def _play(
     return returns, frames
 
 
-def write_video(frames: list[Any], path: Path, fps: int = 30) -> None:
+VIDEO_SUFFIXES = (".gif", ".mp4")
+
+
+def write_video(frames: list[Any], path: Path, fps: float = 30.0) -> None:
+    """Frames at `fps` (GIF frame delays are whole milliseconds)."""
     import imageio.v2 as imageio
 
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix.lower() == ".gif":
-        imageio.mimsave(path, frames, duration=1 / fps, loop=0)
-    elif path.suffix.lower() == ".mp4":
-        imageio.mimsave(path, frames, fps=fps)
+        imageio.mimsave(path, frames, duration=round(1000 / fps), loop=0)
     else:
-        raise UsageError(f"--video {path}: use a .gif or .mp4 file name")
+        imageio.mimsave(path, frames, fps=fps)
+
+
+def render_fps(env_id: str) -> float:
+    """The env's own frame rate (`metadata["render_fps"]`), 30 if it states none."""
+    env = env_factory(env_id)()
+    try:
+        return float(env.metadata.get("render_fps") or 30)
+    finally:
+        env.close()
+
+
+def check(cfg: EvaluateConfig) -> None:
+    """Every option, before any episode is played."""
+    if cfg.episodes < 1:
+        raise UsageError("--episodes must be >= 1")
+    if cfg.threads < 1:
+        raise UsageError("--threads must be >= 1")
+    if cfg.video is not None and cfg.video.suffix.lower() not in VIDEO_SUFFIXES:
+        raise UsageError(f"--video {cfg.video}: use a .gif or .mp4 file name")
+    if cfg.video is not None and cfg.render:
+        raise UsageError("--render and --video: choose one (show the episodes, or record one)")
+    if cfg.render and sys.platform.startswith("linux"):
+        if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+            raise UsageError("--render needs a display (no DISPLAY here); use --video FILE.gif")
+
+
+def quiet_sdl(render_mode: str) -> None:
+    """No audio device, and no window for off-screen frames: pygame's SDL then
+    starts without complaining (e.g. about XDG_RUNTIME_DIR)."""
+    os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+    if render_mode == "rgb_array":
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    if not os.environ.get("XDG_RUNTIME_DIR"):
+        runtime = Path(tempfile.gettempdir()) / f"pararl-runtime-{os.getuid()}"
+        runtime.mkdir(mode=0o700, exist_ok=True)
+        os.environ["XDG_RUNTIME_DIR"] = str(runtime)
 
 
 def run(cfg: EvaluateConfig) -> dict[str, float]:
-    if cfg.episodes < 1:
-        raise UsageError("--episodes must be >= 1")
+    import torch
+
+    check(cfg)
+    torch.set_num_threads(cfg.threads)
     config, policy = load_policy(RunDir(cfg.run_dir), cfg.checkpoint)
     if cfg.render or cfg.video is not None:
-        returns, frames = _play(
-            config, policy, cfg.episodes, cfg.seed, "human" if cfg.render else "rgb_array"
-        )
+        mode = "human" if cfg.render else "rgb_array"
+        quiet_sdl(mode)
+        returns, frames = _play(config, policy, cfg.episodes, cfg.seed, mode)
         if cfg.video is not None:
-            write_video(frames, cfg.video)
+            write_video(frames, cfg.video, render_fps(config.env))
             print(f"video of episode 1 written to {cfg.video}")
         result = np.asarray(returns)
     else:

@@ -25,4 +25,7 @@ class EvaluateConfig:
     render: bool = False
     """Show the episodes on screen (needs a display)."""
     video: Path | None = None
-    """Record the first episode to this file (.gif or .mp4)."""
+    """Record the first episode to this file (.gif or .mp4), at the env's frame rate."""
+    threads: int = 1
+    """Torch threads for the policy (one is fastest for these small networks, and
+    leaves the cores to a training run)."""

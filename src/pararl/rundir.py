@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,11 @@ class RunDir:
             base = Path("runs") / f"{algo}-{env_id.replace('/', '_')}-{stamp}"
         base.mkdir(parents=True, exist_ok=True)
         return RunDir(base)
+
+    def remove_if_empty(self) -> None:
+        """Remove the directory if nothing was written into it (a start that failed)."""
+        with contextlib.suppress(OSError):
+            self.root.rmdir()
 
     @property
     def config(self) -> Path:

@@ -27,7 +27,7 @@ def test_parsers_read_real_output_formats() -> None:
         "best_eval": 500.0,
     }
     unsolved = parse_pararl_final(
-        "pararl: step budget reached after 1,000 env steps in 2.0 s (best eval -inf); run saved"
+        "pararl: step budget reached after 1,000 env steps in 2.0 s (no evaluation); run saved"
     )
     assert unsolved is not None
     assert (unsolved["status"], unsolved["env_steps"], unsolved["best_eval"]) == (

@@ -13,6 +13,43 @@ from pararl.errors import UsageError
 
 WRAPPERS = {"none": None, "cartpole-shaped": CartPoleShapedReward}
 
+# what to install for the env families whose packages are optional, by the module
+# their entry point lives in
+INSTALL = {
+    "gymnasium.envs.box2d": "pip install 'gymnasium[box2d]'",
+    "gymnasium.envs.mujoco": "pip install 'pararl[mujoco]'",
+    "ale_py": "pip install ale-py",
+    "minatar": "pip install minatar",
+}
+
+
+def install_hint(env_id: str) -> str | None:
+    """What to install for `env_id`'s family, if pararl knows it."""
+    if env_id.startswith("ALE/"):
+        return INSTALL["ale_py"]
+    try:
+        entry = str(gym.spec(env_id).entry_point)
+    except gym.error.Error:
+        return None
+    return next((hint for module, hint in INSTALL.items() if entry.startswith(module)), None)
+
+
+def probe_env(env_id: str, wrapper: str = "none") -> tuple[gym.Space, gym.Space]:
+    """Build the env once for its spaces; a missing optional package is a UsageError
+    that names what to install."""
+    try:
+        env = make_env(env_id, wrapper)
+    except (gym.error.DependencyNotInstalled, ImportError) as exc:
+        hint = install_hint(env_id.rpartition(":")[2]) or "install the package it names"
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UsageError(
+            f"env '{env_id}' needs a package that is missing ({first}); {hint}"
+        ) from exc
+    try:
+        return env.observation_space, env.action_space
+    finally:
+        env.close()
+
 
 def check_env_id(env_id: str) -> gym.envs.registration.EnvSpec:
     """The env's spec, or a UsageError that says what to do."""
@@ -22,6 +59,11 @@ def check_env_id(env_id: str) -> gym.envs.registration.EnvSpec:
             importlib.import_module(module)
         except ImportError as exc:
             raise UsageError(f"cannot import module '{module}' for env '{env_id}': {exc}") from exc
+    if env_id.startswith("ALE/"):  # Atari ids are registered by importing ale_py
+        try:
+            importlib.import_module("ale_py")
+        except ImportError as exc:
+            raise UsageError(f"env '{env_id}' is an Atari game: {INSTALL['ale_py']}") from exc
     try:
         return gym.spec(env_id)
     except gym.error.Error as exc:
@@ -33,9 +75,9 @@ def check_env_id(env_id: str) -> gym.envs.registration.EnvSpec:
         )
         raise UsageError(f"unknown env id '{env_id}'{hint}") from exc
     except ImportError as exc:  # e.g. MuJoCo envs without the mujoco package
+        hint = install_hint(env_id) or "install the package it names"
         raise UsageError(
-            f"env '{env_id}' needs a package that is not installed ({exc}); "
-            "for MuJoCo envs: pip install 'pararl[mujoco]'"
+            f"env '{env_id}' needs a package that is not installed ({exc}); {hint}"
         ) from exc
 
 

@@ -2,6 +2,6 @@
 
 from pararl.logging.console import Console
 from pararl.logging.meters import RateMeter
-from pararl.logging.writers import MetricsWriter
+from pararl.logging.writers import MetricsWriter, truncate_after
 
-__all__ = ["Console", "MetricsWriter", "RateMeter"]
+__all__ = ["Console", "MetricsWriter", "RateMeter", "truncate_after"]

@@ -24,33 +24,61 @@ def summary(row: dict[str, Any]) -> str:
     return "  ".join(parts)
 
 
-class Console:
-    """Shows progress towards `total` env steps. `mode`: auto | bar | plain | none."""
+def _short(value: float) -> str:
+    return f"{value / 1e3:.1f}k" if value >= 10_000 else f"{value:,.0f}"
 
-    def __init__(self, total: int, mode: str = "auto", title: str = "train") -> None:
+
+class Console:
+    """Shows progress towards `total` env steps. `mode`: auto | bar | plain | none.
+
+    The bar is one line that fits the terminal (80 columns hold all of it; narrower
+    ones drop the bar, then the time left): title, bar, steps / budget, steps/s,
+    time left, last evaluation. Plain mode prints the full metrics summary instead."""
+
+    def __init__(
+        self, total: int, mode: str = "auto", title: str = "train", start: int = 0
+    ) -> None:
         if mode == "auto":
             mode = "bar" if sys.stderr.isatty() else "plain"
         self.mode, self.total, self.title = mode, total, title
         self._bar: Any = None
         if mode == "bar":
-            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+            self._start_bar(start)
 
-            self._bar = Progress(
-                TextColumn("[bold]{task.description}"),
-                BarColumn(),
-                TextColumn("{task.completed:,}/{task.total:,}"),
-                TimeElapsedColumn(),
-                TextColumn("{task.fields[info]}"),
-                transient=False,
-            )
-            self._task = self._bar.add_task(title, total=total, info="")
-            self._bar.start()
+    def _start_bar(self, start: int) -> None:
+        from rich.console import Console as RichConsole
+        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+        console = RichConsole(stderr=True)
+        left = console.width - 1
+        # what fits, by priority: steps, last evaluation, rate, time left, title, bar
+        wanted = [("steps", len(f"{self.total:,}") * 2 + 1), ("eval", 12), ("rate", 8)]
+        wanted.append(("eta", 7))
+        shown = set()
+        for name, width in wanted:
+            if width + 1 <= left:
+                shown.add(name)
+                left -= width + 1
+        title = self.title if len(self.title) <= min(18, left - 1) else self.title[: left - 2] + "…"
+        title = title if left >= 9 else ""
+        left -= len(title) + 1 if title else 0
+        columns: list[Any] = [TextColumn("{task.description}")] if title else []
+        if left >= 8:
+            columns.append(BarColumn(bar_width=min(30, left - 1)))
+        columns.append(TextColumn("{task.completed:,}/{task.total:,}"))
+        if "rate" in shown:
+            columns.append(TextColumn("{task.fields[rate]}"))
+        if "eta" in shown:
+            columns.append(TimeRemainingColumn())
+        if "eval" in shown:
+            columns.append(TextColumn("{task.fields[eval]}"))
+        self._bar = Progress(*columns, console=console, transient=False)
+        self._task = self._bar.add_task(title, total=self.total, completed=start, rate="", eval="")
+        self._bar.start()
 
     def update(self, row: dict[str, Any]) -> None:
         if self.mode == "bar":
-            self._bar.update(
-                self._task, completed=min(row["env_steps"], self.total), info=summary(row)
-            )
+            self._show(row["env_steps"], row.get("eval_return"), row.get("steps_per_s"))
         elif self.mode == "plain":
             print(
                 f"[{self.title}] {row['env_steps']:,}/{self.total:,} steps  {summary(row)}",
@@ -58,13 +86,24 @@ class Console:
                 flush=True,
             )
 
+    def _show(self, steps: int, last_eval: float | None, rate: float | None) -> None:
+        fields: dict[str, Any] = {"completed": min(steps, self.total)}
+        if rate is not None:
+            fields["rate"] = f"{_short(rate)}/s"
+        if last_eval is not None:
+            fields["eval"] = f"eval {last_eval:.1f}"
+        self._bar.update(self._task, **fields)
+
     def message(self, text: str) -> None:
         if self.mode == "bar":
             self._bar.console.print(text)
         elif self.mode == "plain":
             print(text, file=sys.stderr, flush=True)
 
-    def close(self) -> None:
+    def close(self, steps: int | None = None, last_eval: float | None = None) -> None:
+        """Stop the display, showing the run's final steps and evaluation."""
         if self._bar is not None:
+            if steps is not None:
+                self._show(steps, last_eval, None)
             self._bar.stop()
             self._bar = None

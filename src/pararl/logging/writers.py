@@ -67,3 +67,22 @@ class MetricsWriter:
         self._file.close()
         if self._tb is not None:
             self._tb.close()
+
+
+def truncate_after(csv_path: Path, env_steps: int) -> None:
+    """Drop the rows of `metrics.csv` past `env_steps` (a resumed run redoes them), so
+    that no step is logged twice; rewritten atomically, a no-op when nothing is past."""
+    if not csv_path.is_file():
+        return
+    with csv_path.open(newline="") as f:
+        reader = csv.DictReader(f)
+        header, rows = reader.fieldnames or list(COLUMNS), list(reader)
+    kept = [r for r in rows if not r.get("env_steps") or float(r["env_steps"]) <= env_steps]
+    if len(kept) == len(rows):
+        return
+    tmp = csv_path.with_name(csv_path.name + ".tmp")
+    with tmp.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=header, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(kept)
+    tmp.replace(csv_path)

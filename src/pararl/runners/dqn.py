@@ -142,13 +142,16 @@ class DQNLoop:
 
     def take(self, wait: float) -> None:
         """Move arrived chunks (waiting up to `wait` s) into the replay memory; the
-        run's step count advances by what they hold."""
+        run's step count advances by what they hold. None is taken past the step
+        budget: however many actors, a run ends at most one chunk beyond it."""
         source, state = self.source, self.state
         for index, transitions, chunk in source.chunks(wait):
             state.replay.add(transitions)  # copies the rows before the slot is freed
             state.env_steps += chunk.env_steps
             self.episode_returns.extend(chunk.episode_returns)
             self.meter.chunk(index, chunk, source.version)
+            if state.env_steps >= state.config.budget:
+                break
         source.set_env_steps(state.env_steps)
 
     def learn(self, count: int) -> None:

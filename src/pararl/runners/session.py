@@ -17,8 +17,9 @@ from pararl import checkpoint
 from pararl.config import RunConfig, to_json
 from pararl.evaluation.background import BackgroundEvaluator
 from pararl.evaluation.greedy import Evaluator, GreedyModel, Policy
-from pararl.logging import Console, MetricsWriter, RateMeter
+from pararl.logging import Console, MetricsWriter, RateMeter, truncate_after
 from pararl.plots import learning_curve
+from pararl.registry import algorithm_of
 from pararl.rundir import RunDir
 from pararl.vector import WorkerError, WorkerTimeoutError
 
@@ -52,14 +53,19 @@ class TrainSession:
         self.config, self.run, self.evaluator = config, run, evaluator
         self.target_return = target_return
         run.config.write_text(to_json(config, extra_config))
+        if start_steps:  # resumed: rows written after the checkpoint are redone now
+            truncate_after(run.metrics, start_steps)
         self.metrics = MetricsWriter(run.metrics, run.tensorboard if config.tensorboard else None)
         self.console = Console(
-            config.budget, config.progress, f"{type(config).__name__} {config.env}"
+            config.budget, config.progress, f"{algorithm_of(config).name} {config.env}", start_steps
         )
         self._t0 = time.monotonic() - start_wall
         self._last_log = 0.0
         self._next_eval = (start_steps // config.eval_every + 1) * config.eval_every
-        self._next_ckpt = (start_steps // config.checkpoint_every + 1) * config.checkpoint_every
+        # a fresh run saves at its first tick too: any run can be resumed, even one
+        # killed outright before the first periodic checkpoint
+        every = config.checkpoint_every
+        self._next_ckpt = (start_steps // every + 1) * every if start_steps else 1
         self.episode_returns: deque[float] = deque(maxlen=20)
         self.best_eval = -np.inf
         self.last_eval: float | None = None
@@ -105,7 +111,8 @@ class TrainSession:
             self._next_eval = (env_steps // self.config.eval_every + 1) * self.config.eval_every
             self._start_eval(env_steps, policy, state_fn)
         if env_steps >= self._next_ckpt:
-            self._next_ckpt += self.config.checkpoint_every
+            every = self.config.checkpoint_every
+            self._next_ckpt = (env_steps // every + 1) * every
             checkpoint.save(self.run.checkpoint(f"step_{env_steps}"), state_fn())
         console = now - self._last_log >= self.config.log_every_s
         if console:
@@ -195,7 +202,8 @@ class TrainSession:
     def finish(self, env_steps: int, state_fn: StateFn, status: str) -> None:
         """Final checkpoint and plot; says how the run ended and where it is."""
         name = "final" if status in ("solved", "step budget reached") else "interrupted"
-        checkpoint.save(self.run.checkpoint(name), state_fn())  # first: nothing is lost
+        state = {**state_fn(), "status": status}  # what `--resume` reads (`runners.resume`)
+        checkpoint.save(self.run.checkpoint(name), state)  # first: nothing is lost
         try:
             if name == "final":
                 self._last_evaluation(env_steps, state_fn)
@@ -213,11 +221,12 @@ class TrainSession:
         if self.solved and status == "step budget reached":
             status = "solved"  # by the evaluation collected at the end
         self.metrics.close()
-        self.console.close()
+        self.console.close(env_steps, self.last_eval)
         self._plot()
+        best = "no evaluation" if self.last_eval is None else f"best eval {self.best_eval:.1f}"
         print(
             f"pararl: {status} after {env_steps:,} env steps in {self.wall_s:.1f} s "
-            f"(best eval {self.best_eval:.1f}); run saved in {self.run.root}",
+            f"({best}); run saved in {self.run.root}",
             file=sys.stderr,
             flush=True,
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pickle
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -13,9 +13,9 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from pararl import checkpoint, seeding
+from pararl import seeding
 from pararl.config import EnvKind, RunConfig, env_kind
-from pararl.envs.make import check_env_id, env_factory
+from pararl.envs.make import check_env_id, env_factory, probe_env
 from pararl.errors import UsageError
 from pararl.evaluation.background import BackgroundEvaluator
 from pararl.evaluation.child import EvalChild, evaluates_in_process
@@ -23,6 +23,7 @@ from pararl.evaluation.greedy import Evaluator
 from pararl.mp.topology import physical_cores
 from pararl.registry import config_from_json
 from pararl.rundir import RunDir
+from pararl.runners import resume
 from pararl.runners.session import TrainSession
 
 
@@ -128,20 +129,17 @@ class Prepared:
     filled: dict[str, Any]  # the defaults it picked (fields the user left unset)
 
 
-def latest_checkpoint(run: RunDir) -> Path:
-    """The checkpoint to resume from: the newest of interrupted/final/periodic."""
-    candidates = [p for p in run.checkpoints.glob("*.pt") if p.stem != "best"]
-    if not candidates:
-        raise UsageError(f"{run.root} has no checkpoint to resume from (checkpoints/*.pt)")
-    return max(candidates, key=lambda p: p.stat().st_mtime)
-
-
 SpaceCheck = Callable[[Any, gym.Space, gym.Space], None]
 
 
-def prepare(config: RunConfig, algo: str, check_spaces: SpaceCheck) -> Prepared:
-    """Validate the config (or load the resumed run's), probe the env, make the run dir."""
+def prepare(
+    config: RunConfig, algo: str, check_spaces: SpaceCheck, given: Collection[str] | None = None
+) -> Prepared:
+    """Validate the config (or take the resumed run's: `runners.resume`), probe the
+    env, fill in the defaults of its kind, make the run dir. `given`: the options set
+    by the user (default: those that differ from the defaults)."""
     resume_state = None
+    given = resume.given_fields(config) if given is None else given
     if config.resume is not None:
         run = RunDir(Path(config.resume))
         if not run.config.is_file():
@@ -152,23 +150,18 @@ def prepare(config: RunConfig, algo: str, check_spaces: SpaceCheck) -> Prepared:
         saved = config_from_json(run.config.read_text())
         if type(saved) is not type(config):
             raise UsageError(f"--resume {config.resume} is a {type(saved).__name__} run")
-        config = replace(
-            saved,
-            total_steps=max(config.total_steps or 0, saved.budget),
-            resume=config.resume,
-            run_dir=run.root,
-        )
-        resume_state = checkpoint.load(latest_checkpoint(run))
+        config = resume.resumed_config(saved, config, given)
+        _, resume_state = resume.latest_checkpoint(run)
     config.validate()
     spec = check_env_id(config.env)
-    env = env_factory(config.env, config.wrapper)()
-    obs_space, act_space = env.observation_space, env.action_space
-    env.close()
+    obs_space, act_space = probe_env(config.env, config.wrapper)
     check_spaces(config, obs_space, act_space)
     kind = env_kind(obs_space, act_space)
     config, filled = config.for_env(kind)
     config.validate()
-    if resume_state is None:
+    if resume_state is not None:
+        resume.check_left_to_do(config, resume_state, given)
+    else:
         run = RunDir.new(config.run_dir, algo, config.env)
         config = replace(config, run_dir=run.root)
     target = config.target_return if config.target_return is not None else spec.reward_threshold
@@ -208,17 +201,21 @@ def compose(
     check_spaces: SpaceCheck,
     build: Callable[[Prepared], Plan],
     eval_child: EvalChild | None = None,
+    given: Collection[str] | None = None,
 ) -> TrainSession:
     """Every training run: prepare (validate, resume, probe the env, run dir) ->
     seed -> the algorithm's own set-up (`build`: devices, state, sampler) -> session
     -> run -> final checkpoint, last evaluation and plot, however the run ends."""
+    p: Prepared | None = None
     try:
-        p = prepare(config, algo, check_spaces)
+        p = prepare(config, algo, check_spaces, given)
         seed_everything(p.config.seed)
         plan = build(p)
     except BaseException:
         if eval_child is not None:
             eval_child.close(grace=0.0)  # it holds no work: not given time to finish starting
+        if p is not None and p.resume_state is None:
+            p.run.remove_if_empty()  # a refused start leaves no run directory behind
         raise
     try:
         session = open_session(p, plan.make_model, plan.resolved, *plan.start, eval_child)
@@ -226,6 +223,12 @@ def compose(
         if p.filled:
             settings = ", ".join(f"{k} {v}" for k, v in p.filled.items())
             session.console.message(f"pararl: defaults for {p.kind} actions: {settings}")
+        workers, cores = p.config.workers, physical_cores()
+        if workers is not None and workers > cores:
+            session.console.message(
+                f"pararl: warning: --workers {workers} is more than the {cores} cores here; "
+                "they share them, each runs slower (leave --workers out to use one per core)"
+            )
         status = "failed"
         try:
             plan.run(session)

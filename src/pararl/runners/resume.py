@@ -1,0 +1,114 @@
+"""Resuming a run: which checkpoint it continues from, which options may change, and
+where its metrics continue.
+
+- The checkpoint is chosen by what the files hold, never by their modification
+  time (a copy of a run has new mtimes): the most env steps wins; at equal steps
+  `final`/`interrupted` win over `step_N`.
+- Options that manage the run (budget, evaluation, checkpoints, logging, workers,
+  devices, backend) apply when given; any other option given with a value other
+  than the run's is refused by name: the run keeps the settings it learned with.
+- A run whose checkpoint says it is finished, resumed without a larger budget, and
+  a budget not above the steps already done, stop at once and say so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection
+from pathlib import Path
+from typing import Any
+
+from pararl import checkpoint
+from pararl.config import RunConfig
+from pararl.errors import RunFinished, UsageError
+from pararl.rundir import RunDir
+
+# the options that may change on resume: how the run is managed, not what it learns
+MUTABLE = frozenset(
+    {
+        "total_steps",
+        "target_return",
+        "workers",
+        "mode",
+        "device",
+        "act_device",
+        "learn_device",
+        "eval_every",
+        "eval_episodes",
+        "eval_in",
+        "checkpoint_every",
+        "log_every_s",
+        "progress",
+        "tensorboard",
+        "backend",
+        "ray_address",
+        "ray_timeout_s",
+        "restart_actors",
+        "resume",
+    }
+)
+FINISHED = ("solved", "step budget reached")
+
+
+def given_fields(config: RunConfig) -> frozenset[str]:
+    """For a config made in Python: the fields set to something other than the default."""
+    default = type(config)()
+    fields = dataclasses.fields(config)
+    return frozenset(f.name for f in fields if getattr(config, f.name) != getattr(default, f.name))
+
+
+def _rank(path: Path, state: dict[str, Any]) -> tuple[int, int]:
+    return int(state.get("env_steps", 0)), 0 if path.stem.startswith("step_") else 1
+
+
+def latest_checkpoint(run: RunDir) -> tuple[Path, dict[str, Any]]:
+    """The checkpoint to resume from, and its state: see the module docstring."""
+    candidates = [p for p in run.checkpoints.glob("*.pt") if p.stem != "best"]
+    if not candidates:
+        raise UsageError(f"{run.root} has no checkpoint to resume from (checkpoints/*.pt)")
+    loaded = [(p, checkpoint.load(p)) for p in candidates]
+    return max(loaded, key=lambda item: _rank(*item))
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def resumed_config(saved: RunConfig, requested: RunConfig, given: Collection[str]) -> RunConfig:
+    """The saved config with the run-management options that were given applied;
+    a UsageError naming any other option given with a different value."""
+    names = {f.name for f in dataclasses.fields(saved)}
+    refused = sorted(
+        n
+        for n in given
+        if n in names and n not in MUTABLE and getattr(requested, n) != getattr(saved, n)
+    )
+    if refused:
+        kept = ", ".join(f"{_flag(n)} {getattr(saved, n)}" for n in refused)
+        raise UsageError(
+            f"a resumed run keeps the settings it learned with ({kept}); "
+            f"only run options change on resume (--total-steps, --eval-every, --workers, ...); "
+            "start a new run to change the others"
+        )
+    changes = {n: getattr(requested, n) for n in given if n in MUTABLE and n in names}
+    changes["run_dir"] = saved.run_dir if requested.resume is None else Path(requested.resume)
+    return dataclasses.replace(saved, **changes)
+
+
+def check_left_to_do(config: RunConfig, state: dict[str, Any], given: Collection[str]) -> None:
+    """RunFinished when the resumed run has nothing left to do."""
+    done, root = int(state.get("env_steps", 0)), config.resume
+    if "total_steps" in given and config.budget <= done:
+        raise RunFinished(
+            f"{root} already has {done:,} env steps, --total-steps {config.budget:,} "
+            "asks for no more; nothing to do"
+        )
+    if "total_steps" not in given and (state.get("status") in FINISHED or done >= config.budget):
+        status = state.get("status") or "step budget reached"
+        raise RunFinished(
+            f"{root} is finished ({status}, {done:,} of {config.budget:,} env steps); "
+            f"pass --total-steps N (more than {done:,}) to train on"
+        )
+
+
+__all__ = ["MUTABLE", "check_left_to_do", "given_fields", "latest_checkpoint", "resumed_config"]

@@ -1,0 +1,231 @@
+"""What a new user meets in the first hour: resume by checkpoint content, options on
+resume applied or refused, SIGTERM that saves, missing extras named, a progress line
+that fits, evaluation that is quick and records real frame timing, and CLI edges."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from pararl.logging.console import Console
+from pararl.mp.topology import physical_cores
+from tests.procs import alive_after, interrupt_training
+
+TINY = [
+    "--total-steps", "1000", "--eval-every", "500", "--eval-episodes", "2",
+    "--mode", "serial", "--no-tensorboard", "--progress", "plain", "--learning-starts", "100",
+]  # fmt: skip
+
+
+def steps_of(path: Path) -> int:
+    return int(torch.load(path, weights_only=False)["env_steps"])
+
+
+def metric_steps(run: Path) -> list[int]:
+    with (run / "metrics.csv").open() as f:
+        return [int(float(r["env_steps"])) for r in csv.DictReader(f)]
+
+
+def test_resume_picks_the_checkpoint_by_content_not_mtime(tmp_path: Path, pararl: Any) -> None:
+    run = tmp_path / "run"
+    assert (
+        pararl("train", "dqn", *TINY, "--checkpoint-every", "400", "--run-dir", str(run)).returncode
+        == 0
+    )
+    ckpts = run / "checkpoints"
+    early = min(ckpts.glob("step_*.pt"), key=steps_of)
+    assert steps_of(early) < 400  # a fresh run saves at its first tick: always resumable
+    later = time.time() + 60
+    os.utime(early, (later, later))  # what a copy without -p does: the old file looks newest
+    result = pararl("train", "--resume", str(run), "--total-steps", "1500")
+    assert result.returncode == 0, result.stderr
+    assert steps_of(ckpts / "final.pt") >= 1500
+    assert steps_of(ckpts / "final.pt") - 1000 < 700  # continued from 1,000, not from the start
+
+
+def test_resumed_metrics_have_no_step_twice(tmp_path: Path, pararl: Any) -> None:
+    run = tmp_path / "run"
+    assert (
+        pararl("train", "dqn", *TINY, "--checkpoint-every", "400", "--run-dir", str(run)).returncode
+        == 0
+    )
+    for name in ("final", "best"):
+        (run / "checkpoints" / f"{name}.pt").unlink()  # as if killed after step_800
+    resumed_from = max(steps_of(p) for p in (run / "checkpoints").glob("step_*.pt"))
+    assert pararl("train", "--resume", str(run)).returncode == 0
+    steps = metric_steps(run)
+    assert steps == sorted(steps), steps  # rows past the checkpoint were dropped, then redone
+    assert max(steps) >= 1000
+    assert resumed_from < 1000
+
+
+def test_options_on_resume_apply_or_are_refused(tmp_path: Path, pararl: Any) -> None:
+    run = tmp_path / "run"
+    assert pararl("train", "dqn", *TINY, "--run-dir", str(run)).returncode == 0
+    finished = pararl("train", "--resume", str(run))
+    assert finished.returncode == 0
+    assert "is finished" in finished.stderr
+    lower = pararl("train", "--resume", str(run), "--total-steps", "500")
+    assert lower.returncode == 0
+    assert "nothing to do" in lower.stderr
+    refused = pararl("train", "--resume", str(run), "--lr", "0.5", "--total-steps", "2000")
+    assert refused.returncode == 2
+    assert len(refused.stderr.strip().splitlines()) == 1
+    assert "--lr" in refused.stderr
+    env = pararl("train", "--resume", str(run), "--env", "Acrobot-v1", "--total-steps", "2000")
+    assert env.returncode == 2
+    assert "--env" in env.stderr
+    applied = pararl("train", "--resume", str(run), "--total-steps", "1400", "--eval-every", "700")
+    assert applied.returncode == 0, applied.stderr
+    saved = (run / "config.json").read_text()
+    assert '"total_steps": 1400' in saved
+    assert '"eval_every": 700' in saved
+    assert steps_of(run / "checkpoints" / "final.pt") >= 1400
+
+
+def test_sigterm_saves_and_leaves_nothing(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shm_before = set(os.listdir("/dev/shm"))
+    args = ["--total-steps", "100000000", "--run-dir", str(run), "--progress", "plain"]
+    args += ["--no-tensorboard", "--log-every-s", "0.2", "--mode", "sync", "--workers", "2"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pararl.cli", "train", "ppo", *args],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    children, err = interrupt_training(proc, signal.SIGTERM)
+    assert proc.returncode == 143, err
+    assert "terminated" in err
+    assert (run / "checkpoints" / "interrupted.pt").is_file()
+    assert alive_after(children, 0.5) == []
+    assert set(os.listdir("/dev/shm")) <= shm_before
+
+
+@pytest.mark.skipif(importlib.util.find_spec("Box2D") is not None, reason="Box2D is installed")
+def test_a_missing_extra_is_named(tmp_path: Path, pararl: Any) -> None:
+    result = pararl("train", "ppo", "--env", "CarRacing-v3", "--run-dir", str(tmp_path / "r"))
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "gymnasium[box2d]" in result.stderr
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ale_py") is not None, reason="ale-py is installed")
+def test_atari_without_ale_py_says_what_to_install(pararl: Any) -> None:
+    result = pararl("train", "dqn", "--env", "ALE/Pong-v5")
+    assert result.returncode == 2
+    assert "ale-py" in result.stderr
+
+
+@pytest.mark.parametrize("width", [80, 50])
+def test_progress_line_fits_and_ends_on_the_final_state(
+    width: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", str(width))
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    console = Console(1_000_000, "bar", "ppo HalfCheetah-v5")
+    console.update({"env_steps": 300_000, "steps_per_s": 3_200.0, "eval_return": 10.0})
+    console.close(1_000_000, 3_780.4)
+    lines = [line for line in err.getvalue().splitlines() if line.strip()]
+    assert lines
+    assert all(len(line) <= width for line in lines), lines
+    assert "1,000,000/1,000,000" in lines[-1]
+    assert "eval 3780.4" in lines[-1]
+    if width >= 80:  # narrower: the title and the bar go first
+        assert "ppo HalfCheetah" in lines[-1]
+        assert "━" in lines[-1]
+
+
+def test_evaluate_is_quick_and_checks_options_first(tmp_path: Path, pararl: Any) -> None:
+    run = tmp_path / "run"
+    assert pararl("train", "dqn", *TINY, "--run-dir", str(run)).returncode == 0
+    torch.set_num_threads(2)
+    assert pararl("evaluate", str(run), "--episodes", "2").returncode == 0
+    assert torch.get_num_threads() == 1
+    bad = pararl("evaluate", str(tmp_path / "nowhere"), "--video", "x.avi")
+    assert bad.returncode == 2
+    assert ".gif or .mp4" in bad.stderr
+
+
+def test_render_without_a_display_is_refused(
+    tmp_path: Path, pararl: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("DISPLAY", "WAYLAND_DISPLAY"):
+        monkeypatch.delenv(name, raising=False)
+    result = pararl("evaluate", str(tmp_path), "--render")
+    if sys.platform.startswith("linux"):
+        assert result.returncode == 2
+        assert "needs a display" in result.stderr
+
+
+def test_gif_plays_at_the_envs_frame_rate(tmp_path: Path, pararl: Any) -> None:
+    pytest.importorskip("imageio")
+    pytest.importorskip("pygame")
+    from PIL import Image
+
+    run = tmp_path / "run"
+    assert pararl("train", "dqn", *TINY, "--run-dir", str(run)).returncode == 0
+    gif = tmp_path / "play.gif"
+    result = pararl("evaluate", str(run), "--episodes", "1", "--video", str(gif))
+    assert result.returncode == 0, result.stderr
+    assert "XDG_RUNTIME_DIR" not in result.stderr
+    durations = []
+    with Image.open(gif) as image:
+        for index in range(image.n_frames):
+            image.seek(index)
+            durations.append(image.info["duration"])
+    # CartPole renders at 50 fps: 20 ms a frame (identical frames are merged)
+    assert min(durations) == 20, durations
+    assert all(d % 20 == 0 for d in durations), durations
+
+
+def test_cli_edges(tmp_path: Path, pararl: Any) -> None:
+    version = pararl("--version")
+    assert version.returncode == 0
+    assert version.stdout.startswith("pararl ")
+    assert pararl("train").returncode == 2
+    listing = pararl("train", "--help")
+    assert listing.returncode == 0
+    bench = pararl("bench", "--help")
+    assert bench.returncode == 2
+    assert "python -m benchmarks" in bench.stderr
+    bad = pararl("train", "dqn", "--total-steps", "abc")
+    assert bad.returncode == 2
+    assert len(bad.stderr.strip().splitlines()) == 1
+    assert "--total-steps" in bad.stderr
+    if not torch.cuda.is_available():
+        gpu = pararl("train", "dqn", "--device", "cuda", "--run-dir", str(tmp_path / "g"))
+        assert gpu.returncode == 2
+        assert not (tmp_path / "g").exists()
+
+
+def test_short_run_messages_and_too_many_workers(tmp_path: Path, pararl: Any) -> None:
+    workers = str(physical_cores() + 1)
+    result = pararl(
+        "train", "dqn", *TINY, "--eval-every", "100000", "--workers", workers,
+        "--run-dir", str(tmp_path / "r"),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "-inf" not in result.stderr
+    assert "no evaluation" in result.stderr
+    assert f"--workers {workers} is more than" in result.stderr
+
+
+def test_async_budget_overshoot_is_at_most_one_chunk(tmp_path: Path, pararl: Any) -> None:
+    run = tmp_path / "run"
+    args = ["--mode", "async", "--workers", "3", "--total-steps", "3000", "--eval-every", "3000"]
+    result = pararl("train", "dqn", *args, "--eval-episodes", "1", "--run-dir", str(run))
+    assert result.returncode == 0, result.stderr
+    assert steps_of(run / "checkpoints" / "final.pt") <= 3000 + 256 + 4  # one chunk of 4 envs
