@@ -18,7 +18,7 @@ import torch.nn.functional as F  # noqa: N812 - the usual name
 
 from pararl import seeding
 from pararl.algos.replay import ReplayBuffer
-from pararl.config import DQNConfig
+from pararl.config import DQNConfig, env_kind
 from pararl.errors import UsageError
 from pararl.models import QNetwork
 from pararl.optim import FlatAdam
@@ -121,6 +121,7 @@ class DQNState:
         rank: int = 0,
     ) -> None:
         check_spaces(cfg, observation_space, action_space)
+        cfg, _ = cfg.for_env(env_kind(observation_space, action_space))  # unset: the kind's
         assert isinstance(action_space, gym.spaces.Discrete)
         assert observation_space.shape is not None
         self.config = cfg
