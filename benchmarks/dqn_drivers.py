@@ -177,7 +177,11 @@ def workload_config(workload: Workload, env: str = "CartPole-v1", seed: int = 0)
     (its net, batch, lr, gamma, 1-step targets, target sync, one update per 5
     transitions, epsilon 0.1, its reward shaping) on pararl's machinery: each actor
     steps 32 envs (the seed's one), chunks of transitions, weights in shared memory."""
-    base = DQNConfig(env=env, seed=seed, mode="async", progress="none", tensorboard=False)
+    # no step budget: spells run as long as they are timed (the learner loop takes no
+    # chunk past a run's budget)
+    base = DQNConfig(
+        env=env, seed=seed, mode="async", progress="none", tensorboard=False, total_steps=10**12
+    )
     if workload == "defaults":
         return base
     return dataclasses.replace(
