@@ -79,3 +79,12 @@ def test_bad_options_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--repeats must be >= 1" in capsys.readouterr().err
     assert main(["dqn", "--parts", "throughput", "--actors", "0"]) == 2
     assert main(["dqn", "--parts", "solve", "--seeds"]) == 2
+
+
+def test_throughput_workloads_have_no_step_budget() -> None:
+    """The learner loop takes no chunk past a run's budget: a spell of a few seconds
+    at tens of thousands of steps/s must never reach one."""
+    from benchmarks.dqn_drivers import workload_config
+
+    for workload in ("defaults", "seed"):
+        assert workload_config(workload).budget >= 10**9  # type: ignore[arg-type]
