@@ -31,9 +31,11 @@ def load_policy(run: RunDir, name: str) -> tuple[RunConfig, Policy]:
 
 def _play(
     config: RunConfig, policy: Policy, episodes: int, seed: int, render_mode: str
-) -> tuple[list[float], list[Any]]:
-    """Episodes one at a time in a rendering env; frames of the first when rgb_array."""
+) -> tuple[list[float], list[Any], float]:
+    """Episodes one at a time in a rendering env; frames of the first when rgb_array,
+    and the env's own frame rate (`metadata["render_fps"]`, 30 if it states none)."""
     env = env_factory(config.env, render_mode=render_mode)()
+    fps = float(env.metadata.get("render_fps") or 30)
     returns, frames = [], []
     try:
         # the same episodes as a training run's first evaluation with this seed
@@ -52,7 +54,7 @@ def _play(
             returns.append(total)
     finally:
         env.close()
-    return returns, frames
+    return returns, frames, fps
 
 
 VIDEO_SUFFIXES = (".gif", ".mp4")
@@ -67,15 +69,6 @@ def write_video(frames: list[Any], path: Path, fps: float = 30.0) -> None:
         imageio.mimsave(path, frames, duration=round(1000 / fps), loop=0)
     else:
         imageio.mimsave(path, frames, fps=fps)
-
-
-def render_fps(env_id: str) -> float:
-    """The env's own frame rate (`metadata["render_fps"]`), 30 if it states none."""
-    env = env_factory(env_id)()
-    try:
-        return float(env.metadata.get("render_fps") or 30)
-    finally:
-        env.close()
 
 
 def check(cfg: EvaluateConfig) -> None:
@@ -114,9 +107,9 @@ def run(cfg: EvaluateConfig) -> dict[str, float]:
     if cfg.render or cfg.video is not None:
         mode = "human" if cfg.render else "rgb_array"
         quiet_sdl(mode)
-        returns, frames = _play(config, policy, cfg.episodes, cfg.seed, mode)
+        returns, frames, fps = _play(config, policy, cfg.episodes, cfg.seed, mode)
         if cfg.video is not None:
-            write_video(frames, cfg.video, render_fps(config.env))
+            write_video(frames, cfg.video, fps)
             print(f"video of episode 1 written to {cfg.video}")
         result = np.asarray(returns)
     else:

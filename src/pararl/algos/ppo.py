@@ -219,8 +219,8 @@ class PPOState:
         resume_state: dict[str, Any] | None = None,
     ) -> None:
         cfg, _ = cfg.for_env(env_kind(obs_space, act_space))
-        self.config, s = cfg, cfg.settings
-        self.settings = s
+        self.config = cfg
+        self.settings = s = cfg.settings
         self.obs_shape = tuple(obs_space.shape or ())
         self.discrete = isinstance(act_space, gym.spaces.Discrete)
         if isinstance(act_space, gym.spaces.Discrete):

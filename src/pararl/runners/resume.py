@@ -57,17 +57,28 @@ def given_fields(config: RunConfig) -> frozenset[str]:
     return frozenset(f.name for f in fields if getattr(config, f.name) != getattr(default, f.name))
 
 
-def _rank(path: Path, state: dict[str, Any]) -> tuple[int, int]:
-    return int(state.get("env_steps", 0)), 0 if path.stem.startswith("step_") else 1
-
-
 def latest_checkpoint(run: RunDir) -> tuple[Path, dict[str, Any]]:
-    """The checkpoint to resume from, and its state: see the module docstring."""
-    candidates = [p for p in run.checkpoints.glob("*.pt") if p.stem != "best"]
-    if not candidates:
+    """The checkpoint to resume from, and its state: see the module docstring.
+    `step_N` files carry their env steps in the name (the session writes them so);
+    the others are read for theirs. Only the chosen state is kept in memory (a DQN
+    checkpoint holds the replay memory)."""
+    best: tuple[tuple[int, int], Path, dict[str, Any] | None] | None = None
+    for path in run.checkpoints.glob("*.pt"):
+        name = path.stem
+        if name == "best":
+            continue
+        number = name.removeprefix("step_")
+        if name.startswith("step_") and number.isdigit():
+            rank, state = (int(number), 0), None
+        else:
+            state = checkpoint.load(path)
+            rank = (int(state.get("env_steps", 0)), 1)  # final/interrupted win ties
+        if best is None or rank > best[0]:
+            best = (rank, path, state)
+    if best is None:
         raise UsageError(f"{run.root} has no checkpoint to resume from (checkpoints/*.pt)")
-    loaded = [(p, checkpoint.load(p)) for p in candidates]
-    return max(loaded, key=lambda item: _rank(*item))
+    _, path, state = best
+    return path, state if state is not None else checkpoint.load(path)
 
 
 def _flag(name: str) -> str:
