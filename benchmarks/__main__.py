@@ -23,6 +23,7 @@ BENCHMARKS = {
     "partial": "multi-task sampler: wait for all vs timeout vs min_envs vs auto (seeds/001)",
     "ray": "Ray actors vs local actor processes (sampling), and the scaling model",
     "handwritten": "FlatAdam, the PPO backward pass, the event writer vs the libraries",
+    "vector_change": "vector env throughput of this checkout against a git ref's",
 }
 
 

@@ -202,7 +202,9 @@ def measure(c: Config, meta: h.Metadata) -> Results:
         h.progress(f"double_buffer: {env_id}, {c.workers} workers × {c.envs_per_worker} envs ...")
         fn = functools.partial(make_env, env_id, c.step_cost_us)
         envs = ParallelVectorEnv(
-            [fn] * (c.workers * c.envs_per_worker), c.workers, autoreset_mode="SameStep"
+            [fn] * (c.workers * c.envs_per_worker),
+            num_workers=c.workers,
+            autoreset_mode="SameStep",
         )
         try:
             envs.reset(seed=c.seed)

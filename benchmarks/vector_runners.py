@@ -230,7 +230,7 @@ def open_backend(
             from pararl.vector import ParallelVectorEnv
 
             shared["pararl"] = ParallelVectorEnv(
-                fns, case.workers, context=case.context, autoreset_mode=mode
+                fns, num_workers=case.workers, context=case.context, autoreset_mode=mode
             )
             closers.append(shared["pararl"].close)
         venv = shared["pararl"]

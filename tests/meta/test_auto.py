@@ -166,7 +166,7 @@ def test_auto_with_small_spread_stays_waiting(clock: list[float]) -> None:
 def test_reply_seconds_are_each_workers_step_time() -> None:
     fns = [registered_fn("pararl/StepCost-v0", cost_us=200, episode_length=50)] * 2
     fns += [registered_fn("pararl/StepCost-v0", cost_us=5000, episode_length=50)] * 2
-    venv = ParallelVectorEnv(fns, 2, worker_timeout=20.0)
+    venv = ParallelVectorEnv(fns, num_workers=2, worker_timeout=20.0)
     try:
         assert np.isnan(venv.reply_seconds).all()
         venv.reset(seed=0)

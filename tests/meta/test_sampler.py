@@ -91,7 +91,7 @@ def test_tasks_are_spread_over_envs_and_workers() -> None:
 
 def test_reset_task_mid_run_changes_only_the_envs_named() -> None:
     fns = [functools.partial(make_task_env, NAV, 50, {})] * 4
-    venv = ParallelVectorEnv(fns, 2, autoreset_mode="SameStep", worker_timeout=20.0)
+    venv = ParallelVectorEnv(fns, num_workers=2, autoreset_mode="SameStep", worker_timeout=20.0)
     try:
         venv.reset_task([{"goal": (0.1 * i, 0.0)} for i in range(4)])
         venv.reset(seed=0)

@@ -154,7 +154,9 @@ def test_double_buffer_gives_the_same_rollout_as_plain(tmp_path: Path, env_id: s
             Evaluator(env_factory(env_id), 1, 0),
             None,
         )
-        envs = ParallelVectorEnv([env_factory(env_id)] * 4, 2, autoreset_mode="SameStep")
+        envs = ParallelVectorEnv(
+            [env_factory(env_id)] * 4, num_workers=2, autoreset_mode="SameStep"
+        )
         try:
             obs, _ = envs.reset(seed=3)
             # per-group action sampling draws from torch's global RNG in a different

@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 
 from pararl.vector import infos
-from pararl.vector.batch import FINAL_OBS_IN_ARRAY
-from pararl.vector.infos import FinalEntry, pack_infos, unpack_infos
+from pararl.vector.infos import FinalEntry, InArray, pack_infos, unpack_infos
 
 Pairs = list[tuple[int, dict[str, Any]]]
 
@@ -149,7 +148,7 @@ def test_nothing_to_send_is_none() -> None:
 
 def final(info: dict[str, Any]) -> FinalEntry:
     """An ended env's entry, with the placeholder a SAME_STEP batch puts in it."""
-    return FinalEntry(FINAL_OBS_IN_ARRAY, info)
+    return FinalEntry(InArray, info)
 
 
 @pytest.mark.parametrize(

@@ -21,14 +21,13 @@ import select
 import signal
 import sys
 import time
-import traceback
 import weakref
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from multiprocessing.context import BaseContext
 from typing import Any
 
-from pararl.mp.errors import RemoteError, WorkerError, WorkerTimeoutError
+from pararl.mp.errors import RemoteError, WorkerError, WorkerTimeoutError, worker_error
 
 CLOSE_GRACE_S = 2.0  # how long close() lets children exit by themselves
 
@@ -57,18 +56,11 @@ def _bootstrap(conn: Connection, target: Callable[..., None], args: tuple[Any, .
     try:
         target(conn, *args)
     except BaseException as exc:  # report anything that escapes; the parent decides
-        report = RemoteError(f"{type(exc).__name__}: {exc}", traceback.format_exc(), None)
+        report = RemoteError.of(exc, None)
         with contextlib.suppress(OSError, ValueError):
             conn.send((False, report))
     finally:
         conn.close()
-
-
-def _worker_error(index: int, report: Any) -> WorkerError:
-    """The caller-side exception for a `RemoteError` sent by child `index`."""
-    return WorkerError(
-        index, report.message, env_index=report.env_index, remote_traceback=report.traceback
-    )
 
 
 def _reap(processes: Sequence[mp.process.BaseProcess], grace: float) -> None:
@@ -156,7 +148,7 @@ class ProcessGroup:
             while conn.poll(0):
                 ok, payload = conn.recv()
                 if not ok:
-                    raise _worker_error(index, payload)
+                    raise worker_error(index, payload)
         except (EOFError, OSError):
             pass
         self._raise_dead(index)
@@ -168,7 +160,7 @@ class ProcessGroup:
         except (EOFError, ConnectionResetError, OSError):
             self._raise_dead(index)
         if not ok:
-            raise _worker_error(index, payload)
+            raise worker_error(index, payload)
         return payload
 
     def ready(self, indices: Sequence[int], timeout: float | None) -> list[int]:

@@ -113,7 +113,7 @@ def make_source(state: DQNState, mode: str, report: Callable[[str], None]) -> Ch
         )
     workers = cfg.workers or physical_cores()
     fns = [env_factory(cfg.env, cfg.wrapper)] * (workers * cfg.envs_per_worker)
-    envs = SerialVectorEnv(fns) if mode == "serial" else ParallelVectorEnv(fns, workers)
+    envs = SerialVectorEnv(fns) if mode == "serial" else ParallelVectorEnv(fns, num_workers=workers)
     try:
         return local_source(state, envs, (0, 0, state.env_steps))
     except BaseException:

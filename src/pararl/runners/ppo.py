@@ -70,7 +70,7 @@ def run_local(
     envs: SerialVectorEnv | ParallelVectorEnv = (
         SerialVectorEnv(fns, autoreset_mode="SameStep")
         if mode == "serial"
-        else ParallelVectorEnv(fns, workers, autoreset_mode="SameStep")
+        else ParallelVectorEnv(fns, num_workers=workers, autoreset_mode="SameStep")
     )
     gather = collect_double if cfg.double_buffer else collect
     try:

@@ -74,7 +74,7 @@ def measure_round_trip(envs_per_worker: int = 4, workers: int = 2) -> float:
     """Seconds of one vector step's round trip to worker processes: a parallel
     vector step of CartPole minus the envs' own stepping time."""
     fn = env_factory("CartPole-v1")
-    envs = ParallelVectorEnv([fn] * (workers * envs_per_worker), workers)
+    envs = ParallelVectorEnv([fn] * (workers * envs_per_worker), num_workers=workers)
     try:
         envs.reset(seed=0)
         actions = np.zeros(envs.num_envs, dtype=np.int64)

@@ -127,7 +127,7 @@ class MultiTaskSampler:
         self.venv: BatchVectorEnv = (
             ParallelVectorEnv(
                 fns,
-                num_workers,
+                num_workers=num_workers,
                 context=context,
                 autoreset_mode=mode,
                 worker_timeout=worker_timeout,

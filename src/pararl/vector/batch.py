@@ -9,44 +9,36 @@ exactly the same trajectory.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.spaces.utils import is_space_dtype_shape_equiv
 from gymnasium.vector import AutoresetMode
 
-from pararl.vector.infos import FinalEntry
-from pararl.vector.spaces import Tree, read_row, write_row
+from pararl.vector.infos import FinalEntry, InArray
+from pararl.vector.spaces import Pickled, Tree, write_row
 
 InfoRows = list[tuple[int, dict[str, Any]]]
 
-# Stands for "this env's final observation is in `BatchArrays.final_obs`"; an
-# observation is never None, so None cannot be mistaken for one.
-FINAL_OBS_IN_ARRAY = None
 
-
-def fill_final_obs(infos: dict[str, Any], final_obs: Tree | None, rows: np.ndarray) -> None:
-    """Replace the placeholders in batched SAME_STEP infos by copies of the final
+def fill_final_obs(infos: dict[str, Any], final_obs: np.ndarray | None, rows: np.ndarray) -> None:
+    """Replace the `InArray` entries of batched SAME_STEP infos by copies of the final
     observations; `rows[p]` is the env row of batch position p."""
     column = infos.get("final_obs")
-    if column is None:
+    if column is None or final_obs is None:
         return
     ended = np.flatnonzero(infos["_final_obs"]).tolist()
-    positions = [p for p in ended if column[p] is FINAL_OBS_IN_ARRAY]
-    if not positions:
-        return
-    if not isinstance(final_obs, np.ndarray):  # Dict/Tuple spaces: leaf by leaf
-        for p in positions:
-            column[p] = read_row(final_obs, int(rows[p]))
-        return
+    positions = [p for p in ended if column[p] is InArray]
     # One copy of every row needed; each env gets its row of it.
     for p, value in zip(positions, final_obs[rows[positions]], strict=True):
         column[p] = value
 
 
-# Methods that must go through the vector env's own calls, never `call(name)`.
-RESERVED_CALLS = frozenset({"reset", "step", "close"})
+# Methods that must go through the vector env's own calls, never `call(name)`
+# (Gymnasium's list, whose error message the worker raises).
+RESERVED_CALLS = frozenset({"reset", "step", "close", "_setattr", "_check_spaces"})
 
 
 @dataclass
@@ -54,35 +46,33 @@ class BatchArrays:
     """The batch-wide arrays an `EnvBatch` reads actions from and writes results to."""
 
     obs: Tree
-    actions: Tree
+    actions: np.ndarray | None  # None: actions always come with the step command
     rewards: np.ndarray
     terminations: np.ndarray
     truncations: np.ndarray
-    final_obs: Tree | None = None  # SAME_STEP only: last observations of ended episodes
+    # SAME_STEP, one shared array observation: last observations of ended episodes.
+    final_obs: np.ndarray | None = None
+    pickled: list[Pickled] = field(default_factory=list)  # obs leaves sent in replies
 
 
-class _ActionRows:
-    """This batch's actions, listed in the order of the envs a step names.
+def _listed(actions: np.ndarray, rows: slice, ids: Sequence[int], whole: bool) -> list[Any]:
+    """The actions of envs `ids` from the shared array, in order: numpy scalars or row
+    copies (an env may keep its action), as Gymnasium's vector envs pass them."""
+    if not whole:
+        return list(actions[np.add(ids, rows.start)])  # fancy indexing copies
+    mine = actions[rows]
+    return list(mine.copy() if mine.ndim > 1 else mine)
 
-    Array actions come out of one slice (copied when rows are arrays, so an env
-    may keep its action), as numpy scalars or rows, as Gymnasium's vector envs pass
-    them (Discrete spaces check numpy integers faster than Python ints);
-    Dict/Tuple actions row by row.
-    """
 
-    def __init__(self, tree: Tree, rows: slice) -> None:
-        self.tree, self.rows = tree, rows
-        self.array = isinstance(tree, np.ndarray)
-
-    def listed(self, ids: Sequence[int], whole: bool) -> list[Any]:
-        start = self.rows.start
-        if not self.array:
-            return [read_row(self.tree, start + i) for i in ids]
-        assert isinstance(self.tree, np.ndarray)
-        if not whole:
-            return list(self.tree[np.add(ids, start)])  # fancy indexing copies
-        rows = self.tree[self.rows]
-        return list(rows.copy() if rows.ndim > 1 else rows)
+def _fits(final: np.ndarray | None, value: Any) -> bool:
+    """Whether `value` comes out of a row of `final` as itself: an array of the
+    row's dtype and shape (anything else travels pickled, as the env returned it)."""
+    return (
+        final is not None
+        and type(value) is np.ndarray
+        and value.dtype == final.dtype
+        and value.shape == final.shape[1:]
+    )
 
 
 Step = tuple[Any, Any, Any, Any, dict[str, Any]]  # obs, reward, terminated, truncated, info
@@ -129,12 +119,32 @@ class EnvBatch:
         self._all = range(len(self.envs))
         self._all_rows = slice(offset, offset + len(self.envs))
         self._needs_reset = [False] * len(self.envs)
-        self._actions = _ActionRows(arrays.actions, self._all_rows)
 
     def _rows(self, ids: Sequence[int]) -> slice | np.ndarray:
         if ids is self._all:
             return self._all_rows
         return np.asarray(ids, dtype=np.int64) + self.offset
+
+    def rows_of(self, local_ids: Sequence[int] | None) -> slice | list[int]:
+        """The global rows of `local_ids` (all when None), in order."""
+        if local_ids is None:
+            return self._all_rows
+        return [self.offset + i for i in local_ids]
+
+    def check_spaces(
+        self, mode: str, observation_space: gym.Space, action_space: gym.Space
+    ) -> list[tuple[bool, bool]]:
+        """Per env: does its observation space match (`same`: equal; otherwise the
+        same shapes and dtypes), and is its action space equal?"""
+        return [
+            (
+                env.observation_space == observation_space
+                if mode == "same"
+                else is_space_dtype_shape_equiv(env.observation_space, observation_space),
+                env.action_space == action_space,
+            )
+            for env in self.envs
+        ]
 
     def reset(
         self,
@@ -162,11 +172,19 @@ class EnvBatch:
     def _failed(self, ids: Sequence[int], done: int) -> None:
         self.failed_env = self.offset + ids[done]
 
-    def step(self, local_ids: Sequence[int] | None) -> InfoRows:
-        """Step envs `local_ids` (all when None) with the actions in their rows."""
+    def _actions(self, ids: Sequence[int], given: list[Any] | None) -> list[Any]:
+        if given is not None:
+            return given
+        assert self.arrays.actions is not None
+        return _listed(self.arrays.actions, self._all_rows, ids, ids is self._all)
+
+    def step(self, local_ids: Sequence[int] | None, actions: list[Any] | None = None) -> InfoRows:
+        """Step envs `local_ids` (all when None) with `actions` (one per env, in
+        order), or, when None, with the actions in their rows of the shared array."""
         ids = self._all if local_ids is None else local_ids
+        listed = self._actions(ids, actions)
         if self.autoreset_mode is AutoresetMode.SAME_STEP:
-            return self._step_same(ids)
+            return self._step_same(ids, listed)
         if self.autoreset_mode is AutoresetMode.DISABLED:
             for local in ids:
                 if self._needs_reset[local]:
@@ -174,9 +192,9 @@ class EnvBatch:
                         f"env {self.offset + local} ended and autoreset_mode is DISABLED: "
                         "reset it (reset(options={'reset_mask': ...})) before stepping it again."
                     )
-        return self._step_next(ids)
+        return self._step_next(ids, listed)
 
-    def _step_next(self, ids: Sequence[int]) -> InfoRows:
+    def _step_next(self, ids: Sequence[int], actions: list[Any]) -> InfoRows:
         # NEXT_STEP: an env that ended last step is reset now, with reward 0 and no
         # termination. (DISABLED shares this loop: no env reaches the reset branch.)
         whole = ids is self._all
@@ -185,12 +203,10 @@ class EnvBatch:
         steps: list[Step] = []
         append = steps.append
         try:
-            for env, action, restart in zip(
-                envs, self._actions.listed(ids, whole), needs_reset, strict=True
-            ):
+            for env, action, restart in zip(envs, actions, needs_reset, strict=True):
                 if restart:
                     obs, info = env.reset()
-                    append((obs, 0.0, False, False, info))
+                    append((obs, 0, False, False, info))
                 else:
                     append(env.step(action))
         except Exception:
@@ -205,7 +221,7 @@ class EnvBatch:
                 self._needs_reset[local] = flag
         return self._info_rows(ids, infos)
 
-    def _step_same(self, ids: Sequence[int]) -> InfoRows:
+    def _step_same(self, ids: Sequence[int], actions: list[Any]) -> InfoRows:
         # SAME_STEP: an env that ends is reset in the same step; its last observation
         # and info go to `final_obs` / `final_info`.
         whole = ids is self._all
@@ -214,7 +230,7 @@ class EnvBatch:
         finals: list[tuple[int, Step]] = []  # (position, the step that ended)
         append = steps.append
         try:
-            for env, action in zip(envs, self._actions.listed(ids, whole), strict=True):
+            for env, action in zip(envs, actions, strict=True):
                 step = env.step(action)
                 if step[2] or step[3]:
                     finals.append((len(steps), step))
@@ -233,15 +249,20 @@ class EnvBatch:
         self, ids: Sequence[int], infos: list[dict[str, Any]], finals: list[tuple[int, Step]]
     ) -> InfoRows:
         """Info rows of a SAME_STEP call in which envs ended, in env order: an ended
-        env's final entry (its final observation goes through shared memory; the
-        reader fills in the placeholder, see `fill_final_obs`), then its reset info."""
+        env's final entry (its final observation through shared memory when it fits
+        there exactly, see `fill_final_obs`), then its reset info."""
         ended = dict(finals)
+        final = self.arrays.final_obs
         rows: InfoRows = []
         for position in sorted({p for p, info in enumerate(infos) if info}.union(ended)):
             row, last = self.offset + ids[position], ended.get(position)
             if last is not None:
-                write_row(self.arrays.final_obs, row, last[0])
-                rows.append((row, FinalEntry(FINAL_OBS_IN_ARRAY, last[4])))
+                if _fits(final, last[0]):
+                    assert final is not None
+                    final[row] = last[0]
+                    rows.append((row, FinalEntry(InArray, last[4])))
+                else:
+                    rows.append((row, FinalEntry(last[0], last[4])))
             if infos[position]:
                 rows.append((row, infos[position]))
         return rows
@@ -250,7 +271,9 @@ class EnvBatch:
 
     def call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
         if name in RESERVED_CALLS:
-            raise ValueError(f"use the vector env's own `{name}()` instead of call({name!r})")
+            raise ValueError(
+                f"Trying to call function `{name}` with `call`, use `{name}` directly instead."
+            )
         results = []
         for local, env in enumerate(self.envs):
             self.failed_env = self.offset + local

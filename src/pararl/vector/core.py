@@ -3,14 +3,13 @@
 It speaks Gymnasium's `VectorEnv` API (plus `AsyncVectorEnv`'s `*_async`/`*_wait`
 calls and EnvPool-style partial `send`/`recv`) and turns every call into commands
 for the env batches behind a `Transport`. Which envs are in flight is tracked per
-worker, so partial stepping and full steps share one code path.
+worker (`inflight`), so partial stepping and full steps share one code path. The
+batch's layout comes from `layout`, Gymnasium's call rules and errors from
+`protocol`, how actions travel from `actions`.
 """
 
 from __future__ import annotations
 
-import multiprocessing as mp
-import time
-from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -18,49 +17,41 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
-from gymnasium.vector.utils import batch_space
+from gymnasium.vector.utils import batch_differing_spaces, batch_space
 
 from pararl.mp.procs import CLOSE_GRACE_S
 from pararl.mp.shared import ArraySpec
+from pararl.vector.actions import place_actions
 from pararl.vector.batch import fill_final_obs
-from pararl.vector.errors import (
-    AlreadyPendingCallError,
-    ClosedEnvironmentError,
-    NoAsyncCallError,
-    WorkerError,
-    WorkerTimeoutError,
-)
+from pararl.vector.errors import AlreadyPendingCallError, WorkerError
+from pararl.vector.inflight import Commands, Reply
 from pararl.vector.infos import unpack_infos
-from pararl.vector.spaces import checked_ids, put_rows, space_specs, take_rows
+from pararl.vector.layout import (
+    ObservationMode,
+    SharedMemory,
+    batch_specs,
+    observation_spaces,
+    space_check_error,
+    uses_shared_memory,
+)
+from pararl.vector.protocol import (
+    ENDS,
+    attr_values,
+    closed_error,
+    expand_seeds,
+    require,
+    reset_mask_ids,
+)
+from pararl.vector.spaces import (
+    checked_ids,
+    deliver,
+    space_tree,
+    take_rows,
+    unshared_leaves,
+    view_rows,
+)
 from pararl.vector.transport import Transport
 from pararl.vector.worker import BatchLayout
-
-Reply = tuple[np.ndarray, Any]  # (global env ids of a command, the worker's payload)
-
-
-def expand_seeds(seed: int | Sequence[int | None] | None, n: int) -> list[int | None]:
-    """Gymnasium's rule: None -> no seeds, int s -> s, s+1, ..., list -> as given."""
-    if seed is None:
-        return [None] * n
-    if isinstance(seed, (int, np.integer)):
-        return [int(seed) + i for i in range(n)]
-    seeds = list(seed)
-    if len(seeds) != n:
-        raise ValueError(f"got {len(seeds)} seeds for {n} envs; pass one per env, an int or None")
-    return seeds
-
-
-def reset_mask_ids(options: dict[str, Any] | None, n: int) -> tuple[np.ndarray, dict | None]:
-    """Env ids to reset (from `options['reset_mask']`, else all) and the options left."""
-    if not options or "reset_mask" not in options:
-        return np.arange(n), options
-    options = dict(options)
-    mask = options.pop("reset_mask")
-    if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_ or mask.shape != (n,):
-        raise TypeError(f"options['reset_mask'] must be a bool numpy array of shape ({n},)")
-    if not mask.any():
-        raise ValueError("options['reset_mask'] must select at least one env")
-    return np.flatnonzero(mask), options
 
 
 def _returned_rows(replies: list[Reply]) -> tuple[np.ndarray, np.ndarray | slice]:
@@ -80,13 +71,23 @@ def _returned_rows(replies: list[Reply]) -> tuple[np.ndarray, np.ndarray | slice
 
 
 class BatchVectorEnv(gym.vector.VectorEnv):
-    """Front end over a transport; subclasses only choose the transport."""
+    """Front end over a transport; subclasses only choose the transport.
+
+    `shared_memory`: True (Gymnasium's default) puts observations in shared memory
+    and refuses a space that cannot live there, with Gymnasium's error; False
+    sends every observation pickled, as Gymnasium does; "auto" keeps the leaves
+    that fit in shared memory and pickles only the others (Text, Graph, ...).
+    `observation_mode`: Gymnasium's "same", "different" (spaces that differ in
+    bounds, batched with `batch_differing_spaces`) or a `(batched, single)` pair.
+    """
 
     def __init__(
         self,
         env_fns: Sequence[Callable[[], gym.Env]],
         *,
+        shared_memory: SharedMemory = True,
         copy: bool = True,
+        observation_mode: ObservationMode = "same",
         autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
         worker_timeout: float | None = 300.0,
     ) -> None:
@@ -94,49 +95,62 @@ class BatchVectorEnv(gym.vector.VectorEnv):
         env_fns = list(env_fns)
         if not env_fns:
             raise ValueError("env_fns is empty: pass at least one env factory")
-        self.num_envs = len(env_fns)
+        self.env_fns = env_fns
+        self.num_envs = n = len(env_fns)
+        self.shared_memory = shared_memory
         self.copy = copy
+        self.observation_mode = observation_mode
         self.worker_timeout = worker_timeout
         self.autoreset_mode = AutoresetMode(autoreset_mode)
         dummy = env_fns[0]()
         self.metadata = {**dummy.metadata, "autoreset_mode": self.autoreset_mode}
         self.render_mode = dummy.render_mode
         self.spec = None
-        self.single_observation_space = dummy.observation_space
         self.single_action_space = dummy.action_space
-        dummy.close()
-        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
-        self.action_space = batch_space(self.single_action_space, self.num_envs)
-        layout = BatchLayout(
-            self.single_observation_space, self.single_action_space, self.autoreset_mode
+        self.action_space = batch_space(self.single_action_space, n)
+        self.single_observation_space, self.observation_space = observation_spaces(
+            observation_mode, dummy.observation_space, n
         )
-        n = self.num_envs
-        specs = {
-            **space_specs(self.single_observation_space, n, "obs"),
-            **space_specs(self.single_action_space, n, "act"),
-            "rew": ArraySpec((n,), np.dtype(np.float64)),
-            "term": ArraySpec((n,), np.dtype(np.bool_)),
-            "trunc": ArraySpec((n,), np.dtype(np.bool_)),
-        }
-        if self.autoreset_mode is AutoresetMode.SAME_STEP:
-            specs.update(space_specs(self.single_observation_space, n, "final"))
+        dummy.close()
+        obs_space, act_space = self._spaces()
+        share = uses_shared_memory(shared_memory, obs_space, type(self).__name__)
+        specs = batch_specs(obs_space, act_space, n, share, self.autoreset_mode)
+        layout = BatchLayout(obs_space, act_space, self.autoreset_mode, n)
         self._transport = self._make_transport(env_fns, specs, layout)
-        self._arrays = self._transport.arrays
-        # Where each worker's rows start, and the end: cuts sorted ids by worker.
-        self._worker_starts = np.array([r.start for r in self._transport.slices] + [n])
-        self._worker_rows = [np.arange(r.start, r.stop) for r in self._transport.slices]
-        self._pending: list[deque[np.ndarray]] = [deque() for _ in self._transport.slices]
-        # When each worker started on its oldest pending command: worker_timeout runs
-        # from there, per worker, so a hung worker is caught even while others reply.
-        self._busy_since = [0.0] * len(self._transport.slices)
-        # Seconds each worker took for its latest reply (start of its command to the
-        # reply's arrival here): free per-worker step times for recv policies.
-        self._reply_seconds = np.full(len(self._transport.slices), np.nan)
-        self._arrived: list[Reply] = []  # replies received but not yet returned
-        self._in_flight = np.zeros(n, dtype=np.bool_)
+        named = self._transport.arrays
+        holders = unshared_leaves(obs_space, n, "obs", named, local=True)
+        self._obs = space_tree(obs_space, {**named, **holders}, "obs")
+        self._obs_unshared = list(holders.values())  # the order workers send them in
+        self._shared_actions = named.get("act")
+        self._rewards, self._terms, self._truncs = named["rew"], named["term"], named["trunc"]
+        self._final = named.get("final")
+        self._commands = Commands(self._transport, n)
         self._all_ids = np.arange(n)
         self._state = "default"
         self.closed = False
+        try:
+            self._check_spaces()
+        except BaseException:
+            self.close(terminate=True)
+            raise
+        self._commands.reply_seconds[:] = np.nan  # from the caller's first command on
+
+    def _check_spaces(self) -> None:
+        """Every env's spaces against the vector env's, as Gymnasium checks them;
+        "different" observation spaces are batched from what the envs report."""
+        mode = self.observation_mode
+        if mode == "different":
+            self.observation_space = batch_differing_spaces(
+                list(self.get_attr("observation_space"))
+            )
+        check = ("same" if mode == "same" else "equivalent", *self._spaces())
+        results = self._sync("check_spaces", self._all_ids, lambda local, rows: check)
+        error = space_check_error(results, mode, self.single_action_space, type(self).__name__)
+        if error is not None:
+            raise error
+
+    def _spaces(self) -> tuple[gym.Space, gym.Space]:
+        return self.single_observation_space, self.single_action_space
 
     def _make_transport(
         self,
@@ -156,7 +170,7 @@ class BatchVectorEnv(gym.vector.VectorEnv):
     def _guard(self) -> Iterator[None]:
         """Any worker failure takes the whole env down before it is re-raised."""
         if self.closed:
-            raise ClosedEnvironmentError(f"{type(self).__name__} is closed; create a new one.")
+            raise closed_error(type(self).__name__)
         try:
             yield
         except (WorkerError, KeyboardInterrupt):
@@ -164,41 +178,12 @@ class BatchVectorEnv(gym.vector.VectorEnv):
             raise
 
     def _require(self, state: str, call: str) -> None:
-        if self._state != state:
-            if state == "default":
-                raise AlreadyPendingCallError(
-                    f"`{call}` called while a `{self._state}` call is pending; "
-                    f"finish it first (its *_wait/recv).",
-                    self._state,
-                )
-            raise NoAsyncCallError(f"`{call}` called without a pending `{state}` call.", state)
+        require(self._state, state, call)
 
     def _submit(
         self, command: str, ids: np.ndarray, data: Callable[[list[int] | None, np.ndarray], Any]
     ) -> None:
-        """Send `command` to the worker of every env in `ids` (ascending, unique);
-        `data(local_ids, rows)` builds a worker's payload from its envs' local ids
-        (None: all of them, in order) and global rows."""
-        now = time.monotonic()
-        if ids.size == self.num_envs:  # the hot path: every worker takes all its envs
-            for w, rows in enumerate(self._worker_rows):
-                self._transport.submit(w, command, data(None, rows))
-                if not self._pending[w]:
-                    self._busy_since[w] = now
-                self._pending[w].append(rows)
-            self._in_flight[:] = True
-            return
-        cuts = np.searchsorted(ids, self._worker_starts).tolist()
-        for w, rows in enumerate(self._worker_rows):
-            mine = ids[cuts[w] : cuts[w + 1]]
-            if mine.size:
-                whole = mine.size == rows.size  # ids are unique, so these are all its envs
-                local = None if whole else (mine - rows[0]).tolist()
-                self._transport.submit(w, command, data(local, mine))
-                if not self._pending[w]:
-                    self._busy_since[w] = now
-                self._pending[w].append(mine)
-                self._in_flight[mine] = True
+        self._commands.submit(command, ids, data)
 
     def _collect(
         self,
@@ -207,85 +192,48 @@ class BatchVectorEnv(gym.vector.VectorEnv):
         window: float | None = None,
         timeout: float | None = None,
     ) -> list[Reply]:
-        """Wait for replies: all pending ones; or until `min_envs` envs are back; or
-        for the first, then whatever else arrives within `window` seconds."""
-        start = time.monotonic()
-        first_at: float | None = None if not self._arrived else start
-        got = sum(ids.size for ids, _ in self._arrived)
-        while True:
-            busy = [w for w, q in enumerate(self._pending) if q]
-            if not busy or (min_envs is not None and got >= min_envs):
-                break
-            now = time.monotonic()
-            if window is not None and first_at is not None and now >= first_at + window:
-                break
-            stalled = min(busy, key=self._busy_since.__getitem__)
-            stall_deadline = (
-                None
-                if self.worker_timeout is None
-                else self._busy_since[stalled] + self.worker_timeout
-            )
-            deadlines = [
-                t
-                for t in (
-                    None if timeout is None else start + timeout,
-                    stall_deadline,
-                    None if window is None or first_at is None else first_at + window,
-                )
-                if t is not None
-            ]
-            wait = max(0.0, min(deadlines) - now) if deadlines else None
-            ready = self._transport.ready(busy, wait)
-            if ready:
-                arrived = time.monotonic()
-                for w in ready:
-                    self._reply_seconds[w] = arrived - self._busy_since[w]
-                    payload = self._transport.receive(w)
-                    ids = self._pending[w].popleft()
-                    self._in_flight[ids] = False
-                    self._arrived.append((ids, payload))
-                    got += ids.size
-                    self._busy_since[w] = arrived  # on to its next command, if any
-                first_at = first_at or arrived
-                continue
-            now = time.monotonic()
-            if timeout is not None and now >= start + timeout:
-                raise mp.TimeoutError(f"no result within {timeout} s; call again to keep waiting")
-            if stall_deadline is not None and now >= stall_deadline:
-                raise WorkerTimeoutError(
-                    stalled,
-                    f"no reply within worker_timeout={self.worker_timeout} s; its env hangs",
-                )
-        done, self._arrived = self._arrived, []
-        return done
+        call = ENDS.get(self._state, "recv")
+        return self._commands.collect(self.worker_timeout, call, min_envs, window, timeout)
 
     def _results(
         self, replies: list[Reply], full: bool
     ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any], np.ndarray]:
-        a = self._arrays
         sel: np.ndarray | slice | None
-        if full:
-            ids, sel = self._all_ids, None
-            obs = take_rows(a.obs, None) if self.copy else a.obs
-        else:
-            ids, sel = _returned_rows(replies)
-            obs = take_rows(a.obs, sel)
+        ids, sel = (self._all_ids, None) if full else _returned_rows(replies)
         infos: dict[str, Any] = {}
         if len(replies) > 1:
             replies = sorted(replies, key=lambda r: int(r[0][0]))
-        for command_ids, packed in replies:
+        for command_ids, (packed, observations) in replies:
+            if observations is not None:
+                deliver(self._obs_unshared, command_ids, observations)
             if packed is not None:
                 at = command_ids if full else np.searchsorted(ids, command_ids)
                 unpack_infos(infos, packed, at, ids.size)
-        fill_final_obs(infos, a.final_obs, ids)
+        fill_final_obs(infos, self._final, ids)
+        obs = view_rows(self._obs) if full and not self.copy else take_rows(self._obs, sel)
         return (
             obs,
-            take_rows(a.rewards, sel),
-            take_rows(a.terminations, sel),
-            take_rows(a.truncations, sel),
+            take_rows(self._rewards, sel),
+            take_rows(self._terms, sel),
+            take_rows(self._truncs, sel),
             infos,
             ids,
         )
+
+    def _step_payload(
+        self, actions: Any, ids: np.ndarray | None
+    ) -> Callable[[list[int] | None, np.ndarray], Any]:
+        """Place the actions of envs `ids` (all when None; in the order given) and
+        return what each worker's step command carries: its local ids, and its envs'
+        actions when they do not travel through shared memory."""
+        count = self.num_envs if ids is None else ids.size
+        listed = place_actions(self._shared_actions, self.action_space, actions, ids, count)
+        if listed is None:
+            return lambda local, rows: (local, None)
+        if ids is None:
+            return lambda local, rows: (local, listed[rows[0] : rows[-1] + 1])
+        by_row = dict(zip(ids.tolist(), listed, strict=True))
+        return lambda local, rows: (local, [by_row[r] for r in rows.tolist()])
 
     # --- Gymnasium API: reset / step ---------------------------------------------
 
@@ -302,8 +250,8 @@ class BatchVectorEnv(gym.vector.VectorEnv):
         self, seed: int | Sequence[int | None] | None = None, options: dict[str, Any] | None = None
     ) -> None:
         with self._guard():
-            self._require("default", "reset_async")
             seeds = expand_seeds(seed, self.num_envs)
+            self._require("default", "reset_async")
             ids, options = reset_mask_ids(options, self.num_envs)
             self._submit(
                 "reset", ids, lambda local, rows: (local, [seeds[r] for r in rows], options)
@@ -325,8 +273,8 @@ class BatchVectorEnv(gym.vector.VectorEnv):
     def step_async(self, actions: Any) -> None:
         with self._guard():
             self._require("default", "step_async")
-            put_rows(self._arrays.actions, None, actions)
-            self._submit("step", np.arange(self.num_envs), lambda local, rows: local)
+            payload = self._step_payload(actions, None)
+            self._submit("step", self._all_ids, payload)
             self._state = "step"
 
     def step_wait(
@@ -349,15 +297,15 @@ class BatchVectorEnv(gym.vector.VectorEnv):
             if self._state not in ("default", "partial"):
                 self._require("default", "send")
             ids, ordered = checked_ids(env_ids, self.num_envs)
-            if self._in_flight[ids].any():
-                busy = ids[self._in_flight[ids]].tolist()
+            if self._commands.in_flight[ids].any():
+                busy = ids[self._commands.in_flight[ids]].tolist()
                 raise AlreadyPendingCallError(
                     f"envs {busy} are still stepping; recv() their results before sending "
                     "them new actions",
                     "partial",
                 )
-            put_rows(self._arrays.actions, None if env_ids is None else ids, actions)
-            self._submit("step", ordered, lambda local, rows: local)
+            payload = self._step_payload(actions, None if env_ids is None else ids)
+            self._submit("step", ordered, payload)
             self._state = "partial"
 
     def recv(
@@ -373,28 +321,28 @@ class BatchVectorEnv(gym.vector.VectorEnv):
         with self._guard():
             self._require("partial", "recv")
             replies = self._collect(min_envs=min_envs, window=timeout)
-            if not self._in_flight.any():
+            if not self._commands.in_flight.any():
                 self._state = "default"
             return self._results(replies, full=False)
 
     @property
     def in_flight(self) -> np.ndarray:
         """Which envs are stepping now (sent, not yet returned by `recv`)."""
-        return self._in_flight.copy()
+        return self._commands.in_flight.copy()
 
     @property
     def reply_seconds(self) -> np.ndarray:
         """Per worker: seconds from the start of its latest answered command to the
         arrival of the answer (NaN before its first). After a wait-for-all `recv` these
         are the workers' step times of that round, measured while the caller waited."""
-        return self._reply_seconds.copy()
+        return self._commands.reply_seconds.copy()
 
-    # --- calls, attributes, tasks ----------------------------------------------------
+    # --- calls, attributes, tasks, seeds ---------------------------------------------
 
-    def call_async(self, name: str, *args: Any, **kwargs: Any) -> None:
+    def call_async(self, name: str, /, *args: Any, **kwargs: Any) -> None:
         with self._guard():
             self._require("default", "call_async")
-            self._submit("call", np.arange(self.num_envs), lambda local, rows: (name, args, kwargs))
+            self._submit("call", self._all_ids, lambda local, rows: (name, args, kwargs))
             self._state = "call"
 
     def call_wait(self, timeout: float | None = None) -> tuple[Any, ...]:
@@ -404,7 +352,7 @@ class BatchVectorEnv(gym.vector.VectorEnv):
             self._state = "default"
             return self._ordered(replies)
 
-    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+    def call(self, name: str, /, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         self.call_async(name, *args, **kwargs)
         return self.call_wait()
 
@@ -412,18 +360,19 @@ class BatchVectorEnv(gym.vector.VectorEnv):
         return self.call(name)
 
     def set_attr(self, name: str, values: list[Any] | tuple[Any, ...] | Any) -> None:
-        if not isinstance(values, (list, tuple)):
-            values = [values] * self.num_envs
-        if len(values) != self.num_envs:
-            raise ValueError(
-                f"got {len(values)} values for {self.num_envs} envs; pass one per "
-                "env, or a single value (not a list) for all"
-            )
-        self._sync(
-            "set_attr",
-            np.arange(self.num_envs),
-            lambda local, rows: (name, [values[r] for r in rows]),
-        )
+        listed = attr_values(values, self.num_envs)
+        self._sync("set_attr", self._all_ids, lambda local, rows: (name, [listed[r] for r in rows]))
+
+    @property
+    def np_random_seed(self) -> tuple[int, ...]:  # type: ignore[override]
+        """The seeds of the sub-envs' random generators (Gymnasium's tuple)."""
+        return self.get_attr("np_random_seed")
+
+    @property  # type: ignore[misc]
+    def np_random(self) -> tuple[np.random.Generator, ...]:  # type: ignore[override]
+        """Copies of the sub-envs' random generators (drawing from them does not
+        advance the envs' own)."""
+        return self.get_attr("np_random")
 
     def call_each(
         self, name: str, args: Sequence[Any], env_ids: Sequence[int] | np.ndarray | None = None

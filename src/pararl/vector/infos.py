@@ -54,14 +54,19 @@ def _is_scalar(value: Any) -> bool:
     return type(value) in (int, float, bool) or isinstance(value, np.number)
 
 
+class InArray:
+    """Stands (as the class itself, which pickles by name) for "this env's final
+    observation is in the batch's shared `final_obs` array"; the reader fills it in."""
+
+
 class FinalEntry(dict[str, Any]):
     """The info entry of an env whose episode ended in a SAME_STEP step: Gymnasium's
-    `{"final_obs": ..., "final_info": ...}`. The final observation itself travels
-    through shared memory (the reader fills it in), so the entry holds only a
-    placeholder for it; `pack_infos` sends all of a reply's entries as one block."""
+    `{"final_obs": ..., "final_info": ...}`. The final observation is `InArray` when
+    it travels through shared memory, else the env's own object; `pack_infos` sends
+    all of a reply's entries as one block."""
 
-    def __init__(self, final_obs_placeholder: Any, final_info: dict[str, Any]) -> None:
-        super().__init__(final_obs=final_obs_placeholder, final_info=final_info)
+    def __init__(self, final_obs: Any, final_info: dict[str, Any]) -> None:
+        super().__init__(final_obs=final_obs, final_info=final_info)
 
 
 class Table:
@@ -106,10 +111,11 @@ Pairs = list[tuple[int, dict[str, Any]]]
 # batched columns (object arrays above all) took tens on both ends of the pipe.
 # `finals` holds the final entries (see `Finals`).
 Packed = tuple[np.ndarray | None, Table | None, Pairs, "Finals | None"] | None
-# (lead, ended, final infos packed): the positions of the envs that ended, their
-# final infos packed like any infos, and how many of the reply's other infos come
-# before its first final entry (the final keys join the batch at that point).
-Finals = tuple[int, np.ndarray, Packed]
+# (lead, ended, final infos packed, final observations): the positions of the envs
+# that ended, their final infos packed like any infos, their final observations
+# (None: all `InArray`), and how many of the reply's other infos come before its
+# first final entry (the final keys join the batch at that point).
+Finals = tuple[int, np.ndarray, Packed, list[Any] | None]
 
 
 def _scalar_table(pairs: Pairs) -> tuple[np.ndarray | None, Table] | None:
@@ -145,6 +151,7 @@ def pack_infos(rows: Iterable[tuple[int, dict[str, Any]]]) -> Packed:
     pairs: Pairs = []
     ended: list[int] = []
     final_infos: list[dict[str, Any]] = []
+    final_obs: list[Any] = []
     lead = 0
     for p, info in rows:
         if type(info) is FinalEntry:
@@ -152,11 +159,18 @@ def pack_infos(rows: Iterable[tuple[int, dict[str, Any]]]) -> Packed:
                 lead = len(pairs)
             ended.append(p)
             final_infos.append(info["final_info"])
+            final_obs.append(info["final_obs"])
         elif info:
             pairs.append((p, info))
     finals: Finals | None = None
     if ended:
-        finals = (lead, np.array(ended, dtype=np.int64), pack_infos(enumerate(final_infos)))
+        sent = None if all(o is InArray for o in final_obs) else final_obs
+        finals = (
+            lead,
+            np.array(ended, dtype=np.int64),
+            pack_infos(enumerate(final_infos)),
+            sent,
+        )
     elif not pairs:
         return None
     table = _scalar_table(pairs) if pairs else None
@@ -186,10 +200,13 @@ def _unpack_table(
 
 
 def _unpack_finals(dst: dict[str, Any], finals: Finals, at: np.ndarray, size: int) -> None:
-    _, ended, final_infos = finals
+    _, ended, final_infos, final_obs = finals
     where = at[ended]
-    if "final_obs" not in dst:  # the entries stay placeholders (None) for the reader
-        dst["final_obs"] = np.full(size, fill_value=None, dtype=object)
+    column = dst.get("final_obs")
+    if column is None:
+        column = dst["final_obs"] = np.full(size, fill_value=None, dtype=object)
+    for row, value in zip(where.tolist(), final_obs or [InArray] * len(where), strict=True):
+        column[row] = value  # one by one: an array value must not be broadcast
     _mask(dst, "final_obs", size)[where] = True
     nested = dst.setdefault("final_info", {})
     unpack_infos(nested, final_infos, where, size)

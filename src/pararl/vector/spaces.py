@@ -1,8 +1,11 @@
-"""Gymnasium spaces mapped onto shared arrays, and row access by env ids.
+"""Gymnasium spaces mapped onto batch arrays, and row access by env ids.
 
-A space's *tree* is the nested structure Gymnasium uses for batched values: an
-array for Box/Discrete/MultiDiscrete/MultiBinary, a dict for Dict, a tuple for
-Tuple. Each leaf is one named array, shaped `[batch, *leaf.shape]`.
+A space's *tree* is the nested structure Gymnasium uses for batched values: a
+dict for Dict, a tuple for Tuple, and a leaf for everything else. A leaf that fits
+shared memory (Box, Discrete, MultiDiscrete, MultiBinary) is an array shaped
+`[batch, *leaf.shape]`; any other leaf (Text, Graph, Sequence, OneOf, a custom
+space), and every leaf when shared memory is off, is `Pickled`: its values travel
+in the worker's reply, the way `gymnasium.vector.AsyncVectorEnv` sends them.
 """
 
 from __future__ import annotations
@@ -15,36 +18,98 @@ from gymnasium import spaces
 
 from pararl.mp.shared import ArraySpec
 
-Tree = Any  # np.ndarray | dict[str, Tree] | tuple[Tree, ...]
+Tree = Any  # np.ndarray | Pickled | dict[str, Tree] | tuple[Tree, ...]
+
+# Leaf spaces whose batches are plain arrays (Gymnasium's `batch_space` gives a Box
+# or MultiDiscrete for each), so they can live in shared memory.
+ARRAY_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
+
+
+class Pickled:
+    """A leaf whose values do not live in shared memory: one object per env row.
+
+    A worker stores the values its envs return here and ships those of the rows a
+    command touched in its reply (`collect`); the caller keeps the latest value of
+    every row and hands out batches as tuples, as Gymnasium batches such spaces.
+    """
+
+    __slots__ = ("values",)
+
+    def __init__(self, size: int) -> None:
+        self.values: list[Any] = [None] * size
+
 
 # --- spaces -> leaves -> trees ------------------------------------------------------
 
 
-def space_specs(space: spaces.Space, batch: int, prefix: str) -> dict[str, ArraySpec]:
-    """One `ArraySpec` per leaf of `space`, batched along a leading axis of `batch`."""
+def leaf_spaces(space: spaces.Space, prefix: str) -> dict[str, spaces.Space]:
+    """Every leaf of `space` by its name (`prefix.key...`), in tree order."""
     if isinstance(space, spaces.Dict):
-        out: dict[str, ArraySpec] = {}
+        out: dict[str, spaces.Space] = {}
         for key, sub in space.spaces.items():
-            out.update(space_specs(sub, batch, f"{prefix}.{key}"))
+            out.update(leaf_spaces(sub, f"{prefix}.{key}"))
         return out
     if isinstance(space, spaces.Tuple):
         out = {}
         for idx, sub in enumerate(space.spaces):
-            out.update(space_specs(sub, batch, f"{prefix}.{idx}"))
+            out.update(leaf_spaces(sub, f"{prefix}.{idx}"))
         return out
-    if isinstance(space, (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)):
-        assert space.dtype is not None
-        assert space.shape is not None
-        return {prefix: ArraySpec((batch, *space.shape), np.dtype(space.dtype))}
-    raise TypeError(
-        f"{type(space).__name__} spaces cannot live in shared memory; pararl supports Box, "
-        "Discrete, MultiDiscrete, MultiBinary and Dict/Tuple of them. Wrap the env so that "
-        "its spaces are of those types (e.g. gymnasium.wrappers.FlattenObservation)."
-    )
+    return {prefix: space}
 
 
-def space_tree(space: spaces.Space, arrays: dict[str, np.ndarray], prefix: str) -> Tree:
-    """The nested structure of `space`, with the named arrays as leaves."""
+def shared_memory_refusal(space: spaces.Space) -> type[Exception] | None:
+    """The error type Gymnasium's `AsyncVectorEnv(shared_memory=True)` raises for
+    `space` (TypeError: a dynamic shape; ValueError: a space it does not know), or
+    None where it accepts it. It accepts Text and OneOf, which pararl carries
+    pickled: Gymnasium reads them back from shared memory only once, at start."""
+    if isinstance(space, (spaces.Dict, spaces.Tuple, spaces.OneOf)):
+        subs = space.spaces.values() if isinstance(space, spaces.Dict) else space.spaces
+        return next((e for e in map(shared_memory_refusal, subs) if e is not None), None)
+    if isinstance(space, (spaces.Graph, spaces.Sequence)):
+        return TypeError
+    if isinstance(space, (*ARRAY_SPACES, spaces.Text)):
+        return None
+    return ValueError
+
+
+def _shape(leaf: spaces.Space) -> tuple[int, ...]:
+    assert leaf.shape is not None  # array spaces have one
+    return leaf.shape
+
+
+def space_specs(
+    space: spaces.Space, batch: int, prefix: str, share: bool = True
+) -> dict[str, ArraySpec]:
+    """One `ArraySpec` per leaf of `space` that goes into shared memory (none when
+    `share` is False), batched along a leading axis of `batch`."""
+    if not share:
+        return {}
+    return {
+        name: ArraySpec((batch, *_shape(leaf)), np.dtype(leaf.dtype))
+        for name, leaf in leaf_spaces(space, prefix).items()
+        if isinstance(leaf, ARRAY_SPACES)
+    }
+
+
+def unshared_leaves(
+    space: spaces.Space, batch: int, prefix: str, arrays: dict[str, Any], local: bool
+) -> dict[str, np.ndarray | Pickled]:
+    """Holders for the leaves of `space` missing from `arrays`: `Pickled` in a worker;
+    in the caller (`local`), a private array for array leaves (values arrive pickled
+    and are batched as arrays, as Gymnasium's `shared_memory=False` does)."""
+    holders: dict[str, np.ndarray | Pickled] = {}
+    for name, leaf in leaf_spaces(space, prefix).items():
+        if name in arrays:
+            continue
+        if local and isinstance(leaf, ARRAY_SPACES):
+            holders[name] = np.zeros((batch, *_shape(leaf)), dtype=leaf.dtype)
+        else:
+            holders[name] = Pickled(batch)
+    return holders
+
+
+def space_tree(space: spaces.Space, arrays: dict[str, Any], prefix: str) -> Tree:
+    """The nested structure of `space`, with the named leaves of `arrays` as leaves."""
     if isinstance(space, spaces.Dict):
         return {key: space_tree(sub, arrays, f"{prefix}.{key}") for key, sub in space.items()}
     if isinstance(space, spaces.Tuple):
@@ -52,10 +117,15 @@ def space_tree(space: spaces.Space, arrays: dict[str, np.ndarray], prefix: str) 
     return arrays[prefix]
 
 
+# --- rows ---------------------------------------------------------------------------
+
+
 def write_row(tree: Tree, index: int, value: Any) -> None:
     """Store one env's value (an unbatched sample of the space) at row `index`."""
     if isinstance(tree, np.ndarray):
         tree[index] = value
+    elif isinstance(tree, Pickled):
+        tree.values[index] = value
     elif isinstance(tree, dict):
         for key, sub in tree.items():
             write_row(sub, index, value[key])
@@ -68,6 +138,8 @@ def read_row(tree: Tree, index: int) -> Any:
     """One env's value at row `index`, as a private copy (the env may keep it)."""
     if isinstance(tree, np.ndarray):
         return tree[index].copy() if tree.ndim > 1 else tree[index]
+    if isinstance(tree, Pickled):
+        return tree.values[index]
     if isinstance(tree, dict):
         return {key: read_row(sub, index) for key, sub in tree.items()}
     return tuple(read_row(sub, index) for sub in tree)
@@ -79,9 +151,27 @@ def take_rows(tree: Tree, ids: np.ndarray | slice | None) -> Tree:
         if ids is None:
             return tree.copy()
         return tree[ids].copy() if isinstance(ids, slice) else tree[ids]
+    if isinstance(tree, Pickled):
+        if ids is None:
+            return tuple(tree.values)
+        if isinstance(ids, slice):
+            return tuple(tree.values[ids])
+        return tuple(tree.values[i] for i in ids.tolist())
     if isinstance(tree, dict):
         return {key: take_rows(sub, ids) for key, sub in tree.items()}
     return tuple(take_rows(sub, ids) for sub in tree)
+
+
+def view_rows(tree: Tree) -> Tree:
+    """All rows with no copy: the arrays themselves (later calls overwrite them, as
+    with Gymnasium's `copy=False`), pickled leaves as tuples."""
+    if isinstance(tree, np.ndarray):
+        return tree
+    if isinstance(tree, Pickled):
+        return tuple(tree.values)
+    if isinstance(tree, dict):
+        return {key: view_rows(sub) for key, sub in tree.items()}
+    return tuple(view_rows(sub) for sub in tree)
 
 
 def put_rows(tree: Tree, ids: np.ndarray | None, values: Any) -> None:
@@ -97,6 +187,27 @@ def put_rows(tree: Tree, ids: np.ndarray | None, values: Any) -> None:
     else:
         for sub, item in zip(tree, values, strict=True):
             put_rows(sub, ids, item)
+
+
+def collect(leaves: Sequence[Pickled], rows: slice | Sequence[int]) -> list[list[Any]] | None:
+    """The values of rows `rows` of each pickled leaf (None when there is none)."""
+    if not leaves:
+        return None
+    if isinstance(rows, slice):
+        return [leaf.values[rows] for leaf in leaves]
+    return [[leaf.values[r] for r in rows] for leaf in leaves]
+
+
+def deliver(
+    leaves: Sequence[np.ndarray | Pickled], rows: np.ndarray, values: list[list[Any]]
+) -> None:
+    """Store what `collect` shipped for `rows` into the caller's holders, in order."""
+    for leaf, column in zip(leaves, values, strict=True):
+        if isinstance(leaf, Pickled):
+            for row, value in zip(rows.tolist(), column, strict=True):
+                leaf.values[row] = value
+        else:
+            leaf[rows] = column
 
 
 def checked_ids(ids: Sequence[int] | np.ndarray | None, size: int) -> tuple[np.ndarray, np.ndarray]:

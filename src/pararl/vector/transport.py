@@ -16,17 +16,18 @@ from typing import Any, Protocol
 
 import cloudpickle
 import gymnasium as gym
+import numpy as np
 
 from pararl.mp.listen import SPIN_S
 from pararl.mp.procs import ProcessGroup
 from pararl.mp.shared import ArraySpec, SharedArrays, local_arrays
 from pararl.mp.topology import split_evenly
-from pararl.vector.batch import BatchArrays, EnvBatch
+from pararl.vector.batch import EnvBatch
 from pararl.vector.worker import BatchLayout, batch_arrays, env_worker, execute, make_envs
 
 
 class Transport(Protocol):
-    arrays: BatchArrays
+    arrays: dict[str, np.ndarray]  # the batch arrays by name (shared with the workers)
     slices: list[range]  # env rows owned by each worker
 
     def submit(self, worker: int, command: str, data: Any) -> None: ...
@@ -45,8 +46,9 @@ class InlineTransport:
         layout: BatchLayout,
     ) -> None:
         self.slices = [range(len(env_fns))]
-        self.arrays = batch_arrays(local_arrays(specs), layout)
-        self._batch = EnvBatch(make_envs(env_fns, 0), 0, self.arrays, layout.autoreset_mode)
+        self.arrays = local_arrays(specs)
+        envs = make_envs(env_fns, 0)
+        self._batch = EnvBatch(envs, 0, batch_arrays(self.arrays, layout), layout.autoreset_mode)
         self._replies: deque[Any] = deque()
 
     def submit(self, worker: int, command: str, data: Any) -> None:
@@ -116,7 +118,7 @@ class ProcessTransport:
             check_picklable(env_fns, method)
         self.slices = split_evenly(len(env_fns), num_workers)
         self.shared = SharedArrays(specs, ctx)
-        self.arrays = batch_arrays(self.shared.arrays, layout)
+        self.arrays = self.shared.arrays
         fns = [_Pickled(fn) for fn in env_fns]
         self.group = ProcessGroup(
             env_worker,

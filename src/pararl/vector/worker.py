@@ -7,7 +7,6 @@ transport, so both run literally the same code for every command.
 from __future__ import annotations
 
 import contextlib
-import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -22,7 +21,7 @@ from pararl.mp.procs import ParentWatch
 from pararl.mp.shared import SharedArrays
 from pararl.vector.batch import BatchArrays, EnvBatch, InfoRows
 from pararl.vector.infos import Packed, pack_infos
-from pararl.vector.spaces import space_tree
+from pararl.vector.spaces import Pickled, collect, space_tree, unshared_leaves
 
 
 @dataclass(frozen=True)
@@ -32,28 +31,31 @@ class BatchLayout:
     observation_space: gym.Space
     action_space: gym.Space
     autoreset_mode: AutoresetMode
+    size: int  # envs in the whole vector env
 
 
 def batch_arrays(arrays: dict[str, Any], layout: BatchLayout) -> BatchArrays:
+    """A worker's view of the batch: the shared arrays, and a `Pickled` holder for
+    each observation leaf that is not among them."""
+    holders = unshared_leaves(layout.observation_space, layout.size, "obs", arrays, local=False)
     return BatchArrays(
-        obs=space_tree(layout.observation_space, arrays, "obs"),
-        actions=space_tree(layout.action_space, arrays, "act"),
+        obs=space_tree(layout.observation_space, {**arrays, **holders}, "obs"),
+        actions=arrays.get("act"),
         rewards=arrays["rew"],
         terminations=arrays["term"],
         truncations=arrays["trunc"],
-        final_obs=(
-            space_tree(layout.observation_space, arrays, "final")
-            if layout.autoreset_mode is AutoresetMode.SAME_STEP
-            else None
-        ),
+        final_obs=arrays.get("final"),
+        pickled=[h for h in holders.values() if isinstance(h, Pickled)],
     )
 
 
 def execute(batch: EnvBatch, command: str, data: Any) -> Any:
     """Run one command on `batch`; returns the reply payload (for step and reset:
-    the infos, packed by position in the command's envs, in the order it named them)."""
+    the infos, packed by position in the command's envs, in the order it named them,
+    and the values of the observation leaves that travel pickled)."""
     if command == "step":
-        return _batched(batch, batch.step(data), data)
+        local_ids, actions = data
+        return _batched(batch, batch.step(local_ids, actions), local_ids)
     if command == "reset":
         local_ids, seeds, options = data
         return _batched(batch, batch.reset(local_ids, seeds, options), local_ids)
@@ -66,16 +68,22 @@ def execute(batch: EnvBatch, command: str, data: Any) -> Any:
     if command == "set_attr":
         name, values = data
         return batch.set_attr(name, values)
+    if command == "check_spaces":
+        return batch.check_spaces(*data)
     raise ValueError(f"unknown worker command {command!r}")
 
 
-def _batched(batch: EnvBatch, rows: InfoRows, local_ids: Sequence[int] | None) -> Packed:
+def _batched(
+    batch: EnvBatch, rows: InfoRows, local_ids: Sequence[int] | None
+) -> tuple[Packed, list[list[Any]] | None]:
+    pickled = batch.arrays.pickled
+    observations = collect(pickled, batch.rows_of(local_ids)) if pickled else None
     if not rows:
-        return None
+        return None, observations
     if local_ids is None:
-        return pack_infos((row - batch.offset, info) for row, info in rows)
+        return pack_infos((row - batch.offset, info) for row, info in rows), observations
     position = {batch.offset + local: j for j, local in enumerate(local_ids)}
-    return pack_infos((position[row], info) for row, info in rows)
+    return pack_infos((position[row], info) for row, info in rows), observations
 
 
 def make_envs(env_fns: Sequence[Callable[[], gym.Env]], offset: int) -> list[gym.Env]:
@@ -129,7 +137,7 @@ def env_worker(
         env_index = getattr(exc, "env_index", None)
         if env_index is None and batch is not None:
             env_index = batch.failed_env
-        report = RemoteError(f"{type(exc).__name__}: {exc}", traceback.format_exc(), env_index)
+        report = RemoteError.of(exc, env_index)
         with contextlib.suppress(OSError, ValueError):
             conn.send((False, report))
     finally:
