@@ -22,8 +22,8 @@ test: venv
 	$(BIN)/python -m pytest -q
 
 lint: venv
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks compat
+	$(BIN)/ruff format --check src tests benchmarks compat
 	$(BIN)/lint-imports
 
 typecheck: venv

@@ -39,6 +39,7 @@ from pararl.vector.protocol import (
     attr_values,
     closed_error,
     expand_seeds,
+    log_worker_error,
     require,
     reset_mask_ids,
 )
@@ -173,7 +174,10 @@ class BatchVectorEnv(gym.vector.VectorEnv):
             raise closed_error(type(self).__name__)
         try:
             yield
-        except (WorkerError, KeyboardInterrupt):
+        except (WorkerError, KeyboardInterrupt) as exc:
+            if isinstance(exc, WorkerError):
+                log_worker_error(exc)
+            self._state = "default"  # the failed call is over, as in Gymnasium
             self.close(terminate=True)
             raise
 
@@ -418,6 +422,10 @@ class BatchVectorEnv(gym.vector.VectorEnv):
         self, timeout: float | None = None, terminate: bool = False, **kwargs: Any
     ) -> None:
         """Stop the workers: ask, wait up to `timeout` s (default 2), then kill."""
+        if self._state not in ("default", "closed"):
+            gym.logger.warn(
+                f"Calling `close` while waiting for a pending call to `{self._state}` to complete."
+            )
         grace = 0.0 if terminate else (CLOSE_GRACE_S if timeout is None else timeout)
         self._transport.close(grace)
         self._state = "closed"

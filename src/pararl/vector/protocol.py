@@ -11,9 +11,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
-from pararl.vector.errors import AlreadyPendingCallError, ClosedEnvironmentError, NoAsyncCallError
+from pararl.vector.errors import (
+    AlreadyPendingCallError,
+    ClosedEnvironmentError,
+    NoAsyncCallError,
+    WorkerError,
+)
 
 # The call that starts each waiting state, and the call that ends it.
 STARTS = {"reset": "reset_async", "step": "step_async", "call": "call_async", "partial": "send"}
@@ -34,6 +40,17 @@ def require(state: str, wanted: str, call: str) -> None:
     raise NoAsyncCallError(
         f"Calling `{call}` without any prior call to `{STARTS[wanted]}`.", wanted
     )
+
+
+def log_worker_error(error: WorkerError) -> None:
+    """Gymnasium's log lines for an env's exception, before it is raised here (Worker-i
+    names the env, which is Gymnasium's worker; a process death has no traceback)."""
+    if not error.remote_traceback:
+        return
+    index = error.worker if error.env_index is None else error.env_index
+    gym.logger.error(f"Received the following error from Worker-{index} - Shutting it down")
+    gym.logger.error(error.remote_traceback)
+    gym.logger.error("Raising the last exception back to the main process.")
 
 
 def closed_error(name: str) -> ClosedEnvironmentError:
