@@ -26,7 +26,7 @@ def place_actions(
         shared is not None
         and type(actions) is np.ndarray
         and actions.dtype == shared.dtype
-        and actions.shape == (count, *shared.shape[1:])
+        and actions.shape == (shared.shape if rows is None else (count, *shared.shape[1:]))
     ):
         if rows is None:
             shared[...] = actions

@@ -24,13 +24,14 @@ InfoRows = list[tuple[int, dict[str, Any]]]
 
 
 def fill_final_obs(infos: dict[str, Any], final_obs: np.ndarray | None, rows: np.ndarray) -> None:
-    """Replace the `InArray` entries of batched SAME_STEP infos by copies of the final
-    observations; `rows[p]` is the env row of batch position p."""
+    """Fill the entries of batched SAME_STEP infos whose final observation is in the
+    shared array (None: an observation that fits the array is never None) with copies
+    of it; `rows[p]` is the env row of batch position p."""
     column = infos.get("final_obs")
     if column is None or final_obs is None:
         return
     ended = np.flatnonzero(infos["_final_obs"]).tolist()
-    positions = [p for p in ended if column[p] is InArray]
+    positions = [p for p in ended if column[p] is None]
     # One copy of every row needed; each env gets its row of it.
     for p, value in zip(positions, final_obs[rows[positions]], strict=True):
         column[p] = value

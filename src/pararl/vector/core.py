@@ -52,7 +52,11 @@ from pararl.vector.spaces import (
     view_rows,
 )
 from pararl.vector.transport import Transport
-from pararl.vector.worker import BatchLayout
+from pararl.vector.worker import BatchLayout, WithActions, WithObservations
+
+
+def _local_ids(local: list[int] | None, rows: np.ndarray) -> list[int] | None:
+    return local
 
 
 def _returned_rows(replies: list[Reply]) -> tuple[np.ndarray, np.ndarray | slice]:
@@ -207,9 +211,10 @@ class BatchVectorEnv(gym.vector.VectorEnv):
         infos: dict[str, Any] = {}
         if len(replies) > 1:
             replies = sorted(replies, key=lambda r: int(r[0][0]))
-        for command_ids, (packed, observations) in replies:
-            if observations is not None:
-                deliver(self._obs_unshared, command_ids, observations)
+        for command_ids, packed in replies:
+            if type(packed) is WithObservations:
+                deliver(self._obs_unshared, command_ids, packed.observations)
+                packed = packed.infos
             if packed is not None:
                 at = command_ids if full else np.searchsorted(ids, command_ids)
                 unpack_infos(infos, packed, at, ids.size)
@@ -233,11 +238,11 @@ class BatchVectorEnv(gym.vector.VectorEnv):
         count = self.num_envs if ids is None else ids.size
         listed = place_actions(self._shared_actions, self.action_space, actions, ids, count)
         if listed is None:
-            return lambda local, rows: (local, None)
+            return _local_ids  # the hot path: nothing but the ids travels
         if ids is None:
-            return lambda local, rows: (local, listed[rows[0] : rows[-1] + 1])
+            return lambda local, rows: WithActions(local, listed[rows[0] : rows[-1] + 1])
         by_row = dict(zip(ids.tolist(), listed, strict=True))
-        return lambda local, rows: (local, [by_row[r] for r in rows.tolist()])
+        return lambda local, rows: WithActions(local, [by_row[r] for r in rows.tolist()])
 
     # --- Gymnasium API: reset / step ---------------------------------------------
 

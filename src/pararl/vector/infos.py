@@ -113,8 +113,9 @@ Pairs = list[tuple[int, dict[str, Any]]]
 Packed = tuple[np.ndarray | None, Table | None, Pairs, "Finals | None"] | None
 # (lead, ended, final infos packed, final observations): the positions of the envs
 # that ended, their final infos packed like any infos, their final observations
-# (None: all `InArray`), and how many of the reply's other infos come before its
-# first final entry (the final keys join the batch at that point).
+# (None: all in the shared array; else a list with None for those), and how many
+# of the reply's other infos come before its first final entry (the final keys join
+# the batch at that point).
 Finals = tuple[int, np.ndarray, Packed, list[Any] | None]
 
 
@@ -164,7 +165,11 @@ def pack_infos(rows: Iterable[tuple[int, dict[str, Any]]]) -> Packed:
             pairs.append((p, info))
     finals: Finals | None = None
     if ended:
-        sent = None if all(o is InArray for o in final_obs) else final_obs
+        # None: every final observation is in the shared array (the reader fills them
+        # in); else the env's own objects, None where one is in the array.
+        sent = None
+        if any(o is not InArray for o in final_obs):
+            sent = [None if o is InArray else o for o in final_obs]
         finals = (
             lead,
             np.array(ended, dtype=np.int64),
@@ -203,10 +208,11 @@ def _unpack_finals(dst: dict[str, Any], finals: Finals, at: np.ndarray, size: in
     _, ended, final_infos, final_obs = finals
     where = at[ended]
     column = dst.get("final_obs")
-    if column is None:
+    if column is None:  # None entries: final observations the reader takes from shm
         column = dst["final_obs"] = np.full(size, fill_value=None, dtype=object)
-    for row, value in zip(where.tolist(), final_obs or [InArray] * len(where), strict=True):
-        column[row] = value  # one by one: an array value must not be broadcast
+    if final_obs is not None:
+        for row, value in zip(where.tolist(), final_obs, strict=True):
+            column[row] = value  # one by one: an array value must not be broadcast
     _mask(dst, "final_obs", size)[where] = True
     nested = dst.setdefault("final_info", {})
     unpack_infos(nested, final_infos, where, size)

@@ -10,7 +10,7 @@ import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 from gymnasium.vector import AutoresetMode
@@ -49,13 +49,28 @@ def batch_arrays(arrays: dict[str, Any], layout: BatchLayout) -> BatchArrays:
     )
 
 
+class WithActions(NamedTuple):
+    """A step command's data when the actions travel with it (not in shared memory)."""
+
+    local_ids: list[int] | None
+    actions: list[Any]
+
+
+class WithObservations(NamedTuple):
+    """A step or reset reply when observation leaves travel with it (pickled)."""
+
+    infos: Packed
+    observations: list[list[Any]]
+
+
 def execute(batch: EnvBatch, command: str, data: Any) -> Any:
     """Run one command on `batch`; returns the reply payload (for step and reset:
     the infos, packed by position in the command's envs, in the order it named them,
     and the values of the observation leaves that travel pickled)."""
     if command == "step":
-        local_ids, actions = data
-        return _batched(batch, batch.step(local_ids, actions), local_ids)
+        if type(data) is WithActions:
+            return _batched(batch, batch.step(data.local_ids, data.actions), data.local_ids)
+        return _batched(batch, batch.step(data), data)
     if command == "reset":
         local_ids, seeds, options = data
         return _batched(batch, batch.reset(local_ids, seeds, options), local_ids)
@@ -75,15 +90,23 @@ def execute(batch: EnvBatch, command: str, data: Any) -> Any:
 
 def _batched(
     batch: EnvBatch, rows: InfoRows, local_ids: Sequence[int] | None
-) -> tuple[Packed, list[list[Any]] | None]:
+) -> Packed | WithObservations:
+    infos = _packed(batch, rows, local_ids)
     pickled = batch.arrays.pickled
-    observations = collect(pickled, batch.rows_of(local_ids)) if pickled else None
+    if not pickled:
+        return infos  # the hot path: every observation is in shared memory
+    observations = collect(pickled, batch.rows_of(local_ids))
+    assert observations is not None
+    return WithObservations(infos, observations)
+
+
+def _packed(batch: EnvBatch, rows: InfoRows, local_ids: Sequence[int] | None) -> Packed:
     if not rows:
-        return None, observations
+        return None
     if local_ids is None:
-        return pack_infos((row - batch.offset, info) for row, info in rows), observations
+        return pack_infos((row - batch.offset, info) for row, info in rows)
     position = {batch.offset + local: j for j, local in enumerate(local_ids)}
-    return pack_infos((position[row], info) for row, info in rows), observations
+    return pack_infos((position[row], info) for row, info in rows)
 
 
 def make_envs(env_fns: Sequence[Callable[[], gym.Env]], offset: int) -> list[gym.Env]:
