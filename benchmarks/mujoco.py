@@ -41,9 +41,7 @@ CLEANRL = {"HalfCheetah": 1443.0, "Hopper": 2383.0, "Walker2d": 2288.0}
 @dataclass(frozen=True)
 class Config(h.Options):
     runs: tuple[str, ...] = (
-        "HalfCheetah-v5:0",
-        "HalfCheetah-v5:1",
-        "HalfCheetah-v5:2",
+        *(f"HalfCheetah-v5:{seed}" for seed in range(6)),
         "Hopper-v5:0",
         "Walker2d-v5:0",
     )
@@ -219,7 +217,7 @@ def report(result: Result, meta: h.Metadata) -> h.Report:
         f"Budget {c.budget:,} env steps per run; deterministic evaluation every "
         f"{c.eval_every:,} steps, {c.eval_episodes} episodes. Both systems: 8 envs x 256 "
         "steps per rollout, 10 epochs of 64-sample minibatches, lr 3e-4 annealed, gamma "
-        "0.99, lambda 0.95, clip 0.2 (values too), observations and rewards normalised, "
+        "0.99, lambda 0.95, clip 0.2 (no value clipping), observations and rewards normalised, "
         "clipped at 10. pararl: its defaults for continuous actions, nothing set; SB3: "
         f"`VecNormalize` over {MUJOCO_ENVS} `DummyVecEnv` envs. Runs in the order run."
     )

@@ -74,7 +74,8 @@ def ppo_hyper() -> dict[str, Any]:
 
 # CleanRL's ppo_continuous_action settings, laid out as pararl's continuous defaults
 # (8 envs x 256 steps = CleanRL's 2048-step rollout; 64-sample minibatches); value loss
-# weight 0.25 on SB3's mean squared error = CleanRL's 0.5 on half of it
+# weight 0.25 on SB3's mean squared error = CleanRL's 0.5 on half of it; no value
+# clipping (SB3's default, and pararl's continuous default)
 MUJOCO_PPO: dict[str, Any] = {
     "n_steps": 256,
     "batch_size": 64,
@@ -85,7 +86,7 @@ MUJOCO_PPO: dict[str, Any] = {
     "vf_coef": 0.25,
     "max_grad_norm": 0.5,
     "clip_range": 0.2,
-    "clip_range_vf": 0.2,
+    "clip_range_vf": None,
 }
 MUJOCO_ENVS, MUJOCO_LR = 8, 3e-4
 
