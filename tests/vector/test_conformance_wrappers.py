@@ -13,7 +13,8 @@ import pytest
 from gymnasium.vector import VectorEnv
 from gymnasium.wrappers import vector as wrappers
 
-from tests.vector.conformance import MakeVec, batched_actions, run_both
+from tests.vector.conformance import MakeVec, run_both
+from tests.vector.conformance_envs import batched_actions
 from tests.vector.conftest import space_env_fn
 
 pytestmark = pytest.mark.timeout(60)

@@ -11,15 +11,8 @@ from gymnasium.vector import AsyncVectorEnv
 
 from pararl.vector import ParallelVectorEnv
 from pararl.vector.spaces import ARRAY_SPACES, Pickled, leaf_spaces
-from tests.vector.conformance import (
-    SHAREABLE_KINDS,
-    UNSHAREABLE_KINDS,
-    any_space,
-    assert_conforms,
-    kind_fns,
-    run_on,
-)
-from tests.vector.test_conformance import rollout
+from tests.vector.conformance import assert_conforms, rollout, run_on
+from tests.vector.conformance_envs import SHAREABLE_KINDS, UNSHAREABLE_KINDS, any_space, kind_fns
 
 pytestmark = pytest.mark.timeout(60)
 
