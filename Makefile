@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-EXTRAS ?= dev,bench,video,ray
+EXTRAS ?= dev,bench,video,ray,atari
 
 .PHONY: venv test lint typecheck check bench bench-quick train clean
 

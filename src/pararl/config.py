@@ -14,11 +14,31 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import gymnasium as gym
+import numpy as np
 
 from pararl import extras
 from pararl.errors import UsageError
 
 EnvKind = Literal["discrete", "continuous"]
+
+
+def is_image(space: gym.Space) -> bool:
+    """Image observations: a Box of uint8 or bool with two or more axes, or any Box
+    with three or more (Atari's stacked frames, MinAtar's channels)."""
+    if not isinstance(space, gym.spaces.Box):
+        return False
+    return len(space.shape) >= 3 or (len(space.shape) >= 2 and space.dtype in (np.uint8, np.bool_))
+
+
+def refuse_images(env_id: str, space: gym.Space) -> None:
+    """A UsageError for image observations: pararl's agents are MLPs on state vectors
+    (an MLP on Atari's 4x84x84 frames would need tens of GB of replay and learn little)."""
+    if is_image(space):
+        raise UsageError(
+            f"{env_id} gives image observations ({space.shape} {space.dtype}); pararl's "
+            "agents are MLPs on state vectors and have no image (CNN) model yet. Use an env "
+            "with vector observations (CartPole-v1, HalfCheetah-v5, ...)."
+        )
 
 
 def env_kind(observation_space: gym.Space, action_space: gym.Space) -> EnvKind:

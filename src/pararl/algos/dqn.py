@@ -18,7 +18,7 @@ import torch.nn.functional as F  # noqa: N812 - the usual name
 
 from pararl import seeding
 from pararl.algos.replay import ReplayBuffer
-from pararl.config import DQNConfig, env_kind
+from pararl.config import DQNConfig, env_kind, refuse_images
 from pararl.errors import UsageError
 from pararl.models import QNetwork
 from pararl.optim import FlatAdam
@@ -105,6 +105,7 @@ def check_spaces(config: DQNConfig, observation_space: gym.Space, action_space: 
             f"DQN here needs a Box observation space; {config.env} has "
             f"{observation_space}. Wrap it (e.g. FlattenObservation)."
         )
+    refuse_images(config.env, observation_space)
 
 
 class DQNState:

@@ -18,7 +18,7 @@ import torch
 
 from pararl import seeding
 from pararl.algos import ppo_grad
-from pararl.config import PPOConfig, env_kind
+from pararl.config import PPOConfig, env_kind, refuse_images
 from pararl.devices import choose_devices
 from pararl.errors import UsageError
 from pararl.models import ActorCritic
@@ -204,6 +204,7 @@ def check_spaces(config: PPOConfig, observation_space: gym.Space, action_space: 
             f"PPO here needs a Box observation space; {config.env} has "
             f"{observation_space}. Wrap it (e.g. FlattenObservation)."
         )
+    refuse_images(config.env, observation_space)
 
 
 class PPOState:

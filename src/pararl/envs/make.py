@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import functools
 import importlib
 
 import gymnasium as gym
 
+from pararl.envs.atari import AtariOptions, is_atari, make_atari
 from pararl.envs.wrappers import CartPoleShapedReward
 from pararl.errors import UsageError
 
@@ -18,7 +20,7 @@ WRAPPERS = {"none": None, "cartpole-shaped": CartPoleShapedReward}
 INSTALL = {
     "gymnasium.envs.box2d": "pip install 'gymnasium[box2d]'",
     "gymnasium.envs.mujoco": "pip install 'pararl[mujoco]'",
-    "ale_py": "pip install ale-py",
+    "ale_py": "pip install 'pararl[atari]'",
     "minatar": "pip install minatar",
 }
 
@@ -67,6 +69,9 @@ def check_env_id(env_id: str) -> gym.envs.registration.EnvSpec:
     try:
         return gym.spec(env_id)
     except gym.error.Error as exc:
+        if register_atari():  # NoFrameskip-v4 and the like appear once ale-py is in
+            with contextlib.suppress(gym.error.Error):
+                return gym.spec(env_id)
         close = difflib.get_close_matches(env_id, list(gym.registry), n=3)
         hint = (
             f"; did you mean {', '.join(close)}?"
@@ -81,17 +86,36 @@ def check_env_id(env_id: str) -> gym.envs.registration.EnvSpec:
         ) from exc
 
 
-def make_env(env_id: str, wrapper: str = "none", render_mode: str | None = None) -> gym.Env:
-    """Build one env with episode statistics (and the optional reward wrapper)."""
+def register_atari() -> bool:
+    """Register ale-py's games with Gymnasium, if ale-py is installed."""
+    try:
+        import ale_py
+    except ImportError:
+        return False
+    gym.register_envs(ale_py)
+    return True
+
+
+def make_env(
+    env_id: str, wrapper: str = "none", render_mode: str | None = None, training: bool = False
+) -> gym.Env:
+    """Build one env with episode statistics (and the optional reward wrapper);
+    Atari games get their standard preprocessing (`training`: episodic lives and
+    clipped rewards too)."""
     if ":" in env_id:
         module, _, env_id = env_id.partition(":")
         importlib.import_module(module)
     import pararl.envs  # noqa: F401 - registers the pararl/ ids in worker processes
 
-    env = gym.make(env_id, render_mode=render_mode)
-    if isinstance(env.action_space, gym.spaces.Box):
-        env = gym.wrappers.ClipAction(env)  # Gaussian policies sample beyond the bounds
-    env = gym.wrappers.RecordEpisodeStatistics(env)  # true return, before shaping
+    if env_id not in gym.registry:
+        register_atari()
+    if is_atari(env_id):
+        env = make_atari(env_id, AtariOptions.for_training(training), render_mode)
+    else:
+        env = gym.make(env_id, render_mode=render_mode)
+        if isinstance(env.action_space, gym.spaces.Box):
+            env = gym.wrappers.ClipAction(env)  # Gaussian policies sample beyond the bounds
+        env = gym.wrappers.RecordEpisodeStatistics(env)  # true return, before shaping
     wrapper_cls = WRAPPERS[wrapper]
     if wrapper_cls is not None:
         env = wrapper_cls(env)
@@ -99,9 +123,10 @@ def make_env(env_id: str, wrapper: str = "none", render_mode: str | None = None)
 
 
 def env_factory(
-    env_id: str, wrapper: str = "none", render_mode: str | None = None
+    env_id: str, wrapper: str = "none", render_mode: str | None = None, training: bool = False
 ) -> functools.partial[gym.Env]:
-    """A picklable zero-argument constructor (works under every start method)."""
+    """A picklable zero-argument constructor (works under every start method);
+    `training`: the env a learner gets its data from (not the evaluation's)."""
     if wrapper not in WRAPPERS:
         raise UsageError(f"unknown wrapper '{wrapper}'; choose one of {', '.join(WRAPPERS)}")
-    return functools.partial(make_env, env_id, wrapper, render_mode)
+    return functools.partial(make_env, env_id, wrapper, render_mode, training)

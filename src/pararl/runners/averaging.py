@@ -114,7 +114,9 @@ class Replica:
         cfg = state.config
         self.state, self.rank, self.world_size = state, rank, world_size
         self.span = averaging_span(cfg) * cfg.envs_per_worker  # own env steps per average
-        envs = SerialVectorEnv([env_factory(cfg.env, cfg.wrapper)] * cfg.envs_per_worker)
+        envs = SerialVectorEnv(
+            [env_factory(cfg.env, cfg.wrapper, training=True)] * cfg.envs_per_worker
+        )
         try:
             # the replica's streams: rank, and where it (re)started
             self.loop = DQNLoop(state, local_source(state, envs, (rank, 0, state.env_steps)))

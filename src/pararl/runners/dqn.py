@@ -66,7 +66,7 @@ def actor_spec(
     if cfg.apex_eps:
         schedule = schedule.for_actor(index, num_actors)
     return ActorSpec(
-        env_fn=env_factory(cfg.env, cfg.wrapper),
+        env_fn=env_factory(cfg.env, cfg.wrapper, training=True),
         num_envs=num_envs,
         obs_shape=state.obs_shape,
         num_actions=state.num_actions,
@@ -112,7 +112,7 @@ def make_source(state: DQNState, mode: str, report: Callable[[str], None]) -> Ch
             specs, learner.q, learner.updates, cfg.seed, state.env_steps, cfg.restart_actors, report
         )
     workers = cfg.workers or physical_cores()
-    fns = [env_factory(cfg.env, cfg.wrapper)] * (workers * cfg.envs_per_worker)
+    fns = [env_factory(cfg.env, cfg.wrapper, training=True)] * (workers * cfg.envs_per_worker)
     envs = SerialVectorEnv(fns) if mode == "serial" else ParallelVectorEnv(fns, num_workers=workers)
     try:
         return local_source(state, envs, (0, 0, state.env_steps))

@@ -1,0 +1,149 @@
+"""Atari games by name, with the field's standard preprocessing.
+
+`ALE/Pong-v5`, `PongNoFrameskip-v4` and every other id whose entry point is ale-py
+get, inside the worker that steps them: frame skip 4 with a max over the last two
+frames, up to 30 no-op actions at reset, FIRE at reset for games that need it,
+84×84 grayscale (area resize), a stack of the last 4 frames as `uint8`, no sticky
+actions and a 108,000-frame cap, which are EnvPool's and ale-py's defaults. Training
+envs also end an episode at each life lost (the game plays on: the next reset is a
+no-op step, as in EnvPool and SB3, not a new game) and clip rewards to their sign;
+evaluation envs do neither, so they report the real game score.
+
+Where the references differ (see the README): the no-op count is drawn from 1–30
+(Gymnasium's and EnvPool's rule; ALE's own vector env draws 0–29); the stack starts
+as copies of the reset frame (Gymnasium and EnvPool; ALE pads with zeros); a lost life
+ends a training episode without restarting the game (EnvPool; ALE's `episodic_life`
+restarts it). The preprocessing is Gymnasium's own `AtariPreprocessing` and
+`FrameStackObservation`, so pararl's frames equal theirs frame for frame.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, SupportsFloat
+
+import gymnasium as gym
+import numpy as np
+
+
+@dataclass(frozen=True)
+class AtariOptions:
+    """The preprocessing of an Atari env (EnvPool's and ale-py's defaults)."""
+
+    frame_skip: int = 4
+    noop_max: int = 30
+    screen_size: int = 84
+    grayscale: bool = True
+    stack: int = 4
+    sticky_actions: float = 0.0  # `gym.make("ALE/...-v5")` alone would use 0.25
+    fire_reset: bool = True
+    max_frames: int = 108_000
+    episodic_life: bool = False  # training envs: True
+    clip_reward: bool = False  # training envs: True
+
+    @classmethod
+    def for_training(cls, training: bool) -> AtariOptions:
+        return cls(episodic_life=training, clip_reward=training)
+
+
+def is_atari(env_id: str) -> bool:
+    """Whether `env_id` is an ale-py game (registered once ale-py is imported)."""
+    if env_id.startswith("ALE/"):
+        return True
+    try:
+        return str(gym.spec(env_id).entry_point).startswith("ale_py")
+    except gym.error.Error:
+        return False
+
+
+class EpisodicLife(gym.Wrapper[np.ndarray, int, np.ndarray, int]):
+    """A lost life ends the episode; the game itself goes on. `reset` restarts the
+    game only when it is over, and otherwise takes one no-op step from where the
+    last life was lost (DeepMind's, EnvPool's and SB3's rule)."""
+
+    def __init__(self, env: gym.Env[np.ndarray, int]) -> None:
+        super().__init__(env)
+        self._lives = 0
+        self._game_over = True
+
+    def _ale_lives(self) -> int:
+        return int(self.env.unwrapped.ale.lives())  # type: ignore[attr-defined]
+
+    def step(self, action: int) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self._game_over = terminated or truncated
+        lives = self._ale_lives()
+        if 0 < lives < self._lives:
+            terminated = True
+        self._lives = lives
+        return obs, reward, terminated, truncated, info
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        if self._game_over or seed is not None:
+            obs, info = self.env.reset(seed=seed, options=options)
+        else:
+            obs, _, terminated, truncated, info = self.env.step(0)
+            if terminated or truncated:  # the no-op ended the game: a real reset
+                obs, info = self.env.reset(options=options)
+        self._game_over = False
+        self._lives = self._ale_lives()
+        return obs, info
+
+
+class FireReset(gym.Wrapper[np.ndarray, int, np.ndarray, int]):
+    """Press FIRE at reset, for games that wait for it (Breakout, ...)."""
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        obs, info = self.env.reset(seed=seed, options=options)
+        for action in (1, 2):  # FIRE, then a move some games need to start
+            obs, _, terminated, truncated, info = self.env.step(action)
+            if terminated or truncated:
+                obs, info = self.env.reset(options=options)
+        return obs, info
+
+
+def clipped(reward: SupportsFloat) -> float:
+    """The reward's sign: -1, 0 or 1."""
+    return float(np.sign(float(reward)))
+
+
+def needs_fire(env: gym.Env[Any, Any]) -> bool:
+    meanings = env.unwrapped.get_action_meanings()  # type: ignore[attr-defined]
+    return len(meanings) >= 3 and meanings[1] == "FIRE"
+
+
+def make_atari(
+    env_id: str, options: AtariOptions, render_mode: str | None = None
+) -> gym.Env[np.ndarray, int]:
+    """The game `env_id` with `options`' preprocessing; `RecordEpisodeStatistics`
+    sits under the life and reward wrappers, so it reports whole games' real scores."""
+    import ale_py
+
+    gym.register_envs(ale_py)
+    env: gym.Env[Any, Any] = gym.make(
+        env_id,
+        frameskip=1,  # the skip (with its max-pool) is AtariPreprocessing's
+        repeat_action_probability=options.sticky_actions,
+        max_num_frames_per_episode=options.max_frames,
+        render_mode=render_mode,
+    )
+    env = gym.wrappers.RecordEpisodeStatistics(env)
+    env = gym.wrappers.AtariPreprocessing(
+        env,
+        noop_max=options.noop_max,
+        frame_skip=options.frame_skip,
+        screen_size=options.screen_size,
+        grayscale_obs=options.grayscale,
+        scale_obs=False,  # uint8 frames: the learner scales them
+    )
+    if options.episodic_life:
+        env = EpisodicLife(env)
+    if options.fire_reset and needs_fire(env):
+        env = FireReset(env)
+    if options.clip_reward:
+        env = gym.wrappers.TransformReward(env, clipped)
+    return gym.wrappers.FrameStackObservation(env, options.stack)
