@@ -134,17 +134,6 @@ def write_row(tree: Tree, index: int, value: Any) -> None:
             write_row(sub, index, item)
 
 
-def read_row(tree: Tree, index: int) -> Any:
-    """One env's value at row `index`, as a private copy (the env may keep it)."""
-    if isinstance(tree, np.ndarray):
-        return tree[index].copy() if tree.ndim > 1 else tree[index]
-    if isinstance(tree, Pickled):
-        return tree.values[index]
-    if isinstance(tree, dict):
-        return {key: read_row(sub, index) for key, sub in tree.items()}
-    return tuple(read_row(sub, index) for sub in tree)
-
-
 def take_rows(tree: Tree, ids: np.ndarray | slice | None) -> Tree:
     """A copy of rows `ids` (all rows when None), batched like the tree."""
     if isinstance(tree, np.ndarray):
@@ -174,25 +163,8 @@ def view_rows(tree: Tree) -> Tree:
     return tuple(view_rows(sub) for sub in tree)
 
 
-def put_rows(tree: Tree, ids: np.ndarray | None, values: Any) -> None:
-    """Store batched `values` at rows `ids` (all rows when None)."""
-    if isinstance(tree, np.ndarray):
-        if ids is None:
-            tree[...] = values
-        else:
-            tree[ids] = values
-    elif isinstance(tree, dict):
-        for key, sub in tree.items():
-            put_rows(sub, ids, values[key])
-    else:
-        for sub, item in zip(tree, values, strict=True):
-            put_rows(sub, ids, item)
-
-
-def collect(leaves: Sequence[Pickled], rows: slice | Sequence[int]) -> list[list[Any]] | None:
-    """The values of rows `rows` of each pickled leaf (None when there is none)."""
-    if not leaves:
-        return None
+def collect(leaves: Sequence[Pickled], rows: slice | Sequence[int]) -> list[list[Any]]:
+    """The values of rows `rows` of each pickled leaf, leaf by leaf."""
     if isinstance(rows, slice):
         return [leaf.values[rows] for leaf in leaves]
     return [[leaf.values[r] for r in rows] for leaf in leaves]

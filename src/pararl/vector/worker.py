@@ -95,9 +95,7 @@ def _batched(
     pickled = batch.arrays.pickled
     if not pickled:
         return infos  # the hot path: every observation is in shared memory
-    observations = collect(pickled, batch.rows_of(local_ids))
-    assert observations is not None
-    return WithObservations(infos, observations)
+    return WithObservations(infos, collect(pickled, batch.rows_of(local_ids)))
 
 
 def _packed(batch: EnvBatch, rows: InfoRows, local_ids: Sequence[int] | None) -> Packed:
