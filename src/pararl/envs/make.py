@@ -20,7 +20,7 @@ WRAPPERS = {"none": None, "cartpole-shaped": CartPoleShapedReward}
 INSTALL = {
     "gymnasium.envs.box2d": "pip install 'gymnasium[box2d]'",
     "gymnasium.envs.mujoco": "pip install 'pararl[mujoco]'",
-    "ale_py": "pip install 'pararl[atari]'",
+    "ale_py": "pip install 'pararl[atari]'",  # ale-py and OpenCV
     "minatar": "pip install minatar",
 }
 
@@ -65,7 +65,9 @@ def check_env_id(env_id: str) -> gym.envs.registration.EnvSpec:
         try:
             importlib.import_module("ale_py")
         except ImportError as exc:
-            raise UsageError(f"env '{env_id}' is an Atari game: {INSTALL['ale_py']}") from exc
+            raise UsageError(
+                f"env '{env_id}' is an Atari game, which needs ale-py: {INSTALL['ale_py']}"
+            ) from exc
     try:
         return gym.spec(env_id)
     except gym.error.Error as exc:
