@@ -10,11 +10,14 @@ its worker's command, so every env gets the very object Gymnasium would pass it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector.utils import iterate
+
+from pararl.vector.worker import WithActions
 
 
 def place_actions(
@@ -42,3 +45,23 @@ def place_actions(
             f"{count} envs; pass one action per env"
         )
     return listed
+
+
+def _local_ids(local: list[int] | None, rows: np.ndarray) -> list[int] | None:
+    return local
+
+
+def step_payload(
+    shared: np.ndarray | None, space: gym.Space, actions: Any, ids: np.ndarray | None, n: int
+) -> Callable[[list[int] | None, np.ndarray], Any]:
+    """Place the actions of envs `ids` (all `n` when None; in the order given) and
+    return what each worker's step command carries: its local ids, and its envs'
+    actions when they do not travel through shared memory."""
+    count = n if ids is None else ids.size
+    listed = place_actions(shared, space, actions, ids, count)
+    if listed is None:
+        return _local_ids  # the hot path: nothing but the ids travels
+    if ids is None:
+        return lambda local, rows: WithActions(local, listed[rows[0] : rows[-1] + 1])
+    by_row = dict(zip(ids.tolist(), listed, strict=True))
+    return lambda local, rows: WithActions(local, [by_row[r] for r in rows.tolist()])

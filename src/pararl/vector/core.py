@@ -21,10 +21,10 @@ from gymnasium.vector.utils import batch_differing_spaces, batch_space
 
 from pararl.mp.procs import CLOSE_GRACE_S
 from pararl.mp.shared import ArraySpec
-from pararl.vector.actions import place_actions
+from pararl.vector.actions import step_payload
 from pararl.vector.batch import fill_final_obs
 from pararl.vector.errors import AlreadyPendingCallError, WorkerError
-from pararl.vector.inflight import Commands, Reply
+from pararl.vector.inflight import Commands, Reply, returned_rows
 from pararl.vector.infos import unpack_infos
 from pararl.vector.layout import (
     ObservationMode,
@@ -52,27 +52,7 @@ from pararl.vector.spaces import (
     view_rows,
 )
 from pararl.vector.transport import Transport
-from pararl.vector.worker import BatchLayout, WithActions, WithObservations
-
-
-def _local_ids(local: list[int] | None, rows: np.ndarray) -> list[int] | None:
-    return local
-
-
-def _returned_rows(replies: list[Reply]) -> tuple[np.ndarray, np.ndarray | slice]:
-    """The env ids of `replies`, ascending, and how to select their rows: a slice
-    when they are one run of rows (one worker's envs, the usual case), which copies
-    faster than a fancy index."""
-    if not replies:
-        return np.arange(0), np.arange(0)
-    if len(replies) == 1:
-        ids = replies[0][0].copy()  # a command's ids are ascending; ours to keep
-    else:
-        ids = np.sort(np.concatenate([r[0] for r in replies]))
-    first, last = int(ids[0]), int(ids[-1])
-    if last - first + 1 == ids.size:
-        return ids, slice(first, last + 1)
-    return ids, ids
+from pararl.vector.worker import BatchLayout, WithObservations
 
 
 class BatchVectorEnv(gym.vector.VectorEnv):
@@ -207,7 +187,7 @@ class BatchVectorEnv(gym.vector.VectorEnv):
         self, replies: list[Reply], full: bool
     ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any], np.ndarray]:
         sel: np.ndarray | slice | None
-        ids, sel = (self._all_ids, None) if full else _returned_rows(replies)
+        ids, sel = (self._all_ids, None) if full else returned_rows(replies)
         infos: dict[str, Any] = {}
         if len(replies) > 1:
             replies = sorted(replies, key=lambda r: int(r[0][0]))
@@ -228,21 +208,6 @@ class BatchVectorEnv(gym.vector.VectorEnv):
             infos,
             ids,
         )
-
-    def _step_payload(
-        self, actions: Any, ids: np.ndarray | None
-    ) -> Callable[[list[int] | None, np.ndarray], Any]:
-        """Place the actions of envs `ids` (all when None; in the order given) and
-        return what each worker's step command carries: its local ids, and its envs'
-        actions when they do not travel through shared memory."""
-        count = self.num_envs if ids is None else ids.size
-        listed = place_actions(self._shared_actions, self.action_space, actions, ids, count)
-        if listed is None:
-            return _local_ids  # the hot path: nothing but the ids travels
-        if ids is None:
-            return lambda local, rows: WithActions(local, listed[rows[0] : rows[-1] + 1])
-        by_row = dict(zip(ids.tolist(), listed, strict=True))
-        return lambda local, rows: WithActions(local, [by_row[r] for r in rows.tolist()])
 
     # --- Gymnasium API: reset / step ---------------------------------------------
 
@@ -282,7 +247,9 @@ class BatchVectorEnv(gym.vector.VectorEnv):
     def step_async(self, actions: Any) -> None:
         with self._guard():
             self._require("default", "step_async")
-            payload = self._step_payload(actions, None)
+            payload = step_payload(
+                self._shared_actions, self.action_space, actions, None, self.num_envs
+            )
             self._submit("step", self._all_ids, payload)
             self._state = "step"
 
@@ -313,7 +280,13 @@ class BatchVectorEnv(gym.vector.VectorEnv):
                     "them new actions",
                     "partial",
                 )
-            payload = self._step_payload(actions, None if env_ids is None else ids)
+            payload = step_payload(
+                self._shared_actions,
+                self.action_space,
+                actions,
+                None if env_ids is None else ids,
+                self.num_envs,
+            )
             self._submit("step", ordered, payload)
             self._state = "partial"
 

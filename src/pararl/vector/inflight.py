@@ -131,3 +131,19 @@ class Commands:
                 )
         done, self.arrived = self.arrived, []
         return done
+
+
+def returned_rows(replies: list[Reply]) -> tuple[np.ndarray, np.ndarray | slice]:
+    """The env ids of `replies`, ascending, and how to select their rows: a slice
+    when they are one run of rows (one worker's envs, the usual case), which copies
+    faster than a fancy index."""
+    if not replies:
+        return np.arange(0), np.arange(0)
+    if len(replies) == 1:
+        ids = replies[0][0].copy()  # a command's ids are ascending; ours to keep
+    else:
+        ids = np.sort(np.concatenate([r[0] for r in replies]))
+    first, last = int(ids[0]), int(ids[-1])
+    if last - first + 1 == ids.size:
+        return ids, slice(first, last + 1)
+    return ids, ids
