@@ -25,7 +25,6 @@ import weakref
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from multiprocessing.context import BaseContext
-from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
 from pararl.mp.errors import RemoteError, WorkerError, WorkerTimeoutError, worker_error
@@ -95,7 +94,6 @@ class ProcessGroup:
         self._target, self._args, self._ctx = target, list(args), ctx
         self._name, self._daemon = name, daemon
         self._closed = False
-        self.bytes_sent = self.bytes_received = 0  # through the pipes, both ways, in all
         self._poller: select.poll | None = None  # built on first use: fds of pipes + sentinels
         self._owner: dict[int, tuple[str, int]] = {}
         # Reaps whatever started, even if a start fails half-way, on close(), on
@@ -137,12 +135,10 @@ class ProcessGroup:
         return [p.pid for p in self.processes if p.pid is not None]
 
     def send(self, index: int, message: Any) -> None:
-        data = ForkingPickler.dumps(message)  # what Connection.send does, bytes counted
         try:
-            self.conns[index].send_bytes(data)
+            self.conns[index].send(message)
         except (BrokenPipeError, ConnectionResetError, EOFError, OSError):
             self._raise_last_words(index)
-        self.bytes_sent += len(data)
 
     def _raise_last_words(self, index: int) -> None:
         """A child we could not write to is gone: raise the error it reported before
@@ -160,11 +156,9 @@ class ProcessGroup:
     def receive(self, index: int) -> Any:
         """The payload of worker `index`'s next reply; raises `WorkerError` on failure."""
         try:
-            data = self.conns[index].recv_bytes()
+            ok, payload = self.conns[index].recv()
         except (EOFError, ConnectionResetError, OSError):
             self._raise_dead(index)
-        self.bytes_received += len(data)
-        ok, payload = ForkingPickler.loads(data)
         if not ok:
             raise worker_error(index, payload)
         return payload

@@ -144,14 +144,6 @@ class ParallelVectorEnv(BatchVectorEnv):
         ]
 
     @property
-    def pipe_bytes(self) -> tuple[int, int]:
-        """Bytes sent to and received from the workers through their pipes so far
-        (commands and replies; the data itself is in shared memory)."""
-        transport = self._transport
-        assert isinstance(transport, ProcessTransport)
-        return transport.group.bytes_sent, transport.group.bytes_received
-
-    @property
     def worker_pids(self) -> list[int]:
         """Process ids of the workers (for monitoring and tests)."""
         transport = self._transport
