@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from pararl.vector import infos
-from pararl.vector.infos import FinalEntry, InArray, pack_infos, unpack_infos
+from pararl.vector.infos import FinalEntry, pack_infos, unpack_infos
 
 Pairs = list[tuple[int, dict[str, Any]]]
 
@@ -25,8 +25,6 @@ def reference(pairs: Pairs, size: int) -> dict[str, Any]:
     stand_in._add_info = lambda d, i, n: add(stand_in, d, i, n)
     batched: dict[str, Any] = {}
     for env, info in pairs:
-        if isinstance(info, FinalEntry) and info["final_obs"] is InArray:
-            info = {**info, "final_obs": None}  # the reader fills it in from shm
         batched = add(stand_in, batched, info, env)
     return batched
 
@@ -150,7 +148,7 @@ def test_nothing_to_send_is_none() -> None:
 
 def final(info: dict[str, Any]) -> FinalEntry:
     """An ended env's entry, with the placeholder a SAME_STEP batch puts in it."""
-    return FinalEntry(InArray, info)
+    return FinalEntry(None, info)
 
 
 @pytest.mark.parametrize(

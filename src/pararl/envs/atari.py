@@ -46,6 +46,16 @@ class AtariOptions:
         return cls(episodic_life=training, clip_reward=training)
 
 
+def register_atari() -> bool:
+    """Register ale-py's games with Gymnasium, if ale-py is installed."""
+    try:
+        import ale_py
+    except ImportError:
+        return False
+    gym.register_envs(ale_py)
+    return True
+
+
 def is_atari(env_id: str) -> bool:
     """Whether `env_id` is an ale-py game (registered once ale-py is imported)."""
     if env_id.startswith("ALE/"):
@@ -121,9 +131,8 @@ def make_atari(
 ) -> gym.Env[np.ndarray, int]:
     """The game `env_id` with `options`' preprocessing; `RecordEpisodeStatistics`
     sits under the life and reward wrappers, so it reports whole games' real scores."""
-    import ale_py
-
-    gym.register_envs(ale_py)
+    if not register_atari():
+        raise ImportError("ale-py is not installed: pip install 'pararl[atari]'")
     env: gym.Env[Any, Any] = gym.make(
         env_id,
         frameskip=1,  # the skip (with its max-pool) is AtariPreprocessing's

@@ -9,7 +9,7 @@ import importlib
 
 import gymnasium as gym
 
-from pararl.envs.atari import AtariOptions, is_atari, make_atari
+from pararl.envs.atari import AtariOptions, is_atari, make_atari, register_atari
 from pararl.envs.wrappers import CartPoleShapedReward
 from pararl.errors import UsageError
 
@@ -86,16 +86,6 @@ def check_env_id(env_id: str) -> gym.envs.registration.EnvSpec:
         raise UsageError(
             f"env '{env_id}' needs a package that is not installed ({exc}); {hint}"
         ) from exc
-
-
-def register_atari() -> bool:
-    """Register ale-py's games with Gymnasium, if ale-py is installed."""
-    try:
-        import ale_py
-    except ImportError:
-        return False
-    gym.register_envs(ale_py)
-    return True
 
 
 def make_env(

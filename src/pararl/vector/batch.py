@@ -17,7 +17,7 @@ import numpy as np
 from gymnasium.spaces.utils import is_space_dtype_shape_equiv
 from gymnasium.vector import AutoresetMode
 
-from pararl.vector.infos import FinalEntry, InArray
+from pararl.vector.infos import FinalEntry
 from pararl.vector.spaces import Pickled, Tree, write_row
 
 InfoRows = list[tuple[int, dict[str, Any]]]
@@ -261,7 +261,7 @@ class EnvBatch:
                 if _fits(final, last[0]):
                     assert final is not None
                     final[row] = last[0]
-                    rows.append((row, FinalEntry(InArray, last[4])))
+                    rows.append((row, FinalEntry(None, last[4])))  # in the shared array
                 else:
                     rows.append((row, FinalEntry(last[0], last[4])))
             if infos[position]:

@@ -54,16 +54,11 @@ def _is_scalar(value: Any) -> bool:
     return type(value) in (int, float, bool) or isinstance(value, np.number)
 
 
-class InArray:
-    """Stands (as the class itself, which pickles by name) for "this env's final
-    observation is in the batch's shared `final_obs` array"; the reader fills it in."""
-
-
 class FinalEntry(dict[str, Any]):
     """The info entry of an env whose episode ended in a SAME_STEP step: Gymnasium's
-    `{"final_obs": ..., "final_info": ...}`. The final observation is `InArray` when
-    it travels through shared memory, else the env's own object; `pack_infos` sends
-    all of a reply's entries as one block."""
+    `{"final_obs": ..., "final_info": ...}`. The final observation is None when it
+    travels through shared memory (the reader fills it in), else the env's own
+    object; `pack_infos` sends all of a reply's entries as one block."""
 
     def __init__(self, final_obs: Any, final_info: dict[str, Any]) -> None:
         super().__init__(final_obs=final_obs, final_info=final_info)
@@ -167,9 +162,7 @@ def pack_infos(rows: Iterable[tuple[int, dict[str, Any]]]) -> Packed:
     if ended:
         # None: every final observation is in the shared array (the reader fills them
         # in); else the env's own objects, None where one is in the array.
-        sent = None
-        if any(o is not InArray for o in final_obs):
-            sent = [None if o is InArray else o for o in final_obs]
+        sent = None if all(o is None for o in final_obs) else final_obs
         finals = (
             lead,
             np.array(ended, dtype=np.int64),
