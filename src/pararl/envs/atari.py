@@ -14,7 +14,9 @@ Where the references differ (see the README): the no-op count is drawn from 1–
 as copies of the reset frame (Gymnasium and EnvPool; ALE pads with zeros); a lost life
 ends a training episode without restarting the game (EnvPool; ALE's `episodic_life`
 restarts it). The preprocessing is Gymnasium's own `AtariPreprocessing` and
-`FrameStackObservation`, so pararl's frames equal theirs frame for frame.
+`FrameStackObservation`, so pararl's frames equal theirs frame for frame; in a
+pararl vector env the stack is kept in shared memory as a ring of frames
+(`pararl.vector.frames`), so a step writes one new 84×84 frame, not four.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ import numpy as np
 from gymnasium.spaces.utils import is_space_dtype_shape_equiv
 from gymnasium.vector import AutoresetMode
 
+from pararl.vector.frames import FrameRing, StackSpec, unstacked
 from pararl.vector.infos import FinalEntry
 from pararl.vector.spaces import Pickled, Tree, write_row
 
@@ -79,14 +80,20 @@ def _fits(final: np.ndarray | None, value: Any) -> bool:
 Step = tuple[Any, Any, Any, Any, dict[str, Any]]  # obs, reward, terminated, truncated, info
 
 
-def _store(arrays: BatchArrays, rows: slice | np.ndarray, steps: list[Step]) -> list[Any]:
+def _store(
+    arrays: BatchArrays, rows: slice | np.ndarray, steps: list[Step], fresh: Sequence[bool]
+) -> list[Any]:
     """Store a call's results into the batch arrays, one numpy assignment per array
-    (per leaf for Dict/Tuple observations); returns the infos, in order."""
+    (per leaf for Dict/Tuple observations; per row for frame rings, where `fresh`
+    marks the first observations of episodes); returns the infos, in order."""
     if not steps:
         return []
     obs, rewards, terminations, truncations, infos = zip(*steps, strict=True)
     if isinstance(arrays.obs, np.ndarray):
         arrays.obs[rows] = obs
+    elif isinstance(arrays.obs, FrameRing):
+        indices = range(rows.start, rows.stop) if isinstance(rows, slice) else rows.tolist()
+        arrays.obs.write(indices, obs, fresh)
     else:  # Dict/Tuple spaces: leaf by leaf
         indices = range(rows.start, rows.stop) if isinstance(rows, slice) else rows
         for row, value in zip(indices, obs, strict=True):
@@ -113,6 +120,15 @@ class EnvBatch:
         autoreset_mode: AutoresetMode,
     ) -> None:
         self.envs = list(envs)
+        # the envs stepped and reset: under their frame stacks when the batch keeps
+        # the stacks in rings (`frames`); `envs` still answers calls and attributes
+        ring = arrays.obs
+        self._stepped = (
+            unstacked(self.envs, StackSpec(ring.size, ring.padding), offset)
+            if isinstance(ring, FrameRing)
+            else self.envs
+        )
+        self._ring = ring if isinstance(ring, FrameRing) else None
         self.offset = offset
         self.arrays = arrays
         self.autoreset_mode = autoreset_mode
@@ -158,13 +174,14 @@ class EnvBatch:
         steps: list[Step] = []
         for local, seed in zip(ids, seeds, strict=True):
             try:
-                obs, info = self.envs[local].reset(seed=seed, options=options)
+                obs, info = self._stepped[local].reset(seed=seed, options=options)
             except Exception:
                 self.failed_env = self.offset + local
                 raise
             steps.append((obs, 0.0, False, False, info))
             self._needs_reset[local] = False
-        return self._info_rows(ids, _store(self.arrays, self._rows(ids), steps))
+        fresh = [True] * len(steps)
+        return self._info_rows(ids, _store(self.arrays, self._rows(ids), steps, fresh))
 
     def _info_rows(self, ids: Sequence[int], infos: list[dict[str, Any]]) -> InfoRows:
         offset = self.offset
@@ -199,7 +216,7 @@ class EnvBatch:
         # NEXT_STEP: an env that ended last step is reset now, with reward 0 and no
         # termination. (DISABLED shares this loop: no env reaches the reset branch.)
         whole = ids is self._all
-        envs = self.envs if whole else [self.envs[i] for i in ids]
+        envs = self._stepped if whole else [self._stepped[i] for i in ids]
         needs_reset = self._needs_reset if whole else [self._needs_reset[i] for i in ids]
         steps: list[Step] = []
         append = steps.append
@@ -213,7 +230,7 @@ class EnvBatch:
         except Exception:
             self._failed(ids, len(steps))
             raise
-        infos = _store(self.arrays, self._rows(ids), steps)
+        infos = _store(self.arrays, self._rows(ids), steps, needs_reset)
         ended = [bool(s[2] or s[3]) for s in steps]
         if whole:
             self._needs_reset = ended
@@ -226,14 +243,17 @@ class EnvBatch:
         # SAME_STEP: an env that ends is reset in the same step; its last observation
         # and info go to `final_obs` / `final_info`.
         whole = ids is self._all
-        envs = self.envs if whole else [self.envs[i] for i in ids]
+        envs = self._stepped if whole else [self._stepped[i] for i in ids]
         steps: list[Step] = []
         finals: list[tuple[int, Step]] = []  # (position, the step that ended)
-        append = steps.append
+        append, ring = steps.append, self._ring
         try:
             for env, action in zip(envs, actions, strict=True):
                 step = env.step(action)
                 if step[2] or step[3]:
+                    if ring is not None:  # the final stack, before the reset refills it
+                        final = ring.stacked_with(self.offset + ids[len(steps)], step[0])
+                        step = (final, *step[1:])
                     finals.append((len(steps), step))
                     obs, info = env.reset()
                     step = (obs, step[1], step[2], step[3], info)
@@ -241,7 +261,10 @@ class EnvBatch:
         except Exception:
             self._failed(ids, len(steps))
             raise
-        infos = _store(self.arrays, self._rows(ids), steps)
+        fresh = [False] * len(steps)
+        for position, _ in finals:
+            fresh[position] = True
+        infos = _store(self.arrays, self._rows(ids), steps, fresh)
         if not finals:
             return self._info_rows(ids, infos)
         return self._with_finals(ids, infos, finals)

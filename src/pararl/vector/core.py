@@ -24,6 +24,7 @@ from pararl.mp.shared import ArraySpec
 from pararl.vector.actions import step_payload
 from pararl.vector.batch import fill_final_obs
 from pararl.vector.errors import AlreadyPendingCallError, WorkerError
+from pararl.vector.frames import stack_spec
 from pararl.vector.inflight import Commands, Reply, returned_rows
 from pararl.vector.infos import unpack_infos
 from pararl.vector.layout import (
@@ -46,13 +47,12 @@ from pararl.vector.protocol import (
 from pararl.vector.spaces import (
     checked_ids,
     deliver,
-    space_tree,
     take_rows,
     unshared_leaves,
     view_rows,
 )
 from pararl.vector.transport import Transport
-from pararl.vector.worker import BatchLayout, WithObservations
+from pararl.vector.worker import BatchLayout, WithObservations, observation_tree
 
 
 class BatchVectorEnv(gym.vector.VectorEnv):
@@ -96,15 +96,16 @@ class BatchVectorEnv(gym.vector.VectorEnv):
         self.single_observation_space, self.observation_space = observation_spaces(
             observation_mode, dummy.observation_space, n
         )
-        dummy.close()
         obs_space, act_space = self._spaces()
         share = uses_shared_memory(shared_memory, obs_space, type(self).__name__)
-        specs = batch_specs(obs_space, act_space, n, share, self.autoreset_mode)
-        layout = BatchLayout(obs_space, act_space, self.autoreset_mode, n)
+        stack = stack_spec(dummy) if share and observation_mode == "same" else None
+        dummy.close()
+        specs = batch_specs(obs_space, act_space, n, share, self.autoreset_mode, stack)
+        layout = BatchLayout(obs_space, act_space, self.autoreset_mode, n, stack)
         self._transport = self._make_transport(env_fns, specs, layout)
         named = self._transport.arrays
         holders = unshared_leaves(obs_space, n, "obs", named, local=True)
-        self._obs = space_tree(obs_space, {**named, **holders}, "obs")
+        self._obs = observation_tree(layout, {**named, **holders})
         self._obs_unshared = list(holders.values())  # the order workers send them in
         self._shared_actions = named.get("act")
         self._rewards, self._terms, self._truncs = named["rew"], named["term"], named["trunc"]

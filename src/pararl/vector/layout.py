@@ -16,6 +16,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from pararl.mp.shared import ArraySpec
+from pararl.vector.frames import StackSpec
 from pararl.vector.spaces import ARRAY_SPACES, shared_memory_refusal, space_specs
 
 SharedMemory = bool | Literal["auto"]
@@ -67,11 +68,17 @@ def uses_shared_memory(shared_memory: SharedMemory, space: gym.Space, name: str)
 
 
 def batch_specs(
-    obs_space: gym.Space, act_space: gym.Space, n: int, share: bool, mode: AutoresetMode
+    obs_space: gym.Space,
+    act_space: gym.Space,
+    n: int,
+    share: bool,
+    mode: AutoresetMode,
+    stack: StackSpec | None = None,
 ) -> dict[str, ArraySpec]:
-    """The shared arrays of a batch of `n` envs: observation leaves (when `share`),
-    actions of a plain array space, rewards, terminations, truncations, and in
-    SAME_STEP mode the final observations of one array observation space."""
+    """The shared arrays of a batch of `n` envs: observation leaves (when `share`;
+    with `stack`, the observations are frame rings with their heads), actions of a
+    plain array space, rewards, terminations, truncations, and in SAME_STEP mode
+    the final observations of one array observation space."""
     specs = {
         **space_specs(obs_space, n, "obs", share),
         **space_specs(act_space, n, "act", isinstance(act_space, ARRAY_SPACES)),
@@ -79,6 +86,8 @@ def batch_specs(
         "term": ArraySpec((n,), np.dtype(np.bool_)),
         "trunc": ArraySpec((n,), np.dtype(np.bool_)),
     }
+    if stack is not None:
+        specs["obs.head"] = ArraySpec((n,), np.dtype(np.int64))
     if mode is AutoresetMode.SAME_STEP and "obs" in specs:
         specs["final"] = specs["obs"]
     return specs

@@ -17,8 +17,9 @@ import numpy as np
 from gymnasium import spaces
 
 from pararl.mp.shared import ArraySpec
+from pararl.vector.frames import FrameRing
 
-Tree = Any  # np.ndarray | Pickled | dict[str, Tree] | tuple[Tree, ...]
+Tree = Any  # np.ndarray | FrameRing | Pickled | dict[str, Tree] | tuple[Tree, ...]
 
 # Leaf spaces whose batches are plain arrays (Gymnasium's `batch_space` gives a Box
 # or MultiDiscrete for each), so they can live in shared memory.
@@ -136,6 +137,8 @@ def write_row(tree: Tree, index: int, value: Any) -> None:
 
 def take_rows(tree: Tree, ids: np.ndarray | slice | None) -> Tree:
     """A copy of rows `ids` (all rows when None), batched like the tree."""
+    if isinstance(tree, FrameRing):
+        return tree.take(ids)
     if isinstance(tree, np.ndarray):
         if ids is None:
             return tree.copy()
@@ -156,6 +159,8 @@ def view_rows(tree: Tree) -> Tree:
     with Gymnasium's `copy=False`), pickled leaves as tuples."""
     if isinstance(tree, np.ndarray):
         return tree
+    if isinstance(tree, FrameRing):
+        return tree.take(None)  # stacks are assembled when read, never views
     if isinstance(tree, Pickled):
         return tuple(tree.values)
     if isinstance(tree, dict):

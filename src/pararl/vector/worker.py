@@ -20,8 +20,9 @@ from pararl.mp.listen import SPIN_S, CommandWait
 from pararl.mp.procs import ParentWatch
 from pararl.mp.shared import SharedArrays
 from pararl.vector.batch import BatchArrays, EnvBatch, InfoRows
+from pararl.vector.frames import FrameRing, StackSpec
 from pararl.vector.infos import Packed, pack_infos
-from pararl.vector.spaces import Pickled, collect, space_tree, unshared_leaves
+from pararl.vector.spaces import Pickled, Tree, collect, space_tree, unshared_leaves
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class BatchLayout:
     action_space: gym.Space
     autoreset_mode: AutoresetMode
     size: int  # envs in the whole vector env
+    stack: StackSpec | None = None  # frame stacks kept in rings (see `frames`)
 
 
 def batch_arrays(arrays: dict[str, Any], layout: BatchLayout) -> BatchArrays:
@@ -39,7 +41,7 @@ def batch_arrays(arrays: dict[str, Any], layout: BatchLayout) -> BatchArrays:
     each observation leaf that is not among them."""
     holders = unshared_leaves(layout.observation_space, layout.size, "obs", arrays, local=False)
     return BatchArrays(
-        obs=space_tree(layout.observation_space, {**arrays, **holders}, "obs"),
+        obs=observation_tree(layout, {**arrays, **holders}),
         actions=arrays.get("act"),
         rewards=arrays["rew"],
         terminations=arrays["term"],
@@ -47,6 +49,13 @@ def batch_arrays(arrays: dict[str, Any], layout: BatchLayout) -> BatchArrays:
         final_obs=arrays.get("final"),
         pickled=[h for h in holders.values() if isinstance(h, Pickled)],
     )
+
+
+def observation_tree(layout: BatchLayout, arrays: dict[str, Any]) -> Tree:
+    """The observations of the batch, by leaf: a `FrameRing` for stacked frames."""
+    if layout.stack is not None:
+        return FrameRing(arrays["obs"], arrays["obs.head"], layout.stack.padding)
+    return space_tree(layout.observation_space, arrays, "obs")
 
 
 class WithActions(NamedTuple):
