@@ -49,12 +49,14 @@ class AtariOptions:
 
 
 def register_atari() -> bool:
-    """Register ale-py's games with Gymnasium, if ale-py is installed."""
+    """Register ale-py's games with Gymnasium, if ale-py is installed; ALE's own log
+    keeps its warnings and errors, not the banner each env would print at start."""
     try:
         import ale_py
     except ImportError:
         return False
     gym.register_envs(ale_py)
+    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Warning)
     return True
 
 
