@@ -5,7 +5,9 @@ observations gives the naive memory."""
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing as mp
+import time
 from typing import Any
 
 import gymnasium as gym
@@ -13,8 +15,11 @@ import numpy as np
 import torch
 
 from pararl.algos.frame_replay import FrameReplay
+from pararl.algos.prioritized import PrioritizedReplay
 from pararl.algos.replay import ReplayBuffer
+from pararl.models import QNetwork
 from pararl.mp.shared import SharedArrays
+from pararl.samplers.actor_pool import ActorPool
 from pararl.samplers.chunks import Chunk
 from pararl.samplers.dqn_actor import (
     ActorSpec,
@@ -151,3 +156,43 @@ def test_outbox_carries_chunks_unchanged() -> None:
             np.testing.assert_allclose(getattr(back, name), value, rtol=1e-6)
         if frame_stack == 0:  # the naive kind still fits the naive memory
             ReplayBuffer(64, (STACK, 6, 6), np.uint8).add(back)  # type: ignore[arg-type]
+
+
+def frame_ids(stacks: np.ndarray) -> np.ndarray:
+    """(env, episode, step) of every frame of [B, S, 6, 6] stacks: [B, S, 3]."""
+    return stacks[:, :, 0, :3].astype(np.int64)
+
+
+def test_actor_processes_send_frames_the_memory_stacks_rightly() -> None:
+    """Two actor processes (Ape-X: own epsilons, priorities) through their outboxes:
+    every stack rebuilt is one env's one episode, steps consecutive, the episode's
+    first frame repeated before its start; the next stack is 1 to n steps later."""
+    n = spec(STACK).n_step
+    specs = [
+        dataclasses.replace(spec(STACK), stream_base=3 * i, epsilon=EpsilonSchedule(1, 1, 1))
+        for i in range(2)
+    ]
+    torch.manual_seed(0)
+    pool = ActorPool(specs, QNetwork(STACK * 36, 3, (16,)), version=0, seed=3, start_steps=0)
+    replay = PrioritizedReplay(FrameReplay(400, (STACK, 6, 6)), alpha=0.6)
+    try:
+        deadline = time.monotonic() + 60
+        while replay.added < 600 and time.monotonic() < deadline:
+            for _, batch, _ in pool.chunks(wait=0.5):
+                assert batch.priority is not None
+                replay.add(batch)
+    finally:
+        pool.close()
+    assert replay.added >= 600
+    slots = np.arange(replay.memory.size)
+    got = replay.memory.gather(slots[replay.memory.valid(slots)])
+    obs, nxt = frame_ids(got.obs), frame_ids(got.next_obs)
+    for ids in (obs, nxt):
+        assert (ids[:, :, :2] == ids[:, -1:, :2]).all()  # one env, one episode
+        t = ids[:, :, 2]
+        expected = np.maximum(t[:, -1:] - np.arange(STACK - 1, -1, -1), 0)
+        np.testing.assert_array_equal(t, expected)  # consecutive, padded at the start
+    assert (obs[:, -1, :2] == nxt[:, -1, :2]).all()
+    ahead = nxt[:, -1, 2] - obs[:, -1, 2]
+    assert ((ahead >= 1) & (ahead <= n)).all()
+    assert len(got) > 300
