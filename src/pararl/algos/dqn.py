@@ -145,10 +145,12 @@ class DQNState:
         )
         self.learner = DQNLearner(self.make_model(), cfg, device)
         self.frame_stack = frame_stack
+        # pixels are kept as they come (uint8, bool); anything else as float32
+        dtype = np.dtype(observation_space.dtype or np.float32)
         self.replay = make_replay(
             cfg.buffer_size,
             self.obs_shape,
-            observation_space.dtype or np.float32,
+            dtype if dtype in (np.uint8, np.bool_) else np.float32,
             frame_stack,
             cfg.prioritized,
             cfg.priority_alpha,
