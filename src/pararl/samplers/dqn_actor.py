@@ -1,6 +1,9 @@
 """DQN actor processes: each steps a batch of envs with its own CPU Q-network
 copy, builds n-step transitions, and hands them to the learner in chunks through
 a two-slot shared-memory outbox. Only slot numbers and counts travel on the pipe.
+A chunk holds whole-observation transitions (`samplers.nstep`) or, when the env
+stacks image frames, each new frame once (`samplers.frames`); Ape-X actors add
+each transition's first priority, its TD error under their own Q copy.
 
 Protocol (actor -> learner): `(True, Chunk)` when a slot is filled; the learner
 answers `("ack", slot)` once it has copied the slot, and `("close", None)` to stop.

@@ -95,7 +95,7 @@ class FrameStepBuilder:
         stream_base: int = 0,
         keep: int = 0,
     ) -> None:
-        self.num_envs, self.stack = num_envs, obs_shape[0]
+        self.num_envs = num_envs
         self.streams = stream_base + np.arange(num_envs)
         self.nstep = NStepBuilder(num_envs, (), n, gamma, obs_dtype=np.int64)
         self._pos = np.zeros(num_envs, dtype=np.int64)  # observations seen, per env
@@ -105,7 +105,7 @@ class FrameStepBuilder:
         self._first: list[np.ndarray] = []
         self._parts: list[Transitions] = []
         self.keep = keep
-        self._kept = np.zeros((num_envs, max(keep, 1), *obs_shape), np.uint8) if keep else None
+        self._kept = np.zeros((num_envs, keep, *obs_shape), np.uint8) if keep else None
 
     def _keys(self) -> np.ndarray:
         return self._pos * self.num_envs + np.arange(self.num_envs)
@@ -162,8 +162,8 @@ class FrameStepBuilder:
         index = np.arange(len(frames))
         prev = np.where(index >= e, index - e, -1)
         prev = np.where(first, index, prev)
-        obs_keys = np.concatenate([p.obs for p in self._parts]) if self._parts else index[:0]
-        next_keys = np.concatenate([p.next_obs for p in self._parts]) if self._parts else index[:0]
+        obs_keys = _field(self._parts, "obs", np.int64)
+        next_keys = _field(self._parts, "next_obs", np.int64)
         env, next_pos = next_keys % e, next_keys // e
         out = FrameSteps(
             frames=frames,
