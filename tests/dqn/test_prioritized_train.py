@@ -18,7 +18,9 @@ from tests.test_learns import COMMON, GOOD
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_prioritized_dqn_learns(mode: str, tmp_path: Path) -> None:
-    config = DQNConfig(mode=mode, prioritized=True, total_steps=24_000, run_dir=tmp_path, **COMMON)  # type: ignore[arg-type]
+    # the run stops once an evaluation reaches GOOD (~7k steps); the budget is slack
+    # for a loaded machine, where async acting and evaluation fall behind
+    config = DQNConfig(mode=mode, prioritized=True, total_steps=40_000, run_dir=tmp_path, **COMMON)  # type: ignore[arg-type]
     session = train(config)
     assert session is not None
     assert session.best_eval >= GOOD, f"prioritized DQN {mode}: best {session.best_eval}"
