@@ -201,6 +201,15 @@ class DQNConfig(RunConfig):
     apex_eps: bool = False
     """Async: per-actor epsilons eps_i = 0.4 ** (1 + 7 i / (N - 1)) (Ape-X) instead of
     the global schedule."""
+    prioritized: bool = False
+    """Prioritized replay (proportional; Schaul et al. 2016): batches drawn in proportion
+    to |TD error|^alpha, losses weighted by importance weights, beta annealed to 1.
+    Async and Ray: Ape-X (Horgan et al. 2018), actors give their transitions' first
+    priorities and act with their own epsilons (as --apex-eps)."""
+    priority_alpha: float = 0.6
+    """Prioritized replay: priority exponent alpha (0: uniform)."""
+    priority_beta: float = 0.4
+    """Prioritized replay: importance-sampling exponent at the start, annealed to 1."""
     sync_every: int = 16
     """Async: actors load new weights every this many of their vector steps."""
     restart_actors: bool = False
@@ -226,6 +235,8 @@ class DQNConfig(RunConfig):
             (0 <= self.eps_end <= self.eps_start <= 1, "need 0 <= --eps-end <= --eps-start <= 1"),
             (self.eps_decay_steps >= 1, "--eps-decay-steps must be >= 1"),
             (self.sync_every >= 1, "--sync-every must be >= 1"),
+            (self.priority_alpha >= 0, "--priority-alpha must be >= 0"),
+            (0 <= self.priority_beta <= 1, "--priority-beta must be in [0, 1]"),
             (self.average_every >= 1, "--average-every must be >= 1"),
             (all(h >= 1 for h in self.hidden), "--hidden widths must be >= 1"),
         ]

@@ -22,22 +22,46 @@ def constant_q(value: float) -> QNetwork:
     return q
 
 
-def test_td_target_uses_discount_zero_after_termination(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_td_target_uses_discount_zero_after_termination() -> None:
     cfg = DQNConfig(lr=1e-9, gamma=0.9, double_dqn=False)
     learner = DQNLearner(constant_q(5.0), cfg, torch.device("cpu"))
     obs = np.zeros((2, 2), np.float32)
     # transition 0: truncated after 1 step (discount gamma); 1: terminated (discount 0)
     batch = Transitions(obs, np.array([0, 1]), np.array([1.0, 1.0]), obs, np.array([0.9, 0.0]))
-    captured: dict[str, torch.Tensor] = {}
-    original = torch.nn.functional.smooth_l1_loss
+    _, td_error = learner.update(batch)
+    target = td_error + 5.0  # the TD error is the target minus Q(s, a) = 5
+    assert target.tolist() == pytest.approx([1.0 + 0.9 * 5.0, 1.0])
 
-    def spy(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        captured["target"] = target
-        return original(pred, target)
 
-    monkeypatch.setattr(torch.nn.functional, "smooth_l1_loss", spy)
-    learner.update(batch)
-    assert captured["target"].tolist() == [1.0 + 0.9 * 5.0, 1.0]
+def test_importance_weights_scale_each_sample_loss() -> None:
+    """Weights (prioritized replay) multiply each sample's Huber loss: weight 0 on a
+    sample removes its gradient (Adam's first step is the gradient's sign, so the
+    other sample's step alone is the same as a batch of that sample)."""
+    cfg = DQNConfig(lr=1e-2, gamma=0.9, double_dqn=False, max_grad_norm=1e9)
+    obs = np.array([[1.0, -2.0], [-3.0, 0.5]], np.float32)
+    batch = Transitions(obs, np.array([0, 1]), np.array([1.0, -4.0]), obs, np.zeros(2))
+
+    def net() -> QNetwork:
+        torch.manual_seed(0)
+        return QNetwork(2, 2, hidden=(4,))
+
+    grads = []
+    for weights in (np.array([1.0, 0.0]), np.array([1.0, 1.0])):
+        learner = DQNLearner(net(), cfg, torch.device("cpu"))
+        before = params_of(learner.q)
+        learner.update(batch, weights)
+        grads.append(params_of(learner.q) - before)
+    assert not np.allclose(grads[0], grads[1])
+    only_first = DQNLearner(net(), cfg, torch.device("cpu"))
+    before = params_of(only_first.q)
+    only_first.update(batch.rows(slice(0, 1)))
+    np.testing.assert_allclose(params_of(only_first.q) - before, grads[0], atol=1e-6)
+
+
+def params_of(q: QNetwork) -> np.ndarray:
+    flat = np.zeros(num_params(q), np.float32)
+    params_to_flat(q, flat)
+    return flat
 
 
 def test_hard_target_update_period() -> None:

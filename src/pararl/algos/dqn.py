@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812 - the usual name
 
 from pararl import seeding
-from pararl.algos.replay import ReplayBuffer
+from pararl.algos.prioritized import PrioritizedReplay, make_replay
 from pararl.config import DQNConfig, env_kind, refuse_images
 from pararl.errors import UsageError
 from pararl.models import QNetwork
@@ -39,8 +39,12 @@ class DQNLearner:
     def _tensor(self, array: Any, dtype: torch.dtype | None = None) -> torch.Tensor:
         return torch.as_tensor(array, dtype=dtype).to(self.device, non_blocking=True)
 
-    def update(self, batch: Transitions) -> dict[str, torch.Tensor]:
-        """One gradient step on a minibatch; returns loss and mean Q."""
+    def update(
+        self, batch: Transitions, weights: np.ndarray | None = None
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        """One gradient step on a minibatch, each sample's loss weighted by
+        `weights` (prioritized replay's importance weights) if given; returns loss
+        and mean Q, and each sample's TD error (on the learner's device)."""
         cfg = self.config
         obs, next_obs = self._tensor(batch.obs), self._tensor(batch.next_obs)
         actions = self._tensor(batch.action, torch.int64)
@@ -59,7 +63,11 @@ class DQNLearner:
             td_target = ret + discount * next_value
 
         q_taken = self.q(obs).gather(1, actions.unsqueeze(1)).squeeze(1)
-        loss = F.smooth_l1_loss(q_taken, td_target)  # Huber
+        td_error = td_target - q_taken
+        per_sample = F.smooth_l1_loss(q_taken, td_target, reduction="none")  # Huber
+        if weights is not None:  # importance sampling corrects prioritized draws
+            per_sample = per_sample * self._tensor(weights, torch.float32)
+        loss = per_sample.mean()
 
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -68,7 +76,8 @@ class DQNLearner:
         self.updates += 1
         self._update_target()
         # tensors, not floats: converting would wait for the GPU on every update
-        return {"loss": loss.detach(), "q_mean": q_taken.detach().mean()}
+        stats = {"loss": loss.detach(), "q_mean": q_taken.detach().mean()}
+        return stats, td_error.detach()
 
     @torch.no_grad()
     def _update_target(self) -> None:
@@ -110,7 +119,9 @@ def check_spaces(config: DQNConfig, observation_space: gym.Space, action_space: 
 
 class DQNState:
     """What a DQN run is made of, and how it is checkpointed. `rank` names the
-    replica's replay-sampling stream (parameter averaging; 0 otherwise)."""
+    replica's replay-sampling stream (parameter averaging; 0 otherwise);
+    `frame_stack` > 0: observations are stacks of that many `uint8` frames, stored
+    frame by frame (`samplers.frames.stack_size` of the env)."""
 
     def __init__(
         self,
@@ -120,6 +131,7 @@ class DQNState:
         device: torch.device,
         resume_state: dict[str, Any] | None = None,
         rank: int = 0,
+        frame_stack: int = 0,
     ) -> None:
         check_spaces(cfg, observation_space, action_space)
         cfg, _ = cfg.for_env(env_kind(observation_space, action_space))  # unset: the kind's
@@ -132,7 +144,17 @@ class DQNState:
             QNetwork, int(np.prod(self.obs_shape)), self.num_actions, cfg.hidden
         )
         self.learner = DQNLearner(self.make_model(), cfg, device)
-        self.replay = ReplayBuffer(cfg.buffer_size, self.obs_shape)
+        self.frame_stack = frame_stack
+        # pixels are kept as they come (uint8, bool); anything else as float32
+        dtype = np.dtype(observation_space.dtype or np.float32)
+        self.replay = make_replay(
+            cfg.buffer_size,
+            self.obs_shape,
+            dtype if dtype in (np.uint8, np.bool_) else np.float32,
+            frame_stack,
+            cfg.prioritized,
+            cfg.priority_alpha,
+        )
         self.env_steps = 0
         self.wall_s = 0.0
         if resume_state is not None:
@@ -149,6 +171,25 @@ class DQNState:
             return 1
         allowed = int(cfg.replay_ratio * (self.env_steps - cfg.learning_starts))
         return max(0, allowed - self.learner.updates)
+
+    def beta(self) -> float:
+        """Importance-sampling exponent: `priority_beta` annealed linearly to 1 over
+        the step budget."""
+        cfg = self.config
+        frac = min(1.0, self.env_steps / cfg.budget)
+        return cfg.priority_beta + frac * (1.0 - cfg.priority_beta)
+
+    def update(self) -> dict[str, torch.Tensor]:
+        """One gradient update on a replay batch (prioritized: weighted, and the
+        batch's priorities set to its new TD errors)."""
+        batch_size, rng = self.config.batch_size, self.replay_rng
+        if not isinstance(self.replay, PrioritizedReplay):
+            stats, _ = self.learner.update(self.replay.sample(batch_size, rng))
+            return stats
+        sample = self.replay.sample_prioritized(batch_size, rng, self.beta())
+        stats, td_error = self.learner.update(sample.batch, sample.weights)
+        self.replay.update_priorities(sample.slots, td_error.cpu().numpy())
+        return stats
 
     def can_learn(self) -> bool:
         cfg = self.config

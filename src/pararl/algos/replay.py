@@ -1,14 +1,43 @@
 """The replay memory: a ring of n-step transitions (`samplers.nstep.Transitions`),
-sampled uniformly. `discount` is `gamma**k`, and 0 only after a real termination."""
+sampled uniformly. `discount` is `gamma**k`, and 0 only after a real termination.
+(Stacked image observations have their own memory, which stores each frame once:
+`algos.frame_replay`; prioritized sampling wraps either: `algos.prioritized`.)"""
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+import psutil
 
+from pararl.errors import UsageError
+from pararl.samplers.frames import FrameSteps
 from pararl.samplers.nstep import Transitions
+
+
+@dataclass(frozen=True)
+class Added:
+    """What an `add` changed, for a priority index over the slots: the slots whose
+    transitions were overwritten, the slots of the new ones, and the priorities
+    their actor gave them (None: none given)."""
+
+    cleared: np.ndarray
+    slots: np.ndarray
+    priority: np.ndarray | None
+
+
+def check_fits(capacity: int, slot_bytes: int) -> None:
+    """A one-line UsageError when `capacity` slots of `slot_bytes` cannot fit in the
+    memory available now (said at start, not hours later when the ring fills)."""
+    needed = capacity * slot_bytes
+    available = psutil.virtual_memory().available
+    if needed > available:
+        raise UsageError(
+            f"--buffer-size {capacity:,} needs {needed:,} bytes of replay memory "
+            f"({needed / 2**30:.1f} GiB), but {available:,} bytes "
+            f"({available / 2**30:.1f} GiB) are available; lower --buffer-size"
+        )
 
 
 class ReplayBuffer:
@@ -20,6 +49,8 @@ class ReplayBuffer:
         if capacity < 1:
             raise ValueError(f"replay capacity must be >= 1, got {capacity}")
         self.capacity = capacity
+        obs_bytes = int(np.prod(obs_shape)) * np.dtype(obs_dtype).itemsize
+        check_fits(capacity, 2 * obs_bytes + 8 + 4 + 4)
         self.obs = np.zeros((capacity, *obs_shape), dtype=obs_dtype)
         self.next_obs = np.zeros((capacity, *obs_shape), dtype=obs_dtype)
         self.action = np.zeros(capacity, dtype=np.int64)
@@ -32,14 +63,17 @@ class ReplayBuffer:
     def __len__(self) -> int:
         return self.size
 
-    def add(self, batch: Transitions) -> None:
+    @property
+    def nbytes(self) -> int:
+        arrays = (self.obs, self.next_obs, self.action, self.ret, self.discount)
+        return sum(a.nbytes for a in arrays)
+
+    def add(self, batch: Transitions | FrameSteps) -> Added:
+        if not isinstance(batch, Transitions):
+            raise TypeError("a ReplayBuffer stores Transitions, not frame chunks")
         n = len(batch)
-        if n == 0:
-            return
         if n > self.capacity:  # only the newest fit
-            batch = Transitions(
-                *(getattr(batch, f.name)[-self.capacity :] for f in fields(Transitions))
-            )
+            batch = batch.rows(slice(-self.capacity, None))
             n = self.capacity
         idx = (self.pos + np.arange(n)) % self.capacity
         self.obs[idx], self.next_obs[idx] = batch.obs, batch.next_obs
@@ -51,14 +85,23 @@ class ReplayBuffer:
         self.pos = (self.pos + n) % self.capacity
         self.size = min(self.size + n, self.capacity)
         self.added += n
+        return Added(idx[:0], idx, batch.priority)
 
-    def sample(self, batch_size: int, rng: np.random.Generator) -> Transitions:
-        if self.size == 0:
-            raise ValueError("cannot sample from an empty replay buffer")
-        idx = rng.integers(0, self.size, size=batch_size)
+    def valid(self, slots: np.ndarray) -> np.ndarray:
+        return np.asarray(slots) < self.size
+
+    def gather(self, idx: np.ndarray) -> Transitions:
         return Transitions(
             self.obs[idx], self.action[idx], self.ret[idx], self.next_obs[idx], self.discount[idx]
         )
+
+    def sample_slots(self, batch_size: int, rng: np.random.Generator) -> np.ndarray:
+        if self.size == 0:
+            raise ValueError("cannot sample from an empty replay buffer")
+        return rng.integers(0, self.size, size=batch_size)
+
+    def sample(self, batch_size: int, rng: np.random.Generator) -> Transitions:
+        return self.gather(self.sample_slots(batch_size, rng))
 
     def state_dict(self) -> dict[str, np.ndarray | int]:
         return {

@@ -18,10 +18,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
 from pararl.algos.dqn import DQNState
-from pararl.config import DQNConfig
+from pararl.config import DQNConfig, is_image
 from pararl.envs.make import env_factory
 from pararl.errors import UsageError
 from pararl.models import QNetwork, num_params
@@ -32,6 +33,7 @@ from pararl.samplers.actor_pool import ActorPool
 from pararl.samplers.chunks import Chunk, ChunkSource
 from pararl.samplers.dqn_actor import ActorSpec
 from pararl.samplers.explore import EpsilonSchedule
+from pararl.samplers.frames import stack_size
 from pararl.samplers.local import LocalChunkSource
 from pararl.vector import ParallelVectorEnv, SerialVectorEnv
 
@@ -59,11 +61,18 @@ def epsilon_schedule(cfg: DQNConfig) -> EpsilonSchedule:
 
 
 def actor_spec(
-    state: DQNState, num_envs: int, chunk_steps: int, index: int = 0, num_actors: int = 1
+    state: DQNState,
+    num_envs: int,
+    chunk_steps: int,
+    index: int = 0,
+    num_actors: int = 1,
+    apex: bool = False,
 ) -> ActorSpec:
+    """Actor `index` of `num_actors`; `apex`: Ape-X (its own epsilon, and initial
+    priorities computed with its Q copy)."""
     cfg = state.config
     schedule = epsilon_schedule(cfg)
-    if cfg.apex_eps:
+    if cfg.apex_eps or apex:
         schedule = schedule.for_actor(index, num_actors)
     return ActorSpec(
         env_fn=env_factory(cfg.env, cfg.wrapper, training=True),
@@ -76,7 +85,21 @@ def actor_spec(
         chunk_steps=chunk_steps,
         sync_every=cfg.sync_every,
         epsilon=schedule,
+        frame_stack=state.frame_stack,
+        priorities=apex,
+        stream_base=index * num_envs,
     )
+
+
+def frame_stack(cfg: DQNConfig, observation_space: gym.Space) -> int:
+    """How many frames the env's image observations stack (0: not stacked frames)."""
+    if not is_image(observation_space):
+        return 0
+    env = env_factory(cfg.env, cfg.wrapper, training=True)()
+    try:
+        return stack_size(env)
+    finally:
+        env.close()
 
 
 def local_source(
@@ -102,12 +125,16 @@ def make_source(state: DQNState, mode: str, report: Callable[[str], None]) -> Ch
 
         n = ray_actors(cfg.workers, cfg.ray_address, keep_for_learner=1)
         steps = max(1, RayDQNPool.CHUNK_TRANSITIONS // cfg.envs_per_worker)
-        specs = [actor_spec(state, cfg.envs_per_worker, steps, i, n) for i in range(n)]
+        specs = [
+            actor_spec(state, cfg.envs_per_worker, steps, i, n, cfg.prioritized) for i in range(n)
+        ]
         return RayDQNPool(specs, learner.q, learner.updates, cfg, state.env_steps, report)
     if mode == "async":
         n = default_actors(cfg)
         steps = max(1, CHUNK_TRANSITIONS // cfg.envs_per_worker)
-        specs = [actor_spec(state, cfg.envs_per_worker, steps, i, n) for i in range(n)]
+        specs = [
+            actor_spec(state, cfg.envs_per_worker, steps, i, n, cfg.prioritized) for i in range(n)
+        ]
         return ActorPool(
             specs, learner.q, learner.updates, cfg.seed, state.env_steps, cfg.restart_actors, report
         )
@@ -160,8 +187,7 @@ class DQNLoop:
             return
         state, start = self.state, time.monotonic()
         for _ in range(count):
-            batch = state.replay.sample(state.config.batch_size, state.replay_rng)
-            self.stats = state.learner.update(batch)
+            self.stats = state.update()
         self.source.publish(state.learner.q, state.learner.updates)
         self.meter.learner_busy += time.monotonic() - start
 
@@ -194,10 +220,18 @@ def plan(p: Prepared) -> Plan:
     cfg: DQNConfig = p.config
     device = resolve_device(cfg.device)
     mode = resolve_mode(cfg)
-    state = DQNState(cfg, p.observation_space, p.action_space, device, p.resume_state)
+    stack = frame_stack(cfg, p.observation_space)
+    state = DQNState(
+        cfg, p.observation_space, p.action_space, device, p.resume_state, frame_stack=stack
+    )
     busy = 0 if mode == "serial" else (cfg.workers or physical_cores())
     threads = set_learner_threads(num_params(state.learner.q), busy)
-    resolved = {"mode": mode, "device": str(device), "learner_threads": threads}
+    resolved = {
+        "mode": mode,
+        "device": str(device),
+        "learner_threads": threads,
+        "replay": type(state.replay).__name__,
+    }
     loops: list[DQNLoop] = []
 
     def run(session: TrainSession) -> None:

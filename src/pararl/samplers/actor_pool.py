@@ -14,8 +14,7 @@ from pararl.mp.errors import WorkerError
 from pararl.mp.procs import ProcessGroup
 from pararl.mp.shared import SharedArrays
 from pararl.samplers.chunks import Chunk
-from pararl.samplers.dqn_actor import ActorSpec, actor_main, outbox_specs, read_slot
-from pararl.samplers.nstep import Transitions
+from pararl.samplers.dqn_actor import ActorSpec, Payload, actor_main, outbox_specs, read_slot
 from pararl.samplers.weights import WeightPublisher, weight_specs
 
 READY_TIMEOUT_S = 120.0  # an actor builds its envs and net before it says ready
@@ -77,14 +76,14 @@ class ActorPool:
     def set_env_steps(self, env_steps: int) -> None:
         self.arrays["env_steps"][0] = env_steps
 
-    def chunks(self, wait: float) -> Iterator[tuple[int, Transitions, Chunk]]:
+    def chunks(self, wait: float) -> Iterator[tuple[int, Payload, Chunk]]:
         """Arrived chunks as views of their outbox slots; a slot is acked (freed) once
         the caller asks for the next chunk. A failed actor is replaced if
         `restart_actors`, else raised."""
         try:
             for index in self.group.ready(range(len(self.group)), wait):
                 chunk: Chunk = self.group.receive(index)
-                yield index, read_slot(self.arrays, index, chunk.slot, chunk.count), chunk
+                yield index, read_slot(self.arrays, index, chunk.slot, chunk), chunk
                 self.group.send(index, ("ack", chunk.slot))
         except WorkerError as exc:
             if not self.restart_actors:

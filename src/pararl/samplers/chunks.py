@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from pararl.models import QNetwork
+from pararl.samplers.frames import FrameSteps
 from pararl.samplers.nstep import Transitions
 
 
@@ -26,6 +27,7 @@ class Chunk:
     version: int  # weights version that acted
     episode_returns: list[float]
     busy_s: float  # time spent acting (not waiting) since the last chunk
+    frames: int = 0  # frames in the chunk, when it carries frames (`samplers.frames`)
 
 
 class ChunkSource(Protocol):
@@ -39,8 +41,8 @@ class ChunkSource(Protocol):
     def version(self) -> int:
         """The weights version last published."""
 
-    def chunks(self, wait: float) -> Iterator[tuple[int, Transitions, Chunk]]:
-        """(actor index, transitions, chunk) for the chunks that arrived within `wait`
+    def chunks(self, wait: float) -> Iterator[tuple[int, Transitions | FrameSteps, Chunk]]:
+        """(actor index, payload, chunk) for the chunks that arrived within `wait`
         s; the transitions may be a view that is reused once the caller asks for
         the next item, so copy them first. Handles failed actors as configured."""
 

@@ -1,6 +1,9 @@
 """DQN actor processes: each steps a batch of envs with its own CPU Q-network
 copy, builds n-step transitions, and hands them to the learner in chunks through
 a two-slot shared-memory outbox. Only slot numbers and counts travel on the pipe.
+A chunk holds whole-observation transitions (`samplers.nstep`) or, when the env
+stacks image frames, each new frame once (`samplers.frames`); Ape-X actors add
+each transition's first priority, its TD error under their own Q copy.
 
 Protocol (actor -> learner): `(True, Chunk)` when a slot is filled; the learner
 answers `("ack", slot)` once it has copied the slot, and `("close", None)` to stop.
@@ -10,6 +13,7 @@ keeps sampling in step with learning.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +29,7 @@ from pararl.mp.procs import ParentWatch
 from pararl.mp.shared import ArraySpec, SharedArrays
 from pararl.samplers.chunks import Chunk
 from pararl.samplers.explore import EpsilonSchedule, epsilon_greedy
+from pararl.samplers.frames import FRAME_FIELDS, FrameStepBuilder, FrameSteps, frame_count
 from pararl.samplers.nstep import NStepBuilder, Transitions
 from pararl.samplers.weights import WeightReader
 from pararl.vector import SerialVectorEnv
@@ -45,45 +50,102 @@ class ActorSpec:
     chunk_steps: int  # vector steps per chunk sent to the learner
     sync_every: int  # vector steps between weight refreshes
     epsilon: EpsilonSchedule  # of the run's env steps
+    frame_stack: int = 0  # > 0: chunks carry frames once (`samplers.frames`)
+    priorities: bool = False  # compute each transition's first priority (Ape-X)
+    stream_base: int = 0  # the run-wide id of this actor's first env (frame chunks)
 
     @property
     def capacity(self) -> int:
         # a chunk emits at most one transition per env step, plus n-1 per env flushed
         return self.num_envs * (self.chunk_steps + self.n_step)
 
+    @property
+    def frame_capacity(self) -> int:
+        # one frame per env step, plus the envs' reset frames in the first chunk
+        return self.num_envs * (self.chunk_steps + 1)
+
+
+Payload = Transitions | FrameSteps
+
 
 def outbox_specs(index: int, spec: ActorSpec) -> dict[str, ArraySpec]:
-    cap, obs = spec.capacity, spec.obs_shape
-    f32 = np.dtype(np.float32)
-    return {
-        f"a{index}.obs": ArraySpec((2, cap, *obs), f32),
-        f"a{index}.next_obs": ArraySpec((2, cap, *obs), f32),
-        f"a{index}.action": ArraySpec((2, cap), np.dtype(np.int64)),
-        f"a{index}.ret": ArraySpec((2, cap), f32),
-        f"a{index}.discount": ArraySpec((2, cap), f32),
-        "env_steps": ArraySpec((1,), np.dtype(np.int64)),
+    """Two slots of each payload field; frame fields have `frame_capacity` rows."""
+    cap, f32, i64 = spec.capacity, np.dtype(np.float32), np.dtype(np.int64)
+    fields: dict[str, tuple[tuple[int, ...], np.dtype]] = {
+        "action": ((cap,), i64),
+        "ret": ((cap,), f32),
+        "discount": ((cap,), f32),
     }
+    if spec.frame_stack:
+        frames = spec.frame_capacity
+        fields |= {
+            "frames": ((frames, *spec.obs_shape[1:]), np.dtype(np.uint8)),
+            "stream": ((frames,), i64),
+            "prev": ((frames,), i64),
+            "next": ((cap,), i64),
+            "steps": ((cap,), i64),
+        }
+    else:
+        fields |= {"obs": ((cap, *spec.obs_shape), f32), "next_obs": ((cap, *spec.obs_shape), f32)}
+    if spec.priorities:
+        fields["priority"] = ((cap,), f32)
+    specs = {f"a{index}.{k}": ArraySpec((2, *shape), dtype) for k, (shape, dtype) in fields.items()}
+    return specs | {"env_steps": ArraySpec((1,), i64)}
 
 
-def read_slot(arrays: dict[str, np.ndarray], index: int, slot: int, count: int) -> Transitions:
-    """A view of the transitions in an outbox slot (copy before acking)."""
+def read_slot(arrays: dict[str, np.ndarray], index: int, slot: int, chunk: Chunk) -> Payload:
+    """A view of the payload in an outbox slot (copy before acking)."""
     p = f"a{index}."
+
+    def rows(name: str) -> np.ndarray:
+        count = chunk.frames if name in FRAME_FIELDS else chunk.count
+        return arrays[p + name][slot, :count]
+
+    priority = rows("priority") if p + "priority" in arrays else None
+    if p + "frames" in arrays:
+        return FrameSteps(
+            frames=rows("frames"),
+            stream=rows("stream"),
+            prev=rows("prev"),
+            next=rows("next"),
+            steps=rows("steps"),
+            action=rows("action"),
+            ret=rows("ret"),
+            discount=rows("discount"),
+            priority=priority,
+        )
     return Transitions(
-        arrays[p + "obs"][slot, :count],
-        arrays[p + "action"][slot, :count],
-        arrays[p + "ret"][slot, :count],
-        arrays[p + "next_obs"][slot, :count],
-        arrays[p + "discount"][slot, :count],
+        rows("obs"), rows("action"), rows("ret"), rows("next_obs"), rows("discount"), priority
     )
 
 
-def _write_slot(arrays: dict[str, np.ndarray], index: int, slot: int, batch: Transitions) -> None:
-    p, n = f"a{index}.", len(batch)
-    arrays[p + "obs"][slot, :n] = batch.obs
-    arrays[p + "next_obs"][slot, :n] = batch.next_obs
-    arrays[p + "action"][slot, :n] = batch.action
-    arrays[p + "ret"][slot, :n] = batch.ret
-    arrays[p + "discount"][slot, :n] = batch.discount
+def _write_slot(arrays: dict[str, np.ndarray], index: int, slot: int, batch: Payload) -> None:
+    for f in dataclasses.fields(batch):
+        value = getattr(batch, f.name)
+        if value is not None:
+            arrays[f"a{index}.{f.name}"][slot, : len(value)] = value
+
+
+@torch.no_grad()
+def initial_priorities(
+    q: QNetwork,
+    obs: np.ndarray,
+    action: np.ndarray,
+    ret: np.ndarray,
+    next_obs: np.ndarray,
+    discount: np.ndarray,
+) -> np.ndarray:
+    """Ape-X's actor-side priorities: each transition's n-step TD error under the
+    actor's own Q copy, |G + gamma^n max_a Q(s', a) - Q(s, a)|."""
+    if len(action) == 0:
+        return np.zeros(0, np.float32)
+    q_obs = q(torch.as_tensor(obs)).gather(1, torch.as_tensor(action).view(-1, 1)).squeeze(1)
+    next_value = q(torch.as_tensor(next_obs)).max(dim=1).values
+    target = (
+        torch.as_tensor(ret, dtype=torch.float32)
+        + torch.as_tensor(discount, dtype=torch.float32) * next_value
+    )
+    return (target - q_obs).abs().numpy().astype(np.float32)
 
 
 class ChunkSampler:
@@ -108,12 +170,19 @@ class ChunkSampler:
         self.envs = envs or SerialVectorEnv([spec.env_fn] * spec.num_envs)
         self.nstep = NStepBuilder(spec.num_envs, spec.obs_shape, spec.n_step, spec.gamma)
         self.obs, _ = self.envs.reset(seed=seeding.env_seeds(seed, spec.num_envs, "env", *path))
+        self.frames: FrameStepBuilder | None = None
+        if spec.frame_stack:
+            keep = spec.chunk_steps + spec.n_step + 2 if spec.priorities else 0
+            self.frames = FrameStepBuilder(
+                spec.num_envs, spec.obs_shape, spec.n_step, spec.gamma, spec.stream_base, keep
+            )
+            self.frames.reset(self.obs)
         self.steps = 0  # vector steps taken
 
     def sample(
         self, env_steps: Callable[[], int], every_step: Callable[[int], None] = lambda _: None
-    ) -> tuple[Transitions, list[float], float]:
-        """One chunk: (transitions, returns of episodes that ended, seconds it took).
+    ) -> tuple[Payload, list[float], float]:
+        """One chunk: (its payload, returns of episodes that ended, seconds it took).
         `env_steps` reads the run's step count (for epsilon); `every_step` is called
         with this actor's vector-step count after each step."""
         start, parts, returns = time.monotonic(), [], []
@@ -121,14 +190,38 @@ class ChunkSampler:
             eps = self.spec.epsilon(env_steps())
             actions = epsilon_greedy(self.q, self.obs, eps, self.rng)
             next_obs, reward, term, trunc, infos = self.envs.step(actions)
-            parts.append(self.nstep.add(self.obs, actions, reward, next_obs, term, trunc))
+            if self.frames is not None:
+                self.frames.add(self.obs, actions, reward, next_obs, term, trunc)
+            else:
+                parts.append(self.nstep.add(self.obs, actions, reward, next_obs, term, trunc))
             if "episode" in infos:
                 returns += infos["episode"]["r"][infos["_episode"]].tolist()
             self.obs = next_obs
             self.steps += 1
             every_step(self.steps)
-        batch = parts[0] if len(parts) == 1 else Transitions.concat(parts)
+        batch = self._payload(parts)
         return batch, returns, time.monotonic() - start
+
+    def _payload(self, parts: list[Transitions]) -> Payload:
+        """The chunk's transitions (or frames), with their first priorities if asked."""
+        if self.frames is not None:
+            frames, obs_keys, next_keys = self.frames.chunk()
+            if self.spec.priorities:
+                frames.priority = initial_priorities(
+                    self.q,
+                    self.frames.observations(obs_keys),
+                    frames.action,
+                    frames.ret,
+                    self.frames.observations(next_keys),
+                    frames.discount,
+                )
+            return frames
+        batch = parts[0] if len(parts) == 1 else Transitions.concat(parts)
+        if self.spec.priorities:
+            batch.priority = initial_priorities(
+                self.q, batch.obs, batch.action, batch.ret, batch.next_obs, batch.discount
+            )
+        return batch
 
     @property
     def env_steps_per_chunk(self) -> int:
@@ -168,7 +261,13 @@ def actor_main(
             _write_slot(arrays, index, slot, batch)
             free[slot] = False
             chunk = Chunk(
-                slot, len(batch), sampler.env_steps_per_chunk, weights.version, returns, busy
+                slot,
+                len(batch),
+                sampler.env_steps_per_chunk,
+                weights.version,
+                returns,
+                busy,
+                frame_count(batch),
             )
             conn.send((True, chunk))
             slot ^= 1

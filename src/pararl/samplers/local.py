@@ -13,8 +13,8 @@ from collections.abc import Iterator
 
 from pararl.models import QNetwork
 from pararl.samplers.chunks import Chunk
-from pararl.samplers.dqn_actor import ActorSpec, ChunkSampler
-from pararl.samplers.nstep import Transitions
+from pararl.samplers.dqn_actor import ActorSpec, ChunkSampler, Payload
+from pararl.samplers.frames import frame_count
 from pararl.vector.core import BatchVectorEnv
 
 
@@ -41,11 +41,12 @@ class LocalChunkSource:
     def version(self) -> int:
         return self._version
 
-    def chunks(self, wait: float) -> Iterator[tuple[int, Transitions, Chunk]]:
+    def chunks(self, wait: float) -> Iterator[tuple[int, Payload, Chunk]]:
         """One vector step's transitions (never waits: acting is here)."""
         batch, returns, busy = self.sampler.sample(lambda: self._env_steps)
         steps = self.sampler.env_steps_per_chunk
-        yield 0, batch, Chunk(-1, len(batch), steps, self._version, returns, busy)
+        chunk = Chunk(-1, len(batch), steps, self._version, returns, busy, frame_count(batch))
+        yield 0, batch, chunk
 
     def publish(self, q: QNetwork, version: int) -> None:
         if q is not self.sampler.q:  # learning on another device: refresh the CPU copy

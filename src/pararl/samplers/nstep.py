@@ -13,7 +13,7 @@ which carries no transition and is skipped here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -28,14 +28,35 @@ class Transitions:
     ret: np.ndarray
     next_obs: np.ndarray
     discount: np.ndarray
+    priority: np.ndarray | None = None  # the actor's |TD error| (Ape-X), when it has one
 
     def __len__(self) -> int:
         return int(self.action.shape[0])
 
+    def rows(self, index: slice | np.ndarray) -> Transitions:
+        priority = None if self.priority is None else self.priority[index]
+        return Transitions(
+            self.obs[index],
+            self.action[index],
+            self.ret[index],
+            self.next_obs[index],
+            self.discount[index],
+            priority,
+        )
+
     @staticmethod
     def concat(parts: list[Transitions]) -> Transitions:
+        def joined(name: str) -> np.ndarray:
+            return np.concatenate([getattr(p, name) for p in parts])
+
+        given = [p.priority for p in parts if p.priority is not None]
         return Transitions(
-            *(np.concatenate([getattr(p, f.name) for p in parts]) for f in fields(Transitions))
+            joined("obs"),
+            joined("action"),
+            joined("ret"),
+            joined("next_obs"),
+            joined("discount"),
+            np.concatenate(given) if len(given) == len(parts) else None,
         )
 
 

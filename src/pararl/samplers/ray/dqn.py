@@ -24,8 +24,8 @@ from pararl import seeding
 from pararl.config import RunConfig
 from pararl.models import QNetwork
 from pararl.samplers.chunks import Chunk
-from pararl.samplers.dqn_actor import ActorSpec, ChunkSampler
-from pararl.samplers.nstep import Transitions
+from pararl.samplers.dqn_actor import ActorSpec, ChunkSampler, Payload
+from pararl.samplers.frames import frame_count
 from pararl.samplers.ray.cluster import connect, disconnect
 from pararl.samplers.ray.pool import RayActorGroup, load_numpy_state, numpy_state
 
@@ -41,7 +41,7 @@ class DQNActor:
         self.sampler = ChunkSampler(spec, seed, path)
         self.version = -1
 
-    def sample(self, weights: list[Any], version: int, env_steps: int) -> tuple[Transitions, Chunk]:
+    def sample(self, weights: list[Any], version: int, env_steps: int) -> tuple[Payload, Chunk]:
         """One chunk acted with weights `version`; `env_steps` (the run's count when
         the request was sent) sets epsilon."""
         if version != self.version:
@@ -50,7 +50,8 @@ class DQNActor:
             load_numpy_state(self.sampler.q, ray.get(weights[0]))
             self.version = version
         batch, returns, busy = self.sampler.sample(lambda: env_steps)
-        chunk = Chunk(-1, len(batch), self.sampler.env_steps_per_chunk, version, returns, busy)
+        steps = self.sampler.env_steps_per_chunk
+        chunk = Chunk(-1, len(batch), steps, version, returns, busy, frame_count(batch))
         return batch, chunk
 
     def node(self) -> str:
@@ -110,7 +111,7 @@ class RayDQNPool:
     def set_env_steps(self, env_steps: int) -> None:
         self.env_steps = env_steps
 
-    def chunks(self, wait: float) -> Iterator[tuple[int, Transitions, Chunk]]:
+    def chunks(self, wait: float) -> Iterator[tuple[int, Payload, Chunk]]:
         """Chunks that arrived within `wait` s; each taken one is replaced by a new
         request to its actor, sent with the newest weights."""
         for index, (batch, chunk) in self.group.results(wait):

@@ -1,0 +1,213 @@
+"""`python -m benchmarks replay`: the replay memories for stacked image observations.
+
+Bytes per transition and time per sampled batch of the frame-deduplicated memory
+(`algos.frame_replay`, each frame stored once) against the naive one
+(`algos.replay`, whole 4x84x84 `uint8` observations in `obs` and `next_obs`),
+each sampled uniformly and prioritized (`algos.prioritized`, sum tree). The rings
+are filled as an actor fills them: several envs interleaved, episodes ending by
+termination or truncation, n-step transitions. Frames are random bytes (the
+memory's cost does not depend on what the pixels show). Bytes per transition are
+`nbytes` of every array held / capacity (the sum tree included when prioritized).
+Prioritized sampling is timed with the priority update that follows each batch.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from benchmarks import harness as h
+
+KINDS = ("frames", "naive")
+SAMPLINGS = ("uniform", "prioritized")
+
+
+@dataclass(frozen=True)
+class Config(h.Options):
+    """Replay memories for 4x84x84 uint8 stacks: bytes per transition and time per
+    batch, frames stored once vs whole observations, uniform vs prioritized.
+    --quick: small rings, few batches."""
+
+    capacity: int = 100_000
+    """Capacity of the frame-deduplicated memory (transitions = frames)."""
+    naive_capacity: int = 25_000
+    """Capacity of the naive memory (56 KB per transition: 100k would hold 5.6 GB on a
+    shared machine; bytes per transition do not depend on it)."""
+    frame: int = 84
+    """Frame side (pixels)."""
+    stack: int = 4
+    """Frames per observation."""
+    envs: int = 8
+    """Envs whose frames arrive interleaved."""
+    episode_length: int = 400
+    """Mean episode length (steps); an episode ends with probability 1/this per step,
+    half of the ends by termination, half by truncation."""
+    n_step: int = 3
+    """Steps of the n-step return."""
+    batch_size: int = 32
+    """Transitions per sampled batch."""
+    batches: int = 300
+    """Batches per timed spell."""
+    repeats: int = 5
+    """Interleaved spells per memory (median, min and max reported)."""
+    seed: int = 0
+    """Seed of the frames, episode ends and draws."""
+
+
+QUICK = {"capacity": 5_000, "naive_capacity": 2_000, "batches": 50, "repeats": 2}
+
+
+def resolve(config: Config) -> Config:
+    c = h.apply_quick(config, QUICK)
+    h.require(c, "> 0: capacity naive_capacity frame stack envs episode_length n_step")
+    h.require(c, "> 0: batch_size batches repeats")
+    return c
+
+
+@dataclass
+class Row:
+    """One memory kind with one way of sampling."""
+
+    kind: str
+    sampling: str
+    capacity: int
+    bytes_per_transition: float
+    per_frame: float  # bytes per transition / bytes of one frame
+    batch_ms: h.Summary
+    fill_s: float
+
+
+def fill(memory: object, c: Config, capacity: int, kind: str) -> None:
+    """Steps of `c.envs` envs until the ring has wrapped once, as an actor emits them."""
+    from pararl.samplers.frames import FrameStepBuilder
+    from pararl.samplers.nstep import NStepBuilder
+
+    rng = np.random.default_rng(c.seed)
+    shape = (c.stack, c.frame, c.frame)
+    pool = rng.integers(0, 256, size=(256, c.frame, c.frame), dtype=np.uint8)
+    obs = np.repeat(pool[rng.integers(0, 256, c.envs)][:, None], c.stack, axis=1)
+    frames = FrameStepBuilder(c.envs, shape, c.n_step, 0.99) if kind == "frames" else None
+    naive = NStepBuilder(c.envs, shape, c.n_step, 0.99, obs_dtype=np.uint8)
+    if frames is not None:
+        frames.reset(obs)
+    ended = np.zeros(c.envs, np.bool_)
+    chunk, steps = 32, capacity // c.envs + 2 * c.n_step + c.stack
+    for t in range(steps):
+        action = rng.integers(0, 6, c.envs)
+        reward = rng.normal(size=c.envs)
+        new = pool[rng.integers(0, 256, c.envs)]
+        next_obs = np.concatenate([obs[:, 1:], new[:, None]], axis=1)
+        next_obs[ended] = np.repeat(new[ended][:, None], c.stack, axis=1)  # reset steps
+        end = ~ended & (rng.random(c.envs) < 1 / c.episode_length)
+        term = end & (rng.random(c.envs) < 0.5)
+        trunc = end & ~term
+        if frames is not None:
+            frames.add(obs, action, reward, next_obs, term, trunc)
+            if (t + 1) % chunk == 0 or t == steps - 1:
+                memory.add(frames.chunk()[0])  # type: ignore[attr-defined]
+        else:
+            memory.add(naive.add(obs, action, reward, next_obs, term, trunc))  # type: ignore[attr-defined]
+        obs, ended = next_obs, end
+
+
+def build(c: Config, kind: str, sampling: str) -> tuple[object, int, float]:
+    from pararl.algos.frame_replay import FrameReplay
+    from pararl.algos.prioritized import PrioritizedReplay
+    from pararl.algos.replay import ReplayBuffer
+
+    shape = (c.stack, c.frame, c.frame)
+    capacity = c.capacity if kind == "frames" else c.naive_capacity
+    memory: object
+    if kind == "frames":
+        memory = FrameReplay(capacity, shape)
+    else:
+        memory = ReplayBuffer(capacity, shape, np.uint8)
+    if sampling == "prioritized":
+        memory = PrioritizedReplay(memory, alpha=0.6)
+    fill_s, _ = h.timed(lambda: fill(memory, c, capacity, kind))
+    return memory, capacity, fill_s
+
+
+def spell(memory: object, c: Config, rng: np.random.Generator) -> float:
+    """Milliseconds per batch over `c.batches` batches."""
+    from pararl.algos.prioritized import PrioritizedReplay
+
+    def run() -> None:
+        for _ in range(c.batches):
+            if isinstance(memory, PrioritizedReplay):
+                sample = memory.sample_prioritized(c.batch_size, rng, beta=0.4)
+                memory.update_priorities(sample.slots, rng.random(c.batch_size))
+            else:
+                memory.sample(c.batch_size, rng)  # type: ignore[attr-defined]
+
+    seconds, _ = h.timed(run)
+    return 1e3 * seconds / c.batches
+
+
+def measure(c: Config, meta: h.Metadata) -> list[Row]:
+    del meta
+    rows = []
+    for kind in KINDS:  # one kind's memories at a time: the naive one is large
+        built = {}
+        for sampling in SAMPLINGS:
+            h.progress(f"replay: filling {kind} / {sampling} ...")
+            built[sampling] = build(c, kind, sampling)
+        tasks = {
+            s: functools.partial(spell, m, c, np.random.default_rng(c.seed))
+            for s, (m, _, _) in built.items()
+        }
+        times = h.interleaved(tasks, c.repeats)
+        for sampling, (memory, capacity, fill_s) in built.items():
+            per = memory.nbytes / capacity  # type: ignore[attr-defined]
+            rows.append(
+                Row(
+                    kind,
+                    sampling,
+                    capacity,
+                    per,
+                    per / (c.frame * c.frame),
+                    h.summarize(times[sampling]),
+                    fill_s,
+                )
+            )
+        del built, tasks
+    return rows
+
+
+COLUMNS: list[h.Col[Row]] = [
+    h.Col("memory", lambda r: r.kind, "l"),
+    h.Col("sampling", lambda r: r.sampling, "l"),
+    h.Col("capacity", lambda r: f"{r.capacity:,}"),
+    h.Col("bytes / transition", lambda r: f"{r.bytes_per_transition:,.0f}"),
+    h.Col("÷ one frame", lambda r: f"{r.per_frame:.3f}"),
+    h.Col("ms / batch: median (min–max)", lambda r: h.fmt_spread(r.batch_ms, lambda v: f"{v:.3f}")),
+]
+
+
+def report(rows: list[Row], meta: h.Metadata) -> h.Report:
+    by = {(r.kind, r.sampling): r for r in rows}
+    ratios = []
+    frames, naive = by.get(("frames", "uniform")), by.get(("naive", "uniform"))
+    if frames and naive:
+        ratios.append(
+            f"frames / naive bytes per transition: "
+            f"{frames.bytes_per_transition / naive.bytes_per_transition:.3f}"
+        )
+    for kind in KINDS:
+        u, p = by.get((kind, "uniform")), by.get((kind, "prioritized"))
+        if u and p:
+            slower = h.fmt_ratio(h.ratio(p.batch_ms, u.batch_ms))
+            ratios.append(f"{kind}: prioritized / uniform time per batch {slower}")
+    params = meta.params
+    note = (
+        f"Batches of {params['batch_size']}, {params['stack']}x{params['frame']}x{params['frame']} "
+        f"uint8 stacks, {params['envs']} envs interleaved, n = {params['n_step']}; prioritized "
+        "times include the priority update after each batch."
+    )
+    return h.Report(
+        f"Replay memories for image stacks (`{h.PROG} replay`)",
+        "; ".join(ratios) or "none",
+        [h.table(COLUMNS, rows) + "\n\n" + note],
+    )
