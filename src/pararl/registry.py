@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pararl.config import DQNConfig, PPOConfig, RunConfig
+from pararl.config import DQNConfig, MAMLConfig, PPOConfig, RunConfig
 from pararl.errors import UsageError
 
 
@@ -27,12 +27,17 @@ class Algorithm:
     config: type[RunConfig]
     trainer: str  # module:function(config, **kwargs) -> TrainSession | None
     policy: str  # module:function(config, checkpoint state) -> greedy network
+    evaluate: str | None = None  # module:function(EvaluateConfig): its own `pararl evaluate`
 
     def train(self, config: RunConfig, **kwargs: Any) -> Any:
         return _load(self.trainer)(config, **kwargs)
 
     def greedy_policy(self, config: RunConfig, state: dict[str, Any]) -> Any:
         return _load(self.policy)(config, state)
+
+    def evaluation(self) -> Any:
+        """The algorithm's own `pararl evaluate` (None: the greedy return)."""
+        return None if self.evaluate is None else _load(self.evaluate)
 
 
 ALGORITHMS: dict[str, Algorithm] = {
@@ -51,6 +56,14 @@ ALGORITHMS: dict[str, Algorithm] = {
             PPOConfig,
             "pararl.runners.train:train_ppo",
             "pararl.algos.ppo:greedy_policy",
+        ),
+        Algorithm(
+            "maml",
+            "meta-train MAML-TRPO (multi-task sampler)",
+            MAMLConfig,
+            "pararl.runners.train:train_maml",
+            "pararl.algos.maml:greedy_policy",
+            "pararl.runners.maml_eval:run",
         ),
     )
 }
