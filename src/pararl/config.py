@@ -311,16 +311,32 @@ class PPOConfig(RunConfig):
     # clipping (see clip_vloss), and the field's usual 1M-step budget
     BY_KIND: ClassVar[dict[EnvKind, dict[str, Any]]] = {
         "discrete": dict(
-            total_steps=100_000, num_steps=32, lr=1e-3, gamma=0.98, gae_lambda=0.8,
-            minibatch_size=256, update_epochs=20, clip_vloss=False, vf_coef=0.5,
-            norm_obs=False, norm_reward=False,
+            total_steps=100_000,
+            num_steps=32,
+            lr=1e-3,
+            gamma=0.98,
+            gae_lambda=0.8,
+            minibatch_size=256,
+            update_epochs=20,
+            clip_vloss=False,
+            vf_coef=0.5,
+            norm_obs=False,
+            norm_reward=False,
         ),
         "continuous": dict(
-            total_steps=1_000_000, num_steps=256, lr=3e-4, gamma=0.99, gae_lambda=0.95,
-            minibatch_size=64, update_epochs=10, clip_vloss=False, vf_coef=0.25,
-            norm_obs=True, norm_reward=True,
+            total_steps=1_000_000,
+            num_steps=256,
+            lr=3e-4,
+            gamma=0.99,
+            gae_lambda=0.95,
+            minibatch_size=64,
+            update_epochs=10,
+            clip_vloss=False,
+            vf_coef=0.25,
+            norm_obs=True,
+            norm_reward=True,
         ),
-    }  # fmt: skip
+    }
 
     def validate(self) -> None:
         super().validate()
@@ -447,8 +463,10 @@ class MAMLConfig(RunConfig):
         super().validate()
         checks = [
             (self.meta_iterations >= 1, "--meta-iterations must be >= 1"),
-            (self.meta_batch_size is None or self.meta_batch_size >= 1,
-             "--meta-batch-size must be >= 1"),
+            (
+                self.meta_batch_size is None or self.meta_batch_size >= 1,
+                "--meta-batch-size must be >= 1",
+            ),
             (self.fast_batch_size >= 1, "--fast-batch-size must be >= 1"),
             (self.episode_length >= 1, "--episode-length must be >= 1"),
             (self.num_steps >= 1, "--num-steps must be >= 1"),
@@ -463,7 +481,7 @@ class MAMLConfig(RunConfig):
             (0 < self.ls_backtrack_ratio < 1, "--ls-backtrack-ratio must be in (0, 1)"),
             (all(h >= 1 for h in self.hidden), "--hidden widths must be >= 1"),
             (self.backend == "local", "MAML samples with local worker processes: drop --backend"),
-        ]  # fmt: skip
+        ]
         for ok, message in checks:
             if not ok:
                 raise UsageError(message)

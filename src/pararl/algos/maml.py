@@ -120,8 +120,9 @@ class MAMLLearner:
             losses, kls = [], []
             for j in range(batch.valid.num_tasks):
                 valid = batch.valid.task(j)
-                fast = adapt(self.model, params, [b.task(j) for b in batch.train], self.lr,
-                             self.first_order)  # fmt: skip
+                fast = adapt(
+                    self.model, params, [b.task(j) for b in batch.train], self.lr, self.first_order
+                )
                 mean, log_std = functional_call(self.model, fast, (valid.obs,))
                 if len(old) <= j:  # the first call is at theta_old: keep its policy
                     old.append((mean.detach(), log_std.detach()))
@@ -138,8 +139,9 @@ class MAMLLearner:
         theta_old = parameters_to_vector(self.model.parameters()).detach()
         result = trpo_step(objective, theta_old, self.hyper)
         with torch.no_grad():
-            for p, new in zip(self.model.parameters(), self.unflatten(result.theta).values(),
-                              strict=True):  # fmt: skip
+            for p, new in zip(
+                self.model.parameters(), self.unflatten(result.theta).values(), strict=True
+            ):
                 p.copy_(new)
         self.updates += 1
         return {

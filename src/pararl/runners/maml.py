@@ -132,8 +132,9 @@ def meta_iteration(
     return row, valid.returns
 
 
-def train_loop(state: MAMLState, session: TrainSession, sampler: MultiTaskSampler,
-               reported: ReportedReturns) -> None:  # fmt: skip
+def train_loop(
+    state: MAMLState, session: TrainSession, sampler: MultiTaskSampler, reported: ReportedReturns
+) -> None:
     """Meta-iterations until the budget is spent (or `--target-return` is reached)."""
     per_iteration = state.config.steps_per_iteration()
     while not session.done(state.env_steps):
@@ -155,8 +156,9 @@ def layout(cfg: MAMLConfig, workers: int) -> int:
     tasks = cfg.meta_batch_size or 1
     if cfg.envs_per_worker is not None:
         return cfg.envs_per_worker
-    for per_task in sorted(d for d in range(1, cfg.fast_batch_size + 1)
-                           if cfg.fast_batch_size % d == 0)[::-1]:  # fmt: skip
+    for per_task in sorted(
+        d for d in range(1, cfg.fast_batch_size + 1) if cfg.fast_batch_size % d == 0
+    )[::-1]:
         if tasks * per_task % workers == 0:
             return tasks * per_task // workers
     raise UsageError(
