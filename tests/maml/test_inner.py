@@ -46,9 +46,9 @@ def test_inner_step_matches_the_hand_computed_gradient() -> None:
     grad_log_std = -(weight * (z**2 - 1)).sum()
     lr = 0.1
     adapted = adapt(model, model.params(), [batch], lr)
-    np.testing.assert_allclose(adapted["body.0.weight"].detach().numpy()[0], w - lr * grad_w)
-    np.testing.assert_allclose(adapted["body.0.bias"].detach().numpy()[0], b - lr * grad_b)
-    np.testing.assert_allclose(adapted["log_std"].detach().numpy()[0], log_std - lr * grad_log_std)
+    np.testing.assert_allclose(adapted["body.0.weight"].detach().numpy()[0, 0], w - lr * grad_w)
+    np.testing.assert_allclose(adapted["body.0.bias"].detach().numpy()[0, 0], b - lr * grad_b)
+    np.testing.assert_allclose(adapted["log_std"].detach().numpy()[0, 0], log_std - lr * grad_log_std)
 
 
 def test_outer_gradient_goes_through_the_inner_step() -> None:
@@ -61,7 +61,7 @@ def test_outer_gradient_goes_through_the_inner_step() -> None:
             params[n] = flat[offset : offset + p.numel()].view_as(p)
             offset += p.numel()
         fast = adapt(model, params, [batch], lr=0.5, first_order=first_order)
-        return reinforce_loss(model, fast, valid)
+        return reinforce_loss(model, fast, valid).sum()
 
     theta = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).requires_grad_()
     (second,) = torch.autograd.grad(outer(theta), theta)

@@ -19,7 +19,7 @@ def test_act_tasks_equals_each_rows_own_forward_pass() -> None:
         for _ in range(4)
     ]
     policy = TaskPolicy(model)
-    policy.set_task_params(params)
+    policy.set_task_params({n: torch.stack([p[n] for p in params]) for n in params[0]})
     rng = np.random.default_rng(0)
     obs = rng.normal(size=(11, 3)).astype(np.float32)
     noise = rng.normal(size=(11, 2)).astype(np.float32)
@@ -34,7 +34,7 @@ def test_act_tasks_equals_each_rows_own_forward_pass() -> None:
         assert log_probs[i] == pytest.approx(want, rel=1e-5)
     policy.set_task_params(None)  # back to the meta-parameters for every row
     np.testing.assert_allclose(policy.act_tasks(obs, noise, tasks)[0], policy.act(obs, noise)[0])
-    policy.set_task_params(params[:2])
+    policy.set_task_params({n: torch.stack([p[n] for p in params[:2]]) for n in params[0]})
     with pytest.raises(ValueError, match="no parameters"):
         policy.act_tasks(obs, noise, tasks)
 
@@ -52,7 +52,8 @@ def test_each_tasks_envs_act_with_its_own_parameters(recv: str) -> None:
         }
 
     policy = TaskPolicy(model)
-    policy.set_task_params([adapted(moves[0], -7.0), adapted(moves[1], -8.0)])
+    first, second = adapted(moves[0], -7.0), adapted(moves[1], -8.0)
+    policy.set_task_params({n: torch.stack([first[n], second[n]]) for n in first})
     with nav_sampler(recv, "parallel", policy, workers=2, envs_per_worker=2) as sampler:
         tasks = sampler.sample_tasks(2, seed=3)
         result = sampler.sample(tasks, episodes_per_task=4, seed=5)

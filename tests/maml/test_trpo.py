@@ -34,11 +34,11 @@ def policy_objective(penalty: float = 0.0):  # type: ignore[no-untyped-def]
             gaussian_log_likelihood(batch.actions, mean, log_std)
             - gaussian_log_likelihood(batch.actions, old_mean, old_log_std)
         )
-        loss = -episode_mean(ratio * batch.advantages, batch.mask)
+        loss = -episode_mean(ratio * batch.advantages, batch.mask).mean()
         loss = loss + penalty * (theta - start[0]).square().sum()
         kl = episode_mean(
             gaussian_kl(old_mean, old_log_std.expand_as(old_mean), mean, log_std), batch.mask
-        )
+        ).mean()
         return loss, kl
 
     theta0 = torch.cat([p.detach().reshape(-1) for p in model.parameters()])

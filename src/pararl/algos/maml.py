@@ -6,11 +6,13 @@
                              of the "valid" episodes sampled with theta'_i, its KL and
                              Fisher-vector products taken through the inner step
 
-Everything is functional (`torch.func.functional_call` on a params dict), so the
-same network runs theta and every theta'_i, and the outer gradient flows through
-the inner one (second order) unless `first_order` (theta'_i's gradient is then
-treated as a constant: first-order MAML). pytorch-maml-rl's `MAMLTRPO` is the
-reference for the objective's details (per-episode means over the real steps).
+Everything is functional: parameters are passed in, one set per task stacked along
+a first axis (`GaussianMLP.forward_tasks`: a batched matrix product per layer, all
+tasks at once), so the same network runs theta and every theta'_i, and the outer
+gradient flows through the inner one (second order) unless `first_order`
+(theta'_i's gradient is then treated as a constant: first-order MAML).
+pytorch-maml-rl's `MAMLTRPO` is the reference for the objective's details
+(per-episode means over the real steps).
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
-from torch.func import functional_call
 from torch.nn.utils import parameters_to_vector
 
 from pararl.algos.baseline import TaskBatch
@@ -34,19 +35,21 @@ from pararl.samplers.task_policy import GaussianMLP, Params, gaussian_log_likeli
 
 
 def episode_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Mean over the real steps of each episode (last axis), then over episodes."""
-    return ((x * mask).sum(-1) / mask.sum(-1).clamp(min=1)).mean()
+    """Mean over the real steps of each episode (last axis), then over the episodes
+    of each task (the axis before): one value per task [tasks]."""
+    return ((x * mask).sum(-1) / mask.sum(-1).clamp(min=1)).mean(-1)
 
 
-def log_likelihood(model: GaussianMLP, params: Params, batch: TaskBatch) -> torch.Tensor:
-    """log pi_params(a_t | s_t) of every step of `batch`."""
-    mean, log_std = functional_call(model, params, (batch.obs,))
-    return gaussian_log_likelihood(batch.actions, mean, log_std)
+def reinforce_loss(model: GaussianMLP, stacked: Params, batch: TaskBatch) -> torch.Tensor:
+    """-E[log pi(a|s) A] of every task [tasks]: the inner step's policy-gradient loss."""
+    mean, log_std = model.forward_tasks(stacked, batch.obs)
+    log_prob = gaussian_log_likelihood(batch.actions, mean, log_std)
+    return -episode_mean(log_prob * batch.advantages, batch.mask)
 
 
-def reinforce_loss(model: GaussianMLP, params: Params, batch: TaskBatch) -> torch.Tensor:
-    """-E[log pi(a|s) A]: the inner step's policy-gradient loss."""
-    return -episode_mean(log_likelihood(model, params, batch) * batch.advantages, batch.mask)
+def stack(params: Params, tasks: int) -> Params:
+    """`params` repeated for `tasks` tasks (a view: gradients flow back to `params`)."""
+    return {n: p.unsqueeze(0).expand(tasks, *p.shape) for n, p in params.items()}
 
 
 def adapt(
@@ -56,15 +59,21 @@ def adapt(
     lr: float,
     first_order: bool = False,
 ) -> Params:
-    """One gradient step on the REINFORCE loss per batch of `train` (one task's).
-    Differentiable in `params` (second order) when they require grad and not
-    `first_order`; parameters that do not require grad are taken as constants."""
+    """Every task's adapted parameters [tasks, ...]: one gradient step on the REINFORCE
+    loss per batch of `train`, all tasks at once. Differentiable in `params` (second
+    order) when they require grad and not `first_order`; parameters that do not
+    require grad are taken as constants."""
+    tasks = train[0].num_tasks
     create_graph = not first_order and any(p.requires_grad for p in params.values())
-    current = {n: p if p.requires_grad else p.detach().requires_grad_() for n, p in params.items()}
+    if any(p.requires_grad for p in params.values()):
+        current = stack(params, tasks)
+    else:  # constants: each task's copy is a leaf to differentiate the inner loss by
+        current = {n: p.contiguous().requires_grad_() for n, p in stack(params, tasks).items()}
     for batch in train:
-        loss = reinforce_loss(model, current, batch)
+        # task i's loss depends on its own slice only: the gradient of the sum is per task
+        loss = reinforce_loss(model, current, batch).sum()
         grads = torch.autograd.grad(loss, list(current.values()), create_graph=create_graph)
-        # theta' = theta - alpha grad L(theta)
+        # theta'_i = theta_i - alpha grad L_i(theta_i)
         current = {n: p - lr * g for (n, p), g in zip(current.items(), grads, strict=True)}
     return current
 
@@ -99,10 +108,10 @@ class MAMLLearner:
         )
         self.updates = 0
 
-    def adapted(self, train: Sequence[TaskBatch], j: int, params: Params | None = None) -> Params:
-        """Task j's adapted parameters (from theta unless `params` are given)."""
-        params = self.model.params() if params is None else params
-        return adapt(self.model, params, [b.task(j) for b in train], self.lr, self.first_order)
+    def adapted(self, train: Sequence[TaskBatch]) -> Params:
+        """Every task's adapted parameters [tasks, ...] from theta, detached."""
+        params = adapt(self.model, self.model.params(), train, self.lr, first_order=True)
+        return {n: p.detach() for n, p in params.items()}
 
     def unflatten(self, theta: torch.Tensor) -> Params:
         out, offset = {}, 0
@@ -116,25 +125,20 @@ class MAMLLearner:
         old: list[tuple[torch.Tensor, torch.Tensor]] = []  # pi_theta'_i(old) on valid
 
         def objective(theta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-            params = self.unflatten(theta)
-            losses, kls = [], []
-            for j in range(batch.valid.num_tasks):
-                valid = batch.valid.task(j)
-                fast = adapt(
-                    self.model, params, [b.task(j) for b in batch.train], self.lr, self.first_order
-                )
-                mean, log_std = functional_call(self.model, fast, (valid.obs,))
-                if len(old) <= j:  # the first call is at theta_old: keep its policy
-                    old.append((mean.detach(), log_std.detach()))
-                old_mean, old_log_std = old[j]
-                # importance ratio pi_new / pi_old of the valid episodes' actions
-                log_ratio = gaussian_log_likelihood(
-                    valid.actions, mean, log_std
-                ) - gaussian_log_likelihood(valid.actions, old_mean, old_log_std)
-                losses.append(-episode_mean(torch.exp(log_ratio) * valid.advantages, valid.mask))
-                kl = gaussian_kl(old_mean, old_log_std.expand_as(old_mean), mean, log_std)
-                kls.append(episode_mean(kl, valid.mask))
-            return torch.stack(losses).mean(), torch.stack(kls).mean()
+            fast = adapt(self.model, self.unflatten(theta), batch.train, self.lr, self.first_order)
+            valid = batch.valid
+            mean, log_std = self.model.forward_tasks(fast, valid.obs)
+            if not old:  # the first call is at theta_old: keep its policy
+                old.append((mean.detach(), log_std.detach()))
+            old_mean, old_log_std = old[0]
+            # importance ratio pi_new / pi_old of the valid episodes' actions
+            log_ratio = gaussian_log_likelihood(
+                valid.actions, mean, log_std
+            ) - gaussian_log_likelihood(valid.actions, old_mean, old_log_std)
+            # surrogate loss and KL(old || new), each a mean over tasks
+            loss = -episode_mean(torch.exp(log_ratio) * valid.advantages, valid.mask)
+            kl = gaussian_kl(old_mean, old_log_std.expand_as(old_mean), mean, log_std)
+            return loss.mean(), episode_mean(kl, valid.mask).mean()
 
         theta_old = parameters_to_vector(self.model.parameters()).detach()
         result = trpo_step(objective, theta_old, self.hyper)
@@ -211,4 +215,5 @@ __all__ = [
     "load_model",
     "make_model",
     "reinforce_loss",
+    "stack",
 ]

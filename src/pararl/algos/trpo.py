@@ -88,6 +88,7 @@ def trpo_step(objective: Objective, theta_old: torch.Tensor, hyper: TRPOHyper) -
     for i in range(hyper.ls_steps):
         candidate = base - hyper.backtrack**i * full_step
         new_loss, new_kl = objective(candidate)
+        new_loss, new_kl = new_loss.detach(), new_kl.detach()
         if float(new_loss) < loss_before and float(new_kl) <= hyper.max_kl:
             return TRPOResult(candidate, True, i + 1, loss_before, float(new_loss), float(new_kl))
     return TRPOResult(base.clone(), False, hyper.ls_steps, loss_before, loss_before, 0.0)

@@ -106,7 +106,7 @@ def meta_iteration(
         t1 = time.perf_counter()
         train.append(batch)
         # each task's parameters after the inner steps so far act in its envs next
-        state.acting.set_task_params([learner.adapted(train, j) for j in range(len(tasks))])
+        state.acting.set_task_params(learner.adapted(train))
         seconds["sampling"] += t1 - t0
         seconds["adaptation"] += time.perf_counter() - t1
         sampled += steps

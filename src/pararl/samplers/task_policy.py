@@ -2,16 +2,17 @@
 
 `GaussianMLP` is the policy of MAML's reinforcement-learning experiments (Finn et
 al. 2017; pytorch-maml-rl's `NormalMLPPolicy`): a tanh MLP gives the mean, a free
-parameter the log standard deviation. Every computation on it goes through
-`torch.func.functional_call`, so the same module runs the meta-parameters or any
-task's adapted parameters.
+parameter the log standard deviation. It runs on parameters given to it: one set
+through `torch.func.functional_call`, or a set per task stacked along a first axis
+through `forward_tasks`, so the same module runs the meta-parameters or any task's
+adapted parameters.
 
 `TaskPolicy` is the multi-task sampler's acting policy (`NoisePolicy` plus
 `act_tasks`): with no task parameters set, every env acts with the module's own
 parameters; after `set_task_params`, each row acts with the parameters of the
 task its env runs. Rows are grouped by task into a padded [tasks, rows, obs]
-batch and one `torch.func.vmap` of `functional_call` runs every task's network
-on its own rows (a batched matrix product per layer; no parameters copied per row).
+batch and `GaussianMLP.forward_tasks` runs every task's network on its own rows
+(a batched matrix product per layer; no parameters copied per row).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import torch
 from torch import nn
-from torch.func import functional_call, vmap
 
 from pararl.models import mlp
 from pararl.samplers.policies import gaussian_log_prob
@@ -63,6 +63,25 @@ class GaussianMLP(nn.Module):
         """The module's own parameters by name (the meta-parameters)."""
         return dict(self.named_parameters())
 
+    def forward_tasks(
+        self, stacked: Params, obs: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each task's network on its own observations: `stacked` holds every parameter
+        as [tasks, ...], `obs` is [tasks, ..., obs_dim]. One batched matrix product per
+        layer (plain autograd operations, so second derivatives stay cheap); the
+        log-std comes back as [tasks, 1, ..., action_dim], broadcastable to the mean."""
+        tasks = obs.shape[0]
+        x = obs.reshape(tasks, -1, obs.shape[-1])
+        for i, layer in enumerate(self.body):
+            if isinstance(layer, nn.Linear):
+                weight, bias = stacked[f"body.{i}.weight"], stacked[f"body.{i}.bias"]
+                x = torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
+            else:
+                x = layer(x)
+        mean = x.reshape(*obs.shape[:-1], x.shape[-1])
+        log_std = stacked["log_std"].clamp(min=self.min_log_std)
+        return mean, log_std.reshape(tasks, *[1] * (obs.dim() - 2), -1)
+
 
 def gaussian_log_likelihood(
     actions: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor
@@ -80,15 +99,13 @@ class TaskPolicy:
         self.action_dim = model.action_dim
         self._stacked: Params | None = None  # [tasks, ...] per parameter
 
-    def set_task_params(self, params: Sequence[Mapping[str, torch.Tensor]] | None) -> None:
-        """Task j's envs act with `params[j]` from now on (None: the meta-parameters)."""
-        if params is None:
+    def set_task_params(self, stacked: Mapping[str, torch.Tensor] | None) -> None:
+        """Task j's envs act with the parameters `stacked[name][j]` from now on (None:
+        the meta-parameters)."""
+        if stacked is None:
             self._stacked = None
             return
-        names = list(params[0])
-        self._stacked = {
-            n: torch.stack([p[n].detach().to("cpu", torch.float32) for p in params]) for n in names
-        }
+        self._stacked = {n: p.detach().to("cpu", torch.float32) for n, p in stacked.items()}
 
     @property
     def num_task_params(self) -> int:
@@ -121,12 +138,8 @@ class TaskPolicy:
         x = torch.zeros(len(present), int(counts.max()), obs.shape[-1])
         x[group, pos] = torch.from_numpy(np.asarray(obs, np.float32))
         params = {n: v[torch.from_numpy(present)] for n, v in self._stacked.items()}
-
-        def forward(p: Params, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-            return functional_call(self.model, p, (rows,))
-
-        mean, log_std = vmap(forward)(params, x)  # [groups, rows, A], [groups, A]
-        return self._sample(mean[group, pos].numpy(), log_std[group].numpy(), noise)
+        mean, log_std = self.model.forward_tasks(params, x)  # [groups, rows, A], [groups, 1, A]
+        return self._sample(mean[group, pos].numpy(), log_std[group, 0].numpy(), noise)
 
     @staticmethod
     def _sample(
