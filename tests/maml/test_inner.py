@@ -48,7 +48,9 @@ def test_inner_step_matches_the_hand_computed_gradient() -> None:
     adapted = adapt(model, model.params(), [batch], lr)
     np.testing.assert_allclose(adapted["body.0.weight"].detach().numpy()[0, 0], w - lr * grad_w)
     np.testing.assert_allclose(adapted["body.0.bias"].detach().numpy()[0, 0], b - lr * grad_b)
-    np.testing.assert_allclose(adapted["log_std"].detach().numpy()[0, 0], log_std - lr * grad_log_std)
+    np.testing.assert_allclose(
+        adapted["log_std"].detach().numpy()[0, 0], log_std - lr * grad_log_std
+    )
 
 
 def test_outer_gradient_goes_through_the_inner_step() -> None:
