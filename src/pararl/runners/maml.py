@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 import math
 import time
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -33,8 +33,19 @@ from pararl.models import num_params
 from pararl.mp.topology import physical_cores
 from pararl.runners.session import TrainSession
 from pararl.runners.setup import Plan, Prepared, resolve_device, set_learner_threads
-from pararl.samplers.multitask import MultiTaskSampler
+from pararl.samplers.multitask import MultiTaskSampler, SampleResult
 from pararl.samplers.task_policy import TaskPolicy
+
+
+class EpisodeSampler(Protocol):
+    """What a meta-iteration needs of a sampler (`MultiTaskSampler`; the benchmark's
+    re-implementation of another design answers the same)."""
+
+    def sample_tasks(self, n: int, seed: int | None = None) -> list[Any]: ...
+
+    def sample(
+        self, tasks: list[Any], episodes_per_task: int, seed: int | None = None
+    ) -> SampleResult: ...
 
 
 class MAMLState:
@@ -75,7 +86,7 @@ class MAMLState:
 
 
 def sample_batch(
-    state: MAMLState, sampler: MultiTaskSampler, tasks: list[Any], seed: int
+    state: MAMLState, sampler: EpisodeSampler, tasks: list[Any], seed: int
 ) -> tuple[TaskBatch, int]:
     """Episodes of every task with the acting policy's current parameters, as tensors
     on the learning device; and the env steps they took."""
@@ -86,7 +97,7 @@ def sample_batch(
 
 
 def meta_iteration(
-    state: MAMLState, sampler: MultiTaskSampler
+    state: MAMLState, sampler: EpisodeSampler
 ) -> tuple[dict[str, float], np.ndarray]:
     """One meta-iteration (see the module docstring): its statistics, and the
     post-adaptation return of every valid episode [tasks, episodes]."""
@@ -206,4 +217,4 @@ def plan(p: Prepared) -> Plan:
     )
 
 
-__all__ = ["MAMLState", "meta_iteration", "plan", "train_loop"]
+__all__ = ["EpisodeSampler", "MAMLState", "meta_iteration", "plan", "train_loop"]
