@@ -103,7 +103,9 @@ def run(cfg: EvaluateConfig) -> dict[str, float]:
 
     check(cfg)
     torch.set_num_threads(cfg.threads)
-    own = algorithm_of_run(cfg.run_dir).evaluation()
+    own = (
+        algorithm_of_run(cfg.run_dir).evaluation() if RunDir(cfg.run_dir).config.is_file() else None
+    )
     if own is not None:  # an algorithm with an evaluation of its own (MAML: adaptation)
         return own(cfg)
     config, policy = load_policy(RunDir(cfg.run_dir), cfg.checkpoint)
