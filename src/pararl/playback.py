@@ -107,7 +107,7 @@ def run(cfg: EvaluateConfig) -> dict[str, float]:
         algorithm_of_run(cfg.run_dir).evaluation() if RunDir(cfg.run_dir).config.is_file() else None
     )
     if own is not None:  # an algorithm with an evaluation of its own (MAML: adaptation)
-        return own(cfg)
+        return own(cfg, write_video)
     config, policy = load_policy(RunDir(cfg.run_dir), cfg.checkpoint)
     if cfg.render or cfg.video is not None:
         mode = "human" if cfg.render else "rgb_array"

@@ -27,7 +27,7 @@ class Algorithm:
     config: type[RunConfig]
     trainer: str  # module:function(config, **kwargs) -> TrainSession | None
     policy: str  # module:function(config, checkpoint state) -> greedy network
-    evaluate: str | None = None  # module:function(EvaluateConfig): its own `pararl evaluate`
+    evaluate: str | None = None  # module:function(EvaluateConfig, write_video): own evaluate
 
     def train(self, config: RunConfig, **kwargs: Any) -> Any:
         return _load(self.trainer)(config, **kwargs)

@@ -83,6 +83,8 @@ def test_resume_and_evaluate(trained: Path, capsys: pytest.CaptureFixture[str]) 
         "after 1 step",
         "after 2 steps",
     ]
+    # Navigation2D draws no frames: --video is refused before any episode runs
+    assert main(["evaluate", str(trained), "--video", str(trained / "x.gif")]) == 2
     more = 6 * 8 * 8 * 20 * 2
     assert main(["train", "--resume", str(trained), "--total-steps", str(more)]) == 0
     assert [r["iteration"] for r in iterations(trained)] == [1, 2, 3, 4, 5, 6]
