@@ -86,7 +86,7 @@ class Row:
 
 
 def maml_config(c: Config, env: str) -> Any:
-    from pararl.config import MAMLConfig
+    from pararl.config_maml import MAMLConfig
 
     cfg = MAMLConfig(
         env=env,

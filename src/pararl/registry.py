@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pararl.config import DQNConfig, MAMLConfig, PPOConfig, RunConfig
+from pararl.config import DQNConfig, PPOConfig, RunConfig
+from pararl.config_maml import MAMLConfig
 from pararl.errors import UsageError
 
 

@@ -26,7 +26,7 @@ import numpy as np
 from pararl import seeding
 from pararl.algos.baseline import TaskBatch, task_batch
 from pararl.algos.maml import MAMLLearner, MeanAction, MetaBatch, make_model
-from pararl.config import MAMLConfig
+from pararl.config_maml import MAMLConfig
 from pararl.errors import UsageError
 from pararl.evaluation.reported import ReportedReturns
 from pararl.models import num_params

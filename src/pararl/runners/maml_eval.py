@@ -22,7 +22,7 @@ from torch.func import functional_call
 from pararl import checkpoint, seeding
 from pararl.algos.baseline import TaskBatch, task_batch
 from pararl.algos.maml import adapt, load_model, stack
-from pararl.config import MAMLConfig
+from pararl.config_maml import MAMLConfig
 from pararl.errors import UsageError
 from pararl.mp.topology import physical_cores
 from pararl.playback_config import EvaluateConfig
