@@ -102,6 +102,7 @@ class MAMLConfig(RunConfig):
             (0 < self.ls_backtrack_ratio < 1, "--ls-backtrack-ratio must be in (0, 1)"),
             (all(h >= 1 for h in self.hidden), "--hidden widths must be >= 1"),
             (self.backend == "local", "MAML samples with local worker processes: drop --backend"),
+            (self.wrapper == "none", "MAML trains on the task's own reward: drop --wrapper"),
         ]
         for ok, message in checks:
             if not ok:
