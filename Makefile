@@ -38,6 +38,7 @@ bench: venv
 	$(BIN)/python -m benchmarks vector
 	$(BIN)/python -m benchmarks dqn
 	$(BIN)/python -m benchmarks ppo
+	$(BIN)/python -m benchmarks maml
 	$(BIN)/python -m benchmarks mujoco
 	$(BIN)/python -m benchmarks devices
 	$(BIN)/python -m benchmarks partial

@@ -21,6 +21,7 @@ BENCHMARKS = {
     "devices": "PPO wall time per device placement and net width (seeds/002)",
     "mujoco": "PPO on MuJoCo (1M steps) against SB3 + VecNormalize, CleanRL's figures",
     "partial": "multi-task sampler: wait for all vs timeout vs min_envs vs auto (seeds/001)",
+    "maml": "MAML-TRPO meta-iteration time split, pararl's sampler vs the seed's (seeds/001)",
     "ray": "Ray actors vs local actor processes (sampling), and the scaling model",
     "handwritten": "FlatAdam, the PPO backward pass, the event writer vs the libraries",
     "vector_change": "vector env throughput of this checkout against a git ref's",

@@ -138,7 +138,10 @@ class RunConfig:
     def validate(self) -> None:
         checks = [
             (self.total_steps is None or self.total_steps > 0, "--total-steps must be > 0"),
-            (self.envs_per_worker >= 1, "--envs-per-worker must be >= 1"),
+            (
+                self.envs_per_worker is None or self.envs_per_worker >= 1,
+                "--envs-per-worker must be >= 1",
+            ),
             (self.workers is None or self.workers >= 1, "--workers must be >= 1"),
             (self.eval_every > 0, "--eval-every must be > 0"),
             (self.eval_episodes >= 1, "--eval-episodes must be >= 1"),
@@ -319,16 +322,32 @@ class PPOConfig(RunConfig):
     # clipping (see clip_vloss), and the field's usual 1M-step budget
     BY_KIND: ClassVar[dict[EnvKind, dict[str, Any]]] = {
         "discrete": dict(
-            total_steps=100_000, num_steps=32, lr=1e-3, gamma=0.98, gae_lambda=0.8,
-            minibatch_size=256, update_epochs=20, clip_vloss=False, vf_coef=0.5,
-            norm_obs=False, norm_reward=False,
+            total_steps=100_000,
+            num_steps=32,
+            lr=1e-3,
+            gamma=0.98,
+            gae_lambda=0.8,
+            minibatch_size=256,
+            update_epochs=20,
+            clip_vloss=False,
+            vf_coef=0.5,
+            norm_obs=False,
+            norm_reward=False,
         ),
         "continuous": dict(
-            total_steps=1_000_000, num_steps=256, lr=3e-4, gamma=0.99, gae_lambda=0.95,
-            minibatch_size=64, update_epochs=10, clip_vloss=False, vf_coef=0.25,
-            norm_obs=True, norm_reward=True,
+            total_steps=1_000_000,
+            num_steps=256,
+            lr=3e-4,
+            gamma=0.99,
+            gae_lambda=0.95,
+            minibatch_size=64,
+            update_epochs=10,
+            clip_vloss=False,
+            vf_coef=0.25,
+            norm_obs=True,
+            norm_reward=True,
         ),
-    }  # fmt: skip
+    }
 
     def validate(self) -> None:
         super().validate()
@@ -386,4 +405,12 @@ def to_json(config: RunConfig, extra: dict[str, Any] | None = None) -> str:
     return json.dumps(data, indent=2, default=str)
 
 
-__all__ = ["DQNConfig", "EnvKind", "PPOConfig", "PPOSettings", "RunConfig", "env_kind", "to_json"]
+__all__ = [
+    "DQNConfig",
+    "EnvKind",
+    "PPOConfig",
+    "PPOSettings",
+    "RunConfig",
+    "env_kind",
+    "to_json",
+]

@@ -17,7 +17,7 @@ from pararl.envs.make import env_factory
 from pararl.errors import UsageError
 from pararl.evaluation.greedy import Evaluator, Policy
 from pararl.playback_config import EvaluateConfig
-from pararl.registry import algorithm_of, config_from_json
+from pararl.registry import algorithm_of, algorithm_of_run, config_from_json
 from pararl.rundir import RunDir
 
 
@@ -103,6 +103,11 @@ def run(cfg: EvaluateConfig) -> dict[str, float]:
 
     check(cfg)
     torch.set_num_threads(cfg.threads)
+    own = (
+        algorithm_of_run(cfg.run_dir).evaluation() if RunDir(cfg.run_dir).config.is_file() else None
+    )
+    if own is not None:  # an algorithm with an evaluation of its own (MAML: adaptation)
+        return own(cfg, write_video)
     config, policy = load_policy(RunDir(cfg.run_dir), cfg.checkpoint)
     if cfg.render or cfg.video is not None:
         mode = "human" if cfg.render else "rgb_array"

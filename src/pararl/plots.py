@@ -16,8 +16,9 @@ def _column(rows: list[dict[str, str]], key: str, where: str) -> tuple[list[floa
 
 
 def learning_curve(metrics_csv: Path, out_png: Path, title: str) -> Path | None:
-    """Return (training episodes and greedy evaluations) against env steps and wall
-    time, side by side. Returns the PNG path, or None if there is nothing to plot."""
+    """Return (training episodes and greedy evaluations; MAML: before and after
+    adaptation) against env steps and wall time, side by side. Returns the PNG path,
+    or None if there is nothing to plot."""
     # Figure + Agg canvas directly: importing pyplot costs half a second of start-up
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -30,14 +31,20 @@ def learning_curve(metrics_csv: Path, out_png: Path, title: str) -> Path | None:
     # fixed margins: tight_layout() measured every label and took ~30% of the drawing
     FigureCanvasAgg(fig)
     axes = fig.subplots(1, 2, sharey=True)
+    series = [
+        ("episode_return", "training episodes", "-"),
+        ("eval_return", "greedy evaluation", "o-"),
+    ]
+    if any(row.get("post_return") for row in rows):  # meta-RL: returns around adaptation
+        series = [
+            ("pre_return", "before adaptation", "-"),
+            ("post_return", "after adaptation", "-"),
+        ]
     for ax, x_key, x_label in (
         (axes[0], "env_steps", "env steps"),
         (axes[1], "wall_s", "wall time (s)"),
     ):
-        for y_key, label, style in (
-            ("episode_return", "training episodes", "-"),
-            ("eval_return", "greedy evaluation", "o-"),
-        ):
+        for y_key, label, style in series:
             xs, ys = _column(rows, x_key, y_key)
             if xs:
                 ax.plot(xs, ys, style, label=label, markersize=3)

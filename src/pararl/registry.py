@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pararl.config import DQNConfig, PPOConfig, RunConfig
+from pararl.config_maml import MAMLConfig
 from pararl.errors import UsageError
 
 
@@ -27,12 +28,17 @@ class Algorithm:
     config: type[RunConfig]
     trainer: str  # module:function(config, **kwargs) -> TrainSession | None
     policy: str  # module:function(config, checkpoint state) -> greedy network
+    evaluate: str | None = None  # module:function(EvaluateConfig, write_video): own evaluate
 
     def train(self, config: RunConfig, **kwargs: Any) -> Any:
         return _load(self.trainer)(config, **kwargs)
 
     def greedy_policy(self, config: RunConfig, state: dict[str, Any]) -> Any:
         return _load(self.policy)(config, state)
+
+    def evaluation(self) -> Any:
+        """The algorithm's own `pararl evaluate` (None: the greedy return)."""
+        return None if self.evaluate is None else _load(self.evaluate)
 
 
 ALGORITHMS: dict[str, Algorithm] = {
@@ -51,6 +57,14 @@ ALGORITHMS: dict[str, Algorithm] = {
             PPOConfig,
             "pararl.runners.train:train_ppo",
             "pararl.algos.ppo:greedy_policy",
+        ),
+        Algorithm(
+            "maml",
+            "meta-train MAML-TRPO (multi-task sampler)",
+            MAMLConfig,
+            "pararl.runners.train:train_maml",
+            "pararl.algos.maml:greedy_policy",
+            "pararl.runners.maml_eval:run",
         ),
     )
 }

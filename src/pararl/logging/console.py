@@ -10,6 +10,8 @@ _FIELDS = (
     ("updates_per_s", "upd/s", "{:,.0f}"),
     ("episode_return", "return", "{:.1f}"),
     ("eval_return", "eval", "{:.1f}"),
+    ("pre_return", "pre", "{:.1f}"),
+    ("post_return", "post", "{:.1f}"),
     ("epsilon", "eps", "{:.3f}"),
     ("policy_lag", "lag", "{:.1f}"),
 )

@@ -33,6 +33,18 @@ COLUMNS = (
     "actor_version",
     "obs_std",  # PPO with normalisation: the observations' mean standard deviation
     "reward_scale",  # ... and the factor rewards are learned at
+    "iteration",  # MAML: meta-iterations done
+    "pre_return",  # ... mean return of the episodes before adaptation
+    "post_return",  # ... and after it (the "valid" episodes)
+    "kl",  # ... KL of the outer TRPO step
+    "ls_steps",  # ... its line-search candidates
+    "step_accepted",  # ... 1 if the line search found a step, 0 if theta was kept
+    "surrogate_before",
+    "surrogate_after",
+    "sampled_steps",  # ... env steps actually stepped (episodes may end early)
+    "time_sampling_s",
+    "time_adaptation_s",
+    "time_outer_s",
     # new columns go last: rows appended to an older run's file keep their order
 )
 

@@ -17,6 +17,7 @@ from pararl import checkpoint
 from pararl.config import RunConfig, to_json
 from pararl.evaluation.background import BackgroundEvaluator
 from pararl.evaluation.greedy import Evaluator, GreedyModel, Policy
+from pararl.evaluation.reported import ReportedReturns
 from pararl.logging import Console, MetricsWriter, RateMeter, truncate_after
 from pararl.plots import learning_curve
 from pararl.registry import algorithm_of
@@ -44,7 +45,7 @@ class TrainSession:
         self,
         config: RunConfig,
         run: RunDir,
-        evaluator: Evaluator | BackgroundEvaluator,
+        evaluator: Evaluator | BackgroundEvaluator | ReportedReturns,
         target_return: float | None,
         extra_config: dict[str, Any] | None = None,
         start_steps: int = 0,

@@ -20,6 +20,7 @@ from pararl.errors import UsageError
 from pararl.evaluation.background import BackgroundEvaluator
 from pararl.evaluation.child import EvalChild, evaluates_in_process
 from pararl.evaluation.greedy import Evaluator
+from pararl.evaluation.reported import ReportedReturns
 from pararl.mp.topology import physical_cores
 from pararl.registry import config_from_json
 from pararl.rundir import RunDir
@@ -84,10 +85,18 @@ def open_session(
     start_steps: int,
     start_wall: float,
     eval_child: EvalChild | None = None,
+    reported: ReportedReturns | None = None,
 ) -> TrainSession:
     """The run's session, with its evaluator and the facts resolved at start-up
-    (saved under `resolved` in config.json)."""
-    evaluator = make_evaluator(p.config, model_fn, eval_child, start_steps)
+    (saved under `resolved` in config.json). `reported`: returns the loop measures
+    itself, in place of greedy episodes."""
+    evaluator: Evaluator | BackgroundEvaluator | ReportedReturns
+    if reported is not None:
+        if eval_child is not None:
+            eval_child.close(grace=0.0)  # not needed: the loop measures the returns
+        evaluator = reported
+    else:
+        evaluator = make_evaluator(p.config, model_fn, eval_child, start_steps)
     facts = {
         **resolved,
         "env_kind": p.kind,
@@ -193,6 +202,7 @@ class Plan:
     steps: Callable[[], int]  # the run's env steps now
     checkpoint: Callable[[float], dict[str, Any]]  # the full state, given the wall time
     close: Callable[[], None] = field(default=lambda: None)
+    reported: ReportedReturns | None = None  # the loop's own returns as the evaluation
 
 
 def compose(
@@ -218,7 +228,9 @@ def compose(
             p.run.remove_if_empty()  # a refused start leaves no run directory behind
         raise
     try:
-        session = open_session(p, plan.make_model, plan.resolved, *plan.start, eval_child)
+        session = open_session(
+            p, plan.make_model, plan.resolved, *plan.start, eval_child, plan.reported
+        )
         session.console.message(f"{plan.banner}, run dir {p.run.root}")
         if p.filled:
             settings = ", ".join(f"{k} {v}" for k, v in p.filled.items())

@@ -1,14 +1,16 @@
 """The training entry of each algorithm, as the registry names them: DQN (one
-learner over any sampler, or replicas that average) and PPO."""
+learner over any sampler, or replicas that average), PPO and MAML."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from pararl.algos.dqn import check_spaces as dqn_spaces
+from pararl.algos.maml import check_spaces as maml_spaces
 from pararl.algos.ppo import check_spaces as ppo_spaces
 from pararl.config import DQNConfig, PPOConfig
-from pararl.runners import averaging, dqn, ppo
+from pararl.config_maml import MAMLConfig
+from pararl.runners import averaging, dqn, maml, ppo
 from pararl.runners.session import TrainSession
 from pararl.runners.setup import compose
 
@@ -26,4 +28,9 @@ def train_ppo(config: PPOConfig, **kwargs: Any) -> TrainSession:
     return compose(config, "ppo", ppo_spaces, ppo.plan, **kwargs)
 
 
-__all__ = ["train_dqn", "train_ppo"]
+def train_maml(config: MAMLConfig, **kwargs: Any) -> TrainSession:
+    """Meta-train MAML-TRPO as configured; returns the finished session."""
+    return compose(config, "maml", maml_spaces, maml.plan, **kwargs)
+
+
+__all__ = ["train_dqn", "train_maml", "train_ppo"]

@@ -7,6 +7,10 @@ that are back, `send` their actions, `recv` under the chosen policy (see
 `pararl.samplers.recv`), until every env has run its episodes. Results come back
 per task as arrays (`TaskEpisodes`) with timing statistics (`SampleStats`).
 
+A policy with `act_tasks(obs, noise, tasks)` (`pararl.samplers.task_policy`) is
+told the task of every row, so each task's envs can act with that task's own
+parameters (MAML's adapted policies); others get `act(obs, noise)`.
+
 Actions use noise drawn per (env, episode, step) from the sample seed, so the
 episodes do not depend on the recv policy or on the backend: the serial twin
 (`backend="serial"`) gives the same episodes as the worker processes.
@@ -136,6 +140,7 @@ class MultiTaskSampler:
             else SerialVectorEnv(fns, autoreset_mode=mode, worker_timeout=worker_timeout)
         )
         self.num_envs = num_envs
+        self._task_of = np.zeros(num_envs, np.int64)  # the task of every env, set by `sample`
         self.worker_of = np.concatenate(
             [
                 np.full(len(r), w)
@@ -174,6 +179,7 @@ class MultiTaskSampler:
     ) -> SampleResult:
         """Run `episodes_per_task` episodes of every task; see the module docstring."""
         task_of, per_env = self.assign(len(tasks), episodes_per_task)
+        self._task_of = task_of
         venv = self.venv
         venv.reset_task([tasks[j] for j in task_of])
         obs, _ = venv.reset(seed=seed)
@@ -202,7 +208,7 @@ class MultiTaskSampler:
         while True:
             if ready.size:
                 t0 = time.perf_counter()
-                actions, log_probs = self.policy.act(obs, buffer.noise_for(ready))
+                actions, log_probs = self._act(obs, buffer.noise_for(ready), ready)
                 seconds = time.perf_counter() - t0
                 self.recv_policy.after_forward(ready.size, seconds)
                 stats.forward_passes += 1
@@ -223,6 +229,15 @@ class MultiTaskSampler:
                 parts_ids.append(ids[more])
                 parts_obs.append(o[more])
             ready, obs = np.concatenate(parts_ids), np.concatenate(parts_obs)
+
+    def _act(
+        self, obs: np.ndarray, noise: np.ndarray, ids: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The policy's actions for the envs `ids` (with their tasks, if it takes them)."""
+        act_tasks = getattr(self.policy, "act_tasks", None)
+        if act_tasks is None:
+            return self.policy.act(obs, noise)
+        return act_tasks(obs, noise, self._task_of[ids])
 
     def _forward_cost(self, obs: np.ndarray) -> Any:
         """Seconds of one forward pass at a batch size (median of 3, after a warm-up)."""

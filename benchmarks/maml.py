@@ -1,0 +1,241 @@
+"""`python -m benchmarks maml`: time per MAML-TRPO meta-iteration, split into sampling,
+adaptation and the outer step, with pararl's multi-task sampler against the seed
+post's sampler design (seeds/001, re-implemented in `benchmarks.maml_seed`).
+
+Per env, two meta-learners start from the same seed and run the same meta-iteration
+code (`pararl.runners.maml.meta_iteration`: the reference configuration's tasks,
+episodes, policy, inner step and TRPO step); only the sampler differs: pararl's
+(`recv=auto`, one env per episode over the workers) or the seed's (the same envs
+and workers, queues + RawArray + a deep copy of the worker's block per answer).
+Iterations alternate between the two, the order rotated every round, after one
+warm-up iteration each. The main process runs torch on one thread.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+from benchmarks import harness as h
+from benchmarks.figures import Panel, grouped_bars
+
+DESIGNS = ("pararl", "seed")
+PARTS = ("sampling", "adaptation", "outer")
+
+
+@dataclass(frozen=True)
+class Config(h.Options):
+    """MAML-TRPO meta-iteration time, pararl's sampler vs the seed's design, split into
+    sampling / adaptation / outer step. --quick: Navigation2D, a small meta-batch."""
+
+    envs: tuple[str, ...] = ("pararl/HalfCheetahDir-v0", "pararl/Navigation2D-v0")
+    """Task envs to run."""
+    workers: int = 2
+    """Env worker processes (both designs)."""
+    meta_batch_size: int | None = None
+    """Tasks per meta-iteration; default: the reference's (40 HalfCheetah, 20 Navigation2D)."""
+    fast_batch_size: int = 20
+    """Episodes per task per batch."""
+    episode_length: int = 100
+    """Steps per episode."""
+    iterations: int = 3
+    """Timed meta-iterations per design and env (after one warm-up each)."""
+    seed: int = 0
+    """Seed of the meta-learners (the same for both designs)."""
+
+
+QUICK = {
+    "envs": ("pararl/Navigation2D-v0",),
+    "meta_batch_size": 4,
+    "fast_batch_size": 4,
+    "episode_length": 20,
+    "iterations": 1,
+}
+
+
+def resolve(config: Config) -> Config:
+    c = h.apply_quick(config, QUICK)
+    h.require(c, ">= 1: workers fast_batch_size episode_length iterations")
+    h.check(
+        [
+            (not c.envs, "--envs needs at least one env"),
+            (
+                c.meta_batch_size is not None and c.meta_batch_size < 1,
+                "--meta-batch-size must be >= 1",
+            ),
+        ]
+    )
+    return c
+
+
+@dataclass
+class Row:
+    """One sampler design on one env."""
+
+    env: str
+    design: str
+    tasks: int
+    episodes: int
+    iteration: h.Summary  # seconds per meta-iteration
+    sampling: h.Summary
+    adaptation: h.Summary
+    outer: h.Summary
+    post_minus_pre: float  # mean over the timed iterations (a check that both learn alike)
+    vs_seed: float | None = None  # this design's time per iteration / the seed's
+
+
+def maml_config(c: Config, env: str) -> Any:
+    from pararl.config_maml import MAMLConfig
+
+    cfg = MAMLConfig(
+        env=env,
+        meta_batch_size=c.meta_batch_size,
+        fast_batch_size=c.fast_batch_size,
+        episode_length=c.episode_length,
+        seed=c.seed,
+        device="cpu",
+    )
+    return cfg.for_env("continuous")[0]
+
+
+def samplers(cfg: Any, c: Config, states: dict[str, Any]) -> dict[str, Any]:
+    from benchmarks.maml_seed import SeedSampler
+    from pararl.runners.maml import layout
+    from pararl.samplers.multitask import MultiTaskSampler
+
+    num_envs = cfg.meta_batch_size * cfg.fast_batch_size
+    return {
+        "pararl": MultiTaskSampler(
+            cfg.env,
+            states["pararl"].acting,
+            num_workers=c.workers,
+            envs_per_worker=layout(cfg, c.workers),
+            episode_length=cfg.episode_length,
+            recv="auto",
+            worker_timeout=120.0,
+        ),
+        "seed": SeedSampler(
+            cfg.env,
+            states["seed"].acting,
+            num_workers=c.workers,
+            num_envs=num_envs,
+            episode_length=cfg.episode_length,
+        ),
+    }
+
+
+def measure_env(c: Config, env: str) -> list[Row]:
+    import numpy as np
+    import torch
+
+    from pararl.algos.maml import check_spaces
+    from pararl.envs.make import probe_env
+    from pararl.runners.maml import MAMLState, meta_iteration
+
+    cfg = maml_config(c, env)
+    obs_space, act_space = probe_env(env)
+    check_spaces(cfg, obs_space, act_space)
+    obs_dim, act_dim = (int(np.prod(s.shape or ())) for s in (obs_space, act_space))
+    states = {}
+    for design in DESIGNS:
+        torch.manual_seed(c.seed)  # the same initial meta-policy for both
+        states[design] = MAMLState(cfg, obs_dim, act_dim, None)
+    stats: dict[str, list[dict[str, float]]] = {d: [] for d in DESIGNS}
+    opened = samplers(cfg, c, states)
+    try:
+
+        def one(design: str) -> float:
+            h.progress(f"{env}: {design}, meta-iteration {states[design].iteration + 1}")
+            row, _ = meta_iteration(states[design], opened[design])
+            stats[design].append(row)
+            return sum(row[f"time_{p}_s"] for p in PARTS)
+
+        for design in DESIGNS:  # warm-up: process start, auto's first decision
+            one(design)
+            stats[design].clear()
+        tasks = {d: functools.partial(one, d) for d in DESIGNS}
+        times = h.interleaved(tasks, c.iterations, rotate=True)
+    finally:
+        for sampler in opened.values():
+            sampler.close()
+    rows = []
+    for design in DESIGNS:
+        st = stats[design]
+
+        def part(name: str, st: list[dict[str, float]] = st) -> h.Summary:
+            return h.summarize([s[f"time_{name}_s"] for s in st])
+
+        rows.append(
+            Row(
+                env,
+                design,
+                cfg.meta_batch_size,
+                cfg.fast_batch_size,
+                h.summarize(times[design]),
+                part("sampling"),
+                part("adaptation"),
+                part("outer"),
+                float(np.mean([s["post_return"] - s["pre_return"] for s in st])),
+            )
+        )
+    for r in rows:
+        r.vs_seed = h.ratio(r.iteration, rows[-1].iteration)
+    return rows
+
+
+def measure(c: Config, meta: h.Metadata) -> list[Row]:
+    import torch
+
+    torch.set_num_threads(1)
+    return [row for env in c.envs for row in measure_env(c, env)]
+
+
+def ms(s: h.Summary) -> str:
+    return h.fmt_spread(s, lambda v: f"{v:.2f}")
+
+
+COLUMNS: list[h.Col[Row]] = [
+    h.Col("env", lambda r: r.env, "l"),
+    h.Col("sampler", lambda r: r.design, "l"),
+    h.Col("tasks × episodes", lambda r: f"{r.tasks} × {r.episodes}"),
+    h.Col("s / meta-iteration: median (min–max)", lambda r: ms(r.iteration)),
+    h.Col("sampling s", lambda r: ms(r.sampling)),
+    h.Col("adaptation s", lambda r: ms(r.adaptation)),
+    h.Col("outer step s", lambda r: ms(r.outer)),
+    h.Col("vs seed", lambda r: h.fmt_ratio(r.vs_seed)),
+    h.Col("post − pre return", lambda r: f"{r.post_minus_pre:.1f}"),
+]
+
+
+def report(rows: list[Row], meta: h.Metadata) -> h.Report:
+    envs = list(dict.fromkeys(r.env for r in rows))
+    by = {(r.env, r.design): r for r in rows}
+    ratios = []
+    for env in envs:
+        mine, seed = by[(env, "pararl")], by[(env, "seed")]
+        whole = h.fmt_ratio(h.ratio(seed.iteration, mine.iteration))
+        sampling = h.fmt_ratio(h.ratio(seed.sampling, mine.sampling))
+        ratios.append(f"{env}: seed / pararl per meta-iteration {whole}, sampling alone {sampling}")
+    panels = []
+    for env in envs:
+        named = {design: [getattr(by[(env, design)], p) for p in PARTS] for design in DESIGNS}
+        series, _ = grouped_bars(named)
+        panels.append(
+            Panel(
+                env,
+                series,
+                ylabel="seconds per meta-iteration",
+                xticks=[(i, p) for i, p in enumerate(PARTS)],
+            )
+        )
+    return h.Report(
+        f"MAML-TRPO meta-iteration: pararl's sampler vs the seed's design (`{h.PROG} maml`)",
+        "; ".join(ratios),
+        [h.table(COLUMNS, rows)],
+        panels,
+        "MAML meta-iteration time split",
+    )
+
+
+__all__ = ["Config", "measure", "report", "resolve"]

@@ -1,0 +1,219 @@
+"""MAML for reinforcement learning (Finn et al. 2017) with a TRPO outer step.
+
+    inner step, per task i:  theta'_i = theta - alpha grad_theta L_i^train(theta)
+                             (L: the REINFORCE loss on the task's "train" episodes)
+    outer step:              TRPO on sum_i L_i^valid(theta'_i(theta)), the surrogate
+                             of the "valid" episodes sampled with theta'_i, its KL and
+                             Fisher-vector products taken through the inner step
+
+Everything is functional: parameters are passed in, one set per task stacked along
+a first axis (`GaussianMLP.forward_tasks`: a batched matrix product per layer, all
+tasks at once), so the same network runs theta and every theta'_i, and the outer
+gradient flows through the inner one (second order) unless `first_order`
+(theta'_i's gradient is then treated as a constant: first-order MAML).
+pytorch-maml-rl's `MAMLTRPO` is the reference for the objective's details
+(per-episode means over the real steps).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch.nn.utils import parameters_to_vector
+
+from pararl.algos.baseline import TaskBatch
+from pararl.algos.trpo import TRPOHyper, trpo_step
+from pararl.config_maml import MAMLConfig
+from pararl.errors import UsageError
+from pararl.samplers.task_policy import GaussianMLP, Params, gaussian_log_likelihood
+
+
+def episode_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean over the real steps of each episode (last axis), then over the episodes
+    of each task (the axis before): one value per task [tasks]."""
+    return ((x * mask).sum(-1) / mask.sum(-1).clamp(min=1)).mean(-1)
+
+
+def reinforce_loss(model: GaussianMLP, stacked: Params, batch: TaskBatch) -> torch.Tensor:
+    """-E[log pi(a|s) A] of every task [tasks]: the inner step's policy-gradient loss."""
+    mean, log_std = model.forward_tasks(stacked, batch.obs)
+    log_prob = gaussian_log_likelihood(batch.actions, mean, log_std)
+    return -episode_mean(log_prob * batch.advantages, batch.mask)
+
+
+def stack(params: Params, tasks: int) -> Params:
+    """`params` repeated for `tasks` tasks (a view: gradients flow back to `params`)."""
+    return {n: p.unsqueeze(0).expand(tasks, *p.shape) for n, p in params.items()}
+
+
+def adapt(
+    model: GaussianMLP,
+    params: Params,
+    train: Sequence[TaskBatch],
+    lr: float,
+    first_order: bool = False,
+) -> Params:
+    """Every task's adapted parameters [tasks, ...]: one gradient step on the REINFORCE
+    loss per batch of `train`, all tasks at once. Differentiable in `params` (second
+    order) when they require grad and not `first_order`; parameters that do not
+    require grad are taken as constants."""
+    tasks = train[0].num_tasks
+    create_graph = not first_order and any(p.requires_grad for p in params.values())
+    if any(p.requires_grad for p in params.values()):
+        current = stack(params, tasks)
+    else:  # constants: each task's copy is a leaf to differentiate the inner loss by
+        current = {n: p.contiguous().requires_grad_() for n, p in stack(params, tasks).items()}
+    for batch in train:
+        # task i's loss depends on its own slice only: the gradient of the sum is per task
+        loss = reinforce_loss(model, current, batch).sum()
+        grads = torch.autograd.grad(loss, list(current.values()), create_graph=create_graph)
+        # theta'_i = theta_i - alpha grad L_i(theta_i)
+        current = {n: p - lr * g for (n, p), g in zip(current.items(), grads, strict=True)}
+    return current
+
+
+def gaussian_kl(
+    mean_p: torch.Tensor, log_std_p: torch.Tensor, mean_q: torch.Tensor, log_std_q: torch.Tensor
+) -> torch.Tensor:
+    """KL(p || q) of diagonal Gaussians, summed over the action dimensions."""
+    var_p, var_q = torch.exp(2 * log_std_p), torch.exp(2 * log_std_q)
+    kl = log_std_q - log_std_p + (var_p + (mean_p - mean_q).square()) / (2 * var_q) - 0.5
+    return kl.sum(-1)
+
+
+@dataclass
+class MetaBatch:
+    """One meta-iteration's data: per inner step the "train" episodes of every task,
+    and the "valid" episodes sampled with the adapted parameters."""
+
+    train: list[TaskBatch]  # one TaskBatch (all tasks) per inner step
+    valid: TaskBatch
+
+
+class MAMLLearner:
+    """The meta-parameters theta and their TRPO update."""
+
+    def __init__(self, model: GaussianMLP, cfg: MAMLConfig, device: torch.device) -> None:
+        self.model = model.to(device)
+        self.device = device
+        self.lr, self.first_order = cfg.fast_lr, cfg.first_order
+        self.hyper = TRPOHyper(
+            cfg.max_kl, cfg.cg_iters, cfg.cg_damping, cfg.ls_max_steps, cfg.ls_backtrack_ratio
+        )
+        self.updates = 0
+
+    def adapted(self, train: Sequence[TaskBatch]) -> Params:
+        """Every task's adapted parameters [tasks, ...] from theta, detached."""
+        params = adapt(self.model, self.model.params(), train, self.lr, first_order=True)
+        return {n: p.detach() for n, p in params.items()}
+
+    def unflatten(self, theta: torch.Tensor) -> Params:
+        out, offset = {}, 0
+        for name, p in self.model.named_parameters():
+            out[name] = theta[offset : offset + p.numel()].view_as(p)
+            offset += p.numel()
+        return out
+
+    def step(self, batch: MetaBatch) -> dict[str, float]:
+        """The TRPO outer step on the post-adaptation surrogate; returns its statistics."""
+        old: list[tuple[torch.Tensor, torch.Tensor]] = []  # pi_theta'_i(old) on valid
+
+        def objective(theta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            fast = adapt(self.model, self.unflatten(theta), batch.train, self.lr, self.first_order)
+            valid = batch.valid
+            mean, log_std = self.model.forward_tasks(fast, valid.obs)
+            if not old:  # the first call is at theta_old: keep its policy
+                old.append((mean.detach(), log_std.detach()))
+            old_mean, old_log_std = old[0]
+            # importance ratio pi_new / pi_old of the valid episodes' actions
+            log_ratio = gaussian_log_likelihood(
+                valid.actions, mean, log_std
+            ) - gaussian_log_likelihood(valid.actions, old_mean, old_log_std)
+            # surrogate loss and KL(old || new), each a mean over tasks
+            loss = -episode_mean(torch.exp(log_ratio) * valid.advantages, valid.mask)
+            kl = gaussian_kl(old_mean, old_log_std.expand_as(old_mean), mean, log_std)
+            return loss.mean(), episode_mean(kl, valid.mask).mean()
+
+        theta_old = parameters_to_vector(self.model.parameters()).detach()
+        result = trpo_step(objective, theta_old, self.hyper)
+        with torch.no_grad():
+            for p, new in zip(
+                self.model.parameters(), self.unflatten(result.theta).values(), strict=True
+            ):
+                p.copy_(new)
+        self.updates += 1
+        return {
+            "kl": result.kl,
+            "ls_steps": float(result.ls_steps),
+            "step_accepted": float(result.accepted),
+            "surrogate_before": result.loss_before,
+            "surrogate_after": result.loss_after,
+        }
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"model": self.model.state_dict(), "updates": self.updates}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.model.load_state_dict(state["model"])
+        self.updates = int(state["updates"])
+
+
+def check_spaces(config: MAMLConfig, observation_space: gym.Space, action_space: gym.Space) -> None:
+    if not isinstance(action_space, gym.spaces.Box) or not isinstance(
+        observation_space, gym.spaces.Box
+    ):
+        raise UsageError(
+            f"MAML here needs Box observations and actions (a Gaussian policy); {config.env} "
+            f"has {observation_space} and {action_space}"
+        )
+
+
+def make_model(config: MAMLConfig, obs_dim: int, action_dim: int) -> GaussianMLP:
+    return GaussianMLP(obs_dim, action_dim, config.hidden, config.init_std)
+
+
+class MeanAction:
+    """The meta-policy's mean action (`pararl evaluate`'s greedy policy, unadapted)."""
+
+    def __init__(self, model: GaussianMLP) -> None:
+        self.model = model
+
+    @torch.no_grad()
+    def greedy(self, obs: np.ndarray) -> np.ndarray:
+        mean, _ = self.model(torch.as_tensor(np.asarray(obs, np.float32)))
+        return mean.numpy()
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.model.state_dict()
+
+
+def load_model(config: MAMLConfig, state: dict[str, Any]) -> GaussianMLP:
+    model = make_model(config, int(math.prod(state["obs_shape"])), int(state["action_dim"]))
+    model.load_state_dict(state["learner"]["model"])
+    return model
+
+
+def greedy_policy(config: MAMLConfig, state: dict[str, Any]) -> MeanAction:
+    return MeanAction(load_model(config, state))
+
+
+__all__ = [
+    "MAMLLearner",
+    "MeanAction",
+    "MetaBatch",
+    "adapt",
+    "check_spaces",
+    "episode_mean",
+    "gaussian_kl",
+    "greedy_policy",
+    "load_model",
+    "make_model",
+    "reinforce_loss",
+    "stack",
+]
