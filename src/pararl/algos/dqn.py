@@ -18,9 +18,11 @@ import torch.nn.functional as F  # noqa: N812 - the usual name
 
 from pararl import seeding
 from pararl.algos.replay import ReplayBuffer
-from pararl.config import DQNConfig, env_kind, refuse_images
+from pararl.config import DQNConfig, env_kind
 from pararl.errors import UsageError
+from pararl.images import check_model
 from pararl.models import QNetwork
+from pararl.models_cnn import q_network
 from pararl.optim import FlatAdam
 from pararl.samplers.nstep import Transitions
 
@@ -29,19 +31,20 @@ class DQNLearner:
     """Owns the online and target Q-networks and the optimizer, on one device."""
 
     def __init__(self, q: QNetwork, config: DQNConfig, device: torch.device) -> None:
-        self.config = config
+        self.config, self.settings = config, config.settings
         self.device = device
         self.q = q.to(device)
         self.q_target = copy.deepcopy(self.q).requires_grad_(False)
-        self.optimizer = FlatAdam(self.q.parameters(), lr=config.lr)
+        self.optimizer = FlatAdam(self.q.parameters(), lr=self.settings.lr)
         self.updates = 0
 
     def _tensor(self, array: Any, dtype: torch.dtype | None = None) -> torch.Tensor:
         return torch.as_tensor(array, dtype=dtype).to(self.device, non_blocking=True)
 
     def update(self, batch: Transitions) -> dict[str, torch.Tensor]:
-        """One gradient step on a minibatch; returns loss and mean Q."""
-        cfg = self.config
+        """One gradient step on a minibatch; returns loss and mean Q. Observations go
+        to the device in their stored dtype (uint8 frames stay bytes until there)."""
+        cfg, s = self.config, self.settings
         obs, next_obs = self._tensor(batch.obs), self._tensor(batch.next_obs)
         actions = self._tensor(batch.action, torch.int64)
         ret = self._tensor(batch.ret, torch.float32)
@@ -49,7 +52,7 @@ class DQNLearner:
 
         with torch.no_grad():
             next_q_target = self.q_target(next_obs)
-            if cfg.double_dqn:
+            if s.double_dqn:
                 # the online net picks the next action, the target net values it
                 next_actions = self.q(next_obs).argmax(dim=1, keepdim=True)
                 next_value = next_q_target.gather(1, next_actions).squeeze(1)
@@ -76,7 +79,7 @@ class DQNLearner:
         if cfg.tau < 1.0:  # Polyak averaging every update
             for p, p_target in zip(self.q.parameters(), self.q_target.parameters(), strict=True):
                 p_target.lerp_(p, cfg.tau)
-        elif self.updates % cfg.target_update == 0:
+        elif self.updates % self.settings.target_update == 0:
             self.q_target.load_state_dict(self.q.state_dict())
 
     def state_dict(self) -> dict[str, Any]:
@@ -105,7 +108,7 @@ def check_spaces(config: DQNConfig, observation_space: gym.Space, action_space: 
             f"DQN here needs a Box observation space; {config.env} has "
             f"{observation_space}. Wrap it (e.g. FlattenObservation)."
         )
-    refuse_images(config.env, observation_space)
+    check_model(config.model, config.env, observation_space)
 
 
 class DQNState:
@@ -125,14 +128,23 @@ class DQNState:
         cfg, _ = cfg.for_env(env_kind(observation_space, action_space))  # unset: the kind's
         assert isinstance(action_space, gym.spaces.Discrete)
         assert observation_space.shape is not None
-        self.config = cfg
+        self.config, self.settings = cfg, cfg.settings
         self.obs_shape = tuple(observation_space.shape)
+        self.obs_dtype = np.dtype(observation_space.dtype or np.float32)
+        if self.obs_dtype.kind == "f":  # vector observations are learned from as float32
+            self.obs_dtype = np.dtype(np.float32)
         self.num_actions = int(action_space.n)
         self.make_model = functools.partial(
-            QNetwork, int(np.prod(self.obs_shape)), self.num_actions, cfg.hidden
+            q_network,
+            self.settings.model,
+            self.obs_shape,
+            self.obs_dtype,
+            self.num_actions,
+            cfg.hidden,
+            cfg.dueling,
         )
         self.learner = DQNLearner(self.make_model(), cfg, device)
-        self.replay = ReplayBuffer(cfg.buffer_size, self.obs_shape)
+        self.replay = ReplayBuffer(self.settings.buffer_size, self.obs_shape, self.obs_dtype)
         self.env_steps = 0
         self.wall_s = 0.0
         if resume_state is not None:
@@ -142,17 +154,17 @@ class DQNState:
     def updates_due(self) -> int:
         """Gradient updates the replay ratio allows now, beyond those done; the
         ratio counts env steps after `learning_starts`."""
-        cfg = self.config
+        s = self.settings
         if not self.can_learn():
             return 0
-        if cfg.replay_ratio == 0:  # async without a ratio: learn all the time
+        if s.replay_ratio == 0:  # async without a ratio: learn all the time
             return 1
-        allowed = int(cfg.replay_ratio * (self.env_steps - cfg.learning_starts))
+        allowed = int(s.replay_ratio * (self.env_steps - s.learning_starts))
         return max(0, allowed - self.learner.updates)
 
     def can_learn(self) -> bool:
-        cfg = self.config
-        return len(self.replay) >= max(cfg.batch_size, cfg.learning_starts)
+        s = self.settings
+        return len(self.replay) >= max(s.batch_size, s.learning_starts)
 
     def state(self, with_replay: bool = True, wall_s: float = 0.0) -> dict[str, Any]:
         return {
@@ -163,6 +175,7 @@ class DQNState:
             "learner": self.learner.state_dict(),
             "replay": self.replay.state_dict() if with_replay else None,
             "obs_shape": self.obs_shape,
+            "obs_dtype": self.obs_dtype.str,
             "num_actions": self.num_actions,
         }
 
@@ -175,7 +188,17 @@ class DQNState:
 
 
 def greedy_policy(config: DQNConfig, state: dict[str, Any]) -> QNetwork:
-    """The greedy Q-network of a checkpoint (`pararl evaluate`)."""
-    q = QNetwork(int(np.prod(state["obs_shape"])), state["num_actions"], config.hidden)
+    """The greedy Q-network of a checkpoint (`pararl evaluate`), of the run's model
+    (runs saved before `--model` existed are MLPs)."""
+    model = "mlp" if config.model == "auto" else config.model
+    dtype = np.dtype(state.get("obs_dtype", "<f4"))
+    q = q_network(
+        model,
+        tuple(state["obs_shape"]),
+        dtype,
+        state["num_actions"],
+        config.hidden,
+        config.dueling,
+    )
     q.load_state_dict(state["learner"]["q"])
     return q

@@ -38,8 +38,9 @@ class ActorSpec:
     env_fn: Callable[[], gym.Env]
     num_envs: int
     obs_shape: tuple[int, ...]
+    obs_dtype: np.dtype  # stored as it comes: uint8 frames stay bytes up to the learner
     num_actions: int
-    hidden: tuple[int, ...]
+    make_q: Callable[[], QNetwork]  # the run's Q-network constructor (picklable)
     n_step: int
     gamma: float
     chunk_steps: int  # vector steps per chunk sent to the learner
@@ -56,8 +57,8 @@ def outbox_specs(index: int, spec: ActorSpec) -> dict[str, ArraySpec]:
     cap, obs = spec.capacity, spec.obs_shape
     f32 = np.dtype(np.float32)
     return {
-        f"a{index}.obs": ArraySpec((2, cap, *obs), f32),
-        f"a{index}.next_obs": ArraySpec((2, cap, *obs), f32),
+        f"a{index}.obs": ArraySpec((2, cap, *obs), spec.obs_dtype),
+        f"a{index}.next_obs": ArraySpec((2, cap, *obs), spec.obs_dtype),
         f"a{index}.action": ArraySpec((2, cap), np.dtype(np.int64)),
         f"a{index}.ret": ArraySpec((2, cap), f32),
         f"a{index}.discount": ArraySpec((2, cap), f32),
@@ -104,9 +105,11 @@ class ChunkSampler:
     ) -> None:
         self.spec = spec
         self.rng = seeding.generator(seed, "explore", *path)
-        self.q = q or QNetwork(int(np.prod(spec.obs_shape)), spec.num_actions, spec.hidden)
+        self.q = q or spec.make_q()
         self.envs = envs or SerialVectorEnv([spec.env_fn] * spec.num_envs)
-        self.nstep = NStepBuilder(spec.num_envs, spec.obs_shape, spec.n_step, spec.gamma)
+        self.nstep = NStepBuilder(
+            spec.num_envs, spec.obs_shape, spec.n_step, spec.gamma, spec.obs_dtype
+        )
         self.obs, _ = self.envs.reset(seed=seeding.env_seeds(seed, spec.num_envs, "env", *path))
         self.steps = 0  # vector steps taken
 
