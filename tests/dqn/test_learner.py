@@ -23,7 +23,7 @@ def constant_q(value: float) -> QNetwork:
 
 
 def test_td_target_uses_discount_zero_after_termination(monkeypatch: pytest.MonkeyPatch) -> None:
-    cfg = DQNConfig(lr=1e-9, gamma=0.9, double_dqn=False)
+    cfg, _ = DQNConfig(lr=1e-9, gamma=0.9, double_dqn=False).for_env("discrete")
     learner = DQNLearner(constant_q(5.0), cfg, torch.device("cpu"))
     obs = np.zeros((2, 2), np.float32)
     # transition 0: truncated after 1 step (discount gamma); 1: terminated (discount 0)
@@ -41,7 +41,7 @@ def test_td_target_uses_discount_zero_after_termination(monkeypatch: pytest.Monk
 
 
 def test_hard_target_update_period() -> None:
-    cfg = DQNConfig(lr=1e-2, target_update=3)
+    cfg, _ = DQNConfig(lr=1e-2, target_update=3).for_env("discrete")
     learner = DQNLearner(QNetwork(2, 2, (8,)), cfg, torch.device("cpu"))
     rng = np.random.default_rng(0)
     batch = Transitions(
