@@ -11,34 +11,19 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, ClassVar, Literal, TypeVar
-
-import gymnasium as gym
+from typing import Any, ClassVar, Literal
 
 from pararl import extras
 from pararl.errors import UsageError
-from pararl.images import ModelName, default_model
-
-EnvKind = Literal["discrete", "continuous", "image", "minatar"]
-ModelChoice = Literal["auto", "mlp", "nature-cnn", "minatar-cnn"]
-S = TypeVar("S")
-
-KIND_TEXT: dict[EnvKind, str] = {
-    "discrete": "discrete actions",
-    "continuous": "continuous actions",
-    "image": "image observations (Atari's settings)",
-    "minatar": "MinAtar-sized images (the MinAtar paper's settings)",
-}
-
-
-def env_kind(observation_space: gym.Space, action_space: gym.Space) -> EnvKind:
-    """The kind of env that picks a config's defaults (`RunConfig.BY_KIND`): images
-    by their size (`images.default_model`: Atari-sized frames or MinAtar-sized planes),
-    other envs by their action space."""
-    model = default_model(observation_space)
-    if model != "mlp":
-        return "image" if model == "nature-cnn" else "minatar"
-    return "discrete" if isinstance(action_space, gym.spaces.Discrete) else "continuous"
+from pararl.kinds import (
+    KIND_TEXT,
+    DQNSettings,
+    EnvKind,
+    ModelChoice,
+    PPOSettings,
+    env_kind,
+    settings_of,
+)
 
 
 @dataclass
@@ -281,7 +266,7 @@ class DQNConfig(RunConfig):
     @property
     def settings(self) -> DQNSettings:
         """The kind-dependent fields, once filled in (`for_env`)."""
-        return _settings(self, DQNSettings)
+        return settings_of(self, DQNSettings)
 
 
 _PPO_ATARI: dict[str, Any] = dict(
@@ -414,55 +399,7 @@ class PPOConfig(RunConfig):
     @property
     def settings(self) -> PPOSettings:
         """The kind-dependent fields, once filled in (`for_env`)."""
-        return _settings(self, PPOSettings)
-
-
-def _settings(config: RunConfig, cls: type[S]) -> S:
-    """`cls` (a frozen dataclass of kind-dependent fields) from `config`'s values."""
-    values = {f.name: getattr(config, f.name) for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    unset = [name for name, value in values.items() if value in (None, "auto")]
-    if unset:
-        raise UsageError(
-            f"{type(config).__name__}: {', '.join(unset)} not set; call config.for_env(kind) first"
-        )
-    return cls(**values)
-
-
-@dataclass(frozen=True)
-class DQNSettings:
-    """The DQN fields whose defaults depend on the kind of env, all set."""
-
-    lr: float
-    gamma: float
-    buffer_size: int
-    batch_size: int
-    learning_starts: int
-    replay_ratio: float
-    n_step: int
-    double_dqn: bool
-    target_update: int
-    eps_end: float
-    eps_decay_steps: int
-    model: ModelName
-
-
-@dataclass(frozen=True)
-class PPOSettings:
-    """The PPO fields whose defaults depend on the kind of env, all set."""
-
-    num_steps: int
-    lr: float
-    gamma: float
-    gae_lambda: float
-    minibatch_size: int
-    update_epochs: int
-    clip_vloss: bool
-    vf_coef: float
-    norm_obs: bool
-    norm_reward: bool
-    clip_coef: float
-    ent_coef: float
-    model: ModelName
+        return settings_of(self, PPOSettings)
 
 
 def to_json(config: RunConfig, extra: dict[str, Any] | None = None) -> str:
