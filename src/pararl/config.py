@@ -140,7 +140,7 @@ class RunConfig:
 _DQN_VECTORS: dict[str, Any] = dict(
     total_steps=100_000, lr=2.5e-3, gamma=0.99, buffer_size=100_000, batch_size=64,
     learning_starts=1_000, replay_ratio=0.25, n_step=3, double_dqn=True, target_update=250,
-    eps_end=0.05, eps_decay_steps=10_000, model="mlp",
+    eps_end=0.05, eps_decay_steps=10_000, model="mlp", optimizer="adam",
 )  # fmt: skip
 
 
@@ -162,8 +162,11 @@ class DQNConfig(RunConfig):
     """Hidden layer widths of the Q-network MLP."""
     dueling: bool = False
     """Dueling head: Q = V + A - mean(A) (Wang et al. 2016)."""
+    optimizer: Literal["adam", "rmsprop"] | None = None
+    """`adam`, or `rmsprop`: centred RMSProp with decay 0.95 and eps 0.01 (the Nature
+    DQN's and MinAtar's). Default: by env kind."""
     lr: float | None = None
-    """Adam learning rate. Default: by env kind."""
+    """Learning rate. Default: by env kind."""
     gamma: float | None = None
     """Discount factor. Default: by env kind."""
     buffer_size: int | None = None
@@ -213,7 +216,7 @@ class DQNConfig(RunConfig):
     # (its target update every 1,000 env steps is 250 updates at one update per 4
     # steps; exploration over 10% of 10M steps); minatar: the MinAtar paper's DQN
     # (examples/dqn.py: one update per frame, target every 1,000 updates, epsilon to
-    # 0.1 over 100k frames; its optimiser is centred RMSProp at this learning rate)
+    # 0.1 over 100k frames, centred RMSProp)
     BY_KIND: ClassVar[dict[EnvKind, dict[str, Any]]] = {
         "discrete": _DQN_VECTORS,
         "continuous": _DQN_VECTORS,
@@ -221,11 +224,13 @@ class DQNConfig(RunConfig):
             total_steps=10_000_000, lr=1e-4, gamma=0.99, buffer_size=100_000, batch_size=32,
             learning_starts=100_000, replay_ratio=0.25, n_step=1, double_dqn=False,
             target_update=250, eps_end=0.01, eps_decay_steps=1_000_000, model="nature-cnn",
+            optimizer="adam",
         ),
         "minatar": dict(
             total_steps=5_000_000, lr=2.5e-4, gamma=0.99, buffer_size=100_000, batch_size=32,
             learning_starts=5_000, replay_ratio=1.0, n_step=1, double_dqn=False,
             target_update=1_000, eps_end=0.1, eps_decay_steps=100_000, model="minatar-cnn",
+            optimizer="rmsprop",
         ),
     }  # fmt: skip
 

@@ -65,6 +65,7 @@ class DQNSettings:
     eps_end: float
     eps_decay_steps: int
     model: ModelName
+    optimizer: Literal["adam", "rmsprop"]
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,16 @@ from pararl.errors import UsageError
 from pararl.images import check_model
 from pararl.models import QNetwork
 from pararl.models_cnn import q_network
-from pararl.optim import FlatAdam
+from pararl.optim import FlatAdam, FlatRMSprop
 from pararl.samplers.nstep import Transitions
+
+
+def make_optimizer(q: torch.nn.Module, name: str, lr: float) -> FlatAdam:
+    """Adam, or centred RMSProp as the Nature DQN and MinAtar ran it (decay 0.95,
+    eps 0.01 on the standard deviation of the gradient)."""
+    if name == "rmsprop":
+        return FlatRMSprop(q.parameters(), lr=lr, alpha=0.95, eps=0.01)
+    return FlatAdam(q.parameters(), lr=lr)
 
 
 class DQNLearner:
@@ -35,7 +43,7 @@ class DQNLearner:
         self.device = device
         self.q = q.to(device)
         self.q_target = copy.deepcopy(self.q).requires_grad_(False)
-        self.optimizer = FlatAdam(self.q.parameters(), lr=self.settings.lr)
+        self.optimizer = make_optimizer(self.q, self.settings.optimizer, self.settings.lr)
         self.updates = 0
 
     def _tensor(self, array: Any, dtype: torch.dtype | None = None) -> torch.Tensor:
