@@ -57,8 +57,9 @@ class RunConfig:
     """Continue the run saved in this directory from its newest checkpoint, with its
     settings; run options (--total-steps, --eval-every, --workers, ...) may change,
     the others may not."""
-    eval_every: int = 2_500
-    """Evaluate the greedy policy every this many env steps."""
+    eval_every: int | None = None
+    """Evaluate the greedy policy every this many env steps. Default: by env kind
+    (2,500; Atari-sized images 50,000, MinAtar's 10,000: their episodes are longer)."""
     eval_episodes: int = 20
     """Episodes per evaluation (run in parallel as a vector of envs)."""
     eval_in: Literal["auto", "process", "inline"] = "auto"
@@ -85,11 +86,18 @@ class RunConfig:
     # Defaults that depend on the kind of env: fields left None are filled from this
     # table by `for_env` once the env's spaces are known (one row per kind).
     BY_KIND: ClassVar[dict[EnvKind, dict[str, Any]]] = {
-        "discrete": {"total_steps": 100_000},
-        "continuous": {"total_steps": 100_000},
-        "image": {"total_steps": 10_000_000},
-        "minatar": {"total_steps": 5_000_000},
+        "discrete": {"total_steps": 100_000, "eval_every": 2_500},
+        "continuous": {"total_steps": 100_000, "eval_every": 2_500},
+        "image": {"total_steps": 10_000_000, "eval_every": 50_000},
+        "minatar": {"total_steps": 5_000_000, "eval_every": 10_000},
     }
+
+    @property
+    def eval_interval(self) -> int:
+        """`eval_every`, once filled in (`for_env`)."""
+        if self.eval_every is None:
+            raise UsageError("eval_every not set; call config.for_env(kind) first")
+        return self.eval_every
 
     @property
     def budget(self) -> int:
@@ -120,7 +128,7 @@ class RunConfig:
             (self.total_steps is None or self.total_steps > 0, "--total-steps must be > 0"),
             (self.envs_per_worker >= 1, "--envs-per-worker must be >= 1"),
             (self.workers is None or self.workers >= 1, "--workers must be >= 1"),
-            (self.eval_every > 0, "--eval-every must be > 0"),
+            (self.eval_every is None or self.eval_every > 0, "--eval-every must be > 0"),
             (self.eval_episodes >= 1, "--eval-episodes must be >= 1"),
             (self.checkpoint_every > 0, "--checkpoint-every must be > 0"),
             (self.ray_timeout_s > 0, "--ray-timeout-s must be > 0"),
@@ -140,7 +148,7 @@ class RunConfig:
 _DQN_VECTORS: dict[str, Any] = dict(
     total_steps=100_000, lr=2.5e-3, gamma=0.99, buffer_size=100_000, batch_size=64,
     learning_starts=1_000, replay_ratio=0.25, n_step=3, double_dqn=True, target_update=250,
-    eps_end=0.05, eps_decay_steps=10_000, model="mlp", optimizer="adam",
+    eps_end=0.05, eps_decay_steps=10_000, model="mlp", optimizer="adam", eval_every=2_500,
 )  # fmt: skip
 
 
@@ -224,13 +232,13 @@ class DQNConfig(RunConfig):
             total_steps=10_000_000, lr=1e-4, gamma=0.99, buffer_size=100_000, batch_size=32,
             learning_starts=100_000, replay_ratio=0.25, n_step=1, double_dqn=False,
             target_update=250, eps_end=0.01, eps_decay_steps=1_000_000, model="nature-cnn",
-            optimizer="adam",
+            optimizer="adam", eval_every=50_000,
         ),
         "minatar": dict(
             total_steps=5_000_000, lr=2.5e-4, gamma=0.99, buffer_size=100_000, batch_size=32,
             learning_starts=5_000, replay_ratio=1.0, n_step=1, double_dqn=False,
             target_update=1_000, eps_end=0.1, eps_decay_steps=100_000, model="minatar-cnn",
-            optimizer="rmsprop",
+            optimizer="rmsprop", eval_every=10_000,
         ),
     }  # fmt: skip
 
@@ -367,14 +375,16 @@ class PPOConfig(RunConfig):
             total_steps=100_000, num_steps=32, lr=1e-3, gamma=0.98, gae_lambda=0.8,
             minibatch_size=256, update_epochs=20, clip_vloss=False, vf_coef=0.5,
             norm_obs=False, norm_reward=False, clip_coef=0.2, ent_coef=0.0, model="mlp",
+            eval_every=2_500,
         ),
         "continuous": dict(
             total_steps=1_000_000, num_steps=256, lr=3e-4, gamma=0.99, gae_lambda=0.95,
             minibatch_size=64, update_epochs=10, clip_vloss=False, vf_coef=0.25,
             norm_obs=True, norm_reward=True, clip_coef=0.2, ent_coef=0.0, model="mlp",
+            eval_every=2_500,
         ),
-        "image": _PPO_ATARI | dict(model="nature-cnn"),
-        "minatar": _PPO_ATARI | dict(model="minatar-cnn"),
+        "image": _PPO_ATARI | dict(model="nature-cnn", eval_every=50_000),
+        "minatar": _PPO_ATARI | dict(model="minatar-cnn", eval_every=10_000),
     }  # fmt: skip
 
     def validate(self) -> None:
