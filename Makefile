@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-EXTRAS ?= dev,bench,video,ray,atari
+EXTRAS ?= dev,bench,video,ray,atari,minatar
 
 .PHONY: venv test lint typecheck check bench bench-quick train clean
 

@@ -175,12 +175,12 @@ def overlap(c: Config) -> tuple[list[drivers.RateRow], Overlap]:
     alone_steps, alone_updates = rows["actors"].steps, rows["learner"].updates
     bound = None
     if alone_steps and alone_updates:
-        bound = min(alone_steps.median, alone_updates.median / cfg.replay_ratio)
+        bound = min(alone_steps.median, alone_updates.median / cfg.settings.replay_ratio)
     eff = Overlap(
         actors,
         c.overlap_workload,
-        cfg.replay_ratio,
-        cfg.batch_size,
+        cfg.settings.replay_ratio,
+        cfg.settings.batch_size,
         cfg.hidden,
         actors_ratio=h.ratio(rows["ratio"].steps, alone_steps),
         learner_ratio=h.ratio(rows["ratio"].updates, alone_updates),

@@ -183,8 +183,8 @@ def workload_config(workload: Workload, env: str = "CartPole-v1", seed: int = 0)
         env=env, seed=seed, mode="async", progress="none", tensorboard=False, total_steps=10**12
     )
     if workload == "defaults":
-        return base
-    return dataclasses.replace(
+        return base.for_env("discrete")[0]
+    workload_cfg = dataclasses.replace(
         base,
         wrapper="cartpole-shaped",
         hidden=(20, 10),
@@ -201,6 +201,7 @@ def workload_config(workload: Workload, env: str = "CartPole-v1", seed: int = 0)
         eps_end=1 - GREEDY,
         envs_per_worker=32,
     )
+    return workload_cfg.for_env("discrete")[0]
 
 
 @dataclass(frozen=True)

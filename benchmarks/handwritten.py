@@ -121,7 +121,8 @@ def _learner(name: str) -> object:
     learner = state.learner
     if name != "FlatAdam":
         variant = "fused" if "fused" in name else "foreach"
-        learner.optimizer = TorchAdam(list(learner.q.parameters()), cfg.lr, variant)  # type: ignore[assignment]
+        lr = state.settings.lr
+        learner.optimizer = TorchAdam(list(learner.q.parameters()), lr, variant)  # type: ignore[assignment]
     return learner
 
 

@@ -13,39 +13,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-import gymnasium as gym
-import numpy as np
-
 from pararl import extras
 from pararl.errors import UsageError
-
-EnvKind = Literal["discrete", "continuous"]
-
-
-def is_image(space: gym.Space) -> bool:
-    """Image observations: a Box of uint8 or bool with two or more axes, or any Box
-    with three or more (Atari's stacked frames, MinAtar's channels)."""
-    if not isinstance(space, gym.spaces.Box):
-        return False
-    return len(space.shape) >= 3 or (len(space.shape) >= 2 and space.dtype in (np.uint8, np.bool_))
-
-
-def refuse_images(env_id: str, space: gym.Space) -> None:
-    """A UsageError for image observations: pararl's agents are MLPs on state vectors
-    (an MLP on Atari's 4x84x84 frames would need tens of GB of replay and learn little)."""
-    if is_image(space):
-        raise UsageError(
-            f"{env_id} gives image observations ({space.shape} {space.dtype}); pararl's "
-            "agents are MLPs on state vectors and have no image (CNN) model yet. Use an env "
-            "with vector observations (CartPole-v1, HalfCheetah-v5, ...)."
-        )
-
-
-def env_kind(observation_space: gym.Space, action_space: gym.Space) -> EnvKind:
-    """The kind of env that picks a config's defaults (`RunConfig.BY_KIND`): by its
-    action space for now; image observations will be a kind of their own."""
-    del observation_space
-    return "discrete" if isinstance(action_space, gym.spaces.Discrete) else "continuous"
+from pararl.kinds import (
+    KIND_TEXT,
+    DQNSettings,
+    EnvKind,
+    ModelChoice,
+    PPOSettings,
+    env_kind,
+    settings_of,
+)
 
 
 @dataclass
@@ -79,8 +57,9 @@ class RunConfig:
     """Continue the run saved in this directory from its newest checkpoint, with its
     settings; run options (--total-steps, --eval-every, --workers, ...) may change,
     the others may not."""
-    eval_every: int = 2_500
-    """Evaluate the greedy policy every this many env steps."""
+    eval_every: int | None = None
+    """Evaluate the greedy policy every this many env steps. Default: by env kind
+    (2,500; Atari-sized images 50,000, MinAtar's 10,000: their episodes are longer)."""
     eval_episodes: int = 20
     """Episodes per evaluation (run in parallel as a vector of envs)."""
     eval_in: Literal["auto", "process", "inline"] = "auto"
@@ -107,9 +86,18 @@ class RunConfig:
     # Defaults that depend on the kind of env: fields left None are filled from this
     # table by `for_env` once the env's spaces are known (one row per kind).
     BY_KIND: ClassVar[dict[EnvKind, dict[str, Any]]] = {
-        "discrete": {"total_steps": 100_000},
-        "continuous": {"total_steps": 100_000},
+        "discrete": {"total_steps": 100_000, "eval_every": 2_500},
+        "continuous": {"total_steps": 100_000, "eval_every": 2_500},
+        "image": {"total_steps": 10_000_000, "eval_every": 50_000},
+        "minatar": {"total_steps": 5_000_000, "eval_every": 10_000},
     }
+
+    @property
+    def eval_interval(self) -> int:
+        """`eval_every`, once filled in (`for_env`)."""
+        if self.eval_every is None:
+            raise UsageError("eval_every not set; call config.for_env(kind) first")
+        return self.eval_every
 
     @property
     def budget(self) -> int:
@@ -119,12 +107,12 @@ class RunConfig:
         return self.total_steps
 
     def for_env(self, kind: EnvKind) -> tuple[Any, dict[str, Any]]:
-        """This config with its None fields set from `BY_KIND[kind]`, and the values
-        that were filled in (to print and to save)."""
+        """This config with its None (or `auto`) fields set from `BY_KIND[kind]`, and
+        the values that were filled in (to print and to save)."""
         filled = {
             name: value
             for name, value in self.BY_KIND.get(kind, {}).items()
-            if getattr(self, name) is None
+            if getattr(self, name) in (None, "auto")
         }
         return replace(self, **filled), filled
 
@@ -143,7 +131,7 @@ class RunConfig:
                 "--envs-per-worker must be >= 1",
             ),
             (self.workers is None or self.workers >= 1, "--workers must be >= 1"),
-            (self.eval_every > 0, "--eval-every must be > 0"),
+            (self.eval_every is None or self.eval_every > 0, "--eval-every must be > 0"),
             (self.eval_episodes >= 1, "--eval-episodes must be >= 1"),
             (self.checkpoint_every > 0, "--checkpoint-every must be > 0"),
             (self.ray_timeout_s > 0, "--ray-timeout-s must be > 0"),
@@ -160,6 +148,13 @@ class RunConfig:
             raise UsageError(extras.hint("Ray", "ray", "--backend ray"))
 
 
+_DQN_VECTORS: dict[str, Any] = dict(
+    total_steps=100_000, lr=2.5e-3, gamma=0.99, buffer_size=100_000, batch_size=64,
+    learning_starts=1_000, replay_ratio=0.25, n_step=3, double_dqn=True, target_update=250,
+    eps_end=0.05, eps_decay_steps=10_000, model="mlp", optimizer="adam", eval_every=2_500,
+)  # fmt: skip
+
+
 @dataclass
 class DQNConfig(RunConfig):
     """DQN (double DQN, Huber loss, n-step returns, target network)."""
@@ -170,37 +165,50 @@ class DQNConfig(RunConfig):
     `averaging`: `--workers` replicas each learn on their own envs and replay memory,
     and average their parameters every `--average-every` updates (torch.distributed;
     also under `torchrun`)."""
+    model: ModelChoice = "auto"
+    """Q-network: `mlp` on flattened observations, `nature-cnn` (Mnih et al. 2015) or
+    `minatar-cnn` (Young & Tian 2019) on images; `auto`: by the observations (images of
+    36 pixels a side or more get the Nature CNN, smaller ones the MinAtar CNN)."""
     hidden: tuple[int, ...] = (128, 128)
     """Hidden layer widths of the Q-network MLP."""
-    lr: float = 2.5e-3
-    """Adam learning rate."""
-    gamma: float = 0.99
-    """Discount factor."""
-    buffer_size: int = 100_000
-    """Replay memory capacity (transitions)."""
-    batch_size: int = 64
-    """Minibatch size of each gradient update."""
-    learning_starts: int = 1_000
-    """Env steps collected before the first update."""
-    replay_ratio: float = 0.25
+    dueling: bool = False
+    """Dueling head: Q = V + A - mean(A) (Wang et al. 2016)."""
+    optimizer: Literal["adam", "rmsprop"] | None = None
+    """`adam`, or `rmsprop`: centred RMSProp with decay 0.95 and eps 0.01 (the Nature
+    DQN's and MinAtar's). Default: by env kind."""
+    lr: float | None = None
+    """Learning rate. Default: by env kind."""
+    gamma: float | None = None
+    """Discount factor. Default: by env kind."""
+    buffer_size: int | None = None
+    """Replay memory capacity (transitions). Default: by env kind."""
+    batch_size: int | None = None
+    """Minibatch size of each gradient update. Default: by env kind."""
+    learning_starts: int | None = None
+    """Env steps collected before the first update. Default: by env kind."""
+    replay_ratio: float | None = None
     """Gradient updates per env step, kept in every mode. 0 (async only): no ratio,
-    the learner learns all the time and actors act as fast as they can."""
-    n_step: int = 3
-    """Steps in the n-step return."""
-    double_dqn: bool = True
-    """Use double DQN targets (online net picks, target net evaluates)."""
-    target_update: int = 250
-    """Hard target-network update every this many gradient updates (if tau == 1)."""
+    the learner learns all the time and actors act as fast as they can. Default: by
+    env kind."""
+    n_step: int | None = None
+    """Steps in the n-step return. Default: by env kind."""
+    double_dqn: bool | None = None
+    """Use double DQN targets (online net picks, target net evaluates). Default: by
+    env kind."""
+    target_update: int | None = None
+    """Hard target-network update every this many gradient updates (if tau == 1).
+    Default: by env kind."""
     tau: float = 1.0
     """Polyak factor per update; 1.0 means hard updates every `target_update`."""
     max_grad_norm: float = 10.0
     """Gradient-norm clipping threshold."""
     eps_start: float = 1.0
     """Initial exploration epsilon."""
-    eps_end: float = 0.05
-    """Final exploration epsilon."""
-    eps_decay_steps: int = 10_000
-    """Env steps over which epsilon decays linearly from eps_start to eps_end."""
+    eps_end: float | None = None
+    """Final exploration epsilon. Default: by env kind."""
+    eps_decay_steps: int | None = None
+    """Env steps over which epsilon decays linearly from eps_start to eps_end. Default:
+    by env kind."""
     apex_eps: bool = False
     """Async: per-actor epsilons eps_i = 0.4 ** (1 + 7 i / (N - 1)) (Ape-X) instead of
     the global schedule."""
@@ -224,19 +232,54 @@ class DQNConfig(RunConfig):
     """Averaging: `average` the Adam moments along with the parameters (every replica
     continues from one identical state), or keep each replica's moments `local`."""
 
+    # discrete/continuous: pararl's own (tuned on CartPole); image: rl-zoo's Atari DQN
+    # (its target update every 1,000 env steps is 250 updates at one update per 4
+    # steps; exploration over 10% of 10M steps); minatar: the MinAtar paper's DQN
+    # (examples/dqn.py: one update per frame, target every 1,000 updates, epsilon to
+    # 0.1 over 100k frames, centred RMSProp)
+    BY_KIND: ClassVar[dict[EnvKind, dict[str, Any]]] = {
+        "discrete": _DQN_VECTORS,
+        "continuous": _DQN_VECTORS,
+        "image": dict(
+            total_steps=10_000_000, lr=1e-4, gamma=0.99, buffer_size=100_000, batch_size=32,
+            learning_starts=100_000, replay_ratio=0.25, n_step=1, double_dqn=False,
+            target_update=250, eps_end=0.01, eps_decay_steps=1_000_000, model="nature-cnn",
+            optimizer="adam", eval_every=50_000,
+        ),
+        "minatar": dict(
+            total_steps=5_000_000, lr=2.5e-4, gamma=0.99, buffer_size=100_000, batch_size=32,
+            learning_starts=5_000, replay_ratio=1.0, n_step=1, double_dqn=False,
+            target_update=1_000, eps_end=0.1, eps_decay_steps=100_000, model="minatar-cnn",
+            optimizer="rmsprop", eval_every=10_000,
+        ),
+    }  # fmt: skip
+
     def validate(self) -> None:
         super().validate()
+
+        def unset_or(value: Any, ok: Callable[[Any], bool]) -> bool:
+            return value is None or ok(value)
+
+        both = self.buffer_size is not None and self.batch_size is not None
         checks = [
-            (self.lr > 0, "--lr must be > 0"),
-            (0 < self.gamma <= 1, "--gamma must be in (0, 1]"),
-            (self.buffer_size >= self.batch_size, "--buffer-size must be >= --batch-size"),
-            (self.batch_size >= 1, "--batch-size must be >= 1"),
-            (self.replay_ratio >= 0, "--replay-ratio must be >= 0"),
-            (self.n_step >= 1, "--n-step must be >= 1"),
+            (unset_or(self.lr, lambda v: v > 0), "--lr must be > 0"),
+            (unset_or(self.gamma, lambda v: 0 < v <= 1), "--gamma must be in (0, 1]"),
+            (
+                not both or self.buffer_size >= self.batch_size,  # type: ignore[operator]
+                "--buffer-size must be >= --batch-size",
+            ),
+            (unset_or(self.batch_size, lambda v: v >= 1), "--batch-size must be >= 1"),
+            (unset_or(self.buffer_size, lambda v: v >= 1), "--buffer-size must be >= 1"),
+            (unset_or(self.replay_ratio, lambda v: v >= 0), "--replay-ratio must be >= 0"),
+            (unset_or(self.n_step, lambda v: v >= 1), "--n-step must be >= 1"),
             (0 < self.tau <= 1, "--tau must be in (0, 1]"),
-            (self.target_update >= 1, "--target-update must be >= 1"),
-            (0 <= self.eps_end <= self.eps_start <= 1, "need 0 <= --eps-end <= --eps-start <= 1"),
-            (self.eps_decay_steps >= 1, "--eps-decay-steps must be >= 1"),
+            (unset_or(self.target_update, lambda v: v >= 1), "--target-update must be >= 1"),
+            (0 <= self.eps_start <= 1, "--eps-start must be in [0, 1]"),
+            (
+                unset_or(self.eps_end, lambda v: 0 <= v <= self.eps_start),
+                "need 0 <= --eps-end <= --eps-start <= 1",
+            ),
+            (unset_or(self.eps_decay_steps, lambda v: v >= 1), "--eps-decay-steps must be >= 1"),
             (self.sync_every >= 1, "--sync-every must be >= 1"),
             (self.priority_alpha >= 0, "--priority-alpha must be >= 0"),
             (0 <= self.priority_beta <= 1, "--priority-beta must be in [0, 1]"),
@@ -246,6 +289,18 @@ class DQNConfig(RunConfig):
         for ok, message in checks:
             if not ok:
                 raise UsageError(message)
+
+    @property
+    def settings(self) -> DQNSettings:
+        """The kind-dependent fields, once filled in (`for_env`)."""
+        return settings_of(self, DQNSettings)
+
+
+_PPO_ATARI: dict[str, Any] = dict(
+    total_steps=10_000_000, num_steps=128, lr=2.5e-4, gamma=0.99, gae_lambda=0.95,
+    minibatch_size=256, update_epochs=4, clip_vloss=True, vf_coef=0.25, norm_obs=False,
+    norm_reward=False, clip_coef=0.1, ent_coef=0.01,
+)  # fmt: skip
 
 
 @dataclass
@@ -260,6 +315,11 @@ class PPOConfig(RunConfig):
     """Device for acting (policy forward during sampling); `auto` times both at start-up."""
     learn_device: Literal["auto", "cpu", "cuda"] = "auto"
     """Device for the PPO update; `auto` times both at start-up and takes the faster."""
+    model: ModelChoice = "auto"
+    """Actor-critic: `mlp` on flattened observations, or one shared `nature-cnn` (Mnih
+    et al. 2015) or `minatar-cnn` (Young & Tian 2019) trunk on images; `auto`: by the
+    observations (images of 36 pixels a side or more get the Nature CNN, smaller ones
+    the MinAtar CNN)."""
     hidden: tuple[int, ...] = (64, 64)
     """Hidden layer widths of the actor and critic MLPs."""
     shared_body: bool = False
@@ -279,8 +339,9 @@ class PPOConfig(RunConfig):
     """Transitions per minibatch. Default: by env kind."""
     update_epochs: int | None = None
     """Passes over each rollout. Default: by env kind."""
-    clip_coef: float = 0.2
-    """Surrogate clipping coefficient (also the value-clipping range)."""
+    clip_coef: float | None = None
+    """Surrogate clipping coefficient (also the value-clipping range). Default: by env
+    kind."""
     anneal_clip: bool = False
     """Anneal the surrogate's clip range linearly to 0 over the step budget."""
     clip_vloss: bool | None = None
@@ -289,8 +350,8 @@ class PPOConfig(RunConfig):
     took ~15% more env steps to solve (40 seeds), and on HalfCheetah with the continuous
     defaults it ended in the ~1,700 mode in 4 of 6 seeds against 1 of 6 without it
     (BENCHMARKS.md)."""
-    ent_coef: float = 0.0
-    """Entropy bonus coefficient."""
+    ent_coef: float | None = None
+    """Entropy bonus coefficient. Default: by env kind."""
     vf_coef: float | None = None
     """Value loss coefficient; the value loss is the mean squared error (SB3's scale;
     CleanRL halves the error, so its 0.5 is 0.25 here). Default: by env kind."""
@@ -300,8 +361,8 @@ class PPOConfig(RunConfig):
     """Normalise advantages per minibatch."""
     norm_obs: bool | None = None
     """Normalise observations by their running mean and variance over all envs
-    (updated after each rollout, saved with the policy, frozen in evaluation).
-    Default: by env kind."""
+    (updated after each rollout, saved with the policy, frozen in evaluation; never
+    images). Default: by env kind."""
     norm_reward: bool | None = None
     """Scale rewards by the running standard deviation of the discounted return over
     all envs (for learning only; returns are always reported unscaled). Default: by env kind."""
@@ -319,35 +380,26 @@ class PPOConfig(RunConfig):
 
     # discrete: rl-zoo's CartPole settings; continuous: CleanRL's MuJoCo settings
     # (one env x 2048 steps there; 2 workers x 4 envs x 256 steps here) without its value
-    # clipping (see clip_vloss), and the field's usual 1M-step budget
+    # clipping (see clip_vloss), and the field's usual 1M-step budget; image: CleanRL's
+    # ppo_atari (8 envs x 128 steps in 4 minibatches of 256; its value loss 0.5 x half
+    # the squared error is 0.25 here); minatar: the same settings with the MinAtar CNN
+    # (the MinAtar paper has no PPO) and the 10M-step budget of gymnax's MinAtar PPO
     BY_KIND: ClassVar[dict[EnvKind, dict[str, Any]]] = {
         "discrete": dict(
-            total_steps=100_000,
-            num_steps=32,
-            lr=1e-3,
-            gamma=0.98,
-            gae_lambda=0.8,
-            minibatch_size=256,
-            update_epochs=20,
-            clip_vloss=False,
-            vf_coef=0.5,
-            norm_obs=False,
-            norm_reward=False,
+            total_steps=100_000, num_steps=32, lr=1e-3, gamma=0.98, gae_lambda=0.8,
+            minibatch_size=256, update_epochs=20, clip_vloss=False, vf_coef=0.5,
+            norm_obs=False, norm_reward=False, clip_coef=0.2, ent_coef=0.0, model="mlp",
+            eval_every=2_500,
         ),
         "continuous": dict(
-            total_steps=1_000_000,
-            num_steps=256,
-            lr=3e-4,
-            gamma=0.99,
-            gae_lambda=0.95,
-            minibatch_size=64,
-            update_epochs=10,
-            clip_vloss=False,
-            vf_coef=0.25,
-            norm_obs=True,
-            norm_reward=True,
+            total_steps=1_000_000, num_steps=256, lr=3e-4, gamma=0.99, gae_lambda=0.95,
+            minibatch_size=64, update_epochs=10, clip_vloss=False, vf_coef=0.25,
+            norm_obs=True, norm_reward=True, clip_coef=0.2, ent_coef=0.0, model="mlp",
+            eval_every=2_500,
         ),
-    }
+        "image": _PPO_ATARI | dict(model="nature-cnn", eval_every=50_000),
+        "minatar": _PPO_ATARI | dict(model="minatar-cnn", eval_every=10_000),
+    }  # fmt: skip
 
     def validate(self) -> None:
         super().validate()
@@ -363,7 +415,8 @@ class PPOConfig(RunConfig):
             (unset_or(self.minibatch_size, lambda v: v >= 1), "--minibatch-size must be >= 1"),
             (unset_or(self.update_epochs, lambda v: v >= 1), "--update-epochs must be >= 1"),
             (unset_or(self.vf_coef, lambda v: v >= 0), "--vf-coef must be >= 0"),
-            (self.clip_coef > 0, "--clip-coef must be > 0"),
+            (unset_or(self.clip_coef, lambda v: v > 0), "--clip-coef must be > 0"),
+            (unset_or(self.ent_coef, lambda v: v >= 0), "--ent-coef must be >= 0"),
             (self.clip_obs > 0, "--clip-obs must be > 0"),
             (self.clip_reward > 0, "--clip-reward must be > 0"),
             (all(h >= 1 for h in self.hidden), "--hidden widths must be >= 1"),
@@ -375,29 +428,7 @@ class PPOConfig(RunConfig):
     @property
     def settings(self) -> PPOSettings:
         """The kind-dependent fields, once filled in (`for_env`)."""
-        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(PPOSettings)}
-        unset = [name for name, value in values.items() if value is None]
-        if unset:
-            raise UsageError(
-                f"PPOConfig: {', '.join(unset)} not set; call config.for_env(kind) first"
-            )
-        return PPOSettings(**values)
-
-
-@dataclass(frozen=True)
-class PPOSettings:
-    """The PPO fields whose defaults depend on the kind of env, all set."""
-
-    num_steps: int
-    lr: float
-    gamma: float
-    gae_lambda: float
-    minibatch_size: int
-    update_epochs: int
-    clip_vloss: bool
-    vf_coef: float
-    norm_obs: bool
-    norm_reward: bool
+        return settings_of(self, PPOSettings)
 
 
 def to_json(config: RunConfig, extra: dict[str, Any] | None = None) -> str:
@@ -406,8 +437,11 @@ def to_json(config: RunConfig, extra: dict[str, Any] | None = None) -> str:
 
 
 __all__ = [
+    "KIND_TEXT",
     "DQNConfig",
+    "DQNSettings",
     "EnvKind",
+    "ModelChoice",
     "PPOConfig",
     "PPOSettings",
     "RunConfig",

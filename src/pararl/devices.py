@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
+import numpy.typing as npt
 import torch
 from torch import nn
 
@@ -53,12 +55,26 @@ class DeviceChoice:
         }
 
 
+def example_obs(obs_shape: int | tuple[int, ...], batch: int, dtype: npt.DTypeLike) -> torch.Tensor:
+    """A batch of observations to time with: random floats, or zeros of an image dtype
+    (what the sampler hands the model)."""
+    shape = (batch, obs_shape) if isinstance(obs_shape, int) else (batch, *obs_shape)
+    if np.dtype(dtype).kind == "f":
+        return torch.randn(shape)
+    return torch.from_numpy(np.zeros(shape, dtype))
+
+
 def time_forward(
-    model: nn.Module, obs_dim: int, batch: int, device: torch.device, repeats: int = 20
+    model: nn.Module,
+    obs_shape: int | tuple[int, ...],
+    batch: int,
+    device: torch.device,
+    repeats: int = 20,
+    obs_dtype: npt.DTypeLike = np.float32,
 ) -> float:
     """One policy forward at the sampling batch size: numpy obs in, actions out."""
     model = model.to(device)
-    obs = torch.randn(batch, obs_dim)
+    obs = example_obs(obs_shape, batch, obs_dtype)
 
     @torch.no_grad()
     def step() -> object:
@@ -68,12 +84,17 @@ def time_forward(
 
 
 def time_update(
-    model: nn.Module, obs_dim: int, batch: int, device: torch.device, repeats: int = 10
+    model: nn.Module,
+    obs_shape: int | tuple[int, ...],
+    batch: int,
+    device: torch.device,
+    repeats: int = 10,
+    obs_dtype: npt.DTypeLike = np.float32,
 ) -> float:
     """One gradient step at the minibatch size, the host-to-device copy included."""
     model = model.to(device)
     optimizer = FlatAdam(model.parameters(), lr=1e-4)
-    obs = torch.randn(batch, obs_dim)
+    obs = example_obs(obs_shape, batch, obs_dtype)
 
     def step() -> object:
         values = model.value(obs.to(device))  # type: ignore[operator]
@@ -88,13 +109,15 @@ def time_update(
 
 def choose_devices(
     make_model: Callable[[], nn.Module],
-    obs_dim: int,
+    obs_shape: int | tuple[int, ...],
     act_batch: int,
     learn_batch: int,
     act: str,
     learn: str,
+    obs_dtype: npt.DTypeLike = np.float32,
 ) -> DeviceChoice:
-    """Resolve `act`/`learn` (cpu | cuda | auto); `auto` takes the faster measured device."""
+    """Resolve `act`/`learn` (cpu | cuda | auto); `auto` takes the faster measured device.
+    `obs_shape` (or a flat size) and `obs_dtype`: the observations timed with."""
     devices = available_devices()
     for name, value in (("--act-device", act), ("--learn-device", learn)):
         if value == "cuda" and torch.device("cuda") not in devices:
@@ -103,10 +126,10 @@ def choose_devices(
     if "auto" in (act, learn) and len(devices) > 1:
         for device in devices:
             timings[f"forward_{device.type}"] = 1e3 * time_forward(
-                make_model(), obs_dim, act_batch, device
+                make_model(), obs_shape, act_batch, device, obs_dtype=obs_dtype
             )
             timings[f"update_{device.type}"] = 1e3 * time_update(
-                make_model(), obs_dim, learn_batch, device
+                make_model(), obs_shape, learn_batch, device, obs_dtype=obs_dtype
             )
 
     def pick(value: str, kind: str) -> torch.device:

@@ -1,4 +1,4 @@
-"""Adam over one flat parameter vector.
+"""Adam (and centred RMSProp) over one flat parameter vector.
 
 Why not `torch.optim.Adam`: its constructor imports `torch._dynamo` (through
 `Optimizer.add_param_group`, which is wrapped to be skipped by the compiler), and that
@@ -9,7 +9,7 @@ handful of whole-vector ops instead of a loop over tensors, and gives averaging 
 weight publishing one buffer to work on.
 
 The arithmetic is the same, op for op, as PyTorch's single-tensor Adam (no weight
-decay, no amsgrad), so results match it (tested).
+decay, no amsgrad) and centred RMSprop (no momentum), so results match them (tested).
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ class FlatAdam:
         self.exp_avg = torch.zeros_like(self.flat)
         self.exp_avg_sq = torch.zeros_like(self.flat)
         self.steps = 0
+        self.kind = "flat_adam"  # what its saved state is (checked on load)
 
     def _attach_grads(self) -> None:
         """Make every `p.grad` a view of `flat_grad` again (autograd accumulates into
@@ -105,7 +106,7 @@ class FlatAdam:
 
     def state_dict(self) -> dict[str, Any]:
         return {
-            "kind": "flat_adam",
+            "kind": self.kind,
             "steps": self.steps,
             "exp_avg": self.exp_avg.detach().cpu().clone(),
             "exp_avg_sq": self.exp_avg_sq.detach().cpu().clone(),
@@ -113,7 +114,7 @@ class FlatAdam:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        if state.get("kind") != "flat_adam" or state["exp_avg"].numel() != self.flat.numel():
+        if state.get("kind") != self.kind or state["exp_avg"].numel() != self.flat.numel():
             raise UsageError(
                 "optimizer state does not match this model (saved by another pararl "
                 "version or for another network); start a new run instead of resuming"
@@ -124,4 +125,35 @@ class FlatAdam:
         self.param_groups = [dict(g) for g in state["param_groups"]]
 
 
-__all__ = ["FlatAdam"]
+class FlatRMSprop(FlatAdam):
+    """Centred RMSProp over the same flat vectors (Graves 2013; the optimiser of the
+    Nature DQN and of MinAtar's DQN, there with decay 0.95 and eps 0.01). `exp_avg`
+    holds the running mean of the gradient, `exp_avg_sq` that of its square, so
+    parameter averaging and checkpoints treat it as they treat Adam. The arithmetic
+    is PyTorch's `RMSprop(centered=True)` without momentum or weight decay, op for op."""
+
+    def __init__(
+        self,
+        params: Iterable[torch.nn.Parameter],
+        lr: float = 1e-2,
+        alpha: float = 0.99,
+        eps: float = 1e-8,
+    ) -> None:
+        super().__init__(params, lr=lr, eps=eps)
+        self.param_groups[0]["alpha"] = alpha
+        self.kind = "flat_rmsprop"
+
+    @torch.no_grad()
+    def step(self) -> None:
+        self._attach_grads()
+        group = self.param_groups[0]
+        alpha, grad = group["alpha"], self.flat_grad
+        self.steps += 1
+        # running means of g^2 and of g; the step divides by their standard deviation
+        self.exp_avg_sq.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
+        self.exp_avg.lerp_(grad, 1 - alpha)
+        avg = self.exp_avg_sq.addcmul(self.exp_avg, self.exp_avg, value=-1).sqrt_()
+        self.flat.addcdiv_(grad, avg.add_(group["eps"]), value=-group["lr"])
+
+
+__all__ = ["FlatAdam", "FlatRMSprop"]

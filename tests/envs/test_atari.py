@@ -115,15 +115,3 @@ def test_ids_of_both_schemes_resolve_with_the_standard_preprocessing(env_id: str
     assert obs.dtype == np.uint8
     assert env.unwrapped._frameskip == 1  # type: ignore[attr-defined]  # skip: the wrapper's
     env.close()
-
-
-@pytest.mark.parametrize("algo", ["dqn", "ppo"])
-def test_training_on_frames_is_refused_in_one_line(algo: str, pararl: Any, tmp_path: Any) -> None:
-    """No image model yet: a clear error (exit 2, no run directory), never a run that
-    would fill the memory with frames for an MLP."""
-    run_dir = tmp_path / "run"
-    result = pararl("train", algo, "--env", "ALE/Breakout-v5", "--run-dir", str(run_dir))
-    assert result.returncode == 2
-    assert "image observations ((4, 84, 84) uint8)" in result.stderr
-    assert "no image (CNN) model yet" in result.stderr
-    assert not run_dir.exists()

@@ -18,22 +18,32 @@ import torch.nn.functional as F  # noqa: N812 - the usual name
 
 from pararl import seeding
 from pararl.algos.prioritized import PrioritizedReplay, make_replay
-from pararl.config import DQNConfig, env_kind, refuse_images
+from pararl.config import DQNConfig, env_kind
 from pararl.errors import UsageError
+from pararl.images import check_model
 from pararl.models import QNetwork
-from pararl.optim import FlatAdam
+from pararl.models_cnn import q_network
+from pararl.optim import FlatAdam, FlatRMSprop
 from pararl.samplers.nstep import Transitions
+
+
+def make_optimizer(q: torch.nn.Module, name: str, lr: float) -> FlatAdam:
+    """Adam, or centred RMSProp as the Nature DQN and MinAtar ran it (decay 0.95,
+    eps 0.01 on the standard deviation of the gradient)."""
+    if name == "rmsprop":
+        return FlatRMSprop(q.parameters(), lr=lr, alpha=0.95, eps=0.01)
+    return FlatAdam(q.parameters(), lr=lr)
 
 
 class DQNLearner:
     """Owns the online and target Q-networks and the optimizer, on one device."""
 
     def __init__(self, q: QNetwork, config: DQNConfig, device: torch.device) -> None:
-        self.config = config
+        self.config, self.settings = config, config.settings
         self.device = device
         self.q = q.to(device)
         self.q_target = copy.deepcopy(self.q).requires_grad_(False)
-        self.optimizer = FlatAdam(self.q.parameters(), lr=config.lr)
+        self.optimizer = make_optimizer(self.q, self.settings.optimizer, self.settings.lr)
         self.updates = 0
 
     def _tensor(self, array: Any, dtype: torch.dtype | None = None) -> torch.Tensor:
@@ -44,8 +54,10 @@ class DQNLearner:
     ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
         """One gradient step on a minibatch, each sample's loss weighted by
         `weights` (prioritized replay's importance weights) if given; returns loss
-        and mean Q, and each sample's TD error (on the learner's device)."""
-        cfg = self.config
+        and mean Q, and each sample's TD error (on the learner's device).
+        Observations go to the device in their stored dtype (uint8 frames stay
+        bytes until there)."""
+        cfg, s = self.config, self.settings
         obs, next_obs = self._tensor(batch.obs), self._tensor(batch.next_obs)
         actions = self._tensor(batch.action, torch.int64)
         ret = self._tensor(batch.ret, torch.float32)
@@ -53,7 +65,7 @@ class DQNLearner:
 
         with torch.no_grad():
             next_q_target = self.q_target(next_obs)
-            if cfg.double_dqn:
+            if s.double_dqn:
                 # the online net picks the next action, the target net values it
                 next_actions = self.q(next_obs).argmax(dim=1, keepdim=True)
                 next_value = next_q_target.gather(1, next_actions).squeeze(1)
@@ -85,7 +97,7 @@ class DQNLearner:
         if cfg.tau < 1.0:  # Polyak averaging every update
             for p, p_target in zip(self.q.parameters(), self.q_target.parameters(), strict=True):
                 p_target.lerp_(p, cfg.tau)
-        elif self.updates % cfg.target_update == 0:
+        elif self.updates % self.settings.target_update == 0:
             self.q_target.load_state_dict(self.q.state_dict())
 
     def state_dict(self) -> dict[str, Any]:
@@ -114,7 +126,7 @@ def check_spaces(config: DQNConfig, observation_space: gym.Space, action_space: 
             f"DQN here needs a Box observation space; {config.env} has "
             f"{observation_space}. Wrap it (e.g. FlattenObservation)."
         )
-    refuse_images(config.env, observation_space)
+    check_model(config.model, config.env, observation_space)
 
 
 class DQNState:
@@ -137,20 +149,27 @@ class DQNState:
         cfg, _ = cfg.for_env(env_kind(observation_space, action_space))  # unset: the kind's
         assert isinstance(action_space, gym.spaces.Discrete)
         assert observation_space.shape is not None
-        self.config = cfg
+        self.config, self.settings = cfg, cfg.settings
         self.obs_shape = tuple(observation_space.shape)
+        self.obs_dtype = np.dtype(observation_space.dtype or np.float32)
+        if self.obs_dtype.kind == "f":  # vector observations are learned from as float32
+            self.obs_dtype = np.dtype(np.float32)
         self.num_actions = int(action_space.n)
         self.make_model = functools.partial(
-            QNetwork, int(np.prod(self.obs_shape)), self.num_actions, cfg.hidden
+            q_network,
+            self.settings.model,
+            self.obs_shape,
+            self.obs_dtype,
+            self.num_actions,
+            cfg.hidden,
+            cfg.dueling,
         )
         self.learner = DQNLearner(self.make_model(), cfg, device)
         self.frame_stack = frame_stack
-        # pixels are kept as they come (uint8, bool); anything else as float32
-        dtype = np.dtype(observation_space.dtype or np.float32)
         self.replay = make_replay(
-            cfg.buffer_size,
+            self.settings.buffer_size,
             self.obs_shape,
-            dtype if dtype in (np.uint8, np.bool_) else np.float32,
+            self.obs_dtype,
             frame_stack,
             cfg.prioritized,
             cfg.priority_alpha,
@@ -164,12 +183,12 @@ class DQNState:
     def updates_due(self) -> int:
         """Gradient updates the replay ratio allows now, beyond those done; the
         ratio counts env steps after `learning_starts`."""
-        cfg = self.config
+        s = self.settings
         if not self.can_learn():
             return 0
-        if cfg.replay_ratio == 0:  # async without a ratio: learn all the time
+        if s.replay_ratio == 0:  # async without a ratio: learn all the time
             return 1
-        allowed = int(cfg.replay_ratio * (self.env_steps - cfg.learning_starts))
+        allowed = int(s.replay_ratio * (self.env_steps - s.learning_starts))
         return max(0, allowed - self.learner.updates)
 
     def beta(self) -> float:
@@ -182,7 +201,7 @@ class DQNState:
     def update(self) -> dict[str, torch.Tensor]:
         """One gradient update on a replay batch (prioritized: weighted, and the
         batch's priorities set to its new TD errors)."""
-        batch_size, rng = self.config.batch_size, self.replay_rng
+        batch_size, rng = self.settings.batch_size, self.replay_rng
         if not isinstance(self.replay, PrioritizedReplay):
             stats, _ = self.learner.update(self.replay.sample(batch_size, rng))
             return stats
@@ -192,8 +211,8 @@ class DQNState:
         return stats
 
     def can_learn(self) -> bool:
-        cfg = self.config
-        return len(self.replay) >= max(cfg.batch_size, cfg.learning_starts)
+        s = self.settings
+        return len(self.replay) >= max(s.batch_size, s.learning_starts)
 
     def state(self, with_replay: bool = True, wall_s: float = 0.0) -> dict[str, Any]:
         return {
@@ -204,6 +223,7 @@ class DQNState:
             "learner": self.learner.state_dict(),
             "replay": self.replay.state_dict() if with_replay else None,
             "obs_shape": self.obs_shape,
+            "obs_dtype": self.obs_dtype.str,
             "num_actions": self.num_actions,
         }
 
@@ -216,7 +236,17 @@ class DQNState:
 
 
 def greedy_policy(config: DQNConfig, state: dict[str, Any]) -> QNetwork:
-    """The greedy Q-network of a checkpoint (`pararl evaluate`)."""
-    q = QNetwork(int(np.prod(state["obs_shape"])), state["num_actions"], config.hidden)
+    """The greedy Q-network of a checkpoint (`pararl evaluate`), of the run's model
+    (runs saved before `--model` existed are MLPs)."""
+    model = "mlp" if config.model == "auto" else config.model
+    dtype = np.dtype(state.get("obs_dtype", "<f4"))
+    q = q_network(
+        model,
+        tuple(state["obs_shape"]),
+        dtype,
+        state["num_actions"],
+        config.hidden,
+        config.dueling,
+    )
     q.load_state_dict(state["learner"]["q"])
     return q

@@ -18,10 +18,12 @@ import torch
 
 from pararl import seeding
 from pararl.algos import ppo_grad
-from pararl.config import PPOConfig, env_kind, refuse_images
+from pararl.config import PPOConfig, env_kind
 from pararl.devices import choose_devices
 from pararl.errors import UsageError
+from pararl.images import check_model, is_image
 from pararl.models import ActorCritic
+from pararl.models_cnn import actor_critic
 from pararl.normalize import NormSettings
 from pararl.optim import FlatAdam
 from pararl.samplers.rollout import RolloutSpec
@@ -204,7 +206,12 @@ def check_spaces(config: PPOConfig, observation_space: gym.Space, action_space: 
             f"PPO here needs a Box observation space; {config.env} has "
             f"{observation_space}. Wrap it (e.g. FlattenObservation)."
         )
-    refuse_images(config.env, observation_space)
+    check_model(config.model, config.env, observation_space)
+    if config.norm_obs and is_image(observation_space) and config.model != "mlp":
+        raise UsageError(
+            f"--norm-obs: {config.env} gives images, which the CNN scales instead of "
+            "normalising; drop --norm-obs"
+        )
 
 
 class PPOState:
@@ -223,30 +230,38 @@ class PPOState:
         self.config = cfg
         self.settings = s = cfg.settings
         self.obs_shape = tuple(obs_space.shape or ())
+        self.obs_dtype = rollout_dtype(obs_space)
         self.discrete = isinstance(act_space, gym.spaces.Discrete)
         if isinstance(act_space, gym.spaces.Discrete):
             self.action_dim = int(act_space.n)
         else:
             self.action_dim = int(np.prod(act_space.shape or (1,)))
-        obs_dim = int(np.prod(self.obs_shape))
 
         self.make_model = functools.partial(
-            ActorCritic,
-            obs_dim,
+            actor_critic,
+            s.model,
+            self.obs_shape,
+            self.obs_dtype,
             self.action_dim,
             self.discrete,
             cfg.hidden,
             cfg.shared_body,
-            norm=norm_settings(cfg),
+            norm_settings(cfg),
         )
         self.devices = choose_devices(
-            self.make_model, obs_dim, num_envs, s.minibatch_size, cfg.act_device, cfg.learn_device
+            self.make_model,
+            self.obs_shape,
+            num_envs,
+            s.minibatch_size,
+            cfg.act_device,
+            cfg.learn_device,
+            self.obs_dtype,
         )
         model = self.make_model()  # initialised from the seeded global torch stream
         hyper = PPOHyper(
-            clip_coef=cfg.clip_coef,
+            clip_coef=s.clip_coef,
             clip_vloss=s.clip_vloss,
-            ent_coef=cfg.ent_coef,
+            ent_coef=s.ent_coef,
             vf_coef=s.vf_coef,
             max_grad_norm=cfg.max_grad_norm,
             norm_adv=cfg.norm_adv,
@@ -281,6 +296,7 @@ class PPOState:
             "wall_s": wall_s,
             "learner": self.learner.state_dict(),
             "obs_shape": self.obs_shape,
+            "obs_dtype": self.obs_dtype.str,
             "action_dim": self.action_dim,
             "discrete": self.discrete,
         }
@@ -289,25 +305,38 @@ class PPOState:
     def rollout_spec(self) -> RolloutSpec:
         s = self.settings
         return RolloutSpec(
-            self.obs_shape, self.action_dim, self.discrete, s.num_steps, s.gamma, s.gae_lambda
+            self.obs_shape,
+            self.action_dim,
+            self.discrete,
+            s.num_steps,
+            s.gamma,
+            s.gae_lambda,
+            self.obs_dtype,
         )
 
 
+def rollout_dtype(space: gym.Space) -> np.dtype:
+    """How observations are stored: images in their own dtype (a quarter of the
+    memory for uint8, and converted on the learner's device), others as float32."""
+    return np.dtype(space.dtype) if is_image(space) else np.dtype(np.float32)
+
+
 def norm_settings(cfg: PPOConfig) -> NormSettings:
-    s = cfg.settings
-    return NormSettings(s.norm_obs, s.norm_reward, cfg.clip_obs, cfg.clip_reward)
+    return NormSettings(bool(cfg.norm_obs), bool(cfg.norm_reward), cfg.clip_obs, cfg.clip_reward)
 
 
 def greedy_policy(config: PPOConfig, state: dict[str, Any]) -> ActorCritic:
     """The greedy actor-critic of a checkpoint (`pararl evaluate`), with the run's
     normalisation statistics, frozen."""
-    model = ActorCritic(
-        int(np.prod(state["obs_shape"])),
+    model = actor_critic(
+        "mlp" if config.model == "auto" else config.model,  # runs from before --model
+        tuple(state["obs_shape"]),
+        np.dtype(state.get("obs_dtype", "<f4")),
         state["action_dim"],
         state["discrete"],
         config.hidden,
         config.shared_body,
-        norm=norm_settings(config),
+        norm_settings(config),
     )
     # format 1 (no statistics) loads into the identity
     model.load_state_dict(state["learner"]["model"], strict=state.get("format", 1) >= 2)

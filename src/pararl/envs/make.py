@@ -10,6 +10,7 @@ import importlib
 import gymnasium as gym
 
 from pararl.envs.atari import AtariOptions, is_atari, make_atari, register_atari
+from pararl.envs.minatar import is_minatar, make_minatar, register_minatar
 from pararl.envs.wrappers import CartPoleShapedReward
 from pararl.errors import UsageError
 
@@ -21,7 +22,7 @@ INSTALL = {
     "gymnasium.envs.box2d": "pip install 'gymnasium[box2d]'",
     "gymnasium.envs.mujoco": "pip install 'pararl[mujoco]'",
     "ale_py": "pip install 'pararl[atari]'",  # ale-py and OpenCV
-    "minatar": "pip install minatar",
+    "minatar": "pip install 'pararl[minatar]'",
 }
 
 
@@ -29,6 +30,8 @@ def install_hint(env_id: str) -> str | None:
     """What to install for `env_id`'s family, if pararl knows it."""
     if env_id.startswith("ALE/"):
         return INSTALL["ale_py"]
+    if is_minatar(env_id):
+        return INSTALL["minatar"]
     try:
         entry = str(gym.spec(env_id).entry_point)
     except gym.error.Error:
@@ -68,6 +71,10 @@ def check_env_id(env_id: str) -> gym.envs.registration.EnvSpec:
             raise UsageError(
                 f"env '{env_id}' is an Atari game, which needs ale-py: {INSTALL['ale_py']}"
             ) from exc
+    if is_minatar(env_id) and not register_minatar():  # MinAtar registers on request
+        raise UsageError(
+            f"env '{env_id}' is a MinAtar game, which needs minatar: {INSTALL['minatar']}"
+        )
     try:
         return gym.spec(env_id)
     except gym.error.Error as exc:
@@ -93,7 +100,7 @@ def make_env(
 ) -> gym.Env:
     """Build one env with episode statistics (and the optional reward wrapper);
     Atari games get their standard preprocessing (`training`: episodic lives and
-    clipped rewards too)."""
+    clipped rewards too), MinAtar games their sticky actions (`envs.minatar`)."""
     if ":" in env_id:
         module, _, env_id = env_id.partition(":")
         importlib.import_module(module)
@@ -103,6 +110,8 @@ def make_env(
         register_atari()
     if is_atari(env_id):
         env = make_atari(env_id, AtariOptions.for_training(training), render_mode)
+    elif is_minatar(env_id):
+        env = make_minatar(env_id, render_mode)
     else:
         env = gym.make(env_id, render_mode=render_mode)
         if isinstance(env.action_space, gym.spaces.Box):

@@ -82,7 +82,8 @@ def uses_averaging(config: DQNConfig) -> bool:
 def averaging_span(cfg: DQNConfig) -> int:
     """Vector steps of each replica between two averages (`average_every` updates at
     `replay_ratio` updates per env step, `envs_per_worker` env steps per vector step)."""
-    return max(1, round(cfg.average_every / (cfg.replay_ratio * cfg.envs_per_worker)))
+    ratio = cfg.settings.replay_ratio
+    return max(1, round(cfg.average_every / (ratio * cfg.envs_per_worker)))
 
 
 def check_averaging(cfg: DQNConfig, world_size: int, under_torchrun: bool) -> None:

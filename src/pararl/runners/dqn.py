@@ -22,10 +22,11 @@ import gymnasium as gym
 import numpy as np
 
 from pararl.algos.dqn import DQNState
-from pararl.config import DQNConfig, is_image
+from pararl.config import DQNConfig
 from pararl.envs.make import env_factory
 from pararl.errors import UsageError
-from pararl.models import QNetwork, num_params
+from pararl.images import is_image
+from pararl.models import num_params
 from pararl.mp.topology import physical_cores
 from pararl.runners.session import TrainSession
 from pararl.runners.setup import Plan, Prepared, resolve_device, set_learner_threads
@@ -57,7 +58,8 @@ def default_actors(config: DQNConfig) -> int:
 
 
 def epsilon_schedule(cfg: DQNConfig) -> EpsilonSchedule:
-    return EpsilonSchedule(cfg.eps_start, cfg.eps_end, cfg.eps_decay_steps)
+    s = cfg.settings
+    return EpsilonSchedule(cfg.eps_start, s.eps_end, s.eps_decay_steps)
 
 
 def actor_spec(
@@ -78,10 +80,11 @@ def actor_spec(
         env_fn=env_factory(cfg.env, cfg.wrapper, training=True),
         num_envs=num_envs,
         obs_shape=state.obs_shape,
+        obs_dtype=state.obs_dtype,
         num_actions=state.num_actions,
-        hidden=cfg.hidden,
-        n_step=cfg.n_step,
-        gamma=cfg.gamma,
+        make_q=state.make_model,
+        n_step=state.settings.n_step,
+        gamma=state.settings.gamma,
         chunk_steps=chunk_steps,
         sync_every=cfg.sync_every,
         epsilon=schedule,
@@ -109,7 +112,7 @@ def local_source(
     learner's network (or a CPU copy of it when the learner is elsewhere)."""
     q = state.learner.q
     on_cpu = state.learner.device.type == "cpu"
-    acting = q if on_cpu else QNetwork(q.obs_dim, q.num_actions, q.hidden)
+    acting = q if on_cpu else state.make_model()
     spec = actor_spec(state, envs.num_envs, chunk_steps=1)
     source = LocalChunkSource(spec, envs, acting, state.learner.updates, state.config.seed, path)
     source.publish(q, state.learner.updates)
@@ -156,7 +159,7 @@ class DQNLoop:
         self.meter = _BusyMeter(source.num_actors)
         self.episode_returns: list[float] = []
         self.stats: dict[str, Any] = {}
-        self.free = state.config.replay_ratio == 0
+        self.free = state.settings.replay_ratio == 0
 
     def iterate(self) -> None:
         """One turn. With a replay ratio, take in data only while learning keeps up

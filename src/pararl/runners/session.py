@@ -62,7 +62,8 @@ class TrainSession:
         )
         self._t0 = time.monotonic() - start_wall
         self._last_log = 0.0
-        self._next_eval = (start_steps // config.eval_every + 1) * config.eval_every
+        every = config.eval_interval
+        self._next_eval = (start_steps // every + 1) * every
         # a fresh run saves at its first tick too: any run can be resumed, even one
         # killed outright before the first periodic checkpoint
         every = config.checkpoint_every
@@ -109,7 +110,8 @@ class TrainSession:
         due = env_steps >= self._next_eval and not self.solved
         evaluating = due and not self.evaluator.busy
         if evaluating:
-            self._next_eval = (env_steps // self.config.eval_every + 1) * self.config.eval_every
+            every = self.config.eval_interval
+            self._next_eval = (env_steps // every + 1) * every
             self._start_eval(env_steps, policy, state_fn)
         if env_steps >= self._next_ckpt:
             every = self.config.checkpoint_every
@@ -194,7 +196,7 @@ class TrainSession:
             self._collect_eval(timeout=wait)
         due = env_steps >= self._next_eval and not self.solved
         if due and self._policy is not None and not self.evaluator.busy:
-            self._next_eval = env_steps + self.config.eval_every
+            self._next_eval = env_steps + self.config.eval_interval
             # training has stopped: no snapshot needed; `best` never holds the replay
             best_state = _without_replay(state_fn)
             self._start_eval(env_steps, self._policy, best_state, weights_move_on=False)

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from pararl import seeding
-from pararl.config import EnvKind, RunConfig, env_kind
+from pararl.config import KIND_TEXT, EnvKind, RunConfig, env_kind
 from pararl.envs.make import check_env_id, env_factory, probe_env
 from pararl.errors import UsageError
 from pararl.evaluation.background import BackgroundEvaluator
@@ -234,7 +234,7 @@ def compose(
         session.console.message(f"{plan.banner}, run dir {p.run.root}")
         if p.filled:
             settings = ", ".join(f"{k} {v}" for k, v in p.filled.items())
-            session.console.message(f"pararl: defaults for {p.kind} actions: {settings}")
+            session.console.message(f"pararl: defaults for {KIND_TEXT[p.kind]}: {settings}")
         workers, cores = p.config.workers, physical_cores()
         if workers is not None and workers > cores:
             session.console.message(

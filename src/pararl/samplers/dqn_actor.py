@@ -43,8 +43,9 @@ class ActorSpec:
     env_fn: Callable[[], gym.Env]
     num_envs: int
     obs_shape: tuple[int, ...]
+    obs_dtype: np.dtype  # stored as it comes: uint8 frames stay bytes up to the learner
     num_actions: int
-    hidden: tuple[int, ...]
+    make_q: Callable[[], QNetwork]  # the run's Q-network constructor (picklable)
     n_step: int
     gamma: float
     chunk_steps: int  # vector steps per chunk sent to the learner
@@ -86,7 +87,8 @@ def outbox_specs(index: int, spec: ActorSpec) -> dict[str, ArraySpec]:
             "steps": ((cap,), i64),
         }
     else:
-        fields |= {"obs": ((cap, *spec.obs_shape), f32), "next_obs": ((cap, *spec.obs_shape), f32)}
+        obs = ((cap, *spec.obs_shape), spec.obs_dtype)
+        fields |= {"obs": obs, "next_obs": obs}
     if spec.priorities:
         fields["priority"] = ((cap,), f32)
     specs = {f"a{index}.{k}": ArraySpec((2, *shape), dtype) for k, (shape, dtype) in fields.items()}
@@ -166,9 +168,11 @@ class ChunkSampler:
     ) -> None:
         self.spec = spec
         self.rng = seeding.generator(seed, "explore", *path)
-        self.q = q or QNetwork(int(np.prod(spec.obs_shape)), spec.num_actions, spec.hidden)
+        self.q = q or spec.make_q()
         self.envs = envs or SerialVectorEnv([spec.env_fn] * spec.num_envs)
-        self.nstep = NStepBuilder(spec.num_envs, spec.obs_shape, spec.n_step, spec.gamma)
+        self.nstep = NStepBuilder(
+            spec.num_envs, spec.obs_shape, spec.n_step, spec.gamma, spec.obs_dtype
+        )
         self.obs, _ = self.envs.reset(seed=seeding.env_seeds(seed, spec.num_envs, "env", *path))
         self.frames: FrameStepBuilder | None = None
         if spec.frame_stack:

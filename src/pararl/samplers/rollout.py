@@ -26,6 +26,8 @@ from pararl.models import ActorCritic
 from pararl.normalize import DiscountedReturns
 from pararl.vector import ParallelVectorEnv
 
+FLOAT32 = np.dtype(np.float32)
+
 
 @dataclass(frozen=True)
 class RolloutSpec:
@@ -37,6 +39,7 @@ class RolloutSpec:
     num_steps: int  # steps per env
     gamma: float
     gae_lambda: float
+    obs_dtype: np.dtype = FLOAT32  # images: their own (uint8, bool)
 
 
 def compute_gae(
@@ -94,7 +97,7 @@ class Rollout:
         self.actor, self.spec, self.returns = actor, spec, returns
         self.device = next(actor.parameters()).device
         act_shape = (steps, n) if spec.discrete else (steps, n, spec.action_dim)
-        self.obs = np.zeros((steps, n, *spec.obs_shape), np.float32)
+        self.obs = np.zeros((steps, n, *spec.obs_shape), spec.obs_dtype)
         self.actions = np.zeros(act_shape, np.int64 if spec.discrete else np.float32)
         self.logprobs = np.zeros((steps, n), np.float32)
         self.values = np.zeros((steps, n))
