@@ -45,6 +45,7 @@ bench: venv
 	$(BIN)/python -m benchmarks ray
 	$(BIN)/python -m benchmarks handwritten
 	$(BIN)/python -m benchmarks replay
+	$(BIN)/python -m benchmarks pixels
 
 bench-quick: venv
 	$(BIN)/python -m benchmarks vector --quick
@@ -56,6 +57,7 @@ bench-quick: venv
 	$(BIN)/python -m benchmarks ray --quick
 	$(BIN)/python -m benchmarks handwritten --quick
 	$(BIN)/python -m benchmarks replay --quick
+	$(BIN)/python -m benchmarks pixels --quick
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

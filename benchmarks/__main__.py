@@ -26,6 +26,7 @@ BENCHMARKS = {
     "handwritten": "FlatAdam, the PPO backward pass, the event writer vs the libraries",
     "vector_change": "vector env throughput of this checkout against a git ref's",
     "replay": "replay memories for image stacks: bytes and time per batch, frames vs naive",
+    "pixels": "MinAtar DQN/PPO learning vs SB3 (curves, time to SB3's final), Pong steps/s",
 }
 
 

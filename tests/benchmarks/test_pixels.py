@@ -1,0 +1,126 @@
+"""`python -m benchmarks pixels`: the MinAtar part's quick path end to end on real
+processes (pararl and SB3 PPO on Breakout), the SB3 anchor's settings and network
+against pararl's, and the report's arithmetic on made-up runs."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from benchmarks.__main__ import main
+from benchmarks.harness import Metadata
+from benchmarks.mujoco import Run
+from benchmarks.pixels_runners import Slice, time_to_reach, window_rate
+
+from benchmarks import pixels
+from tests.benchmarks.conftest import PNG
+
+pytest.importorskip("minatar")
+pytest.importorskip("stable_baselines3")
+
+
+def test_quick_minatar_runs_pararl_and_sb3(
+    bench: Callable[..., dict[str, Any]], tmp_path: Path
+) -> None:
+    args = ("--parts", "minatar", "--systems", "pararl-ppo", "sb3-ppo")
+    data = bench("pixels", "--quick", *args, "--budget", "1024", "--eval-every", "512")
+    runs = data["results"]["runs"]
+    assert [r["system"] for r in runs] == ["pararl-ppo", "sb3-ppo"]
+    for run in runs:
+        assert run["ok"], run["note"]
+        assert run["env_steps"] >= 1024
+        assert run["updates"] > 0
+        walls = [p["wall_s"] for p in run["curve"]]
+        assert walls == sorted(walls)
+        assert 0 < walls[-1] <= run["wall_s"]  # on the launch-to-exit clock
+    assert (tmp_path / "bench_pixels.png").read_bytes().startswith(PNG)
+    assert "Breakout pararl PPO: time to SB3's final" in data["key_ratios"]
+
+
+def test_sb3_gets_pararls_minatar_settings_and_network() -> None:
+    import numpy as np
+    import torch
+    from benchmarks.pixels_sb3 import MinAtarCNN, minatar_dqn, minatar_ppo
+
+    from pararl.config import DQNConfig, PPOConfig
+    from pararl.envs.make import make_env
+    from pararl.images import ImageLayout
+    from pararl.models_cnn import minatar_cnn
+
+    dqn, s = minatar_dqn(50_000), DQNConfig.BY_KIND["minatar"]
+    assert (dqn["learning_rate"], dqn["batch_size"], dqn["train_freq"]) == (s["lr"], 32, 1)
+    assert dqn["target_update_interval"] == s["target_update"]
+    assert dqn["exploration_fraction"] == s["eps_decay_steps"] / 50_000
+    assert dqn["policy_kwargs"]["optimizer_kwargs"]["centered"]
+    ppo, p = minatar_ppo(), PPOConfig.BY_KIND["minatar"]
+    assert (ppo["n_steps"], ppo["batch_size"], ppo["n_epochs"]) == (128, 256, 4)
+    assert (ppo["clip_range"], ppo["ent_coef"]) == (p["clip_coef"], p["ent_coef"])
+    assert ppo["learning_rate"](0.5) == pytest.approx(p["lr"] / 2)  # annealed, as pararl's
+    env = make_env("MinAtar/Breakout-v1", training=True)
+    obs, _ = env.reset(seed=0)
+    extractor = MinAtarCNN(env.observation_space)
+    features = extractor(torch.as_tensor(np.stack([obs, obs])))
+    assert features.shape == (2, 128)
+    trunk = minatar_cnn(ImageLayout.of(obs.shape, obs.dtype))
+    assert sum(q.numel() for q in extractor.parameters()) == sum(
+        q.numel() for q in trunk.parameters()
+    )
+
+
+def curve(*points: tuple[float, float]) -> list[dict[str, float]]:
+    return [
+        {"env_steps": 1e3 * i, "wall_s": w, "eval_return": r} for i, (w, r) in enumerate(points)
+    ]
+
+
+def test_report_times_pararl_to_sb3s_final_return() -> None:
+    env = "MinAtar/Breakout-v1"
+    runs = [
+        Run("pararl-dqn", env, 0, 50.0, True, 2_000, 10, curve((10, 1.0), (30, 6.0), (45, 7.0))),
+        Run("pararl-dqn", env, 1, 50.0, True, 2_000, 10, curve((10, 1.0), (40, 5.0), (45, 5.0))),
+        Run("pararl-dqn", env, 2, 50.0, True, 2_000, 10, curve((10, 1.0), (30, 2.0), (45, 3.0))),
+        Run("sb3-dqn", env, 0, 100.0, True, 2_000, 10, curve((50, 2.0), (90, 5.0))),
+        Run("pararl-ppo", env, 0, 30.0, True, 2_000, 10, curve((10, 4.0))),
+    ]
+    slices = [
+        Slice("pararl-ppo", [(0.0, 0, 0), (1.0, 100, 1), (11.0, 3_100, 9)]),
+        Slice("sb3-ppo", [(0.0, 0, 0), (2.0, 10, 1), (12.0, 1_010, 5)]),
+    ]
+    for piece in slices:
+        piece.rate, piece.window_s, piece.updates_per_s = window_rate(piece.points, 10.0) or (
+            0,
+            0,
+            0,
+        )
+    result = pixels.Result(runs, slices)
+    params = {"final_evals": 1, "budget": 2_000, "seeds": [0, 1, 2], "eval_every": 1_000}
+    params |= {"eval_episodes": 5, "slice_s": 10.0, "pong_env": "p", "sb3_pong_env": "q"}
+    params["learning_starts"] = 100
+    report = pixels.report(result, Metadata("x", params))
+    # SB3 ends at 5.0 after 100 s; pararl reaches it at 30 and 40 s, seed 2 never: the
+    # median of (30, 40, never) is 40 s, 0.40x SB3's wall
+    assert "pararl DQN (async): time to SB3's final 5.0 ÷ SB3 wall 0.40×" in report.key_ratios
+    assert "Pong pararl PPO agent steps/s ÷ SB3 zoo 3.00×" in report.key_ratios
+    text = "\n".join(report.blocks)
+    assert "| 2/3 |" in text
+    assert "~17.5" in text  # the MinAtar paper's actor-critic on Breakout
+    assert "pararl PPO: time to SB3's final" not in report.key_ratios  # no SB3 PPO run
+    assert len(report.panels) == 2
+
+
+def test_time_to_reach_and_window_rate_edges() -> None:
+    run = Run("pararl-dqn", "MinAtar/Breakout-v1", 0, 9.0, True, curve=curve((1, 0.0), (2, 3.0)))
+    assert time_to_reach(run, 3.0) == 2
+    assert math.isinf(time_to_reach(run, 3.5))
+    assert window_rate([(0.0, 10, 0), (1.0, 20, 0)], 5.0) is None  # never learned
+    # points past the slice are left out
+    assert window_rate([(1.0, 0, 1), (3.0, 200, 3), (9.0, 900, 9)], 2.0) == (100.0, 2.0, 1.0)
+
+
+def test_bad_options_are_refused() -> None:
+    assert main(["pixels", "--envs", "ALE/Pong-v5"]) == 2
+    assert main(["pixels", "--budget", "0"]) == 2
+    assert main(["pixels", "--parts", "pong", "--slice-s", "0"]) == 2
