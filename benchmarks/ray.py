@@ -175,7 +175,8 @@ def ingest(driver: Pararl, repeats: int) -> tuple[float, float, int, int]:
         seconds, got = h.timed(lambda: ray.get(ray.put(chunk)))
         store.append(seconds)
         copy.append(h.timed(functools.partial(state.replay.add, got))[0])
-    nbytes = sum(getattr(chunk, f.name).nbytes for f in dataclasses.fields(chunk))
+    fields = (getattr(chunk, f.name) for f in dataclasses.fields(chunk))
+    nbytes = sum(value.nbytes for value in fields if value is not None)
     return statistics.median(store), statistics.median(copy), len(chunk), nbytes
 
 
