@@ -44,7 +44,8 @@ def test_dqn_on_atari_frames_runs_with_the_nature_cnn(pararl: Any, tmp_path: Pat
     assert config["n_step"] == 1
     state = torch.load(run_dir / "checkpoints" / "final.pt", weights_only=False)
     assert state["learner"]["updates"] > 0
-    assert state["replay"]["obs"].dtype == np.uint8  # frames stored as bytes
+    assert state["replay"]["kind"] == "frames"  # each frame once, as bytes
+    assert state["replay"]["frames"].dtype == np.uint8
 
 
 def test_ppo_on_atari_frames_runs_with_the_nature_cnn(pararl: Any, tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ observations gives the naive memory."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import multiprocessing as mp
 import time
 from typing import Any
@@ -74,8 +75,9 @@ def spec(frame_stack: int) -> ActorSpec:
         env_fn=make_env,
         num_envs=3,
         obs_shape=(STACK, 6, 6),
+        obs_dtype=np.dtype(np.uint8),
         num_actions=3,
-        hidden=(16,),
+        make_q=functools.partial(QNetwork, STACK * 36, 3, (16,)),
         n_step=3,
         gamma=0.9,
         chunk_steps=5,
