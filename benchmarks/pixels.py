@@ -130,7 +130,8 @@ def measure(c: Config, meta: h.Metadata) -> Result:
     out = Result()
     budget = Budget(c.budget, c.eval_every, c.eval_episodes, c.run_timeout_s)
     with tempfile.TemporaryDirectory(prefix="pararl-bench-pixels-") as tmp:
-        warm_up(Path(tmp))
+        if not c.quick:  # timed claims only: the first run should not pay for a cold cache
+            warm_up(Path(tmp))
         for seed in c.seeds if "minatar" in c.parts else ():
             for env in c.envs:
                 for system in c.systems:
