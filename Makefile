@@ -43,6 +43,7 @@ bench: venv
 	$(BIN)/python -m benchmarks partial
 	$(BIN)/python -m benchmarks ray
 	$(BIN)/python -m benchmarks handwritten
+	$(BIN)/python -m benchmarks atari
 
 bench-quick: venv
 	$(BIN)/python -m benchmarks vector --quick
@@ -53,6 +54,7 @@ bench-quick: venv
 	$(BIN)/python -m benchmarks partial --quick
 	$(BIN)/python -m benchmarks ray --quick
 	$(BIN)/python -m benchmarks handwritten --quick
+	$(BIN)/python -m benchmarks atari --quick
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -24,6 +24,7 @@ BENCHMARKS = {
     "ray": "Ray actors vs local actor processes (sampling), and the scaling model",
     "handwritten": "FlatAdam, the PPO backward pass, the event writer vs the libraries",
     "vector_change": "vector env throughput of this checkout against a git ref's",
+    "atari": "Atari samplers: pararl vs EnvPool, ale-py, Gymnasium, SB3 (Pong, Breakout)",
 }
 
 
