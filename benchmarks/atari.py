@@ -53,7 +53,7 @@ class Config(h.Options):
     """Sweep of envs per worker; total envs = workers × envs per worker."""
     backends: tuple[ar.Backend, ...] = ar.BACKENDS
     """Backends to time; the async modes (batch of half the envs) need 2 envs or more."""
-    repeats: int = 4
+    repeats: int = 5
     """Timed blocks per backend and case, interleaved across backends."""
     block_s: float = 0.5
     """Target seconds per timed block (step counts come from a calibration run)."""

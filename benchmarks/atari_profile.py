@@ -6,7 +6,8 @@ alone (4 frames, 2 grayscale screen reads, as `AtariPreprocessing` asks for them
 max-pool and area resize, `AtariPreprocessing.step` (which adds Gymnasium's `AtariEnv`
 and wrappers, 4 calls per agent step), the whole env with `FrameStackObservation`;
 then the same env in pararl's `ParallelVectorEnv` (1 worker, 1 env, full steps: the
-caller's CPU and its worker's) and in EnvPool (1 thread, 1 env). The parts are
+caller's CPU and its worker's), in its serial twin (the same batch code without
+pipes) and in EnvPool (1 thread, 1 env). The parts are
 differences of these loops' CPU time per step (the machine's other load inflates
 wall time, not CPU time), timed interleaved, median of the repeats.
 """
@@ -28,8 +29,9 @@ import psutil
 from benchmarks import atari_runners as ar
 from benchmarks import harness as h
 from benchmarks.vector import calibrate
-from benchmarks.vector_runners import actions
+from benchmarks.vector_runners import VectorStep, actions
 from pararl.envs.make import env_factory
+from pararl.vector import SerialVectorEnv
 
 
 @dataclass
@@ -112,9 +114,9 @@ class Loops:
 def vector_tasks(
     env_id: str, seed: int, closers: list[Callable[[], Any]]
 ) -> tuple[dict[str, Callable[[int], Any]], dict[str, list[psutil.Process]]]:
-    """pararl (with its default worker spin, and without) and EnvPool (if installed)
-    with 1 worker (thread) and 1 env, full steps; and pararl's worker processes,
-    whose CPU counts too."""
+    """pararl (with its default worker spin, and without), its serial twin and EnvPool
+    (if installed) with 1 worker (thread) and 1 env, full steps; and pararl's worker
+    processes, whose CPU counts too."""
     one = ar.Case(env_id, workers=1, envs_per_worker=1, seed=seed)
     runners: dict[str, Callable[[int], Any]] = {}
     workers: dict[str, list[psutil.Process]] = {}
@@ -128,6 +130,11 @@ def vector_tasks(
         if name.startswith("pararl"):  # private: the benchmark reads the worker's pid
             group = runner.venv._transport.group  # type: ignore[attr-defined]
             workers[name] = [psutil.Process(pid) for pid in group.pids]
+    serial = SerialVectorEnv([env_factory(env_id)])
+    closers.append(serial.close)
+    acts = actions(serial.single_action_space, 1, seed)
+    runners["pararl_serial"] = VectorStep(serial, 1, acts, serial.reset).run
+    serial.reset(seed=seed)
     return runners, workers
 
 
@@ -203,9 +210,8 @@ def breakdown(layers: dict[str, Layer]) -> list[Part]:
         return None if a is None or any(x is None for x in b) else a - sum(x or 0.0 for x in b)
 
     emulator, resize, pre = cpu("emulator"), cpu("resize"), cpu("preprocessed")
-    pararl, envpool, nospin = cpu("pararl_step"), cpu("envpool_sync"), cpu("pararl_nospin")
+    pararl, serial, envpool = cpu("pararl_step"), cpu("pararl_serial"), cpu("envpool_sync")
     caller = layers["pararl_step"].caller_cpu_us if "pararl_step" in layers else None
-    caller0 = layers["pararl_nospin"].caller_cpu_us if "pararl_nospin" in layers else None
     return [
         Part("emulation", emulator, "ALE alone: 4 frames, 2 grayscale screen reads"),
         Part("max-pool + area resize", resize, "AtariPreprocessing._get_obs (OpenCV) alone"),
@@ -217,24 +223,25 @@ def breakdown(layers: dict[str, Layer]) -> list[Part]:
         ),
         Part("= the env step in a pararl worker", pre, "AtariPreprocessing.step alone"),
         Part(
+            "pararl's batch code, worker and caller",
+            minus(serial, pre),
+            "the serial twin's step() (the same code, no pipes) - the env step",
+        ),
+        Part(
+            "pipes, wake-ups, the worker's spin",
+            minus(pararl, serial),
+            "ParallelVectorEnv.step (CPU of caller and worker) - the serial twin's",
+        ),
+        Part("= pararl step(), 1 worker, 1 env", pararl, "CPU of the caller and the worker"),
+        Part("  of which the caller", caller, "the calling thread's CPU"),
+        Part("  its wall time", wall("pararl_step"), "µs per step() (waits included)"),
+        Part("  CPU with spin_s=0", cpu("pararl_nospin"), "the worker blocks at once"),
+        Part("  wall time with spin_s=0", wall("pararl_nospin"), "µs per step()"),
+        Part(
             "FrameStackObservation",
             minus(cpu("stacked"), pre),
-            "the whole env - the above; pararl's workers skip it (a ring of frames)",
+            "the whole env - its env step; not in pararl's step (a ring of frames)",
         ),
-        Part(
-            "pararl worker beyond the env step",
-            minus(pararl, caller, pre),
-            "the worker's CPU per step() - AtariPreprocessing.step",
-        ),
-        Part("pararl caller", caller, "the calling thread's CPU per step()"),
-        Part("= pararl step(), 1 worker, 1 env", pararl, "CPU of the caller and the worker"),
-        Part("  its wall time", wall("pararl_step"), "µs per step() (waits included)"),
-        Part(
-            "  worker beyond the env step, spin_s=0",
-            minus(nospin, caller0, pre),
-            "the same without the worker's spin (it blocks at once)",
-        ),
-        Part("  its wall time, spin_s=0", wall("pararl_nospin"), "µs per step()"),
         Part("EnvPool sync, 1 thread, 1 env", envpool, "CPU of its process (env thread too)"),
         Part("  beyond emulation", minus(envpool, emulator), "its C++ preprocessing and caller"),
         Part("  its wall time", wall("envpool_sync"), "µs per step()"),
