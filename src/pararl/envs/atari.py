@@ -139,7 +139,7 @@ class Preprocessing(gym.wrappers.AtariPreprocessing):
             actions = ale.getLegalActionSet()  # full_action_space=True
         self._actions = list(actions)
 
-    def step(self, action: int) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         ale, code, skip = self.ale, self._actions[int(action)], self.frame_skip
         total_reward, terminated, truncated = 0.0, False, False
         for t in range(skip):
