@@ -3,13 +3,13 @@
 One preprocessed env (the benchmark's), peeled layer by layer and each layer timed in
 its own loop in this process, with the same pre-drawn random actions: the emulator
 alone (4 frames, 2 grayscale screen reads, as `AtariPreprocessing` asks for them), the
-max-pool and area resize, `AtariPreprocessing.step` (which adds Gymnasium's `AtariEnv`
-and wrappers, 4 calls per agent step), the whole env with `FrameStackObservation`;
+max-pool and area resize, the preprocessing wrapper's step (an `AtariPreprocessing`),
+the env under `FrameStackObservation` (what a pararl worker steps), the whole env;
 then the same env in pararl's `ParallelVectorEnv` (1 worker, 1 env, full steps: the
 caller's CPU and its worker's), in its serial twin (the same batch code without
-pipes) and in EnvPool (1 thread, 1 env). The parts are
-differences of these loops' CPU time per step (the machine's other load inflates
-wall time, not CPU time), timed interleaved, median of the repeats.
+pipes) and in EnvPool (1 thread, 1 env). The parts are differences of these loops'
+CPU time per step (the machine's other load inflates wall time, not CPU time), timed
+interleaved, median of the repeats.
 """
 
 from __future__ import annotations
@@ -107,6 +107,7 @@ class Loops:
             "emulator": self.emulator,
             "resize": self.resize,
             "preprocessed": functools.partial(self.stepped, self.pre),
+            "unstacked": functools.partial(self.stepped, self.env.env),  # type: ignore[attr-defined]
             "stacked": functools.partial(self.stepped, self.env),
         }
 
@@ -210,21 +211,27 @@ def breakdown(layers: dict[str, Layer]) -> list[Part]:
         return None if a is None or any(x is None for x in b) else a - sum(x or 0.0 for x in b)
 
     emulator, resize, pre = cpu("emulator"), cpu("resize"), cpu("preprocessed")
+    unstacked = cpu("unstacked")
     pararl, serial, envpool = cpu("pararl_step"), cpu("pararl_serial"), cpu("envpool_sync")
     caller = layers["pararl_step"].caller_cpu_us if "pararl_step" in layers else None
     return [
         Part("emulation", emulator, "ALE alone: 4 frames, 2 grayscale screen reads"),
         Part("max-pool + area resize", resize, "AtariPreprocessing._get_obs (OpenCV) alone"),
         Part(
-            "Gymnasium's Python layers",
+            "the preprocessing wrapper's Python",
             minus(pre, emulator, resize),
-            "AtariPreprocessing.step - the two above: 4 AtariEnv.step calls (an RGB "
-            "screen copy and an info dict each), the wrappers under it",
+            "its step (an AtariPreprocessing) - the two above: bookkeeping, and "
+            "Gymnasium's AtariEnv under it if it steps through that",
         ),
-        Part("= the env step in a pararl worker", pre, "AtariPreprocessing.step alone"),
+        Part(
+            "wrappers above it",
+            minus(unstacked, pre),
+            "episode statistics, FIRE at reset: the env under FrameStackObservation - the above",
+        ),
+        Part("= the env step in a pararl worker", unstacked, "the env under FrameStackObservation"),
         Part(
             "pararl's batch code, worker and caller",
-            minus(serial, pre),
+            minus(serial, unstacked),
             "the serial twin's step() (the same code, no pipes) - the env step",
         ),
         Part(
@@ -239,7 +246,7 @@ def breakdown(layers: dict[str, Layer]) -> list[Part]:
         Part("  wall time with spin_s=0", wall("pararl_nospin"), "µs per step()"),
         Part(
             "FrameStackObservation",
-            minus(cpu("stacked"), pre),
+            minus(cpu("stacked"), unstacked),
             "the whole env - its env step; not in pararl's step (a ring of frames)",
         ),
         Part("EnvPool sync, 1 thread, 1 env", envpool, "CPU of its process (env thread too)"),
