@@ -1,9 +1,9 @@
 """`python -m benchmarks atari`: Atari samplers stepped with random actions, pararl's
 `ParallelVectorEnv` (full steps, and send/recv of half the envs, EnvPool's async
 pattern) against EnvPool (sync and async), ale-py's own C++ vector env (sync and
-async), Gymnasium's `AsyncVectorEnv` and SB3's `SubprocVecEnv` over the same
-preprocessing, and one preprocessed env in a plain loop; per game, per worker count
-(threads for EnvPool and ale-py) and envs per worker.
+async), Gymnasium's `AsyncVectorEnv` and SB3's `SubprocVecEnv` over their own
+preprocessing with the same settings, and one of pararl's envs in a plain loop; per
+game, per worker count (threads for EnvPool and ale-py) and envs per worker.
 
 Each backend of a case runs in a driver process of its own (`atari_runners.driver`),
 built, warmed up and calibrated to blocks of about `block_s`; then the drivers are

@@ -66,6 +66,7 @@ class Loops:
 
     def __init__(self, env_id: str, seed: int) -> None:
         self.env, self.seed = env_factory(env_id)(), seed
+        self.gym = ar.gym_env(env_id)  # Gymnasium's own wrappers, for comparison
         self.pre = preprocessing(self.env)
         self.ale = self.env.unwrapped.ale  # type: ignore[attr-defined]
         self.moves = self.env.unwrapped._action_set  # type: ignore[attr-defined]
@@ -103,12 +104,14 @@ class Loops:
 
     def tasks(self) -> dict[str, Callable[[int], None]]:
         self.env.reset(seed=self.seed)
+        self.gym.reset(seed=self.seed)
         return {
             "emulator": self.emulator,
             "resize": self.resize,
             "preprocessed": functools.partial(self.stepped, self.pre),
             "unstacked": functools.partial(self.stepped, self.env.env),  # type: ignore[attr-defined]
             "stacked": functools.partial(self.stepped, self.env),
+            "gymnasium": functools.partial(self.stepped, self.gym),
         }
 
 
@@ -162,7 +165,7 @@ def cpu_s(processes: list[psutil.Process]) -> float:
 def timed_loops(env_id: str, seed: int, repeats: int, block_s: float) -> dict[str, Layer]:
     """Every layer's loop, calibrated to about `block_s`, timed round after round."""
     loops = Loops(env_id, seed)
-    closers: list[Callable[[], Any]] = [loops.env.close]
+    closers: list[Callable[[], Any]] = [loops.env.close, loops.gym.close]
     try:
         tasks = loops.tasks()
         vector, workers = vector_tasks(env_id, seed, closers)
@@ -248,6 +251,11 @@ def breakdown(layers: dict[str, Layer]) -> list[Part]:
             "FrameStackObservation",
             minus(cpu("stacked"), unstacked),
             "the whole env - its env step; not in pararl's step (a ring of frames)",
+        ),
+        Part(
+            "Gymnasium's own wrappers, whole env",
+            cpu("gymnasium"),
+            "AtariPreprocessing + FrameStackObservation, as AsyncVectorEnv's workers step them",
         ),
         Part("EnvPool sync, 1 thread, 1 env", envpool, "CPU of its process (env thread too)"),
         Part("  beyond emulation", minus(envpool, emulator), "its C++ preprocessing and caller"),

@@ -1,15 +1,17 @@
 """The samplers `python -m benchmarks atari` times, each stepped with random actions
 in a driver process of its own, and what it counts around each timed block.
 
-Every backend is built from the same preprocessing (EnvPool's and ale-py's defaults,
-as `pararl.envs.atari` states them: frame skip 4 with a max over the last two frames,
-up to 30 no-ops at reset, FIRE at reset, 84×84 grayscale, a stack of 4, no sticky
-actions, no episodic life, no reward clipping). A driver owns one backend for one
-case: its process time is the caller's CPU, and nothing else (another library's
-threads, a patched pipe) can touch the others. The bytes through pipes are counted
-here, on the parent ends of each process-based backend's pipes, by wrapping the
-`Connection` methods that write and read a pickled message; the libraries are not
-changed, and reading their private attributes to find the pipes is a benchmark's
+Every backend is built with the same preprocessing settings (EnvPool's and ale-py's
+defaults, as `pararl.envs.atari` states them: frame skip 4 with a max over the last
+two frames, up to 30 no-ops at reset, FIRE at reset, 84×84 grayscale, a stack of 4,
+no sticky actions, no episodic life, no reward clipping): pararl and the single env
+with pararl's (`pararl.envs.make.env_factory`), AsyncVectorEnv with Gymnasium's own
+wrappers, SB3 with its `AtariWrapper`, EnvPool and ale-py in C++. A driver owns one
+backend for one case: its process time is the caller's CPU, and nothing else (another
+library's threads, a patched pipe) can touch the others. The bytes through pipes are
+counted here, on the parent ends of each process-based backend's pipes, by wrapping
+the `Connection` methods that write and read a pickled message; the libraries are
+not changed, and reading their private attributes to find the pipes is a benchmark's
 licence, not an API.
 """
 
@@ -29,7 +31,7 @@ import numpy as np
 
 from benchmarks.vector import calibrate
 from benchmarks.vector_runners import Partial, Runner, VectorStep, actions
-from pararl.envs.atari import register_atari
+from pararl.envs.atari import FireReset, needs_fire, register_atari
 from pararl.envs.make import env_factory
 from pararl.mp.listen import SPIN_S
 
@@ -81,9 +83,9 @@ def label(name: str) -> str:
         "envpool_async": "EnvPool async (batch envs/2)",
         "ale_sync": "ale-py AtariVectorEnv sync",
         "ale_async": "ale-py AtariVectorEnv async (batch envs/2)",
-        "gym_async": "gymnasium AsyncVectorEnv (shm)",
+        "gym_async": "gymnasium AsyncVectorEnv (shm), Gymnasium's AtariPreprocessing",
         "sb3_subproc": "SB3 SubprocVecEnv + VecFrameStack",
-        "single": "single env, plain loop",
+        "single": "single env (pararl's preprocessing), plain loop",
     }[name]
 
 
@@ -197,6 +199,18 @@ class AleBatched(Batched):
         self.venv.send(acts)
 
 
+def gym_env(env_id: str) -> gym.Env:
+    """Gymnasium's own preprocessing with the same settings: `AtariPreprocessing` (which
+    steps `AtariEnv` once per frame) and `FrameStackObservation`, FIRE at reset."""
+    register_atari()
+    env = gym.make(env_id, frameskip=1, repeat_action_probability=0.0,
+                   max_num_frames_per_episode=MAX_FRAMES)  # fmt: skip
+    env = gym.wrappers.AtariPreprocessing(env, noop_max=30, frame_skip=4, screen_size=84,
+                                          grayscale_obs=True, scale_obs=False)  # fmt: skip
+    env = FireReset(env) if needs_fire(env) else env
+    return gym.wrappers.FrameStackObservation(env, 4)
+
+
 def sb3_env(env_id: str) -> gym.Env:
     """SB3's AtariWrapper with EnvPool's settings (no life loss, no clipping)."""
     from stable_baselines3.common.atari_wrappers import AtariWrapper
@@ -267,7 +281,8 @@ def open_backend(name: str, case: Case) -> tuple[Runner, PipeBytes | None, Calla
     if name == "gym_async":
         from gymnasium.vector import AsyncVectorEnv
 
-        venv = AsyncVectorEnv(fns, shared_memory=True)
+        gym_fns = [functools.partial(gym_env, case.env_id)] * n
+        venv = AsyncVectorEnv(gym_fns, shared_memory=True)
         pipes = PipeBytes(venv.parent_pipes)
         acts = actions(venv.single_action_space, n, seed)
         return (
