@@ -317,7 +317,8 @@ def key_ratios(found: list[Target]) -> str:
             for a, name in (("envpool", "EnvPool"), ("ale", "ale-py"), ("gym_async", "Async"))
             if t.ratio(a) is not None
         )
-        parts.append(f"**{t.env_id.split('/')[-1]}, {t.workers} workers**: {ratios or '–'}")
+        workers = f"{t.workers} worker{'s' * (t.workers > 1)}"
+        parts.append(f"**{t.env_id.split('/')[-1]}, {workers}**: {ratios or '–'}")
     return "; ".join(parts) or "no pararl results"
 
 
