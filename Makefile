@@ -46,6 +46,7 @@ bench: venv
 	$(BIN)/python -m benchmarks handwritten
 	$(BIN)/python -m benchmarks replay
 	$(BIN)/python -m benchmarks pixels
+	$(BIN)/python -m benchmarks atari
 
 bench-quick: venv
 	$(BIN)/python -m benchmarks vector --quick
@@ -58,6 +59,7 @@ bench-quick: venv
 	$(BIN)/python -m benchmarks handwritten --quick
 	$(BIN)/python -m benchmarks replay --quick
 	$(BIN)/python -m benchmarks pixels --quick
+	$(BIN)/python -m benchmarks atari --quick
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -27,6 +27,7 @@ BENCHMARKS = {
     "vector_change": "vector env throughput of this checkout against a git ref's",
     "replay": "replay memories for image stacks: bytes and time per batch, frames vs naive",
     "pixels": "MinAtar DQN/PPO learning vs SB3 (curves, time to SB3's final), Pong steps/s",
+    "atari": "Atari samplers: pararl vs EnvPool, ale-py, Gymnasium, SB3 (Pong, Breakout)",
 }
 
 

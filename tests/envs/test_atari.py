@@ -38,7 +38,7 @@ def rollout(vec: gym.vector.VectorEnv, steps: int) -> list[tuple[Any, ...]]:
     try:
         for _ in range(steps):
             obs, reward, term, trunc, infos = vec.step(rng.integers(0, 4, n))
-            out.append((obs, reward, term, trunc, infos.get("final_obs")))
+            out.append((obs, reward, term, trunc, infos["lives"], infos.get("final_obs")))
     finally:
         vec.close()
     return out
@@ -61,11 +61,11 @@ def test_frames_equal_gymnasiums_preprocessing(backend: str, mode: AutoresetMode
     assert got[0].shape == (3, 4, 84, 84)
     ended = 0
     for g, w in zip(got[1:], want[1:], strict=True):
-        for a, b in zip(g[:4], w[:4], strict=True):
+        for a, b in zip(g[:5], w[:5], strict=True):
             np.testing.assert_array_equal(a, b)
-        if w[4] is not None:  # SAME_STEP: the final frames of ended games
+        if w[5] is not None:  # SAME_STEP: the final frames of ended games
             ended += 1
-            for a, b in zip(g[4], w[4], strict=True):
+            for a, b in zip(g[5], w[5], strict=True):
                 assert (a is None) == (b is None)
                 if b is not None:
                     np.testing.assert_array_equal(a, b)
