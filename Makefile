@@ -52,6 +52,7 @@ bench-quick: venv
 	$(BIN)/python -m benchmarks vector --quick
 	$(BIN)/python -m benchmarks dqn --quick
 	$(BIN)/python -m benchmarks ppo --quick
+	$(BIN)/python -m benchmarks maml --quick
 	$(BIN)/python -m benchmarks mujoco --quick
 	$(BIN)/python -m benchmarks devices --quick
 	$(BIN)/python -m benchmarks partial --quick
