@@ -29,6 +29,7 @@ from typing import Any, Literal, get_args
 import gymnasium as gym
 import numpy as np
 
+from benchmarks import vector_runners
 from benchmarks.vector import calibrate
 from benchmarks.vector_runners import Partial, Runner, VectorStep, actions
 from pararl.envs.atari import FireReset, needs_fire, register_atari
@@ -143,25 +144,12 @@ class PipeBytes:
         return self.sent + self.received
 
 
-class Single:
+class Single(vector_runners.Single):
     """One preprocessed env in this process, reset on episode end."""
-
-    unit = 1
 
     def __init__(self, case: Case) -> None:
         self.env, self.seed = env_factory(case.env_id)(), case.seed
         self.actions = list(actions(self.env.action_space, None, case.seed))
-
-    def reset(self) -> None:
-        self.env.reset(seed=self.seed)
-
-    def run(self, steps: int) -> int:
-        env, acts, pool = self.env, self.actions, len(self.actions)
-        for i in range(steps):
-            _, _, terminated, truncated, _ = env.step(acts[i % pool])
-            if terminated or truncated:
-                env.reset()
-        return steps
 
 
 class Batched:
