@@ -1,8 +1,8 @@
-"""One Ray instance per kind for all the Ray tests (start-up takes seconds here):
-`local` is `ray.init(num_cpus=2)`; `two_nodes` is a simulated cluster of two nodes
-with one CPU each (`ray.cluster_utils.Cluster`). Tests that take `ray_kind` run on
-both; pytest groups them so each kind starts once. Finalizers shut Ray down and
-check that none of its processes outlive it."""
+"""One Ray instance for all the Ray tests (start-up takes seconds here): a simulated
+cluster of two nodes with one CPU each (`ray.cluster_utils.Cluster`), which is what
+placement, actor deaths and a driver joining an address need; a one-node
+`ray.init` would add start-up time and test nothing more. The finalizer shuts Ray
+down and checks that none of its processes outlive it."""
 
 from __future__ import annotations
 
@@ -47,34 +47,27 @@ def _assert_no_ray_processes(before: set[int], timeout_s: float = 15.0) -> None:
     assert not names, f"Ray processes left after shutdown: {names}"
 
 
-@pytest.fixture(scope="session", params=["local", "two_nodes"])
-def ray_kind(request: pytest.FixtureRequest) -> Iterator[str]:
+@pytest.fixture(scope="session")
+def ray_kind() -> Iterator[str]:
     ray = pytest.importorskip("ray")
     from ray.cluster_utils import Cluster
 
     before = {p.pid for p in _children()}
-    cluster = None
-    if request.param == "local":
-        ray.init(num_cpus=2, include_dashboard=False)
-    else:
-        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
-        cluster.add_node(num_cpus=1)
-        ray.init(address=cluster.address)
-        cluster.wait_for_nodes()
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    cluster.add_node(num_cpus=1)
+    ray.init(address=cluster.address)
+    cluster.wait_for_nodes()
     # the leak check below sees Ray's processes (it would catch them if they stayed)
     assert any(p.pid not in before for p in _children())
     try:
-        yield request.param
+        yield "two_nodes"
     finally:
         ray.shutdown()
-        if cluster is not None:
-            cluster.shutdown()
+        cluster.shutdown()
         _assert_no_ray_processes(before)
 
 
 @pytest.fixture
 def two_nodes(ray_kind: str) -> str:
     """The simulated two-node cluster (tests of placement and actor deaths)."""
-    if ray_kind != "two_nodes":
-        pytest.skip("runs on the two-node cluster")
     return ray_kind

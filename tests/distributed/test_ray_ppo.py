@@ -79,8 +79,6 @@ def test_ray_actors_act_with_the_learners_statistics(ray_kind: str) -> None:
     from pararl.algos.ppo import PPOState
     from pararl.samplers.ray.ppo import RayPPOPool
 
-    if ray_kind != "local":
-        pytest.skip("one cluster is enough")
     config = dataclasses.replace(TINY, env="Pendulum-v1")
     env = gym.make(config.env)
     state = PPOState(config, env.observation_space, env.action_space, 4)
