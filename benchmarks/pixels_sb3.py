@@ -24,11 +24,11 @@ from typing import Any
 
 import gymnasium as gym
 import torch
-from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
-from benchmarks.sb3 import linear, prefix
+from benchmarks.sb3 import linear, prefix, timed_evaluation
 from pararl.config import DQNConfig, PPOConfig
 from pararl.envs.atari import register_atari
 from pararl.envs.make import env_factory
@@ -153,23 +153,8 @@ def minatar(algo: str, args: argparse.Namespace) -> dict[str, Any]:
     eval_env = Monitor(env_factory(args.env, training=False)())
     eval_env.reset(seed=args.seed + 10_000)  # seeded apart from training, as pararl's
     points: list[dict[str, float]] = []
-
-    class Timed(EvalCallback):
-        def _on_step(self) -> bool:
-            go_on = bool(super()._on_step())
-            if self.eval_freq > 0 and self.n_calls % self.eval_freq == 0:
-                wall = round(time.perf_counter() - start, 3)
-                steps, mean = self.num_timesteps, float(self.last_mean_reward)
-                points.append({"env_steps": steps, "wall_s": wall, "eval_return": mean})
-            return go_on
-
-    evaluate = Timed(
-        eval_env,
-        n_eval_episodes=args.eval_episodes,
-        eval_freq=max(args.eval_every // n_envs, 1),
-        deterministic=True,
-        verbose=0,
-    )
+    every = max(args.eval_every // n_envs, 1)
+    evaluate = timed_evaluation(eval_env, args.eval_episodes, every, start, points)
     model.learn(total_timesteps=args.budget, callback=evaluate)
     return {
         "env_steps": int(model.num_timesteps),

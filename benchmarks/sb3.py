@@ -95,7 +95,6 @@ def curve(args: argparse.Namespace) -> dict[str, Any]:
     """PPO with VecNormalize for the whole budget; every deterministic evaluation (on
     an env with the training statistics, frozen, and true rewards) with its wall time."""
     from stable_baselines3 import PPO
-    from stable_baselines3.common.callbacks import EvalCallback
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import VecNormalize
 
@@ -112,6 +111,25 @@ def curve(args: argparse.Namespace) -> dict[str, Any]:
         norm_reward=False,
     )
     points: list[dict[str, float]] = []
+    evaluate = timed_evaluation(
+        eval_env, args.eval_episodes, max(args.eval_every // MUJOCO_ENVS, 1), start, points
+    )
+    model.learn(total_timesteps=args.budget, callback=evaluate)
+    updates = model.n_epochs * (model.num_timesteps // model.batch_size)
+    return {
+        "env_steps": int(model.num_timesteps),
+        "train_s": round(time.perf_counter() - start, 3),
+        "updates": int(updates),
+        "curve": points,
+    }
+
+
+def timed_evaluation(
+    eval_env: Any, episodes: int, every: int, start: float, points: list[dict[str, float]]
+) -> Any:
+    """SB3's deterministic `EvalCallback` every `every` calls, each evaluation also
+    appended to `points` with its env steps and wall time since `start`."""
+    from stable_baselines3.common.callbacks import EvalCallback
 
     class Timed(EvalCallback):
         def _on_step(self) -> bool:
@@ -122,21 +140,7 @@ def curve(args: argparse.Namespace) -> dict[str, Any]:
                 points.append({"env_steps": steps, "wall_s": wall, "eval_return": mean})
             return go_on
 
-    evaluate = Timed(
-        eval_env,
-        n_eval_episodes=args.eval_episodes,
-        eval_freq=max(args.eval_every // MUJOCO_ENVS, 1),
-        deterministic=True,
-        verbose=0,
-    )
-    model.learn(total_timesteps=args.budget, callback=evaluate)
-    updates = model.n_epochs * (model.num_timesteps // model.batch_size)
-    return {
-        "env_steps": int(model.num_timesteps),
-        "train_s": round(time.perf_counter() - start, 3),
-        "updates": int(updates),
-        "curve": points,
-    }
+    return Timed(eval_env, n_eval_episodes=episodes, eval_freq=every, deterministic=True, verbose=0)
 
 
 def train(algo: str, args: argparse.Namespace) -> dict[str, Any]:
