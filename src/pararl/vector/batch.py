@@ -261,9 +261,11 @@ class EnvBatch:
         except Exception:
             self._failed(ids, len(steps))
             raise
-        fresh = [False] * len(steps)
-        for position, _ in finals:
-            fresh[position] = True
+        fresh: list[bool] = []
+        if ring is not None:  # which rows a reset refilled
+            fresh = [False] * len(steps)
+            for position, _ in finals:
+                fresh[position] = True
         infos = _store(self.arrays, self._rows(ids), steps, fresh)
         if not finals:
             return self._info_rows(ids, infos)
