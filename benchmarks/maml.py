@@ -4,11 +4,16 @@ post's sampler design (seeds/001, re-implemented in `benchmarks.maml_seed`).
 
 Per env, two meta-learners start from the same seed and run the same meta-iteration
 code (`pararl.runners.maml.meta_iteration`: the reference configuration's tasks,
-episodes, policy, inner step and TRPO step); only the sampler differs: pararl's
+episodes, policy, inner step and TRPO step). They differ in the sampler, pararl's
 (`recv=auto`, one env per episode over the workers) or the seed's (the same envs
-and workers, queues + RawArray + a deep copy of the worker's block per answer).
-Iterations alternate between the two, the order rotated every round, after one
-warm-up iteration each. The main process runs torch on one thread.
+and workers, queues + RawArray + a deep copy of the worker's block per answer), and
+in the outer step's Fisher-vector products: pararl's Gauss-Newton form
+(`pararl.algos.maml`) or the seed codebase's (pytorch-maml-rl's), the KL's gradient
+differentiated again through the inner step. Both compute the same products (a
+test checks it), so both take the same steps. Iterations alternate between the two,
+the order rotated every round, after one warm-up iteration each. As in `pararl train
+maml`, the main process acts on one torch thread and takes the outer step on every
+core (the workers wait while it runs).
 """
 
 from __future__ import annotations
@@ -131,6 +136,7 @@ def measure_env(c: Config, env: str) -> list[Row]:
 
     from pararl.algos.maml import check_spaces
     from pararl.envs.make import probe_env
+    from pararl.mp.topology import physical_cores
     from pararl.runners.maml import MAMLState, meta_iteration
 
     cfg = maml_config(c, env)
@@ -141,6 +147,9 @@ def measure_env(c: Config, env: str) -> list[Row]:
     for design in DESIGNS:
         torch.manual_seed(c.seed)  # the same initial meta-policy for both
         states[design] = MAMLState(cfg, obs_dim, act_dim, None)
+    states["seed"].learner.fisher = "autograd"
+    for state in states.values():  # as `pararl train maml` does
+        state.learner.threads = physical_cores()
     stats: dict[str, list[dict[str, float]]] = {d: [] for d in DESIGNS}
     opened = samplers(cfg, c, states)
     try:
@@ -216,7 +225,11 @@ def report(rows: list[Row], meta: h.Metadata) -> h.Report:
         mine, seed = by[(env, "pararl")], by[(env, "seed")]
         whole = h.fmt_ratio(h.ratio(seed.iteration, mine.iteration))
         sampling = h.fmt_ratio(h.ratio(seed.sampling, mine.sampling))
-        ratios.append(f"{env}: seed / pararl per meta-iteration {whole}, sampling alone {sampling}")
+        outer = h.fmt_ratio(h.ratio(seed.outer, mine.outer))
+        ratios.append(
+            f"{env}: seed / pararl per meta-iteration {whole}, sampling alone {sampling}, "
+            f"outer step alone {outer}"
+        )
     panels = []
     for env in envs:
         named = {design: [getattr(by[(env, design)], p) for p in PARTS] for design in DESIGNS}

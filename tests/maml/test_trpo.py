@@ -1,14 +1,17 @@
-"""TRPO's step: the KL bound holds and the surrogate improves, or theta is kept."""
+"""TRPO's step: the KL bound holds and the surrogate improves, or theta is kept; MAML's
+Gauss-Newton Fisher product equals the KL's Hessian at theta_old."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 from torch.func import functional_call
 
-from pararl.algos.maml import episode_mean, gaussian_kl
+from pararl.algos.baseline import TaskBatch
+from pararl.algos.maml import adapt, adapted_outputs, episode_mean, gauss_newton_fisher, gaussian_kl
 from pararl.algos.trpo import TRPOHyper, conjugate_gradient, trpo_step
-from pararl.samplers.task_policy import gaussian_log_likelihood
+from pararl.samplers.task_policy import GaussianMLP, gaussian_log_likelihood
 from tests.maml.test_inner import linear_case
 
 
@@ -79,3 +82,48 @@ def test_failed_line_search_returns_the_old_parameters() -> None:
     assert torch.equal(result.theta, theta0)
     assert result.loss_after == result.loss_before
     assert result.kl == 0.0
+
+
+def two_task_case() -> tuple[GaussianMLP, list[TaskBatch], TaskBatch]:
+    """A tanh policy (hidden 3) and two tasks' train and valid episodes."""
+    torch.manual_seed(0)
+    model = GaussianMLP(2, 1, hidden=(3,), init_std=0.7).double()
+
+    def tasks(*seeds: int) -> TaskBatch:
+        cases = [linear_case(s)[1] for s in seeds]
+        return TaskBatch(
+            *(torch.cat([getattr(c, f) for c in cases]) for f in ("obs", "actions", "rewards")),
+            torch.cat([c.mask for c in cases]),
+            torch.cat([c.advantages for c in cases]),
+            np.concatenate([c.returns for c in cases]),
+        )
+
+    return model, [tasks(4, 5)], tasks(6, 7)
+
+
+@pytest.mark.parametrize("first_order", [False, True])
+def test_gauss_newton_product_equals_the_kl_hessian_at_theta_old(first_order: bool) -> None:
+    model, train, valid = two_task_case()
+    names = [(n, p.shape, p.numel()) for n, p in model.named_parameters()]
+
+    def unflatten(theta: torch.Tensor) -> dict[str, torch.Tensor]:
+        out, offset = {}, 0
+        for name, shape, size in names:
+            out[name] = theta[offset : offset + size].view(shape)
+            offset += size
+        return out
+
+    theta_old = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+    outputs = adapted_outputs(model, train, valid.obs, lr=0.5, first_order=first_order)
+    product = gauss_newton_fisher(lambda t: outputs(unflatten(t)), theta_old, valid.mask)
+    # the reference: differentiate the KL's gradient through the inner step again
+    theta = theta_old.clone().requires_grad_()
+    fast = adapt(model, unflatten(theta), train, 0.5, first_order=first_order)
+    mean, log_std = model.forward_tasks(fast, valid.obs)
+    old_mean, old_log_std = mean.detach(), log_std.detach().expand_as(mean)
+    kl = episode_mean(gaussian_kl(old_mean, old_log_std, mean, log_std), valid.mask).mean()
+    (grad_kl,) = torch.autograd.grad(kl, theta, create_graph=True)
+    for seed in range(3):
+        v = torch.randn(theta_old.shape, generator=torch.Generator().manual_seed(seed)).double()
+        (hv,) = torch.autograd.grad(grad_kl @ v, theta, retain_graph=True)
+        np.testing.assert_allclose(product(v).numpy(), hv.numpy(), rtol=1e-8, atol=1e-12)

@@ -13,14 +13,25 @@ gradient flows through the inner one (second order) unless `first_order`
 (theta'_i's gradient is then treated as a constant: first-order MAML).
 pytorch-maml-rl's `MAMLTRPO` is the reference for the objective's details
 (per-episode means over the real steps).
+
+The Fisher-vector products of the outer step use the KL's Gauss-Newton form, exact
+at theta_old where TRPO takes them: there the KL's gradient in the policy's outputs
+(mean, log-std) is zero, so its Hessian in theta is J^T H J, J the Jacobian of the
+adapted policy's outputs in theta and H the Gaussian's Fisher in its outputs
+(1/var for the mean, 2 for the log-std). A forward-mode product (J v through the
+inner step: `torch.func.linearize` over `torch.func.grad`, traced once per step) and
+a reverse-mode one (J^T u, its graph built once per step) replace the reference's differentiation of
+the KL's gradient, which went through the inner step a third time
+(`fisher="autograd"` keeps that way, the reference's).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
@@ -78,6 +89,59 @@ def adapt(
     return current
 
 
+def adapted_outputs(
+    model: GaussianMLP,
+    train: Sequence[TaskBatch],
+    obs: torch.Tensor,
+    lr: float,
+    first_order: bool = False,
+) -> Callable[[Params], tuple[torch.Tensor, torch.Tensor]]:
+    """params -> the adapted policy's (mean, log-std broadcast to the mean) on `obs`:
+    `adapt`'s inner steps written with `torch.func.grad`, so that `torch.func`'s
+    forward- and reverse-mode products can go through them."""
+    tasks = obs.shape[0]
+
+    def inner_loss(current: Params, batch: TaskBatch) -> torch.Tensor:
+        return reinforce_loss(model, current, batch).sum()
+
+    def outputs(params: Params) -> tuple[torch.Tensor, torch.Tensor]:
+        current = stack(params, tasks)
+        for batch in train:
+            grads = torch.func.grad(inner_loss)(current, batch)
+            if first_order:
+                grads = {n: g.detach() for n, g in grads.items()}
+            current = {n: p - lr * grads[n] for n, p in current.items()}
+        mean, log_std = model.forward_tasks(current, obs)
+        return mean, log_std.expand_as(mean)
+
+    return outputs
+
+
+def gauss_newton_fisher(
+    outputs: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]],
+    theta_old: torch.Tensor,
+    mask: torch.Tensor,
+) -> Callable[[torch.Tensor], torch.Tensor]:
+    """v -> the Hessian at theta_old of the valid episodes' mean KL(pi_old || pi_theta)
+    times v, as J^T H J v (see the module docstring). `outputs` maps the flat theta
+    to (mean, log-std) [tasks, episodes, steps, action]; `mask` marks the real steps;
+    the KL's weights are `episode_mean`'s then the mean over tasks."""
+    (_, log_std), pullback = torch.func.vjp(outputs, theta_old)
+    with warnings.catch_warnings():  # torch.fx's constant folding warns about its own graph
+        warnings.simplefilter("ignore", UserWarning)
+        _, push_forward = torch.func.linearize(outputs, theta_old)
+    weight = mask / mask.sum(-1, keepdim=True).clamp(min=1) / mask.shape[-2] / mask.shape[0]
+    h_mean = (weight.unsqueeze(-1) * torch.exp(-2 * log_std)).detach()
+    h_log_std = 2 * weight.unsqueeze(-1).expand_as(log_std)
+
+    def product(v: torch.Tensor) -> torch.Tensor:
+        j_mean, j_log_std = push_forward(v)
+        (hv,) = pullback((h_mean * j_mean, h_log_std * j_log_std))
+        return hv
+
+    return product
+
+
 def gaussian_kl(
     mean_p: torch.Tensor, log_std_p: torch.Tensor, mean_q: torch.Tensor, log_std_q: torch.Tensor
 ) -> torch.Tensor:
@@ -99,8 +163,16 @@ class MetaBatch:
 class MAMLLearner:
     """The meta-parameters theta and their TRPO update."""
 
-    def __init__(self, model: GaussianMLP, cfg: MAMLConfig, device: torch.device) -> None:
+    def __init__(
+        self,
+        model: GaussianMLP,
+        cfg: MAMLConfig,
+        device: torch.device,
+        fisher: Literal["gauss-newton", "autograd"] = "gauss-newton",
+    ) -> None:
         self.model = model.to(device)
+        self.fisher = fisher
+        self.threads: int | None = None  # torch's intra-op threads for the step (None: as set)
         self.device = device
         self.lr, self.first_order = cfg.fast_lr, cfg.first_order
         self.hyper = TRPOHyper(
@@ -122,6 +194,14 @@ class MAMLLearner:
 
     def step(self, batch: MetaBatch) -> dict[str, float]:
         """The TRPO outer step on the post-adaptation surrogate; returns its statistics."""
+        before = torch.get_num_threads()
+        torch.set_num_threads(self.threads or before)
+        try:
+            return self._step(batch)
+        finally:
+            torch.set_num_threads(before)
+
+    def _step(self, batch: MetaBatch) -> dict[str, float]:
         old: list[tuple[torch.Tensor, torch.Tensor]] = []  # pi_theta'_i(old) on valid
 
         def objective(theta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -141,7 +221,15 @@ class MAMLLearner:
             return loss.mean(), episode_mean(kl, valid.mask).mean()
 
         theta_old = parameters_to_vector(self.model.parameters()).detach()
-        result = trpo_step(objective, theta_old, self.hyper)
+        fisher = None
+        if self.fisher == "gauss-newton":
+            outputs = adapted_outputs(
+                self.model, batch.train, batch.valid.obs, self.lr, self.first_order
+            )
+            fisher = gauss_newton_fisher(
+                lambda theta: outputs(self.unflatten(theta)), theta_old, batch.valid.mask
+            )
+        result = trpo_step(objective, theta_old, self.hyper, fisher)
         with torch.no_grad():
             for p, new in zip(
                 self.model.parameters(), self.unflatten(result.theta).values(), strict=True
@@ -208,8 +296,10 @@ __all__ = [
     "MeanAction",
     "MetaBatch",
     "adapt",
+    "adapted_outputs",
     "check_spaces",
     "episode_mean",
+    "gauss_newton_fisher",
     "gaussian_kl",
     "greedy_policy",
     "load_model",

@@ -1,7 +1,8 @@
 """TRPO's step (Schulman et al. 2015) on a flat parameter vector.
 
     g      = grad L(theta_old)                       (L: the surrogate loss, minimised)
-    F v    = grad (grad KL(theta_old) . v) + damping v  (Fisher-vector product)
+    F v    = grad (grad KL(theta_old) . v) + damping v  (Fisher-vector product; or a
+             caller's exact product, e.g. MAML's Gauss-Newton form, plus damping v)
     x      = F^-1 g                                   (conjugate gradient, a few iterations)
     step   = sqrt(2 max_kl / x.F x) x                 (the largest step in the KL ball)
     theta  = theta_old - backtrack^i step, the first i with L < L(theta_old), KL <= max_kl;
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 import torch
 
 Objective = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+Product = Callable[[torch.Tensor], torch.Tensor]
 
 
 @dataclass(frozen=True)
@@ -62,18 +64,34 @@ def conjugate_gradient(
     return x
 
 
-def trpo_step(objective: Objective, theta_old: torch.Tensor, hyper: TRPOHyper) -> TRPOResult:
-    """One TRPO update of `theta_old`; see the module docstring."""
+def trpo_step(
+    objective: Objective,
+    theta_old: torch.Tensor,
+    hyper: TRPOHyper,
+    fisher: Product | None = None,
+) -> TRPOResult:
+    """One TRPO update of `theta_old`; see the module docstring. `fisher(v)`, when
+    given, is the KL's Hessian at theta_old times v (undamped); otherwise that product
+    is taken by differentiating the KL's gradient again."""
     theta = theta_old.detach().clone().requires_grad_()
     loss, kl = objective(theta)
-    # policy gradient of the surrogate, and the KL's gradient kept differentiable
-    (g,) = torch.autograd.grad(loss, theta, retain_graph=True)
-    (grad_kl,) = torch.autograd.grad(kl, theta, create_graph=True)
+    if fisher is None:
+        # policy gradient of the surrogate, and the KL's gradient kept differentiable
+        (g,) = torch.autograd.grad(loss, theta, retain_graph=True)
+        (grad_kl,) = torch.autograd.grad(kl, theta, create_graph=True)
+
+        def hessian(v: torch.Tensor) -> torch.Tensor:
+            (hv,) = torch.autograd.grad(grad_kl @ v, theta, retain_graph=True)
+            return hv
+
+        fisher = hessian
+    else:
+        (g,) = torch.autograd.grad(loss, theta)
+    product = fisher
 
     def fvp(v: torch.Tensor) -> torch.Tensor:
-        # Hessian of the KL times v (the Fisher at theta_old), damped
-        (hv,) = torch.autograd.grad(grad_kl @ v, theta, retain_graph=True)
-        return hv + hyper.damping * v
+        # the Fisher at theta_old times v, damped
+        return product(v) + hyper.damping * v
 
     # natural-gradient direction, then scaled to the edge of the trust region
     step_dir = conjugate_gradient(fvp, g, hyper.cg_iters)
@@ -94,4 +112,4 @@ def trpo_step(objective: Objective, theta_old: torch.Tensor, hyper: TRPOHyper) -
     return TRPOResult(base.clone(), False, hyper.ls_steps, loss_before, loss_before, 0.0)
 
 
-__all__ = ["Objective", "TRPOHyper", "TRPOResult", "conjugate_gradient", "trpo_step"]
+__all__ = ["Objective", "Product", "TRPOHyper", "TRPOResult", "conjugate_gradient", "trpo_step"]
