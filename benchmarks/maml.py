@@ -1,6 +1,10 @@
-"""`python -m benchmarks maml`: time per MAML-TRPO meta-iteration, split into sampling,
-adaptation and the outer step, with pararl's multi-task sampler against the seed
-post's sampler design (seeds/001, re-implemented in `benchmarks.maml_seed`).
+"""`python -m benchmarks maml`, in two parts.
+
+1. `speed`: time per MAML-TRPO meta-iteration, split into sampling, adaptation and
+   the outer step, pararl against the seed post's design (seeds/001, its sampler
+   re-implemented in `benchmarks.maml_seed`).
+2. `curves`: whole `pararl train maml` runs with the reference configuration, the
+   return before and after adaptation per meta-iteration (`benchmarks.maml_curves`).
 
 Per env, two meta-learners start from the same seed and run the same meta-iteration
 code (`pararl.runners.maml.meta_iteration`: the reference configuration's tasks,
@@ -19,10 +23,13 @@ core (the workers wait while it runs).
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
-from typing import Any
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
 
 from benchmarks import harness as h
+from benchmarks import maml_curves
 from benchmarks.figures import Panel, grouped_bars
 
 DESIGNS = ("pararl", "seed")
@@ -31,9 +38,16 @@ PARTS = ("sampling", "adaptation", "outer")
 
 @dataclass(frozen=True)
 class Config(h.Options):
-    """MAML-TRPO meta-iteration time, pararl's sampler vs the seed's design, split into
-    sampling / adaptation / outer step. --quick: Navigation2D, a small meta-batch."""
+    """MAML-TRPO meta-iteration time, pararl vs the seed's design, split into sampling /
+    adaptation / outer step; and meta-training curves. --quick: Navigation2D, a small
+    meta-batch, no curves."""
 
+    parts: tuple[Literal["speed", "curves"], ...] = ("speed", "curves")
+    """Parts to run."""
+    curves: tuple[str, ...] = ("pararl/Navigation2D-v0:500", "pararl/HalfCheetahDir-v0:100")
+    """curves: ENV:META_ITERATIONS runs of `pararl train maml` (defaults otherwise)."""
+    curve_timeout_s: float = 3600.0
+    """curves: wall-time bound of each run."""
     envs: tuple[str, ...] = ("pararl/HalfCheetahDir-v0", "pararl/Navigation2D-v0")
     """Task envs to run."""
     workers: int = 2
@@ -51,6 +65,7 @@ class Config(h.Options):
 
 
 QUICK = {
+    "parts": ("speed",),
     "envs": ("pararl/Navigation2D-v0",),
     "meta_batch_size": 4,
     "fast_batch_size": 4,
@@ -69,8 +84,11 @@ def resolve(config: Config) -> Config:
                 c.meta_batch_size is not None and c.meta_batch_size < 1,
                 "--meta-batch-size must be >= 1",
             ),
+            (not c.parts, "--parts needs at least one of speed, curves"),
         ]
     )
+    for spec in c.curves:
+        maml_curves.parse_spec(spec)
     return c
 
 
@@ -193,11 +211,29 @@ def measure_env(c: Config, env: str) -> list[Row]:
     return rows
 
 
-def measure(c: Config, meta: h.Metadata) -> list[Row]:
+@dataclass
+class Result:
+    rows: list[Row] = field(default_factory=list)
+    curves: list[maml_curves.Curve] = field(default_factory=list)
+
+
+def measure(c: Config, meta: h.Metadata) -> Result:
     import torch
 
     torch.set_num_threads(1)
-    return [row for env in c.envs for row in measure_env(c, env)]
+    result = Result()
+    if "speed" in c.parts:
+        result.rows = [row for env in c.envs for row in measure_env(c, env)]
+    if "curves" in c.parts:
+        with tempfile.TemporaryDirectory(prefix="pararl-bench-maml-") as tmp:
+            for spec in c.curves:
+                env, iterations = maml_curves.parse_spec(spec)
+                result.curves.append(
+                    maml_curves.run_curve(
+                        env, iterations, c.seed, c.workers, c.curve_timeout_s, Path(tmp)
+                    )
+                )
+    return result
 
 
 def ms(s: h.Summary) -> str:
@@ -217,7 +253,8 @@ COLUMNS: list[h.Col[Row]] = [
 ]
 
 
-def report(rows: list[Row], meta: h.Metadata) -> h.Report:
+def report(result: Result, meta: h.Metadata) -> h.Report:
+    rows = result.rows
     envs = list(dict.fromkeys(r.env for r in rows))
     by = {(r.env, r.design): r for r in rows}
     ratios = []
@@ -242,12 +279,17 @@ def report(rows: list[Row], meta: h.Metadata) -> h.Report:
                 xticks=[(i, p) for i, p in enumerate(PARTS)],
             )
         )
+    blocks = [h.table(COLUMNS, rows)] if rows else []
+    if result.curves:
+        blocks.append(h.table(maml_curves.COLUMNS, result.curves))
+        panels += maml_curves.panels(result.curves)
     return h.Report(
-        f"MAML-TRPO meta-iteration: pararl's sampler vs the seed's design (`{h.PROG} maml`)",
+        f"MAML-TRPO: meta-iteration time against the seed's design, meta-training curves "
+        f"(`{h.PROG} maml`)",
         "; ".join(ratios),
-        [h.table(COLUMNS, rows)],
+        blocks,
         panels,
-        "MAML meta-iteration time split",
+        "MAML meta-iteration time split and meta-training curves",
     )
 
 

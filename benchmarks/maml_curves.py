@@ -1,0 +1,143 @@
+"""`python -m benchmarks maml`'s learning part: whole `pararl train maml` runs with the
+reference configuration, their return before and after adaptation per meta-iteration
+(from each run's `metrics.csv`), next to what the MAML paper reports."""
+
+from __future__ import annotations
+
+import csv
+import statistics
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from benchmarks import harness as h
+from benchmarks.figures import Panel, Series
+from benchmarks.solve import run_process
+
+# Finn et al. 2017 report curves, not numbers: after meta-training, one gradient step
+# on a new task lifts the return well above the meta-policy's (2D navigation: Fig. 4,
+# half-cheetah direction: Fig. 5), and pytorch-maml-rl's maintainers reach those
+# curves on HalfCheetahDir/Vel after about 1,000 meta-updates.
+PAPER = {
+    "pararl/Navigation2D-v0": "Fig. 4: the adapted policy heads for the goal after one step",
+    "pararl/HalfCheetahDir-v0": "Fig. 5: the gap opens over meta-training (~1,000 updates)",
+}
+
+
+@dataclass
+class Curve:
+    """One meta-training run."""
+
+    env: str
+    iterations: int  # asked for
+    wall_s: float
+    ok: bool
+    points: list[dict[str, float]] = field(default_factory=list)  # iteration, pre, post, wall_s
+    note: str = ""
+
+    def last(self, key: str, n: int) -> float | None:
+        values = [p[key] for p in self.points[-n:]]
+        return statistics.fmean(values) if values else None
+
+
+def parse_spec(spec: str) -> tuple[str, int]:
+    """ENV:ITERATIONS."""
+    env, _, iterations = spec.rpartition(":")
+    h.check([(not env or not iterations.isdigit(), f"--curves: '{spec}' is not ENV:ITERATIONS")])
+    return env, int(iterations)
+
+
+def command(env: str, iterations: int, seed: int, workers: int, run_dir: Path) -> list[str]:
+    flags = {
+        "--env": env,
+        "--meta-iterations": iterations,
+        "--seed": seed,
+        "--workers": workers,
+        "--target-return": 1e12,  # every iteration asked for
+        "--run-dir": run_dir,
+        "--progress": "plain",
+    }
+    args = [str(x) for pair in flags.items() for x in pair]
+    return [sys.executable, "-m", "pararl.cli", "train", "maml", *args, "--no-tensorboard"]
+
+
+def read_curve(run_dir: Path) -> list[dict[str, float]]:
+    with (run_dir / "metrics.csv").open() as f:
+        rows = [r for r in csv.DictReader(f) if r.get("pre_return")]
+    return [
+        {
+            "iteration": float(r["iteration"]),
+            "pre": float(r["pre_return"]),
+            "post": float(r["post_return"]),
+            "wall_s": float(r["wall_s"]),
+        }
+        for r in rows
+    ]
+
+
+def run_curve(
+    env: str, iterations: int, seed: int, workers: int, timeout_s: float, workdir: Path
+) -> Curve:
+    out = workdir / f"maml-{env.replace('/', '_')}"
+    h.progress(f"maml: meta-training {env} for {iterations} iterations ...")
+    done = run_process(command(env, iterations, seed, workers, out), timeout_s, workdir)
+    curve = Curve(env, iterations, done.wall_s, done.returncode == 0)
+    if (out / "metrics.csv").is_file():
+        curve.points = read_curve(out)
+    if not curve.ok:
+        curve.note = done.tail
+    h.progress(f"maml: {env}: {len(curve.points)} iterations in {done.wall_s:.0f} s")
+    return curve
+
+
+def fmt(v: float | None) -> str:
+    return "–" if v is None else f"{v:.1f}"
+
+
+LAST = 10  # iterations averaged for the end of a run
+
+COLUMNS: list[h.Col[Curve]] = [
+    h.Col("env", lambda c: c.env, "l"),
+    h.Col("meta-iterations", lambda c: f"{len(c.points)} / {c.iterations}"),
+    h.Col("wall", lambda c: f"{c.wall_s / 60:.1f} min"),
+    h.Col("first 10: pre → post", lambda c: first(c)),
+    h.Col(f"last {LAST}: pre", lambda c: fmt(c.last("pre", LAST))),
+    h.Col(f"last {LAST}: post", lambda c: fmt(c.last("post", LAST))),
+    h.Col(
+        "post > pre",
+        lambda c: f"{sum(p['post'] > p['pre'] for p in c.points)} of {len(c.points)} iterations",
+    ),
+    h.Col("MAML paper", lambda c: PAPER.get(c.env, "–"), "l"),
+    h.Col("note", lambda c: c.note, "l"),
+]
+
+
+def first(c: Curve) -> str:
+    head = c.points[:LAST]
+    if not head:
+        return "–"
+    pre, post = (statistics.fmean(p[k] for p in head) for k in ("pre", "post"))
+    return f"{pre:.1f} → {post:.1f}"
+
+
+def panels(curves: list[Curve]) -> list[Panel]:
+    out = []
+    for c in curves:
+        x = [p["iteration"] for p in c.points]
+        out.append(
+            Panel(
+                f"{c.env}: meta-training",
+                [
+                    Series(
+                        "before adaptation", x, [p["pre"] for p in c.points], fmt="-", color="C1"
+                    ),
+                    Series("after one step", x, [p["post"] for p in c.points], fmt="-", color="C0"),
+                ],
+                xlabel="meta-iteration",
+                ylabel="mean return of the tasks' episodes",
+            )
+        )
+    return out
+
+
+__all__ = ["COLUMNS", "Curve", "panels", "parse_spec", "run_curve"]
