@@ -8,7 +8,8 @@ start-up, transfers included, and takes the faster; the timings are kept.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,6 +19,19 @@ from torch import nn
 
 from pararl.errors import UsageError
 from pararl.optim import FlatAdam
+
+
+@contextmanager
+def torch_threads(threads: int | None) -> Iterator[None]:
+    """torch's intra-op threads set to `threads` inside the block, restored after it
+    (None: left as they are)."""
+    before = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def available_devices() -> list[torch.device]:

@@ -133,3 +133,25 @@ def test_replay_state_round_trip() -> None:
     assert other.added == 5
     np.testing.assert_array_equal(other.obs[:5], rb.obs[:5])
     np.testing.assert_array_equal(other.discount[:5], rb.discount[:5])
+
+
+def test_learning_starts_counts_transitions_added_to_a_frame_memory() -> None:
+    """rl-zoo's Atari setting (memory size = learning_starts): the frame memory never
+    holds that many transitions, episode ends taking slots, yet learning starts."""
+    import gymnasium as gym
+    import torch
+
+    from pararl.algos.dqn import DQNState
+    from pararl.algos.frame_replay import FrameReplay
+    from pararl.config import DQNConfig
+    from tests.algos.test_frame_replay import FRAME, fill
+
+    space = gym.spaces.Box(0, 255, (3, *FRAME), np.uint8)
+    cfg = DQNConfig(env="x", buffer_size=60, learning_starts=60, batch_size=8, model="mlp")
+    state = DQNState(cfg, space, gym.spaces.Discrete(4), torch.device("cpu"), frame_stack=3)
+    assert isinstance(state.replay, FrameReplay)
+    fill(state.replay, 1, 2, 3, 1, 20, 4, seed=0)  # 40 transitions
+    assert not state.can_learn()
+    fill(state.replay, 1, 2, 3, 1, 30, 4, seed=1)  # 60 more: the ring has wrapped
+    assert len(state.replay) < 60 <= state.replay.added
+    assert state.can_learn()

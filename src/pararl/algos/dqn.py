@@ -211,8 +211,11 @@ class DQNState:
         return stats
 
     def can_learn(self) -> bool:
+        """A batch is there, and `learning_starts` transitions went into this memory
+        (counted as added, not as held: a frame memory as large as `learning_starts`,
+        rl-zoo's Atari setting, never holds that many, its episode ends taking slots)."""
         s = self.settings
-        return len(self.replay) >= max(s.batch_size, s.learning_starts)
+        return len(self.replay) >= s.batch_size and self.replay.added >= s.learning_starts
 
     def state(self, with_replay: bool = True, wall_s: float = 0.0) -> dict[str, Any]:
         return {

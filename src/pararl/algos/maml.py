@@ -41,6 +41,7 @@ from torch.nn.utils import parameters_to_vector
 from pararl.algos.baseline import TaskBatch
 from pararl.algos.trpo import TRPOHyper, trpo_step
 from pararl.config_maml import MAMLConfig
+from pararl.devices import torch_threads
 from pararl.errors import UsageError
 from pararl.samplers.task_policy import GaussianMLP, Params, gaussian_log_likelihood
 
@@ -126,7 +127,8 @@ def gauss_newton_fisher(
     times v, as J^T H J v (see the module docstring). `outputs` maps the flat theta
     to (mean, log-std) [tasks, episodes, steps, action]; `mask` marks the real steps;
     the KL's weights are `episode_mean`'s then the mean over tasks."""
-    (_, log_std), pullback = torch.func.vjp(outputs, theta_old)
+    found = torch.func.vjp(outputs, theta_old)
+    (_, log_std), pullback = found[0], found[1]
     with warnings.catch_warnings():  # torch.fx's constant folding warns about its own graph
         warnings.simplefilter("ignore", UserWarning)
         _, push_forward = torch.func.linearize(outputs, theta_old)
@@ -194,12 +196,8 @@ class MAMLLearner:
 
     def step(self, batch: MetaBatch) -> dict[str, float]:
         """The TRPO outer step on the post-adaptation surrogate; returns its statistics."""
-        before = torch.get_num_threads()
-        torch.set_num_threads(self.threads or before)
-        try:
+        with torch_threads(self.threads):
             return self._step(batch)
-        finally:
-            torch.set_num_threads(before)
 
     def _step(self, batch: MetaBatch) -> dict[str, float]:
         old: list[tuple[torch.Tensor, torch.Tensor]] = []  # pi_theta'_i(old) on valid

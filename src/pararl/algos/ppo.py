@@ -229,6 +229,7 @@ class PPOState:
         cfg, _ = cfg.for_env(env_kind(obs_space, act_space))
         self.config = cfg
         self.settings = s = cfg.settings
+        self.update_threads: int | None = None  # torch threads for updates (None: as set)
         self.obs_shape = tuple(obs_space.shape or ())
         self.obs_dtype = rollout_dtype(obs_space)
         self.discrete = isinstance(act_space, gym.spaces.Discrete)

@@ -21,6 +21,7 @@ pararl vector env the stack is kept in shared memory as a ring of frames
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any, SupportsFloat
 
@@ -52,7 +53,11 @@ def register_atari() -> bool:
     """Register ale-py's games with Gymnasium, if ale-py is installed; ALE's own log
     keeps its warnings and errors, not the banner each env would print at start."""
     try:
-        import ale_py
+        with warnings.catch_warnings():
+            # a process that already holds ALE's specs (the evaluation process of a
+            # resumed run) would be told each one is overridden with itself
+            warnings.filterwarnings("ignore", message=".*Overriding environment ALE/")
+            import ale_py
     except ImportError:
         return False
     gym.register_envs(ale_py)

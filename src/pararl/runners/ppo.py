@@ -23,13 +23,14 @@ import numpy as np
 from pararl import seeding
 from pararl.algos.ppo import PPOState
 from pararl.config import PPOConfig
+from pararl.devices import torch_threads
 from pararl.envs.make import env_factory
 from pararl.errors import UsageError
 from pararl.models import num_params
 from pararl.mp.topology import physical_cores
 from pararl.runners.ppo_mode import ModeChoice, choose_mode
 from pararl.runners.session import TrainSession
-from pararl.runners.setup import Plan, Prepared, set_learner_threads
+from pararl.runners.setup import SMALL_MODEL_PARAMS, Plan, Prepared, set_learner_threads
 from pararl.samplers.rollout import EnvStream, collect, collect_double
 from pararl.vector import ParallelVectorEnv, SerialVectorEnv
 
@@ -48,7 +49,8 @@ def train_loop(state: PPOState, session: TrainSession, next_rollout: RolloutSour
         rollout = next_rollout()
         state.env_steps += len(rollout["advantages"])
         discounted = rollout.pop("discounted")
-        stats = state.learner.update(rollout, state.rng)
+        with torch_threads(state.update_threads):
+            stats = state.learner.update(rollout, state.rng)
         state.learner.model.norm.update(rollout["obs"], discounted)  # after: see normalize
         stats.update(state.learner.model.norm.stats())
         state.sync_actor()
@@ -138,15 +140,19 @@ def plan(p: Prepared) -> Plan:
             f"(got mode {mode}, {workers} worker(s))"
         )
     state = PPOState(cfg, p.observation_space, p.action_space, num_envs, p.resume_state)
-    threads = set_learner_threads(
-        num_params(state.learner.model), 0 if mode == "serial" else workers
-    )
+    size = num_params(state.learner.model)
+    threads = set_learner_threads(size, 0 if mode == "serial" else workers)
+    if size >= SMALL_MODEL_PARAMS and mode in ("serial", "sync") and not cfg.double_buffer:
+        # the env workers wait while the update runs: it takes every core; acting
+        # keeps `threads`, not to fight the workers for them
+        state.update_threads = physical_cores()
     resolved: dict[str, Any] = {
         "mode": mode,
         "mode_reason": choice.reason,
         "num_envs": num_envs,
         "devices": state.devices.as_dict(),
         "learner_threads": threads,
+        "update_threads": state.update_threads or threads,
     }
     d = state.devices
 
