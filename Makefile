@@ -39,6 +39,7 @@ bench: venv
 	$(BIN)/python -m benchmarks dqn
 	$(BIN)/python -m benchmarks ppo
 	$(BIN)/python -m benchmarks maml
+	$(BIN)/python -m benchmarks maml_curves
 	$(BIN)/python -m benchmarks mujoco
 	$(BIN)/python -m benchmarks devices
 	$(BIN)/python -m benchmarks partial
@@ -53,6 +54,7 @@ bench-quick: venv
 	$(BIN)/python -m benchmarks dqn --quick
 	$(BIN)/python -m benchmarks ppo --quick
 	$(BIN)/python -m benchmarks maml --quick
+	$(BIN)/python -m benchmarks maml_curves --quick
 	$(BIN)/python -m benchmarks mujoco --quick
 	$(BIN)/python -m benchmarks devices --quick
 	$(BIN)/python -m benchmarks partial --quick

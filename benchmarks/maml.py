@@ -1,10 +1,6 @@
-"""`python -m benchmarks maml`, in two parts.
-
-1. `speed`: time per MAML-TRPO meta-iteration, split into sampling, adaptation and
-   the outer step, pararl against the seed post's design (seeds/001, its sampler
-   re-implemented in `benchmarks.maml_seed`).
-2. `curves`: whole `pararl train maml` runs with the reference configuration, the
-   return before and after adaptation per meta-iteration (`benchmarks.maml_curves`).
+"""`python -m benchmarks maml`: time per MAML-TRPO meta-iteration, split into sampling,
+adaptation and the outer step, with pararl's multi-task sampler against the seed
+post's sampler design (seeds/001, re-implemented in `benchmarks.maml_seed`).
 
 Per env, two meta-learners start from the same seed and run the same meta-iteration
 code (`pararl.runners.maml.meta_iteration`: the reference configuration's tasks,
@@ -23,13 +19,10 @@ core (the workers wait while it runs).
 from __future__ import annotations
 
 import functools
-import tempfile
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any
 
 from benchmarks import harness as h
-from benchmarks import maml_curves
 from benchmarks.figures import Panel, grouped_bars
 
 DESIGNS = ("pararl", "seed")
@@ -38,16 +31,9 @@ PARTS = ("sampling", "adaptation", "outer")
 
 @dataclass(frozen=True)
 class Config(h.Options):
-    """MAML-TRPO meta-iteration time, pararl vs the seed's design, split into sampling /
-    adaptation / outer step; and meta-training curves. --quick: Navigation2D, a small
-    meta-batch, no curves."""
+    """MAML-TRPO meta-iteration time, pararl's sampler vs the seed's design, split into
+    sampling / adaptation / outer step. --quick: Navigation2D, a small meta-batch."""
 
-    parts: tuple[Literal["speed", "curves"], ...] = ("speed", "curves")
-    """Parts to run."""
-    curves: tuple[str, ...] = ("pararl/Navigation2D-v0:500", "pararl/HalfCheetahDir-v0:100")
-    """curves: ENV:META_ITERATIONS runs of `pararl train maml` (defaults otherwise)."""
-    curve_timeout_s: float = 3600.0
-    """curves: wall-time bound of each run."""
     envs: tuple[str, ...] = ("pararl/HalfCheetahDir-v0", "pararl/Navigation2D-v0")
     """Task envs to run."""
     workers: int = 2
@@ -65,7 +51,6 @@ class Config(h.Options):
 
 
 QUICK = {
-    "parts": ("speed",),
     "envs": ("pararl/Navigation2D-v0",),
     "meta_batch_size": 4,
     "fast_batch_size": 4,
@@ -84,11 +69,8 @@ def resolve(config: Config) -> Config:
                 c.meta_batch_size is not None and c.meta_batch_size < 1,
                 "--meta-batch-size must be >= 1",
             ),
-            (not c.parts, "--parts needs at least one of speed, curves"),
         ]
     )
-    for spec in c.curves:
-        maml_curves.parse_spec(spec)
     return c
 
 
@@ -211,29 +193,11 @@ def measure_env(c: Config, env: str) -> list[Row]:
     return rows
 
 
-@dataclass
-class Result:
-    rows: list[Row] = field(default_factory=list)
-    curves: list[maml_curves.Curve] = field(default_factory=list)
-
-
-def measure(c: Config, meta: h.Metadata) -> Result:
+def measure(c: Config, meta: h.Metadata) -> list[Row]:
     import torch
 
     torch.set_num_threads(1)
-    result = Result()
-    if "speed" in c.parts:
-        result.rows = [row for env in c.envs for row in measure_env(c, env)]
-    if "curves" in c.parts:
-        with tempfile.TemporaryDirectory(prefix="pararl-bench-maml-") as tmp:
-            for spec in c.curves:
-                env, iterations = maml_curves.parse_spec(spec)
-                result.curves.append(
-                    maml_curves.run_curve(
-                        env, iterations, c.seed, c.workers, c.curve_timeout_s, Path(tmp)
-                    )
-                )
-    return result
+    return [row for env in c.envs for row in measure_env(c, env)]
 
 
 def ms(s: h.Summary) -> str:
@@ -253,8 +217,7 @@ COLUMNS: list[h.Col[Row]] = [
 ]
 
 
-def report(result: Result, meta: h.Metadata) -> h.Report:
-    rows = result.rows
+def report(rows: list[Row], meta: h.Metadata) -> h.Report:
     envs = list(dict.fromkeys(r.env for r in rows))
     by = {(r.env, r.design): r for r in rows}
     ratios = []
@@ -279,17 +242,12 @@ def report(result: Result, meta: h.Metadata) -> h.Report:
                 xticks=[(i, p) for i, p in enumerate(PARTS)],
             )
         )
-    blocks = [h.table(COLUMNS, rows)] if rows else []
-    if result.curves:
-        blocks.append(h.table(maml_curves.COLUMNS, result.curves))
-        panels += maml_curves.panels(result.curves)
     return h.Report(
-        f"MAML-TRPO: meta-iteration time against the seed's design, meta-training curves "
-        f"(`{h.PROG} maml`)",
+        f"MAML-TRPO meta-iteration: pararl's sampler vs the seed's design (`{h.PROG} maml`)",
         "; ".join(ratios),
-        blocks,
+        [h.table(COLUMNS, rows)],
         panels,
-        "MAML meta-iteration time split and meta-training curves",
+        "MAML meta-iteration time split",
     )
 
 

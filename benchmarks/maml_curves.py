@@ -1,4 +1,4 @@
-"""`python -m benchmarks maml`'s learning part: whole `pararl train maml` runs with the
+"""`python -m benchmarks maml_curves`: whole `pararl train maml` runs with the
 reference configuration, their return before and after adaptation per meta-iteration
 (from each run's `metrics.csv`), next to what the MAML paper reports."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import statistics
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +23,33 @@ PAPER = {
     "pararl/Navigation2D-v0": "Fig. 4: the adapted policy heads for the goal after one step",
     "pararl/HalfCheetahDir-v0": "Fig. 5: the gap opens over meta-training (~1,000 updates)",
 }
+
+
+@dataclass(frozen=True)
+class Config(h.Options):
+    """Meta-training curves of `pararl train maml` (return before and after one
+    adaptation step per meta-iteration). --quick: Navigation2D, 2 iterations."""
+
+    runs: tuple[str, ...] = ("pararl/Navigation2D-v0:500", "pararl/HalfCheetahDir-v0:100")
+    """ENV:META_ITERATIONS runs of `pararl train maml` (its defaults otherwise)."""
+    seed: int = 0
+    """Seed of every run."""
+    workers: int = 2
+    """Env worker processes."""
+    timeout_s: float = 3600.0
+    """Wall-time bound of each run (killed and reported as failed after it)."""
+
+
+QUICK = {"runs": ("pararl/Navigation2D-v0:2",), "timeout_s": 300.0}
+
+
+def resolve(config: Config) -> Config:
+    c = h.apply_quick(config, QUICK)
+    h.require(c, ">= 1: workers", "> 0: timeout_s")
+    h.check([(not c.runs, "--runs needs at least one ENV:ITERATIONS")])
+    for spec in c.runs:
+        parse_spec(spec)
+    return c
 
 
 @dataclass
@@ -43,7 +71,8 @@ class Curve:
 def parse_spec(spec: str) -> tuple[str, int]:
     """ENV:ITERATIONS."""
     env, _, iterations = spec.rpartition(":")
-    h.check([(not env or not iterations.isdigit(), f"--curves: '{spec}' is not ENV:ITERATIONS")])
+    bad = not env or not iterations.isdigit() or int(iterations) < 1
+    h.check([(bad, f"--runs: '{spec}' is not ENV:ITERATIONS (iterations >= 1)")])
     return env, int(iterations)
 
 
@@ -140,4 +169,28 @@ def panels(curves: list[Curve]) -> list[Panel]:
     return out
 
 
-__all__ = ["COLUMNS", "Curve", "panels", "parse_spec", "run_curve"]
+def measure(c: Config, meta: h.Metadata) -> list[Curve]:
+    del meta
+    with tempfile.TemporaryDirectory(prefix="pararl-bench-maml-") as tmp:
+        return [
+            run_curve(*parse_spec(spec), c.seed, c.workers, c.timeout_s, Path(tmp))
+            for spec in c.runs
+        ]
+
+
+def report(curves: list[Curve], meta: h.Metadata) -> h.Report:
+    gaps = [
+        f"{c.env}: {fmt(c.last('pre', LAST))} before, {fmt(c.last('post', LAST))} after "
+        f"adaptation over the last {min(LAST, len(c.points))} of {len(c.points)} iterations"
+        for c in curves
+    ]
+    return h.Report(
+        f"MAML-TRPO meta-training curves (`{h.PROG} maml_curves`)",
+        "; ".join(gaps),
+        [h.table(COLUMNS, curves)],
+        panels(curves),
+        "MAML-TRPO: return before and after adaptation per meta-iteration",
+    )
+
+
+__all__ = ["Config", "Curve", "measure", "report", "resolve", "run_curve"]

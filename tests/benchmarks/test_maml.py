@@ -10,15 +10,13 @@ from typing import Any
 import pytest
 from benchmarks.__main__ import main
 
-from benchmarks import harness as h
 from tests.benchmarks.conftest import PNG
 
 
 def test_quick_run(bench: Callable[..., dict[str, Any]], tmp_path: Path) -> None:
     data = bench("maml", "--quick")
     assert (tmp_path / "bench_maml.png").read_bytes()[:8] == PNG
-    rows = data["results"]["rows"]
-    assert data["results"]["curves"] == []  # --quick leaves the meta-training runs out
+    rows = data["results"]
     assert [r["design"] for r in rows] == ["pararl", "seed"]
     for row in rows:
         assert row["tasks"] == 4
@@ -39,18 +37,20 @@ def test_bad_options_exit_with_code_2(
     assert not (tmp_path / "maml.json").exists()
 
 
-def test_curves_are_read_from_a_real_run(tmp_path: Path) -> None:
-    """The curves part on a short real `pararl train maml` run (its smallest case)."""
-    from benchmarks import maml_curves
+def test_curves_quick_run(bench: Callable[..., dict[str, Any]], tmp_path: Path) -> None:
+    """`maml_curves --quick`: a real two-iteration `pararl train maml` run, read back."""
+    data = bench("maml_curves", "--quick")
+    assert (tmp_path / "bench_maml_curves.png").read_bytes()[:8] == PNG
+    (curve,) = data["results"]
+    assert curve["ok"], curve["note"]
+    assert [p["iteration"] for p in curve["points"]] == [1.0, 2.0]
+    assert all(p["post"] > p["pre"] for p in curve["points"])  # one step on 20 tasks helps
+    assert "after adaptation over the last 2 of 2 iterations" in data["key_ratios"]
 
-    curve = maml_curves.run_curve("pararl/Navigation2D-v0", 1, 0, 1, 120.0, tmp_path)
-    assert curve.ok, curve.note
-    assert [p["iteration"] for p in curve.points] == [1.0]
-    assert curve.points[0]["post"] > curve.points[0]["pre"]  # one step on 20 tasks helps
-    table = h.table(maml_curves.COLUMNS, [curve])
-    assert "1 / 1" in table
-    assert "1 of 1 iterations" in table
-    assert [s.label for s in maml_curves.panels([curve])[0].series] == [
-        "before adaptation",
-        "after one step",
-    ]
+
+@pytest.mark.parametrize("args", [["--runs", "pararl/Navigation2D-v0"], ["--workers", "0"]])
+def test_curves_bad_options_exit_with_code_2(
+    args: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["maml_curves", "--quick", "--out-dir", str(tmp_path), *args]) == 2
+    assert "error" in capsys.readouterr().err
