@@ -8,6 +8,7 @@ import csv
 import statistics
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,7 +29,7 @@ PAPER = {
 @dataclass(frozen=True)
 class Config(h.Options):
     """Meta-training curves of `pararl train maml` (return before and after one
-    adaptation step per meta-iteration). --quick: Navigation2D, 2 iterations."""
+    adaptation step per meta-iteration). --quick: Navigation2D, 2 small iterations."""
 
     runs: tuple[str, ...] = ("pararl/Navigation2D-v0:500", "pararl/HalfCheetahDir-v0:100")
     """ENV:META_ITERATIONS runs of `pararl train maml` (its defaults otherwise)."""
@@ -38,9 +39,15 @@ class Config(h.Options):
     """Env worker processes."""
     timeout_s: float = 3600.0
     """Wall-time bound of each run (killed and reported as failed after it)."""
+    train_args: tuple[str, ...] = ()
+    """More `pararl train maml` options, as given on its command line."""
 
 
-QUICK = {"runs": ("pararl/Navigation2D-v0:2",), "timeout_s": 300.0}
+QUICK = {
+    "runs": ("pararl/Navigation2D-v0:2",),
+    "timeout_s": 300.0,
+    "train_args": ("--meta-batch-size", "4", "--fast-batch-size", "4", "--episode-length", "20"),
+}
 
 
 def resolve(config: Config) -> Config:
@@ -76,7 +83,9 @@ def parse_spec(spec: str) -> tuple[str, int]:
     return env, int(iterations)
 
 
-def command(env: str, iterations: int, seed: int, workers: int, run_dir: Path) -> list[str]:
+def command(
+    env: str, iterations: int, seed: int, workers: int, run_dir: Path, extra: Sequence[str] = ()
+) -> list[str]:
     flags = {
         "--env": env,
         "--meta-iterations": iterations,
@@ -87,7 +96,7 @@ def command(env: str, iterations: int, seed: int, workers: int, run_dir: Path) -
         "--progress": "plain",
     }
     args = [str(x) for pair in flags.items() for x in pair]
-    return [sys.executable, "-m", "pararl.cli", "train", "maml", *args, "--no-tensorboard"]
+    return [sys.executable, "-m", "pararl.cli", "train", "maml", *args, *extra, "--no-tensorboard"]
 
 
 def read_curve(run_dir: Path) -> list[dict[str, float]]:
@@ -105,11 +114,18 @@ def read_curve(run_dir: Path) -> list[dict[str, float]]:
 
 
 def run_curve(
-    env: str, iterations: int, seed: int, workers: int, timeout_s: float, workdir: Path
+    env: str,
+    iterations: int,
+    seed: int,
+    workers: int,
+    timeout_s: float,
+    workdir: Path,
+    extra: Sequence[str] = (),
 ) -> Curve:
     out = workdir / f"maml-{env.replace('/', '_')}"
     h.progress(f"maml: meta-training {env} for {iterations} iterations ...")
-    done = run_process(command(env, iterations, seed, workers, out), timeout_s, workdir)
+    cmd = command(env, iterations, seed, workers, out, extra)
+    done = run_process(cmd, timeout_s, workdir)
     curve = Curve(env, iterations, done.wall_s, done.returncode == 0)
     if (out / "metrics.csv").is_file():
         curve.points = read_curve(out)
@@ -173,7 +189,7 @@ def measure(c: Config, meta: h.Metadata) -> list[Curve]:
     del meta
     with tempfile.TemporaryDirectory(prefix="pararl-bench-maml-") as tmp:
         return [
-            run_curve(*parse_spec(spec), c.seed, c.workers, c.timeout_s, Path(tmp))
+            run_curve(*parse_spec(spec), c.seed, c.workers, c.timeout_s, Path(tmp), c.train_args)
             for spec in c.runs
         ]
 
