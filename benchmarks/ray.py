@@ -150,16 +150,12 @@ def simulated_cluster(nodes: int, cpus_per_node: int) -> Iterator[int]:
         cluster.shutdown()
 
 
-def actor_nodes() -> int | None:
-    """Distinct nodes of the live DQN actors, from Ray's state API (None without it)."""
-    try:
-        from ray.util.state import list_actors
+def actor_nodes(driver: Pararl) -> int:
+    """Distinct nodes of the driver's Ray DQN actors, as each actor reports its own."""
+    from pararl.samplers.ray.cluster import import_ray
 
-        alive = list_actors(filters=[("class_name", "=", "DQNActor"), ("state", "=", "ALIVE")])
-    except Exception as exc:  # the state API needs Ray's dashboard agent
-        h.progress(f"ray: actor placement unknown ({h.failure(exc)})")
-        return None
-    return len({a.node_id for a in alive})
+    actors = driver.loop.source.group.actors  # type: ignore[attr-defined]
+    return len(set(import_ray().get([a.node.remote() for a in actors], timeout=60)))
 
 
 def ingest(driver: Pararl, repeats: int) -> tuple[float, float, int, int]:
@@ -197,7 +193,7 @@ def measure(c: Config, meta: h.Metadata) -> Results:
                 runs["learner"] = (local, "learner")
                 spells(runs, rows, c.repeats, c.block_s, c.warmup_s)
                 store_s, copy_s, transitions, nbytes = ingest(ray, c.transfer_repeats)
-                placed = actor_nodes()
+                placed = actor_nodes(ray)
             finally:
                 ray.close()
         finally:

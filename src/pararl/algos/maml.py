@@ -18,17 +18,16 @@ The Fisher-vector products of the outer step use the KL's Gauss-Newton form, exa
 at theta_old where TRPO takes them: there the KL's gradient in the policy's outputs
 (mean, log-std) is zero, so its Hessian in theta is J^T H J, J the Jacobian of the
 adapted policy's outputs in theta and H the Gaussian's Fisher in its outputs
-(1/var for the mean, 2 for the log-std). A forward-mode product (J v through the
-inner step: `torch.func.linearize` over `torch.func.grad`, traced once per step) and
-a reverse-mode one (J^T u, its graph built once per step) replace the reference's differentiation of
-the KL's gradient, which went through the inner step a third time
-(`fisher="autograd"` keeps that way, the reference's).
+(1/var for the mean, 2 for the log-std). A product J v (the derivative of a kept
+J^T u graph in u) and a product J^T u (a backward pass through the kept forward
+graph) replace the reference's differentiation of the KL's gradient, which goes
+through the inner step a third time (`fisher="autograd"` keeps that way, the
+reference's).
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -97,22 +96,11 @@ def adapted_outputs(
     lr: float,
     first_order: bool = False,
 ) -> Callable[[Params], tuple[torch.Tensor, torch.Tensor]]:
-    """params -> the adapted policy's (mean, log-std broadcast to the mean) on `obs`:
-    `adapt`'s inner steps written with `torch.func.grad`, so that `torch.func`'s
-    forward- and reverse-mode products can go through them."""
-    tasks = obs.shape[0]
-
-    def inner_loss(current: Params, batch: TaskBatch) -> torch.Tensor:
-        return reinforce_loss(model, current, batch).sum()
+    """params -> the adapted policy's (mean, log-std broadcast to the mean) on `obs`,
+    differentiable in `params` through the inner steps (`adapt`)."""
 
     def outputs(params: Params) -> tuple[torch.Tensor, torch.Tensor]:
-        current = stack(params, tasks)
-        for batch in train:
-            grads = torch.func.grad(inner_loss)(current, batch)
-            if first_order:
-                grads = {n: g.detach() for n, g in grads.items()}
-            current = {n: p - lr * grads[n] for n, p in current.items()}
-        mean, log_std = model.forward_tasks(current, obs)
+        mean, log_std = model.forward_tasks(adapt(model, params, train, lr, first_order), obs)
         return mean, log_std.expand_as(mean)
 
     return outputs
@@ -126,19 +114,25 @@ def gauss_newton_fisher(
     """v -> the Hessian at theta_old of the valid episodes' mean KL(pi_old || pi_theta)
     times v, as J^T H J v (see the module docstring). `outputs` maps the flat theta
     to (mean, log-std) [tasks, episodes, steps, action]; `mask` marks the real steps;
-    the KL's weights are `episode_mean`'s then the mean over tasks."""
-    found = torch.func.vjp(outputs, theta_old)
-    (_, log_std), pullback = found[0], found[1]
-    with warnings.catch_warnings():  # torch.fx's constant folding warns about its own graph
-        warnings.simplefilter("ignore", UserWarning)
-        _, push_forward = torch.func.linearize(outputs, theta_old)
+    the KL's weights are `episode_mean`'s then the mean over tasks.
+
+    One forward pass through the inner step is kept for the whole CG solve. J^T u is
+    built once as a graph in a dummy u (it is linear in u); its derivative in u along
+    v is J v (the double-backward trick for forward-mode products, Townsend 2017), and
+    J^T of the result is a backward pass through the kept forward graph."""
+    theta = theta_old.detach().clone().requires_grad_()
+    mean, log_std = outputs(theta)
     weight = mask / mask.sum(-1, keepdim=True).clamp(min=1) / mask.shape[-2] / mask.shape[0]
     h_mean = (weight.unsqueeze(-1) * torch.exp(-2 * log_std)).detach()
     h_log_std = 2 * weight.unsqueeze(-1).expand_as(log_std)
+    dummy = (torch.zeros_like(mean, requires_grad=True), torch.zeros_like(log_std).requires_grad_())
+    (jt_dummy,) = torch.autograd.grad((mean, log_std), theta, dummy, create_graph=True)
 
     def product(v: torch.Tensor) -> torch.Tensor:
-        j_mean, j_log_std = push_forward(v)
-        (hv,) = pullback((h_mean * j_mean, h_log_std * j_log_std))
+        j_mean, j_log_std = torch.autograd.grad(jt_dummy, dummy, v, retain_graph=True)
+        (hv,) = torch.autograd.grad(
+            (mean, log_std), theta, (h_mean * j_mean, h_log_std * j_log_std), retain_graph=True
+        )
         return hv
 
     return product
