@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+import tyro
 
 from pararl.config import EnvKind, RunConfig
 from pararl.errors import UsageError
@@ -60,9 +62,15 @@ class MAMLConfig(RunConfig):
     eval_every: int = 1
     """Record the post-adaptation return as the run's evaluation (best checkpoint,
     --target-return) every this many env steps (default: every meta-iteration)."""
-    eval_in: Literal["auto", "process", "inline"] = "inline"
-    """Where evaluations run: the post-adaptation returns are measured by training
-    itself, so `inline` (no evaluation process)."""
+    # the run options MAML has no use for, kept off its --help: its evaluation is the
+    # post-adaptation return training measures (no evaluation episodes or process),
+    # it trains on the task's own reward and samples with local workers
+    eval_in: Annotated[Literal["auto", "process", "inline"], tyro.conf.Suppress] = "inline"
+    eval_episodes: Annotated[int, tyro.conf.Suppress] = 20
+    wrapper: Annotated[Literal["none", "cartpole-shaped"], tyro.conf.Suppress] = "none"
+    backend: Annotated[Literal["local", "ray"], tyro.conf.Suppress] = "local"
+    ray_address: Annotated[str | None, tyro.conf.Suppress] = None
+    ray_timeout_s: Annotated[float, tyro.conf.Suppress] = 300.0
 
     def steps_per_iteration(self) -> int:
         """Env steps of one meta-iteration (episode slots: every inner step's and the

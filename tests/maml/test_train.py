@@ -97,6 +97,8 @@ def test_resume_and_evaluate(trained: Path, capsys: pytest.CaptureFixture[str]) 
         (["--meta-batch-size", "3", "--fast-batch-size", "1", "--workers", "2"], "spread evenly"),
         (["--fast-lr", "0"], "--fast-lr"),
         (["--max-kl", "-1"], "--max-kl"),
+        (["--backend", "ray"], "Unrecognized options: --backend"),
+        (["--wrapper", "cartpole-shaped"], "Unrecognized options: --wrapper"),
     ],
 )
 def test_bad_input_exits_2_and_leaves_no_run(
@@ -107,6 +109,16 @@ def test_bad_input_exits_2_and_leaves_no_run(
     assert main([*base, *args]) == 2
     assert message in capsys.readouterr().err
     assert not run.exists()
+
+
+def test_help_lists_only_what_maml_uses(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["train", "maml", "--help"])
+    text = capsys.readouterr().out
+    assert "--meta-batch-size" in text
+    assert "--fast-lr" in text
+    for unused in ("--backend", "--ray-address", "--wrapper", "--eval-in", "--eval-episodes"):
+        assert unused not in text
 
 
 @pytest.mark.slow
