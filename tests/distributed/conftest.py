@@ -1,4 +1,6 @@
-"""One Ray instance for all the Ray tests (start-up takes seconds here): a simulated
+"""One Ray instance for all the Ray tests of this package (start-up takes seconds here),
+shut down after the last of them: its daemons poll, and left running they slowed the
+rest of the suite (the vector conformance tests ran 3.5x slower beside them). A simulated
 cluster of two nodes with one CPU each (`ray.cluster_utils.Cluster`), which is what
 placement, actor deaths and a driver joining an address need; a one-node
 `ray.init` would add start-up time and test nothing more. The finalizer shuts Ray
@@ -47,7 +49,7 @@ def _assert_no_ray_processes(before: set[int], timeout_s: float = 15.0) -> None:
     assert not names, f"Ray processes left after shutdown: {names}"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def ray_kind() -> Iterator[str]:
     ray = pytest.importorskip("ray")
     from ray.cluster_utils import Cluster
