@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -60,6 +61,10 @@ class Options:
     """Markdown file whose bench:NAME section is rewritten; default: <repo>/BENCHMARKS.md."""
     update_benchmarks: bool | None = None
     """Rewrite the BENCHMARKS.md section; default: yes, except with --quick."""
+    section: str | None = None
+    """Name of the run's section, JSON and figure (bench:SECTION, SECTION.json,
+    bench_SECTION.png); default: the benchmark's NAME. Another name keeps a second run
+    of the same benchmark (other options) beside the first."""
 
 
 def apply_quick(config: C, quick: Mapping[str, Any]) -> C:
@@ -368,6 +373,10 @@ def execute(
     from benchmarks.figures import save_figure
 
     command = command_line(name, config)
+    label = getattr(config, "section", None)
+    check(
+        [(label is not None and not re.fullmatch(r"[a-z0-9_]+", label), "--section: a-z, 0-9, _")]
+    )
     config = resolve(config)
     opts: Any = config
     torch = sys.modules.get("torch")
@@ -381,6 +390,7 @@ def execute(
             sys.modules["torch"].set_num_threads(threads)
     meta.wall_s = round(time.perf_counter() - start, 1)
     rep = report(results, meta)
+    name = opts.section or name
     out_dir = opts.out_dir or ROOT / "bench_results"
     figure = opts.figure or (out_dir if opts.quick else ROOT / "figures") / f"bench_{name}.png"
     md = opts.benchmarks_md or ROOT / "BENCHMARKS.md"

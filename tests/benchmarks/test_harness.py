@@ -140,6 +140,24 @@ def test_execute_publishes_json_png_tables_and_the_section(
     assert "toy note\n\nKey ratios: all fine.\n\n![benchmark](figures/f.png)" in text
 
 
+def test_a_named_section_keeps_a_second_run_beside_the_first(tmp_path: Path) -> None:
+    md = tmp_path / "BENCHMARKS.md"
+    first = Toy(out_dir=tmp_path, benchmarks_md=md, figure=tmp_path / "a.png")
+    h.execute("toy", first, lambda c: c, _measure, _report)
+    second = Toy(
+        out_dir=tmp_path, benchmarks_md=md, figure=tmp_path / "b.png", section="toy_big", sizes=(3,)
+    )
+    h.execute("toy", second, lambda c: c, _measure, _report)
+    text = md.read_text()
+    assert "<!-- bench:toy:start -->" in text
+    assert "<!-- bench:toy_big:start -->" in text
+    assert "--section toy_big" in text
+    assert json.loads((tmp_path / "toy_big.json").read_text())["results"][0]["size"] == 3
+    assert json.loads((tmp_path / "toy.json").read_text())["results"][0]["size"] == 1
+    with pytest.raises(h.UsageError, match="--section"):
+        h.execute("toy", Toy(section="Toy Big"), lambda c: c, _measure, _report)
+
+
 def test_cli_lists_benchmarks_and_rejects_unknown_ones(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--help"]) == 0
     assert "vector" in capsys.readouterr().out
