@@ -390,6 +390,8 @@ def execute(
             sys.modules["torch"].set_num_threads(threads)
     meta.wall_s = round(time.perf_counter() - start, 1)
     rep = report(results, meta)
+    if opts.section:  # its own heading too
+        rep = dataclasses.replace(rep, title=f"{rep.title}, section {opts.section}")
     name = opts.section or name
     out_dir = opts.out_dir or ROOT / "bench_results"
     figure = opts.figure or (out_dir if opts.quick else ROOT / "figures") / f"bench_{name}.png"

@@ -152,6 +152,7 @@ def test_a_named_section_keeps_a_second_run_beside_the_first(tmp_path: Path) -> 
     assert "<!-- bench:toy:start -->" in text
     assert "<!-- bench:toy_big:start -->" in text
     assert "--section toy_big" in text
+    assert "## Toy (`toy`), section toy_big\n" in text
     assert json.loads((tmp_path / "toy_big.json").read_text())["results"][0]["size"] == 3
     assert json.loads((tmp_path / "toy.json").read_text())["results"][0]["size"] == 1
     with pytest.raises(h.UsageError, match="--section"):
