@@ -146,10 +146,15 @@ def run_on(scenario: Scenario, factory: MakeVec) -> Any:
     """The record of `scenario` on `factory`'s backend (fork unless it says); every
     env it built is closed."""
     made: list[VectorEnv] = []
+    failed: list[BaseException] = []
 
     def make(env_fns: Sequence[EnvFn], **kwargs: Any) -> VectorEnv:
         kwargs.setdefault("context", "fork")
-        env = factory(list(env_fns), **kwargs)
+        try:
+            env = factory(list(env_fns), **kwargs)
+        except BaseException as exc:
+            failed.append(exc)
+            raise
         made.append(env)
         return env
 
@@ -159,7 +164,9 @@ def run_on(scenario: Scenario, factory: MakeVec) -> Any:
         for env in made:
             env.close()
         made.clear()
-        gc.collect()  # envs whose constructor raised stop their workers in __del__
+        if failed:  # an env whose constructor raised stops its workers in __del__
+            failed.clear()
+            gc.collect()  # (only then: a full collection of the suite's heap is slow)
 
 
 def run_pararl(scenario: Scenario) -> Any:
