@@ -125,7 +125,7 @@ def gauss_newton_fisher(
     weight = mask / mask.sum(-1, keepdim=True).clamp(min=1) / mask.shape[-2] / mask.shape[0]
     h_mean = (weight.unsqueeze(-1) * torch.exp(-2 * log_std)).detach()
     h_log_std = 2 * weight.unsqueeze(-1).expand_as(log_std)
-    dummy = (torch.zeros_like(mean, requires_grad=True), torch.zeros_like(log_std).requires_grad_())
+    dummy = tuple(torch.zeros_like(x, requires_grad=True) for x in (mean, log_std))
     (jt_dummy,) = torch.autograd.grad((mean, log_std), theta, dummy, create_graph=True)
 
     def product(v: torch.Tensor) -> torch.Tensor:
