@@ -118,7 +118,7 @@ class ModelRow:
 @dataclass
 class Results:
     nodes: int
-    actor_nodes: int | None  # distinct nodes the Ray actors landed on
+    actor_nodes: int  # distinct nodes the Ray actors landed on
     rates: list[RateRow]  # local and Ray actors: env steps/s; the learner: updates/s
     store_s: float
     replay_copy_s: float
@@ -243,14 +243,13 @@ def report(r: Results, meta: h.Metadata) -> h.Report:
     ]
     two: list[h.Col[tuple[str, str]]] = [h.Col("model input", lambda t: t[0], "l")]
     two.append(h.Col("value", lambda t: t[1], "l"))
-    placed = "an unknown number of" if r.actor_nodes is None else str(r.actor_nodes)
     blocks = [
         "### Sampling throughput, Ray actors vs local actor processes\n\n"
         f"{p['workers']} actors of each backend, on a simulated Ray cluster of {r.nodes} nodes "
-        f"on this {cores}-core machine (the Ray actors landed on {placed} distinct nodes). Env "
-        "steps/s of acting epsilon-greedy with the Q-network and taking the chunks into the "
-        f"replay memory, no learning; {p['repeats']} interleaved spells of {p['block_s']} s.\n\n"
-        + h.table(sampling, r.rates),
+        f"on this {cores}-core machine (the Ray actors landed on {r.actor_nodes} distinct "
+        "nodes). Env steps/s of acting epsilon-greedy with the Q-network and taking the chunks "
+        f"into the replay memory, no learning; {p['repeats']} interleaved spells of "
+        f"{p['block_s']} s.\n\n" + h.table(sampling, r.rates),
         f"### Scaling on paper\n\nA model, not a measurement: every rate in it was measured on "
         f"this {cores}-core machine (the inputs below); actors per node and bandwidth are "
         "assumptions. The learner is one process, so its limit is flat in the number of "

@@ -146,14 +146,15 @@ def run_on(scenario: Scenario, factory: MakeVec) -> Any:
     """The record of `scenario` on `factory`'s backend (fork unless it says); every
     env it built is closed."""
     made: list[VectorEnv] = []
-    failed: list[BaseException] = []
+    raised = False
 
     def make(env_fns: Sequence[EnvFn], **kwargs: Any) -> VectorEnv:
+        nonlocal raised
         kwargs.setdefault("context", "fork")
         try:
             env = factory(list(env_fns), **kwargs)
-        except BaseException as exc:
-            failed.append(exc)
+        except BaseException:
+            raised = True
             raise
         made.append(env)
         return env
@@ -164,8 +165,7 @@ def run_on(scenario: Scenario, factory: MakeVec) -> Any:
         for env in made:
             env.close()
         made.clear()
-        if failed:  # an env whose constructor raised stops its workers in __del__
-            failed.clear()
+        if raised:  # an env whose constructor raised stops its workers in __del__
             gc.collect()  # (only then: a full collection of the suite's heap is slow)
 
 
