@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 EXTRAS ?= dev,bench,video,ray,atari,minatar
 
-.PHONY: venv test lint typecheck check bench bench-quick train clean
+.PHONY: venv test lint typecheck check bench bench-quick train gpu-check clean
 
 venv: $(STAMP)
 
@@ -48,6 +48,7 @@ bench: venv
 	$(BIN)/python -m benchmarks replay
 	$(BIN)/python -m benchmarks pixels
 	$(BIN)/python -m benchmarks atari
+	$(BIN)/python -m benchmarks learner
 
 bench-quick: venv
 	$(BIN)/python -m benchmarks vector --quick
@@ -63,6 +64,20 @@ bench-quick: venv
 	$(BIN)/python -m benchmarks replay --quick
 	$(BIN)/python -m benchmarks pixels --quick
 	$(BIN)/python -m benchmarks atari --quick
+	$(BIN)/python -m benchmarks learner --quick
+
+# On a machine with a CUDA GPU (at most ~8 minutes): the CUDA tests, the learner and
+# device-placement benchmarks on the GPU, and a short Pong PPO pipeline run; each writes
+# its BENCHMARKS.md section (`*_cuda`) with the GPU's name. GPU_PYTHON: an interpreter
+# that already has pararl's dependencies and a CUDA build of torch (default: .venv).
+GPU_PYTHON ?=
+GPY := $(or $(GPU_PYTHON),$(BIN)/python)
+gpu-check: $(if $(GPU_PYTHON),,venv)
+	$(GPY) -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'gpu-check: torch sees no CUDA device')"
+	$(GPY) -m pytest -q -m cuda tests/cuda
+	$(GPY) -m benchmarks learner --device cuda --no-prioritized --seconds 1 --repeats 2 --section learner_cuda
+	$(GPY) -m benchmarks devices --quick --update-benchmarks True --section devices_cuda --figure figures/bench_devices_cuda.png
+	$(GPY) -m benchmarks pixels --parts pong --pong-systems pararl-ppo --slice-s 30 --update-benchmarks True --section pong_cuda
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

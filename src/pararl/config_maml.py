@@ -64,13 +64,15 @@ class MAMLConfig(RunConfig):
     --target-return) every this many env steps (default: every meta-iteration)."""
     # the run options MAML has no use for, kept off its --help: its evaluation is the
     # post-adaptation return training measures (no evaluation episodes or process),
-    # it trains on the task's own reward and samples with local workers
+    # it trains on the task's own reward, samples with local workers, and its outer
+    # TRPO step is not a single gradient step to compile
     eval_in: Annotated[Literal["auto", "process", "inline"], tyro.conf.Suppress] = "inline"
     eval_episodes: Annotated[int, tyro.conf.Suppress] = 20
     wrapper: Annotated[Literal["none", "cartpole-shaped"], tyro.conf.Suppress] = "none"
     backend: Annotated[Literal["local", "ray"], tyro.conf.Suppress] = "local"
     ray_address: Annotated[str | None, tyro.conf.Suppress] = None
     ray_timeout_s: Annotated[float, tyro.conf.Suppress] = 300.0
+    compile: Annotated[Literal["auto", "on", "off"], tyro.conf.Suppress] = "auto"
 
     def steps_per_iteration(self) -> int:
         """Env steps of one meta-iteration (episode slots: every inner step's and the

@@ -10,6 +10,12 @@ weight publishing one buffer to work on.
 
 The arithmetic is the same, op for op, as PyTorch's single-tensor Adam (no weight
 decay, no amsgrad) and centred RMSprop (no momentum), so results match them (tested).
+
+`capturable=True` keeps the step count and the learning rate in tensors on the
+parameters' device, as PyTorch's own `capturable` option does: the step then reads no
+Python number, so one compiled program or one recorded CUDA graph serves every step
+(`pararl.algos.fused`), and changing the learning rate (`param_groups[0]["lr"]`, then
+`sync_hyper()`) needs no recompile.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ class FlatAdam:
         lr: float = 1e-3,
         betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,
+        capturable: bool = False,
     ) -> None:
         self.params = [p for p in params if p.requires_grad]
         if not self.params:
@@ -59,8 +66,32 @@ class FlatAdam:
         self.param_groups: list[dict[str, Any]] = [{"lr": lr, "betas": betas, "eps": eps}]
         self.exp_avg = torch.zeros_like(self.flat)
         self.exp_avg_sq = torch.zeros_like(self.flat)
-        self.steps = 0
+        self.capturable = capturable
+        self._steps = 0
+        # capturable: the step count and lr the step reads, on the parameters' device
+        self.step_t = torch.zeros((), device=first.device, dtype=first.dtype)
+        self.lr_t = torch.full((), lr, device=first.device, dtype=first.dtype)
         self.kind = "flat_adam"  # what its saved state is (checked on load)
+
+    @property
+    def steps(self) -> int:
+        """Steps taken (reads the device counter when capturable: a sync, so only for
+        checkpoints and tests)."""
+        return int(self.step_t.item()) if self.capturable else self._steps
+
+    def sync_hyper(self) -> None:
+        """Capturable: copy `param_groups[0]["lr"]` into the tensor the step reads (call
+        it outside a recorded graph, after changing the learning rate)."""
+        self.lr_t.fill_(self.param_groups[0]["lr"])
+
+    def _tick(self) -> tuple[float | torch.Tensor, torch.Tensor | float]:
+        """Count the step; the learning rate and the step count for its arithmetic, as
+        Python numbers, or as device tensors when capturable."""
+        if self.capturable:
+            self.step_t.add_(1)
+            return self.lr_t, self.step_t
+        self._steps += 1
+        return self.param_groups[0]["lr"], float(self._steps)
 
     def _attach_grads(self) -> None:
         """Make every `p.grad` a view of `flat_grad` again (autograd accumulates into
@@ -95,12 +126,17 @@ class FlatAdam:
         self._attach_grads()
         group = self.param_groups[0]
         beta1, beta2 = group["betas"]
-        self.steps += 1
+        lr, step = self._tick()
         grad = self.flat_grad
         self.exp_avg.lerp_(grad, 1 - beta1)
         self.exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-        step_size = group["lr"] / (1 - beta1**self.steps)
-        bias_correction2_sqrt = math.sqrt(1 - beta2**self.steps)
+        if isinstance(step, torch.Tensor):  # capturable: the same arithmetic on tensors
+            step_size = lr / (1 - beta1**step)
+            denom = (self.exp_avg_sq.sqrt() / (1 - beta2**step).sqrt()).add_(group["eps"])
+            self.flat.sub_(step_size * self.exp_avg / denom)
+            return
+        step_size = lr / (1 - beta1**step)
+        bias_correction2_sqrt = math.sqrt(1 - beta2**step)
         denom = (self.exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(group["eps"])
         self.flat.addcdiv_(self.exp_avg, denom, value=-step_size)
 
@@ -119,10 +155,12 @@ class FlatAdam:
                 "optimizer state does not match this model (saved by another pararl "
                 "version or for another network); start a new run instead of resuming"
             )
-        self.steps = int(state["steps"])
+        self._steps = int(state["steps"])
+        self.step_t.fill_(self._steps)
         self.exp_avg.copy_(state["exp_avg"])
         self.exp_avg_sq.copy_(state["exp_avg_sq"])
         self.param_groups = [dict(g) for g in state["param_groups"]]
+        self.sync_hyper()
 
 
 class FlatRMSprop(FlatAdam):
@@ -138,8 +176,9 @@ class FlatRMSprop(FlatAdam):
         lr: float = 1e-2,
         alpha: float = 0.99,
         eps: float = 1e-8,
+        capturable: bool = False,
     ) -> None:
-        super().__init__(params, lr=lr, eps=eps)
+        super().__init__(params, lr=lr, eps=eps, capturable=capturable)
         self.param_groups[0]["alpha"] = alpha
         self.kind = "flat_rmsprop"
 
@@ -148,12 +187,15 @@ class FlatRMSprop(FlatAdam):
         self._attach_grads()
         group = self.param_groups[0]
         alpha, grad = group["alpha"], self.flat_grad
-        self.steps += 1
+        lr, _ = self._tick()
         # running means of g^2 and of g; the step divides by their standard deviation
         self.exp_avg_sq.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
         self.exp_avg.lerp_(grad, 1 - alpha)
         avg = self.exp_avg_sq.addcmul(self.exp_avg, self.exp_avg, value=-1).sqrt_()
-        self.flat.addcdiv_(grad, avg.add_(group["eps"]), value=-group["lr"])
+        if isinstance(lr, torch.Tensor):
+            self.flat.sub_(lr * grad / avg.add_(group["eps"]))
+        else:
+            self.flat.addcdiv_(grad, avg.add_(group["eps"]), value=-lr)
 
 
 __all__ = ["FlatAdam", "FlatRMSprop"]

@@ -44,6 +44,10 @@ class RunConfig:
     """Envs each worker steps serially."""
     device: Literal["auto", "cpu", "cuda"] = "auto"
     """Learner device; `auto` picks CUDA when present. Acting is always on the CPU."""
+    compile: Literal["auto", "on", "off"] = "auto"
+    """The learner's gradient step: `off` runs it op by op; `on` compiles it with
+    torch.compile (and records it as a CUDA graph on a GPU); `auto` records it as a CUDA
+    graph on a GPU and runs it op by op on the CPU. The math is the same either way."""
     run_dir: Path | None = None
     """Where config, metrics, checkpoints and plots go (default: runs/<algo>-<env>-<time>)."""
     resume: Path | None = None

@@ -49,9 +49,9 @@ def _grads(
     opt.zero_grad()
     adv = mb["advantages"]
     if manual:
-        out = ppo_grad.loss_and_grad(learner.model, learner._terms(mb, adv))
+        out = ppo_grad.loss_and_grad(learner.model, learner._terms(mb, adv, learner.clip))
     else:
-        out = learner._autograd_loss(mb, adv)
+        out = learner._autograd_loss(mb, adv, learner.clip)
     losses = {k: float(out[k].detach()) for k in ("pg_loss", "v_loss", "entropy")}
     return opt.flat_grad.clone(), losses
 
@@ -93,9 +93,9 @@ def test_gradients_are_overwritten_not_accumulated() -> None:
     learner = PPOLearner(model, PPOHyper(), 1e-3, torch.device("cpu"))
     mb = _batch(model, True, 2)
     learner.optimizer.flat_grad.fill_(123.0)  # stale values must not survive
-    ppo_grad.loss_and_grad(model, learner._terms(mb, mb["advantages"]))
+    ppo_grad.loss_and_grad(model, learner._terms(mb, mb["advantages"], learner.clip))
     first = learner.optimizer.flat_grad.clone()
-    ppo_grad.loss_and_grad(model, learner._terms(mb, mb["advantages"]))
+    ppo_grad.loss_and_grad(model, learner._terms(mb, mb["advantages"], learner.clip))
     torch.testing.assert_close(learner.optimizer.flat_grad, first)
     assert first.abs().max() < 100
 

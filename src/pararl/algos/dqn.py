@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812 - the usual name
 
 from pararl import seeding
+from pararl.algos.fused import FusedStep, Mode, resolve_mode
 from pararl.algos.prioritized import PrioritizedReplay, make_replay
 from pararl.config import DQNConfig, env_kind
 from pararl.errors import UsageError
@@ -27,23 +28,32 @@ from pararl.optim import FlatAdam, FlatRMSprop
 from pararl.samplers.nstep import Transitions
 
 
-def make_optimizer(q: torch.nn.Module, name: str, lr: float) -> FlatAdam:
+def make_optimizer(q: torch.nn.Module, name: str, lr: float, capturable: bool = False) -> FlatAdam:
     """Adam, or centred RMSProp as the Nature DQN and MinAtar ran it (decay 0.95,
     eps 0.01 on the standard deviation of the gradient)."""
     if name == "rmsprop":
-        return FlatRMSprop(q.parameters(), lr=lr, alpha=0.95, eps=0.01)
-    return FlatAdam(q.parameters(), lr=lr)
+        return FlatRMSprop(q.parameters(), lr=lr, alpha=0.95, eps=0.01, capturable=capturable)
+    return FlatAdam(q.parameters(), lr=lr, capturable=capturable)
 
 
 class DQNLearner:
-    """Owns the online and target Q-networks and the optimizer, on one device."""
+    """Owns the online and target Q-networks and the optimizer, on one device. The
+    gradient step (`_step`) runs as written, compiled or as a recorded CUDA graph
+    (`step_mode`, `pararl.algos.fused`): the same math either way."""
 
-    def __init__(self, q: QNetwork, config: DQNConfig, device: torch.device) -> None:
+    def __init__(
+        self, q: QNetwork, config: DQNConfig, device: torch.device, step_mode: Mode = "eager"
+    ) -> None:
         self.config, self.settings = config, config.settings
         self.device = device
         self.q = q.to(device)
         self.q_target = copy.deepcopy(self.q).requires_grad_(False)
-        self.optimizer = make_optimizer(self.q, self.settings.optimizer, self.settings.lr)
+        self.step_mode = step_mode
+        self.optimizer = make_optimizer(
+            self.q, self.settings.optimizer, self.settings.lr, capturable=step_mode != "eager"
+        )
+        # one program per kind of batch: with and without importance weights
+        self._steps: dict[bool, FusedStep] = {}
         self.updates = 0
 
     def _tensor(self, array: Any, dtype: torch.dtype | None = None) -> torch.Tensor:
@@ -57,15 +67,39 @@ class DQNLearner:
         and mean Q, and each sample's TD error (on the learner's device).
         Observations go to the device in their stored dtype (uint8 frames stay
         bytes until there)."""
-        cfg, s = self.config, self.settings
-        obs, next_obs = self._tensor(batch.obs), self._tensor(batch.next_obs)
-        actions = self._tensor(batch.action, torch.int64)
-        ret = self._tensor(batch.ret, torch.float32)
-        discount = self._tensor(batch.discount, torch.float32)
+        inputs = [
+            self._tensor(batch.obs),
+            self._tensor(batch.next_obs),
+            self._tensor(batch.action, torch.int64),
+            self._tensor(batch.ret, torch.float32),
+            self._tensor(batch.discount, torch.float32),
+        ]
+        if weights is not None:
+            inputs.append(self._tensor(weights, torch.float32))
+        step = self._steps.get(weights is not None)
+        if step is None:
+            step = self._steps[weights is not None] = FusedStep(
+                self._step, self.step_mode, self.device
+            )
+        loss, q_mean, td_error = step(*inputs)
+        self.updates += 1
+        self._update_target()
+        # tensors, not floats: converting would wait for the GPU on every update
+        return {"loss": loss, "q_mean": q_mean}, td_error
 
+    def _step(
+        self,
+        obs: torch.Tensor,
+        next_obs: torch.Tensor,
+        actions: torch.Tensor,
+        ret: torch.Tensor,
+        discount: torch.Tensor,
+        weights: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The loss, its gradient and the optimizer's step; loss, mean Q and TD errors."""
         with torch.no_grad():
             next_q_target = self.q_target(next_obs)
-            if s.double_dqn:
+            if self.settings.double_dqn:
                 # the online net picks the next action, the target net values it
                 next_actions = self.q(next_obs).argmax(dim=1, keepdim=True)
                 next_value = next_q_target.gather(1, next_actions).squeeze(1)
@@ -78,18 +112,14 @@ class DQNLearner:
         td_error = td_target - q_taken
         per_sample = F.smooth_l1_loss(q_taken, td_target, reduction="none")  # Huber
         if weights is not None:  # importance sampling corrects prioritized draws
-            per_sample = per_sample * self._tensor(weights, torch.float32)
+            per_sample = per_sample * weights
         loss = per_sample.mean()
 
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        self.optimizer.clip_grad_norm_(cfg.max_grad_norm)
+        self.optimizer.clip_grad_norm_(self.config.max_grad_norm)
         self.optimizer.step()
-        self.updates += 1
-        self._update_target()
-        # tensors, not floats: converting would wait for the GPU on every update
-        stats = {"loss": loss.detach(), "q_mean": q_taken.detach().mean()}
-        return stats, td_error.detach()
+        return loss.detach(), q_taken.detach().mean(), td_error.detach()
 
     @torch.no_grad()
     def _update_target(self) -> None:
@@ -164,7 +194,7 @@ class DQNState:
             cfg.hidden,
             cfg.dueling,
         )
-        self.learner = DQNLearner(self.make_model(), cfg, device)
+        self.learner = DQNLearner(self.make_model(), cfg, device, resolve_mode(cfg.compile, device))
         self.frame_stack = frame_stack
         self.replay = make_replay(
             self.settings.buffer_size,

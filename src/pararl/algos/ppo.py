@@ -18,6 +18,7 @@ import torch
 
 from pararl import seeding
 from pararl.algos import ppo_grad
+from pararl.algos.fused import FusedStep, Mode, resolve_mode
 from pararl.config import PPOConfig, env_kind
 from pararl.devices import choose_devices
 from pararl.errors import UsageError
@@ -47,26 +48,44 @@ class PPOHyper:
 
 
 class PPOLearner:
-    """Owns the model being trained and its optimizer, on the learning device."""
+    """Owns the model being trained and its optimizer, on the learning device. Each
+    minibatch step (`_step`) runs as written, compiled or as a recorded CUDA graph
+    (`step_mode`, `pararl.algos.fused`): the same math either way."""
 
     def __init__(
-        self, model: ActorCritic, hyper: PPOHyper, lr: float, device: torch.device
+        self,
+        model: ActorCritic,
+        hyper: PPOHyper,
+        lr: float,
+        device: torch.device,
+        step_mode: Mode = "eager",
     ) -> None:
         self.model = model.to(device)
         self.hyper, self.device, self.lr = hyper, device, lr
-        self.optimizer = FlatAdam(self.model.parameters(), lr=lr, eps=1e-5)
+        self.step_mode = step_mode
+        self.optimizer = FlatAdam(
+            self.model.parameters(), lr=lr, eps=1e-5, capturable=step_mode != "eager"
+        )
         self.updates = 0
         self.clip = hyper.clip_coef  # the surrogate's clip range now (may be annealed)
+        # ... and on the device, for compiled or recorded steps (one program for all)
+        self.clip_t = torch.tensor(self.clip, dtype=torch.float32, device=device)
         self.manual_grad = hyper.manual_grad and ppo_grad.supports(self.model)
+        # one program per kind of step: advantages normalised before or not, statistics
+        # of the policy's move (approx_kl, clipfrac) or not
+        self._steps: dict[tuple[bool, bool], FusedStep] = {}
 
     def set_lr_fraction(self, fraction: float) -> None:
         """Learning-rate annealing: lr * fraction (1 at the start, towards 0 at the end)."""
         for group in self.optimizer.param_groups:
             group["lr"] = self.lr * fraction
+        if self.optimizer.capturable:
+            self.optimizer.sync_hyper()
 
     def set_clip_fraction(self, fraction: float) -> None:
         """Clip-range annealing for the surrogate: clip_coef * fraction."""
         self.clip = self.hyper.clip_coef * fraction
+        self.clip_t.fill_(self.clip)
 
     def update(self, batch: dict[str, np.ndarray], rng: np.random.Generator) -> dict[str, float]:
         """Epochs of minibatch steps on one flattened rollout. Returns the losses and
@@ -112,26 +131,56 @@ class PPOLearner:
     ) -> dict[str, torch.Tensor]:
         """One gradient step; `normalized`: the advantages are normalised already;
         `with_kl`: also return approx_kl and clipfrac."""
+        step = self._steps.get((normalized, with_kl))
+        if step is None:
+            fn = functools.partial(self._step, normalized=normalized, with_kl=with_kl)
+            step = self._steps[(normalized, with_kl)] = FusedStep(fn, self.step_mode, self.device)
+        # an annealed clip range changes every update: a compiled or recorded step reads
+        # it from a tensor, so that one program serves all of them
+        clip = self.clip if self.step_mode == "eager" else self.clip_t
+        keys = ("obs", "actions", "logprobs", "advantages", "returns", "values")
+        out = step(*(mb[k] for k in keys), clip)
+        names = ("pg_loss", "v_loss", "entropy", "approx_kl", "clipfrac")
+        return dict(zip(names, out, strict=False))
+
+    def _step(
+        self,
+        obs: torch.Tensor,
+        actions: torch.Tensor,
+        logprobs: torch.Tensor,
+        advantages: torch.Tensor,
+        returns: torch.Tensor,
+        values: torch.Tensor,
+        clip: float | torch.Tensor,
+        normalized: bool,
+        with_kl: bool,
+    ) -> tuple[torch.Tensor, ...]:
+        """The loss, its gradient and the optimizer's step on one minibatch; the losses
+        and entropy (and approx_kl and clipfrac when `with_kl`)."""
         hp = self.hyper
-        mb_adv = mb["advantages"]
         if hp.norm_adv and not normalized:
-            mb_adv = _normalized(mb_adv)
+            advantages = _normalized(advantages)
+        mb = {"obs": obs, "actions": actions, "logprobs": logprobs, "returns": returns}
+        mb["values"] = values
         self.optimizer.zero_grad(set_to_none=True)
         if self.manual_grad:
-            out = ppo_grad.loss_and_grad(self.model, self._terms(mb, mb_adv))
+            out = ppo_grad.loss_and_grad(self.model, self._terms(mb, advantages, clip))
         else:
-            out = self._autograd_loss(mb, mb_adv)
+            out = self._autograd_loss(mb, advantages, clip)
         self.optimizer.clip_grad_norm_(hp.max_grad_norm)
         self.optimizer.step()
-        stats = {k: out[k].detach() for k in ("pg_loss", "v_loss", "entropy")}
-        if with_kl:
-            with torch.no_grad():
-                ratio, log_ratio = out["ratio"], out["log_ratio"]
-                stats["approx_kl"] = ((ratio - 1) - log_ratio).mean()  # low-variance estimator
-                stats["clipfrac"] = ((ratio - 1.0).abs() > self.clip).float().mean()
-        return stats
+        stats = tuple(out[k].detach() for k in ("pg_loss", "v_loss", "entropy"))
+        if not with_kl:
+            return stats
+        with torch.no_grad():
+            ratio, log_ratio = out["ratio"], out["log_ratio"]
+            approx_kl = ((ratio - 1) - log_ratio).mean()  # low-variance estimator
+            clipfrac = ((ratio - 1.0).abs() > clip).float().mean()
+        return (*stats, approx_kl, clipfrac)
 
-    def _terms(self, mb: dict[str, torch.Tensor], advantages: torch.Tensor) -> ppo_grad.LossTerms:
+    def _terms(
+        self, mb: dict[str, torch.Tensor], advantages: torch.Tensor, clip: float | torch.Tensor
+    ) -> ppo_grad.LossTerms:
         hp = self.hyper
         return ppo_grad.LossTerms(
             obs=mb["obs"],
@@ -140,7 +189,7 @@ class PPOLearner:
             advantages=advantages,
             returns=mb["returns"],
             old_values=mb["values"],
-            clip=self.clip,
+            clip=clip,
             clip_vloss=hp.clip_vloss,
             value_clip=hp.clip_coef,
             ent_coef=hp.ent_coef,
@@ -148,7 +197,7 @@ class PPOLearner:
         )
 
     def _autograd_loss(
-        self, mb: dict[str, torch.Tensor], mb_adv: torch.Tensor
+        self, mb: dict[str, torch.Tensor], mb_adv: torch.Tensor, clip: float | torch.Tensor
     ) -> dict[str, torch.Tensor]:
         """The loss through torch autograd (the reference the hand-written gradient is
         tested against, and the path for models it does not cover); backpropagates."""
@@ -159,7 +208,7 @@ class PPOLearner:
 
         # clipped surrogate objective (as a loss: the max of the two negatives)
         pg_loss1 = -mb_adv * ratio
-        pg_loss2 = -mb_adv * torch.clamp(ratio, 1 - self.clip, 1 + self.clip)
+        pg_loss2 = -mb_adv * ratio.clamp(1 - clip, 1 + clip)  # type: ignore[arg-type]
         pg_loss = torch.max(pg_loss1, pg_loss2).mean()
 
         # value loss: the mean squared error (SB3's scale; CleanRL halves it), optionally
@@ -270,7 +319,8 @@ class PPOState:
             update_epochs=s.update_epochs,
             num_minibatches=max(1, num_envs * s.num_steps // s.minibatch_size),
         )
-        self.learner = PPOLearner(model, hyper, s.lr, self.devices.learn)
+        learn = self.devices.learn
+        self.learner = PPOLearner(model, hyper, s.lr, learn, resolve_mode(cfg.compile, learn))
         # the acting copy lives on the acting device; weights are copied once per update
         self.actor = (
             self.learner.model

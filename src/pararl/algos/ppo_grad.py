@@ -37,7 +37,7 @@ class LossTerms:
     advantages: torch.Tensor  # normalised already, if normalisation is on
     returns: torch.Tensor
     old_values: torch.Tensor
-    clip: float  # surrogate clip range
+    clip: float | torch.Tensor  # surrogate clip range (a tensor in a compiled step)
     clip_vloss: bool
     value_clip: float
     ent_coef: float
@@ -116,7 +116,7 @@ def loss_and_grad(model: ActorCritic, terms: LossTerms) -> dict[str, torch.Tenso
     log_ratio = head.log_prob - t.old_logprobs
     ratio = log_ratio.exp()
     unclipped = t.advantages * ratio
-    clipped = t.advantages * ratio.clamp(1 - t.clip, 1 + t.clip)
+    clipped = t.advantages * ratio.clamp(1 - t.clip, 1 + t.clip)  # type: ignore[arg-type]
     pg_loss = -torch.minimum(unclipped, clipped).mean()
     d_logprob = torch.where(unclipped <= clipped, unclipped, 0.0).mul_(-1.0 / n)
     v_loss, d_value = _value_loss(value, t, n)

@@ -232,6 +232,7 @@ def plan(p: Prepared) -> Plan:
     resolved = {
         "mode": mode,
         "device": str(device),
+        "step_mode": state.learner.step_mode,
         "learner_threads": threads,
         "replay": type(state.replay).__name__,
     }
@@ -246,7 +247,8 @@ def plan(p: Prepared) -> Plan:
             loop.close()
 
     return Plan(
-        banner=f"pararl: DQN on {cfg.env}, mode {mode}, learner on {device}",
+        banner=f"pararl: DQN on {cfg.env}, mode {mode}, learner on {device}"
+        + (f" (step: {state.learner.step_mode})" if state.learner.step_mode != "eager" else ""),
         resolved=resolved,
         make_model=state.make_model,
         start=(state.env_steps, state.wall_s),

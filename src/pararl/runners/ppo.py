@@ -151,6 +151,7 @@ def plan(p: Prepared) -> Plan:
         "mode_reason": choice.reason,
         "num_envs": num_envs,
         "devices": state.devices.as_dict(),
+        "step_mode": state.learner.step_mode,
         "learner_threads": threads,
         "update_threads": state.update_threads or threads,
     }
@@ -164,7 +165,8 @@ def plan(p: Prepared) -> Plan:
 
     return Plan(
         banner=f"pararl: PPO on {cfg.env}, mode {mode} ({choice.reason}), {num_envs} envs, "
-        f"act on {d.act}, learn on {d.learn} ({d.reason})",
+        f"act on {d.act}, learn on {d.learn} ({d.reason})"
+        + (f", step: {state.learner.step_mode}" if state.learner.step_mode != "eager" else ""),
         resolved=resolved,
         make_model=state.make_model,
         start=(state.env_steps, state.wall_s),

@@ -31,6 +31,7 @@ MUTABLE = frozenset(
         "workers",
         "mode",
         "device",
+        "compile",
         "act_device",
         "learn_device",
         "eval_every",

@@ -1,0 +1,121 @@
+"""One gradient step as one program: `torch.compile`, and on a GPU a recorded CUDA graph.
+
+A learner writes its step once, as a function of tensors that runs the forward pass,
+the backward pass and the optimizer (a capturable flat optimizer, `pararl.optim`) and
+returns tensors. `FusedStep` runs that one function in one of four ways, so the fast
+paths and the plain one share their math line for line:
+
+- `eager`: as written, op by op;
+- `compile`: through `torch.compile` (inductor): fused kernels and less Python per op;
+- `graph` (CUDA only): the step's kernels are recorded once into a CUDA graph and
+  replayed for every later step, with the new batch copied into the recorded inputs.
+  A small network's step is hundreds of tiny kernels whose launches cost more than
+  their arithmetic; a replay launches them all at once (LeanRL's speed-ups come from
+  this and compile);
+- `compile+graph`: the compiled step, recorded.
+
+What a step may do to be recorded: no host synchronisation (`.item()`, `.cpu()`,
+Python branches on tensor values), no Python numbers that change between steps (the
+optimizer's step count and learning rate live in device tensors), inputs of fixed
+shapes. Randomness, if any, is drawn outside the step.
+
+The first `warmup` calls of a recorded step run as they are, on a side stream (the
+CUDA caching allocator and cuBLAS need that before a capture); each is a real step.
+The recording itself executes nothing, so the call that records also replays once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Literal, get_args
+
+import torch
+
+# what `compile` compiles with; the tests' exactness checks of the traced step use
+# "aot_eager" (the same graph capture and autograd, without generating kernels), which
+# takes seconds where inductor takes tens of them on a small CPU
+BACKEND = "inductor"
+Mode = Literal["eager", "compile", "graph", "compile+graph"]
+MODES: tuple[Mode, ...] = get_args(Mode)
+StepFn = Callable[..., tuple[torch.Tensor, ...]]
+
+
+class FusedStep:
+    """`fn(*tensors) -> tuple of tensors`, run eagerly, compiled and/or recorded as a
+    CUDA graph (`mode`). `setup_s`: the seconds the first calls took beyond a plain
+    step (compiling, recording), so that a benchmark can keep them apart."""
+
+    def __init__(self, fn: StepFn, mode: Mode, device: torch.device, warmup: int = 3) -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown step mode {mode!r}; one of {', '.join(MODES)}")
+        if "graph" in mode and device.type != "cuda":
+            raise ValueError(f"a CUDA graph needs a CUDA device, not {device}")
+        self.mode, self.device, self.warmup = mode, device, warmup
+        self.fn: StepFn = (
+            torch.compile(fn, backend=BACKEND, dynamic=False) if "compile" in mode else fn
+        )
+        self.calls = 0
+        self.setup_s = 0.0
+        self._graph: torch.cuda.CUDAGraph | None = None
+        self._inputs: list[torch.Tensor] = []
+        self._outputs: tuple[torch.Tensor, ...] = ()
+
+    def __call__(self, *inputs: torch.Tensor | float) -> tuple[torch.Tensor, ...]:
+        """One step on `inputs` (tensors; a Python number only in `eager` mode, where
+        nothing is traced or recorded)."""
+        self.calls += 1
+        if "graph" not in self.mode:
+            if self.mode == "eager" or self.calls > 1:
+                return self.fn(*inputs)
+            start = time.perf_counter()  # the first compiled call compiles
+            out = self.fn(*inputs)
+            self.setup_s += time.perf_counter() - start
+            return out
+        if self._graph is None:
+            start = time.perf_counter()
+            out = self._warm(inputs) if self.calls <= self.warmup else self._record(inputs)
+            torch.cuda.synchronize(self.device)
+            self.setup_s += time.perf_counter() - start
+            return out
+        for recorded, given in zip(self._inputs, inputs, strict=True):
+            recorded.copy_(given, non_blocking=True)  # type: ignore[arg-type]
+        self._graph.replay()
+        # the recorded outputs are overwritten by the next replay: hand out copies
+        return tuple(out.clone() for out in self._outputs)
+
+    def _warm(self, inputs: tuple[torch.Tensor | float, ...]) -> tuple[torch.Tensor, ...]:
+        side = torch.cuda.Stream(self.device)
+        side.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(side):
+            out = self.fn(*inputs)
+        torch.cuda.current_stream(self.device).wait_stream(side)
+        return out
+
+    def _record(self, inputs: tuple[torch.Tensor | float, ...]) -> tuple[torch.Tensor, ...]:
+        self._inputs = [torch.as_tensor(x).to(self.device, copy=True) for x in inputs]
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            self._outputs = self.fn(*self._inputs)
+        self._graph = graph
+        graph.replay()  # recording ran nothing: this is the call's step
+        return tuple(out.clone() for out in self._outputs)
+
+
+def resolve_mode(setting: str, device: torch.device) -> Mode:
+    """The step mode for `--compile auto|on|off` on `device`: `off` runs the step as
+    written; `on` compiles it, and on a GPU also records it; `auto` records it on a
+    GPU (recording costs milliseconds and the replay removes the launches that bound a
+    small network's step there) and runs it as written on the CPU, where compiling
+    took longer than it saved at the budgets measured (BENCHMARKS.md, learner)."""
+    cuda = device.type == "cuda"
+    if setting == "off":
+        return "eager"
+    if setting == "on":
+        return "compile+graph" if cuda else "compile"
+    if setting == "auto":
+        return "graph" if cuda else "eager"
+    raise ValueError(f"--compile must be auto, on or off, not {setting!r}")
+
+
+__all__ = ["MODES", "FusedStep", "Mode", "StepFn", "resolve_mode"]

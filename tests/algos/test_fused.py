@@ -1,0 +1,161 @@
+"""The fused gradient steps (`pararl.algos.fused`) against the plain one: the same
+loss, TD errors or PPO statistics, and the same parameters and optimizer state after
+several updates, for each algorithm and network (prioritized weights and n-step
+returns included). The traced steps compile with the "aot_eager" backend (dynamo's
+graph capture and AOT autograd, seconds on this CPU), one case with inductor."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from pararl.algos import fused
+from pararl.algos.dqn import DQNState
+from pararl.algos.fused import FusedStep, resolve_mode
+from pararl.algos.ppo import PPOHyper, PPOLearner
+from pararl.config import DQNConfig
+from pararl.models_cnn import actor_critic
+from pararl.samplers.nstep import Transitions
+
+CPU = torch.device("cpu")
+SPACES = {
+    "mlp": (gym.spaces.Box(-1, 1, (4,), np.float32), 2),
+    "minatar-cnn": (gym.spaces.Box(0, 1, (10, 10, 4), np.bool_), 3),
+    "nature-cnn": (gym.spaces.Box(0, 255, (4, 36, 36), np.uint8), 4),  # smallest Nature size
+}
+
+
+@pytest.fixture
+def aot_eager(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fused, "BACKEND", "aot_eager")
+
+
+def _obs(space: gym.spaces.Box, n: int, rng: np.random.Generator) -> np.ndarray:
+    if space.dtype == np.uint8:
+        return rng.integers(0, 256, (n, *space.shape), dtype=np.uint8)
+    if space.dtype == np.bool_:
+        return rng.random((n, *space.shape)) < 0.2
+    return rng.standard_normal((n, *space.shape)).astype(np.float32)
+
+
+def _dqn(model: str, setting: str, n_step: int, double: bool) -> DQNState:
+    space, actions = SPACES[model]
+    torch.manual_seed(0)
+    cfg = DQNConfig(
+        env="x", compile=setting, model=model, n_step=n_step, double_dqn=double,  # type: ignore[arg-type]
+        target_update=2, hidden=(32, 32),
+    )  # fmt: skip
+    return DQNState(cfg, space, gym.spaces.Discrete(actions), CPU)
+
+
+def _dqn_updates(state: DQNState, prioritized: bool) -> list[Any]:
+    space, actions = SPACES[state.settings.model]
+    rng, out = np.random.default_rng(1), []
+    for _ in range(4):
+        n = state.settings.batch_size
+        batch = Transitions(
+            _obs(space, n, rng),
+            rng.integers(0, actions, n),
+            rng.standard_normal(n).astype(np.float32),
+            _obs(space, n, rng),
+            np.where(rng.random(n) < 0.2, 0.0, 0.99**state.settings.n_step).astype(np.float32),
+        )
+        weights = rng.random(n).astype(np.float32) if prioritized else None
+        stats, td_error = state.learner.update(batch, weights)
+        out.append((stats["loss"].clone(), stats["q_mean"].clone(), td_error.clone()))
+    return out
+
+
+@pytest.mark.usefixtures("aot_eager")
+@pytest.mark.parametrize(
+    ("model", "n_step", "double", "prioritized"),
+    [("mlp", 3, True, True), ("minatar-cnn", 1, False, False), ("nature-cnn", 1, False, True)],
+)
+def test_dqn_compiled_step_is_the_plain_step(
+    model: str, n_step: int, double: bool, prioritized: bool
+) -> None:
+    plain, fast = _dqn(model, "off", n_step, double), _dqn(model, "on", n_step, double)
+    assert (plain.learner.step_mode, fast.learner.step_mode) == ("eager", "compile")
+    for a, b in zip(_dqn_updates(plain, prioritized), _dqn_updates(fast, prioritized), strict=True):
+        for x, y in zip(a, b, strict=True):
+            torch.testing.assert_close(x, y, rtol=1e-5, atol=1e-6)
+    p, f = plain.learner, fast.learner
+    torch.testing.assert_close(p.optimizer.flat, f.optimizer.flat, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(p.optimizer.flat_grad, f.optimizer.flat_grad, rtol=1e-4, atol=1e-6)
+    torch.testing.assert_close(p.optimizer.exp_avg_sq, f.optimizer.exp_avg_sq)
+    for x, y in zip(p.q_target.parameters(), f.q_target.parameters(), strict=True):
+        torch.testing.assert_close(x, y, rtol=1e-5, atol=1e-6)  # the target copies agree
+    assert p.optimizer.steps == f.optimizer.steps == 4
+
+
+def test_dqn_step_compiled_by_inductor_is_the_plain_step() -> None:
+    plain, fast = _dqn("mlp", "off", 3, True), _dqn("mlp", "on", 3, True)
+    for a, b in zip(_dqn_updates(plain, True), _dqn_updates(fast, True), strict=True):
+        torch.testing.assert_close(a[2], b[2], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(
+        plain.learner.optimizer.flat, fast.learner.optimizer.flat, rtol=1e-5, atol=1e-6
+    )
+
+
+def _ppo(model: str, discrete: bool, setting_mode: str, manual: bool) -> PPOLearner:
+    space, actions = SPACES[model] if model != "mlp" else (gym.spaces.Box(-1, 1, (5,)), 3)
+    torch.manual_seed(0)
+    net = actor_critic(model, space.shape, space.dtype, actions, discrete, (16, 16))  # type: ignore[arg-type]
+    hyper = PPOHyper(
+        clip_coef=0.2, clip_vloss=True, ent_coef=0.01, vf_coef=0.5, update_epochs=2,
+        num_minibatches=2, manual_grad=manual,
+    )  # fmt: skip
+    return PPOLearner(net, hyper, 1e-3, CPU, setting_mode)  # type: ignore[arg-type]
+
+
+@pytest.mark.usefixtures("aot_eager")
+@pytest.mark.parametrize(
+    ("model", "discrete", "manual"),
+    [("mlp", False, True), ("mlp", True, False), ("minatar-cnn", True, False)],
+)
+def test_ppo_compiled_step_is_the_plain_step(model: str, discrete: bool, manual: bool) -> None:
+    learners = [_ppo(model, discrete, mode, manual) for mode in ("eager", "compile")]
+    space = SPACES[model][0] if model != "mlp" else gym.spaces.Box(-1, 1, (5,))
+    rng, n = np.random.default_rng(2), 64
+    batch = {
+        "obs": _obs(space, n, rng),  # type: ignore[arg-type]
+        "actions": rng.integers(0, 3, n) if discrete else rng.standard_normal((n, 3)),
+        "logprobs": (-1 - rng.random(n)).astype(np.float32),
+        "values": rng.standard_normal(n).astype(np.float32),
+        "advantages": rng.standard_normal(n).astype(np.float32),
+        "returns": rng.standard_normal(n).astype(np.float32),
+    }
+    batch["actions"] = batch["actions"].astype(np.int64 if discrete else np.float32)
+    stats = []
+    for learner in learners:
+        out = []
+        for k in range(3):  # lr and clip annealed between updates: one program for all
+            learner.set_lr_fraction(1 - k / 4)
+            learner.set_clip_fraction(1 - k / 4)
+            out.append(learner.update(batch, np.random.default_rng(k)))
+        stats.append(out)
+    for a, b in zip(*stats, strict=True):
+        assert a.keys() == b.keys()
+        for key in a:
+            assert a[key] == pytest.approx(b[key], rel=1e-4, abs=1e-6)
+    plain, fast = learners
+    torch.testing.assert_close(plain.optimizer.flat, fast.optimizer.flat, rtol=1e-5, atol=1e-6)
+    assert fast.updates == plain.updates == 12
+
+
+def test_step_modes() -> None:
+    cuda = torch.device("cuda")
+    assert [resolve_mode(s, CPU) for s in ("off", "on", "auto")] == ["eager", "compile", "eager"]
+    assert [resolve_mode(s, cuda) for s in ("off", "on", "auto")] == [
+        "eager",
+        "compile+graph",
+        "graph",
+    ]
+    with pytest.raises(ValueError, match="CUDA device"):
+        FusedStep(lambda x: (x,), "graph", CPU)
+    with pytest.raises(ValueError, match="must be auto, on or off"):
+        resolve_mode("fast", CPU)
