@@ -29,6 +29,7 @@ BENCHMARKS = {
     "replay": "replay memories for image stacks: bytes and time per batch, frames vs naive",
     "pixels": "MinAtar DQN/PPO learning vs SB3 (curves, time to SB3's final), Pong steps/s",
     "atari": "Atari samplers: pararl vs EnvPool, ale-py, Gymnasium, SB3 (Pong, Breakout)",
+    "minatar_ab": "PPO on MinAtar vs SB3: final policies evaluated alike, greedy and sampled",
     "learner": "learners alone: DQN/PPO updates/s vs SB3's train() and the FLOP floor",
 }
 

@@ -205,7 +205,9 @@ class ActorCritic(nn.Module):
             if deterministic:
                 action = log_probs.argmax(-1)
             else:
-                action = torch.multinomial(log_probs.exp(), 1).squeeze(-1)
+                # with replacement: for one draw the same law, and the same draws as
+                # torch.distributions.Categorical (and SB3) from the same generator state
+                action = torch.multinomial(log_probs.exp(), 1, True).squeeze(-1)
             return action, log_probs.gather(-1, action.unsqueeze(-1)).squeeze(-1), value
         dist = self.distribution(features)
         action = dist.mean if deterministic else dist.sample()
