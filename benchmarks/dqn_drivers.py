@@ -183,7 +183,7 @@ def workload_config(workload: Workload, env: str = "CartPole-v1", seed: int = 0)
         env=env, seed=seed, mode="async", progress="none", tensorboard=False, total_steps=10**12
     )
     if workload == "defaults":
-        return base.for_env("discrete")[0]
+        return base.for_env("discrete").config
     workload_cfg = dataclasses.replace(
         base,
         wrapper="cartpole-shaped",
@@ -201,7 +201,7 @@ def workload_config(workload: Workload, env: str = "CartPole-v1", seed: int = 0)
         eps_end=1 - GREEDY,
         envs_per_worker=32,
     )
-    return workload_cfg.for_env("discrete")[0]
+    return workload_cfg.for_env("discrete").config
 
 
 @dataclass(frozen=True)
@@ -228,7 +228,7 @@ class Pararl:
         env = env_factory(config.env, config.wrapper)()
         spaces = env.observation_space, env.action_space
         env.close()
-        self.state = DQNState(config, *spaces, resolve_device(config.device))
+        self.state = DQNState(config.for_spaces(*spaces), *spaces, resolve_device(config.device))
         if learner_threads is None:  # as `pararl train` chooses
             set_learner_threads(num_params(self.state.learner.q), actors)
         else:

@@ -116,7 +116,8 @@ def _learner(name: str) -> object:
     torch.manual_seed(0)
     cfg = DQNConfig()
     env = gym.make(cfg.env)
-    state = DQNState(cfg, env.observation_space, env.action_space, torch.device("cpu"))
+    spaces = env.observation_space, env.action_space
+    state = DQNState(cfg.for_spaces(*spaces), *spaces, torch.device("cpu"))
     env.close()
     learner = state.learner
     if name != "FlatAdam":

@@ -100,7 +100,7 @@ class Row:
 
 
 def maml_config(c: Config, env: str) -> Any:
-    from pararl.config_maml import MAMLConfig
+    from pararl.config import MAMLConfig
 
     cfg = MAMLConfig(
         env=env,
@@ -110,7 +110,7 @@ def maml_config(c: Config, env: str) -> Any:
         seed=c.seed,
         device="cpu",
     )
-    return cfg.for_env("continuous")[0]
+    return cfg.for_env("continuous").config
 
 
 def samplers(cfg: Any, c: Config, states: dict[str, Any]) -> dict[str, Any]:

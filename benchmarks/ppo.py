@@ -155,7 +155,8 @@ def sampling_case(env_id: str, hidden: tuple[int, ...], envs: Any, c: Config) ->
         tensorboard=False,
     )
     seed_everything(c.seed)
-    state = PPOState(cfg, envs.single_observation_space, envs.single_action_space, envs.num_envs)
+    spaces = envs.single_observation_space, envs.single_action_space
+    state = PPOState(cfg.for_spaces(*spaces), *spaces, envs.num_envs)
     set_learner_threads(num_params(state.learner.model), c.workers)  # as training sets them
     obs_dim, device, n = int(np.prod(state.obs_shape)), torch.device(c.act_device), envs.num_envs
     full = time_forward(state.actor, obs_dim, n, device)

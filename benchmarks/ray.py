@@ -202,7 +202,7 @@ def measure(c: Config, meta: h.Metadata) -> Results:
         row.vs = h.ratio(row.steps, rows["local"].steps)
     ray_rate, updates = h.med(rows["ray"].steps) or 0.0, h.med(rows["learner"].updates) or 1.0
     measured = ray_rate / c.workers, transitions, nbytes, store_s + copy_s, updates
-    ratio = base.for_env("discrete")[0].settings.replay_ratio
+    ratio = base.for_env("discrete").config.settings.replay_ratio
     model = ModelInputs(*measured, ratio, c.actors_per_node, c.bandwidth_gbit * 1e9 / 8)
     curve = []
     for n in [n for n in NODE_COUNTS if n < c.max_nodes] + [c.max_nodes]:

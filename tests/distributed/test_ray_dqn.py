@@ -45,7 +45,8 @@ def test_dqn_trains_with_ray_actors(ray_kind: str, tmp_path: Path) -> None:
 def test_killed_actor_is_restarted_and_nothing_received_is_lost(two_nodes: str) -> None:
     config = dataclasses.replace(TINY, env="pararl/SlowStep-v0", buffer_size=50_000)
     env = gym.make(config.env)
-    state = DQNState(config, env.observation_space, env.action_space, torch.device("cpu"))
+    spaces = env.observation_space, env.action_space
+    state = DQNState(config.for_spaces(*spaces), *spaces, torch.device("cpu"))
     env.close()
     log: list[str] = []
     pool = make_source(state, "async", log.append)

@@ -45,7 +45,8 @@ def test_actor_killed_mid_rollout_is_replaced(two_nodes: str) -> None:
 
     config = dataclasses.replace(TINY, env="pararl/SlowStep-v0", num_steps=128)
     env = gym.make(config.env)
-    state = PPOState(config, env.observation_space, env.action_space, 4)
+    spaces = env.observation_space, env.action_space
+    state = PPOState(config.for_spaces(*spaces), *spaces, 4)
     env.close()
     log: list[str] = []
     pool = RayPPOPool(state.make_model, state.rollout_spec, config, 2, 0, log.append)
@@ -81,7 +82,8 @@ def test_ray_actors_act_with_the_learners_statistics(ray_kind: str) -> None:
 
     config = dataclasses.replace(TINY, env="Pendulum-v1")
     env = gym.make(config.env)
-    state = PPOState(config, env.observation_space, env.action_space, 4)
+    spaces = env.observation_space, env.action_space
+    state = PPOState(config.for_spaces(*spaces), *spaces, 4)
     env.close()
     assert state.settings.norm_obs  # continuous defaults
     rng = np.random.default_rng(0)

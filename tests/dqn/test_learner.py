@@ -23,7 +23,7 @@ def constant_q(value: float) -> QNetwork:
 
 
 def test_td_target_uses_discount_zero_after_termination() -> None:
-    cfg, _ = DQNConfig(lr=1e-9, gamma=0.9, double_dqn=False).for_env("discrete")
+    cfg = DQNConfig(lr=1e-9, gamma=0.9, double_dqn=False).for_env("discrete").config
     learner = DQNLearner(constant_q(5.0), cfg, torch.device("cpu"))
     obs = np.zeros((2, 2), np.float32)
     # transition 0: truncated after 1 step (discount gamma); 1: terminated (discount 0)
@@ -37,7 +37,11 @@ def test_importance_weights_scale_each_sample_loss() -> None:
     """Weights (prioritized replay) multiply each sample's Huber loss: weight 0 on a
     sample removes its gradient (Adam's first step is the gradient's sign, so the
     other sample's step alone is the same as a batch of that sample)."""
-    cfg, _ = DQNConfig(lr=1e-2, gamma=0.9, double_dqn=False, max_grad_norm=1e9).for_env("discrete")
+    cfg = (
+        DQNConfig(lr=1e-2, gamma=0.9, double_dqn=False, max_grad_norm=1e9)
+        .for_env("discrete")
+        .config
+    )
     obs = np.array([[1.0, -2.0], [-3.0, 0.5]], np.float32)
     batch = Transitions(obs, np.array([0, 1]), np.array([1.0, -4.0]), obs, np.zeros(2))
 
@@ -65,7 +69,7 @@ def params_of(q: QNetwork) -> np.ndarray:
 
 
 def test_hard_target_update_period() -> None:
-    cfg, _ = DQNConfig(lr=1e-2, target_update=3).for_env("discrete")
+    cfg = DQNConfig(lr=1e-2, target_update=3).for_env("discrete").config
     learner = DQNLearner(QNetwork(2, 2, (8,)), cfg, torch.device("cpu"))
     rng = np.random.default_rng(0)
     batch = Transitions(

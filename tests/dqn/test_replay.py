@@ -148,7 +148,10 @@ def test_learning_starts_counts_transitions_added_to_a_frame_memory() -> None:
 
     space = gym.spaces.Box(0, 255, (3, *FRAME), np.uint8)
     cfg = DQNConfig(env="x", buffer_size=60, learning_starts=60, batch_size=8, model="mlp")
-    state = DQNState(cfg, space, gym.spaces.Discrete(4), torch.device("cpu"), frame_stack=3)
+    actions = gym.spaces.Discrete(4)
+    state = DQNState(
+        cfg.for_spaces(space, actions), space, actions, torch.device("cpu"), frame_stack=3
+    )
     assert isinstance(state.replay, FrameReplay)
     fill(state.replay, 1, 2, 3, 1, 20, 4, seed=0)  # 40 transitions
     assert not state.can_learn()

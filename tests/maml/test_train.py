@@ -14,7 +14,7 @@ import torch
 
 from pararl import train
 from pararl.cli import main
-from pararl.config_maml import MAMLConfig
+from pararl.config import MAMLConfig
 from tests.procs import alive_after, interrupt_training
 
 NAV = "pararl/Navigation2D-v0"

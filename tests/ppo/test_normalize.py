@@ -17,9 +17,8 @@ from hypothesis import strategies as st
 
 from pararl import PPOConfig, train
 from pararl.algos.ppo import PPOState, greedy_policy
-from pararl.config import to_json
+from pararl.config import config_from_json, to_json
 from pararl.normalize import DiscountedReturns, Normalizer, NormSettings, merge_moments
-from pararl.registry import config_from_json
 
 SMALL: dict[str, Any] = dict(
     env="Pendulum-v1",
@@ -94,7 +93,8 @@ def test_statistics_survive_save_and_resume_bit_for_bit(tmp_path: Path) -> None:
     saved = torch.load(session.run.checkpoint("final"), weights_only=False)
     config = config_from_json((run / "config.json").read_text())
     env = gym.make("Pendulum-v1")
-    state = PPOState(config, env.observation_space, env.action_space, 4, saved)
+    spaces = env.observation_space, env.action_space
+    state = PPOState(config.for_spaces(*spaces), *spaces, 4, saved)
     restored = state.learner.model.state_dict()
     for key, value in saved["learner"]["model"].items():
         assert torch.equal(restored[key], value), key
@@ -146,7 +146,8 @@ def test_box_actions_are_clipped_for_the_env_only() -> None:
     gym.register("pararl-test/ActionLog-v0", entry_point=ActionLog)
     envs = SerialVectorEnv([env_factory("pararl-test/ActionLog-v0")] * 2, autoreset_mode="SameStep")
     space = ActionLog.observation_space
-    state = PPOState(PPOConfig(num_steps=64), space, ActionLog.action_space, 2)
+    filled = PPOConfig(num_steps=64).for_spaces(space, ActionLog.action_space)
+    state = PPOState(filled, space, ActionLog.action_space, 2)
     with torch.no_grad():
         state.actor.log_std.fill_(1.0)  # std 2.7 on a [-1, 1] space: most samples outside
     stream = EnvStream.start(envs.reset(seed=0)[0], 0.99)
@@ -171,10 +172,11 @@ def test_defaults_follow_the_kind_of_env(tmp_path: Path, pararl: Any) -> None:
     assert saved.norm_obs
     assert saved.norm_reward
     assert "defaults for continuous actions" in result.stderr
-    cartpole, filled = PPOConfig(env="CartPole-v1").for_env("discrete")
+    filled = PPOConfig(env="CartPole-v1").for_env("discrete")
+    cartpole = filled.config
     assert cartpole.gamma == 0.98
     assert not cartpole.norm_obs
-    assert "gamma" in filled
+    assert "gamma" in filled.defaults
     assert '"norm_obs": false' in to_json(cartpole)
 
 

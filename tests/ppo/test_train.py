@@ -147,7 +147,8 @@ def test_double_buffer_gives_the_same_rollout_as_plain(tmp_path: Path, env_id: s
     batches, norms = [], []
     for gather in (collect, collect_double):
         torch.manual_seed(0)  # the same initial weights for both
-        state = PPOState(cfg, env.observation_space, env.action_space, 4)
+        spaces = env.observation_space, env.action_space
+        state = PPOState(cfg.for_spaces(*spaces), *spaces, 4)
         session = TrainSession(
             state.config,  # with the env kind's defaults filled in
             RunDir.new(tmp_path / gather.__name__, "ppo", "x"),

@@ -18,7 +18,7 @@ import torch.nn.functional as F  # noqa: N812 - the usual name
 
 from pararl import seeding
 from pararl.algos.prioritized import PrioritizedReplay, make_replay
-from pararl.config import DQNConfig, env_kind
+from pararl.config import DQNConfig, Filled
 from pararl.errors import UsageError
 from pararl.images import check_model
 from pararl.models import QNetwork
@@ -130,14 +130,15 @@ def check_spaces(config: DQNConfig, observation_space: gym.Space, action_space: 
 
 
 class DQNState:
-    """What a DQN run is made of, and how it is checkpointed. `rank` names the
-    replica's replay-sampling stream (parameter averaging; 0 otherwise);
+    """What a DQN run is made of, and how it is checkpointed: from a config filled
+    in for the env's kind (`RunConfig.for_env`). `rank` names the replica's
+    replay-sampling stream (parameter averaging; 0 otherwise);
     `frame_stack` > 0: observations are stacks of that many `uint8` frames, stored
     frame by frame (`samplers.frames.stack_size` of the env)."""
 
     def __init__(
         self,
-        cfg: DQNConfig,
+        filled: Filled[DQNConfig],
         observation_space: gym.Space,
         action_space: gym.Space,
         device: torch.device,
@@ -145,11 +146,11 @@ class DQNState:
         rank: int = 0,
         frame_stack: int = 0,
     ) -> None:
+        cfg = filled.config
         check_spaces(cfg, observation_space, action_space)
-        cfg, _ = cfg.for_env(env_kind(observation_space, action_space))  # unset: the kind's
         assert isinstance(action_space, gym.spaces.Discrete)
         assert observation_space.shape is not None
-        self.config, self.settings = cfg, cfg.settings
+        self.filled, self.config, self.settings = filled, cfg, cfg.settings
         self.obs_shape = tuple(observation_space.shape)
         self.obs_dtype = np.dtype(observation_space.dtype or np.float32)
         if self.obs_dtype.kind == "f":  # vector observations are learned from as float32

@@ -18,7 +18,7 @@ import torch
 
 from pararl import seeding
 from pararl.algos import ppo_grad
-from pararl.config import PPOConfig, env_kind
+from pararl.config import Filled, PPOConfig
 from pararl.devices import choose_devices
 from pararl.errors import UsageError
 from pararl.images import check_model, is_image
@@ -215,19 +215,19 @@ def check_spaces(config: PPOConfig, observation_space: gym.Space, action_space: 
 
 
 class PPOState:
-    """The model on both devices, the learner, and the run's counters. A config whose
-    kind-dependent fields are unset gets the env kind's defaults here."""
+    """The model on both devices, the learner, and the run's counters: from a config
+    filled in for the env's kind (`RunConfig.for_env`)."""
 
     def __init__(
         self,
-        cfg: PPOConfig,
+        filled: Filled[PPOConfig],
         obs_space: gym.Space,
         act_space: gym.Space,
         num_envs: int,
         resume_state: dict[str, Any] | None = None,
     ) -> None:
-        cfg, _ = cfg.for_env(env_kind(obs_space, act_space))
-        self.config = cfg
+        self.filled = filled
+        self.config = cfg = filled.config
         self.settings = s = cfg.settings
         self.update_threads: int | None = None  # torch threads for updates (None: as set)
         self.obs_shape = tuple(obs_space.shape or ())

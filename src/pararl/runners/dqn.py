@@ -41,6 +41,20 @@ from pararl.vector import ParallelVectorEnv, SerialVectorEnv
 CHUNK_TRANSITIONS = 256  # target transitions per chunk of an actor process
 PUBLISH_EVERY = 4  # gradient updates between weight publications
 
+# metrics.csv columns of a DQN run, beside the session's: the exploration, the
+# learner's update (`algos.dqn`), the busy fractions and policy lag (`_BusyMeter`),
+# the time of an average (`runners.averaging`)
+METRICS = (
+    "epsilon",
+    "loss",
+    "q_mean",
+    "policy_lag",
+    "actor_cpu",
+    "learner_cpu",
+    "sync_ms",
+    "actor_version",
+)
+
 
 def resolve_mode(config: DQNConfig) -> str:
     if config.backend == "ray" and config.mode not in ("auto", "async"):
@@ -225,7 +239,7 @@ def plan(p: Prepared) -> Plan:
     mode = resolve_mode(cfg)
     stack = frame_stack(cfg, p.observation_space)
     state = DQNState(
-        cfg, p.observation_space, p.action_space, device, p.resume_state, frame_stack=stack
+        p.filled, p.observation_space, p.action_space, device, p.resume_state, frame_stack=stack
     )
     busy = 0 if mode == "serial" else (cfg.workers or physical_cores())
     threads = set_learner_threads(num_params(state.learner.q), busy)
@@ -247,6 +261,7 @@ def plan(p: Prepared) -> Plan:
 
     return Plan(
         banner=f"pararl: DQN on {cfg.env}, mode {mode}, learner on {device}",
+        metrics=METRICS,
         resolved=resolved,
         make_model=state.make_model,
         start=(state.env_steps, state.wall_s),
@@ -287,4 +302,12 @@ class _BusyMeter:
         return {k: v for k, v in row.items() if v is not None}
 
 
-__all__ = ["PUBLISH_EVERY", "DQNLoop", "default_actors", "make_source", "plan", "run_loop"]
+__all__ = [
+    "METRICS",
+    "PUBLISH_EVERY",
+    "DQNLoop",
+    "default_actors",
+    "make_source",
+    "plan",
+    "run_loop",
+]

@@ -27,7 +27,7 @@ import torch
 from pararl import seeding
 from pararl.algos.baseline import TaskBatch, task_batch
 from pararl.algos.maml import MAMLLearner, MeanAction, MetaBatch, make_model
-from pararl.config_maml import MAMLConfig
+from pararl.config import MAMLConfig
 from pararl.errors import UsageError
 from pararl.evaluation.reported import ReportedReturns
 from pararl.mp.topology import physical_cores
@@ -35,6 +35,24 @@ from pararl.runners.session import TrainSession
 from pararl.runners.setup import Plan, Prepared, resolve_device
 from pararl.samplers.multitask import MultiTaskSampler, SampleResult
 from pararl.samplers.task_policy import TaskPolicy
+
+# metrics.csv columns of a MAML run, beside the session's: the meta-iteration, the
+# return before and after adaptation, the outer TRPO step (`algos.maml`), env steps
+# stepped (episodes may end early) and the iteration's time split
+METRICS = (
+    "iteration",
+    "pre_return",
+    "post_return",
+    "kl",
+    "ls_steps",
+    "step_accepted",
+    "surrogate_before",
+    "surrogate_after",
+    "sampled_steps",
+    "time_sampling_s",
+    "time_adaptation_s",
+    "time_outer_s",
+)
 
 
 class EpisodeSampler(Protocol):
@@ -212,6 +230,7 @@ def plan(p: Prepared) -> Plan:
         banner=f"pararl: MAML-TRPO on {cfg.env}, {cfg.meta_batch_size} tasks x "
         f"{cfg.fast_batch_size} episodes, {workers} workers x {per_worker} envs, "
         f"meta-update on {state.device}",
+        metrics=METRICS,
         resolved={"num_envs": num_envs, "device": str(state.device), "learner_threads": threads},
         make_model=lambda: make_model(cfg, obs_dim, action_dim),
         start=(state.env_steps, state.wall_s),
@@ -223,4 +242,4 @@ def plan(p: Prepared) -> Plan:
     )
 
 
-__all__ = ["EpisodeSampler", "MAMLState", "meta_iteration", "plan", "train_loop"]
+__all__ = ["METRICS", "EpisodeSampler", "MAMLState", "meta_iteration", "plan", "train_loop"]

@@ -36,6 +36,10 @@ from pararl.vector import ParallelVectorEnv, SerialVectorEnv
 
 RolloutSource = Callable[[], dict[str, np.ndarray]]  # the next rollout, flattened
 
+# metrics.csv columns of a PPO run, beside the session's: the update's losses and
+# how far it moved the policy (`algos.ppo`), the normalisation (`normalize`)
+METRICS = ("pg_loss", "v_loss", "entropy", "approx_kl", "clipfrac", "obs_std", "reward_scale")
+
 
 def train_loop(state: PPOState, session: TrainSession, next_rollout: RolloutSource) -> None:
     """See the module docstring."""
@@ -139,7 +143,7 @@ def plan(p: Prepared) -> Plan:
             "--double-buffer needs --mode sync and at least 2 workers "
             f"(got mode {mode}, {workers} worker(s))"
         )
-    state = PPOState(cfg, p.observation_space, p.action_space, num_envs, p.resume_state)
+    state = PPOState(p.filled, p.observation_space, p.action_space, num_envs, p.resume_state)
     size = num_params(state.learner.model)
     threads = set_learner_threads(size, 0 if mode == "serial" else workers)
     if size >= SMALL_MODEL_PARAMS and mode in ("serial", "sync") and not cfg.double_buffer:
@@ -165,6 +169,7 @@ def plan(p: Prepared) -> Plan:
     return Plan(
         banner=f"pararl: PPO on {cfg.env}, mode {mode} ({choice.reason}), {num_envs} envs, "
         f"act on {d.act}, learn on {d.learn} ({d.reason})",
+        metrics=METRICS,
         resolved=resolved,
         make_model=state.make_model,
         start=(state.env_steps, state.wall_s),
@@ -174,4 +179,4 @@ def plan(p: Prepared) -> Plan:
     )
 
 
-__all__ = ["plan", "train_loop"]
+__all__ = ["METRICS", "plan", "train_loop"]

@@ -1,5 +1,6 @@
-"""The MAML run configuration (`pararl train maml`), beside the other runs' in
-`pararl.config`. Each field's docstring is its `--help` text."""
+"""The MAML run configuration (`pararl train maml`). Each field's docstring is its
+`--help` text; its defaults depend on the task family (by env id), not on the kind
+of env."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from typing import Annotated, Any, Literal
 
 import tyro
 
-from pararl.config import EnvKind, RunConfig
+from pararl.config.kinds import EnvKind
+from pararl.config.run import Filled, RunConfig
 from pararl.errors import UsageError
 
 
@@ -78,15 +80,15 @@ class MAMLConfig(RunConfig):
         tasks = self.meta_batch_size or 0
         return tasks * self.fast_batch_size * self.episode_length * (self.num_steps + 1)
 
-    def for_env(self, kind: EnvKind) -> tuple[Any, dict[str, Any]]:
-        del kind  # the defaults depend on the task family, by env id
+    def for_env(self, kind: EnvKind) -> Filled[MAMLConfig]:
+        # the defaults depend on the task family, by env id, not on `kind`
         filled: dict[str, Any] = {}
         if self.meta_batch_size is None:
             filled["meta_batch_size"] = 20 if "Navigation2D" in self.env else 40
         cfg = replace(self, **filled)
         if cfg.total_steps is None:
             filled["total_steps"] = cfg.meta_iterations * cfg.steps_per_iteration()
-        return replace(cfg, **filled), filled
+        return Filled(replace(cfg, **filled), kind, filled)
 
     def validate(self) -> None:
         super().validate()

@@ -1,22 +1,36 @@
-"""The fields every training run has (`RunConfig`), and a config as JSON.
+"""The fields every training run has (`RunConfig`), and a config filled in for its
+kind of env (`Filled`).
 
-A config is saved as `config.json` in the run directory and read back for resume
-and evaluation. Values derived from others are properties, never fields; each
-field's docstring is its `--help` text. The algorithms' configs build on it
-(`config`, `config_maml`).
+Values derived from others are properties, never fields; each field's docstring is
+its `--help` text. The algorithms' configs build on it (`config.dqn`, `config.ppo`,
+`config.maml`). Fields whose default depends on the kind of env are None (or
+`auto`) until `for_env` fills them in; what it returns, a `Filled`, is the only
+kind of config the learners take, so no learner fills defaults again.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Generic, Literal, TypeVar
+
+import gymnasium as gym
 
 from pararl import extras
+from pararl.config.kinds import EnvKind, env_kind
 from pararl.errors import UsageError
-from pararl.kinds import EnvKind
+
+C = TypeVar("C", bound="RunConfig")
+
+
+@dataclass(frozen=True)
+class Filled(Generic[C]):
+    """A config with every field that depends on the kind of env set: what `for_env`
+    returns, and what the learners are built from."""
+
+    config: C
+    kind: EnvKind  # the kind of env that picked the defaults
+    defaults: dict[str, Any]  # the values filled in (fields the user left unset)
 
 
 @dataclass
@@ -99,15 +113,19 @@ class RunConfig:
             raise UsageError("total_steps not set; call config.for_env(kind) first")
         return self.total_steps
 
-    def for_env(self, kind: EnvKind) -> tuple[Any, dict[str, Any]]:
-        """This config with its None (or `auto`) fields set from `BY_KIND[kind]`, and
-        the values that were filled in (to print and to save)."""
+    def for_env(self: C, kind: EnvKind) -> Filled[C]:
+        """This config with its None (or `auto`) fields set from `BY_KIND[kind]`, with
+        the values that were filled in (to print)."""
         filled = {
             name: value
             for name, value in self.BY_KIND.get(kind, {}).items()
             if getattr(self, name) in (None, "auto")
         }
-        return replace(self, **filled), filled
+        return Filled(replace(self, **filled), kind, filled)
+
+    def for_spaces(self: C, observation_space: gym.Space, action_space: gym.Space) -> Filled[C]:
+        """`for_env` for the kind of env these spaces are (`kinds.env_kind`)."""
+        return self.for_env(env_kind(observation_space, action_space))
 
     def __post_init__(self) -> None:
         # from Python, `PPOConfig(run_dir="runs/x")` is as natural as a Path
@@ -141,6 +159,4 @@ class RunConfig:
             raise UsageError(extras.hint("Ray", "ray", "--backend ray"))
 
 
-def to_json(config: RunConfig, extra: dict[str, Any] | None = None) -> str:
-    data = {"algo": type(config).__name__, **dataclasses.asdict(config), **(extra or {})}
-    return json.dumps(data, indent=2, default=str)
+__all__ = ["Filled", "RunConfig"]

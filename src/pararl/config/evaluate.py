@@ -1,5 +1,5 @@
-"""The options of `pararl evaluate`, apart from its code: listing them (`--help`)
-imports neither torch nor the checkpoint loader."""
+"""The options of `pararl evaluate` (`pararl.playback` runs it): listing them
+(`--help`) imports neither torch nor the checkpoint loader."""
 
 from __future__ import annotations
 
@@ -34,3 +34,6 @@ class EvaluateConfig:
     threads: int = 1
     """Torch threads for the policy (one is fastest for these small networks, and
     leaves the cores to a training run)."""
+
+
+__all__ = ["EvaluateConfig"]
