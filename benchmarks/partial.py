@@ -153,9 +153,9 @@ class Row:
 
 def measure_case(c: Config, workers: int, epw: int, hidden: tuple[int, ...]) -> list[Row]:
     """Every recv policy on one sampler."""
+    from pararl.models.gaussian import MLPGaussianPolicy
     from pararl.samplers.auto import Auto
     from pararl.samplers.multitask import MultiTaskSampler, make_task_env
-    from pararl.samplers.policies import MLPGaussianPolicy
     from pararl.samplers.recv import parse_recv
 
     n = workers * epw

@@ -12,7 +12,7 @@ import torch
 from pararl.config import env_kind
 from pararl.errors import UsageError
 from pararl.images import ImageLayout, check_model, default_model, is_image
-from pararl.models_cnn import actor_critic, q_network
+from pararl.models.build import actor_critic, q_network
 
 ATARI = gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
 MINATAR = gym.spaces.Box(0, 1, (10, 10, 4), np.bool_)

@@ -48,7 +48,7 @@ def test_sb3_gets_pararls_minatar_settings_and_network() -> None:
     from pararl.config import DQNConfig, PPOConfig
     from pararl.envs.make import make_env
     from pararl.images import ImageLayout
-    from pararl.models_cnn import minatar_cnn
+    from pararl.models.cnn import minatar_cnn
 
     dqn, s = minatar_dqn(50_000), DQNConfig.BY_KIND["minatar"]
     assert (dqn["learning_rate"], dqn["batch_size"], dqn["train_freq"]) == (s["lr"], 32, 1)

@@ -9,7 +9,7 @@ import torch
 
 from pararl.algos.baseline import LinearFeatureBaseline, TaskBatch, discounted_returns, gae
 from pararl.algos.maml import adapt, reinforce_loss
-from pararl.samplers.task_policy import GaussianMLP
+from pararl.models.gaussian import GaussianMLP
 
 
 def linear_case(seed: int = 0) -> tuple[GaussianMLP, TaskBatch, dict[str, np.ndarray]]:

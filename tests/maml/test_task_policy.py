@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch.func import functional_call
 
-from pararl.samplers.task_policy import GaussianMLP, TaskPolicy
+from pararl.models.gaussian import GaussianMLP, TaskPolicy
 from tests.meta.conftest import nav_sampler
 
 

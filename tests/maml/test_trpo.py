@@ -11,7 +11,7 @@ from torch.func import functional_call
 from pararl.algos.baseline import TaskBatch
 from pararl.algos.maml import adapt, adapted_outputs, episode_mean, gauss_newton_fisher, gaussian_kl
 from pararl.algos.trpo import TRPOHyper, conjugate_gradient, trpo_step
-from pararl.samplers.task_policy import GaussianMLP, gaussian_log_likelihood
+from pararl.models.gaussian import GaussianMLP, gaussian_log_likelihood
 from tests.maml.test_inner import linear_case
 
 

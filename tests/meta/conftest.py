@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
+from pararl.models.gaussian import LinearGaussianPolicy, NoisePolicy
 from pararl.samplers.multitask import MultiTaskSampler
-from pararl.samplers.policies import LinearGaussianPolicy, NoisePolicy
 
 NAV = "pararl/Navigation2D-v0"
 

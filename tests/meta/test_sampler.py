@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from pararl.errors import UsageError
+from pararl.models.gaussian import MLPGaussianPolicy
 from pararl.samplers.auto import Auto
 from pararl.samplers.multitask import SampleResult, make_task_env
-from pararl.samplers.policies import MLPGaussianPolicy
 from pararl.samplers.recv import MinEnvs, Timeout, WaitAll, parse_recv
 from pararl.vector import ParallelVectorEnv
 from tests.meta.conftest import NAV, GoalSeeker, nav_sampler
@@ -178,8 +178,8 @@ def test_bad_sampler_input_raises_usage_errors() -> None:
 
 
 def nav_sampler_for(env_id: str) -> None:
+    from pararl.models.gaussian import LinearGaussianPolicy
     from pararl.samplers.multitask import MultiTaskSampler
-    from pararl.samplers.policies import LinearGaussianPolicy
 
     gym.spec(env_id)
     MultiTaskSampler(

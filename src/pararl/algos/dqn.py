@@ -22,7 +22,7 @@ from pararl.config import DQNConfig, Filled
 from pararl.errors import UsageError
 from pararl.images import check_model
 from pararl.models import QNetwork
-from pararl.models_cnn import q_network
+from pararl.models.build import q_network
 from pararl.optim import FlatAdam, FlatRMSprop
 from pararl.samplers.nstep import Transitions
 

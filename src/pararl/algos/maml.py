@@ -42,7 +42,7 @@ from pararl.algos.trpo import TRPOHyper, trpo_step
 from pararl.config import MAMLConfig
 from pararl.devices import torch_threads
 from pararl.errors import UsageError
-from pararl.samplers.task_policy import GaussianMLP, Params, gaussian_log_likelihood
+from pararl.models.gaussian import GaussianMLP, Params, gaussian_log_likelihood
 
 
 def episode_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -23,7 +23,7 @@ from pararl.devices import choose_devices
 from pararl.errors import UsageError
 from pararl.images import check_model, is_image
 from pararl.models import ActorCritic
-from pararl.models_cnn import actor_critic
+from pararl.models.build import actor_critic
 from pararl.normalize import NormSettings
 from pararl.optim import FlatAdam
 from pararl.samplers.rollout import RolloutSpec

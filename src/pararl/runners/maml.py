@@ -30,11 +30,11 @@ from pararl.algos.maml import MAMLLearner, MeanAction, MetaBatch, make_model
 from pararl.config import MAMLConfig
 from pararl.errors import UsageError
 from pararl.evaluation.reported import ReportedReturns
+from pararl.models.gaussian import TaskPolicy
 from pararl.mp.topology import physical_cores
 from pararl.runners.session import TrainSession
 from pararl.runners.setup import Plan, Prepared, resolve_device
 from pararl.samplers.multitask import MultiTaskSampler, SampleResult
-from pararl.samplers.task_policy import TaskPolicy
 
 # metrics.csv columns of a MAML run, beside the session's: the meta-iteration, the
 # return before and after adaptation, the outer TRPO step (`algos.maml`), env steps

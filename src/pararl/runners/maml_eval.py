@@ -24,10 +24,10 @@ from pararl.algos.baseline import TaskBatch, task_batch
 from pararl.algos.maml import adapt, load_model, stack
 from pararl.config import EvaluateConfig, MAMLConfig, config_from_json
 from pararl.errors import UsageError
+from pararl.models.gaussian import GaussianMLP, Params, TaskPolicy
 from pararl.mp.topology import physical_cores
 from pararl.rundir import RunDir
 from pararl.samplers.multitask import MultiTaskSampler, make_task_env
-from pararl.samplers.task_policy import GaussianMLP, Params, TaskPolicy
 
 
 @dataclass

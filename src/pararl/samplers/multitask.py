@@ -7,7 +7,7 @@ that are back, `send` their actions, `recv` under the chosen policy (see
 `pararl.samplers.recv`), until every env has run its episodes. Results come back
 per task as arrays (`TaskEpisodes`) with timing statistics (`SampleStats`).
 
-A policy with `act_tasks(obs, noise, tasks)` (`pararl.samplers.task_policy`) is
+A policy with `act_tasks(obs, noise, tasks)` (`pararl.models.gaussian.TaskPolicy`) is
 told the task of every row, so each task's envs can act with that task's own
 parameters (MAML's adapted policies); others get `act(obs, noise)`.
 
@@ -31,9 +31,9 @@ from gymnasium.vector import AutoresetMode
 
 import pararl.envs  # noqa: F401 - registers the pararl/... ids
 from pararl.errors import UsageError
+from pararl.models.gaussian import NoisePolicy
 from pararl.mp.topology import split_evenly
 from pararl.samplers.episodes import EpisodeBuffer, TaskEpisodes
-from pararl.samplers.policies import NoisePolicy
 from pararl.samplers.recv import RecvPolicy, parse_recv
 from pararl.vector import ParallelVectorEnv, SerialVectorEnv
 from pararl.vector.core import BatchVectorEnv

@@ -31,7 +31,7 @@ def mlp(
 
 class QNetwork(nn.Module):
     """Q(s, ·) for a discrete action set: an MLP on the flattened observation, or a
-    `trunk` (an image network, `models_cnn`) with a linear head. `dueling`: the head
+    `trunk` (an image network, `models.cnn`) with a linear head. `dueling`: the head
     is a value and an advantage stream, Q = V + A - mean(A) (Wang et al. 2016)."""
 
     def __init__(
@@ -75,7 +75,7 @@ class QNetwork(nn.Module):
 class Trunk(nn.Module):
     """Observations in, `features` floats per observation out: `prep` (dtype,
     scale, layout) then `body`, ending in a ReLU. The shared part of the image
-    networks (`models_cnn`) and of a dueling MLP."""
+    networks (`models.cnn`) and of a dueling MLP."""
 
     def __init__(self, prep: nn.Module, body: nn.Module, features: int) -> None:
         super().__init__()
@@ -133,7 +133,7 @@ def _orthogonal(module: nn.Module, out_gain: float) -> None:
 
 class ActorCritic(nn.Module):
     """Policy and value MLPs (separate by default, or one shared body) for PPO; or,
-    given a `trunk` (an image network, `models_cnn`), one shared trunk with a linear
+    given a `trunk` (an image network, `models.cnn`), one shared trunk with a linear
     policy head and a linear value head.
 
     Discrete actions: a Categorical over logits. Box actions: a diagonal Gaussian

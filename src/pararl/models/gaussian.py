@@ -1,4 +1,8 @@
-"""The meta-policy network and its acting wrapper with one parameter set per task.
+"""Gaussian policies: MAML's meta-policy network, and the policies that act for
+the multi-task sampler, which passes each row's noise in.
+
+The log-density of a diagonal Gaussian is written once (`gaussian_log_prob`, on the
+standardised sample, numpy or torch alike) for every one of them.
 
 `GaussianMLP` is the policy of MAML's reinforcement-learning experiments (Finn et
 al. 2017; pytorch-maml-rl's `NormalMLPPolicy`): a tanh MLP gives the mean, a free
@@ -7,10 +11,16 @@ through `torch.func.functional_call`, or a set per task stacked along a first ax
 through `forward_tasks`, so the same module runs the meta-parameters or any task's
 adapted parameters.
 
-`TaskPolicy` is the multi-task sampler's acting policy (`NoisePolicy` plus
-`act_tasks`): with no task parameters set, every env acts with the module's own
-parameters; after `set_task_params`, each row acts with the parameters of the
-task its env runs. Rows are grouped by task into a padded [tasks, rows, obs]
+Acting policies (`NoisePolicy`) give actions mean(obs) + std * noise: the sampler
+passes the noise in (drawn per env, per step, from the sample seed), so a policy
+itself is deterministic. `MLPGaussianPolicy` runs the actor of an `ActorCritic`;
+BLAS kernels may round a row differently for different batch sizes, so its actions
+agree across recv policies to float rounding. `LinearGaussianPolicy` computes every
+row on its own with NumPy and is bit-for-bit independent of the batch (the
+reference for tests). `TaskPolicy` is MAML's (`NoisePolicy` plus `act_tasks`):
+with no task parameters set, every env acts with the module's own parameters;
+after `set_task_params`, each row acts with the parameters of the task its env
+runs. Rows are grouped by task into a padded [tasks, rows, obs]
 batch and `GaussianMLP.forward_tasks` runs every task's network on its own rows
 (a batched matrix product per layer; no parameters copied per row).
 """
@@ -19,15 +29,30 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import Protocol, TypeVar
 
 import numpy as np
 import torch
 from torch import nn
 
-from pararl.models import mlp
-from pararl.samplers.policies import gaussian_log_prob
+from pararl.models.networks import ActorCritic, mlp
 
 Params = dict[str, torch.Tensor]
+Array = TypeVar("Array", np.ndarray, torch.Tensor)
+_LOG_2PI = math.log(2 * math.pi)
+
+
+def gaussian_log_prob(z: Array, log_std: Array) -> Array:
+    """log N(mean + std z; mean, std) for the standardised sample `z`, summed over
+    the action dimensions (the last axis); numpy arrays or torch tensors."""
+    return -(0.5 * z**2 + log_std + 0.5 * _LOG_2PI).sum(-1)
+
+
+def gaussian_log_likelihood(
+    actions: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor
+) -> torch.Tensor:
+    """log N(actions; mean, exp(log_std)), summed over the action dimensions."""
+    return gaussian_log_prob((actions - mean) * torch.exp(-log_std), log_std)
 
 
 class GaussianMLP(nn.Module):
@@ -83,12 +108,62 @@ class GaussianMLP(nn.Module):
         return mean, log_std.reshape(tasks, *[1] * (obs.dim() - 2), -1)
 
 
-def gaussian_log_likelihood(
-    actions: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor
-) -> torch.Tensor:
-    """log N(actions; mean, exp(log_std)), summed over the action dimensions."""
-    z = (actions - mean) * torch.exp(-log_std)
-    return -(0.5 * z.square() + log_std + 0.5 * math.log(2 * math.pi)).sum(-1)
+class NoisePolicy(Protocol):
+    action_dim: int
+
+    def act(self, obs: np.ndarray, noise: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Actions [B, action_dim] and their log-probabilities [B] for `obs` [B, ...]."""
+
+
+class MLPGaussianPolicy:
+    """The actor MLP of an `ActorCritic` (tanh, hidden widths `hidden`) as a policy.
+
+    With worker processes on every core, run torch with one intra-op thread
+    (`torch.set_num_threads(1)`, as the `partial` benchmark does): spinning
+    OpenMP threads fight the workers for cores and slow every forward pass.
+    """
+
+    def __init__(
+        self,
+        obs_dim: int,
+        action_dim: int,
+        hidden: Sequence[int] = (64, 64),
+        log_std: float = -0.5,
+        seed: int = 0,
+    ) -> None:
+        torch.manual_seed(seed)
+        self.model = ActorCritic(obs_dim, action_dim, discrete=False, hidden=hidden)
+        with torch.no_grad():
+            self.model.log_std.fill_(log_std)
+        self.model.eval()
+        self.action_dim = action_dim
+        self.hidden = tuple(hidden)
+
+    @torch.no_grad()
+    def act(self, obs: np.ndarray, noise: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        mean = self.model.actor(torch.from_numpy(np.asarray(obs, np.float32))).numpy()
+        log_std = self.model.log_std.numpy()
+        actions = (mean + np.exp(log_std) * noise).astype(np.float32)
+        return actions, gaussian_log_prob(noise, log_std).astype(np.float32)
+
+
+class LinearGaussianPolicy:
+    """mean = obs @ W + b, every row computed alone (batch-independent results)."""
+
+    def __init__(self, obs_dim: int, action_dim: int, log_std: float = -0.5, seed: int = 0):
+        rng = np.random.default_rng(seed)
+        self.weight = rng.normal(scale=1.0 / math.sqrt(obs_dim), size=(obs_dim, action_dim))
+        self.bias = np.zeros(action_dim)
+        self.log_std = np.full(action_dim, log_std)
+        self.action_dim = action_dim
+
+    def act(self, obs: np.ndarray, noise: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        flat = np.asarray(obs, np.float64).reshape(len(obs), -1)
+        # Elementwise product and a sum over one axis: the same operations, in the
+        # same order, for a row whatever the batch (no BLAS blocking).
+        mean = (flat[:, :, None] * self.weight[None]).sum(axis=1) + self.bias
+        actions = (mean + np.exp(self.log_std) * noise).astype(np.float32)
+        return actions, gaussian_log_prob(noise, self.log_std).astype(np.float32)
 
 
 class TaskPolicy:
@@ -149,4 +224,13 @@ class TaskPolicy:
         return actions, gaussian_log_prob(noise, log_std).astype(np.float32)
 
 
-__all__ = ["GaussianMLP", "Params", "TaskPolicy", "gaussian_log_likelihood"]
+__all__ = [
+    "GaussianMLP",
+    "LinearGaussianPolicy",
+    "MLPGaussianPolicy",
+    "NoisePolicy",
+    "Params",
+    "TaskPolicy",
+    "gaussian_log_likelihood",
+    "gaussian_log_prob",
+]

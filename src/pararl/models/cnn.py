@@ -1,5 +1,5 @@
-"""Networks for image observations, and the one place that builds a run's networks
-from `--model` and the observation space.
+"""Networks for image observations: the trunks a Q-network head or an actor-critic's
+heads sit on (`models.build` picks them by `--model`).
 
 - `nature-cnn`: Mnih et al. 2015 ("Human-level control through deep reinforcement
   learning"): 32 8x8 filters stride 4, 64 4x4 stride 2, 64 3x3 stride 1, then a
@@ -18,16 +18,13 @@ device sees floats.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 import numpy.typing as npt
 import torch
 from torch import nn
 
 from pararl.images import ImageLayout, ModelName
-from pararl.models import ActorCritic, QNetwork, Trunk
-from pararl.normalize import OFF, NormSettings
+from pararl.models.networks import Trunk
 
 
 class ImageInput(nn.Module):
@@ -80,38 +77,4 @@ def image_trunk(model: ModelName, obs_shape: tuple[int, ...], obs_dtype: npt.DTy
     return TRUNKS[model](ImageLayout.of(obs_shape, np.dtype(obs_dtype)))
 
 
-def q_network(
-    model: ModelName,
-    obs_shape: tuple[int, ...],
-    obs_dtype: npt.DTypeLike,
-    num_actions: int,
-    hidden: Sequence[int],
-    dueling: bool = False,
-) -> QNetwork:
-    """DQN's Q-network: an MLP (`hidden` widths) or an image trunk, with its head."""
-    obs_dim = int(np.prod(obs_shape))
-    trunk = None if model == "mlp" else image_trunk(model, obs_shape, obs_dtype)
-    return QNetwork(obs_dim, num_actions, hidden, trunk=trunk, dueling=dueling)
-
-
-def actor_critic(
-    model: ModelName,
-    obs_shape: tuple[int, ...],
-    obs_dtype: npt.DTypeLike,
-    action_dim: int,
-    discrete: bool,
-    hidden: Sequence[int],
-    shared: bool = False,
-    norm: NormSettings = OFF,
-) -> ActorCritic:
-    """PPO's actor-critic: MLPs (`hidden`, `shared`, `norm` apply) or one image trunk
-    shared by the policy and value heads (observations never normalised)."""
-    obs_dim = int(np.prod(obs_shape))
-    if model == "mlp":
-        return ActorCritic(obs_dim, action_dim, discrete, hidden, shared, norm=norm)
-    trunk = image_trunk(model, obs_shape, obs_dtype)
-    norm = NormSettings(False, norm.reward, norm.clip_obs, norm.clip_reward)
-    return ActorCritic(obs_dim, action_dim, discrete, hidden, True, norm=norm, trunk=trunk)
-
-
-__all__ = ["ImageInput", "actor_critic", "image_trunk", "minatar_cnn", "nature_cnn", "q_network"]
+__all__ = ["ImageInput", "image_trunk", "minatar_cnn", "nature_cnn"]

@@ -1,0 +1,29 @@
+"""Every network: MLP bodies, the Q-network and the actor-critic (`networks`), image
+trunks (`cnn`), a run's networks built from `--model` (`build`), and the Gaussian
+policies of MAML and the multi-task sampler (`gaussian`)."""
+
+from pararl.models.build import actor_critic, q_network
+from pararl.models.gaussian import GaussianMLP, TaskPolicy
+from pararl.models.networks import (
+    ActorCritic,
+    QNetwork,
+    Trunk,
+    flat_to_params,
+    mlp,
+    num_params,
+    params_to_flat,
+)
+
+__all__ = [
+    "ActorCritic",
+    "GaussianMLP",
+    "QNetwork",
+    "TaskPolicy",
+    "Trunk",
+    "actor_critic",
+    "flat_to_params",
+    "mlp",
+    "num_params",
+    "params_to_flat",
+    "q_network",
+]
