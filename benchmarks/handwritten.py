@@ -128,7 +128,7 @@ def _learner(name: str) -> object:
 
 
 def _batch(size: int) -> object:
-    from pararl.samplers.nstep import Transitions
+    from pararl.replay.nstep import Transitions
 
     rng = np.random.default_rng(0)
     obs = rng.normal(size=(size, 4)).astype(np.float32)

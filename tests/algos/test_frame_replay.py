@@ -14,11 +14,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pararl.algos.frame_replay import FrameReplay
-from pararl.algos.prioritized import PrioritizedReplay
 from pararl.errors import UsageError
-from pararl.samplers.frames import FrameStepBuilder, FrameSteps, stack_size
-from pararl.samplers.nstep import NStepBuilder, Transitions
+from pararl.replay.frame_memory import FrameReplay
+from pararl.replay.frame_steps import FrameStepBuilder, FrameSteps, stack_size
+from pararl.replay.nstep import NStepBuilder, Transitions
+from pararl.replay.prioritized import PrioritizedReplay
 
 FRAME = (2, 3)  # tiny frames; the first two bytes hold the frame's id
 

@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pararl.algos.frame_replay import FrameReplay
-from pararl.algos.prioritized import PRIORITY_EPS, PrioritizedReplay, importance_weights
-from pararl.algos.replay import ReplayBuffer
-from pararl.algos.sumtree import SumTree
+from pararl.replay.frame_memory import FrameReplay
+from pararl.replay.nstep import Transitions
+from pararl.replay.prioritized import PRIORITY_EPS, PrioritizedReplay, importance_weights
+from pararl.replay.sumtree import SumTree
+from pararl.replay.uniform import ReplayBuffer
 from pararl.samplers.explore import EpsilonSchedule
-from pararl.samplers.nstep import Transitions
 from tests.algos.test_frame_replay import FRAME, fill
 
 

@@ -15,11 +15,13 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from pararl.algos.frame_replay import FrameReplay
-from pararl.algos.prioritized import PrioritizedReplay
-from pararl.algos.replay import ReplayBuffer
 from pararl.models import QNetwork
 from pararl.mp.shared import SharedArrays
+from pararl.replay.frame_memory import FrameReplay
+from pararl.replay.frame_steps import FrameSteps, frame_count, stack_size
+from pararl.replay.nstep import Transitions
+from pararl.replay.prioritized import PrioritizedReplay
+from pararl.replay.uniform import ReplayBuffer
 from pararl.samplers.actor_pool import ActorPool
 from pararl.samplers.chunks import Chunk
 from pararl.samplers.dqn_actor import (
@@ -30,8 +32,6 @@ from pararl.samplers.dqn_actor import (
     read_slot,
 )
 from pararl.samplers.explore import EpsilonSchedule
-from pararl.samplers.frames import FrameSteps, frame_count, stack_size
-from pararl.samplers.nstep import Transitions
 
 STACK = 3
 

@@ -9,7 +9,7 @@ import torch
 from pararl.algos.dqn import DQNLearner
 from pararl.config import DQNConfig
 from pararl.models import QNetwork, flat_to_params, num_params, params_to_flat
-from pararl.samplers.nstep import Transitions
+from pararl.replay.nstep import Transitions
 
 
 def constant_q(value: float) -> QNetwork:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pararl.algos.replay import ReplayBuffer
-from pararl.samplers.nstep import NStepBuilder, Transitions
+from pararl.replay.nstep import NStepBuilder, Transitions
+from pararl.replay.uniform import ReplayBuffer
 
 GAMMA = 0.9
 
@@ -142,8 +142,8 @@ def test_learning_starts_counts_transitions_added_to_a_frame_memory() -> None:
     import torch
 
     from pararl.algos.dqn import DQNState
-    from pararl.algos.frame_replay import FrameReplay
     from pararl.config import DQNConfig
+    from pararl.replay.frame_memory import FrameReplay
     from tests.algos.test_frame_replay import FRAME, fill
 
     space = gym.spaces.Box(0, 255, (3, *FRAME), np.uint8)

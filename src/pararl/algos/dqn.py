@@ -17,14 +17,15 @@ import torch
 import torch.nn.functional as F  # noqa: N812 - the usual name
 
 from pararl import seeding
-from pararl.algos.prioritized import PrioritizedReplay, make_replay
 from pararl.config import DQNConfig, Filled
 from pararl.errors import UsageError
 from pararl.images import check_model
 from pararl.models import QNetwork
 from pararl.models.build import q_network
 from pararl.optim import FlatAdam, FlatRMSprop
-from pararl.samplers.nstep import Transitions
+from pararl.replay.make import make_replay
+from pararl.replay.nstep import Transitions
+from pararl.replay.prioritized import PrioritizedReplay
 
 
 def make_optimizer(q: torch.nn.Module, name: str, lr: float) -> FlatAdam:
@@ -134,7 +135,7 @@ class DQNState:
     in for the env's kind (`RunConfig.for_env`). `rank` names the replica's
     replay-sampling stream (parameter averaging; 0 otherwise);
     `frame_stack` > 0: observations are stacks of that many `uint8` frames, stored
-    frame by frame (`samplers.frames.stack_size` of the env)."""
+    frame by frame (`replay.frame_steps.stack_size` of the env)."""
 
     def __init__(
         self,

@@ -28,13 +28,13 @@ from pararl.errors import UsageError
 from pararl.images import is_image
 from pararl.models import num_params
 from pararl.mp.topology import physical_cores
+from pararl.replay.frame_steps import stack_size
 from pararl.runners.session import TrainSession
 from pararl.runners.setup import Plan, Prepared, resolve_device, set_learner_threads
 from pararl.samplers.actor_pool import ActorPool
 from pararl.samplers.chunks import Chunk, ChunkSource
 from pararl.samplers.dqn_actor import ActorSpec
 from pararl.samplers.explore import EpsilonSchedule
-from pararl.samplers.frames import stack_size
 from pararl.samplers.local import LocalChunkSource
 from pararl.vector import ParallelVectorEnv, SerialVectorEnv
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from pararl.models import QNetwork
-from pararl.samplers.frames import FrameSteps
-from pararl.samplers.nstep import Transitions
+from pararl.replay.frame_steps import FrameSteps
+from pararl.replay.nstep import Transitions
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class Chunk:
     version: int  # weights version that acted
     episode_returns: list[float]
     busy_s: float  # time spent acting (not waiting) since the last chunk
-    frames: int = 0  # frames in the chunk, when it carries frames (`samplers.frames`)
+    frames: int = 0  # frames in the chunk, when it carries frames (`replay.frame_steps`)
 
 
 class ChunkSource(Protocol):

@@ -1,8 +1,8 @@
 """DQN actor processes: each steps a batch of envs with its own CPU Q-network
 copy, builds n-step transitions, and hands them to the learner in chunks through
 a two-slot shared-memory outbox. Only slot numbers and counts travel on the pipe.
-A chunk holds whole-observation transitions (`samplers.nstep`) or, when the env
-stacks image frames, each new frame once (`samplers.frames`); Ape-X actors add
+A chunk holds whole-observation transitions (`replay.nstep`) or, when the env
+stacks image frames, each new frame once (`replay.frame_steps`); Ape-X actors add
 each transition's first priority, its TD error under their own Q copy.
 
 Protocol (actor -> learner): `(True, Chunk)` when a slot is filled; the learner
@@ -27,10 +27,10 @@ from pararl import seeding
 from pararl.models import QNetwork
 from pararl.mp.procs import ParentWatch
 from pararl.mp.shared import ArraySpec, SharedArrays
+from pararl.replay.frame_steps import FRAME_FIELDS, FrameStepBuilder, FrameSteps, frame_count
+from pararl.replay.nstep import NStepBuilder, Transitions
 from pararl.samplers.chunks import Chunk
 from pararl.samplers.explore import EpsilonSchedule, epsilon_greedy
-from pararl.samplers.frames import FRAME_FIELDS, FrameStepBuilder, FrameSteps, frame_count
-from pararl.samplers.nstep import NStepBuilder, Transitions
 from pararl.samplers.weights import WeightReader
 from pararl.vector import SerialVectorEnv
 from pararl.vector.core import BatchVectorEnv
@@ -51,7 +51,7 @@ class ActorSpec:
     chunk_steps: int  # vector steps per chunk sent to the learner
     sync_every: int  # vector steps between weight refreshes
     epsilon: EpsilonSchedule  # of the run's env steps
-    frame_stack: int = 0  # > 0: chunks carry frames once (`samplers.frames`)
+    frame_stack: int = 0  # > 0: chunks carry frames once (`replay.frame_steps`)
     priorities: bool = False  # compute each transition's first priority (Ape-X)
     stream_base: int = 0  # the run-wide id of this actor's first env (frame chunks)
 

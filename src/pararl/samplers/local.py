@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from pararl.models import QNetwork
+from pararl.replay.frame_steps import frame_count
 from pararl.samplers.chunks import Chunk
 from pararl.samplers.dqn_actor import ActorSpec, ChunkSampler, Payload
-from pararl.samplers.frames import frame_count
 from pararl.vector.core import BatchVectorEnv
 
 

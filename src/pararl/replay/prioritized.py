@@ -1,7 +1,7 @@
 """Proportional prioritized replay over either replay memory (Schaul et al. 2016).
 
 Each transition i has priority p_i = (|delta_i| + eps)^alpha, kept in a sum tree
-(`algos.sumtree`) indexed by the memory's slots; a batch draws i with probability
+(`replay.sumtree`) indexed by the memory's slots; a batch draws i with probability
 P(i) = p_i / sum_k p_k and weighs its loss by w_i = (N * P(i))^-beta / max_j w_j
 (the max over the batch, as in the paper's Algorithm 1), beta annealed to 1 over
 the run. New transitions get the priority their actor computed (Ape-X, Horgan et
@@ -15,12 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
-from pararl.algos.frame_replay import FrameReplay
-from pararl.algos.replay import ReplayBuffer
-from pararl.algos.sumtree import SumTree
-from pararl.samplers.nstep import Transitions
+from pararl.replay.frame_memory import FrameReplay
+from pararl.replay.nstep import Transitions
+from pararl.replay.sumtree import SumTree
+from pararl.replay.uniform import ReplayBuffer
 
 PRIORITY_EPS = 1e-6  # keeps every stored transition drawable
 REDRAWS = 8
@@ -115,26 +114,4 @@ class PrioritizedReplay:
         self.max_priority = float(state["max_priority"])
 
 
-Replay = ReplayBuffer | FrameReplay | PrioritizedReplay
-
-
-def make_replay(
-    capacity: int,
-    obs_shape: tuple[int, ...],
-    obs_dtype: npt.DTypeLike,
-    frame_stack: int,
-    prioritized: bool,
-    alpha: float,
-) -> Replay:
-    """The memory for these observations: frames stored once when they are stacked
-    `uint8` images (`frame_stack` > 0), whole observations otherwise; prioritized
-    on request."""
-    memory: ReplayBuffer | FrameReplay
-    if frame_stack > 0:
-        memory = FrameReplay(capacity, obs_shape)
-    else:
-        memory = ReplayBuffer(capacity, obs_shape, obs_dtype)
-    return PrioritizedReplay(memory, alpha) if prioritized else memory
-
-
-__all__ = ["PrioritizedReplay", "Replay", "Sample", "importance_weights", "make_replay"]
+__all__ = ["PRIORITY_EPS", "PrioritizedReplay", "Sample", "importance_weights"]

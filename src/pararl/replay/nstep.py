@@ -1,4 +1,4 @@
-"""Transitions, n-step returns and the replay memory.
+"""Transitions and their n-step returns, built from lock-step vector-env steps.
 
 A stored transition is `(obs, action, ret, next_obs, discount)`, where `ret` is the
 n-step discounted reward sum and `discount` is the factor for bootstrapping from

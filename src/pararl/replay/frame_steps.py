@@ -15,9 +15,9 @@ observation adds exactly one frame, and an actor's chunk carries only that:
                         observation, and how many frames back its observation is
     action, ret, discount [T] (and the actor's priority, Ape-X)
 
-The replay memory (`algos.frame_replay`) stores the frames once and rebuilds the
+The replay memory (`replay.frame_memory`) stores the frames once and rebuilds the
 stacks by following `prev` links. n-step returns are the same code as for vector
-observations (`samplers.nstep`), run on observation keys instead of arrays.
+observations (`replay.nstep`), run on observation keys instead of arrays.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import gymnasium as gym
 import numpy as np
 
 from pararl.errors import UsageError
-from pararl.samplers.nstep import NStepBuilder, Transitions
+from pararl.replay.nstep import NStepBuilder, Transitions
 
 FRAME_FIELDS = ("frames", "stream", "prev")  # one row per frame
 TRANSITION_FIELDS = ("next", "steps", "action", "ret", "discount", "priority")  # per transition

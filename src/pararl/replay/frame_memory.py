@@ -16,7 +16,7 @@ Why one ring with links, not one ring per env: frames of many envs arrive
 interleaved (actors' chunks, in any order), the number of envs changes with
 `--workers`, a restarted actor or a resumed run, and one ring keeps the capacity
 exact and uniform sampling uniform over transitions, whatever each env's rate.
-The chunk format is `samplers.frames.FrameSteps`.
+The chunk format is `replay.frame_steps.FrameSteps`.
 """
 
 from __future__ import annotations
@@ -25,16 +25,16 @@ from typing import Any
 
 import numpy as np
 
-from pararl.algos.replay import Added, check_fits
-from pararl.samplers.frames import FrameSteps
-from pararl.samplers.nstep import Transitions
+from pararl.replay.frame_steps import FrameSteps
+from pararl.replay.nstep import Transitions
+from pararl.replay.uniform import Added, check_fits
 
 REDRAWS = 8  # rounds of redrawing invalid picks before sampling from the valid set
 
 
 class FrameReplay:
     """Transitions between stacked `uint8` observations of shape `(S, *frame)`,
-    sampled uniformly; the same interface as `algos.replay.ReplayBuffer`."""
+    sampled uniformly; the same interface as `replay.uniform.ReplayBuffer`."""
 
     def __init__(self, capacity: int, obs_shape: tuple[int, ...]) -> None:
         if capacity < 1:
@@ -86,7 +86,7 @@ class FrameReplay:
         """Store a chunk's frames and transitions; returns the slots whose
         transitions were overwritten and the slots of the new ones."""
         if not isinstance(batch, FrameSteps):
-            raise TypeError("a FrameReplay stores frame chunks (samplers.frames.FrameSteps)")
+            raise TypeError("a FrameReplay stores frame chunks (replay.frame_steps.FrameSteps)")
         cap, base, f = self.capacity, self.written, batch.num_frames
         absolute = base + np.arange(f)
         slots = absolute % cap

@@ -1,7 +1,7 @@
-"""The replay memory: a ring of n-step transitions (`samplers.nstep.Transitions`),
+"""The replay memory: a ring of n-step transitions (`replay.nstep.Transitions`),
 sampled uniformly. `discount` is `gamma**k`, and 0 only after a real termination.
 (Stacked image observations have their own memory, which stores each frame once:
-`algos.frame_replay`; prioritized sampling wraps either: `algos.prioritized`.)"""
+`replay.frame_memory`; prioritized sampling wraps either: `replay.prioritized`.)"""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import numpy.typing as npt
 import psutil
 
 from pararl.errors import UsageError
-from pararl.samplers.frames import FrameSteps
-from pararl.samplers.nstep import Transitions
+from pararl.replay.frame_steps import FrameSteps
+from pararl.replay.nstep import Transitions
 
 
 @dataclass(frozen=True)
