@@ -8,9 +8,9 @@ import multiprocessing as mp
 import numpy as np
 import torch
 
-from pararl.models import QNetwork, params_to_flat
+from pararl.models import QNetwork
 from pararl.mp.shared import SharedArrays
-from pararl.samplers.weights import WeightPublisher, WeightReader, weight_specs
+from pararl.weights.shared import WeightPublisher, WeightReader, params_to_flat, weight_specs
 
 
 def _pair(seed: int) -> tuple[QNetwork, QNetwork, WeightPublisher, WeightReader]:

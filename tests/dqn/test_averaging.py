@@ -25,12 +25,12 @@ import torch
 from torch import nn
 
 from pararl import DQNConfig, train
-from pararl.distributed.averaging import adam_moments, average_parameters, average_tensors
 from pararl.distributed.launch import Rendezvous, from_environment, join, leave, local_rendezvous
 from pararl.errors import UsageError
 from pararl.mp.procs import ProcessGroup
 from pararl.optim import FlatAdam
 from pararl.vector import WorkerError
+from pararl.weights.averaging import adam_moments, average_parameters, average_tensors
 from tests.dqn.test_train import SMALL
 from tests.procs import alive_after, interrupt_training
 

@@ -8,8 +8,9 @@ import torch
 
 from pararl.algos.dqn import DQNLearner
 from pararl.config import DQNConfig
-from pararl.models import QNetwork, flat_to_params, num_params, params_to_flat
+from pararl.models import QNetwork, num_params
 from pararl.replay.nstep import Transitions
+from pararl.weights.shared import flat_to_params, params_to_flat
 
 
 def constant_q(value: float) -> QNetwork:

@@ -27,6 +27,7 @@ from pararl.models.build import actor_critic
 from pararl.normalize import NormSettings
 from pararl.optim import FlatAdam
 from pararl.samplers.rollout import RolloutSpec
+from pararl.weights.local import LocalCopy
 
 
 def _normalized(advantages: torch.Tensor) -> torch.Tensor:
@@ -277,6 +278,7 @@ class PPOState:
             if self.devices.act == self.devices.learn
             else copy.deepcopy(self.learner.model).to(self.devices.act)
         )
+        self.weights = LocalCopy(self.actor)
         self.env_steps, self.wall_s = 0, 0.0
         if resume_state is not None:
             self.learner.load_state_dict(resume_state["learner"])
@@ -286,8 +288,7 @@ class PPOState:
         self.rng = seeding.generator(cfg.seed, "replay", 0, self.env_steps)  # minibatches
 
     def sync_actor(self) -> None:
-        if self.actor is not self.learner.model:
-            self.actor.load_state_dict(self.learner.model.state_dict())
+        self.weights.publish(self.learner.model, self.learner.updates)
 
     def state(self, wall_s: float) -> dict[str, Any]:
         return {

@@ -8,10 +8,8 @@ from pararl.models.networks import (
     ActorCritic,
     QNetwork,
     Trunk,
-    flat_to_params,
     mlp,
     num_params,
-    params_to_flat,
 )
 
 __all__ = [
@@ -21,9 +19,7 @@ __all__ = [
     "TaskPolicy",
     "Trunk",
     "actor_critic",
-    "flat_to_params",
     "mlp",
     "num_params",
-    "params_to_flat",
     "q_network",
 ]

@@ -1,9 +1,6 @@
-"""Neural networks: MLP bodies, the DQN Q-network, and flat parameter vectors.
+"""Neural networks: MLP bodies and trunks, the DQN Q-network, PPO's actor-critic.
 
-Flat parameter vectors are how weights travel: the learner writes them into shared
-memory (or `ray.put`s them) once per version; actors copy them into their own CPU
-model. A module is never pickled per step.
-"""
+How their weights travel to acting copies is `pararl.weights`."""
 
 from __future__ import annotations
 
@@ -88,26 +85,6 @@ class Trunk(nn.Module):
 
 def num_params(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
-
-
-@torch.no_grad()
-def params_to_flat(model: nn.Module, out: np.ndarray) -> None:
-    """Write all parameters of `model`, in order, into the float32 vector `out`."""
-    offset = 0
-    for p in model.parameters():
-        n = p.numel()
-        out[offset : offset + n] = p.detach().reshape(-1).cpu().numpy()
-        offset += n
-
-
-@torch.no_grad()
-def flat_to_params(flat: np.ndarray, model: nn.Module) -> None:
-    """Load the float32 vector `flat` (as written by `params_to_flat`) into `model`."""
-    offset = 0
-    for p in model.parameters():
-        n = p.numel()
-        p.copy_(torch.from_numpy(flat[offset : offset + n]).view_as(p))
-        offset += n
 
 
 @torch.no_grad()

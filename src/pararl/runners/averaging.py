@@ -32,23 +32,18 @@ import torch
 
 from pararl.algos.dqn import DQNState, check_spaces
 from pararl.config import DQNConfig, Filled, config_from_json
-from pararl.distributed.averaging import (
-    adam_moments,
-    agree,
-    average_tensors,
-    module_tensors,
-    share_object,
-)
 from pararl.distributed.launch import (
     CollectiveError,
     LocalReplicas,
     Rendezvous,
+    agree,
     backend_for,
     from_environment,
     join,
     leave,
     local_rendezvous,
     replica_device,
+    share_object,
 )
 from pararl.envs.make import env_factory
 from pararl.errors import UsageError
@@ -66,6 +61,7 @@ from pararl.runners.setup import (
     set_learner_threads,
 )
 from pararl.vector import SerialVectorEnv
+from pararl.weights.averaging import AveragedWeights, adam_moments, module_tensors
 
 
 def uses_averaging(config: DQNConfig) -> bool:
@@ -97,13 +93,18 @@ def check_averaging(cfg: DQNConfig, world_size: int, under_torchrun: bool) -> No
         )
 
 
-def synced_tensors(state: DQNState) -> list[torch.Tensor]:
-    """What the replicas average, in an order every rank shares."""
+def averaged_weights(state: DQNState) -> AveragedWeights:
+    """What the replicas average, in an order every rank shares: the online net, and
+    with it the target net and (`--optimizer-sync average`) Adam's moments."""
     learner = state.learner
-    tensors = [*module_tensors(learner.q), *module_tensors(learner.q_target)]
-    if state.config.optimizer_sync == "average":
-        tensors += adam_moments(learner.optimizer)
-    return tensors
+
+    def also() -> list[torch.Tensor]:
+        tensors = module_tensors(learner.q_target)
+        if state.config.optimizer_sync == "average":
+            tensors += adam_moments(learner.optimizer)
+        return tensors
+
+    return AveragedWeights(also)
 
 
 class Replica:
@@ -123,6 +124,7 @@ class Replica:
         except BaseException:
             envs.close()
             raise
+        self.weights = averaged_weights(state)
         self.sync_s, self.syncs = 0.0, 0
 
     @property
@@ -156,8 +158,9 @@ class Replica:
 
     def average(self) -> None:
         start = time.monotonic()
-        collective(average_tensors, synced_tensors(self.state))
-        self.loop.source.publish(self.state.learner.q, self.state.learner.updates)
+        q, updates = self.state.learner.q, self.state.learner.updates
+        collective(self.weights.publish, q, updates)  # every replica's q: the mean
+        self.loop.source.publish(q, updates)
         self.sync_s += time.monotonic() - start
         self.syncs += 1
 

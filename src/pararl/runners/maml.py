@@ -35,6 +35,7 @@ from pararl.mp.topology import physical_cores
 from pararl.runners.session import TrainSession
 from pararl.runners.setup import Plan, Prepared, resolve_device
 from pararl.samplers.multitask import MultiTaskSampler, SampleResult
+from pararl.weights.local import LocalCopy
 
 # metrics.csv columns of a MAML run, beside the session's: the meta-iteration, the
 # return before and after adaptation, the outer TRPO step (`algos.maml`), env steps
@@ -78,6 +79,7 @@ class MAMLState:
         model = make_model(cfg, obs_dim, action_dim)  # from the seeded global torch stream
         self.learner = MAMLLearner(model, cfg, self.device)
         self.acting = TaskPolicy(model if self.device.type == "cpu" else copy.deepcopy(model).cpu())
+        self.weights = LocalCopy(self.acting.model)
         self.iteration, self.env_steps, self.wall_s = 0, 0, 0.0
         if resume is not None:
             self.learner.load_state_dict(resume["learner"])
@@ -87,8 +89,7 @@ class MAMLState:
         self.sync_acting()
 
     def sync_acting(self) -> None:
-        if self.acting.model is not self.learner.model:
-            self.acting.model.load_state_dict(self.learner.model.state_dict())
+        self.weights.publish(self.learner.model, self.learner.updates)
 
     def state(self, wall_s: float) -> dict[str, Any]:
         return {

@@ -1,7 +1,7 @@
 """DQN actor processes as a `ChunkSource`: each actor (`samplers.dqn_actor`) steps
 its envs with its own CPU Q-network copy and hands chunks of transitions over
 through a two-slot shared-memory outbox; weights come back through shared memory
-(`samplers.weights`). Only slot numbers, counts and acks travel on the pipes."""
+(`weights.shared`). Only slot numbers, counts and acks travel on the pipes."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pararl.mp.procs import ProcessGroup
 from pararl.mp.shared import SharedArrays
 from pararl.samplers.chunks import Chunk
 from pararl.samplers.dqn_actor import ActorSpec, Payload, actor_main, outbox_specs, read_slot
-from pararl.samplers.weights import WeightPublisher, weight_specs
+from pararl.weights.shared import WeightPublisher, weight_specs
 
 READY_TIMEOUT_S = 120.0  # an actor builds its envs and net before it says ready
 

@@ -31,9 +31,9 @@ from pararl.replay.frame_steps import FRAME_FIELDS, FrameStepBuilder, FrameSteps
 from pararl.replay.nstep import NStepBuilder, Transitions
 from pararl.samplers.chunks import Chunk
 from pararl.samplers.explore import EpsilonSchedule, epsilon_greedy
-from pararl.samplers.weights import WeightReader
 from pararl.vector import SerialVectorEnv
 from pararl.vector.core import BatchVectorEnv
+from pararl.weights.shared import WeightReader
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from pararl.replay.frame_steps import frame_count
 from pararl.samplers.chunks import Chunk
 from pararl.samplers.dqn_actor import ActorSpec, ChunkSampler, Payload
 from pararl.vector.core import BatchVectorEnv
+from pararl.weights.local import LocalCopy
 
 
 class LocalChunkSource:
@@ -31,7 +32,8 @@ class LocalChunkSource:
         path: tuple[int, ...],
     ) -> None:
         self.sampler = ChunkSampler(spec, seed, path, envs=envs, q=q)
-        self._version, self._env_steps = version, 0
+        self.weights = LocalCopy(self.sampler.q, version)
+        self._env_steps = 0
 
     @property
     def num_actors(self) -> int:
@@ -39,19 +41,17 @@ class LocalChunkSource:
 
     @property
     def version(self) -> int:
-        return self._version
+        return self.weights.version
 
     def chunks(self, wait: float) -> Iterator[tuple[int, Payload, Chunk]]:
         """One vector step's transitions (never waits: acting is here)."""
         batch, returns, busy = self.sampler.sample(lambda: self._env_steps)
         steps = self.sampler.env_steps_per_chunk
-        chunk = Chunk(-1, len(batch), steps, self._version, returns, busy, frame_count(batch))
+        chunk = Chunk(-1, len(batch), steps, self.version, returns, busy, frame_count(batch))
         yield 0, batch, chunk
 
     def publish(self, q: QNetwork, version: int) -> None:
-        if q is not self.sampler.q:  # learning on another device: refresh the CPU copy
-            self.sampler.q.load_state_dict(q.state_dict())
-        self._version = version
+        self.weights.publish(q, version)  # learning on another device: the CPU copy too
 
     def set_env_steps(self, env_steps: int) -> None:
         self._env_steps = env_steps

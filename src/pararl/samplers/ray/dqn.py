@@ -27,7 +27,8 @@ from pararl.replay.frame_steps import frame_count
 from pararl.samplers.chunks import Chunk
 from pararl.samplers.dqn_actor import ActorSpec, ChunkSampler, Payload
 from pararl.samplers.ray.cluster import connect, disconnect
-from pararl.samplers.ray.pool import RayActorGroup, load_numpy_state, numpy_state
+from pararl.samplers.ray.pool import RayActorGroup
+from pararl.weights.ray import RayReceiver
 
 IN_FLIGHT = 2  # sample requests per actor (double-buffered, as the local outbox)
 
@@ -39,16 +40,12 @@ class DQNActor:
         torch.set_num_threads(1)  # one core per actor, as the local actors
         torch.manual_seed(seeding.integer(seed, "torch", *path))
         self.sampler = ChunkSampler(spec, seed, path)
-        self.version = -1
+        self.weights = RayReceiver()
 
     def sample(self, weights: list[Any], version: int, env_steps: int) -> tuple[Payload, Chunk]:
         """One chunk acted with weights `version`; `env_steps` (the run's count when
         the request was sent) sets epsilon."""
-        if version != self.version:
-            import ray
-
-            load_numpy_state(self.sampler.q, ray.get(weights[0]))
-            self.version = version
+        self.weights.refresh(self.sampler.q, weights, version)
         batch, returns, busy = self.sampler.sample(lambda: env_steps)
         steps = self.sampler.env_steps_per_chunk
         chunk = Chunk(-1, len(batch), steps, version, returns, busy, frame_count(batch))
@@ -106,7 +103,7 @@ class RayDQNPool:
         return self.group.version
 
     def publish(self, q: QNetwork, version: int) -> None:
-        self.group.publish(lambda: numpy_state(q), version)
+        self.group.publish(q, version)
 
     def set_env_steps(self, env_steps: int) -> None:
         self.env_steps = env_steps

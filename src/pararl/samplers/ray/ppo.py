@@ -25,9 +25,10 @@ from pararl.config import RunConfig
 from pararl.envs.make import env_factory
 from pararl.models import ActorCritic
 from pararl.samplers.ray.cluster import connect, disconnect
-from pararl.samplers.ray.pool import RayActorGroup, load_numpy_state, numpy_state
+from pararl.samplers.ray.pool import RayActorGroup
 from pararl.samplers.rollout import EnvStream, RolloutSpec, collect
 from pararl.vector import SerialVectorEnv
+from pararl.weights.ray import RayReceiver
 
 WAIT_S = 1.0
 
@@ -60,15 +61,11 @@ class PPOActor:
         self.envs = SerialVectorEnv(fns, autoreset_mode="SameStep")
         obs, _ = self.envs.reset(seed=seeding.env_seeds(seed, len(fns), "env", *path))
         self.stream = EnvStream.start(obs, spec.gamma)
-        self.version = -1
+        self.weights = RayReceiver()
 
     def rollout(self, weights: list[Any], version: int) -> Segment:
         """`num_steps` steps of every env with weights `version`."""
-        if version != self.version:
-            import ray
-
-            load_numpy_state(self.actor, ray.get(weights[0]))
-            self.version = version
+        self.weights.refresh(self.actor, weights, version)
         episodes: list[dict[str, Any]] = []
 
         def keep(infos: dict[str, Any]) -> None:
@@ -116,7 +113,7 @@ class RayPPOPool:
     ) -> tuple[dict[str, np.ndarray], list[dict[str, Any]]]:
         """One segment from every actor acted with `model` (weights `version`),
         concatenated in actor order; and the infos of the episodes that ended."""
-        self.group.publish(lambda: numpy_state(model), version)
+        self.group.publish(model, version)
         for index in range(len(self.group)):
             self.group.submit(index, "rollout")
         segments: dict[int, Segment] = {}

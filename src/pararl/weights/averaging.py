@@ -1,4 +1,5 @@
-"""Parameter averaging across replicas: the collective math, nothing else.
+"""Parameter averaging across replicas (seeds/000, design 1) as a way of shipping
+weights: every replica publishes its own and holds the mean of all of them after.
 
 Every rank calls these functions at the same point with tensors of the same shapes
 and order; each call is one collective on the default process group (gloo on the
@@ -9,8 +10,7 @@ small nets.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 import torch
 import torch.distributed as dist
@@ -59,15 +59,29 @@ def adam_moments(optimizer: FlatAdam) -> list[torch.Tensor]:
     return [optimizer.exp_avg, optimizer.exp_avg_sq]
 
 
-def agree(flag: bool, device: torch.device, src: int = 0) -> bool:
-    """Rank `src`'s `flag`, on every rank (e.g. "stop now")."""
-    value = torch.tensor([int(flag)], dtype=torch.int32, device=device)
-    dist.broadcast(value, src=src)
-    return bool(value.item())
+class AveragedWeights:
+    """A `WeightSender` for replicas: `publish` replaces the model's parameters (and
+    float buffers), then the tensors `also` names (e.g. a target network, Adam's
+    moments), by their mean over the ranks, in one `all_reduce`; every rank calls it
+    at the same point."""
+
+    def __init__(self, also: Callable[[], list[torch.Tensor]] = list) -> None:
+        self.also = also
+        self._version = -1
+
+    @property
+    def version(self) -> int:
+        return self._version
+
+    def publish(self, model: nn.Module, version: int) -> None:
+        average_tensors([*module_tensors(model), *self.also()])
+        self._version = version
 
 
-def share_object(obj: Any, device: torch.device, src: int = 0) -> Any:
-    """Rank `src`'s picklable `obj`, on every rank (what the others pass is ignored)."""
-    box = [obj]
-    dist.broadcast_object_list(box, src=src, device=device)
-    return box[0]
+__all__ = [
+    "AveragedWeights",
+    "adam_moments",
+    "average_parameters",
+    "average_tensors",
+    "module_tensors",
+]
