@@ -116,7 +116,7 @@ def maml_config(c: Config, env: str) -> Any:
 def samplers(cfg: Any, c: Config, states: dict[str, Any]) -> dict[str, Any]:
     from benchmarks.maml_seed import SeedSampler
     from pararl.runners.maml import layout
-    from pararl.samplers.multitask import MultiTaskSampler
+    from pararl.samplers.meta.sampler import MultiTaskSampler
 
     num_envs = cfg.meta_batch_size * cfg.fast_batch_size
     return {

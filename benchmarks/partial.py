@@ -103,7 +103,7 @@ def cases(c: Config) -> list[tuple[tuple[int, ...], int]]:
 
 
 def resolve(config: Config) -> Config:
-    from pararl.samplers.recv import parse_recv
+    from pararl.samplers.meta.sampler import parse_recv
 
     c = h.apply_quick(config, QUICK)
     h.check(
@@ -154,9 +154,8 @@ class Row:
 def measure_case(c: Config, workers: int, epw: int, hidden: tuple[int, ...]) -> list[Row]:
     """Every recv policy on one sampler."""
     from pararl.models.gaussian import MLPGaussianPolicy
-    from pararl.samplers.auto import Auto
-    from pararl.samplers.multitask import MultiTaskSampler, make_task_env
-    from pararl.samplers.recv import parse_recv
+    from pararl.samplers.meta.auto import Auto
+    from pararl.samplers.meta.sampler import MultiTaskSampler, make_task_env, parse_recv
 
     n = workers * epw
     length = max(10, min(c.episode_length, c.max_steps_per_sample // n))

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from pararl import DQNConfig, seeding, train
-from pararl.samplers.actor_pool import ActorPool
+from pararl.samplers.chunks.actor_pool import ActorPool
 
 
 def _paths(groups: int, restarts: int, starts: tuple[int, ...]) -> list[tuple[int, ...]]:

@@ -14,7 +14,7 @@ from pararl.replay.nstep import Transitions
 from pararl.replay.prioritized import PRIORITY_EPS, PrioritizedReplay, importance_weights
 from pararl.replay.sumtree import SumTree
 from pararl.replay.uniform import ReplayBuffer
-from pararl.samplers.explore import EpsilonSchedule
+from pararl.samplers.chunks.explore import EpsilonSchedule
 from tests.algos.test_frame_replay import FRAME, fill
 
 

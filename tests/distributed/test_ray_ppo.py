@@ -41,7 +41,7 @@ def test_ppo_trains_with_ray_actors(ray_kind: str, tmp_path: Path) -> None:
 
 def test_actor_killed_mid_rollout_is_replaced(two_nodes: str) -> None:
     from pararl.algos.ppo import PPOState
-    from pararl.samplers.ray.ppo import RayPPOPool
+    from pararl.samplers.rollout.ray import RayPPOPool
 
     config = dataclasses.replace(TINY, env="pararl/SlowStep-v0", num_steps=128)
     env = gym.make(config.env)
@@ -78,7 +78,7 @@ def test_ray_actors_act_with_the_learners_statistics(ray_kind: str) -> None:
     import torch
 
     from pararl.algos.ppo import PPOState
-    from pararl.samplers.ray.ppo import RayPPOPool
+    from pararl.samplers.rollout.ray import RayPPOPool
 
     config = dataclasses.replace(TINY, env="Pendulum-v1")
     env = gym.make(config.env)

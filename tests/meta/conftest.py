@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from pararl.models.gaussian import LinearGaussianPolicy, NoisePolicy
-from pararl.samplers.multitask import MultiTaskSampler
+from pararl.samplers.meta.sampler import MultiTaskSampler
 
 NAV = "pararl/Navigation2D-v0"
 

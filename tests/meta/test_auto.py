@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pararl.samplers import auto as auto_module
-from pararl.samplers.auto import Auto
-from pararl.samplers.auto_model import WaitRounds, predict
+from pararl.samplers.meta import auto as auto_module
+from pararl.samplers.meta.auto import Auto
+from pararl.samplers.meta.auto_model import WaitRounds, predict
 from pararl.vector import ParallelVectorEnv
 from tests.vector.conftest import registered_fn
 

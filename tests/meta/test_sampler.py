@@ -11,9 +11,9 @@ import pytest
 
 from pararl.errors import UsageError
 from pararl.models.gaussian import MLPGaussianPolicy
-from pararl.samplers.auto import Auto
-from pararl.samplers.multitask import SampleResult, make_task_env
-from pararl.samplers.recv import MinEnvs, Timeout, WaitAll, parse_recv
+from pararl.samplers.meta.auto import Auto
+from pararl.samplers.meta.recv import MinEnvs, Timeout, WaitAll
+from pararl.samplers.meta.sampler import SampleResult, make_task_env, parse_recv
 from pararl.vector import ParallelVectorEnv
 from tests.meta.conftest import NAV, GoalSeeker, nav_sampler
 
@@ -179,7 +179,7 @@ def test_bad_sampler_input_raises_usage_errors() -> None:
 
 def nav_sampler_for(env_id: str) -> None:
     from pararl.models.gaussian import LinearGaussianPolicy
-    from pararl.samplers.multitask import MultiTaskSampler
+    from pararl.samplers.meta.sampler import MultiTaskSampler
 
     gym.spec(env_id)
     MultiTaskSampler(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pararl.samplers.rollout import compute_gae
+from pararl.samplers.rollout.collect import compute_gae
 
 G, L = 0.9, 0.8
 

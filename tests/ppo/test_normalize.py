@@ -140,7 +140,7 @@ class ActionLog(gym.Env):  # type: ignore[type-arg]
 
 def test_box_actions_are_clipped_for_the_env_only() -> None:
     from pararl.envs.make import env_factory
-    from pararl.samplers.rollout import EnvStream, collect
+    from pararl.samplers.rollout.collect import EnvStream, collect
     from pararl.vector import SerialVectorEnv
 
     gym.register("pararl-test/ActionLog-v0", entry_point=ActionLog)

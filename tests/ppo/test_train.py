@@ -139,7 +139,7 @@ def test_double_buffer_gives_the_same_rollout_as_plain(tmp_path: Path, env_id: s
     from pararl.evaluation.greedy import Evaluator
     from pararl.rundir import RunDir
     from pararl.runners.session import TrainSession
-    from pararl.samplers.rollout import EnvStream, collect, collect_double
+    from pararl.samplers.rollout.collect import EnvStream, collect, collect_double
     from pararl.vector import ParallelVectorEnv
 
     cfg = Config(env=env_id, num_steps=40, hidden=(8,), tensorboard=False, progress="none")

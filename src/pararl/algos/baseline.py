@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from pararl.samplers.episodes import TaskEpisodes
+from pararl.samplers.meta.episodes import TaskEpisodes
 
 
 @dataclass(frozen=True)

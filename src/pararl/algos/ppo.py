@@ -26,7 +26,7 @@ from pararl.models import ActorCritic
 from pararl.models.build import actor_critic
 from pararl.normalize import NormSettings
 from pararl.optim import FlatAdam
-from pararl.samplers.rollout import RolloutSpec
+from pararl.samplers.rollout.collect import RolloutSpec
 from pararl.weights.local import LocalCopy
 
 

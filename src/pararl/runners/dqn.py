@@ -5,10 +5,10 @@
         learn the updates the replay ratio allows (a few at a time), publish weights
         log, evaluate, checkpoint (session.tick)
 
-The chunks come from a `ChunkSource` (`samplers.chunks`), one per mode: `serial`
+The chunks come from a `ChunkSource` (`samplers.chunks.source`), one per mode: `serial`
 and `sync` act in this process on a `SerialVectorEnv` / `ParallelVectorEnv`
-(`samplers.local`), `async` in actor processes (`samplers.actor_pool`), `--backend
-ray` in Ray actors (`samplers.ray.dqn`). Parameter averaging runs this same loop in
+(`samplers.chunks.local`), `async` in actor processes (`samplers.chunks.actor_pool`), `--backend
+ray` in Ray actors (`samplers.chunks.ray`). Parameter averaging runs this same loop in
 every replica (`runners.averaging`).
 """
 
@@ -31,11 +31,11 @@ from pararl.mp.topology import physical_cores
 from pararl.replay.frame_steps import stack_size
 from pararl.runners.session import TrainSession
 from pararl.runners.setup import Plan, Prepared, resolve_device, set_learner_threads
-from pararl.samplers.actor_pool import ActorPool
-from pararl.samplers.chunks import Chunk, ChunkSource
-from pararl.samplers.dqn_actor import ActorSpec
-from pararl.samplers.explore import EpsilonSchedule
-from pararl.samplers.local import LocalChunkSource
+from pararl.samplers.chunks.actor import ActorSpec
+from pararl.samplers.chunks.actor_pool import ActorPool
+from pararl.samplers.chunks.explore import EpsilonSchedule
+from pararl.samplers.chunks.local import LocalChunkSource
+from pararl.samplers.chunks.source import Chunk, ChunkSource
 from pararl.vector import ParallelVectorEnv, SerialVectorEnv
 
 CHUNK_TRANSITIONS = 256  # target transitions per chunk of an actor process
@@ -137,8 +137,8 @@ def make_source(state: DQNState, mode: str, report: Callable[[str], None]) -> Ch
     """The chunk source of `mode` (and `--backend`)."""
     cfg, learner = state.config, state.learner
     if cfg.backend == "ray":
+        from pararl.samplers.chunks.ray import RayDQNPool
         from pararl.samplers.ray.cluster import ray_actors
-        from pararl.samplers.ray.dqn import RayDQNPool
 
         n = ray_actors(cfg.workers, cfg.ray_address, keep_for_learner=1)
         steps = max(1, RayDQNPool.CHUNK_TRANSITIONS // cfg.envs_per_worker)

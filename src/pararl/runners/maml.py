@@ -34,7 +34,7 @@ from pararl.models.gaussian import TaskPolicy
 from pararl.mp.topology import physical_cores
 from pararl.runners.session import TrainSession
 from pararl.runners.setup import Plan, Prepared, resolve_device
-from pararl.samplers.multitask import MultiTaskSampler, SampleResult
+from pararl.samplers.meta.sampler import MultiTaskSampler, SampleResult
 from pararl.weights.local import LocalCopy
 
 # metrics.csv columns of a MAML run, beside the session's: the meta-iteration, the

@@ -27,7 +27,7 @@ from pararl.errors import UsageError
 from pararl.models.gaussian import GaussianMLP, Params, TaskPolicy
 from pararl.mp.topology import physical_cores
 from pararl.rundir import RunDir
-from pararl.samplers.multitask import MultiTaskSampler, make_task_env
+from pararl.samplers.meta.sampler import MultiTaskSampler, make_task_env
 
 
 @dataclass

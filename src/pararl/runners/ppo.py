@@ -9,8 +9,8 @@
         log, evaluate, checkpoint (session.tick)
 
 Sources: envs in this process (`serial`) or in `ParallelVectorEnv` workers (`sync`,
-optionally double-buffered) through `samplers.rollout`, or Ray actors
-(`samplers.ray.ppo`); acting and learning each on the device measured to be faster.
+optionally double-buffered) through `samplers.rollout.collect`, or Ray actors
+(`samplers.rollout.ray`); acting and learning each on the device measured to be faster.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from pararl.mp.topology import physical_cores
 from pararl.runners.ppo_mode import ModeChoice, choose_mode
 from pararl.runners.session import TrainSession
 from pararl.runners.setup import SMALL_MODEL_PARAMS, Plan, Prepared, set_learner_threads
-from pararl.samplers.rollout import EnvStream, collect, collect_double
+from pararl.samplers.rollout.collect import EnvStream, collect, collect_double
 from pararl.vector import ParallelVectorEnv, SerialVectorEnv
 
 RolloutSource = Callable[[], dict[str, np.ndarray]]  # the next rollout, flattened
@@ -93,7 +93,7 @@ def run_local(
 
 def run_ray(state: PPOState, session: TrainSession, num_actors: int) -> None:
     """The loop with Ray actors collecting the rollouts."""
-    from pararl.samplers.ray.ppo import RayPPOPool
+    from pararl.samplers.rollout.ray import RayPPOPool
 
     cfg = state.config
     pool = RayPPOPool(

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 
 from pararl.models import QNetwork
 from pararl.replay.frame_steps import frame_count
-from pararl.samplers.chunks import Chunk
-from pararl.samplers.dqn_actor import ActorSpec, ChunkSampler, Payload
+from pararl.samplers.chunks.actor import ActorSpec, ChunkSampler, Payload
+from pararl.samplers.chunks.source import Chunk
 from pararl.vector.core import BatchVectorEnv
 from pararl.weights.local import LocalCopy
 

@@ -6,8 +6,11 @@
   within `t` seconds (seeds/001's "Google-style" partial collection).
 - `MinEnvs(k)`: return once at least `k` envs are back; a float in (0, 1) is a
   fraction of all envs.
-- `Auto()` (in `pararl.samplers.auto`): picks between waiting for all and
+- `Auto()` (in `samplers.meta.auto`): picks between waiting for all and
   partial collection from running measurements.
+
+`RecvPolicy` is what every one of them answers; `parse_recv` (in
+`samplers.meta.sampler`) makes one from text.
 
 A policy's `recv` returns one or more results of `venv.recv`; the sampler records
 each and runs one forward pass over all the envs they returned. Every call goes
@@ -16,16 +19,30 @@ through `venv.recv`, so every wait is bounded by the vector env's `worker_timeou
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from pararl.errors import UsageError
-from pararl.samplers.recv_types import ForwardCost, RecvPolicy, RecvResult
 from pararl.vector.core import BatchVectorEnv
 
-__all__ = ["ForwardCost", "MinEnvs", "RecvPolicy", "RecvResult", "Timeout", "WaitAll", "parse_recv"]
+RecvResult = tuple[Any, Any, Any, Any, dict[str, Any], Any]  # venv.recv's 6-tuple
+ForwardCost = Callable[[int], float]  # seconds of one forward pass at a batch size
+
+
+class RecvPolicy(Protocol):
+    name: str
+
+    def begin(self, num_envs: int, worker_of: np.ndarray, forward_cost: ForwardCost) -> None:
+        """Called once per sample, before the first `send` (`worker_of[e]`: env e's worker)."""
+
+    def recv(self, venv: BatchVectorEnv) -> list[RecvResult]:
+        """The results to act on next (at least one env's)."""
+
+    def after_forward(self, batch: int, seconds: float) -> None:
+        """The sampler ran a forward pass over `batch` envs in `seconds`."""
 
 
 class _Fixed:
@@ -83,28 +100,4 @@ class MinEnvs(_Fixed):
         return {"min_envs": int(k)}
 
 
-def parse_recv(spec: str | RecvPolicy) -> RecvPolicy:
-    """A policy from text: 'all', 'auto', 'timeout=T' (seconds) or 'min_envs=K'
-    (an env count, or a fraction of all envs when < 1)."""
-    if not isinstance(spec, str):
-        return spec
-    text = spec.strip().lower()
-    if text in ("all", "wait_all", "none"):
-        return WaitAll()
-    if text == "auto":
-        from pararl.samplers.auto import Auto
-
-        return Auto()
-    key, _, value = text.partition("=")
-    try:
-        number = float(value)
-    except ValueError:
-        number = None
-    if key == "timeout" and number is not None:
-        return Timeout(number)
-    if key == "min_envs" and number is not None:
-        return MinEnvs(number)
-    raise UsageError(
-        f"unknown recv policy {spec!r}; use 'all', 'auto', 'timeout=SECONDS' or "
-        "'min_envs=K' (K an env count, or a fraction of all envs when < 1)"
-    )
+__all__ = ["ForwardCost", "MinEnvs", "RecvPolicy", "RecvResult", "Timeout", "WaitAll"]

@@ -1,4 +1,4 @@
-"""DQN actor processes as a `ChunkSource`: each actor (`samplers.dqn_actor`) steps
+"""DQN actor processes as a `ChunkSource`: each actor (`samplers.chunks.actor`) steps
 its envs with its own CPU Q-network copy and hands chunks of transitions over
 through a two-slot shared-memory outbox; weights come back through shared memory
 (`weights.shared`). Only slot numbers, counts and acks travel on the pipes."""
@@ -13,8 +13,8 @@ from pararl.models import QNetwork
 from pararl.mp.errors import WorkerError
 from pararl.mp.procs import ProcessGroup
 from pararl.mp.shared import SharedArrays
-from pararl.samplers.chunks import Chunk
-from pararl.samplers.dqn_actor import ActorSpec, Payload, actor_main, outbox_specs, read_slot
+from pararl.samplers.chunks.actor import ActorSpec, Payload, actor_main, outbox_specs, read_slot
+from pararl.samplers.chunks.source import Chunk
 from pararl.weights.shared import WeightPublisher, weight_specs
 
 READY_TIMEOUT_S = 120.0  # an actor builds its envs and net before it says ready

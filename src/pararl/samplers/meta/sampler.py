@@ -4,7 +4,7 @@ Each `sample(tasks, episodes_per_task)` gives every env a task (`reset_task`
 through the vector env; task j runs on envs j, j + T, j + 2T, ..., so each task is
 spread over the workers), resets, and then loops: one forward pass over the envs
 that are back, `send` their actions, `recv` under the chosen policy (see
-`pararl.samplers.recv`), until every env has run its episodes. Results come back
+`pararl.samplers.meta.recv`), until every env has run its episodes. Results come back
 per task as arrays (`TaskEpisodes`) with timing statistics (`SampleStats`).
 
 A policy with `act_tasks(obs, noise, tasks)` (`pararl.models.gaussian.TaskPolicy`) is
@@ -33,8 +33,9 @@ import pararl.envs  # noqa: F401 - registers the pararl/... ids
 from pararl.errors import UsageError
 from pararl.models.gaussian import NoisePolicy
 from pararl.mp.topology import split_evenly
-from pararl.samplers.episodes import EpisodeBuffer, TaskEpisodes
-from pararl.samplers.recv import RecvPolicy, parse_recv
+from pararl.samplers.meta.auto import Auto
+from pararl.samplers.meta.episodes import EpisodeBuffer, TaskEpisodes
+from pararl.samplers.meta.recv import MinEnvs, RecvPolicy, Timeout, WaitAll
 from pararl.vector import ParallelVectorEnv, SerialVectorEnv
 from pararl.vector.core import BatchVectorEnv
 
@@ -268,6 +269,31 @@ class MultiTaskSampler:
         self.close()
 
 
+def parse_recv(spec: str | RecvPolicy) -> RecvPolicy:
+    """A policy from text: 'all', 'auto', 'timeout=T' (seconds) or 'min_envs=K'
+    (an env count, or a fraction of all envs when < 1)."""
+    if not isinstance(spec, str):
+        return spec
+    text = spec.strip().lower()
+    if text in ("all", "wait_all", "none"):
+        return WaitAll()
+    if text == "auto":
+        return Auto()
+    key, _, value = text.partition("=")
+    try:
+        number = float(value)
+    except ValueError:
+        number = None
+    if key == "timeout" and number is not None:
+        return Timeout(number)
+    if key == "min_envs" and number is not None:
+        return MinEnvs(number)
+    raise UsageError(
+        f"unknown recv policy {spec!r}; use 'all', 'auto', 'timeout=SECONDS' or "
+        "'min_envs=K' (K an env count, or a fraction of all envs when < 1)"
+    )
+
+
 def _task_env(factory: Any, env_id: str) -> gym.Env:
     try:
         env = factory()
@@ -281,4 +307,4 @@ def _task_env(factory: Any, env_id: str) -> gym.Env:
     return env
 
 
-__all__ = ["MultiTaskSampler", "SampleResult", "SampleStats", "TaskEpisodes"]
+__all__ = ["MultiTaskSampler", "SampleResult", "SampleStats", "TaskEpisodes", "parse_recv"]

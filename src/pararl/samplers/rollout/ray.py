@@ -26,7 +26,7 @@ from pararl.envs.make import env_factory
 from pararl.models import ActorCritic
 from pararl.samplers.ray.cluster import connect, disconnect
 from pararl.samplers.ray.pool import RayActorGroup
-from pararl.samplers.rollout import EnvStream, RolloutSpec, collect
+from pararl.samplers.rollout.collect import EnvStream, RolloutSpec, collect
 from pararl.vector import SerialVectorEnv
 from pararl.weights.ray import RayReceiver
 

@@ -8,7 +8,7 @@ Rule (also in BENCHMARKS.md, section `bench:partial`):
    process sat in `recv`, so arrival = finish) and the forward time of the batch
    the sampler actually ran (`after_forward`).
 2. After at least `min_rounds` full rounds and `min_seconds` of them, and after
-   every further one, apply the cost model of `pararl.samplers.auto_model` (one
+   every further one, apply the cost model of `pararl.samplers.meta.auto_model` (one
    forward pass at one worker's batch size is timed once, the first time it is
    needed). If it predicts no gain (T_part > (1 - margin) * T_wait: the idle time
    saved does not pay for the extra forward passes at the smaller batch and the
@@ -41,8 +41,8 @@ from typing import Any
 import numpy as np
 
 from pararl.mp.topology import available_cpus
-from pararl.samplers.auto_model import Prediction, WaitRounds, predict
-from pararl.samplers.recv_types import ForwardCost, RecvResult
+from pararl.samplers.meta.auto_model import Prediction, WaitRounds, predict
+from pararl.samplers.meta.recv import ForwardCost, RecvResult
 from pararl.vector.core import BatchVectorEnv
 
 # The trial's windows: ABBA, so that a linear drift of speed charges both modes alike.

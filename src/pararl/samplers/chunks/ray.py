@@ -24,8 +24,8 @@ from pararl import seeding
 from pararl.config import RunConfig
 from pararl.models import QNetwork
 from pararl.replay.frame_steps import frame_count
-from pararl.samplers.chunks import Chunk
-from pararl.samplers.dqn_actor import ActorSpec, ChunkSampler, Payload
+from pararl.samplers.chunks.actor import ActorSpec, ChunkSampler, Payload
+from pararl.samplers.chunks.source import Chunk
 from pararl.samplers.ray.cluster import connect, disconnect
 from pararl.samplers.ray.pool import RayActorGroup
 from pararl.weights.ray import RayReceiver

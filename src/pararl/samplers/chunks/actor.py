@@ -29,8 +29,8 @@ from pararl.mp.procs import ParentWatch
 from pararl.mp.shared import ArraySpec, SharedArrays
 from pararl.replay.frame_steps import FRAME_FIELDS, FrameStepBuilder, FrameSteps, frame_count
 from pararl.replay.nstep import NStepBuilder, Transitions
-from pararl.samplers.chunks import Chunk
-from pararl.samplers.explore import EpsilonSchedule, epsilon_greedy
+from pararl.samplers.chunks.explore import EpsilonSchedule, epsilon_greedy
+from pararl.samplers.chunks.source import Chunk
 from pararl.vector import SerialVectorEnv
 from pararl.vector.core import BatchVectorEnv
 from pararl.weights.shared import WeightReader
@@ -155,7 +155,7 @@ class ChunkSampler:
     acts epsilon-greedy on a vector env, and n-step transitions come out in chunks
     of `spec.chunk_steps` vector steps. Used in actor processes (their own
     `SerialVectorEnv` and CPU Q copy), in Ray actors, and in this process over any
-    vector env (`samplers.local`). `seed`/`path` name its streams (`pararl.seeding`):
+    vector env (`samplers.chunks.local`). `seed`/`path` name its streams (`pararl.seeding`):
     its envs' reset seeds and its exploration."""
 
     def __init__(

@@ -1,8 +1,8 @@
 """The interface between DQN acting and learning: chunks of n-step transitions.
 
-Every way of acting — in this process on a vector env (`samplers.local`), in actor
-processes with shared-memory outboxes (`samplers.actor_pool`), in Ray actors
-(`samplers.ray.dqn`) — is a `ChunkSource`. The learner loop (`runners.dqn`) is the
+Every way of acting — in this process on a vector env (`samplers.chunks.local`), in actor
+processes with shared-memory outboxes (`samplers.chunks.actor_pool`), in Ray actors
+(`samplers.chunks.ray`) — is a `ChunkSource`. The learner loop (`runners.dqn`) is the
 same for all of them: take chunks into the replay memory, learn, publish weights.
 """
 
