@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from pararl.algos.baseline import LinearFeatureBaseline, TaskBatch, discounted_returns, gae
+from pararl.algos.baseline import LinearFeatureBaseline, TaskBatch, discounted_returns, padded_gae
 from pararl.algos.maml import adapt, reinforce_loss
 from pararl.models.gaussian import GaussianMLP
 
@@ -94,4 +94,4 @@ def test_linear_baseline_fits_returns_that_are_linear_in_its_features() -> None:
     values = LinearFeatureBaseline.fit_predict(obs, rewards, mask, gamma)
     np.testing.assert_allclose(values * mask, target, atol=2e-3)
     # with the exact baseline, GAE(1) advantages (return - value) vanish
-    assert gae(rewards, values, mask, gamma, 1.0).abs().max() < 5e-3
+    assert padded_gae(rewards, values, mask, gamma, 1.0).abs().max() < 5e-3

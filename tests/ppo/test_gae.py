@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pararl.samplers.rollout.collect import compute_gae
+from pararl.samplers.rollout.collect import advantages_and_returns
 
 G, L = 0.9, 0.8
 
@@ -19,7 +19,7 @@ def test_gae_by_hand() -> None:
     term = np.array([[False], [True], [False], [False]])
     trunc = np.array([[False], [False], [True], [False]])
     final = np.array([[0.0], [0.0], [5.0], [0.0]])
-    adv, ret = compute_gae(r, v, np.array([2.0]), term, trunc, final, G, L)
+    adv, ret = advantages_and_returns(r, v, np.array([2.0]), term, trunc, final, G, L)
 
     d3 = 4.0 + G * 2.0 - 0.8
     d2 = 3.0 + G * 5.0 - 0.7  # bootstrapped through truncation
@@ -34,5 +34,5 @@ def test_gae_lambda_one_is_discounted_return_minus_value() -> None:
     r = np.ones((3, 2))
     v = np.zeros((3, 2))
     no = np.zeros((3, 2), bool)
-    adv, _ = compute_gae(r, v, np.zeros(2), no, no, np.zeros((3, 2)), G, 1.0)
+    adv, _ = advantages_and_returns(r, v, np.zeros(2), no, no, np.zeros((3, 2)), G, 1.0)
     assert adv[0] == pytest.approx([1 + G + G**2] * 2)

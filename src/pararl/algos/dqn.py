@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812 - the usual name
 
 from pararl import seeding
+from pararl.checkpoint import Header
 from pararl.config import DQNConfig, Filled
 from pararl.errors import UsageError
 from pararl.images import check_model
@@ -221,10 +222,7 @@ class DQNState:
 
     def state(self, with_replay: bool = True, wall_s: float = 0.0) -> dict[str, Any]:
         return {
-            "format": 1,
-            "algo": "dqn",
-            "env_steps": self.env_steps,
-            "wall_s": wall_s,
+            **Header("dqn", 1, self.env_steps, wall_s).as_dict(),
             "learner": self.learner.state_dict(),
             "replay": self.replay.state_dict() if with_replay else None,
             "obs_shape": self.obs_shape,
@@ -236,8 +234,8 @@ class DQNState:
         self.learner.load_state_dict(state["learner"])
         if state.get("replay") is not None:
             self.replay.load_state_dict(state["replay"])
-        self.env_steps = int(state["env_steps"])
-        self.wall_s = float(state.get("wall_s", 0.0))
+        header = Header.of(state)
+        self.env_steps, self.wall_s = header.env_steps, header.wall_s
 
 
 def greedy_policy(config: DQNConfig, state: dict[str, Any]) -> QNetwork:

@@ -18,6 +18,7 @@ import torch
 
 from pararl import seeding
 from pararl.algos import ppo_grad
+from pararl.checkpoint import Header
 from pararl.config import Filled, PPOConfig
 from pararl.devices import choose_devices
 from pararl.errors import UsageError
@@ -283,8 +284,8 @@ class PPOState:
         if resume_state is not None:
             self.learner.load_state_dict(resume_state["learner"])
             self.sync_actor()
-            self.env_steps = int(resume_state["env_steps"])
-            self.wall_s = float(resume_state.get("wall_s", 0.0))
+            header = Header.of(resume_state)
+            self.env_steps, self.wall_s = header.env_steps, header.wall_s
         self.rng = seeding.generator(cfg.seed, "replay", 0, self.env_steps)  # minibatches
 
     def sync_actor(self) -> None:
@@ -292,10 +293,8 @@ class PPOState:
 
     def state(self, wall_s: float) -> dict[str, Any]:
         return {
-            "format": 2,  # 2: the model holds normalisation statistics
-            "algo": "ppo",
-            "env_steps": self.env_steps,
-            "wall_s": wall_s,
+            # format 2: the model holds normalisation statistics
+            **Header("ppo", 2, self.env_steps, wall_s).as_dict(),
             "learner": self.learner.state_dict(),
             "obs_shape": self.obs_shape,
             "obs_dtype": self.obs_dtype.str,
@@ -341,5 +340,5 @@ def greedy_policy(config: PPOConfig, state: dict[str, Any]) -> ActorCritic:
         norm_settings(config),
     )
     # format 1 (no statistics) loads into the identity
-    model.load_state_dict(state["learner"]["model"], strict=state.get("format", 1) >= 2)
+    model.load_state_dict(state["learner"]["model"], strict=Header.of(state).format >= 2)
     return model

@@ -27,6 +27,7 @@ import torch
 from pararl import seeding
 from pararl.algos.baseline import TaskBatch, task_batch
 from pararl.algos.maml import MAMLLearner, MeanAction, MetaBatch, make_model
+from pararl.checkpoint import Header
 from pararl.config import MAMLConfig
 from pararl.errors import UsageError
 from pararl.evaluation.reported import ReportedReturns
@@ -84,8 +85,8 @@ class MAMLState:
         if resume is not None:
             self.learner.load_state_dict(resume["learner"])
             self.iteration = int(resume["iteration"])
-            self.env_steps = int(resume["env_steps"])
-            self.wall_s = float(resume.get("wall_s", 0.0))
+            header = Header.of(resume)
+            self.env_steps, self.wall_s = header.env_steps, header.wall_s
         self.sync_acting()
 
     def sync_acting(self) -> None:
@@ -93,11 +94,8 @@ class MAMLState:
 
     def state(self, wall_s: float) -> dict[str, Any]:
         return {
-            "format": 1,
-            "algo": "maml",
-            "env_steps": self.env_steps,
+            **Header("maml", 1, self.env_steps, wall_s).as_dict(),
             "iteration": self.iteration,
-            "wall_s": wall_s,
             "learner": self.learner.state_dict(),
             "obs_shape": (self.obs_dim,),
             "action_dim": self.action_dim,

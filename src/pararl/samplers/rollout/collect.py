@@ -22,6 +22,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from pararl.gae import gae
 from pararl.models import ActorCritic
 from pararl.normalize import DiscountedReturns
 from pararl.vector import ParallelVectorEnv
@@ -42,7 +43,7 @@ class RolloutSpec:
     obs_dtype: np.dtype = FLOAT32  # images: their own (uint8, bool)
 
 
-def compute_gae(
+def advantages_and_returns(
     rewards: np.ndarray,
     values: np.ndarray,
     last_values: np.ndarray,
@@ -52,24 +53,18 @@ def compute_gae(
     gamma: float,
     lam: float,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Advantages and returns for a rollout shaped [T, B].
+    """GAE advantages (`pararl.gae`) and returns for a rollout shaped [T, B].
 
     `values[t]` is V(obs_t); `last_values` is V(obs_T) after the last step. An
     episode that ends at step t cuts the trace there: after termination the next
     value is 0; after truncation it is `final_values[t]`, the value of the true
     last observation (the env was reset, so obs_{t+1} is not its successor).
     """
-    steps = rewards.shape[0]
-    advantages = np.zeros_like(rewards, dtype=np.float64)
-    last_gae = np.zeros(rewards.shape[1:], dtype=np.float64)
-    for t in reversed(range(steps)):
-        ended = terminated[t] | truncated[t]
-        next_values = last_values if t == steps - 1 else values[t + 1]
-        # the value to bootstrap from: the next state's, the truncated state's, or 0
-        next_values = np.where(ended, np.where(truncated[t], final_values[t], 0.0), next_values)
-        delta = rewards[t] + gamma * next_values - values[t]
-        last_gae = delta + gamma * lam * np.where(ended, 0.0, last_gae)
-        advantages[t] = last_gae
+    ends = terminated | truncated
+    following = np.concatenate([values[1:], last_values[None]])
+    # the value to bootstrap from: the next state's, the truncated state's, or 0
+    next_values = np.where(ends, np.where(truncated, final_values, 0.0), following)
+    advantages = gae(rewards, values, next_values, ends, gamma, lam)
     return advantages, advantages + values
 
 
@@ -138,7 +133,7 @@ class Rollout:
     def finish(self, last_obs: np.ndarray) -> dict[str, np.ndarray]:
         spec = self.spec
         last_values = self.actor.value(torch.as_tensor(last_obs, device=self.device))
-        adv, ret = compute_gae(
+        adv, ret = advantages_and_returns(
             self.rewards,
             self.values,
             last_values.cpu().numpy(),
@@ -247,7 +242,7 @@ __all__ = [
     "EpisodeSink",
     "Rollout",
     "RolloutSpec",
+    "advantages_and_returns",
     "collect",
     "collect_double",
-    "compute_gae",
 ]
