@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812
 from torch import nn
 
-from benchmarks import harness as h
+from benchmarks.lib import harness as h
 from pararl.algos.dqn import DQNState
 from pararl.config import DQNConfig
 from pararl.envs.make import env_factory

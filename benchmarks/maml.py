@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks import harness as h
-from benchmarks.figures import Panel, grouped_bars
+from benchmarks.lib import harness as h
+from benchmarks.lib.figures import Panel, grouped_bars
 
 DESIGNS = ("pararl", "seed")
 PARTS = ("sampling", "adaptation", "outer")

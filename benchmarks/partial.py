@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import psutil
 
-from benchmarks import harness as h
-from benchmarks.figures import Panel, Series
+from benchmarks.lib import harness as h
+from benchmarks.lib.figures import Panel, Series
 from pararl.mp.topology import physical_cores
 
 MAX_AUTO_WARMUP = 8  # extra warm-up samples allowed for auto to settle

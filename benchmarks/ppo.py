@@ -1,7 +1,7 @@
 """`python -m benchmarks ppo`: PPO end to end, in two parts (--parts).
 
 1. `solve`: time to solve CartPole-v1, `pararl train ppo` with its defaults against
-   SB3 PPO with the rl-baselines3-zoo settings (`benchmarks.solve`).
+   SB3 PPO with the rl-baselines3-zoo settings (`lib.solve`).
 2. `double_buffer`: env steps/s of rollout collection alone, `samplers.rollout.collect`
    against `collect_double` (while one group of workers steps, this process acts for
    the other), for a cheap and an expensive policy, on one `ParallelVectorEnv` per env;
@@ -18,9 +18,9 @@ from typing import Any, Literal
 import gymnasium as gym
 import numpy as np
 
-from benchmarks import harness as h
-from benchmarks import solve
-from benchmarks.figures import Panel, grouped_bars
+from benchmarks.lib import harness as h
+from benchmarks.lib import solve
+from benchmarks.lib.figures import Panel, grouped_bars
 
 STEP_COST = "pararl/StepCost-v0"
 LABELS = {

@@ -17,9 +17,9 @@ import statistics
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from benchmarks import harness as h
 from benchmarks.dqn_drivers import Pararl, RateRow, Runs, spells, workload_config
-from benchmarks.figures import Panel, Series
+from benchmarks.lib import harness as h
+from benchmarks.lib.figures import Panel, Series
 
 TARGET = 0.8  # Ray's sampling throughput against the local backend's, at least
 NODE_COUNTS = (1, 2, 4, 8, 16, 32, 64, 100)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from benchmarks import harness as h
+from benchmarks.lib import harness as h
 
 KINDS = ("frames", "naive")
 SAMPLINGS = ("uniform", "prioritized")

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 from benchmarks.__main__ import main
-from benchmarks.harness import Metadata
+from benchmarks.lib.harness import Metadata
+from benchmarks.lib.training import Run
 
 from benchmarks import mujoco
 from tests.benchmarks.conftest import PNG
@@ -36,9 +37,9 @@ def test_report_names_the_published_figures_and_the_ratios() -> None:
         {"env_steps": s, "wall_s": s / 1e3, "eval_return": r} for s, r in ((1e5, 800), (2e5, 1600))
     ]
     runs = [
-        mujoco.Run("pararl", "HalfCheetah-v5", 0, 100.0, True, 200_000, 9_000, curve),
-        mujoco.Run("sb3", "HalfCheetah-v5", 0, 400.0, True, 200_000, 9_000, curve[:1]),
-        mujoco.Run("pararl", "Hopper-v5", 0, 90.0, False, note="Traceback: boom"),
+        Run("pararl", "HalfCheetah-v5", 0, 100.0, True, 200_000, 9_000, curve),
+        Run("sb3", "HalfCheetah-v5", 0, 400.0, True, 200_000, 9_000, curve[:1]),
+        Run("pararl", "Hopper-v5", 0, 90.0, False, note="Traceback: boom"),
     ]
     config = mujoco.Config(final_evals=1)
     report = mujoco.report(mujoco.Result(config, runs), Metadata("x", {}))

@@ -11,17 +11,17 @@ from typing import Any
 
 import pytest
 from benchmarks.__main__ import main
-from benchmarks.harness import Metadata
+from benchmarks.lib import training
+from benchmarks.lib.harness import Metadata
 
-from benchmarks import devices, solve
+from benchmarks import devices
 from tests.benchmarks.conftest import PNG
 
 
 @pytest.fixture
 def no_warm_up(monkeypatch: pytest.MonkeyPatch) -> None:
     """Skip the untimed import warm-up process (seconds) of the harnesses."""
-    monkeypatch.setattr(solve, "warm_up", lambda workdir: None)
-    monkeypatch.setattr(devices, "warm_up", lambda workdir: None)
+    monkeypatch.setattr(training, "warm_up", lambda workdir: None)
 
 
 FAKE_TRAIN = """

@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from benchmarks.solve import SolveOptions, parse_evaluate, parse_pararl_final, parse_sb3
-
-from benchmarks import sb3, solve
+from benchmarks.lib import sb3, solve, training
+from benchmarks.lib.solve import SolveOptions
+from benchmarks.lib.training import parse_evaluate, parse_final
 
 PARARL_STDERR = """pararl: DQN on CartPole-v1, mode async, learner on cpu, run dir /tmp/x
 eval @ 5,120 steps (3.2 s): 180.0 ± 20.0
@@ -20,13 +20,13 @@ pararl: solved after 12,288 env steps in 21.5 s (best eval 500.0); run saved in 
 
 
 def test_parsers_read_real_output_formats() -> None:
-    assert parse_pararl_final(PARARL_STDERR) == {
+    assert parse_final(PARARL_STDERR) == {
         "status": "solved",
         "env_steps": 12288,
         "train_s": 21.5,
         "best_eval": 500.0,
     }
-    unsolved = parse_pararl_final(
+    unsolved = parse_final(
         "pararl: step budget reached after 1,000 env steps in 2.0 s (no evaluation); run saved"
     )
     assert unsolved is not None
@@ -35,13 +35,13 @@ def test_parsers_read_real_output_formats() -> None:
         1000,
         None,
     )
-    assert parse_pararl_final("Traceback (most recent call last):\n  boom") is None
+    assert parse_final("Traceback (most recent call last):\n  boom") is None
     out = "CartPole-v1: mean return 487.3 ± 12.1 over 20 episodes (best checkpoint of /tmp/x)\n"
     assert parse_evaluate(out) == pytest.approx(487.3)
     assert parse_evaluate("nothing here") is None
     both = 'noise\nsb3-dqn: {"mean": 1.0}\nsb3-ppo: {"mean": 2.0}\n'
-    assert (parse_sb3(both), parse_sb3(both, "ppo")) == ({"mean": 1.0}, {"mean": 2.0})
-    assert parse_sb3("sb3-dqn without the colon") is None
+    assert (sb3.parse(both, "dqn"), sb3.parse(both, "ppo")) == ({"mean": 1.0}, {"mean": 2.0})
+    assert sb3.parse("sb3-dqn without the colon", "dqn") is None
 
 
 def test_commands_of_every_system(tmp_path: Path) -> None:
@@ -53,12 +53,12 @@ def test_commands_of_every_system(tmp_path: Path) -> None:
     assert "--mode" not in ppo  # `pararl` = the defaults
     assert ppo[ppo.index("--eval-every") + 1] == "500"
     assert solve.train_command("sb3", 3, tmp_path, o, "ppo")[2:5] == [
-        "benchmarks.sb3",
+        "benchmarks.lib.sb3",
         "ppo",
         "train",
     ]
     assert solve.verify_command("sb3", tmp_path, o, "dqn")[2:5] == [
-        "benchmarks.sb3",
+        "benchmarks.lib.sb3",
         "dqn",
         "verify",
     ]
@@ -93,7 +93,7 @@ def test_solve_harness_on_fake_processes(monkeypatch: pytest.MonkeyPatch) -> Non
         "pararl-serial": _fake(stdout="CartPole-v1: mean return 300.0 ± 1.0 over 20 episodes\n"),
         "sb3": _fake(stdout='sb3-dqn: {"mean": 500.0, "std": 0.0, "episodes": 20}\n'),
     }
-    monkeypatch.setattr(solve, "warm_up", lambda workdir: None)
+    monkeypatch.setattr(training, "warm_up", lambda workdir: None)
     monkeypatch.setattr(solve, "train_command", lambda sy, seed, out, o, a: trains[(sy, seed)])
     monkeypatch.setattr(solve, "verify_command", lambda sy, out, o, a: checks[sy])
     systems = ("pararl-serial", "pararl-async", "sb3")
@@ -143,15 +143,16 @@ def test_sb3_anchor_tiny_budget(tmp_path: Path) -> None:
     its check reads the model back; both print a parsable result line."""
     model = tmp_path / "model.zip"
     args = ["--seed", "3", "--budget", "300", "--eval-every", "100", "--eval-episodes", "2"]
-    cmd = [sys.executable, "-m", "benchmarks.sb3", "dqn", "train", *args, "--save", str(model)]
-    train = solve.run_process(cmd, 120.0, tmp_path)
+    cmd = [sys.executable, "-m", "benchmarks.lib.sb3", "dqn", "train", *args, "--save", str(model)]
+    train = training.run_process(cmd, 120.0, tmp_path)
     assert train.returncode == 0, train.stderr
-    result = parse_sb3(train.stdout)
+    result = sb3.parse(train.stdout, "dqn")
     assert result is not None
     # SB3 collects train_freq (256) steps at a time: it ends on a multiple past the budget
     assert (result["env_steps"], result["evaluations"], result["solved"]) == (512, 5, False)
     assert 0 < result["best_eval"] < 475
-    verify = [sys.executable, "-m", "benchmarks.sb3", "dqn", "verify", str(model)]
-    checked = parse_sb3(solve.run_process([*verify, "--episodes", "2"], 120.0, tmp_path).stdout)
+    verify = [sys.executable, "-m", "benchmarks.lib.sb3", "dqn", "verify", str(model)]
+    verified = training.run_process([*verify, "--episodes", "2"], 120.0, tmp_path)
+    checked = sb3.parse(verified.stdout, "dqn")
     assert checked is not None
     assert (checked["episodes"], checked["mean"] > 0) == (2, True)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from benchmarks.harness import Summary
+from benchmarks.lib.stats import Summary
 
 
 @dataclass

@@ -2,11 +2,12 @@
 
 A benchmark supplies its cases (data), a `measure` that returns typed result rows
 (dataclasses), and a `report` that turns them into a `Report`: markdown tables built
-with `table`, figure panels (`benchmarks.figures`). `execute` does the rest the same
+with `table`, figure panels (`lib.figures`). `execute` does the rest the same
 way for all: --quick defaults, the reproducing command, metadata (commit, cores,
 affinity, versions), wall time, JSON, PNG, the printed tables and the benchmark's own
 section of BENCHMARKS.md. Benchmarks on shared machines are noisy, so pararl and its
-anchors are measured side by side, `interleaved`, and reported as median, min and max.
+anchors are measured side by side, `interleaved`, and reported as median, min and max
+(`lib.stats`, whose names every benchmark reaches through here).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import dataclasses
 import json
 import os
 import re
-import statistics
 import subprocess
 import sys
 import time
@@ -25,15 +25,20 @@ from datetime import datetime
 from importlib import metadata
 from pathlib import Path
 from platform import platform, python_version
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
+from benchmarks.lib.figures import Panel, save_figure
+
+# the summaries every benchmark reports, reached through here (`h.summarize`, ...)
+from benchmarks.lib.stats import Summary as Summary
+from benchmarks.lib.stats import maybe as maybe
+from benchmarks.lib.stats import med as med
+from benchmarks.lib.stats import ratio as ratio
+from benchmarks.lib.stats import summarize as summarize
 from pararl.errors import UsageError
 from pararl.mp.topology import physical_cores
 
-if TYPE_CHECKING:
-    from benchmarks.figures import Panel
-
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the checkout
 PROG = "python -m benchmarks"
 PACKAGES = ("torch", "gymnasium", "numpy", "stable-baselines3", "mujoco")
 INTRO = f"""# pararl benchmarks
@@ -119,37 +124,6 @@ def command_line(name: str, config: Any) -> str:
         else:
             parts += [flag, *map(str, value if isinstance(value, (tuple, list)) else [value])]
     return " ".join(parts)
-
-
-@dataclass(frozen=True)
-class Summary:
-    """Median, min and max of repeated measurements, with the samples kept."""
-
-    median: float
-    min: float
-    max: float
-    samples: tuple[float, ...]
-
-
-def summarize(samples: Sequence[float]) -> Summary:
-    if not samples:
-        raise ValueError("summarize needs at least one sample")
-    return Summary(statistics.median(samples), min(samples), max(samples), tuple(samples))
-
-
-def maybe(samples: Sequence[float]) -> Summary | None:
-    return summarize(samples) if samples else None
-
-
-def med(s: Summary | None) -> float | None:
-    return None if s is None else s.median
-
-
-def ratio(a: Summary | float | None, b: Summary | float | None) -> float | None:
-    """a ÷ b of medians (or plain numbers); None when either is missing or b is 0."""
-    x = a.median if isinstance(a, Summary) else a
-    y = b.median if isinstance(b, Summary) else b
-    return None if x is None or not y else x / y
 
 
 def interleaved(
@@ -293,6 +267,16 @@ def table(columns: Sequence[Col[R]], rows: Iterable[R]) -> str:
     return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in cells])
 
 
+def text_table(heads: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    """A table of words (published figures, say): the first column left, the rest right."""
+
+    def cell(i: int) -> Callable[[Sequence[str]], str]:
+        return lambda row: row[i]
+
+    cols = [Col(name, cell(i), "l" if i == 0 else "r") for i, name in enumerate(heads)]
+    return table(cols, rows)
+
+
 @dataclass
 class Report:
     """What a benchmark shows: its section title, key ratios, markdown blocks (tables
@@ -370,8 +354,6 @@ def execute(
 ) -> R:
     """Resolve the options, measure, then publish: figure, JSON, the printed tables and
     (full mode, or --update-benchmarks True) the BENCHMARKS.md section."""
-    from benchmarks.figures import save_figure
-
     command = command_line(name, config)
     label = getattr(config, "section", None)
     check(

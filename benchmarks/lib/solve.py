@@ -1,43 +1,29 @@
-"""Whole training processes, timed from launch to exit, start-up included: time to
-solve CartPole-v1 (`dqn`, `ppo`) and the runs of `devices`.
+"""Time to solve CartPole-v1 (the `solve` part of `dqn` and `ppo`): whole training
+processes (`lib.training`), timed from launch to exit, start-up included.
 
 A system is `pararl train ALGO` (`pararl`: its defaults, `pararl-MODE`: `--mode MODE`)
-or the SB3 anchor (`benchmarks.sb3`). A run stops at its own periodic greedy evaluation
+or the SB3 anchor (`lib.sb3`). A run stops at its own periodic greedy evaluation
 reaching the target, or at the step budget; afterwards, untimed, its saved policy is
 checked on more episodes. Solved = stopped on the target *and* the check agrees.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import json
 import math
-import os
-import re
-import signal
 import statistics
-import subprocess
-import sys
 import tempfile
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from benchmarks import harness as h
-from benchmarks.figures import Panel, Series
-from benchmarks.sb3 import prefix
+from benchmarks.lib import harness as h
+from benchmarks.lib import sb3, training
+from benchmarks.lib.figures import Panel, Series
 
 Algo = Literal["dqn", "ppo"]
 AVERAGING_REPLICAS = 2  # `--mode averaging --workers 2`, whatever the machine
-FINAL_LINE = re.compile(
-    r"^pararl: (?P<status>.+?) after (?P<steps>[\d,]+) env steps in (?P<secs>[\d.]+) s"
-    r" \((?:best eval )?(?P<best>[^)]*)\)",
-    re.MULTILINE,
-)
-EVALUATE_LINE = re.compile(r"mean return (?P<mean>-?[\d.]+|nan|-?inf) ± ", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -68,91 +54,27 @@ def check(o: SolveOptions) -> None:
     h.require(o, ">= 0: seeds systems", *rules)
 
 
-@dataclass(frozen=True)
-class Finished:
-    wall_s: float
-    returncode: int
-    stdout: str
-    stderr: str
-    timed_out: bool
-
-    @property
-    def tail(self) -> str:
-        """The last lines of stderr, on one line (for notes)."""
-        return f"rc {self.returncode}: " + " | ".join(self.stderr.strip().splitlines()[-3:])
-
-
-def run_process(cmd: Sequence[str], timeout_s: float, cwd: Path) -> Finished:
-    """`cmd` in its own session (with this checkout importable); on timeout, its whole
-    process group is killed."""
-    path = os.pathsep.join(p for p in (str(h.ROOT), os.environ.get("PYTHONPATH")) if p)
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": path}
-    start, pipe = time.perf_counter(), subprocess.PIPE
-    proc = subprocess.Popen(
-        list(cmd), cwd=cwd, env=env, stdout=pipe, stderr=pipe, text=True, start_new_session=True
-    )
-    try:
-        out, err = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)  # the group we started, and only it
-        return Finished(time.perf_counter() - start, -9, *proc.communicate(), True)
-    return Finished(time.perf_counter() - start, proc.returncode, out, err, False)
-
-
-def parse_pararl_final(stderr: str) -> dict[str, Any] | None:
-    """The last `pararl: STATUS after N env steps in T s (best eval B)` line."""
-    found = list(FINAL_LINE.finditer(stderr))
-    if not found:
-        return None
-    m = found[-1]
-    best = float(m["best"]) if re.fullmatch(r"-?[\d.]+", m["best"]) else None
-    steps, seconds = int(m["steps"].replace(",", "")), float(m["secs"])
-    return {"status": m["status"], "env_steps": steps, "train_s": seconds, "best_eval": best}
-
-
-def parse_evaluate(stdout: str) -> float | None:
-    """The mean return printed by `pararl evaluate`."""
-    found = list(EVALUATE_LINE.finditer(stdout))
-    return float(found[-1]["mean"]) if found else None
-
-
-def parse_sb3(stdout: str, algo: str = "dqn") -> dict[str, Any] | None:
-    """The JSON of the anchor's last `sb3-ALGO: {...}` line."""
-    lines = [line for line in stdout.splitlines() if line.startswith(prefix(algo))]
-    return json.loads(lines[-1][len(prefix(algo)) :]) if lines else None
-
-
-def warm_up(workdir: Path) -> None:
-    """Load what every run imports once, so the first timed run does not pay for a cold
-    file cache alone."""
-    code = "import torch, gymnasium, stable_baselines3, pararl.cli, pararl.runners.dqn, "
-    run_process([sys.executable, "-c", code + "pararl.runners.ppo"], 300.0, workdir)
-
-
 def train_command(system: str, seed: int, out: Path, o: SolveOptions, algo: Algo) -> list[str]:
     """The training process of `system`; it writes its run into `out`."""
-    common = ("--eval-every", str(o.eval_every), "--eval-episodes", str(o.eval_episodes))
+    every = {"eval_every": o.eval_every, "eval_episodes": o.eval_episodes}
     if system == "sb3":
-        return [
-            *(sys.executable, "-m", "benchmarks.sb3", algo, "train", "--seed", str(seed)),
-            *("--budget", str(o.budget), "--target", str(o.target), *common),
-            *("--save", str(out / "model.zip")),
-        ]
-    mode = [] if system == "pararl" else ["--mode", system.removeprefix("pararl-")]
+        budget = {"budget": o.budget, "target": o.target}
+        return sb3.command(algo, "train", seed=seed, **budget, **every, save=out / "model.zip")
+    mode: dict[str, object] = {}
+    if system != "pararl":
+        mode["mode"] = system.removeprefix("pararl-")
     if system == "pararl-averaging":
-        mode += ["--workers", str(AVERAGING_REPLICAS)]
-    return [
-        *(sys.executable, "-m", "pararl.cli", "train", algo, "--env", "CartPole-v1", *mode),
-        *("--seed", str(seed), "--run-dir", str(out), "--progress", "plain"),
-        *("--total-steps", str(o.budget), "--target-return", str(o.target), *common),
-    ]
+        mode["workers"] = AVERAGING_REPLICAS
+    return training.train_command(
+        algo, env="CartPole-v1", **mode, seed=seed, run_dir=out, progress="plain",
+        total_steps=o.budget, target_return=o.target, **every,
+    )  # fmt: skip
 
 
 def verify_command(system: str, out: Path, o: SolveOptions, algo: Algo) -> list[str]:
-    sb3 = ["benchmarks.sb3", algo, "verify", str(out / "model.zip")]
-    cmd = sb3 if system == "sb3" else ["pararl.cli", "evaluate", str(out)]
-    return [sys.executable, "-m", *cmd, "--episodes", str(o.verify_episodes)]
+    if system == "sb3":
+        return sb3.command(algo, "verify", str(out / "model.zip"), episodes=o.verify_episodes)
+    return training.evaluate_command(out, o.verify_episodes)
 
 
 @dataclass
@@ -178,15 +100,15 @@ def run_one(
 ) -> SolveRun:
     """Train once (timed), then check the result (untimed)."""
     out = workdir / f"{system}-seed{seed}"
-    done = run_process(train_command(system, seed, out, o, algo), o.run_timeout_s, workdir)
-    sb3 = system == "sb3"
-    parsed = parse_sb3(done.stdout, algo) if sb3 else parse_pararl_final(done.stderr)
+    done = training.run_process(train_command(system, seed, out, o, algo), o.run_timeout_s, workdir)
+    anchor = system == "sb3"
+    parsed = sb3.parse(done.stdout, algo) if anchor else training.parse_final(done.stderr)
     run = SolveRun(system, label, seed, done.wall_s, done.returncode)
     if done.timed_out or parsed is None or done.returncode != 0:
         timeout = f"killed after {o.run_timeout_s:g} s"
         run.status, run.note = ("timeout", timeout) if done.timed_out else ("failed", done.tail)
         return run
-    if sb3:
+    if anchor:
         parsed["status"] = "solved" if parsed["solved"] else "step budget reached"
     run.status, run.env_steps, run.train_s = (
         parsed["status"],
@@ -194,8 +116,11 @@ def run_one(
         parsed["train_s"],
     )
     run.best_eval = parsed["best_eval"]
-    check = run_process(verify_command(system, out, o, algo), 300.0, workdir)
-    verified = parse_sb3(check.stdout, algo) if sb3 else {"mean": parse_evaluate(check.stdout)}
+    check = training.run_process(verify_command(system, out, o, algo), 300.0, workdir)
+    if anchor:
+        verified = sb3.parse(check.stdout, algo)
+    else:
+        verified = {"mean": training.parse_evaluate(check.stdout)}
     run.verify_mean = None if verified is None else verified["mean"]
     run.note = "" if run.verify_mean is not None else f"check failed ({check.tail})"
     run.solved = run.status == "solved" and (run.verify_mean or -math.inf) >= o.target
@@ -238,7 +163,7 @@ def measure(
         return run.wall_s
 
     with tempfile.TemporaryDirectory(prefix=f"pararl-bench-{algo}-") as tmp:
-        warm_up(Path(tmp))
+        training.warm_up(Path(tmp))
         h.interleaved({s: functools.partial(one, s, Path(tmp)) for s in systems}, len(o.seeds))
     rows = []
     for system in systems:
