@@ -21,7 +21,8 @@ def test_seed_design_two_children_do_not_deadlock() -> None:
     procs = list(design.procs)
     try:
         taken = design.run_for(0.5)
-        assert taken > 10
+        assert taken >= 2  # every round hears from both children: no deadlock
+        assert taken % 2 == 0
         # the memory starts full: it learns at every LEARN_EVERY-th transition from the first
         assert design.learn_step == (MEMORY + taken) // LEARN_EVERY - MEMORY // LEARN_EVERY
     finally:
