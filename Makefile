@@ -34,37 +34,12 @@ check: lint typecheck test
 train: venv
 	$(BIN)/pararl train dqn --env CartPole-v1
 
+# every benchmark `python -m benchmarks --list` names, in its order
 bench: venv
-	$(BIN)/python -m benchmarks vector
-	$(BIN)/python -m benchmarks dqn
-	$(BIN)/python -m benchmarks ppo
-	$(BIN)/python -m benchmarks maml
-	$(BIN)/python -m benchmarks maml_curves
-	$(BIN)/python -m benchmarks mujoco
-	$(BIN)/python -m benchmarks devices
-	$(BIN)/python -m benchmarks partial
-	$(BIN)/python -m benchmarks ray
-	$(BIN)/python -m benchmarks handwritten
-	$(BIN)/python -m benchmarks replay
-	$(BIN)/python -m benchmarks pixels
-	$(BIN)/python -m benchmarks atari
-	$(BIN)/python -m benchmarks learner
+	for name in $$($(BIN)/python -m benchmarks --list); do $(BIN)/python -m benchmarks $$name || exit 1; done
 
 bench-quick: venv
-	$(BIN)/python -m benchmarks vector --quick
-	$(BIN)/python -m benchmarks dqn --quick
-	$(BIN)/python -m benchmarks ppo --quick
-	$(BIN)/python -m benchmarks maml --quick
-	$(BIN)/python -m benchmarks maml_curves --quick
-	$(BIN)/python -m benchmarks mujoco --quick
-	$(BIN)/python -m benchmarks devices --quick
-	$(BIN)/python -m benchmarks partial --quick
-	$(BIN)/python -m benchmarks ray --quick
-	$(BIN)/python -m benchmarks handwritten --quick
-	$(BIN)/python -m benchmarks replay --quick
-	$(BIN)/python -m benchmarks pixels --quick
-	$(BIN)/python -m benchmarks atari --quick
-	$(BIN)/python -m benchmarks learner --quick
+	for name in $$($(BIN)/python -m benchmarks --list); do $(BIN)/python -m benchmarks $$name --quick || exit 1; done
 
 # On a machine with a CUDA GPU (at most ~8 minutes): the CUDA tests, the learner and
 # device-placement benchmarks on the GPU, and a short Pong PPO pipeline run; each writes

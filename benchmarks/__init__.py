@@ -1,5 +1,7 @@
 """pararl's benchmark suite (not installed with pararl): `python -m benchmarks NAME`.
 
-Every benchmark runs on one harness (`benchmarks.harness`); `python -m benchmarks`
-lists them.
+One module per benchmark (a large one keeps its own helpers beside it: `atari_runners`,
+`atari_profile`, `maml_seed`), on a shared library, `lib`: the harness, figures and
+statistics every benchmark reports with, the training processes they time, the SB3
+anchors, and what two benchmarks share. `python -m benchmarks --list` names them.
 """

@@ -1,8 +1,9 @@
-"""`python -m benchmarks NAME [--quick] [options]`: run one benchmark.
+"""`python -m benchmarks NAME [--quick] [options]`: run one benchmark;
+`python -m benchmarks --list`: their names, one a line (what `make bench` runs).
 
-Each benchmark module has a tyro dataclass `Config` (field docstrings are the --help)
-and `resolve`, `measure` and `report`, which `harness.execute` runs. Bad input prints
-one line and exits with code 2.
+`BENCHMARKS` is the one list of them. Each benchmark module has a tyro dataclass
+`Config` (field docstrings are the --help) and `resolve`, `measure` and `report`,
+which `lib.harness.execute` runs. Bad input prints one line and exits with code 2.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from benchmarks import harness as h
+from benchmarks.lib import harness as h
 from pararl.errors import UsageError
 
 BENCHMARKS = {
@@ -35,13 +36,17 @@ BENCHMARKS = {
 
 
 def usage() -> str:
-    lines = ["usage: python -m benchmarks NAME [--quick] [options]   (NAME --help)", ""]
+    lines = ["usage: python -m benchmarks NAME [--quick] [options]   (NAME --help)"]
+    lines += ["       python -m benchmarks --list", ""]
     lines += [f"  {name:<11} {text}" for name, text in BENCHMARKS.items()]
     return "\n".join([*lines, "", "Never run two benchmarks at once."])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args == ["--list"]:
+        print("\n".join(BENCHMARKS))
+        return 0
     if not args or args[0] not in BENCHMARKS:
         print(usage(), file=sys.stdout if args[:1] in (["-h"], ["--help"]) else sys.stderr)
         return 0 if args[:1] in (["-h"], ["--help"]) else 2

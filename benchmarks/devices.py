@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import functools
 import json
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from benchmarks import harness as h
-from benchmarks.figures import Panel, grouped_bars
-from benchmarks.solve import parse_pararl_final, run_process, warm_up
+from benchmarks.lib import harness as h
+from benchmarks.lib import training
+from benchmarks.lib.figures import Panel, grouped_bars
 
 Placement = Literal["cpu-only", "gpu-only", "cpu-act-gpu-learn", "auto"]
 DEVICES = {  # placement -> (--act-device, --learn-device), label
@@ -121,20 +120,18 @@ class Results:
 
 def train_command(c: Config, width: int, placement: str, out: Path) -> list[str]:
     act, learn, _ = DEVICES[placement]
-    return [
-        *(sys.executable, "-m", "pararl.cli", "train", "ppo", "--env", c.env),
-        *("--seed", str(c.seed), "--hidden", *[str(width)] * c.depth),
-        *("--act-device", act, "--learn-device", learn, "--total-steps", str(c.total_steps)),
-        *("--target-return", "1e9", "--eval-every", str(c.total_steps)),
-        *("--eval-episodes", str(c.eval_episodes), "--no-tensorboard", "--progress", "plain"),
-        *("--run-dir", str(out)),
-    ]
+    return training.train_command(
+        "ppo", env=c.env, seed=c.seed, hidden=(width,) * c.depth, act_device=act,
+        learn_device=learn, total_steps=c.total_steps, target_return="1e9",
+        eval_every=c.total_steps, eval_episodes=c.eval_episodes, tensorboard=False,
+        progress="plain", run_dir=out,
+    )  # fmt: skip
 
 
 def run_one(c: Config, width: int, placement: str, round_: int, workdir: Path) -> Run:
     out = workdir / f"w{width}-{placement}-r{round_}"
-    done = run_process(train_command(c, width, placement, out), c.run_timeout_s, workdir)
-    final = parse_pararl_final(done.stderr)
+    done = training.run_process(train_command(c, width, placement, out), c.run_timeout_s, workdir)
+    final = training.parse_final(done.stderr)
     run = Run(width, placement, round_, done.wall_s, done.returncode)
     if done.timed_out:
         run.status, run.note = "timeout", f"killed after {c.run_timeout_s:g} s"
@@ -185,7 +182,7 @@ def measure(c: Config, meta: h.Metadata) -> Results:
 
     runnable = [p for p in c.placements if cuda or "cuda" not in DEVICES[p]]
     with tempfile.TemporaryDirectory(prefix="pararl-bench-devices-") as tmp:
-        warm_up(Path(tmp))
+        training.warm_up(Path(tmp))
         tasks = {
             f"{w}/{p}": functools.partial(task, w, p, Path(tmp)) for w in c.widths for p in runnable
         }

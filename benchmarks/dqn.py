@@ -1,7 +1,7 @@
 """`python -m benchmarks dqn`: DQN end to end, in three parts (--parts).
 
 1. `solve`: time to solve CartPole-v1: `pararl train dqn` in each mode (averaging with
-   2 replicas) against SB3 DQN with the rl-baselines3-zoo settings (`benchmarks.solve`).
+   2 replicas) against SB3 DQN with the rl-baselines3-zoo settings (`lib.solve`).
 2. `throughput`: transitions/s of the seed post's design against pararl's async loop
    with as many actor processes, with its replay ratio and free-running.
 3. `overlap`: pararl's actors alone, learner alone, and both in the loop.
@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from benchmarks import dqn_drivers as drivers
-from benchmarks import harness as h
-from benchmarks import solve
-from benchmarks.figures import Panel, Series
+from benchmarks.lib import dqn_spells as drivers
+from benchmarks.lib import harness as h
+from benchmarks.lib import solve
+from benchmarks.lib.figures import Panel, Series
 from pararl.runners.dqn import default_actors
 
 Part = Literal["solve", "throughput", "overlap"]

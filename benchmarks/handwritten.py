@@ -31,7 +31,8 @@ from typing import Literal
 
 import numpy as np
 
-from benchmarks import harness as h
+from benchmarks.lib import harness as h
+from benchmarks.lib import training
 
 NAME = "handwritten"
 ADAMS = ("FlatAdam", "torch Adam (fused)", "torch Adam (foreach)")
@@ -116,7 +117,8 @@ def _learner(name: str) -> object:
     torch.manual_seed(0)
     cfg = DQNConfig()
     env = gym.make(cfg.env)
-    state = DQNState(cfg, env.observation_space, env.action_space, torch.device("cpu"))
+    spaces = env.observation_space, env.action_space
+    state = DQNState(cfg.for_spaces(*spaces), *spaces, torch.device("cpu"))
     env.close()
     learner = state.learner
     if name != "FlatAdam":
@@ -127,7 +129,7 @@ def _learner(name: str) -> object:
 
 
 def _batch(size: int) -> object:
-    from pararl.samplers.nstep import Transitions
+    from pararl.replay.nstep import Transitions
 
     rng = np.random.default_rng(0)
     obs = rng.normal(size=(size, 4)).astype(np.float32)
@@ -176,6 +178,11 @@ def _construct_s(name: str) -> float:
         "from pararl.optim import FlatAdam; q = QNetwork(4, 2, (128, 128)); "
         f"t = time.perf_counter(); {make}; print(time.perf_counter() - t)"
     )
+    return _fresh_seconds(code)
+
+
+def _fresh_seconds(code: str) -> float:
+    """What `code`, run in a fresh interpreter, prints last (the seconds it timed)."""
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return float(out.stdout.split()[-1])
 
@@ -185,10 +192,11 @@ def _construct_s(name: str) -> float:
 
 def _ppo_run_s(env: str, steps: int, manual: bool) -> float:
     with tempfile.TemporaryDirectory() as tmp:
-        args = [sys.executable, "-m", "pararl.cli", "train", "ppo", "--env", env]
-        args += ["--total-steps", str(steps), "--target-return", "1e9", "--progress", "none"]
-        args += ["--eval-every", str(10 * steps), "--no-tensorboard", "--run-dir", tmp + "/r"]
-        args += [] if manual else ["--no-manual-grad"]
+        args = training.train_command(
+            "ppo", env=env, total_steps=steps, target_return="1e9", progress="none",
+            eval_every=10 * steps, tensorboard=False, run_dir=tmp + "/r",
+            **({} if manual else {"manual_grad": False}),
+        )  # fmt: skip
         start = time.perf_counter()
         subprocess.run(args, check=True, capture_output=True, cwd=tmp)
         return time.perf_counter() - start
@@ -240,8 +248,7 @@ def _import_s(kind: str) -> float:
         "import time, torch; t = time.perf_counter(); "
         f"import {module}; print(time.perf_counter() - t)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return float(out.stdout.split()[-1])
+    return _fresh_seconds(code)
 
 
 def _installed_mb(dist: str, seen: set[str] | None = None) -> float:

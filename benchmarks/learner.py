@@ -35,8 +35,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from benchmarks import harness as h
-from benchmarks.figures import Panel, Series
+from benchmarks.lib import harness as h
+from benchmarks.lib.figures import Panel, Series
 
 Case = Literal["dqn-mlp", "dqn-minatar", "dqn-nature", "ppo-mlp", "ppo-minatar", "ppo-nature"]
 CASES: tuple[Case, ...] = (
@@ -215,7 +215,7 @@ def dqn_config(case: str, setting: str, prioritized: bool, device: str) -> Any:
 
 def fill_frames(memory: Any, shape: Shape, n: int, seed: int) -> None:
     """A frame memory as an actor fills it: 8 envs interleaved, stacks of new frames."""
-    from pararl.samplers.frames import FrameStepBuilder
+    from pararl.replay.frame_steps import FrameStepBuilder
 
     rng, envs = np.random.default_rng(seed), 8
     builder = FrameStepBuilder(envs, shape.obs, 1, 0.99)
@@ -238,14 +238,15 @@ def pararl_dqn(case: str, mode: str, prioritized: bool, c: Config, device: str) 
     import torch
 
     from pararl.algos.dqn import DQNState
-    from pararl.samplers.nstep import Transitions
+    from pararl.config import env_kind
+    from pararl.replay.nstep import Transitions
 
     shape = shape_of(case)
     obs_space, act_space = _spaces(shape)
     torch.manual_seed(c.seed)
-    cfg = dqn_config(case, mode, prioritized, device)
+    filled = dqn_config(case, mode, prioritized, device).for_env(env_kind(obs_space, act_space))
     stack = shape.obs[0] if shape.obs_dtype == "uint8" else 0
-    state = DQNState(cfg, obs_space, act_space, torch.device(device), frame_stack=stack)
+    state = DQNState(filled, obs_space, act_space, torch.device(device), frame_stack=stack)
     rng = np.random.default_rng(c.seed)
     if stack:
         fill_frames(state.replay, shape, c.memory, c.seed)
@@ -290,13 +291,13 @@ def pararl_ppo(case: str, mode: str, c: Config, device: str) -> Any:
     import torch
 
     from pararl.algos.ppo import PPOState
-    from pararl.config import PPOConfig
+    from pararl.config import PPOConfig, env_kind
 
     shape = shape_of(case)
     obs_space, act_space = _spaces(shape)
     torch.manual_seed(c.seed)
     cfg = PPOConfig(env=case, compile=mode, act_device="cpu", learn_device=device)  # type: ignore[arg-type]
-    return PPOState(cfg, obs_space, act_space, PPO_ENVS)
+    return PPOState(cfg.for_env(env_kind(obs_space, act_space)), obs_space, act_space, PPO_ENVS)
 
 
 # --- SB3 ----------------------------------------------------------------------------
@@ -320,10 +321,10 @@ def _sb3_env(shape: Shape) -> Any:
 
 
 def _sb3_policy(shape: Shape, algo: str) -> tuple[str, dict[str, Any]]:
-    from benchmarks.pixels_sb3 import MINATAR_POLICY
+    from benchmarks.lib.sb3 import minatar_policy
 
     if shape.model == "minatar-cnn":
-        return "MlpPolicy", dict(MINATAR_POLICY)
+        return "MlpPolicy", minatar_policy()
     if shape.model == "nature-cnn":
         return "CnnPolicy", {}
     if algo == "dqn":
@@ -341,8 +342,10 @@ def sb3_dqn(case: str, c: Config, device: str) -> Any:
 
     shape = shape_of(case)
     env = _sb3_env(shape)
-    cfg, _ = dqn_config(case, "off", False, device).for_env(
-        env_kind(env.observation_space, env.action_space)
+    cfg = (
+        dqn_config(case, "off", False, device)
+        .for_env(env_kind(env.observation_space, env.action_space))
+        .config
     )
     s = cfg.settings
     policy, kwargs = _sb3_policy(shape, "dqn")
@@ -386,7 +389,7 @@ def sb3_ppo(case: str, c: Config, device: str) -> Any:
 
     shape = shape_of(case)
     env = _sb3_env(shape)
-    cfg, _ = PPOConfig(env=case).for_env(env_kind(env.observation_space, env.action_space))
+    cfg = PPOConfig(env=case).for_env(env_kind(env.observation_space, env.action_space)).config
     s = cfg.settings
     policy, kwargs = _sb3_policy(shape, "ppo")
     envs = make_vec_env(lambda: _sb3_env(shape), n_envs=PPO_ENVS)

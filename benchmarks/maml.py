@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks import harness as h
-from benchmarks.figures import Panel, grouped_bars
+from benchmarks.lib import harness as h
+from benchmarks.lib.figures import Panel, grouped_bars
 
 DESIGNS = ("pararl", "seed")
 PARTS = ("sampling", "adaptation", "outer")
@@ -100,7 +100,7 @@ class Row:
 
 
 def maml_config(c: Config, env: str) -> Any:
-    from pararl.config_maml import MAMLConfig
+    from pararl.config import MAMLConfig
 
     cfg = MAMLConfig(
         env=env,
@@ -110,13 +110,13 @@ def maml_config(c: Config, env: str) -> Any:
         seed=c.seed,
         device="cpu",
     )
-    return cfg.for_env("continuous")[0]
+    return cfg.for_env("continuous").config
 
 
 def samplers(cfg: Any, c: Config, states: dict[str, Any]) -> dict[str, Any]:
     from benchmarks.maml_seed import SeedSampler
     from pararl.runners.maml import layout
-    from pararl.samplers.multitask import MultiTaskSampler
+    from pararl.samplers.meta.sampler import MultiTaskSampler
 
     num_envs = cfg.meta_batch_size * cfg.fast_batch_size
     return {

@@ -4,17 +4,15 @@ reference configuration, their return before and after adaptation per meta-itera
 
 from __future__ import annotations
 
-import csv
 import statistics
-import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchmarks import harness as h
-from benchmarks.figures import Panel, Series
-from benchmarks.solve import run_process
+from benchmarks.lib import harness as h
+from benchmarks.lib import training
+from benchmarks.lib.figures import Panel, Series
 
 # Finn et al. 2017 report curves, not numbers: after meta-training, one gradient step
 # on a new task lifts the return well above the meta-policy's (2D navigation: Fig. 4,
@@ -86,22 +84,16 @@ def parse_spec(spec: str) -> tuple[str, int]:
 def command(
     env: str, iterations: int, seed: int, workers: int, run_dir: Path, extra: Sequence[str] = ()
 ) -> list[str]:
-    flags = {
-        "--env": env,
-        "--meta-iterations": iterations,
-        "--seed": seed,
-        "--workers": workers,
-        "--target-return": 1e12,  # every iteration asked for
-        "--run-dir": run_dir,
-        "--progress": "plain",
-    }
-    args = [str(x) for pair in flags.items() for x in pair]
-    return [sys.executable, "-m", "pararl.cli", "train", "maml", *args, *extra, "--no-tensorboard"]
+    return training.train_command(
+        "maml", *extra, "--no-tensorboard", env=env, meta_iterations=iterations, seed=seed,
+        workers=workers,
+        target_return=1e12,  # every iteration asked for
+        run_dir=run_dir, progress="plain",
+    )  # fmt: skip
 
 
 def read_curve(run_dir: Path) -> list[dict[str, float]]:
-    with (run_dir / "metrics.csv").open() as f:
-        rows = [r for r in csv.DictReader(f) if r.get("pre_return")]
+    rows = [r for r in training.read_metrics(run_dir) if r.get("pre_return")]
     return [
         {
             "iteration": float(r["iteration"]),
@@ -125,10 +117,9 @@ def run_curve(
     out = workdir / f"maml-{env.replace('/', '_')}"
     h.progress(f"maml: meta-training {env} for {iterations} iterations ...")
     cmd = command(env, iterations, seed, workers, out, extra)
-    done = run_process(cmd, timeout_s, workdir)
+    done = training.run_process(cmd, timeout_s, workdir)
     curve = Curve(env, iterations, done.wall_s, done.returncode == 0)
-    if (out / "metrics.csv").is_file():
-        curve.points = read_curve(out)
+    curve.points = read_curve(out)
     if not curve.ok:
         curve.note = done.tail
     h.progress(f"maml: {env}: {len(curve.points)} iterations in {done.wall_s:.0f} s")

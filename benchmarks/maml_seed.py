@@ -32,8 +32,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from pararl.samplers.episodes import TaskEpisodes
-from pararl.samplers.multitask import SampleResult, SampleStats, make_task_env
+from pararl.samplers.meta.episodes import TaskEpisodes
+from pararl.samplers.meta.sampler import SampleResult, SampleStats, make_task_env
 
 C_TYPES: dict[type, Any] = {np.float32: c_float, np.float64: c_double, np.int64: c_int64}
 WAIT_S = 120.0  # bound on every blocking wait (not in the seed)

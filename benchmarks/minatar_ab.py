@@ -13,7 +13,7 @@ over the states of its sampled episodes.
 Variants, one difference at a time: `defaults` (pararl's MinAtar settings; the one
 difference in the loss is value clipping: SB3 clips the value and keeps the clipped
 error alone, pararl keeps the larger of the clipped and unclipped errors, as CleanRL),
-and `no-value-clip` (both unclipped: the same loss; `tests/ppo/test_against_sb3.py`
+and `no-value-clip` (both unclipped: the same loss; `tests/algos/test_ppo_against_sb3.py`
 shows that, from the same weights and random draws, the two give the same rollouts
 and the same update).
 
@@ -37,8 +37,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from benchmarks import harness as h
-from benchmarks.figures import Panel, Series
+from benchmarks.lib import harness as h
+from benchmarks.lib.figures import Panel, Series
 
 System = Literal["pararl", "sb3"]
 Variant = Literal["defaults", "no-value-clip"]
@@ -121,7 +121,7 @@ def train_pararl(env: str, seed: int, budget: int, variant: str, workdir: Path) 
 
     from pararl import PPOConfig, checkpoint, train
     from pararl.algos.ppo import greedy_policy
-    from pararl.registry import config_from_json
+    from pararl.config import config_from_json
 
     extra = {"clip_vloss": False} if variant == "no-value-clip" else {}
     never = 10**12
@@ -151,12 +151,12 @@ def train_pararl(env: str, seed: int, budget: int, variant: str, workdir: Path) 
 
 
 def train_sb3(env: str, seed: int, budget: int, variant: str) -> Any:
-    """SB3's PPO with the same settings (`pixels_sb3.minatar_ppo`), 8 envs."""
+    """SB3's PPO with the same settings (`benchmarks.lib.sb3.minatar_ppo`), 8 envs."""
     import torch
     from stable_baselines3 import PPO
     from stable_baselines3.common.env_util import make_vec_env
 
-    from benchmarks.pixels_sb3 import PPO_ENVS, minatar_ppo
+    from benchmarks.lib.sb3 import PPO_ENVS, minatar_ppo
     from pararl.envs.make import env_factory
 
     hyper = minatar_ppo()
@@ -243,7 +243,7 @@ class Results:
 
 
 def one_run(system: str, variant: str, seed: int, c: Config, workdir: Path) -> Run:
-    from benchmarks.solve import run_process
+    from benchmarks.lib.training import run_process
 
     cmd = [sys.executable, "-m", "benchmarks.minatar_ab", system, "--env", c.env]
     cmd += ["--seed", str(seed), "--budget", str(c.budget), "--variant", variant]
@@ -313,7 +313,7 @@ def report(r: Results, meta: h.Metadata) -> h.Report:
     ]  # fmt: skip
     intro = (
         f"{game}, {r.budget:,} env steps per run, 8 envs, each system's MinAtar PPO "
-        "settings (the same numbers; `pixels_sb3.minatar_ppo`); no evaluation during "
+        "settings (the same numbers; `benchmarks.lib.sb3.minatar_ppo`); no evaluation during "
         f"training. Each final policy then plays the same {r.episodes} episodes twice "
         "(sticky actions 0.1, as in training): greedy (the most likely action) and "
         "sampled. Training: the mean return of the run's last 20 training episodes. "

@@ -11,18 +11,16 @@ published 1M-step figures stand beside (not re-measured).
 
 from __future__ import annotations
 
-import csv
 import statistics
-import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from benchmarks import harness as h
-from benchmarks.figures import Panel, Series
-from benchmarks.sb3 import MUJOCO_ENVS
-from benchmarks.solve import parse_sb3, run_process
+from benchmarks.lib import harness as h
+from benchmarks.lib import sb3, training
+from benchmarks.lib.figures import Panel, Series
+from benchmarks.lib.training import Run
 
 System = Literal["pararl", "sb3"]
 LABELS = {"pararl": "pararl PPO", "sb3": "SB3 PPO + VecNormalize"}
@@ -78,76 +76,22 @@ def resolve(config: Config) -> Config:
     return config
 
 
-@dataclass
-class Run:
-    system: str
-    env: str
-    seed: int
-    wall_s: float
-    ok: bool
-    env_steps: int = 0
-    updates: int = 0
-    curve: list[dict[str, float]] = field(default_factory=list)  # env_steps, wall_s, return
-    note: str = ""
-
-    def final(self, last: int) -> float | None:
-        returns = [p["eval_return"] for p in self.curve[-last:]]
-        return statistics.fmean(returns) if returns else None
-
-
 def pararl_command(env: str, seed: int, c: Config, run_dir: Path) -> list[str]:
-    flags = {
-        "--env": env,
-        "--seed": seed,
-        "--total-steps": c.budget,
-        "--eval-every": c.eval_every,
-        "--eval-episodes": c.eval_episodes,
-        "--target-return": 1e12,  # the whole budget, whatever the env's threshold
-        "--run-dir": run_dir,
-        "--progress": "plain",
-    }
-    args = [str(x) for pair in flags.items() for x in pair]
-    return [sys.executable, "-m", "pararl.cli", "train", "ppo", *args, "--no-tensorboard"]
-
-
-def read_pararl(run_dir: Path) -> tuple[list[dict[str, float]], int, int]:
-    """Evaluations, env steps and updates from the run's metrics.csv."""
-    with (run_dir / "metrics.csv").open() as f:
-        rows = list(csv.DictReader(f))
-    curve = [
-        {k: float(r[k]) for k in ("env_steps", "wall_s", "eval_return")}
-        for r in rows
-        if r.get("eval_return")
-    ]
-    updates = max((int(float(r["updates"])) for r in rows if r.get("updates")), default=0)
-    steps = max((int(float(r["env_steps"])) for r in rows), default=0)
-    return curve, steps, updates
+    return training.train_command(
+        "ppo", env=env, seed=seed, total_steps=c.budget, eval_every=c.eval_every,
+        eval_episodes=c.eval_episodes,
+        target_return=1e12,  # the whole budget, whatever the env's threshold
+        run_dir=run_dir, progress="plain", tensorboard=False,
+    )  # fmt: skip
 
 
 def run_one(system: str, env: str, seed: int, c: Config, workdir: Path) -> Run:
-    out = workdir / f"{system}-{env}-{seed}"
-    if system == "pararl":
-        done = run_process(pararl_command(env, seed, c, out), c.run_timeout_s, workdir)
-        run = Run(system, env, seed, done.wall_s, done.returncode == 0)
-        if (out / "metrics.csv").is_file():
-            run.curve, run.env_steps, run.updates = read_pararl(out)
-    else:
-        cmd = [sys.executable, "-m", "benchmarks.sb3", "ppo", "curve", "--env", env]
-        cmd += ["--seed", str(seed), "--budget", str(c.budget), "--eval-every", str(c.eval_every)]
-        done = run_process(
-            [*cmd, "--eval-episodes", str(c.eval_episodes)], c.run_timeout_s, workdir
-        )
-        result = parse_sb3(done.stdout, "ppo")
-        run = Run(system, env, seed, done.wall_s, done.returncode == 0 and result is not None)
-        if result is not None:
-            run.curve, run.env_steps, run.updates = (
-                result["curve"],
-                result["env_steps"],
-                result["updates"],
-            )
-    if not run.ok:
-        run.note = done.tail
-    return run
+    if system == "sb3":
+        every = {"eval_every": c.eval_every, "eval_episodes": c.eval_episodes}
+        cmd = sb3.command("ppo", "curve", env=env, seed=seed, budget=c.budget, **every)
+        return sb3.curve_run(system, env, seed, "ppo", cmd, c.run_timeout_s, workdir)[0]
+    cmd = pararl_command(env, seed, c, Run.directory(system, env, seed, workdir))
+    return Run.of(system, env, seed, cmd, c.run_timeout_s, workdir)[0]
 
 
 @dataclass
@@ -208,18 +152,14 @@ def report(result: Result, meta: h.Metadata) -> h.Report:
         if f in PUBLISHED
     ]
     heads = ("env", "CleanRL (3 seeds)", "rl-zoo (tuned)", "Tianshou (64 envs)")
-    pub_cols: list[h.Col[list[str]]] = [
-        h.Col(name, lambda row, i=i: row[i], "l" if i == 0 else "r")  # type: ignore[misc]
-        for i, name in enumerate(heads)
-    ]
-    pub_table = h.table(pub_cols, published)
+    pub_table = h.text_table(heads, published)
     notes = (
         f"Budget {c.budget:,} env steps per run; deterministic evaluation every "
         f"{c.eval_every:,} steps, {c.eval_episodes} episodes. Both systems: 8 envs x 256 "
         "steps per rollout, 10 epochs of 64-sample minibatches, lr 3e-4 annealed, gamma "
         "0.99, lambda 0.95, clip 0.2 (no value clipping), observations and rewards normalised, "
         "clipped at 10. pararl: its defaults for continuous actions, nothing set; SB3: "
-        f"`VecNormalize` over {MUJOCO_ENVS} `DummyVecEnv` envs. Runs in the order run."
+        f"`VecNormalize` over {sb3.MUJOCO_ENVS} `DummyVecEnv` envs. Runs in the order run."
     )
     blocks = [notes + "\n\n" + h.table(cols, runs)]
     if published:

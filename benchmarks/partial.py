@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import psutil
 
-from benchmarks import harness as h
-from benchmarks.figures import Panel, Series
+from benchmarks.lib import harness as h
+from benchmarks.lib.figures import Panel, Series
 from pararl.mp.topology import physical_cores
 
 MAX_AUTO_WARMUP = 8  # extra warm-up samples allowed for auto to settle
@@ -103,7 +103,7 @@ def cases(c: Config) -> list[tuple[tuple[int, ...], int]]:
 
 
 def resolve(config: Config) -> Config:
-    from pararl.samplers.recv import parse_recv
+    from pararl.samplers.meta.sampler import parse_recv
 
     c = h.apply_quick(config, QUICK)
     h.check(
@@ -153,10 +153,9 @@ class Row:
 
 def measure_case(c: Config, workers: int, epw: int, hidden: tuple[int, ...]) -> list[Row]:
     """Every recv policy on one sampler."""
-    from pararl.samplers.auto import Auto
-    from pararl.samplers.multitask import MultiTaskSampler, make_task_env
-    from pararl.samplers.policies import MLPGaussianPolicy
-    from pararl.samplers.recv import parse_recv
+    from pararl.models.gaussian import MLPGaussianPolicy
+    from pararl.samplers.meta.auto import Auto
+    from pararl.samplers.meta.sampler import MultiTaskSampler, make_task_env, parse_recv
 
     n = workers * epw
     length = max(10, min(c.episode_length, c.max_steps_per_sample // n))

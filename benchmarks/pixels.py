@@ -4,34 +4,32 @@
    same env-step budget, interleaved (seed 0: every system, seed 1: ...): pararl DQN
    (async, uniform and prioritized replay) and PPO with their MinAtar defaults, and
    SB3 DQN and PPO with the same settings and the MinAtar paper's network
-   (`benchmarks.pixels_sb3`). Return against env steps and wall time, the final
-   return, and how long pararl takes to reach the return SB3 ends with.
+   (`lib.sb3`). Return against env steps and wall time, the final return, and how
+   long pararl takes to reach the return SB3 ends with.
 2. `pong`: agent steps/s of the whole training pipeline (acting and learning) on
    Pong, pararl's Atari defaults against SB3 zoo's Atari settings, over a slice of
-   wall time that starts at each run's first gradient update.
+   wall time that starts at each run's first gradient update (pararl stopped by
+   SIGTERM, which it answers by finishing cleanly; SB3 by its callback), agent steps/s
+   read over that slice the same way for both (`window_rate`).
 """
 
 from __future__ import annotations
 
+import math
+import signal
+import subprocess
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from benchmarks import harness as h
-from benchmarks.figures import Panel, Series
-from benchmarks.mujoco import Run
-from benchmarks.pixels_runners import (
-    Budget,
-    Slice,
-    algo_of,
-    censored_median,
-    minatar_run,
-    pong_slice,
-    time_to_reach,
-)
-from benchmarks.solve import warm_up
+from benchmarks.lib import harness as h
+from benchmarks.lib import sb3, training
+from benchmarks.lib.figures import Panel, Series
+from benchmarks.lib.stats import censored_median
+from benchmarks.lib.training import Point, Run
 
 System = Literal["pararl-dqn", "pararl-dqn-per", "pararl-ppo", "sb3-dqn", "sb3-ppo"]
 PongSystem = Literal["pararl-dqn", "sb3-dqn", "pararl-ppo", "sb3-ppo"]
@@ -119,6 +117,146 @@ def resolve(config: Config) -> Config:
     return c
 
 
+PPO_WORKERS, PPO_ENVS_PER_WORKER = 2, 4  # 8 envs, as SB3's (`lib.sb3.PPO_ENVS`)
+NEVER = 10**12  # a step count no run reaches: no evaluation, no checkpoint, no target
+
+
+def algo_of(system: str) -> str:
+    """`pararl-dqn-per` -> `dqn`."""
+    return system.split("-")[1]
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A MinAtar run's budget and evaluations."""
+
+    steps: int
+    eval_every: int
+    eval_episodes: int
+    timeout_s: float
+
+
+def pararl_command(system: str, env: str, run_dir: Path, **flags: object) -> list[str]:
+    """`pararl train ALGO` for `system` (`pararl-dqn`: async DQN, `pararl-dqn-per`: with
+    prioritized replay, `pararl-ppo`: 8 envs), its defaults otherwise."""
+    algo = algo_of(system)
+    common = {"env": env, "run_dir": run_dir, "progress": "plain", **flags}
+    if algo == "dqn":
+        common["mode"] = "async"
+    else:
+        common |= {"workers": PPO_WORKERS, "envs_per_worker": PPO_ENVS_PER_WORKER}
+    extra = ["--prioritized"] if system.endswith("-per") else []
+    return training.train_command(algo, *extra, "--no-tensorboard", **common)
+
+
+def minatar_run(system: str, env: str, seed: int, b: Budget, workdir: Path) -> Run:
+    """One whole MinAtar run of `system`, launch to exit, with its curve on that clock."""
+    flags = {"seed": seed, "eval_every": b.eval_every, "eval_episodes": b.eval_episodes}
+    if system.startswith("sb3"):
+        cmd = sb3.command(algo_of(system), "minatar", env=env, budget=b.steps, **flags)
+        run, result = sb3.curve_run(system, env, seed, algo_of(system), cmd, b.timeout_s, workdir)
+        own_s = None if result is None else result["train_s"]
+    else:
+        out = Run.directory(system, env, seed, workdir)
+        cmd = pararl_command(system, env, out, total_steps=b.steps, target_return=NEVER, **flags)
+        run, done = Run.of(system, env, seed, cmd, b.timeout_s, workdir)
+        final = training.parse_final(done.stderr)
+        own_s = None if final is None else final["train_s"]
+    training.launch_clock(run.curve, run.wall_s, own_s)
+    return run
+
+
+def time_to_reach(run: Run, target: float) -> float:
+    """Wall s (the run's own clock) of its first evaluation at `target` or above; inf
+    when none reaches it."""
+    return next((p["wall_s"] for p in run.curve if p["eval_return"] >= target), math.inf)
+
+
+@dataclass
+class Slice:
+    """One Pong run's clock and its agent steps/s over the slice after its first update."""
+
+    system: str
+    points: list[Point] = field(default_factory=list)
+    rate: float | None = None
+    window_s: float | None = None
+    updates_per_s: float | None = None
+    note: str = ""
+
+
+def window_rate(points: Sequence[Point], slice_s: float) -> tuple[float, float, float] | None:
+    """(agent steps/s, seconds measured, updates/s) from the first point with an update
+    to the last one within `slice_s` of it; None without two such points."""
+    start = next((i for i, p in enumerate(points) if p[2] > 0), None)
+    if start is None:
+        return None
+    t0, s0, u0 = points[start]
+    inside = [p for p in points[start + 1 :] if p[0] - t0 <= slice_s * 1.05]
+    if not inside:
+        return None
+    t1, s1, u1 = inside[-1]
+    return (s1 - s0) / (t1 - t0), t1 - t0, (u1 - u0) / (t1 - t0)
+
+
+def pararl_slice(system: str, env: str, learning_starts: int, slice_s: float,
+                 timeout_s: float, workdir: Path) -> Slice:  # fmt: skip
+    """`pararl train` on Pong until `slice_s` after its first update, then SIGTERM; the
+    run is killed (with its process group) if it has not finished `timeout_s` after
+    launch."""
+    out = workdir / f"{system}-pong"
+    flags: dict[str, object] = dict(
+        total_steps=NEVER, eval_every=NEVER, checkpoint_every=NEVER, log_every_s=1.0,
+        target_return=NEVER,
+    )  # fmt: skip
+    if algo_of(system) == "dqn":
+        flags["learning_starts"] = learning_starts
+    cmd = pararl_command(system, env, out, seed=0, **flags)
+    proc = training.start(cmd, workdir, subprocess.DEVNULL)
+    deadline, result = time.monotonic() + timeout_s, Slice(system)
+    while proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(1.0)
+        points = training.clock(training.read_metrics(out))
+        first = next((p[0] for p in points if p[2] > 0), None)
+        if first is not None and points[-1][0] - first >= slice_s:
+            proc.send_signal(signal.SIGTERM)  # pararl finishes cleanly (exit status 143)
+            break
+    try:
+        _, err = proc.communicate(timeout=max(deadline - time.monotonic(), 30.0))
+    except subprocess.TimeoutExpired:
+        _, err = training.kill(proc)
+        result.note = f"killed after {timeout_s:g} s"
+    result.points = training.clock(training.read_metrics(out))
+    if proc.returncode not in (0, 143) and not result.note:
+        result.note = f"rc {proc.returncode}: " + " | ".join(err.strip().splitlines()[-3:])
+    return result
+
+
+def sb3_slice(system: str, env: str, learning_starts: int, slice_s: float,
+              timeout_s: float, workdir: Path) -> Slice:  # fmt: skip
+    flags = {"env": env, "slice_s": slice_s, "learning_starts": learning_starts}
+    done = training.run_process(sb3.command(algo_of(system), "pong", **flags), timeout_s, workdir)
+    parsed = sb3.parse(done.stdout, algo_of(system))
+    result = Slice(system, [tuple(p) for p in parsed["points"]] if parsed else [])
+    if parsed is None or done.returncode != 0:
+        result.note = done.tail
+    return result
+
+
+def pong_slice(system: str, envs: tuple[str, str], learning_starts: int, slice_s: float,
+               timeout_s: float, workdir: Path) -> Slice:  # fmt: skip
+    """One Pong throughput run of `system` (`envs`: pararl's id, SB3's id)."""
+    if system.startswith("sb3"):
+        run = sb3_slice(system, envs[1], learning_starts, slice_s, timeout_s, workdir)
+    else:
+        run = pararl_slice(system, envs[0], learning_starts, slice_s, timeout_s, workdir)
+    measured = window_rate(run.points, slice_s)
+    if measured is not None:
+        run.rate, run.window_s, run.updates_per_s = measured
+    elif not run.note:
+        run.note = "no update within the run"
+    return run
+
+
 @dataclass
 class Result:
     runs: list[Run] = field(default_factory=list)
@@ -131,7 +269,7 @@ def measure(c: Config, meta: h.Metadata) -> Result:
     budget = Budget(c.budget, c.eval_every, c.eval_episodes, c.run_timeout_s)
     with tempfile.TemporaryDirectory(prefix="pararl-bench-pixels-") as tmp:
         if not c.quick:  # timed claims only: the first run should not pay for a cold cache
-            warm_up(Path(tmp))
+            training.warm_up(Path(tmp))
         for seed in c.seeds if "minatar" in c.parts else ():
             for env in c.envs:
                 for system in c.systems:
@@ -257,15 +395,11 @@ def minatar_block(result: Result, table_rows: list[Row], p: dict[str, Any]) -> s
 def paper_block(envs: Sequence[str]) -> str:
     games = [g for g in dict.fromkeys(game(e) for e in envs) if g in PAPER]
     heads = ["game", *next(iter(PAPER.values()))]
-    cols: list[h.Col[list[str]]] = [
-        h.Col(name, lambda row, i=i: row[i], "l" if i == 0 else "r")  # type: ignore[misc]
-        for i, name in enumerate(heads)
-    ]
     data = [[g, *PAPER[g].values()] for g in games]
     return (
         "Published MinAtar returns for reference (not re-measured; far longer budgets): the "
         "MinAtar paper's DQN and actor-critic at 5M frames, read off its README's plots; "
-        "gymnax's PPO at 10M steps without sticky actions.\n\n" + h.table(cols, data)
+        "gymnax's PPO at 10M steps without sticky actions.\n\n" + h.text_table(heads, data)
     )
 
 

@@ -1,7 +1,7 @@
 """`python -m benchmarks ppo`: PPO end to end, in two parts (--parts).
 
 1. `solve`: time to solve CartPole-v1, `pararl train ppo` with its defaults against
-   SB3 PPO with the rl-baselines3-zoo settings (`benchmarks.solve`).
+   SB3 PPO with the rl-baselines3-zoo settings (`lib.solve`).
 2. `double_buffer`: env steps/s of rollout collection alone, `samplers.rollout.collect`
    against `collect_double` (while one group of workers steps, this process acts for
    the other), for a cheap and an expensive policy, on one `ParallelVectorEnv` per env;
@@ -18,9 +18,9 @@ from typing import Any, Literal
 import gymnasium as gym
 import numpy as np
 
-from benchmarks import harness as h
-from benchmarks import solve
-from benchmarks.figures import Panel, grouped_bars
+from benchmarks.lib import harness as h
+from benchmarks.lib import solve
+from benchmarks.lib.figures import Panel, grouped_bars
 
 STEP_COST = "pararl/StepCost-v0"
 LABELS = {
@@ -140,7 +140,7 @@ def sampling_case(env_id: str, hidden: tuple[int, ...], envs: Any, c: Config) ->
     from pararl.devices import time_forward
     from pararl.models import num_params
     from pararl.runners.setup import seed_everything, set_learner_threads
-    from pararl.samplers.rollout import EnvStream, collect, collect_double
+    from pararl.samplers.rollout.collect import EnvStream, collect, collect_double
 
     cfg = PPOConfig(
         env=env_id,
@@ -155,7 +155,8 @@ def sampling_case(env_id: str, hidden: tuple[int, ...], envs: Any, c: Config) ->
         tensorboard=False,
     )
     seed_everything(c.seed)
-    state = PPOState(cfg, envs.single_observation_space, envs.single_action_space, envs.num_envs)
+    spaces = envs.single_observation_space, envs.single_action_space
+    state = PPOState(cfg.for_spaces(*spaces), *spaces, envs.num_envs)
     set_learner_threads(num_params(state.learner.model), c.workers)  # as training sets them
     obs_dim, device, n = int(np.prod(state.obs_shape)), torch.device(c.act_device), envs.num_envs
     full = time_forward(state.actor, obs_dim, n, device)

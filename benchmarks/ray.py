@@ -17,9 +17,9 @@ import statistics
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from benchmarks import harness as h
-from benchmarks.dqn_drivers import Pararl, RateRow, Runs, spells, workload_config
-from benchmarks.figures import Panel, Series
+from benchmarks.lib import harness as h
+from benchmarks.lib.dqn_spells import Pararl, RateRow, Runs, spells, workload_config
+from benchmarks.lib.figures import Panel, Series
 
 TARGET = 0.8  # Ray's sampling throughput against the local backend's, at least
 NODE_COUNTS = (1, 2, 4, 8, 16, 32, 64, 100)
@@ -161,8 +161,8 @@ def actor_nodes(driver: Pararl) -> int:
 def ingest(driver: Pararl, repeats: int) -> tuple[float, float, int, int]:
     """Median seconds of `ray.put` + `ray.get` of a chunk and of its copy into the
     replay; the chunk's transitions and bytes."""
+    from pararl.samplers.chunks.ray import RayDQNPool
     from pararl.samplers.ray.cluster import import_ray
-    from pararl.samplers.ray.dqn import RayDQNPool
 
     ray, state = import_ray(), driver.state
     chunk = state.replay.sample(RayDQNPool.CHUNK_TRANSITIONS, state.replay_rng)
@@ -202,7 +202,7 @@ def measure(c: Config, meta: h.Metadata) -> Results:
         row.vs = h.ratio(row.steps, rows["local"].steps)
     ray_rate, updates = h.med(rows["ray"].steps) or 0.0, h.med(rows["learner"].updates) or 1.0
     measured = ray_rate / c.workers, transitions, nbytes, store_s + copy_s, updates
-    ratio = base.for_env("discrete")[0].settings.replay_ratio
+    ratio = base.for_env("discrete").config.settings.replay_ratio
     model = ModelInputs(*measured, ratio, c.actors_per_node, c.bandwidth_gbit * 1e9 / 8)
     curve = []
     for n in [n for n in NODE_COUNTS if n < c.max_nodes] + [c.max_nodes]:

@@ -1,9 +1,9 @@
 """`python -m benchmarks replay`: the replay memories for stacked image observations.
 
 Bytes per transition and time per sampled batch of the frame-deduplicated memory
-(`algos.frame_replay`, each frame stored once) against the naive one
-(`algos.replay`, whole 4x84x84 `uint8` observations in `obs` and `next_obs`),
-each sampled uniformly and prioritized (`algos.prioritized`, sum tree). The rings
+(`replay.frame_memory`, each frame stored once) against the naive one
+(`replay.uniform`, whole 4x84x84 `uint8` observations in `obs` and `next_obs`),
+each sampled uniformly and prioritized (`replay.prioritized`, sum tree). The rings
 are filled as an actor fills them: several envs interleaved, episodes ending by
 termination or truncation, n-step transitions. Frames are random bytes (the
 memory's cost does not depend on what the pixels show). Bytes per transition are
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from benchmarks import harness as h
+from benchmarks.lib import harness as h
 
 KINDS = ("frames", "naive")
 SAMPLINGS = ("uniform", "prioritized")
@@ -81,8 +81,8 @@ class Row:
 
 def fill(memory: object, c: Config, capacity: int, kind: str) -> None:
     """Steps of `c.envs` envs until the ring has wrapped once, as an actor emits them."""
-    from pararl.samplers.frames import FrameStepBuilder
-    from pararl.samplers.nstep import NStepBuilder
+    from pararl.replay.frame_steps import FrameStepBuilder
+    from pararl.replay.nstep import NStepBuilder
 
     rng = np.random.default_rng(c.seed)
     shape = (c.stack, c.frame, c.frame)
@@ -113,9 +113,9 @@ def fill(memory: object, c: Config, capacity: int, kind: str) -> None:
 
 
 def build(c: Config, kind: str, sampling: str) -> tuple[object, int, float]:
-    from pararl.algos.frame_replay import FrameReplay
-    from pararl.algos.prioritized import PrioritizedReplay
-    from pararl.algos.replay import ReplayBuffer
+    from pararl.replay.frame_memory import FrameReplay
+    from pararl.replay.prioritized import PrioritizedReplay
+    from pararl.replay.uniform import ReplayBuffer
 
     shape = (c.stack, c.frame, c.frame)
     capacity = c.capacity if kind == "frames" else c.naive_capacity
@@ -132,7 +132,7 @@ def build(c: Config, kind: str, sampling: str) -> tuple[object, int, float]:
 
 def spell(memory: object, c: Config, rng: np.random.Generator) -> float:
     """Milliseconds per batch over `c.batches` batches."""
-    from pararl.algos.prioritized import PrioritizedReplay
+    from pararl.replay.prioritized import PrioritizedReplay
 
     def run() -> None:
         for _ in range(c.batches):

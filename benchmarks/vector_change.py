@@ -22,8 +22,8 @@ from io import BytesIO
 from pathlib import Path
 from typing import Literal
 
-from benchmarks import harness as h
-from benchmarks.figures import Panel, Series
+from benchmarks.lib import harness as h
+from benchmarks.lib.figures import Panel, Series
 from pararl.mp.topology import physical_cores
 
 Version = Literal["base", "this"]

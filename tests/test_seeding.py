@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from pararl import DQNConfig, seeding, train
-from pararl.samplers.actor_pool import ActorPool
+from pararl.samplers.chunks.actor_pool import ActorPool
 
 
 def _paths(groups: int, restarts: int, starts: tuple[int, ...]) -> list[tuple[int, ...]]:
@@ -29,13 +29,6 @@ def test_no_two_envs_share_a_reset_seed(envs_per_group: int) -> None:
     for k in range(10):  # ten evaluations of 20 episodes
         seeds += seeding.env_seeds(seed, 20, "eval", k)
     assert len(seeds) == len(set(seeds))
-
-
-def test_the_old_offset_scheme_would_have_collided() -> None:
-    """What the test above guards against: `seed + 7 i + j` reset seeds of actor i's
-    env j repeat across actors as soon as an actor has 8 or more envs."""
-    old = [7 * i + j for i in range(8) for j in range(8)]
-    assert len(old) != len(set(old))
 
 
 def test_no_random_stream_equals_another() -> None:

@@ -1,15 +1,50 @@
-"""Checkpoints: written atomically (temp file + rename), read with a clear error."""
+"""Checkpoints: one header for every algorithm's, written atomically (temp file +
+rename), read with a clear error."""
 
 from __future__ import annotations
 
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from pararl.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Header:
+    """What every checkpoint begins with, whatever the algorithm: the version of the
+    algorithm's own state's format, the algorithm, and how far the run had got (its
+    env steps, the step budget's unit, and its wall seconds). `--resume` picks a
+    checkpoint by it (`runners.resume`)."""
+
+    algo: str
+    format: int
+    env_steps: int
+    wall_s: float
+
+    def as_dict(self) -> dict[str, Any]:
+        """The header's entries of a checkpoint (the algorithm's state follows)."""
+        return {
+            "format": self.format,
+            "algo": self.algo,
+            "env_steps": self.env_steps,
+            "wall_s": self.wall_s,
+        }
+
+    @classmethod
+    def of(cls, state: dict[str, Any]) -> Header:
+        """The header of a loaded checkpoint (one written before a run kept its wall
+        time, or the first format version, has 0.0 and 1)."""
+        return cls(
+            str(state.get("algo", "")),
+            int(state.get("format", 1)),
+            int(state.get("env_steps", 0)),
+            float(state.get("wall_s", 0.0)),
+        )
 
 
 def save(path: Path, state: dict[str, Any]) -> None:

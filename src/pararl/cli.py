@@ -56,7 +56,7 @@ def _run_training(config: Any, given: frozenset[str]) -> Any:
 
 
 def _evaluate() -> Command:
-    from pararl.playback_config import EvaluateConfig
+    from pararl.config import EvaluateConfig
 
     def run(config: EvaluateConfig, given: frozenset[str]) -> Any:
         del given

@@ -12,12 +12,11 @@ from typing import Any
 import numpy as np
 
 from pararl import checkpoint, seeding
-from pararl.config import RunConfig
+from pararl.config import EvaluateConfig, RunConfig, config_from_json
 from pararl.envs.make import env_factory
 from pararl.errors import UsageError
 from pararl.evaluation.greedy import Evaluator, Policy
-from pararl.playback_config import EvaluateConfig
-from pararl.registry import algorithm_of, algorithm_of_run, config_from_json
+from pararl.registry import algorithm_of, algorithm_of_run
 from pararl.rundir import RunDir
 
 
@@ -103,9 +102,7 @@ def run(cfg: EvaluateConfig) -> dict[str, float]:
 
     check(cfg)
     torch.set_num_threads(cfg.threads)
-    own = (
-        algorithm_of_run(cfg.run_dir).evaluation() if RunDir(cfg.run_dir).config.is_file() else None
-    )
+    own = algorithm_of_run(cfg.run_dir).evaluation if RunDir(cfg.run_dir).config.is_file() else None
     if own is not None:  # an algorithm with an evaluation of its own (MAML: adaptation)
         return own(cfg, write_video)
     config, policy = load_policy(RunDir(cfg.run_dir), cfg.checkpoint)

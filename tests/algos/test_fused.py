@@ -17,9 +17,9 @@ from pararl.algos import fused
 from pararl.algos.dqn import DQNState
 from pararl.algos.fused import FusedStep, resolve_mode
 from pararl.algos.ppo import PPOHyper, PPOLearner
-from pararl.config import DQNConfig
-from pararl.models_cnn import actor_critic
-from pararl.samplers.nstep import Transitions
+from pararl.config import DQNConfig, env_kind
+from pararl.models.build import actor_critic
+from pararl.replay.nstep import Transitions
 
 CPU = torch.device("cpu")
 SPACES = {
@@ -49,7 +49,8 @@ def _dqn(model: str, setting: str, n_step: int, double: bool) -> DQNState:
         env="x", compile=setting, model=model, n_step=n_step, double_dqn=double,  # type: ignore[arg-type]
         target_update=2, hidden=(32, 32),
     )  # fmt: skip
-    return DQNState(cfg, space, gym.spaces.Discrete(actions), CPU)
+    act_space = gym.spaces.Discrete(actions)
+    return DQNState(cfg.for_env(env_kind(space, act_space)), space, act_space, CPU)
 
 
 def _dqn_updates(state: DQNState, prioritized: bool) -> list[Any]:

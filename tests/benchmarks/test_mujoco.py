@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 from benchmarks.__main__ import main
-from benchmarks.harness import Metadata
+from benchmarks.lib.harness import Metadata
+from benchmarks.lib.training import Run
 
 from benchmarks import mujoco
 from tests.benchmarks.conftest import PNG
@@ -25,7 +26,8 @@ def test_quick_runs_both_systems(bench: Callable[..., dict[str, Any]], tmp_path:
     for run in runs:
         assert run["ok"], run["note"]
         assert run["env_steps"] >= 2048
-        assert run["updates"] > 0
+        # both: 10 epochs of 64-sample minibatches over every rollout
+        assert run["updates"] == 10 * run["env_steps"] // 64
         assert [p["env_steps"] for p in run["curve"]][-1] >= 2048
     assert (tmp_path / "bench_mujoco.png").read_bytes().startswith(PNG)
     assert "wall ÷ SB3" in data["key_ratios"]
@@ -36,9 +38,9 @@ def test_report_names_the_published_figures_and_the_ratios() -> None:
         {"env_steps": s, "wall_s": s / 1e3, "eval_return": r} for s, r in ((1e5, 800), (2e5, 1600))
     ]
     runs = [
-        mujoco.Run("pararl", "HalfCheetah-v5", 0, 100.0, True, 200_000, 9_000, curve),
-        mujoco.Run("sb3", "HalfCheetah-v5", 0, 400.0, True, 200_000, 9_000, curve[:1]),
-        mujoco.Run("pararl", "Hopper-v5", 0, 90.0, False, note="Traceback: boom"),
+        Run("pararl", "HalfCheetah-v5", 0, 100.0, True, 200_000, 9_000, curve),
+        Run("sb3", "HalfCheetah-v5", 0, 400.0, True, 200_000, 9_000, curve[:1]),
+        Run("pararl", "Hopper-v5", 0, 90.0, False, note="Traceback: boom"),
     ]
     config = mujoco.Config(final_evals=1)
     report = mujoco.report(mujoco.Result(config, runs), Metadata("x", {}))

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 from benchmarks.__main__ import main
-from benchmarks.harness import Metadata
-from benchmarks.mujoco import Run
-from benchmarks.pixels_runners import Slice, time_to_reach, window_rate
+from benchmarks.lib.harness import Metadata
+from benchmarks.lib.training import Run
+from benchmarks.pixels import Slice, time_to_reach, window_rate
 
 from benchmarks import pixels
 from tests.benchmarks.conftest import PNG
@@ -32,7 +32,10 @@ def test_quick_minatar_runs_pararl_and_sb3(
     for run in runs:
         assert run["ok"], run["note"]
         assert run["env_steps"] >= 1024
-        assert run["updates"] > 0
+        # MinAtar's PPO: 4 epochs over every rollout of 8 envs x 128 steps; pararl counts
+        # each 256-sample minibatch step, SB3 (`_n_updates`) each epoch
+        per = 256 if run["system"] == "pararl-ppo" else 8 * 128
+        assert run["updates"] == 4 * run["env_steps"] // per
         walls = [p["wall_s"] for p in run["curve"]]
         assert walls == sorted(walls)
         assert 0 < walls[-1] <= run["wall_s"]  # on the launch-to-exit clock
@@ -43,25 +46,25 @@ def test_quick_minatar_runs_pararl_and_sb3(
 def test_sb3_gets_pararls_minatar_settings_and_network() -> None:
     import numpy as np
     import torch
-    from benchmarks.pixels_sb3 import MinAtarCNN, minatar_dqn, minatar_ppo
 
+    from benchmarks.lib import sb3
     from pararl.config import DQNConfig, PPOConfig
     from pararl.envs.make import make_env
     from pararl.images import ImageLayout
-    from pararl.models_cnn import minatar_cnn
+    from pararl.models.cnn import minatar_cnn
 
-    dqn, s = minatar_dqn(50_000), DQNConfig.BY_KIND["minatar"]
+    dqn, s = sb3.minatar_dqn(50_000), DQNConfig.BY_KIND["minatar"]
     assert (dqn["learning_rate"], dqn["batch_size"], dqn["train_freq"]) == (s["lr"], 32, 1)
     assert dqn["target_update_interval"] == s["target_update"]
     assert dqn["exploration_fraction"] == s["eps_decay_steps"] / 50_000
     assert dqn["policy_kwargs"]["optimizer_kwargs"]["centered"]
-    ppo, p = minatar_ppo(), PPOConfig.BY_KIND["minatar"]
+    ppo, p = sb3.minatar_ppo(), PPOConfig.BY_KIND["minatar"]
     assert (ppo["n_steps"], ppo["batch_size"], ppo["n_epochs"]) == (128, 256, 4)
     assert (ppo["clip_range"], ppo["ent_coef"]) == (p["clip_coef"], p["ent_coef"])
     assert ppo["learning_rate"](0.5) == pytest.approx(p["lr"] / 2)  # annealed, as pararl's
     env = make_env("MinAtar/Breakout-v1", training=True)
     obs, _ = env.reset(seed=0)
-    extractor = MinAtarCNN(env.observation_space)
+    extractor = sb3.minatar_cnn()(env.observation_space)
     features = extractor(torch.as_tensor(np.stack([obs, obs])))
     assert features.shape == (2, 128)
     trunk = minatar_cnn(ImageLayout.of(obs.shape, obs.dtype))

@@ -16,10 +16,10 @@ import torch
 from pararl import DQNConfig, PPOConfig, train
 from pararl.algos.dqn import DQNState
 from pararl.algos.ppo import PPOHyper, PPOLearner
-from pararl.config_maml import MAMLConfig
-from pararl.models_cnn import actor_critic
+from pararl.config import MAMLConfig, env_kind
+from pararl.models.build import actor_critic
 from pararl.optim import FlatAdam
-from pararl.samplers.nstep import Transitions
+from pararl.replay.nstep import Transitions
 
 pytestmark = [
     pytest.mark.cuda,
@@ -39,7 +39,8 @@ def _dqn(device: torch.device, setting: str, model: str) -> DQNState:
         env="x", compile=setting, model=model, n_step=3, double_dqn=True,  # type: ignore[arg-type]
         target_update=3, hidden=(64, 64),
     )  # fmt: skip
-    return DQNState(cfg, space, gym.spaces.Discrete(3), device)
+    act_space = gym.spaces.Discrete(3)
+    return DQNState(cfg.for_env(env_kind(space, act_space)), space, act_space, device)
 
 
 def _dqn_run(state: DQNState, prioritized: bool) -> list[torch.Tensor]:

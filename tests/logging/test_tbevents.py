@@ -11,6 +11,8 @@ from pathlib import Path
 from pararl.logging.tbevents import EventWriter, crc32c, record
 from pararl.logging.writers import MetricsWriter
 
+COLUMNS = ("env_steps", "episode_return", "eval_return")
+
 
 def test_crc32c_check_value_and_record_framing() -> None:
     assert crc32c(b"123456789") == 0xE3069283  # the standard CRC-32C check value
@@ -57,7 +59,7 @@ def test_records_pass_tensorboards_checksums(tmp_path: Path) -> None:
 
 
 def test_metrics_rows_reach_both_files_at_once(tmp_path: Path) -> None:
-    metrics = MetricsWriter(tmp_path / "metrics.csv", tmp_path / "tb")
+    metrics = MetricsWriter(tmp_path / "metrics.csv", tmp_path / "tb", COLUMNS)
     metrics.write({"env_steps": 256, "episode_return": 20.0, "eval_return": None})
     # readable before close: every row is flushed
     assert _scalars(tmp_path / "tb") == {"episode_return": [(256, 20.0)]}
@@ -70,7 +72,8 @@ def test_writing_does_not_import_tensorboard(tmp_path: Path) -> None:
     code = (
         "import sys; from pathlib import Path; "
         "from pararl.logging.writers import MetricsWriter; "
-        f"m = MetricsWriter(Path({str(tmp_path / 'm.csv')!r}), Path({str(tmp_path / 'tb')!r})); "
+        f"m = MetricsWriter(Path({str(tmp_path / 'm.csv')!r}), Path({str(tmp_path / 'tb')!r}), "
+        "('env_steps', 'loss')); "
         "m.write({'env_steps': 1, 'loss': 0.5}); m.close(); "
         "print(sorted(k for k in sys.modules if k.split('.')[0] == 'tensorboard'))"
     )

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from pararl.samplers.episodes import TaskEpisodes
+from pararl.gae import gae
+from pararl.samplers.meta.episodes import TaskEpisodes
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ def task_batch(
 
     obs, rewards, mask = stack("observations"), stack("rewards"), stack("mask")
     values = LinearFeatureBaseline.fit_predict(obs, rewards, mask, gamma)
-    advantages = normalized(gae(rewards, values, mask, gamma, gae_lambda), mask)
+    advantages = normalized(padded_gae(rewards, values, mask, gamma, gae_lambda), mask)
     returns = np.stack([e.returns for e in episodes])
     return TaskBatch(obs, stack("actions"), rewards, mask, advantages, returns)
 
@@ -73,20 +74,18 @@ def discounted_returns(rewards: torch.Tensor, mask: torch.Tensor, gamma: float) 
     return returns
 
 
-def gae(
+def padded_gae(
     rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: float, lam: float
 ) -> torch.Tensor:
-    """GAE(lambda) with no bootstrap past the last step (as the reference computes it)."""
+    """GAE(lambda) (`pararl.gae`) of fixed-length episodes, time on the last axis, with
+    no bootstrap past an episode's last real step (as the reference computes it);
+    padding steps (`mask` 0) get 0."""
     values = values * mask
     next_values = torch.cat([values[..., 1:], torch.zeros_like(values[..., :1])], dim=-1)
-    # one-step TD errors, then their (gamma lambda)-discounted sums backwards in time
-    deltas = (rewards + gamma * next_values - values) * mask
-    advantages = torch.zeros_like(deltas)
-    running = torch.zeros_like(deltas[..., 0])
-    for t in range(deltas.shape[-1] - 1, -1, -1):
-        running = (deltas[..., t] + gamma * lam * running) * mask[..., t]
-        advantages[..., t] = running
-    return advantages
+    # an episode ends at its last real step: the next step is padding, or there is none
+    ends = torch.cat([mask[..., 1:], torch.zeros_like(mask[..., :1])], dim=-1) == 0
+    r, v, v_next, end = (x.movedim(-1, 0) for x in (rewards * mask, values, next_values, ends))
+    return gae(r, v, v_next, end, gamma, lam).movedim(0, -1)
 
 
 def normalized(x: torch.Tensor, mask: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
@@ -139,7 +138,7 @@ __all__ = [
     "LinearFeatureBaseline",
     "TaskBatch",
     "discounted_returns",
-    "gae",
     "normalized",
+    "padded_gae",
     "task_batch",
 ]

@@ -18,14 +18,16 @@ import torch.nn.functional as F  # noqa: N812 - the usual name
 
 from pararl import seeding
 from pararl.algos.fused import FusedStep, Mode, resolve_mode
-from pararl.algos.prioritized import PrioritizedReplay, make_replay
-from pararl.config import DQNConfig, env_kind
+from pararl.checkpoint import Header
+from pararl.config import DQNConfig, Filled
 from pararl.errors import UsageError
 from pararl.images import check_model
 from pararl.models import QNetwork
-from pararl.models_cnn import q_network
+from pararl.models.build import q_network
 from pararl.optim import FlatAdam, FlatRMSprop
-from pararl.samplers.nstep import Transitions
+from pararl.replay.make import make_replay
+from pararl.replay.nstep import Transitions
+from pararl.replay.prioritized import PrioritizedReplay
 
 
 def make_optimizer(q: torch.nn.Module, name: str, lr: float, capturable: bool = False) -> FlatAdam:
@@ -160,14 +162,15 @@ def check_spaces(config: DQNConfig, observation_space: gym.Space, action_space: 
 
 
 class DQNState:
-    """What a DQN run is made of, and how it is checkpointed. `rank` names the
-    replica's replay-sampling stream (parameter averaging; 0 otherwise);
+    """What a DQN run is made of, and how it is checkpointed: from a config filled
+    in for the env's kind (`RunConfig.for_env`). `rank` names the replica's
+    replay-sampling stream (parameter averaging; 0 otherwise);
     `frame_stack` > 0: observations are stacks of that many `uint8` frames, stored
-    frame by frame (`samplers.frames.stack_size` of the env)."""
+    frame by frame (`replay.frame_steps.stack_size` of the env)."""
 
     def __init__(
         self,
-        cfg: DQNConfig,
+        filled: Filled[DQNConfig],
         observation_space: gym.Space,
         action_space: gym.Space,
         device: torch.device,
@@ -175,11 +178,11 @@ class DQNState:
         rank: int = 0,
         frame_stack: int = 0,
     ) -> None:
+        cfg = filled.config
         check_spaces(cfg, observation_space, action_space)
-        cfg, _ = cfg.for_env(env_kind(observation_space, action_space))  # unset: the kind's
         assert isinstance(action_space, gym.spaces.Discrete)
         assert observation_space.shape is not None
-        self.config, self.settings = cfg, cfg.settings
+        self.filled, self.config, self.settings = filled, cfg, cfg.settings
         self.obs_shape = tuple(observation_space.shape)
         self.obs_dtype = np.dtype(observation_space.dtype or np.float32)
         if self.obs_dtype.kind == "f":  # vector observations are learned from as float32
@@ -249,10 +252,7 @@ class DQNState:
 
     def state(self, with_replay: bool = True, wall_s: float = 0.0) -> dict[str, Any]:
         return {
-            "format": 1,
-            "algo": "dqn",
-            "env_steps": self.env_steps,
-            "wall_s": wall_s,
+            **Header("dqn", 1, self.env_steps, wall_s).as_dict(),
             "learner": self.learner.state_dict(),
             "replay": self.replay.state_dict() if with_replay else None,
             "obs_shape": self.obs_shape,
@@ -264,8 +264,8 @@ class DQNState:
         self.learner.load_state_dict(state["learner"])
         if state.get("replay") is not None:
             self.replay.load_state_dict(state["replay"])
-        self.env_steps = int(state["env_steps"])
-        self.wall_s = float(state.get("wall_s", 0.0))
+        header = Header.of(state)
+        self.env_steps, self.wall_s = header.env_steps, header.wall_s
 
 
 def greedy_policy(config: DQNConfig, state: dict[str, Any]) -> QNetwork:

@@ -39,10 +39,10 @@ from torch.nn.utils import parameters_to_vector
 
 from pararl.algos.baseline import TaskBatch
 from pararl.algos.trpo import TRPOHyper, trpo_step
-from pararl.config_maml import MAMLConfig
+from pararl.config import MAMLConfig
 from pararl.devices import torch_threads
 from pararl.errors import UsageError
-from pararl.samplers.task_policy import GaussianMLP, Params, gaussian_log_likelihood
+from pararl.models.gaussian import GaussianMLP, Params, gaussian_log_likelihood
 
 
 def episode_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

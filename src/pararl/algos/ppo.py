@@ -19,15 +19,17 @@ import torch
 from pararl import seeding
 from pararl.algos import ppo_grad
 from pararl.algos.fused import FusedStep, Mode, resolve_mode
-from pararl.config import PPOConfig, env_kind
+from pararl.checkpoint import Header
+from pararl.config import Filled, PPOConfig
 from pararl.devices import choose_devices
 from pararl.errors import UsageError
 from pararl.images import check_model, is_image
 from pararl.models import ActorCritic
-from pararl.models_cnn import actor_critic
-from pararl.normalize import NormSettings
+from pararl.models.build import actor_critic
+from pararl.models.normalize import NormSettings
 from pararl.optim import FlatAdam
-from pararl.samplers.rollout import RolloutSpec
+from pararl.samplers.rollout.collect import RolloutSpec
+from pararl.weights.local import LocalCopy
 
 
 def _normalized(advantages: torch.Tensor) -> torch.Tensor:
@@ -264,19 +266,19 @@ def check_spaces(config: PPOConfig, observation_space: gym.Space, action_space: 
 
 
 class PPOState:
-    """The model on both devices, the learner, and the run's counters. A config whose
-    kind-dependent fields are unset gets the env kind's defaults here."""
+    """The model on both devices, the learner, and the run's counters: from a config
+    filled in for the env's kind (`RunConfig.for_env`)."""
 
     def __init__(
         self,
-        cfg: PPOConfig,
+        filled: Filled[PPOConfig],
         obs_space: gym.Space,
         act_space: gym.Space,
         num_envs: int,
         resume_state: dict[str, Any] | None = None,
     ) -> None:
-        cfg, _ = cfg.for_env(env_kind(obs_space, act_space))
-        self.config = cfg
+        self.filled = filled
+        self.config = cfg = filled.config
         self.settings = s = cfg.settings
         self.update_threads: int | None = None  # torch threads for updates (None: as set)
         self.obs_shape = tuple(obs_space.shape or ())
@@ -327,24 +329,22 @@ class PPOState:
             if self.devices.act == self.devices.learn
             else copy.deepcopy(self.learner.model).to(self.devices.act)
         )
+        self.weights = LocalCopy(self.actor)
         self.env_steps, self.wall_s = 0, 0.0
         if resume_state is not None:
             self.learner.load_state_dict(resume_state["learner"])
             self.sync_actor()
-            self.env_steps = int(resume_state["env_steps"])
-            self.wall_s = float(resume_state.get("wall_s", 0.0))
+            header = Header.of(resume_state)
+            self.env_steps, self.wall_s = header.env_steps, header.wall_s
         self.rng = seeding.generator(cfg.seed, "replay", 0, self.env_steps)  # minibatches
 
     def sync_actor(self) -> None:
-        if self.actor is not self.learner.model:
-            self.actor.load_state_dict(self.learner.model.state_dict())
+        self.weights.publish(self.learner.model, self.learner.updates)
 
     def state(self, wall_s: float) -> dict[str, Any]:
         return {
-            "format": 2,  # 2: the model holds normalisation statistics
-            "algo": "ppo",
-            "env_steps": self.env_steps,
-            "wall_s": wall_s,
+            # format 2: the model holds normalisation statistics
+            **Header("ppo", 2, self.env_steps, wall_s).as_dict(),
             "learner": self.learner.state_dict(),
             "obs_shape": self.obs_shape,
             "obs_dtype": self.obs_dtype.str,
@@ -390,5 +390,5 @@ def greedy_policy(config: PPOConfig, state: dict[str, Any]) -> ActorCritic:
         norm_settings(config),
     )
     # format 1 (no statistics) loads into the identity
-    model.load_state_dict(state["learner"]["model"], strict=state.get("format", 1) >= 2)
+    model.load_state_dict(state["learner"]["model"], strict=Header.of(state).format >= 2)
     return model

@@ -1,4 +1,6 @@
-"""Forming the process group of the replicas: spawned here, or started by torchrun.
+"""Forming the process group of the replicas: spawned here, or started by torchrun;
+and the group's own messages (`share_object`: rank 0's start state for all;
+`agree`: rank 0's flag, e.g. "stop now").
 
 Locally, this process is rank 0 and starts ranks 1..N-1 as children under
 `ProcessGroup` (ignored SIGINT, forwarded tracebacks, death noticed through the
@@ -118,6 +120,20 @@ def leave() -> None:
     if dist.is_available() and dist.is_initialized():
         with contextlib.suppress(Exception):
             dist.destroy_process_group()
+
+
+def agree(flag: bool, device: torch.device, src: int = 0) -> bool:
+    """Rank `src`'s `flag`, on every rank (e.g. "stop now")."""
+    value = torch.tensor([int(flag)], dtype=torch.int32, device=device)
+    dist.broadcast(value, src=src)
+    return bool(value.item())
+
+
+def share_object(obj: Any, device: torch.device, src: int = 0) -> Any:
+    """Rank `src`'s picklable `obj`, on every rank (what the others pass is ignored)."""
+    box = [obj]
+    dist.broadcast_object_list(box, src=src, device=device)
+    return box[0]
 
 
 class LocalReplicas:

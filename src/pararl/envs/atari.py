@@ -16,7 +16,7 @@ ends a training episode without restarting the game (EnvPool; ALE's `episodic_li
 restarts it). The preprocessing is Gymnasium's own `AtariPreprocessing` and
 `FrameStackObservation`, so pararl's frames equal theirs frame for frame; in a
 pararl vector env the stack is kept in shared memory as a ring of frames
-(`pararl.vector.frames`), so a step writes one new 84×84 frame, not four.
+(`pararl.vector.frame_ring`), so a step writes one new 84×84 frame, not four.
 """
 
 from __future__ import annotations

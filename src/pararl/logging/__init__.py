@@ -2,6 +2,6 @@
 
 from pararl.logging.console import Console
 from pararl.logging.meters import RateMeter
-from pararl.logging.writers import MetricsWriter, truncate_after
+from pararl.logging.writers import MetricsWriter, UnknownMetricError, truncate_after
 
-__all__ = ["Console", "MetricsWriter", "RateMeter", "truncate_after"]
+__all__ = ["Console", "MetricsWriter", "RateMeter", "UnknownMetricError", "truncate_after"]

@@ -3,69 +3,44 @@
 from __future__ import annotations
 
 import csv
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pararl.logging.tbevents import EventWriter
 
-COLUMNS = (
-    "env_steps",
-    "wall_s",
-    "updates",
-    "steps_per_s",
-    "updates_per_s",
-    "replay_ratio",
-    "epsilon",
-    "episode_return",
-    "eval_return",
-    "eval_std",
-    "loss",
-    "q_mean",
-    "policy_lag",
-    "actor_cpu",
-    "learner_cpu",
-    "pg_loss",
-    "v_loss",
-    "entropy",
-    "approx_kl",
-    "clipfrac",
-    "sync_ms",
-    "actor_version",
-    "obs_std",  # PPO with normalisation: the observations' mean standard deviation
-    "reward_scale",  # ... and the factor rewards are learned at
-    "iteration",  # MAML: meta-iterations done
-    "pre_return",  # ... mean return of the episodes before adaptation
-    "post_return",  # ... and after it (the "valid" episodes)
-    "kl",  # ... KL of the outer TRPO step
-    "ls_steps",  # ... its line-search candidates
-    "step_accepted",  # ... 1 if the line search found a step, 0 if theta was kept
-    "surrogate_before",
-    "surrogate_after",
-    "sampled_steps",  # ... env steps actually stepped (episodes may end early)
-    "time_sampling_s",
-    "time_adaptation_s",
-    "time_outer_s",
-    # new columns go last: rows appended to an older run's file keep their order
-)
+
+class UnknownMetricError(ValueError):
+    """A row named a metric that is not one of the run's columns: declare it where the
+    loop declares its others (its `METRICS`), rather than have it vanish."""
 
 
 class MetricsWriter:
-    """Appends rows to `metrics.csv` (fixed columns, blanks where absent) and, when
-    enabled, the same scalars to a TensorBoard event file. Flushes every row to both:
-    nothing is lost on a crash."""
+    """Appends rows to `metrics.csv` (the run's columns, blanks where a row has none)
+    and, when enabled, the same scalars to a TensorBoard event file. Flushes every row
+    to both: nothing is lost on a crash.
+
+    `columns` are every metric a row may name; any other raises `UnknownMetricError`.
+    A file that exists already (a resumed run) keeps its header, widened first (and
+    rewritten) if it lacks some of `columns`: rows appended stay aligned with it."""
 
     def __init__(
-        self, csv_path: Path, tensorboard_dir: Path | None, columns: tuple[str, ...] = COLUMNS
+        self, csv_path: Path, tensorboard_dir: Path | None, columns: Sequence[str]
     ) -> None:
-        self.columns = columns
-        new = not csv_path.exists() or csv_path.stat().st_size == 0
+        self.columns = tuple(columns)
+        header = _widened(csv_path, self.columns)
         self._file = csv_path.open("a", newline="")
-        self._csv = csv.DictWriter(self._file, fieldnames=columns, extrasaction="ignore")
-        if new:
+        self._csv = csv.DictWriter(self._file, fieldnames=header or self.columns)
+        if not header:
             self._csv.writeheader()
         self._tb = None if tensorboard_dir is None else EventWriter(tensorboard_dir)
 
     def write(self, row: dict[str, Any]) -> None:
+        unknown = [k for k in row if k not in self.columns]
+        if unknown:
+            raise UnknownMetricError(
+                f"metrics {unknown} are not columns of this run ({', '.join(self.columns)})"
+            )
         self._csv.writerow({k: ("" if v is None else v) for k, v in row.items()})
         self._file.flush()
         if self._tb is not None:
@@ -81,20 +56,42 @@ class MetricsWriter:
             self._tb.close()
 
 
+def _read(csv_path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    with csv_path.open(newline="") as f:
+        reader = csv.DictReader(f)
+        return list(reader.fieldnames or []), list(reader)
+
+
+def _rewrite(csv_path: Path, header: Sequence[str], rows: list[dict[str, str]]) -> None:
+    """`metrics.csv` as `header` and `rows`, atomically."""
+    tmp = csv_path.with_name(csv_path.name + ".tmp")
+    with tmp.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=header)
+        writer.writeheader()
+        # cells past the header (a torn line's) have no column to go back into
+        writer.writerows({k: v for k, v in row.items() if k is not None} for row in rows)
+    tmp.replace(csv_path)
+
+
+def _widened(csv_path: Path, columns: tuple[str, ...]) -> list[str]:
+    """The header of an existing `metrics.csv` (empty: no file yet), with any of
+    `columns` it lacks added at its end (the file rewritten to match)."""
+    if not csv_path.is_file() or csv_path.stat().st_size == 0:
+        return []
+    header, rows = _read(csv_path)
+    missing = [c for c in columns if c not in header]
+    if missing:
+        header += missing
+        _rewrite(csv_path, header, rows)
+    return header
+
+
 def truncate_after(csv_path: Path, env_steps: int) -> None:
     """Drop the rows of `metrics.csv` past `env_steps` (a resumed run redoes them), so
     that no step is logged twice; rewritten atomically, a no-op when nothing is past."""
     if not csv_path.is_file():
         return
-    with csv_path.open(newline="") as f:
-        reader = csv.DictReader(f)
-        header, rows = reader.fieldnames or list(COLUMNS), list(reader)
+    header, rows = _read(csv_path)
     kept = [r for r in rows if not r.get("env_steps") or float(r["env_steps"]) <= env_steps]
-    if len(kept) == len(rows):
-        return
-    tmp = csv_path.with_name(csv_path.name + ".tmp")
-    with tmp.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=header, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(kept)
-    tmp.replace(csv_path)
+    if len(kept) < len(rows):
+        _rewrite(csv_path, header, kept)

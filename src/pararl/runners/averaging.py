@@ -31,32 +31,26 @@ from typing import Any
 import torch
 
 from pararl.algos.dqn import DQNState, check_spaces
-from pararl.config import DQNConfig
-from pararl.distributed.averaging import (
-    adam_moments,
-    agree,
-    average_tensors,
-    module_tensors,
-    share_object,
-)
+from pararl.config import DQNConfig, Filled, config_from_json
 from pararl.distributed.launch import (
     CollectiveError,
     LocalReplicas,
     Rendezvous,
+    agree,
     backend_for,
     from_environment,
     join,
     leave,
     local_rendezvous,
     replica_device,
+    share_object,
 )
 from pararl.envs.make import env_factory
 from pararl.errors import UsageError
 from pararl.models import num_params
 from pararl.mp.topology import physical_cores
-from pararl.registry import config_from_json
 from pararl.rundir import RunDir
-from pararl.runners.dqn import DQNLoop, local_source
+from pararl.runners.dqn import METRICS, DQNLoop, local_source
 from pararl.runners.session import TrainSession
 from pararl.runners.setup import (
     Plan,
@@ -67,6 +61,7 @@ from pararl.runners.setup import (
     set_learner_threads,
 )
 from pararl.vector import SerialVectorEnv
+from pararl.weights.averaging import AveragedWeights, adam_moments, module_tensors
 
 
 def uses_averaging(config: DQNConfig) -> bool:
@@ -98,13 +93,18 @@ def check_averaging(cfg: DQNConfig, world_size: int, under_torchrun: bool) -> No
         )
 
 
-def synced_tensors(state: DQNState) -> list[torch.Tensor]:
-    """What the replicas average, in an order every rank shares."""
+def averaged_weights(state: DQNState) -> AveragedWeights:
+    """What the replicas average, in an order every rank shares: the online net, and
+    with it the target net and (`--optimizer-sync average`) Adam's moments."""
     learner = state.learner
-    tensors = [*module_tensors(learner.q), *module_tensors(learner.q_target)]
-    if state.config.optimizer_sync == "average":
-        tensors += adam_moments(learner.optimizer)
-    return tensors
+
+    def also() -> list[torch.Tensor]:
+        tensors = module_tensors(learner.q_target)
+        if state.config.optimizer_sync == "average":
+            tensors += adam_moments(learner.optimizer)
+        return tensors
+
+    return AveragedWeights(also)
 
 
 class Replica:
@@ -124,6 +124,7 @@ class Replica:
         except BaseException:
             envs.close()
             raise
+        self.weights = averaged_weights(state)
         self.sync_s, self.syncs = 0.0, 0
 
     @property
@@ -157,8 +158,9 @@ class Replica:
 
     def average(self) -> None:
         start = time.monotonic()
-        collective(average_tensors, synced_tensors(self.state))
-        self.loop.source.publish(self.state.learner.q, self.state.learner.updates)
+        q, updates = self.state.learner.q, self.state.learner.updates
+        collective(self.weights.publish, q, updates)  # every replica's q: the mean
+        self.loop.source.publish(q, updates)
         self.sync_s += time.monotonic() - start
         self.syncs += 1
 
@@ -191,7 +193,7 @@ def start_payload(state: DQNState, spaces: tuple[Any, Any]) -> dict[str, Any]:
     """What rank 0 hands every replica at the start: one config and one net for all
     (also how a resumed run's weights and optimizer reach the other replicas)."""
     return {
-        "config": state.config,
+        "filled": state.filled,
         "learner": state.learner.state_dict(),
         "env_steps": state.env_steps,
         "spaces": spaces,
@@ -199,10 +201,10 @@ def start_payload(state: DQNState, spaces: tuple[Any, Any]) -> dict[str, Any]:
 
 
 def build_replica(payload: dict[str, Any], rdv: Rendezvous, device: torch.device) -> Replica:
-    cfg: DQNConfig = payload["config"]
-    seed_everything(cfg.seed, rdv.rank)
+    filled: Filled[DQNConfig] = payload["filled"]
+    seed_everything(filled.config.seed, rdv.rank)
     observation_space, action_space = payload["spaces"]
-    state = DQNState(cfg, observation_space, action_space, device, rank=rdv.rank)
+    state = DQNState(filled, observation_space, action_space, device, rank=rdv.rank)
     state.learner.load_state_dict(payload["learner"])
     state.env_steps = int(payload["env_steps"])
     set_learner_threads(num_params(state.learner.q), rdv.local_world_size - 1)
@@ -237,7 +239,7 @@ def plan(p: Prepared, rdv: Rendezvous | None) -> Plan:
     check_averaging(cfg, world, under_torchrun=rdv is not None)
     ranks = [rdv] if rdv is not None else local_rendezvous(world)
     device = replica_device(resolve_device(cfg.device), ranks[0])
-    state = DQNState(cfg, p.observation_space, p.action_space, device, p.resume_state)
+    state = DQNState(p.filled, p.observation_space, p.action_space, device, p.resume_state)
     threads = set_learner_threads(num_params(state.learner.q), ranks[0].local_world_size - 1)
     local = (
         LocalReplicas(replica_main, ranks, (device.type,)) if rdv is None and world > 1 else None
@@ -278,6 +280,7 @@ def plan(p: Prepared, rdv: Rendezvous | None) -> Plan:
         # evaluating in line would hold every rank at the next average
         banner=f"pararl: DQN on {cfg.env}, mode averaging, {world} replicas on {device} "
         f"({backend})",
+        metrics=METRICS,
         resolved={
             "mode": "averaging",
             "device": str(device),

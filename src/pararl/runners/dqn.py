@@ -5,10 +5,10 @@
         learn the updates the replay ratio allows (a few at a time), publish weights
         log, evaluate, checkpoint (session.tick)
 
-The chunks come from a `ChunkSource` (`samplers.chunks`), one per mode: `serial`
+The chunks come from a `ChunkSource` (`samplers.chunks.source`), one per mode: `serial`
 and `sync` act in this process on a `SerialVectorEnv` / `ParallelVectorEnv`
-(`samplers.local`), `async` in actor processes (`samplers.actor_pool`), `--backend
-ray` in Ray actors (`samplers.ray.dqn`). Parameter averaging runs this same loop in
+(`samplers.chunks.local`), `async` in actor processes (`samplers.chunks.actor_pool`), `--backend
+ray` in Ray actors (`samplers.chunks.ray`). Parameter averaging runs this same loop in
 every replica (`runners.averaging`).
 """
 
@@ -28,18 +28,32 @@ from pararl.errors import UsageError
 from pararl.images import is_image
 from pararl.models import num_params
 from pararl.mp.topology import physical_cores
+from pararl.replay.frame_steps import stack_size
 from pararl.runners.session import TrainSession
 from pararl.runners.setup import Plan, Prepared, resolve_device, set_learner_threads
-from pararl.samplers.actor_pool import ActorPool
-from pararl.samplers.chunks import Chunk, ChunkSource
-from pararl.samplers.dqn_actor import ActorSpec
-from pararl.samplers.explore import EpsilonSchedule
-from pararl.samplers.frames import stack_size
-from pararl.samplers.local import LocalChunkSource
+from pararl.samplers.chunks.actor import ActorSpec
+from pararl.samplers.chunks.actor_pool import ActorPool
+from pararl.samplers.chunks.explore import EpsilonSchedule
+from pararl.samplers.chunks.local import LocalChunkSource
+from pararl.samplers.chunks.source import Chunk, ChunkSource
 from pararl.vector import ParallelVectorEnv, SerialVectorEnv
 
 CHUNK_TRANSITIONS = 256  # target transitions per chunk of an actor process
 PUBLISH_EVERY = 4  # gradient updates between weight publications
+
+# metrics.csv columns of a DQN run, beside the session's: the exploration, the
+# learner's update (`algos.dqn`), the busy fractions and policy lag (`_BusyMeter`),
+# the time of an average (`runners.averaging`)
+METRICS = (
+    "epsilon",
+    "loss",
+    "q_mean",
+    "policy_lag",
+    "actor_cpu",
+    "learner_cpu",
+    "sync_ms",
+    "actor_version",
+)
 
 
 def resolve_mode(config: DQNConfig) -> str:
@@ -123,8 +137,8 @@ def make_source(state: DQNState, mode: str, report: Callable[[str], None]) -> Ch
     """The chunk source of `mode` (and `--backend`)."""
     cfg, learner = state.config, state.learner
     if cfg.backend == "ray":
+        from pararl.samplers.chunks.ray import RayDQNPool
         from pararl.samplers.ray.cluster import ray_actors
-        from pararl.samplers.ray.dqn import RayDQNPool
 
         n = ray_actors(cfg.workers, cfg.ray_address, keep_for_learner=1)
         steps = max(1, RayDQNPool.CHUNK_TRANSITIONS // cfg.envs_per_worker)
@@ -225,7 +239,7 @@ def plan(p: Prepared) -> Plan:
     mode = resolve_mode(cfg)
     stack = frame_stack(cfg, p.observation_space)
     state = DQNState(
-        cfg, p.observation_space, p.action_space, device, p.resume_state, frame_stack=stack
+        p.filled, p.observation_space, p.action_space, device, p.resume_state, frame_stack=stack
     )
     busy = 0 if mode == "serial" else (cfg.workers or physical_cores())
     threads = set_learner_threads(num_params(state.learner.q), busy)
@@ -249,6 +263,7 @@ def plan(p: Prepared) -> Plan:
     return Plan(
         banner=f"pararl: DQN on {cfg.env}, mode {mode}, learner on {device}"
         + (f" (step: {state.learner.step_mode})" if state.learner.step_mode != "eager" else ""),
+        metrics=METRICS,
         resolved=resolved,
         make_model=state.make_model,
         start=(state.env_steps, state.wall_s),
@@ -289,4 +304,12 @@ class _BusyMeter:
         return {k: v for k, v in row.items() if v is not None}
 
 
-__all__ = ["PUBLISH_EVERY", "DQNLoop", "default_actors", "make_source", "plan", "run_loop"]
+__all__ = [
+    "METRICS",
+    "PUBLISH_EVERY",
+    "DQNLoop",
+    "default_actors",
+    "make_source",
+    "plan",
+    "run_loop",
+]

@@ -27,14 +27,34 @@ import torch
 from pararl import seeding
 from pararl.algos.baseline import TaskBatch, task_batch
 from pararl.algos.maml import MAMLLearner, MeanAction, MetaBatch, make_model
-from pararl.config_maml import MAMLConfig
+from pararl.checkpoint import Header
+from pararl.config import MAMLConfig
 from pararl.errors import UsageError
 from pararl.evaluation.reported import ReportedReturns
+from pararl.models.gaussian import TaskPolicy
 from pararl.mp.topology import physical_cores
 from pararl.runners.session import TrainSession
 from pararl.runners.setup import Plan, Prepared, resolve_device
-from pararl.samplers.multitask import MultiTaskSampler, SampleResult
-from pararl.samplers.task_policy import TaskPolicy
+from pararl.samplers.meta.sampler import MultiTaskSampler, SampleResult
+from pararl.weights.local import LocalCopy
+
+# metrics.csv columns of a MAML run, beside the session's: the meta-iteration, the
+# return before and after adaptation, the outer TRPO step (`algos.maml`), env steps
+# stepped (episodes may end early) and the iteration's time split
+METRICS = (
+    "iteration",
+    "pre_return",
+    "post_return",
+    "kl",
+    "ls_steps",
+    "step_accepted",
+    "surrogate_before",
+    "surrogate_after",
+    "sampled_steps",
+    "time_sampling_s",
+    "time_adaptation_s",
+    "time_outer_s",
+)
 
 
 class EpisodeSampler(Protocol):
@@ -60,25 +80,22 @@ class MAMLState:
         model = make_model(cfg, obs_dim, action_dim)  # from the seeded global torch stream
         self.learner = MAMLLearner(model, cfg, self.device)
         self.acting = TaskPolicy(model if self.device.type == "cpu" else copy.deepcopy(model).cpu())
+        self.weights = LocalCopy(self.acting.model)
         self.iteration, self.env_steps, self.wall_s = 0, 0, 0.0
         if resume is not None:
             self.learner.load_state_dict(resume["learner"])
             self.iteration = int(resume["iteration"])
-            self.env_steps = int(resume["env_steps"])
-            self.wall_s = float(resume.get("wall_s", 0.0))
+            header = Header.of(resume)
+            self.env_steps, self.wall_s = header.env_steps, header.wall_s
         self.sync_acting()
 
     def sync_acting(self) -> None:
-        if self.acting.model is not self.learner.model:
-            self.acting.model.load_state_dict(self.learner.model.state_dict())
+        self.weights.publish(self.learner.model, self.learner.updates)
 
     def state(self, wall_s: float) -> dict[str, Any]:
         return {
-            "format": 1,
-            "algo": "maml",
-            "env_steps": self.env_steps,
+            **Header("maml", 1, self.env_steps, wall_s).as_dict(),
             "iteration": self.iteration,
-            "wall_s": wall_s,
             "learner": self.learner.state_dict(),
             "obs_shape": (self.obs_dim,),
             "action_dim": self.action_dim,
@@ -212,6 +229,7 @@ def plan(p: Prepared) -> Plan:
         banner=f"pararl: MAML-TRPO on {cfg.env}, {cfg.meta_batch_size} tasks x "
         f"{cfg.fast_batch_size} episodes, {workers} workers x {per_worker} envs, "
         f"meta-update on {state.device}",
+        metrics=METRICS,
         resolved={"num_envs": num_envs, "device": str(state.device), "learner_threads": threads},
         make_model=lambda: make_model(cfg, obs_dim, action_dim),
         start=(state.env_steps, state.wall_s),
@@ -223,4 +241,4 @@ def plan(p: Prepared) -> Plan:
     )
 
 
-__all__ = ["EpisodeSampler", "MAMLState", "meta_iteration", "plan", "train_loop"]
+__all__ = ["METRICS", "EpisodeSampler", "MAMLState", "meta_iteration", "plan", "train_loop"]

@@ -22,14 +22,12 @@ from torch.func import functional_call
 from pararl import checkpoint, seeding
 from pararl.algos.baseline import TaskBatch, task_batch
 from pararl.algos.maml import adapt, load_model, stack
-from pararl.config_maml import MAMLConfig
+from pararl.config import EvaluateConfig, MAMLConfig, config_from_json
 from pararl.errors import UsageError
+from pararl.models.gaussian import GaussianMLP, Params, TaskPolicy
 from pararl.mp.topology import physical_cores
-from pararl.playback_config import EvaluateConfig
-from pararl.registry import config_from_json
 from pararl.rundir import RunDir
-from pararl.samplers.multitask import MultiTaskSampler, make_task_env
-from pararl.samplers.task_policy import GaussianMLP, Params, TaskPolicy
+from pararl.samplers.meta.sampler import MultiTaskSampler, make_task_env
 
 
 @dataclass

@@ -9,8 +9,8 @@
         log, evaluate, checkpoint (session.tick)
 
 Sources: envs in this process (`serial`) or in `ParallelVectorEnv` workers (`sync`,
-optionally double-buffered) through `samplers.rollout`, or Ray actors
-(`samplers.ray.ppo`); acting and learning each on the device measured to be faster.
+optionally double-buffered) through `samplers.rollout.collect`, or Ray actors
+(`samplers.rollout.ray`); acting and learning each on the device measured to be faster.
 """
 
 from __future__ import annotations
@@ -31,10 +31,14 @@ from pararl.mp.topology import physical_cores
 from pararl.runners.ppo_mode import ModeChoice, choose_mode
 from pararl.runners.session import TrainSession
 from pararl.runners.setup import SMALL_MODEL_PARAMS, Plan, Prepared, set_learner_threads
-from pararl.samplers.rollout import EnvStream, collect, collect_double
+from pararl.samplers.rollout.collect import EnvStream, collect, collect_double
 from pararl.vector import ParallelVectorEnv, SerialVectorEnv
 
 RolloutSource = Callable[[], dict[str, np.ndarray]]  # the next rollout, flattened
+
+# metrics.csv columns of a PPO run, beside the session's: the update's losses and
+# how far it moved the policy (`algos.ppo`), the normalisation (`models.normalize`)
+METRICS = ("pg_loss", "v_loss", "entropy", "approx_kl", "clipfrac", "obs_std", "reward_scale")
 
 
 def train_loop(state: PPOState, session: TrainSession, next_rollout: RolloutSource) -> None:
@@ -89,7 +93,7 @@ def run_local(
 
 def run_ray(state: PPOState, session: TrainSession, num_actors: int) -> None:
     """The loop with Ray actors collecting the rollouts."""
-    from pararl.samplers.ray.ppo import RayPPOPool
+    from pararl.samplers.rollout.ray import RayPPOPool
 
     cfg = state.config
     pool = RayPPOPool(
@@ -139,7 +143,7 @@ def plan(p: Prepared) -> Plan:
             "--double-buffer needs --mode sync and at least 2 workers "
             f"(got mode {mode}, {workers} worker(s))"
         )
-    state = PPOState(cfg, p.observation_space, p.action_space, num_envs, p.resume_state)
+    state = PPOState(p.filled, p.observation_space, p.action_space, num_envs, p.resume_state)
     size = num_params(state.learner.model)
     threads = set_learner_threads(size, 0 if mode == "serial" else workers)
     if size >= SMALL_MODEL_PARAMS and mode in ("serial", "sync") and not cfg.double_buffer:
@@ -167,6 +171,7 @@ def plan(p: Prepared) -> Plan:
         banner=f"pararl: PPO on {cfg.env}, mode {mode} ({choice.reason}), {num_envs} envs, "
         f"act on {d.act}, learn on {d.learn} ({d.reason})"
         + (f", step: {state.learner.step_mode}" if state.learner.step_mode != "eager" else ""),
+        metrics=METRICS,
         resolved=resolved,
         make_model=state.make_model,
         start=(state.env_steps, state.wall_s),
@@ -176,4 +181,4 @@ def plan(p: Prepared) -> Plan:
     )
 
 
-__all__ = ["plan", "train_loop"]
+__all__ = ["METRICS", "plan", "train_loop"]

@@ -73,7 +73,7 @@ def latest_checkpoint(run: RunDir) -> tuple[Path, dict[str, Any]]:
             rank, state = (int(number), 0), None
         else:
             state = checkpoint.load(path)
-            rank = (int(state.get("env_steps", 0)), 1)  # final/interrupted win ties
+            rank = (checkpoint.Header.of(state).env_steps, 1)  # final/interrupted win ties
         if best is None or rank > best[0]:
             best = (rank, path, state)
     if best is None:
@@ -109,7 +109,7 @@ def resumed_config(saved: RunConfig, requested: RunConfig, given: Collection[str
 
 def check_left_to_do(config: RunConfig, state: dict[str, Any], given: Collection[str]) -> None:
     """RunFinished when the resumed run has nothing left to do."""
-    done, root = int(state.get("env_steps", 0)), config.resume
+    done, root = checkpoint.Header.of(state).env_steps, config.resume
     if "total_steps" in given and config.budget <= done:
         raise RunFinished(
             f"{root} already has {done:,} env steps, --total-steps {config.budget:,} "

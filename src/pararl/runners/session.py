@@ -8,7 +8,7 @@ import copy
 import sys
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,11 +20,25 @@ from pararl.evaluation.greedy import Evaluator, GreedyModel, Policy
 from pararl.evaluation.reported import ReportedReturns
 from pararl.logging import Console, MetricsWriter, RateMeter, truncate_after
 from pararl.plots import learning_curve
-from pararl.registry import algorithm_of
 from pararl.rundir import RunDir
 from pararl.vector import WorkerError, WorkerTimeoutError
 
 StateFn = Callable[[], dict[str, Any]]
+
+# The session's own metric columns; each loop declares the rest (its `METRICS`,
+# handed over in its `Plan`), and a metric in neither is an error
+# (`logging.MetricsWriter`).
+METRICS = (
+    "env_steps",
+    "wall_s",
+    "updates",
+    "steps_per_s",
+    "updates_per_s",
+    "replay_ratio",
+    "episode_return",
+    "eval_return",
+    "eval_std",
+)
 
 
 def _without_replay(state_fn: StateFn) -> StateFn:
@@ -39,7 +53,9 @@ def _without_replay(state_fn: StateFn) -> StateFn:
 
 class TrainSession:
     """Bookkeeping for one run. The loop calls `record_episodes` with step infos and
-    `tick` once per iteration; `tick` logs, evaluates and checkpoints on schedule."""
+    `tick` once per iteration; `tick` logs, evaluates and checkpoints on schedule.
+    `title`: the console's (default: the env id); `metrics`: the loop's own metric
+    columns, beside the session's (`METRICS`)."""
 
     def __init__(
         self,
@@ -50,16 +66,17 @@ class TrainSession:
         extra_config: dict[str, Any] | None = None,
         start_steps: int = 0,
         start_wall: float = 0.0,
+        title: str = "",
+        metrics: Sequence[str] = (),
     ) -> None:
         self.config, self.run, self.evaluator = config, run, evaluator
         self.target_return = target_return
         run.config.write_text(to_json(config, extra_config))
         if start_steps:  # resumed: rows written after the checkpoint are redone now
             truncate_after(run.metrics, start_steps)
-        self.metrics = MetricsWriter(run.metrics, run.tensorboard if config.tensorboard else None)
-        self.console = Console(
-            config.budget, config.progress, f"{algorithm_of(config).name} {config.env}", start_steps
-        )
+        tb = run.tensorboard if config.tensorboard else None
+        self.metrics = MetricsWriter(run.metrics, tb, (*METRICS, *metrics))
+        self.console = Console(config.budget, config.progress, title or config.env, start_steps)
         self._t0 = time.monotonic() - start_wall
         self._last_log = 0.0
         every = config.eval_interval

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from pararl import seeding
-from pararl.config import KIND_TEXT, EnvKind, RunConfig, env_kind
+from pararl.config import KIND_TEXT, EnvKind, Filled, RunConfig, config_from_json
 from pararl.envs.make import check_env_id, env_factory, probe_env
 from pararl.errors import UsageError
 from pararl.evaluation.background import BackgroundEvaluator
@@ -22,7 +22,6 @@ from pararl.evaluation.child import EvalChild, evaluates_in_process
 from pararl.evaluation.greedy import Evaluator
 from pararl.evaluation.reported import ReportedReturns
 from pararl.mp.topology import physical_cores
-from pararl.registry import config_from_json
 from pararl.rundir import RunDir
 from pararl.runners import resume
 from pararl.runners.session import TrainSession
@@ -79,26 +78,22 @@ def _spec_for_child(env_id: str) -> gym.envs.registration.EnvSpec | bool | None:
 
 
 def open_session(
-    p: Prepared,
-    model_fn: Callable[[], torch.nn.Module],
-    resolved: dict[str, Any],
-    start_steps: int,
-    start_wall: float,
-    eval_child: EvalChild | None = None,
-    reported: ReportedReturns | None = None,
+    p: Prepared, algo: str, plan: Plan, eval_child: EvalChild | None = None
 ) -> TrainSession:
-    """The run's session, with its evaluator and the facts resolved at start-up
-    (saved under `resolved` in config.json). `reported`: returns the loop measures
-    itself, in place of greedy episodes."""
+    """The run's session, with its evaluator, the algorithm's metric columns and the
+    facts resolved at start-up (saved under `resolved` in config.json). A plan with
+    `reported` returns (the loop measures them itself) evaluates with those instead of
+    greedy episodes."""
+    start_steps, start_wall = plan.start
     evaluator: Evaluator | BackgroundEvaluator | ReportedReturns
-    if reported is not None:
+    if plan.reported is not None:
         if eval_child is not None:
             eval_child.close(grace=0.0)  # not needed: the loop measures the returns
-        evaluator = reported
+        evaluator = plan.reported
     else:
-        evaluator = make_evaluator(p.config, model_fn, eval_child, start_steps)
+        evaluator = make_evaluator(p.config, plan.make_model, eval_child, start_steps)
     facts = {
-        **resolved,
+        **plan.resolved,
         "env_kind": p.kind,
         "eval_in": "process" if evaluator.deferred else "inline",
         "target_return": p.spec_threshold,
@@ -112,6 +107,8 @@ def open_session(
             {"resolved": facts},
             start_steps=start_steps,
             start_wall=start_wall,
+            title=f"{algo} {p.config.env}",
+            metrics=plan.metrics,
         )
     except BaseException:
         evaluator.close()
@@ -128,14 +125,21 @@ def seed_everything(seed: int, rank: int = 0) -> None:
 
 @dataclass
 class Prepared:
-    config: Any
+    filled: Filled[Any]  # the config, every default of its kind of env set
     run: RunDir
     spec_threshold: float | None
     observation_space: gym.Space
     action_space: gym.Space
     resume_state: dict[str, Any] | None
-    kind: EnvKind  # the kind of env, which picked the defaults
-    filled: dict[str, Any]  # the defaults it picked (fields the user left unset)
+
+    @property
+    def config(self) -> Any:
+        return self.filled.config
+
+    @property
+    def kind(self) -> EnvKind:
+        """The kind of env, which picked the defaults."""
+        return self.filled.kind
 
 
 SpaceCheck = Callable[[Any, gym.Space, gym.Space], None]
@@ -165,16 +169,16 @@ def prepare(
     spec = check_env_id(config.env)
     obs_space, act_space = probe_env(config.env, config.wrapper)
     check_spaces(config, obs_space, act_space)
-    kind = env_kind(obs_space, act_space)
-    config, filled = config.for_env(kind)
+    filled = config.for_spaces(obs_space, act_space)
+    config = filled.config
     config.validate()
     if resume_state is not None:
         resume.check_left_to_do(config, resume_state, given)
     else:
         run = RunDir.new(config.run_dir, algo, config.env)
-        config = replace(config, run_dir=run.root)
+        filled = replace(filled, config=replace(config, run_dir=run.root))
     target = config.target_return if config.target_return is not None else spec.reward_threshold
-    return Prepared(config, run, target, obs_space, act_space, resume_state, kind, filled)
+    return Prepared(filled, run, target, obs_space, act_space, resume_state)
 
 
 SMALL_MODEL_PARAMS = 1_000_000
@@ -195,6 +199,7 @@ class Plan:
     close the run it built."""
 
     banner: str  # the start-up line (the run dir is added)
+    metrics: tuple[str, ...]  # the loop's metric columns (beside the session's own)
     resolved: dict[str, Any]  # facts resolved at start-up, saved in config.json
     make_model: Callable[[], torch.nn.Module]  # the evaluated network's constructor
     start: tuple[int, float]  # env steps and wall seconds already done (resume)
@@ -228,12 +233,10 @@ def compose(
             p.run.remove_if_empty()  # a refused start leaves no run directory behind
         raise
     try:
-        session = open_session(
-            p, plan.make_model, plan.resolved, *plan.start, eval_child, plan.reported
-        )
+        session = open_session(p, algo, plan, eval_child)
         session.console.message(f"{plan.banner}, run dir {p.run.root}")
-        if p.filled:
-            settings = ", ".join(f"{k} {v}" for k, v in p.filled.items())
+        if p.filled.defaults:
+            settings = ", ".join(f"{k} {v}" for k, v in p.filled.defaults.items())
             session.console.message(f"pararl: defaults for {KIND_TEXT[p.kind]}: {settings}")
         workers, cores = p.config.workers, physical_cores()
         if workers is not None and workers > cores:

@@ -8,8 +8,7 @@ from typing import Any
 from pararl.algos.dqn import check_spaces as dqn_spaces
 from pararl.algos.maml import check_spaces as maml_spaces
 from pararl.algos.ppo import check_spaces as ppo_spaces
-from pararl.config import DQNConfig, PPOConfig
-from pararl.config_maml import MAMLConfig
+from pararl.config import DQNConfig, MAMLConfig, PPOConfig
 from pararl.runners import averaging, dqn, maml, ppo
 from pararl.runners.session import TrainSession
 from pararl.runners.setup import compose

@@ -1,6 +1,13 @@
-"""Samplers: how experience is collected (actor processes with their own CPU
-policy copies; weights shared through memory), and the multi-task (meta-RL)
-sampler with its recv policies: `pararl.samplers.multitask.MultiTaskSampler`."""
+"""Samplers: how experience is collected, one sub-package per family.
+
+- `chunks`: DQN's actors, in this process, in actor processes or on Ray, handing
+  the learner chunks of n-step transitions (`ChunkSource`);
+- `rollout`: PPO's on-policy rollouts [T, B] with their advantages, from a vector
+  env in this process's lock-step, double-buffered, or from Ray actors;
+- `meta`: the multi-task (meta-RL) sampler, `MultiTaskSampler`, with its recv
+  policies (wait for all, timeout, min_envs, auto);
+- `ray`: the Ray backend the chunk and rollout families run on.
+"""
 
 from typing import Any
 
@@ -8,7 +15,7 @@ from typing import Any
 def __getattr__(name: str) -> Any:
     # Lazy: importing pararl.samplers must not pull in torch and Gymnasium's envs.
     if name in ("MultiTaskSampler", "SampleResult", "SampleStats", "TaskEpisodes"):
-        from pararl.samplers import multitask
+        from pararl.samplers.meta import sampler
 
-        return getattr(multitask, name)
+        return getattr(sampler, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,7 +17,7 @@ import numpy as np
 from gymnasium.spaces.utils import is_space_dtype_shape_equiv
 from gymnasium.vector import AutoresetMode
 
-from pararl.vector.frames import FrameRing, StackSpec, unstacked
+from pararl.vector.frame_ring import FrameRing, StackSpec, unstacked
 from pararl.vector.infos import FinalEntry
 from pararl.vector.spaces import Pickled, Tree, write_row
 

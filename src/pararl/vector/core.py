@@ -24,7 +24,7 @@ from pararl.mp.shared import ArraySpec
 from pararl.vector.actions import step_payload
 from pararl.vector.batch import fill_final_obs
 from pararl.vector.errors import AlreadyPendingCallError, WorkerError
-from pararl.vector.frames import stack_spec
+from pararl.vector.frame_ring import stack_spec
 from pararl.vector.inflight import Commands, Reply, returned_rows
 from pararl.vector.infos import unpack_infos
 from pararl.vector.layout import (

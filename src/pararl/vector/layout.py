@@ -16,7 +16,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from pararl.mp.shared import ArraySpec
-from pararl.vector.frames import StackSpec
+from pararl.vector.frame_ring import StackSpec
 from pararl.vector.spaces import ARRAY_SPACES, shared_memory_refusal, space_specs
 
 SharedMemory = bool | Literal["auto"]

@@ -17,7 +17,7 @@ import numpy as np
 from gymnasium import spaces
 
 from pararl.mp.shared import ArraySpec
-from pararl.vector.frames import FrameRing
+from pararl.vector.frame_ring import FrameRing
 
 Tree = Any  # np.ndarray | FrameRing | Pickled | dict[str, Tree] | tuple[Tree, ...]
 

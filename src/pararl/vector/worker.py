@@ -20,7 +20,7 @@ from pararl.mp.listen import SPIN_S, CommandWait
 from pararl.mp.procs import ParentWatch
 from pararl.mp.shared import SharedArrays
 from pararl.vector.batch import BatchArrays, EnvBatch, InfoRows
-from pararl.vector.frames import FrameRing, StackSpec
+from pararl.vector.frame_ring import FrameRing, StackSpec
 from pararl.vector.infos import Packed, pack_infos
 from pararl.vector.spaces import Pickled, Tree, collect, space_tree, unshared_leaves
 

@@ -3,11 +3,9 @@
 - Actors are created with `max_restarts` (Ray restarts a dead one) and the `SPREAD`
   scheduling strategy (one actor per node before a second on any node), each
   asking for one CPU: `--workers` actors, `--envs-per-worker` envs in each.
-- Weights: `publish` records the newest version; the first request sent after it
-  puts the weights into the object store (one `ray.put` per version sent, however
-  many actors). Each request carries that reference wrapped in a list, so Ray does
-  not fetch it for an actor that already has the version: the actor fetches it
-  (`ray.get`, once per node from the object store) only when the version is new.
+- Weights: `publish` hands them to `weights.ray.RayWeights`, and every request
+  carries its newest version (one `ray.put` per version sent, however many
+  actors; an actor fetches a version only when it is new to it).
 - Requests: `submit` sends one call to one actor; `results` waits (bounded) for
   whatever has finished. A failed call (the actor died) goes to `faults`, and the
   same request is sent again to the restarted actor with the current weights.
@@ -21,11 +19,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-import torch
+from torch import nn
 
 from pararl.samplers.ray.cluster import import_ray
 from pararl.samplers.ray.faults import FaultBook
+from pararl.weights.ray import RayWeights
 
 MAX_RESTARTS = 10  # per actor; Ray restarts it this often, then it stays dead
 POLL_S = 0.25  # longest single ray.wait, so that deadlines and re-sends are checked
@@ -61,30 +59,24 @@ class RayActorGroup:
         self.faults = FaultBook(report, MAX_RESTARTS, timeout_s)
         self.pending: dict[Any, _Request] = {}  # ObjectRef -> its request
         self._retry: list[tuple[float, _Request]] = []  # (when, failed request to resend)
-        self.version = -1
-        self._weights: Callable[[], Any] | None = None  # snapshot of the newest version
-        self._weights_ref: Any = None
-        self._ref_version = -2
+        self.weights = RayWeights(ray.put)
 
     def __len__(self) -> int:
         return len(self.actors)
 
-    def publish(self, weights: Callable[[], Any], version: int) -> None:
-        """`weights()` snapshots version `version` (a CPU state dict); it is called
-        at most once, when the next request goes out."""
-        self._weights, self.version = weights, version
+    @property
+    def version(self) -> int:
+        return self.weights.version
 
-    def _weights_arg(self) -> list[Any]:
-        if self._ref_version != self.version:
-            assert self._weights is not None, "publish weights before the first request"
-            self._weights_ref = self.ray.put(self._weights())
-            self._ref_version = self.version
-        return [self._weights_ref]
+    def publish(self, model: nn.Module, version: int) -> None:
+        """Requests sent from now on carry `model`'s weights as version `version`
+        (snapshot when the next request goes out)."""
+        self.weights.publish(model, version)
 
     def submit(self, index: int, method: str, *args: Any) -> None:
         """Call `method` on actor `index` with the current weights and `args`."""
         handle = getattr(self.actors[index], method)
-        ref = handle.remote(self._weights_arg(), self.version, *args)
+        ref = handle.remote(self.weights.refs(), self.version, *args)
         self.pending[ref] = _Request(index, method, args, time.monotonic())
 
     def results(self, wait: float) -> list[tuple[int, Any]]:
@@ -142,13 +134,3 @@ class RayActorGroup:
             # an actor already gone, or Ray already shut down: nothing left to stop
             with contextlib.suppress(Exception):
                 self.ray.kill(actor, no_restart=True)
-
-
-def load_numpy_state(model: torch.nn.Module, state: dict[str, np.ndarray]) -> None:
-    """Load a state dict of numpy arrays (read-only views of the object store)."""
-    model.load_state_dict({k: torch.tensor(v) for k, v in state.items()})
-
-
-def numpy_state(model: torch.nn.Module) -> dict[str, np.ndarray]:
-    """A CPU snapshot of `model`'s parameters and buffers, as numpy arrays."""
-    return {k: v.detach().cpu().numpy().copy() for k, v in model.state_dict().items()}

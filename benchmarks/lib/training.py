@@ -1,0 +1,198 @@
+"""Whole training processes: start `pararl train` (or an anchor, `lib.sb3`) as its own
+process, timed from launch to exit, and read what it leaves: its last line, its
+run directory's `metrics.csv` (the evaluation curve, the clock of steps and
+updates), `pararl evaluate`'s mean return.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchmarks.lib.harness import ROOT
+
+FINAL_LINE = re.compile(
+    r"^pararl: (?P<status>.+?) after (?P<steps>[\d,]+) env steps in (?P<secs>[\d.]+) s"
+    r" \((?:best eval )?(?P<best>[^)]*)\)",
+    re.MULTILINE,
+)
+EVALUATE_LINE = re.compile(r"mean return (?P<mean>-?[\d.]+|nan|-?inf) ± ", re.MULTILINE)
+Point = tuple[float, int, int]  # wall s, env steps, updates
+
+
+PARARL = [sys.executable, "-m", "pararl.cli"]
+
+
+def train_command(algo: str, *extra: str, **options: object) -> list[str]:
+    """`pararl train ALGO` with `options` as its flags: `name=value` is `--name value`
+    (a tuple gives its values, True the flag alone, False `--no-name`), then `extra`."""
+    args: list[str] = []
+    for name, value in options.items():
+        flag = "--" + name.replace("_", "-")
+        if isinstance(value, bool):
+            args.append(flag if value else "--no-" + flag[2:])
+        else:
+            args += [flag, *map(str, value if isinstance(value, tuple) else (value,))]
+    return [*PARARL, "train", algo, *args, *extra]
+
+
+def evaluate_command(run_dir: Path, episodes: int) -> list[str]:
+    """`pararl evaluate RUN_DIR` of its best checkpoint."""
+    return [*PARARL, "evaluate", str(run_dir), "--episodes", str(episodes)]
+
+
+def _environment() -> dict[str, str]:
+    """This checkout importable (`benchmarks.*`, and `pararl` if not installed)."""
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": path}
+
+
+def start(cmd: Sequence[str], cwd: Path, stdout: Any = subprocess.PIPE) -> subprocess.Popen[str]:
+    """`cmd` in its own session (so that its whole process group can be killed)."""
+    return subprocess.Popen(
+        list(cmd), cwd=cwd, env=_environment(), stdout=stdout, stderr=subprocess.PIPE,
+        text=True, start_new_session=True,
+    )  # fmt: skip
+
+
+def kill(proc: subprocess.Popen[str]) -> tuple[str, str]:
+    """Kill the process group `start` made (that group, and only it); its output."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    out, err = proc.communicate()
+    return out or "", err or ""
+
+
+@dataclass(frozen=True)
+class Finished:
+    wall_s: float
+    returncode: int
+    stdout: str
+    stderr: str
+    timed_out: bool
+
+    @property
+    def tail(self) -> str:
+        """The last lines of stderr, on one line (for notes)."""
+        return f"rc {self.returncode}: " + " | ".join(self.stderr.strip().splitlines()[-3:])
+
+
+def run_process(cmd: Sequence[str], timeout_s: float, cwd: Path) -> Finished:
+    """`cmd` to its end, launch to exit; killed (its process group) after `timeout_s`."""
+    start_s = time.perf_counter()
+    proc = start(cmd, cwd)
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return Finished(time.perf_counter() - start_s, -9, *kill(proc), True)
+    return Finished(time.perf_counter() - start_s, proc.returncode, out, err, False)
+
+
+def warm_up(workdir: Path) -> None:
+    """Load what every run imports once, so the first timed run does not pay for a cold
+    file cache alone."""
+    code = "import torch, gymnasium, stable_baselines3, pararl.cli, pararl.runners.dqn, "
+    run_process([sys.executable, "-c", code + "pararl.runners.ppo"], 300.0, workdir)
+
+
+def parse_final(stderr: str) -> dict[str, Any] | None:
+    """The last `pararl: STATUS after N env steps in T s (best eval B)` line."""
+    found = list(FINAL_LINE.finditer(stderr))
+    if not found:
+        return None
+    m = found[-1]
+    best = float(m["best"]) if re.fullmatch(r"-?[\d.]+", m["best"]) else None
+    steps, seconds = int(m["steps"].replace(",", "")), float(m["secs"])
+    return {"status": m["status"], "env_steps": steps, "train_s": seconds, "best_eval": best}
+
+
+def parse_evaluate(stdout: str) -> float | None:
+    """The mean return printed by `pararl evaluate`."""
+    found = list(EVALUATE_LINE.finditer(stdout))
+    return float(found[-1]["mean"]) if found else None
+
+
+def read_metrics(run_dir: Path) -> list[dict[str, str]]:
+    """The rows of a run's metrics.csv so far (none before it exists)."""
+    with contextlib.suppress(FileNotFoundError), (run_dir / "metrics.csv").open() as f:
+        return list(csv.DictReader(f))
+    return []
+
+
+def evaluations(rows: list[dict[str, str]]) -> list[dict[str, float]]:
+    """Every greedy evaluation: its env steps, wall seconds and mean return."""
+    keys = ("env_steps", "wall_s", "eval_return")
+    return [{k: float(r[k]) for k in keys} for r in rows if r.get("eval_return")]
+
+
+def totals(rows: list[dict[str, str]]) -> tuple[int, int]:
+    """The env steps and gradient updates a run got to."""
+    updates = max((int(float(r["updates"])) for r in rows if r.get("updates")), default=0)
+    return max((int(float(r["env_steps"])) for r in rows), default=0), updates
+
+
+def clock(rows: list[dict[str, str]]) -> list[Point]:
+    """(wall s, env steps, updates) of every complete row (a running run's last one
+    may be cut short)."""
+    points: list[Point] = []
+    for row in rows:
+        with contextlib.suppress(ValueError, TypeError, KeyError):
+            updates = int(float(row.get("updates") or 0))
+            points.append((float(row["wall_s"]), int(float(row["env_steps"])), updates))
+    return points
+
+
+@dataclass
+class Run:
+    """A whole training run for a budget: its evaluation curve, launch to exit."""
+
+    system: str
+    env: str
+    seed: int
+    wall_s: float
+    ok: bool
+    env_steps: int = 0
+    updates: int = 0
+    curve: list[dict[str, float]] = field(default_factory=list)  # env_steps, wall_s, return
+    note: str = ""
+
+    def final(self, last: int) -> float | None:
+        returns = [p["eval_return"] for p in self.curve[-last:]]
+        return statistics.fmean(returns) if returns else None
+
+    @classmethod
+    def of(
+        cls, system: str, env: str, seed: int, cmd: list[str], timeout_s: float, cwd: Path
+    ) -> tuple[Run, Finished]:
+        """`pararl train` run to its end (`cmd`, writing into `cwd / system-env-seed`):
+        its curve and totals read from its run directory, and how the process ended."""
+        done = run_process(cmd, timeout_s, cwd)
+        run = cls(system, env, seed, done.wall_s, done.returncode == 0)
+        rows = read_metrics(cls.directory(system, env, seed, cwd))
+        run.curve, (run.env_steps, run.updates) = evaluations(rows), totals(rows)
+        run.note = "" if run.ok else done.tail
+        return run, done
+
+    @staticmethod
+    def directory(system: str, env: str, seed: int, cwd: Path) -> Path:
+        return cwd / f"{system}-{env.replace('/', '_')}-{seed}"
+
+
+def launch_clock(curve: list[dict[str, float]], wall_s: float, own_s: float | None) -> None:
+    """Put a curve on the launch-to-exit clock: each system's clock starts at its own
+    point of its start-up, so what its process spent outside it (imports, building
+    envs and networks, shutting down) is added to every point, all as if start-up."""
+    offset = 0.0 if own_s is None else max(wall_s - own_s, 0.0)
+    for point in curve:
+        point["wall_s"] = round(point["wall_s"] + offset, 3)

@@ -1,0 +1,39 @@
+"""The options of `pararl evaluate` (`pararl.playback` runs it): listing them
+(`--help`) imports neither torch nor the checkpoint loader."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+import tyro
+
+
+@dataclass
+class EvaluateConfig:
+    """`pararl evaluate RUN_DIR`: a saved run's greedy return, shown or recorded."""
+
+    run_dir: Annotated[Path, tyro.conf.Positional]
+    """Directory of a pararl training run."""
+    episodes: int = 10
+    """Greedy episodes to run (MAML runs: episodes per task and adaptation step)."""
+    checkpoint: str = "best"
+    """Checkpoint name in RUN_DIR/checkpoints (best, final, interrupted, step_N)."""
+    seed: int = 12_345
+    """Seed of the evaluation envs."""
+    render: bool = False
+    """Show the episodes on screen (needs a display)."""
+    video: Path | None = None
+    """Record the first episode to this file (.gif or .mp4), at the env's frame rate."""
+    tasks: int = 20
+    """MAML runs: new tasks drawn from the env's task distribution to adapt to."""
+    adapt_steps: int = 3
+    """MAML runs: inner gradient steps, each from new episodes of the policy adapted so
+    far; the return is reported before adaptation and after each step."""
+    threads: int = 1
+    """Torch threads for the policy (one is fastest for these small networks, and
+    leaves the cores to a training run)."""
+
+
+__all__ = ["EvaluateConfig"]

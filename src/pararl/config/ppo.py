@@ -1,0 +1,149 @@
+"""The PPO run configuration (`pararl train ppo`). Each field's docstring is its
+`--help` text; `BY_KIND` holds the defaults by kind of env."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from pararl.config.kinds import EnvKind, ModelChoice, PPOSettings, settings_of
+from pararl.config.run import RunConfig
+from pararl.errors import UsageError
+
+_PPO_ATARI: dict[str, Any] = dict(
+    total_steps=10_000_000, num_steps=128, lr=2.5e-4, gamma=0.99, gae_lambda=0.95,
+    minibatch_size=256, update_epochs=4, clip_vloss=True, vf_coef=0.25, norm_obs=False,
+    norm_reward=False, clip_coef=0.1, ent_coef=0.01,
+)  # fmt: skip
+
+
+@dataclass
+class PPOConfig(RunConfig):
+    """PPO (clipped surrogate, GAE, minibatch epochs) on batched env workers."""
+
+    mode: Literal["auto", "serial", "sync"] = "auto"
+    """`serial`: envs in this process; `sync`: ParallelVectorEnv workers step them while
+    this process runs the policy on the whole batch; `auto`: sync when the envs' step
+    time (measured at start-up) outweighs the round trip to the workers."""
+    act_device: Literal["auto", "cpu", "cuda"] = "auto"
+    """Device for acting (policy forward during sampling); `auto` times both at start-up."""
+    learn_device: Literal["auto", "cpu", "cuda"] = "auto"
+    """Device for the PPO update; `auto` times both at start-up and takes the faster."""
+    model: ModelChoice = "auto"
+    """Actor-critic: `mlp` on flattened observations, or one shared `nature-cnn` (Mnih
+    et al. 2015) or `minatar-cnn` (Young & Tian 2019) trunk on images; `auto`: by the
+    observations (images of 36 pixels a side or more get the Nature CNN, smaller ones
+    the MinAtar CNN)."""
+    hidden: tuple[int, ...] = (64, 64)
+    """Hidden layer widths of the actor and critic MLPs."""
+    shared_body: bool = False
+    """One shared MLP body for actor and critic instead of two separate MLPs."""
+    num_steps: int | None = None
+    """Steps per env in each rollout (a rollout is num_steps x all envs). Default: by
+    env kind."""
+    lr: float | None = None
+    """Adam learning rate. Default: by env kind."""
+    anneal_lr: bool = True
+    """Anneal the learning rate linearly to 0 over the step budget."""
+    gamma: float | None = None
+    """Discount factor. Default: by env kind."""
+    gae_lambda: float | None = None
+    """GAE lambda. Default: by env kind."""
+    minibatch_size: int | None = None
+    """Transitions per minibatch. Default: by env kind."""
+    update_epochs: int | None = None
+    """Passes over each rollout. Default: by env kind."""
+    clip_coef: float | None = None
+    """Surrogate clipping coefficient (also the value-clipping range). Default: by env
+    kind."""
+    anneal_clip: bool = False
+    """Anneal the surrogate's clip range linearly to 0 over the step budget."""
+    clip_vloss: bool | None = None
+    """Clip the value loss around the rollout's value estimates (CleanRL's max of the
+    clipped and unclipped errors). Off by default, as in SB3 and rl-zoo: on CartPole it
+    took ~15% more env steps to solve (40 seeds), and on HalfCheetah with the continuous
+    defaults it ended in the ~1,700 mode in 4 of 6 seeds against 1 of 6 without it
+    (BENCHMARKS.md)."""
+    ent_coef: float | None = None
+    """Entropy bonus coefficient. Default: by env kind."""
+    vf_coef: float | None = None
+    """Value loss coefficient; the value loss is the mean squared error (SB3's scale;
+    CleanRL halves the error, so its 0.5 is 0.25 here). Default: by env kind."""
+    max_grad_norm: float = 0.5
+    """Gradient-norm clipping threshold."""
+    norm_adv: bool = True
+    """Normalise advantages per minibatch."""
+    norm_obs: bool | None = None
+    """Normalise observations by their running mean and variance over all envs
+    (updated after each rollout, saved with the policy, frozen in evaluation; never
+    images). Default: by env kind."""
+    norm_reward: bool | None = None
+    """Scale rewards by the running standard deviation of the discounted return over
+    all envs (for learning only; returns are always reported unscaled). Default: by env kind."""
+    clip_obs: float = 10.0
+    """Normalised observations are clipped to +-this."""
+    clip_reward: float = 10.0
+    """Scaled rewards are clipped to +-this."""
+    manual_grad: bool = True
+    """Compute the PPO gradient with pararl's hand-written backward pass for its MLP
+    actor-critic (autograd's numbers to float rounding, a third less time per
+    minibatch step); --no-manual-grad uses torch autograd."""
+    double_buffer: bool = False
+    """Sync mode: split the workers into two groups of envs; while one group steps, this
+    process computes the other's actions (partial send/recv)."""
+
+    # discrete: rl-zoo's CartPole settings; continuous: CleanRL's MuJoCo settings
+    # (one env x 2048 steps there; 2 workers x 4 envs x 256 steps here) without its value
+    # clipping (see clip_vloss), and the field's usual 1M-step budget; image: CleanRL's
+    # ppo_atari (8 envs x 128 steps in 4 minibatches of 256; its value loss 0.5 x half
+    # the squared error is 0.25 here); minatar: the same settings with the MinAtar CNN
+    # (the MinAtar paper has no PPO) and the 10M-step budget of gymnax's MinAtar PPO
+    BY_KIND: ClassVar[dict[EnvKind, dict[str, Any]]] = {
+        "discrete": dict(
+            total_steps=100_000, num_steps=32, lr=1e-3, gamma=0.98, gae_lambda=0.8,
+            minibatch_size=256, update_epochs=20, clip_vloss=False, vf_coef=0.5,
+            norm_obs=False, norm_reward=False, clip_coef=0.2, ent_coef=0.0, model="mlp",
+            eval_every=2_500,
+        ),
+        "continuous": dict(
+            total_steps=1_000_000, num_steps=256, lr=3e-4, gamma=0.99, gae_lambda=0.95,
+            minibatch_size=64, update_epochs=10, clip_vloss=False, vf_coef=0.25,
+            norm_obs=True, norm_reward=True, clip_coef=0.2, ent_coef=0.0, model="mlp",
+            eval_every=2_500,
+        ),
+        "image": _PPO_ATARI | dict(model="nature-cnn", eval_every=50_000),
+        "minatar": _PPO_ATARI | dict(model="minatar-cnn", eval_every=10_000),
+    }  # fmt: skip
+
+    def validate(self) -> None:
+        super().validate()
+
+        def unset_or(value: Any, ok: Callable[[Any], bool]) -> bool:
+            return value is None or ok(value)
+
+        checks = [
+            (unset_or(self.num_steps, lambda v: v >= 1), "--num-steps must be >= 1"),
+            (unset_or(self.lr, lambda v: v > 0), "--lr must be > 0"),
+            (unset_or(self.gamma, lambda v: 0 < v <= 1), "--gamma must be in (0, 1]"),
+            (unset_or(self.gae_lambda, lambda v: 0 <= v <= 1), "--gae-lambda must be in [0, 1]"),
+            (unset_or(self.minibatch_size, lambda v: v >= 1), "--minibatch-size must be >= 1"),
+            (unset_or(self.update_epochs, lambda v: v >= 1), "--update-epochs must be >= 1"),
+            (unset_or(self.vf_coef, lambda v: v >= 0), "--vf-coef must be >= 0"),
+            (unset_or(self.clip_coef, lambda v: v > 0), "--clip-coef must be > 0"),
+            (unset_or(self.ent_coef, lambda v: v >= 0), "--ent-coef must be >= 0"),
+            (self.clip_obs > 0, "--clip-obs must be > 0"),
+            (self.clip_reward > 0, "--clip-reward must be > 0"),
+            (all(h >= 1 for h in self.hidden), "--hidden widths must be >= 1"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise UsageError(message)
+
+    @property
+    def settings(self) -> PPOSettings:
+        """The kind-dependent fields, once filled in (`for_env`)."""
+        return settings_of(self, PPOSettings)
+
+
+__all__ = ["PPOConfig"]

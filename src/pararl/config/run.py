@@ -1,0 +1,166 @@
+"""The fields every training run has (`RunConfig`), and a config filled in for its
+kind of env (`Filled`).
+
+Values derived from others are properties, never fields; each field's docstring is
+its `--help` text. The algorithms' configs build on it (`config.dqn`, `config.ppo`,
+`config.maml`). Fields whose default depends on the kind of env are None (or
+`auto`) until `for_env` fills them in; what it returns, a `Filled`, is the only
+kind of config the learners take, so no learner fills defaults again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, ClassVar, Generic, Literal, TypeVar
+
+import gymnasium as gym
+
+from pararl import extras
+from pararl.config.kinds import EnvKind, env_kind
+from pararl.errors import UsageError
+
+C = TypeVar("C", bound="RunConfig")
+
+
+@dataclass(frozen=True)
+class Filled(Generic[C]):
+    """A config with every field that depends on the kind of env set: what `for_env`
+    returns, and what the learners are built from."""
+
+    config: C
+    kind: EnvKind  # the kind of env that picked the defaults
+    defaults: dict[str, Any]  # the values filled in (fields the user left unset)
+
+
+@dataclass
+class RunConfig:
+    """Fields every training run has."""
+
+    env: str = "CartPole-v1"
+    """Gymnasium env id (any registered id; `import`able modules via `module:EnvId`)."""
+    wrapper: Literal["none", "cartpole-shaped"] = "none"
+    """Reward wrapper for training envs: `cartpole-shaped` is the seed post's CartPole
+    shaping (position and angle terms); evaluation always uses the true reward."""
+    seed: int = 0
+    """Random seed: every env, actor, replica, evaluation and network gets its own
+    stream derived from it (`pararl.seeding`)."""
+    total_steps: int | None = None
+    """Budget of environment steps (transitions collected, all envs together); default
+    by the kind of env: 100,000 (PPO with continuous actions: 1,000,000)."""
+    target_return: float | None = None
+    """Stop once the greedy evaluation mean reaches this (default: the env's
+    `reward_threshold`, if it has one)."""
+    workers: int | None = None
+    """Worker/actor processes (default: physical cores available; async DQN keeps one
+    core for the learner)."""
+    envs_per_worker: int = 4
+    """Envs each worker steps serially."""
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    """Learner device; `auto` picks CUDA when present. Acting is always on the CPU."""
+    compile: Literal["auto", "on", "off"] = "auto"
+    """The learner's gradient step: `off` runs it op by op; `on` compiles it with
+    torch.compile (and records it as a CUDA graph on a GPU); `auto` records it as a CUDA
+    graph on a GPU and runs it op by op on the CPU. The math is the same either way."""
+    run_dir: Path | None = None
+    """Where config, metrics, checkpoints and plots go (default: runs/<algo>-<env>-<time>)."""
+    resume: Path | None = None
+    """Continue the run saved in this directory from its newest checkpoint, with its
+    settings; run options (--total-steps, --eval-every, --workers, ...) may change,
+    the others may not."""
+    eval_every: int | None = None
+    """Evaluate the greedy policy every this many env steps. Default: by env kind
+    (2,500; Atari-sized images 50,000, MinAtar's 10,000: their episodes are longer)."""
+    eval_episodes: int = 20
+    """Episodes per evaluation (run in parallel as a vector of envs)."""
+    eval_in: Literal["auto", "process", "inline"] = "auto"
+    """Where evaluations run: `process` (a child process, overlapped with training;
+    the default with more than one core) or `inline` (in the training loop)."""
+    checkpoint_every: int = 25_000
+    """Save a periodic checkpoint every this many env steps (best and final are always
+    saved)."""
+    log_every_s: float = 2.0
+    """Seconds between log lines / progress updates."""
+    progress: Literal["auto", "bar", "plain", "none"] = "auto"
+    """Console output: a progress bar on a terminal, plain log lines otherwise."""
+    tensorboard: bool = True
+    """Write TensorBoard event files to the run directory."""
+    backend: Literal["local", "ray"] = "local"
+    """Where actors run: `local` processes on this machine, or `ray` actors spread over
+    a Ray cluster (`pip install 'pararl[ray]'`; `--workers` then counts Ray actors)."""
+    ray_address: str | None = None
+    """Ray cluster to join: `auto` (started with `ray start`) or HOST:PORT; default:
+    start a Ray instance on this machine with its cores."""
+    ray_timeout_s: float = 300.0
+    """Ray: stop with an error when no actor has delivered anything for this long."""
+
+    # Defaults that depend on the kind of env: fields left None are filled from this
+    # table by `for_env` once the env's spaces are known (one row per kind).
+    BY_KIND: ClassVar[dict[EnvKind, dict[str, Any]]] = {
+        "discrete": {"total_steps": 100_000, "eval_every": 2_500},
+        "continuous": {"total_steps": 100_000, "eval_every": 2_500},
+        "image": {"total_steps": 10_000_000, "eval_every": 50_000},
+        "minatar": {"total_steps": 5_000_000, "eval_every": 10_000},
+    }
+
+    @property
+    def eval_interval(self) -> int:
+        """`eval_every`, once filled in (`for_env`)."""
+        if self.eval_every is None:
+            raise UsageError("eval_every not set; call config.for_env(kind) first")
+        return self.eval_every
+
+    @property
+    def budget(self) -> int:
+        """`total_steps`, once filled in (`for_env`)."""
+        if self.total_steps is None:
+            raise UsageError("total_steps not set; call config.for_env(kind) first")
+        return self.total_steps
+
+    def for_env(self: C, kind: EnvKind) -> Filled[C]:
+        """This config with its None (or `auto`) fields set from `BY_KIND[kind]`, with
+        the values that were filled in (to print)."""
+        filled = {
+            name: value
+            for name, value in self.BY_KIND.get(kind, {}).items()
+            if getattr(self, name) in (None, "auto")
+        }
+        return Filled(replace(self, **filled), kind, filled)
+
+    def for_spaces(self: C, observation_space: gym.Space, action_space: gym.Space) -> Filled[C]:
+        """`for_env` for the kind of env these spaces are (`kinds.env_kind`)."""
+        return self.for_env(env_kind(observation_space, action_space))
+
+    def __post_init__(self) -> None:
+        # from Python, `PPOConfig(run_dir="runs/x")` is as natural as a Path
+        for name in ("run_dir", "resume"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                setattr(self, name, Path(value))
+
+    def validate(self) -> None:
+        checks = [
+            (self.total_steps is None or self.total_steps > 0, "--total-steps must be > 0"),
+            (
+                self.envs_per_worker is None or self.envs_per_worker >= 1,
+                "--envs-per-worker must be >= 1",
+            ),
+            (self.workers is None or self.workers >= 1, "--workers must be >= 1"),
+            (self.eval_every is None or self.eval_every > 0, "--eval-every must be > 0"),
+            (self.eval_episodes >= 1, "--eval-episodes must be >= 1"),
+            (self.checkpoint_every > 0, "--checkpoint-every must be > 0"),
+            (self.ray_timeout_s > 0, "--ray-timeout-s must be > 0"),
+            (
+                self.ray_address is None or self.backend == "ray",
+                "--ray-address needs --backend ray",
+            ),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise UsageError(message)
+        if self.backend == "ray" and not extras.available("ray"):
+            # say it now, before a run directory is made
+            raise UsageError(extras.hint("Ray", "ray", "--backend ray"))
+
+
+__all__ = ["Filled", "RunConfig"]

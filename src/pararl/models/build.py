@@ -1,0 +1,53 @@
+"""A run's networks from `--model` and the observation space: the one constructor of
+every Q-network and actor-critic (the learner, actors, the evaluation child and
+`pararl evaluate` build theirs here). `mlp`: MLPs on the flattened observations;
+`nature-cnn` / `minatar-cnn`: an image trunk (`models.cnn`) under the heads."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from pararl.images import ModelName
+from pararl.models.cnn import image_trunk
+from pararl.models.networks import ActorCritic, QNetwork
+from pararl.models.normalize import OFF, NormSettings
+
+
+def q_network(
+    model: ModelName,
+    obs_shape: tuple[int, ...],
+    obs_dtype: npt.DTypeLike,
+    num_actions: int,
+    hidden: Sequence[int],
+    dueling: bool = False,
+) -> QNetwork:
+    """DQN's Q-network: an MLP (`hidden` widths) or an image trunk, with its head."""
+    obs_dim = int(np.prod(obs_shape))
+    trunk = None if model == "mlp" else image_trunk(model, obs_shape, obs_dtype)
+    return QNetwork(obs_dim, num_actions, hidden, trunk=trunk, dueling=dueling)
+
+
+def actor_critic(
+    model: ModelName,
+    obs_shape: tuple[int, ...],
+    obs_dtype: npt.DTypeLike,
+    action_dim: int,
+    discrete: bool,
+    hidden: Sequence[int],
+    shared: bool = False,
+    norm: NormSettings = OFF,
+) -> ActorCritic:
+    """PPO's actor-critic: MLPs (`hidden`, `shared`, `norm` apply) or one image trunk
+    shared by the policy and value heads (observations never normalised)."""
+    obs_dim = int(np.prod(obs_shape))
+    if model == "mlp":
+        return ActorCritic(obs_dim, action_dim, discrete, hidden, shared, norm=norm)
+    trunk = image_trunk(model, obs_shape, obs_dtype)
+    norm = NormSettings(False, norm.reward, norm.clip_obs, norm.clip_reward)
+    return ActorCritic(obs_dim, action_dim, discrete, hidden, True, norm=norm, trunk=trunk)
+
+
+__all__ = ["actor_critic", "q_network"]

@@ -1,0 +1,216 @@
+"""Neural networks: MLP bodies and trunks, the DQN Q-network, PPO's actor-critic.
+
+How their weights travel to acting copies is `pararl.weights`."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from pararl.models.normalize import OFF, Normalizer, NormSettings
+
+
+def mlp(
+    in_dim: int, hidden: Sequence[int], out_dim: int, activation: type[nn.Module] = nn.ReLU
+) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    last = in_dim
+    for width in hidden:
+        layers += [nn.Linear(last, width), activation()]
+        last = width
+    layers.append(nn.Linear(last, out_dim))
+    return nn.Sequential(*layers)
+
+
+class QNetwork(nn.Module):
+    """Q(s, ·) for a discrete action set: an MLP on the flattened observation, or a
+    `trunk` (an image network, `models.cnn`) with a linear head. `dueling`: the head
+    is a value and an advantage stream, Q = V + A - mean(A) (Wang et al. 2016)."""
+
+    def __init__(
+        self,
+        obs_dim: int,
+        num_actions: int,
+        hidden: Sequence[int] = (256, 256),
+        trunk: Trunk | None = None,
+        dueling: bool = False,
+    ) -> None:
+        super().__init__()
+        self.obs_dim, self.num_actions, self.hidden = obs_dim, num_actions, tuple(hidden)
+        self.dueling = dueling
+        self.trunk = trunk
+        if trunk is None and not dueling:
+            self.net: nn.Module = mlp(obs_dim, hidden, num_actions)
+            return
+        if trunk is None:  # a dueling MLP: the hidden layers, then the two streams
+            trunk = Trunk(nn.Flatten(), mlp(obs_dim, hidden[:-1], hidden[-1]), hidden[-1])
+            self.trunk = trunk
+        self.net = nn.Linear(trunk.features, num_actions)  # the advantages when dueling
+        self.value_head = nn.Linear(trunk.features, 1) if dueling else None
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        if self.trunk is None:
+            return self.net(obs.flatten(1).float())
+        features = self.trunk(obs)
+        out = self.net(features)
+        if self.value_head is None:
+            return out
+        return self.value_head(features) + out - out.mean(dim=1, keepdim=True)
+
+    @torch.no_grad()
+    def greedy(self, obs: np.ndarray) -> np.ndarray:
+        """Greedy actions for a batch of observations (numpy in, numpy out)."""
+        device = next(self.parameters()).device
+        q = self(torch.as_tensor(obs, device=device))
+        return q.argmax(dim=1).cpu().numpy()
+
+
+class Trunk(nn.Module):
+    """Observations in, `features` floats per observation out: `prep` (dtype,
+    scale, layout) then `body`, ending in a ReLU. The shared part of the image
+    networks (`models.cnn`) and of a dueling MLP."""
+
+    def __init__(self, prep: nn.Module, body: nn.Module, features: int) -> None:
+        super().__init__()
+        self.prep, self.body, self.features = prep, body, features
+        self.out = nn.ReLU()
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.out(self.body(self.prep(obs).float()))
+
+
+def num_params(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+@torch.no_grad()
+def _orthogonal(module: nn.Module, out_gain: float) -> None:
+    """Orthogonal weights and zero biases (linear and convolution layers): gain sqrt(2)
+    for hidden layers (tanh/ReLU), `out_gain` for the last layer. A policy head at 0.01
+    starts near-uniform, so early updates are not spent undoing a random preference
+    (Engstrom et al. 2020, "Implementation Matters in Deep Policy Gradients"). Computed
+    on one thread, so one seed gives one set of weights whatever the process's torch
+    thread count."""
+    linears = [m for m in module.modules() if isinstance(m, (nn.Linear, nn.Conv2d))]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the QR inside gives other weights on other thread counts
+    try:
+        for i, layer in enumerate(linears):
+            gain = out_gain if i == len(linears) - 1 else math.sqrt(2)
+            nn.init.orthogonal_(layer.weight, gain=gain)
+            if layer.bias is not None:
+                nn.init.zeros_(layer.bias)
+    finally:
+        torch.set_num_threads(threads)
+
+
+class ActorCritic(nn.Module):
+    """Policy and value MLPs (separate by default, or one shared body) for PPO; or,
+    given a `trunk` (an image network, `models.cnn`), one shared trunk with a linear
+    policy head and a linear value head.
+
+    Discrete actions: a Categorical over logits. Box actions: a diagonal Gaussian
+    with a state-independent learned log standard deviation (the env factory clips
+    what the env gets to its bounds; the loss sees the sample itself). Observations
+    pass through `norm` (a `Normalizer`, the identity unless asked); a trunk takes
+    them as they come (images are never normalised, only scaled by the trunk).
+    """
+
+    def __init__(
+        self,
+        obs_dim: int,
+        action_dim: int,
+        discrete: bool,
+        hidden: Sequence[int] = (64, 64),
+        shared: bool = False,
+        orthogonal_init: bool = True,
+        norm: NormSettings = OFF,
+        trunk: Trunk | None = None,
+    ) -> None:
+        super().__init__()
+        self.obs_dim, self.action_dim, self.discrete = obs_dim, action_dim, discrete
+        self.hidden, self.shared = tuple(hidden), shared or trunk is not None
+        self.image = trunk is not None
+        if self.image and norm.obs:
+            raise ValueError("image trunks take raw observations: no observation normalisation")
+        self.norm = Normalizer(0 if self.image else obs_dim, norm)
+        if trunk is not None:
+            self.body: nn.Module = trunk
+            self.actor: nn.Module = nn.Linear(trunk.features, action_dim)
+            self.critic: nn.Module = nn.Linear(trunk.features, 1)
+        elif shared:
+            self.body = mlp(obs_dim, hidden[:-1], hidden[-1], nn.Tanh)
+            self.actor = nn.Sequential(nn.Tanh(), nn.Linear(hidden[-1], action_dim))
+            self.critic = nn.Sequential(nn.Tanh(), nn.Linear(hidden[-1], 1))
+        else:
+            self.body = nn.Identity()
+            self.actor = mlp(obs_dim, hidden, action_dim, nn.Tanh)
+            self.critic = mlp(obs_dim, hidden, 1, nn.Tanh)
+        self.log_std = nn.Parameter(torch.zeros(action_dim), requires_grad=not discrete)
+        if orthogonal_init:
+            _orthogonal(self.body, math.sqrt(2))
+            _orthogonal(self.actor, 0.01)
+            _orthogonal(self.critic, 1.0)
+
+    def _features(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.body(obs if self.image else self.norm.observe(obs))
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.critic(self._features(obs)).squeeze(-1)
+
+    def distribution(self, features: torch.Tensor) -> torch.distributions.Distribution:
+        out = self.actor(features)
+        # no argument validation: it checks every batch and costs ~10% of an update
+        if self.discrete:
+            return torch.distributions.Categorical(logits=out, validate_args=False)
+        return torch.distributions.Normal(
+            out, self.log_std.exp().expand_as(out), validate_args=False
+        )
+
+    def act(
+        self, obs: torch.Tensor, deterministic: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Actions, their log-probabilities and the state values."""
+        features = self._features(obs)
+        value = self.critic(features).squeeze(-1)
+        if self.discrete:
+            log_probs = torch.log_softmax(self.actor(features), -1)
+            if deterministic:
+                action = log_probs.argmax(-1)
+            else:
+                # with replacement: for one draw the same law, and the same draws as
+                # torch.distributions.Categorical (and SB3) from the same generator state
+                action = torch.multinomial(log_probs.exp(), 1, True).squeeze(-1)
+            return action, log_probs.gather(-1, action.unsqueeze(-1)).squeeze(-1), value
+        dist = self.distribution(features)
+        action = dist.mean if deterministic else dist.sample()
+        return action, dist.log_prob(action).sum(-1), value
+
+    def evaluate(
+        self, obs: torch.Tensor, actions: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Log-probabilities of `actions`, entropies and values (for the PPO loss).
+
+        Discrete actions skip `torch.distributions.Categorical`: a log-softmax, a
+        gather and one product give the same numbers in a few ops instead of ~15
+        (the distribution's bookkeeping was ~10% of a minibatch step)."""
+        features = self._features(obs)
+        value = self.critic(features).squeeze(-1)
+        if self.discrete:
+            log_probs = torch.log_softmax(self.actor(features), -1)
+            log_prob = log_probs.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
+            return log_prob, -(log_probs.exp() * log_probs).sum(-1), value
+        dist = self.distribution(features)
+        return dist.log_prob(actions).sum(-1), dist.entropy().sum(-1), value
+
+    @torch.no_grad()
+    def greedy(self, obs: np.ndarray) -> np.ndarray:
+        """Deterministic actions (argmax / mean) for a batch of observations; the
+        actor alone (no values, no log-probabilities: evaluation steps call this)."""
+        device = next(self.parameters()).device
+        out = self.actor(self._features(torch.as_tensor(obs, device=device)))
+        return (out.argmax(-1) if self.discrete else out).cpu().numpy()

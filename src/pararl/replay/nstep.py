@@ -1,0 +1,152 @@
+"""Transitions and their n-step returns, built from lock-step vector-env steps.
+
+A stored transition is `(obs, action, ret, next_obs, discount)`, where `ret` is the
+n-step discounted reward sum and `discount` is the factor for bootstrapping from
+`next_obs`: `gamma**k` after k real steps, and **0 only if the episode terminated**.
+Time-limit truncation keeps `discount = gamma**k` and `next_obs` = the last real
+observation, so the value of a truncated state is bootstrapped, never treated as 0.
+
+Vector envs in Gymnasium's NEXT_STEP autoreset mode return the true last
+observation on the step that ends an episode; the following step is the reset step,
+which carries no transition and is skipped here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+
+@dataclass
+class Transitions:
+    """A batch of transitions; every field has the same leading length."""
+
+    obs: np.ndarray
+    action: np.ndarray
+    ret: np.ndarray
+    next_obs: np.ndarray
+    discount: np.ndarray
+    priority: np.ndarray | None = None  # the actor's |TD error| (Ape-X), when it has one
+
+    def __len__(self) -> int:
+        return int(self.action.shape[0])
+
+    def rows(self, index: slice | np.ndarray) -> Transitions:
+        priority = None if self.priority is None else self.priority[index]
+        return Transitions(
+            self.obs[index],
+            self.action[index],
+            self.ret[index],
+            self.next_obs[index],
+            self.discount[index],
+            priority,
+        )
+
+    @staticmethod
+    def concat(parts: list[Transitions]) -> Transitions:
+        def joined(name: str) -> np.ndarray:
+            return np.concatenate([getattr(p, name) for p in parts])
+
+        given = [p.priority for p in parts if p.priority is not None]
+        return Transitions(
+            joined("obs"),
+            joined("action"),
+            joined("ret"),
+            joined("next_obs"),
+            joined("discount"),
+            np.concatenate(given) if len(given) == len(parts) else None,
+        )
+
+
+class NStepBuilder:
+    """Turns lock-step vector-env steps into n-step transitions, per env.
+
+    Keeps, for each env, the last `n` (obs, action, reward) of its current episode
+    in a ring shared by all envs (they step together).
+    """
+
+    def __init__(
+        self,
+        num_envs: int,
+        obs_shape: tuple[int, ...],
+        n: int,
+        gamma: float,
+        obs_dtype: npt.DTypeLike = np.float32,
+    ) -> None:
+        if n < 1:
+            raise ValueError(f"n-step must be >= 1, got {n}")
+        self.n, self.gamma, self.num_envs = n, gamma, num_envs
+        self._obs = np.zeros((n, num_envs, *obs_shape), dtype=obs_dtype)
+        self._act = np.zeros((n, num_envs), dtype=np.int64)
+        self._rew = np.zeros((n, num_envs), dtype=np.float64)
+        self._len = np.zeros(num_envs, dtype=np.int64)  # entries held per env
+        self._head = 0  # slot the next step is written to
+        self._after_end = np.zeros(num_envs, dtype=np.bool_)  # next step is a reset step
+        self._powers = gamma ** np.arange(n + 1)
+
+    def add(
+        self,
+        obs: np.ndarray,
+        action: np.ndarray,
+        reward: np.ndarray,
+        next_obs: np.ndarray,
+        terminated: np.ndarray,
+        truncated: np.ndarray,
+    ) -> Transitions:
+        """Record one vector step (`obs` is what the actions were chosen on) and
+        return the transitions that are now complete."""
+        real = ~self._after_end  # reset steps of NEXT_STEP autoreset carry nothing
+        slot = self._head
+        self._obs[slot], self._act[slot], self._rew[slot] = obs, action, reward
+        self._len = np.where(real, np.minimum(self._len + 1, self.n), 0)
+        ended = real & (terminated | truncated)
+        parts = []
+        full = real & ~ended & (self._len == self.n)
+        if full.any():
+            parts.append(self._emit_oldest(np.flatnonzero(full), next_obs))
+        for env in np.flatnonzero(ended):
+            parts.append(self._flush(int(env), next_obs[env], bool(terminated[env])))
+        self._len[ended] = 0
+        self._after_end = ended
+        self._head = (slot + 1) % self.n
+        return Transitions.concat(parts) if parts else self.empty(next_obs)
+
+    def _emit_oldest(self, envs: np.ndarray, next_obs: np.ndarray) -> Transitions:
+        # Slots from oldest to newest for envs holding n entries.
+        order = (self._head + 1 + np.arange(self.n)) % self.n
+        ret = (self._rew[order][:, envs] * self._powers[: self.n, None]).sum(axis=0)
+        return Transitions(
+            self._obs[order[0], envs],
+            self._act[order[0], envs],
+            ret,
+            next_obs[envs],
+            np.full(envs.size, self._powers[self.n]),
+        )
+
+    def _flush(self, env: int, last_obs: np.ndarray, terminated: bool) -> Transitions:
+        # An episode ended: every held entry becomes a transition ending at last_obs.
+        k = int(self._len[env])
+        order = (self._head - k + 1 + np.arange(k)) % self.n  # oldest .. newest
+        rew = self._rew[order, env]
+        rets = np.array([(rew[i:] * self._powers[: k - i]).sum() for i in range(k)])
+        steps = k - np.arange(k)
+        discount = np.zeros(k) if terminated else self._powers[steps]
+        return Transitions(
+            self._obs[order, env],
+            self._act[order, env],
+            rets,
+            np.repeat(last_obs[None], k, axis=0),
+            discount,
+        )
+
+    def empty(self, like_obs: np.ndarray) -> Transitions:
+        shape = (0, *like_obs.shape[1:])
+        return Transitions(
+            np.zeros(shape, like_obs.dtype),
+            np.zeros(0, np.int64),
+            np.zeros(0),
+            np.zeros(shape, like_obs.dtype),
+            np.zeros(0),
+        )

@@ -1,0 +1,124 @@
+"""The replay memory: a ring of n-step transitions (`replay.nstep.Transitions`),
+sampled uniformly. `discount` is `gamma**k`, and 0 only after a real termination.
+(Stacked image observations have their own memory, which stores each frame once:
+`replay.frame_memory`; prioritized sampling wraps either: `replay.prioritized`.)"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import psutil
+
+from pararl.errors import UsageError
+from pararl.replay.frame_steps import FrameSteps
+from pararl.replay.nstep import Transitions
+
+
+@dataclass(frozen=True)
+class Added:
+    """What an `add` changed, for a priority index over the slots: the slots whose
+    transitions were overwritten, the slots of the new ones, and the priorities
+    their actor gave them (None: none given)."""
+
+    cleared: np.ndarray
+    slots: np.ndarray
+    priority: np.ndarray | None
+
+
+def check_fits(capacity: int, slot_bytes: int) -> None:
+    """A one-line UsageError when `capacity` slots of `slot_bytes` cannot fit in the
+    memory available now (said at start, not hours later when the ring fills)."""
+    needed = capacity * slot_bytes
+    available = psutil.virtual_memory().available
+    if needed > available:
+        raise UsageError(
+            f"--buffer-size {capacity:,} needs {needed:,} bytes of replay memory "
+            f"({needed / 2**30:.1f} GiB), but {available:,} bytes "
+            f"({available / 2**30:.1f} GiB) are available; lower --buffer-size"
+        )
+
+
+class ReplayBuffer:
+    """A ring buffer of transitions in numpy, sampled uniformly."""
+
+    def __init__(
+        self, capacity: int, obs_shape: tuple[int, ...], obs_dtype: npt.DTypeLike = np.float32
+    ) -> None:
+        if capacity < 1:
+            raise ValueError(f"replay capacity must be >= 1, got {capacity}")
+        self.capacity = capacity
+        obs_bytes = int(np.prod(obs_shape)) * np.dtype(obs_dtype).itemsize
+        check_fits(capacity, 2 * obs_bytes + 8 + 4 + 4)
+        self.obs = np.zeros((capacity, *obs_shape), dtype=obs_dtype)
+        self.next_obs = np.zeros((capacity, *obs_shape), dtype=obs_dtype)
+        self.action = np.zeros(capacity, dtype=np.int64)
+        self.ret = np.zeros(capacity, dtype=np.float32)
+        self.discount = np.zeros(capacity, dtype=np.float32)
+        self.pos = 0  # next write index
+        self.size = 0
+        self.added = 0  # transitions ever added
+
+    def __len__(self) -> int:
+        return self.size
+
+    @property
+    def nbytes(self) -> int:
+        arrays = (self.obs, self.next_obs, self.action, self.ret, self.discount)
+        return sum(a.nbytes for a in arrays)
+
+    def add(self, batch: Transitions | FrameSteps) -> Added:
+        if not isinstance(batch, Transitions):
+            raise TypeError("a ReplayBuffer stores Transitions, not frame chunks")
+        n = len(batch)
+        if n > self.capacity:  # only the newest fit
+            batch = batch.rows(slice(-self.capacity, None))
+            n = self.capacity
+        idx = (self.pos + np.arange(n)) % self.capacity
+        self.obs[idx], self.next_obs[idx] = batch.obs, batch.next_obs
+        self.action[idx], self.ret[idx], self.discount[idx] = (
+            batch.action,
+            batch.ret,
+            batch.discount,
+        )
+        self.pos = (self.pos + n) % self.capacity
+        self.size = min(self.size + n, self.capacity)
+        self.added += n
+        return Added(idx[:0], idx, batch.priority)
+
+    def valid(self, slots: np.ndarray) -> np.ndarray:
+        return np.asarray(slots) < self.size
+
+    def gather(self, idx: np.ndarray) -> Transitions:
+        return Transitions(
+            self.obs[idx], self.action[idx], self.ret[idx], self.next_obs[idx], self.discount[idx]
+        )
+
+    def sample_slots(self, batch_size: int, rng: np.random.Generator) -> np.ndarray:
+        if self.size == 0:
+            raise ValueError("cannot sample from an empty replay buffer")
+        return rng.integers(0, self.size, size=batch_size)
+
+    def sample(self, batch_size: int, rng: np.random.Generator) -> Transitions:
+        return self.gather(self.sample_slots(batch_size, rng))
+
+    def state_dict(self) -> dict[str, np.ndarray | int]:
+        return {
+            "obs": self.obs[: self.size],
+            "next_obs": self.next_obs[: self.size],
+            "action": self.action[: self.size],
+            "ret": self.ret[: self.size],
+            "discount": self.discount[: self.size],
+            "pos": self.pos,
+            "added": self.added,
+        }
+
+    def load_state_dict(self, state: dict[str, np.ndarray | int]) -> None:
+        size = len(state["action"])  # type: ignore[arg-type]
+        if size > self.capacity:
+            raise ValueError(f"saved replay holds {size} transitions, capacity is {self.capacity}")
+        for name in ("obs", "next_obs", "action", "ret", "discount"):
+            getattr(self, name)[:size] = state[name]
+        self.size, self.pos = size, int(state["pos"]) % self.capacity
+        self.added = int(state["added"])

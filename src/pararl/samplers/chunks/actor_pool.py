@@ -1,0 +1,101 @@
+"""DQN actor processes as a `ChunkSource`: each actor (`samplers.chunks.actor`) steps
+its envs with its own CPU Q-network copy and hands chunks of transitions over
+through a two-slot shared-memory outbox; weights come back through shared memory
+(`weights.shared`). Only slot numbers, counts and acks travel on the pipes."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from pararl.models import QNetwork
+from pararl.mp.errors import WorkerError
+from pararl.mp.procs import ProcessGroup
+from pararl.mp.shared import SharedArrays
+from pararl.samplers.chunks.actor import ActorSpec, Payload, actor_main, outbox_specs, read_slot
+from pararl.samplers.chunks.source import Chunk
+from pararl.weights.shared import WeightPublisher, weight_specs
+
+READY_TIMEOUT_S = 120.0  # an actor builds its envs and net before it says ready
+
+
+class ActorPool:
+    """The actor processes and their shared memory (outboxes + published weights).
+
+    Actor i's random streams are named `(i, restarts of i, start_steps)` under the
+    run's seed (`pararl.seeding`): a restarted actor, or a resumed run, never
+    replays the envs or exploration of an earlier one."""
+
+    def __init__(
+        self,
+        specs: list[ActorSpec],
+        q: QNetwork,
+        version: int,
+        seed: int,
+        start_steps: int,
+        restart_actors: bool = False,
+        report: Callable[[str], None] = print,
+    ) -> None:
+        self.specs, self.report, self.restart_actors = specs, report, restart_actors
+        self.seed, self.start_steps = seed, start_steps
+        self.restarts = [0] * len(specs)
+        arrays = weight_specs(q)
+        for i, spec in enumerate(specs):
+            arrays.update(outbox_specs(i, spec))
+        ctx = mp.get_context()
+        self.shared = SharedArrays(arrays, ctx)
+        self.arrays = self.shared.arrays
+        self.publisher = WeightPublisher(self.arrays)
+        self.publisher.publish(q, version)
+        self.group = ProcessGroup(
+            actor_main, [self._args(i) for i in range(len(specs))], ctx, name="pararl-actor"
+        )
+        self.group.await_ready(READY_TIMEOUT_S)
+
+    def _args(self, index: int) -> tuple[Any, ...]:
+        path = (index, self.restarts[index], self.start_steps)
+        return (index, self.specs[index], self.shared, self.seed, path)
+
+    def restart(self, index: int) -> None:
+        self.restarts[index] += 1
+        self.group.restart(index, self._args(index))
+        self.group.await_ready(READY_TIMEOUT_S)  # all others are ready already
+
+    @property
+    def num_actors(self) -> int:
+        return len(self.specs)
+
+    @property
+    def version(self) -> int:
+        return self.publisher.version
+
+    def publish(self, q: QNetwork, version: int) -> None:
+        self.publisher.publish(q, version)
+
+    def set_env_steps(self, env_steps: int) -> None:
+        self.arrays["env_steps"][0] = env_steps
+
+    def chunks(self, wait: float) -> Iterator[tuple[int, Payload, Chunk]]:
+        """Arrived chunks as views of their outbox slots; a slot is acked (freed) once
+        the caller asks for the next chunk. A failed actor is replaced if
+        `restart_actors`, else raised."""
+        try:
+            for index in self.group.ready(range(len(self.group)), wait):
+                chunk: Chunk = self.group.receive(index)
+                yield index, read_slot(self.arrays, index, chunk.slot, chunk), chunk
+                self.group.send(index, ("ack", chunk.slot))
+        except WorkerError as exc:
+            if not self.restart_actors:
+                raise
+            first_line = str(exc).splitlines()[0]
+            self.report(
+                f"pararl: actor {exc.worker} failed ({first_line}); restarting it, replay data kept"
+            )
+            self.restart(exc.worker)
+
+    def close(self) -> None:
+        self.group.close()
+
+
+__all__ = ["ActorPool"]

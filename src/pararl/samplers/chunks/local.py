@@ -1,0 +1,63 @@
+"""Acting in this process as a `ChunkSource`: the serial and sync DQN modes.
+
+The same `ChunkSampler` as an actor process, over a vector env this process holds
+(`SerialVectorEnv`, or `ParallelVectorEnv` whose workers step the envs), acting
+with the learner's own Q-network when it is on the CPU (or a CPU copy refreshed at
+each publication). A chunk is one vector step, so the learner loop alternates one
+step of every env with the updates the replay ratio allows, as in the DQN paper.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from pararl.models import QNetwork
+from pararl.replay.frame_steps import frame_count
+from pararl.samplers.chunks.actor import ActorSpec, ChunkSampler, Payload
+from pararl.samplers.chunks.source import Chunk
+from pararl.vector.core import BatchVectorEnv
+from pararl.weights.local import LocalCopy
+
+
+class LocalChunkSource:
+    """One in-process actor over `envs`; `q` is the network it acts with."""
+
+    def __init__(
+        self,
+        spec: ActorSpec,
+        envs: BatchVectorEnv,
+        q: QNetwork,
+        version: int,
+        seed: int,
+        path: tuple[int, ...],
+    ) -> None:
+        self.sampler = ChunkSampler(spec, seed, path, envs=envs, q=q)
+        self.weights = LocalCopy(self.sampler.q, version)
+        self._env_steps = 0
+
+    @property
+    def num_actors(self) -> int:
+        return 1
+
+    @property
+    def version(self) -> int:
+        return self.weights.version
+
+    def chunks(self, wait: float) -> Iterator[tuple[int, Payload, Chunk]]:
+        """One vector step's transitions (never waits: acting is here)."""
+        batch, returns, busy = self.sampler.sample(lambda: self._env_steps)
+        steps = self.sampler.env_steps_per_chunk
+        chunk = Chunk(-1, len(batch), steps, self.version, returns, busy, frame_count(batch))
+        yield 0, batch, chunk
+
+    def publish(self, q: QNetwork, version: int) -> None:
+        self.weights.publish(q, version)  # learning on another device: the CPU copy too
+
+    def set_env_steps(self, env_steps: int) -> None:
+        self._env_steps = env_steps
+
+    def close(self) -> None:
+        self.sampler.close()
+
+
+__all__ = ["LocalChunkSource"]

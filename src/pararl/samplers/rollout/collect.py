@@ -1,0 +1,248 @@
+"""On-policy rollouts for PPO: storage [T, B] filled step by step, finished into a
+flat batch with GAE advantages and returns; `collect` (all envs in lock-step) and
+`collect_double` (two groups of workers, one stepping while the other's actions
+are computed) fill one from a vector env in SAME_STEP autoreset mode.
+
+The rollout holds raw observations (the policy normalises them itself, with
+statistics frozen for the rollout: `pararl.models.normalize`), the rewards as learned from
+(scaled when reward scaling is on), and each step's discounted return per env, from
+which the learner updates the reward scale after the update.
+
+Envs run in SAME_STEP autoreset mode, so every step is a real transition and a
+truncated episode's true last observation (`final_obs`) is there to bootstrap from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from pararl.gae import gae
+from pararl.models import ActorCritic
+from pararl.models.normalize import DiscountedReturns
+from pararl.vector import ParallelVectorEnv
+
+FLOAT32 = np.dtype(np.float32)
+
+
+@dataclass(frozen=True)
+class RolloutSpec:
+    """The shapes and discounting of one rollout."""
+
+    obs_shape: tuple[int, ...]
+    action_dim: int
+    discrete: bool
+    num_steps: int  # steps per env
+    gamma: float
+    gae_lambda: float
+    obs_dtype: np.dtype = FLOAT32  # images: their own (uint8, bool)
+
+
+def advantages_and_returns(
+    rewards: np.ndarray,
+    values: np.ndarray,
+    last_values: np.ndarray,
+    terminated: np.ndarray,
+    truncated: np.ndarray,
+    final_values: np.ndarray,
+    gamma: float,
+    lam: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """GAE advantages (`pararl.gae`) and returns for a rollout shaped [T, B].
+
+    `values[t]` is V(obs_t); `last_values` is V(obs_T) after the last step. An
+    episode that ends at step t cuts the trace there: after termination the next
+    value is 0; after truncation it is `final_values[t]`, the value of the true
+    last observation (the env was reset, so obs_{t+1} is not its successor).
+    """
+    ends = terminated | truncated
+    following = np.concatenate([values[1:], last_values[None]])
+    # the value to bootstrap from: the next state's, the truncated state's, or 0
+    next_values = np.where(ends, np.where(truncated, final_values, 0.0), following)
+    advantages = gae(rewards, values, next_values, ends, gamma, lam)
+    return advantages, advantages + values
+
+
+@dataclass
+class EnvStream:
+    """Where a sampler's envs are between rollouts: the observations to act on next,
+    and each env's running discounted return."""
+
+    obs: np.ndarray
+    returns: DiscountedReturns
+
+    @classmethod
+    def start(cls, obs: np.ndarray, gamma: float) -> EnvStream:
+        return cls(obs, DiscountedReturns(len(obs), gamma))
+
+
+class Rollout:
+    """Rollout storage [T, B] for one update, filled step by step (per env group when
+    double-buffered), finished into a flat batch with advantages and returns."""
+
+    def __init__(
+        self, actor: ActorCritic, spec: RolloutSpec, n: int, returns: DiscountedReturns
+    ) -> None:
+        steps = spec.num_steps
+        self.actor, self.spec, self.returns = actor, spec, returns
+        self.device = next(actor.parameters()).device
+        act_shape = (steps, n) if spec.discrete else (steps, n, spec.action_dim)
+        self.obs = np.zeros((steps, n, *spec.obs_shape), spec.obs_dtype)
+        self.actions = np.zeros(act_shape, np.int64 if spec.discrete else np.float32)
+        self.logprobs = np.zeros((steps, n), np.float32)
+        self.values = np.zeros((steps, n))
+        self.rewards = np.zeros((steps, n))
+        self.discounted = np.zeros((steps, n))
+        self.final_values = np.zeros((steps, n))
+        self.terminated = np.zeros((steps, n), bool)
+        self.truncated = np.zeros((steps, n), bool)
+
+    @torch.no_grad()
+    def act(self, t: int, ids: np.ndarray, obs: np.ndarray) -> np.ndarray:
+        """Sample actions for envs `ids` at step `t` with the acting copy; store them."""
+        action, logprob, value = self.actor.act(torch.as_tensor(obs, device=self.device))
+        self.obs[t, ids], self.actions[t, ids] = obs, action.cpu().numpy()
+        self.logprobs[t, ids], self.values[t, ids] = logprob.cpu().numpy(), value.cpu().numpy()
+        return self.actions[t, ids]
+
+    @torch.no_grad()
+    def record(
+        self,
+        t: int,
+        ids: np.ndarray,
+        rewards: np.ndarray,
+        terminated: np.ndarray,
+        truncated: np.ndarray,
+        final_obs: list[Any],
+    ) -> None:
+        """Store the step's outcome; `final_obs` holds the truncated envs' last
+        observations, in order, to bootstrap from."""
+        self.discounted[t, ids] = self.returns.step(ids, rewards, terminated | truncated)
+        self.rewards[t, ids] = self.actor.norm.scale_rewards(rewards)
+        self.terminated[t, ids], self.truncated[t, ids] = terminated, truncated
+        if final_obs:
+            final = torch.as_tensor(np.stack(final_obs), device=self.device)
+            self.final_values[t, ids[truncated]] = self.actor.value(final).cpu().numpy()
+
+    @torch.no_grad()
+    def finish(self, last_obs: np.ndarray) -> dict[str, np.ndarray]:
+        spec = self.spec
+        last_values = self.actor.value(torch.as_tensor(last_obs, device=self.device))
+        adv, ret = advantages_and_returns(
+            self.rewards,
+            self.values,
+            last_values.cpu().numpy(),
+            self.terminated,
+            self.truncated,
+            self.final_values,
+            spec.gamma,
+            spec.gae_lambda,
+        )
+        batch = {
+            "obs": self.obs,
+            "actions": self.actions,
+            "logprobs": self.logprobs,
+            "values": self.values.astype(np.float32),
+            "advantages": adv.astype(np.float32),
+            "returns": ret.astype(np.float32),
+            "discounted": self.discounted,  # for the reward scale, not the loss
+        }
+        steps, n = self.rewards.shape
+        return {k: v.reshape(steps * n, *v.shape[2:]) for k, v in batch.items()}
+
+
+def _truncated_final_obs(infos: dict[str, Any], truncated: np.ndarray) -> list[Any]:
+    if not truncated.any():
+        return []
+    return list(infos["final_obs"][truncated])
+
+
+EpisodeSink = Callable[[dict[str, Any]], None]  # takes the infos of finished episodes
+
+
+def collect(
+    actor: ActorCritic,
+    spec: RolloutSpec,
+    envs: gym.vector.VectorEnv,
+    stream: EnvStream,
+    episodes: EpisodeSink,
+) -> dict[str, np.ndarray]:
+    """One rollout of `spec.num_steps` vector steps acted by `actor` from `stream`
+    (moved on to where the envs are after it); returns the flattened batch for the
+    update (advantages and returns included)."""
+    n = envs.num_envs
+    rollout, ids, obs = Rollout(actor, spec, n, stream.returns), np.arange(n), stream.obs
+    for t in range(spec.num_steps):
+        actions = rollout.act(t, ids, obs)
+        obs, reward, terminated, truncated, infos = envs.step(actions)
+        rollout.record(
+            t, ids, reward, terminated, truncated, _truncated_final_obs(infos, truncated)
+        )
+        episodes(infos.get("final_info", {}))
+    stream.obs = obs
+    return rollout.finish(obs)
+
+
+def collect_double(
+    actor: ActorCritic,
+    spec: RolloutSpec,
+    envs: gym.vector.VectorEnv,
+    stream: EnvStream,
+    episodes: EpisodeSink,
+) -> dict[str, np.ndarray]:
+    """`collect` with the workers split in two groups: while one group steps, this
+    process computes the other's actions. Same rollout, different overlap."""
+    if not isinstance(envs, ParallelVectorEnv):
+        raise TypeError("double-buffered sampling needs a ParallelVectorEnv (worker processes)")
+    steps, n = spec.num_steps, envs.num_envs
+    halves = envs.worker_groups(2)
+    rollout, obs = Rollout(actor, spec, n, stream.returns), stream.obs
+    t, back = [0, 0], np.zeros(n, bool)
+    pending_obs, pending = (
+        obs.copy(),
+        {k: np.zeros(n, d) for k, d in (("rew", float), ("term", bool), ("trunc", bool))},
+    )
+    finals: dict[int, Any] = {}
+    for ids in halves:
+        envs.send(rollout.act(0, ids, obs[ids]), ids)
+    while min(t) < steps:
+        o, r, term, trunc, infos, ids = envs.recv(min_envs=1)
+        pending_obs[ids], pending["rew"][ids] = o, r
+        pending["term"][ids], pending["trunc"][ids], back[ids] = term, trunc, True
+        for p in np.flatnonzero(infos.get("_final_obs", np.zeros(0, bool))):
+            finals[int(ids[p])] = infos["final_obs"][p]
+        episodes(infos.get("final_info", {}))
+        for h, group in enumerate(halves):
+            if t[h] >= steps or not back[group].all():
+                continue
+            truncated = pending["trunc"][group]
+            rollout.record(
+                t[h],
+                group,
+                pending["rew"][group],
+                pending["term"][group],
+                truncated,
+                [finals.pop(int(i)) for i in group[truncated]],
+            )
+            back[group] = False
+            t[h] += 1
+            if t[h] < steps:
+                envs.send(rollout.act(t[h], group, pending_obs[group]), group)
+    stream.obs = pending_obs
+    return rollout.finish(pending_obs)
+
+
+__all__ = [
+    "EnvStream",
+    "EpisodeSink",
+    "Rollout",
+    "RolloutSpec",
+    "advantages_and_returns",
+    "collect",
+    "collect_double",
+]

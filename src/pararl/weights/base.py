@@ -1,0 +1,36 @@
+"""The one interface for shipping weights from a learner to whatever acts with them.
+
+After `publish(model, version)`, acting uses `model`'s weights: from its next step in
+this process, from the next refresh of an actor process or a Ray actor. The version
+(the learner's update count) travels with them, so an actor's chunks say which
+weights acted and the learner can measure its policy lag. Implementations (the
+shape of TorchRL's weight updaters: one sender, swappable transports):
+
+- `local.LocalCopy`: acting in this process, on the learner's own network or a copy
+  on another device (DQN's serial/sync sources, PPO's and MAML's acting copies);
+- `shared.WeightPublisher`: actor processes, through a seqlock in shared memory
+  (`shared.WeightReader` on their side);
+- `ray.RayWeights`: Ray actors, one `ray.put` per version sent (`ray.RayReceiver`
+  on their side);
+- `averaging.AveragedWeights`: replicas that each learn, and meet to average.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from torch import nn
+
+
+class WeightSender(Protocol):
+    """The learner's side of shipping weights (see the module docstring)."""
+
+    @property
+    def version(self) -> int:
+        """The version published last (-1 before the first)."""
+
+    def publish(self, model: nn.Module, version: int) -> None:
+        """Make `model`'s weights, as version `version`, the ones acting uses."""
+
+
+__all__ = ["WeightSender"]

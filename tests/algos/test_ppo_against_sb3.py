@@ -1,0 +1,152 @@
+"""pararl's PPO against Stable-Baselines3's, step by step, on MinAtar Space Invaders
+(images, episodes ending inside rollouts): from the same weights, env seeds and
+random draws, the rollouts (observations, actions, rewards, ends, log-probabilities,
+values, GAE advantages and returns) are the same, in-process envs and worker
+processes alike; and one update from the same rollout and minibatch order gives the
+same weights. Any defect in acting, autoreset, GAE or the loss shows up here as a
+first differing step, long before it shows in a learning curve."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("stable_baselines3")
+pytest.importorskip("minatar")
+
+from benchmarks.lib.sb3 import minatar_ppo
+from stable_baselines3 import PPO
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.logger import configure
+
+from pararl.algos.ppo import PPOState
+from pararl.config import PPOConfig, env_kind
+from pararl.envs.make import env_factory
+from pararl.samplers.rollout.collect import EnvStream, Rollout, collect
+from pararl.vector import ParallelVectorEnv, SerialVectorEnv
+
+ENV, ENVS, STEPS = "MinAtar/SpaceInvaders-v1", 8, 128
+
+
+class _Quiet(BaseCallback):
+    def _on_step(self) -> bool:
+        return True
+
+
+def _pair() -> tuple[Any, PPOState]:
+    """SB3's PPO with pararl's MinAtar settings (value loss unclipped: SB3 clips the
+    value alone, pararl takes the larger error), and pararl's state with SB3's
+    initial weights."""
+    envs = make_vec_env(env_factory(ENV, training=True), n_envs=ENVS, seed=0)
+    model = PPO("MlpPolicy", envs, seed=0, device="cpu", **{**minatar_ppo(), "clip_range_vf": None})
+    model.set_logger(configure(None, [""]))
+    cfg = PPOConfig(env=ENV, act_device="cpu", learn_device="cpu", clip_vloss=False)
+    spaces = envs.observation_space, envs.action_space
+    state = PPOState(cfg.for_env(env_kind(*spaces)), *spaces, ENVS)
+    ours, theirs = state.learner.model, model.policy
+    layers = [
+        (ours.body.body[0][0], theirs.features_extractor.net[0]),  # the convolution
+        (ours.body.body[2], theirs.features_extractor.net[3]),  # the hidden layer
+        (ours.actor, theirs.action_net),
+        (ours.critic, theirs.value_net),
+    ]
+    with torch.no_grad():
+        for mine, sb3 in layers:
+            mine.weight.copy_(sb3.weight)
+            mine.bias.copy_(sb3.bias)
+    return model, state
+
+
+def _flat(x: np.ndarray) -> np.ndarray:
+    """SB3's [steps, envs] order flattened env by env (its `swap_and_flatten`)."""
+    return x.swapaxes(0, 1).reshape(-1, *x.shape[2:])
+
+
+def _by_step(x: np.ndarray) -> np.ndarray:
+    """SB3's [steps, envs] flattened step by step, as pararl's rollout batch is."""
+    return x.reshape(-1, *x.shape[2:])
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_rollouts_are_sb3s(workers: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    torch.set_num_threads(1)
+    model, state = _pair()
+    model._setup_learn(10**6, None)
+    callback = _Quiet()
+    callback.init_callback(model)
+    fns = [env_factory(ENV, training=True)] * ENVS
+    envs = (
+        ParallelVectorEnv(fns, num_workers=workers, autoreset_mode="SameStep")
+        if workers
+        else SerialVectorEnv(fns, autoreset_mode="SameStep")
+    )
+    raw: dict[str, np.ndarray] = {}
+    finish = Rollout.finish
+
+    def keep(self: Rollout, last_obs: np.ndarray) -> dict[str, np.ndarray]:
+        raw.update(rewards=self.rewards.copy(), ends=self.terminated | self.truncated)
+        return finish(self, last_obs)
+
+    monkeypatch.setattr(Rollout, "finish", keep)
+    try:
+        stream = EnvStream.start(envs.reset(seed=list(range(ENVS)))[0], 0.99)
+        assert np.array_equal(stream.obs, model._last_obs)
+        ends = 0
+        for k in range(3):
+            torch.manual_seed(k)  # the same action draws on both sides
+            model.collect_rollouts(model.env, callback, model.rollout_buffer, STEPS)
+            torch.manual_seed(k)
+            batch = collect(state.actor, state.rollout_spec, envs, stream, lambda _: None)
+            buf = model.rollout_buffer
+            sb3_ends = np.concatenate([buf.episode_starts[1:], model._last_episode_starts[None]])
+            np.testing.assert_array_equal(raw["ends"], sb3_ends.astype(bool))
+            np.testing.assert_allclose(raw["rewards"], buf.rewards)
+            np.testing.assert_array_equal(batch["obs"], _by_step(buf.observations).astype(bool))
+            np.testing.assert_array_equal(batch["actions"], _by_step(buf.actions).reshape(-1))
+            for ours, theirs in (
+                ("logprobs", "log_probs"),
+                ("values", "values"),
+                ("advantages", "advantages"),
+                ("returns", "returns"),
+            ):
+                theirs_flat = _by_step(getattr(buf, theirs)).reshape(-1)
+                np.testing.assert_allclose(batch[ours], theirs_flat, atol=1e-5)
+            ends += int(raw["ends"].sum())
+        assert ends > 10  # episodes ended inside the rollouts: autoreset was exercised
+    finally:
+        envs.close()
+
+
+def test_one_update_is_sb3s(monkeypatch: pytest.MonkeyPatch) -> None:
+    torch.set_num_threads(1)
+    model, state = _pair()
+    model._setup_learn(10**6, None)
+    callback = _Quiet()
+    callback.init_callback(model)
+    model.collect_rollouts(model.env, callback, model.rollout_buffer, STEPS)
+    buf = model.rollout_buffer
+    batch = {
+        "obs": _flat(buf.observations).astype(bool),
+        "actions": _flat(buf.actions).reshape(-1).astype(np.int64),
+        "logprobs": _flat(buf.log_probs).reshape(-1),
+        "values": _flat(buf.values).reshape(-1),
+        "advantages": _flat(buf.advantages).reshape(-1),
+        "returns": _flat(buf.returns).reshape(-1),
+    }
+
+    class InOrder:  # both sides take the minibatches in the rollout's order
+        def permutation(self, n: int) -> np.ndarray:
+            return np.arange(n)
+
+    monkeypatch.setattr(np.random, "permutation", InOrder().permutation)
+    model.train()
+    state.learner.update(batch, InOrder())  # type: ignore[arg-type]
+    ours = torch.cat([p.detach().reshape(-1) for p in state.learner.model.parameters()
+                      if p.requires_grad])  # fmt: skip
+    theirs = torch.cat([p.detach().reshape(-1) for p in model.policy.parameters()])
+    torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-6)
+    assert not torch.equal(ours, state.learner.optimizer.exp_avg * 0)  # it moved

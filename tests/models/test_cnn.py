@@ -1,0 +1,103 @@
+"""Image networks on both layouts: Atari's channels-first uint8 frame stacks and
+MinAtar's channels-last bool planes; `--model auto` picks by the observation space;
+a network never changes the dtype it is given, and scales what it reads."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from pararl.config import env_kind
+from pararl.errors import UsageError
+from pararl.images import ImageLayout, check_model, default_model, is_image
+from pararl.models.build import actor_critic, q_network
+
+ATARI = gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
+MINATAR = gym.spaces.Box(0, 1, (10, 10, 4), np.bool_)
+VECTOR = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
+DISCRETE = gym.spaces.Discrete(3)
+
+
+def sample(space: gym.spaces.Box, batch: int, seed: int = 0) -> np.ndarray:
+    space.seed(seed)
+    return np.stack([space.sample() for _ in range(batch)])
+
+
+def test_auto_picks_the_network_and_the_kind_of_defaults_from_the_space() -> None:
+    assert [default_model(s) for s in (ATARI, MINATAR, VECTOR)] == [
+        "nature-cnn",
+        "minatar-cnn",
+        "mlp",
+    ]
+    assert [env_kind(s, DISCRETE) for s in (ATARI, MINATAR, VECTOR)] == [
+        "image",
+        "minatar",
+        "discrete",
+    ]
+    # a float Box of rank 3 is not an image: an MLP reads it flattened
+    assert not is_image(gym.spaces.Box(0.0, 1.0, (10, 10, 4), np.float32))
+
+
+def test_layouts_of_both_kinds_of_image() -> None:
+    assert ImageLayout.of((4, 84, 84), np.dtype(np.uint8)) == ImageLayout(4, 84, 84, False, 1 / 255)
+    assert ImageLayout.of((10, 10, 4), np.dtype(np.bool_)) == ImageLayout(4, 10, 10, True, 1.0)
+    assert ImageLayout.of((96, 96, 3), np.dtype(np.uint8)).channels_last
+
+
+@pytest.mark.parametrize(
+    ("model", "space"),
+    [("nature-cnn", ATARI), ("minatar-cnn", MINATAR)],
+)
+def test_networks_run_on_raw_observations(model: str, space: gym.spaces.Box) -> None:
+    obs = sample(space, 5)
+    q = q_network(model, space.shape, space.dtype, 3, (), dueling=False)  # type: ignore[arg-type]
+    dueling = q_network(model, space.shape, space.dtype, 3, (), dueling=True)  # type: ignore[arg-type]
+    ac = actor_critic(model, space.shape, space.dtype, 3, True, ())  # type: ignore[arg-type]
+    tensor = torch.as_tensor(obs)
+    assert tensor.dtype in (torch.uint8, torch.bool)  # what samplers and replay hand over
+    assert q(tensor).shape == dueling(tensor).shape == (5, 3)
+    action, logprob, value = ac.act(tensor)
+    assert action.shape == logprob.shape == value.shape == (5,)
+    assert q.greedy(obs).shape == ac.greedy(obs).shape == (5,)
+    assert torch.isfinite(q(tensor)).all()
+    assert torch.isfinite(value).all()
+
+
+def test_inputs_are_scaled_and_laid_out_as_the_env_gives_them() -> None:
+    """uint8 frames are read as value/255; a channels-last image gives the same
+    outputs as its channels-first transpose fed to the same weights."""
+    torch.manual_seed(0)
+    frames = sample(ATARI, 3)
+    q = q_network("nature-cnn", ATARI.shape, np.uint8, 4, ())  # type: ignore[arg-type]
+    as_float = q_network("nature-cnn", ATARI.shape, np.float32, 4, ())  # type: ignore[arg-type]
+    as_float.load_state_dict(q.state_dict())
+    expected = as_float(torch.as_tensor(frames, dtype=torch.float32) / 255)
+    torch.testing.assert_close(q(torch.as_tensor(frames)), expected)
+
+    planes = sample(MINATAR, 3)
+    last = q_network("minatar-cnn", MINATAR.shape, np.bool_, 3, ())  # type: ignore[arg-type]
+    first = q_network("minatar-cnn", (4, 10, 10), np.bool_, 3, ())
+    first.load_state_dict(last.state_dict())
+    torch.testing.assert_close(
+        last(torch.as_tensor(planes)), first(torch.as_tensor(planes.transpose(0, 3, 1, 2)))
+    )
+
+
+def test_models_that_cannot_read_the_observations_are_refused_in_one_line() -> None:
+    with pytest.raises(UsageError, match="Use --model minatar-cnn"):
+        check_model("nature-cnn", "MinAtar/Breakout-v1", MINATAR)
+    with pytest.raises(UsageError, match="needs image observations"):
+        check_model("minatar-cnn", "CartPole-v1", VECTOR)
+    for model in ("auto", "mlp", "nature-cnn", "minatar-cnn"):
+        check_model(model, "ALE/Pong-v5", ATARI)
+
+
+def test_image_actor_critic_never_normalises_observations() -> None:
+    from pararl.models.normalize import NormSettings
+
+    ac = actor_critic("minatar-cnn", MINATAR.shape, np.bool_, 3, True, (), norm=NormSettings(True))  # type: ignore[arg-type]
+    assert not ac.norm.settings.obs
+    assert ac.image
+    assert ac.shared

@@ -1,0 +1,129 @@
+"""FlatAdam against torch.optim.Adam, and its flat-vector bookkeeping; FlatRMSprop
+against torch.optim.RMSprop(centered=True), and its checkpoint."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from pararl.errors import UsageError
+from pararl.models import ActorCritic, QNetwork
+from pararl.optim import FlatAdam, FlatRMSprop
+
+
+def _loss(model: torch.nn.Module, seed: int) -> torch.Tensor:
+    x = torch.randn(32, 4, generator=torch.Generator().manual_seed(seed))
+    return (model(x) ** 2).mean()
+
+
+@pytest.mark.parametrize(("lr", "eps", "clip"), [(1e-3, 1e-8, None), (2.5e-2, 1e-5, 0.1)])
+def test_matches_torch_adam(lr: float, eps: float, clip: float | None) -> None:
+    torch.manual_seed(0)
+    ours = QNetwork(4, 3, (16, 16))
+    theirs = copy.deepcopy(ours)
+    opt_ours = FlatAdam(ours.parameters(), lr=lr, eps=eps)
+    opt_theirs = torch.optim.Adam(theirs.parameters(), lr=lr, eps=eps)
+    for step in range(25):
+        for model, opt in ((ours, opt_ours), (theirs, opt_theirs)):
+            opt.zero_grad(set_to_none=True)
+            _loss(model.net, step).backward()
+            if clip is not None and isinstance(opt, FlatAdam):
+                opt.clip_grad_norm_(clip)
+            elif clip is not None:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+            opt.step()
+    for a, b in zip(ours.parameters(), theirs.parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
+
+
+def test_clip_grad_norm_matches_torch() -> None:
+    torch.manual_seed(1)
+    ours = ActorCritic(4, 2, True, (16, 16))
+    theirs = copy.deepcopy(ours)
+    opt = FlatAdam(ours.parameters())
+    for max_norm in (1e-3, 1e3):  # clipped, then left alone
+        for model in (ours, theirs):
+            model.zero_grad()
+            model.value(
+                torch.randn(8, 4, generator=torch.Generator().manual_seed(2))
+            ).sum().backward()
+        expected = torch.nn.utils.clip_grad_norm_(theirs.parameters(), max_norm)
+        torch.testing.assert_close(opt.clip_grad_norm_(max_norm), expected)
+        for a, b in zip(ours.parameters(), theirs.parameters(), strict=True):
+            if b.grad is not None:
+                torch.testing.assert_close(a.grad, b.grad, rtol=1e-6, atol=1e-9)
+
+
+def test_parameters_and_grads_are_views_of_the_flat_vectors() -> None:
+    model = ActorCritic(4, 2, True, (8,))
+    opt = FlatAdam(model.parameters())
+    before = opt.flat.clone()
+    opt.zero_grad()
+    model.value(torch.ones(5, 4)).sum().backward()
+    assert opt.flat_grad.abs().sum() > 0  # backward accumulated into the flat gradient
+    opt.step()
+    assert not torch.equal(before, opt.flat)
+    trained = [p for p in model.parameters() if p.requires_grad]
+    flat_from_params = torch.cat([p.detach().flatten() for p in trained])
+    assert torch.equal(flat_from_params, opt.flat)  # the step moved the modules' weights
+
+
+def test_state_round_trip_and_mismatch_error() -> None:
+    model = QNetwork(4, 2, (8,))
+    opt = FlatAdam(model.parameters(), lr=0.1)
+    opt.zero_grad()
+    _loss(model.net, 0).backward()
+    opt.step()
+    clone = FlatAdam(QNetwork(4, 2, (8,)).parameters())
+    clone.load_state_dict(opt.state_dict())
+    assert clone.steps == 1
+    assert clone.param_groups[0]["lr"] == 0.1
+    torch.testing.assert_close(clone.exp_avg_sq, opt.exp_avg_sq)
+    with pytest.raises(UsageError, match="does not match"):
+        FlatAdam(QNetwork(4, 2, (16,)).parameters()).load_state_dict(opt.state_dict())
+
+
+def test_constructing_does_not_import_the_compiler() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, torch; from pararl.optim import FlatAdam; "
+        "FlatAdam(torch.nn.Linear(2, 2).parameters()); "
+        "print('torch._dynamo' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_matches_torch_centred_rmsprop() -> None:
+    torch.manual_seed(0)
+    ours = QNetwork(4, 3, (16, 16))
+    theirs = copy.deepcopy(ours)
+    opt_ours = FlatRMSprop(ours.parameters(), lr=2.5e-4, alpha=0.95, eps=0.01)
+    opt_theirs = torch.optim.RMSprop(
+        theirs.parameters(), lr=2.5e-4, alpha=0.95, eps=0.01, centered=True
+    )
+    for step in range(25):
+        x = torch.randn(32, 4, generator=torch.Generator().manual_seed(step))
+        for model, opt in ((ours, opt_ours), (theirs, opt_theirs)):
+            opt.zero_grad(set_to_none=True)
+            (model(x) ** 2).mean().backward()
+            opt.step()
+    for a, b in zip(ours.parameters(), theirs.parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
+
+
+def test_state_round_trips_and_is_not_taken_for_adam_state() -> None:
+    q = QNetwork(4, 3, (8,))
+    opt = FlatRMSprop(q.parameters(), lr=1e-3, alpha=0.95, eps=0.01)
+    (q(torch.ones(2, 4)) ** 2).sum().backward()
+    opt.step()
+    again = FlatRMSprop(QNetwork(4, 3, (8,)).parameters(), lr=1e-3, alpha=0.95, eps=0.01)
+    again.load_state_dict(opt.state_dict())
+    torch.testing.assert_close(again.exp_avg_sq, opt.exp_avg_sq)
+    assert again.param_groups[0]["alpha"] == 0.95
+    with pytest.raises(UsageError):
+        FlatAdam(QNetwork(4, 3, (8,)).parameters()).load_state_dict(opt.state_dict())
