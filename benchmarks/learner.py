@@ -538,14 +538,16 @@ def setup_s(learner: Any) -> float:
     return sum(step.setup_s for step in learner._steps.values())
 
 
-WARM_CALLS = 6  # past a fused step's warm-up (3 calls) and its recording (the 4th)
+# past a fused step's warm-up (3 calls) and its recording (the 4th): six updates, or
+# two rollouts (each has many minibatch steps of each kind)
+WARM_CALLS, WARM_ROLLOUTS = 6, 2
 
 
 def warm(learner: Learner, seconds: float) -> None:
     """First calls (compiling, recording, SB3's first train), their cost beyond plain
     updates kept apart; then the rate that sizes the spells."""
     start = time.perf_counter()
-    done = learner.run(learner.per_call * WARM_CALLS)
+    done = learner.run(learner.per_call * (WARM_CALLS if learner.per_call == 1 else WARM_ROLLOUTS))
     first = time.perf_counter() - start
     start, more = time.perf_counter(), 0
     while time.perf_counter() - start < seconds / 4 or more == 0:
@@ -573,9 +575,11 @@ def measure(c: Config, meta: h.Metadata) -> Results:
         settings.setdefault(resolve_mode(setting, torch.device(device)), setting)
     meta.machine_note = f"; {threads} torch thread(s), learners on {gpu or 'the CPU'}"
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
-    peaks = {threads_label(n): gemm_peak(torch.device("cpu"), n) for n in {1, cores, threads}}
+    peak_s = min(0.5, c.seconds)
+    cpu = torch.device("cpu")
+    peaks = {threads_label(n): gemm_peak(cpu, n, seconds=peak_s) for n in {1, cores, threads}}
     if device == "cuda":
-        peaks["cuda"] = gemm_peak(torch.device("cuda"), threads, size=4096)
+        peaks["cuda"] = gemm_peak(torch.device("cuda"), threads, size=4096, seconds=peak_s)
     results = Results(device, gpu, threads, {k: round(v, 1) for k, v in peaks.items()})
     peak = peaks["cuda"] if device == "cuda" else peaks[threads_label(threads)]
     for case in c.cases:
@@ -593,7 +597,7 @@ def measure(c: Config, meta: h.Metadata) -> Results:
                 learner.row.flops = flops_per_update(
                     functools.partial(learner.run, learner.per_call)
                 )
-        tasks = {}
+        tasks: dict[str, Callable[[], float]] = {}
         for learner in live:
             k = max(learner.per_call, int(learner.rate * c.seconds))
 

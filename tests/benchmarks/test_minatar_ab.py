@@ -1,0 +1,36 @@
+"""`python -m benchmarks minatar_ab`: a tiny run end to end (both systems trained,
+each final policy evaluated greedy and sampled on the same episodes); bad options
+exit with code 2."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from benchmarks.__main__ import main
+
+
+def test_tiny_run(bench: Callable[..., dict[str, Any]]) -> None:
+    data = bench(
+        "minatar_ab", "--quick", "--budget", "2048", "--episodes", "2", "--variants", "defaults"
+    )
+    runs = data["results"]["runs"]
+    assert [(r["system"], r["variant"], r["seed"]) for r in runs] == [
+        ("pararl", "defaults", 0),
+        ("sb3", "defaults", 0),
+    ]
+    for run in runs:
+        assert run["ok"], run["note"]
+        assert run["greedy"] is not None
+        assert run["sampled"] is not None
+        assert 0 < run["entropy"] <= 1.1 + 1e-6  # Breakout-v1: 3 actions, ln 3 = 1.099
+        assert run["train"] >= 0
+    cells = {c["system"]: c for c in data["results"]["cells"]}
+    assert cells["pararl"]["stats"]["sampled"]["median"] == runs[0]["sampled"]
+    assert "defaults: pararl vs SB3 medians" in data["key_ratios"]
+
+
+@pytest.mark.parametrize("args", [["--seeds", "0"], ["--episodes", "0"], ["--variants"]])
+def test_bad_options_exit_with_code_2(args: list[str]) -> None:
+    assert main(["minatar_ab", "--quick", *args]) == 2
