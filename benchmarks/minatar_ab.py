@@ -56,7 +56,9 @@ class Config(h.Options):
     env: str = "MinAtar/SpaceInvaders-v1"
     """MinAtar game."""
     seeds: int = 5
-    """Seeds per system and variant (0, 1, ...)."""
+    """Seeds per system and variant (first_seed, first_seed + 1, ...)."""
+    first_seed: int = 0
+    """The first seed (more seeds can be run later beside the first ones)."""
     budget: int = 300_000
     """Env steps per run."""
     variants: tuple[Variant, ...] = ("defaults", "no-value-clip")
@@ -72,7 +74,7 @@ QUICK = {"env": "MinAtar/Breakout-v1", "seeds": 1, "budget": 8_192, "episodes": 
 
 def resolve(config: Config) -> Config:
     c = h.apply_quick(config, QUICK)
-    h.require(c, ">= 1: seeds budget episodes", "> 0: run_timeout_s")
+    h.require(c, ">= 1: seeds budget episodes", "> 0: run_timeout_s", ">= 0: first_seed")
     h.check([(not c.variants, "--variants needs at least one value")])
     return c
 
@@ -264,7 +266,8 @@ def measure(c: Config, meta: h.Metadata) -> Results:
     del meta
     runs: list[Run] = []
     with tempfile.TemporaryDirectory() as tmp:
-        for seed in range(c.seeds):  # interleaved: seed by seed, every variant and system
+        # interleaved: seed by seed, every variant and system
+        for seed in range(c.first_seed, c.first_seed + c.seeds):
             for variant in c.variants:
                 for system in SYSTEMS:
                     h.progress(f"minatar_ab: {system} {variant} seed {seed}")

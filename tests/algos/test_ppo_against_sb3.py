@@ -2,9 +2,10 @@
 (images, episodes ending inside rollouts): from the same weights, env seeds and
 random draws, the rollouts (observations, actions, rewards, ends, log-probabilities,
 values, GAE advantages and returns) are the same, in-process envs and worker
-processes alike; and one update from the same rollout and minibatch order gives the
-same weights. Any defect in acting, autoreset, GAE or the loss shows up here as a
-first differing step, long before it shows in a learning curve."""
+processes alike; and the training iterations (rollout, GAE, learning-rate schedule,
+minibatch epochs) give the same weights, iteration after iteration. Any defect in
+acting, autoreset, GAE, the loss or the optimizer shows up here as a first differing
+step, long before it shows in a learning curve."""
 
 from __future__ import annotations
 
@@ -121,32 +122,48 @@ def test_rollouts_are_sb3s(workers: int, monkeypatch: pytest.MonkeyPatch) -> Non
         envs.close()
 
 
-def test_one_update_is_sb3s(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_training_iterations_are_sb3s() -> None:
+    """Rollout, GAE, the learning-rate schedule and the minibatch epochs, iteration after
+    iteration: pararl's train loop gives SB3's `learn` weights to float rounding. Both
+    draw actions from torch's global stream and minibatch orders from numpy's (pararl's
+    batch taken in SB3's env-major order, so that one permutation picks the same
+    samples); pararl's learning rate set from the steps after the rollout, as SB3's."""
     torch.set_num_threads(1)
     model, state = _pair()
-    model._setup_learn(10**6, None)
+    budget = 100 * ENVS * STEPS
+    model._setup_learn(budget, None)
     callback = _Quiet()
     callback.init_callback(model)
-    model.collect_rollouts(model.env, callback, model.rollout_buffer, STEPS)
-    buf = model.rollout_buffer
-    batch = {
-        "obs": _flat(buf.observations).astype(bool),
-        "actions": _flat(buf.actions).reshape(-1).astype(np.int64),
-        "logprobs": _flat(buf.log_probs).reshape(-1),
-        "values": _flat(buf.values).reshape(-1),
-        "advantages": _flat(buf.advantages).reshape(-1),
-        "returns": _flat(buf.returns).reshape(-1),
-    }
+    envs = SerialVectorEnv([env_factory(ENV, training=True)] * ENVS, autoreset_mode="SameStep")
 
-    class InOrder:  # both sides take the minibatches in the rollout's order
+    class NumpyStream:  # pararl's minibatch order from numpy's global stream, as SB3's
         def permutation(self, n: int) -> np.ndarray:
-            return np.arange(n)
+            return np.random.permutation(n)
 
-    monkeypatch.setattr(np.random, "permutation", InOrder().permutation)
-    model.train()
-    state.learner.update(batch, InOrder())  # type: ignore[arg-type]
-    ours = torch.cat([p.detach().reshape(-1) for p in state.learner.model.parameters()
-                      if p.requires_grad])  # fmt: skip
-    theirs = torch.cat([p.detach().reshape(-1) for p in model.policy.parameters()])
-    torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-6)
-    assert not torch.equal(ours, state.learner.optimizer.exp_avg * 0)  # it moved
+    def params(module: torch.nn.Module) -> torch.Tensor:
+        return torch.cat([p.detach().reshape(-1) for p in module.parameters() if p.requires_grad])
+
+    try:
+        stream = EnvStream.start(envs.reset(seed=list(range(ENVS)))[0], 0.99)
+        for k in range(3):
+            torch.manual_seed(k)
+            np.random.seed(k)
+            model.collect_rollouts(model.env, callback, model.rollout_buffer, STEPS)
+            model._update_current_progress_remaining(model.num_timesteps, budget)
+            model.train()
+            torch.manual_seed(k)
+            np.random.seed(k)
+            batch = collect(state.actor, state.rollout_spec, envs, stream, lambda _: None)
+            batch.pop("discounted")
+            state.env_steps += ENVS * STEPS
+            state.learner.set_lr_fraction(1 - state.env_steps / budget)
+            env_major = {
+                key: v.reshape(STEPS, ENVS, *v.shape[1:]).swapaxes(0, 1).reshape(v.shape)
+                for key, v in batch.items()
+            }
+            state.learner.update(env_major, NumpyStream())  # type: ignore[arg-type]
+            ours, theirs = params(state.learner.model), params(model.policy)
+            torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-6)
+        assert state.learner.updates == 3 * 4 * 4  # iterations x epochs x minibatches
+    finally:
+        envs.close()
