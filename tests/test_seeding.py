@@ -31,13 +31,6 @@ def test_no_two_envs_share_a_reset_seed(envs_per_group: int) -> None:
     assert len(seeds) == len(set(seeds))
 
 
-def test_the_old_offset_scheme_would_have_collided() -> None:
-    """What the test above guards against: `seed + 7 i + j` reset seeds of actor i's
-    env j repeat across actors as soon as an actor has 8 or more envs."""
-    old = [7 * i + j for i in range(8) for j in range(8)]
-    assert len(old) != len(set(old))
-
-
 def test_no_random_stream_equals_another() -> None:
     seed = 3
     draws = {}

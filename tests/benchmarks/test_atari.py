@@ -53,17 +53,17 @@ def test_quick_run_measures_every_backend(
         assert (cell["workers"], cell["num_envs"]) == (2, 2)
         assert 0 < cell["rate"]["min"] <= cell["rate"]["median"] <= cell["rate"]["max"]
         assert len(cell["rate"]["samples"]) == 2
-        assert cell["thread_cpu_us"] > 0
-        assert cell["process_cpu_us"] >= 0.9 * cell["thread_cpu_us"]
+        assert cell["process_cpu_us"] >= 0.9 * cell["thread_cpu_us"]  # the thread is in it
         assert (cell["pipe_bytes"] is not None) == (name in PROCESS_BASED)
     if installed("sb3_subproc"):  # SB3 pickles each env's 84×84 frame through its pipe
         assert cells["sb3_subproc"]["pipe_bytes"] > 84 * 84
     assert cells["pararl_step"]["pipe_bytes"] < 84 * 84
     assert data["results"]["profiled"] == "ALE/Pong-v5"
     parts = {p["part"]: p["us"] for p in data["results"]["parts"]}
-    assert parts["emulation"] > 0
-    assert parts["= the env step in a pararl worker"] > parts["max-pool + area resize"] > 0
-    assert parts["= pararl step(), 1 worker, 1 env"] > parts["  of which the caller"] > 0
+    # a whole is more than its part, layer by layer
+    assert parts["= the env step in a pararl worker"] > parts["max-pool + area resize"]
+    assert parts["= the env step in a pararl worker"] > parts["emulation"]
+    assert parts["= pararl step(), 1 worker, 1 env"] > parts["  of which the caller"]
     out = capsys.readouterr().out
     assert "| game | workers | best pararl | best EnvPool |" in out
     assert "| part of an agent step | µs/step | measured as |" in out

@@ -21,7 +21,11 @@ def test_handwritten_quick(
     results = data["results"]
     assert set(results["adam"]) == {"FlatAdam", "torch Adam (fused)", "torch Adam (foreach)"}
     for row in results["adam"].values():
-        assert row["update_s"]["median"] > 0
-    assert results["tensorboard"]["pararl"]["row_s"]["median"] > 0
-    assert results["tensorboard"]["SummaryWriter"]["install_mb"] > 0
+        assert len(row["update_s"]["samples"]) == len(row["construct_s"]["samples"])
+        assert row["construct_s"]["median"] == 0.5  # the fresh-interpreter timing, stubbed
+    board = results["tensorboard"]
+    for writer in ("pararl", "SummaryWriter"):
+        assert board[writer]["import_s"]["median"] == 0.1  # stubbed as well
+    # pararl's event writer needs nothing installed; TensorBoard is its own package
+    assert board["pararl"]["install_mb"] == 0.0 < board["SummaryWriter"]["install_mb"]
     assert "FlatAdam update time" in data["key_ratios"]

@@ -32,7 +32,8 @@ def test_quick_minatar_runs_pararl_and_sb3(
     for run in runs:
         assert run["ok"], run["note"]
         assert run["env_steps"] >= 1024
-        assert run["updates"] > 0
+        # both: 4 epochs of 256-sample minibatches over every rollout (MinAtar's PPO)
+        assert run["updates"] == 4 * run["env_steps"] // 256
         walls = [p["wall_s"] for p in run["curve"]]
         assert walls == sorted(walls)
         assert 0 < walls[-1] <= run["wall_s"]  # on the launch-to-exit clock
@@ -43,8 +44,8 @@ def test_quick_minatar_runs_pararl_and_sb3(
 def test_sb3_gets_pararls_minatar_settings_and_network() -> None:
     import numpy as np
     import torch
-    from benchmarks.lib import sb3
 
+    from benchmarks.lib import sb3
     from pararl.config import DQNConfig, PPOConfig
     from pararl.envs.make import make_env
     from pararl.images import ImageLayout

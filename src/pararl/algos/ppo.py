@@ -25,7 +25,7 @@ from pararl.errors import UsageError
 from pararl.images import check_model, is_image
 from pararl.models import ActorCritic
 from pararl.models.build import actor_critic
-from pararl.normalize import NormSettings
+from pararl.models.normalize import NormSettings
 from pararl.optim import FlatAdam
 from pararl.samplers.rollout.collect import RolloutSpec
 from pararl.weights.local import LocalCopy

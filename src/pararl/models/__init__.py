@@ -1,6 +1,7 @@
-"""Every network: MLP bodies, the Q-network and the actor-critic (`networks`), image
-trunks (`cnn`), a run's networks built from `--model` (`build`), and the Gaussian
-policies of MAML and the multi-task sampler (`gaussian`)."""
+"""Every network: MLP bodies, the Q-network and the actor-critic (`networks`) with
+the normalisation statistics they carry (`normalize`), image trunks (`cnn`), a run's
+networks built from `--model` (`build`), and the Gaussian policies of MAML and the
+multi-task sampler (`gaussian`)."""
 
 from pararl.models.build import actor_critic, q_network
 from pararl.models.gaussian import GaussianMLP, TaskPolicy

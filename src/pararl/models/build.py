@@ -13,7 +13,7 @@ import numpy.typing as npt
 from pararl.images import ModelName
 from pararl.models.cnn import image_trunk
 from pararl.models.networks import ActorCritic, QNetwork
-from pararl.normalize import OFF, NormSettings
+from pararl.models.normalize import OFF, NormSettings
 
 
 def q_network(

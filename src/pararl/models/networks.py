@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from pararl.normalize import OFF, Normalizer, NormSettings
+from pararl.models.normalize import OFF, Normalizer, NormSettings
 
 
 def mlp(

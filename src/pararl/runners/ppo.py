@@ -37,7 +37,7 @@ from pararl.vector import ParallelVectorEnv, SerialVectorEnv
 RolloutSource = Callable[[], dict[str, np.ndarray]]  # the next rollout, flattened
 
 # metrics.csv columns of a PPO run, beside the session's: the update's losses and
-# how far it moved the policy (`algos.ppo`), the normalisation (`normalize`)
+# how far it moved the policy (`algos.ppo`), the normalisation (`models.normalize`)
 METRICS = ("pg_loss", "v_loss", "entropy", "approx_kl", "clipfrac", "obs_std", "reward_scale")
 
 

@@ -89,7 +89,9 @@ def measure_round_trip(envs_per_worker: int = 4, workers: int = 2) -> float:
     return max(0.0, per_step - envs_per_worker * measure_step_s(fn))
 
 
-def round_trip_s(cache: Path | None = None) -> float:
+def round_trip_s(
+    cache: Path | None = None, measure: Callable[[], float] = measure_round_trip
+) -> float:
     """This machine's round trip: from the cache, or measured now and cached (an
     unwritable cache only means measuring again next time)."""
     cache = cache or cache_file()
@@ -99,7 +101,7 @@ def round_trip_s(cache: Path | None = None) -> float:
         return float(saved[key]["round_trip_s"])
     except (OSError, ValueError, KeyError, TypeError):
         saved = {}
-    value = measure_round_trip()
+    value = measure()
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
         entries = saved if isinstance(saved, dict) else {}
@@ -118,13 +120,15 @@ def choose_mode(
     num_envs: int,
     workers: int,
     round_trip: Callable[[], float] = round_trip_s,
+    step_time: Callable[[Callable[[], gym.Env]], float] = measure_step_s,
 ) -> ModeChoice:
-    """The requested mode, or for `auto` the one whose vector step is cheaper."""
+    """The requested mode, or for `auto` the one whose vector step is cheaper.
+    `round_trip` and `step_time` measure this machine and the env (given, in tests)."""
     if requested != "auto":
         return ModeChoice(requested, None, "asked for")
     if workers < 2:
         return ModeChoice("serial", None, "one core")
-    step_s = measure_step_s(env_fn)
+    step_s = step_time(env_fn)
     spared = (1 - 1 / workers) * num_envs * step_s
     trip = round_trip()
     mode = "sync" if spared > trip else "serial"

@@ -4,7 +4,7 @@ flat batch with GAE advantages and returns; `collect` (all envs in lock-step) an
 are computed) fill one from a vector env in SAME_STEP autoreset mode.
 
 The rollout holds raw observations (the policy normalises them itself, with
-statistics frozen for the rollout: `pararl.normalize`), the rewards as learned from
+statistics frozen for the rollout: `pararl.models.normalize`), the rewards as learned from
 (scaled when reward scaling is on), and each step's discounted return per env, from
 which the learner updates the reward scale after the update.
 
@@ -24,7 +24,7 @@ import torch
 
 from pararl.gae import gae
 from pararl.models import ActorCritic
-from pararl.normalize import DiscountedReturns
+from pararl.models.normalize import DiscountedReturns
 from pararl.vector import ParallelVectorEnv
 
 FLOAT32 = np.dtype(np.float32)

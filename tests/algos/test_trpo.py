@@ -12,7 +12,7 @@ from pararl.algos.baseline import TaskBatch
 from pararl.algos.maml import adapt, adapted_outputs, episode_mean, gauss_newton_fisher, gaussian_kl
 from pararl.algos.trpo import TRPOHyper, conjugate_gradient, trpo_step
 from pararl.models.gaussian import GaussianMLP, gaussian_log_likelihood
-from tests.maml.test_inner import linear_case
+from tests.algos.test_maml import linear_case
 
 
 def policy_objective(penalty: float = 0.0):  # type: ignore[no-untyped-def]

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from pararl import DQNConfig, train
-from tests.dqn.test_train import SMALL
+from tests.runners.test_dqn import SMALL
 from tests.test_learns import COMMON, GOOD
 
 

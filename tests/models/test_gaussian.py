@@ -1,4 +1,5 @@
-"""Per-task parameters act: each task's envs run that task's adapted policy."""
+"""Gaussian policies: per-task parameters act (each task's envs run that task's adapted
+policy), and one log-density serves acting and learning."""
 
 from __future__ import annotations
 
@@ -7,8 +8,13 @@ import pytest
 import torch
 from torch.func import functional_call
 
-from pararl.models.gaussian import GaussianMLP, TaskPolicy
-from tests.meta.conftest import nav_sampler
+from pararl.models.gaussian import (
+    GaussianMLP,
+    TaskPolicy,
+    gaussian_log_likelihood,
+    gaussian_log_prob,
+)
+from tests.samplers.meta.conftest import nav_sampler
 
 
 def test_act_tasks_equals_each_rows_own_forward_pass() -> None:
@@ -71,3 +77,18 @@ def test_each_tasks_envs_act_with_its_own_parameters(recv: str) -> None:
         # the point walks towards its task's own direction
         final = episodes.next_observations[:, -1]
         np.testing.assert_allclose(final, np.broadcast_to(20 * moves[j], final.shape), atol=0.1)
+
+
+def test_one_gaussian_log_prob_for_numpy_and_torch() -> None:
+    """Acting (numpy, on the noise it drew) and learning (torch, on the actions) take
+    the same density, and it is torch's Normal's."""
+    rng = np.random.default_rng(0)
+    mean, log_std = rng.normal(size=(5, 3)), rng.normal(size=3) * 0.3
+    noise = rng.normal(size=(5, 3))
+    actions = mean + np.exp(log_std) * noise
+    acting = gaussian_log_prob(noise, log_std)
+    learning = gaussian_log_likelihood(*map(torch.as_tensor, (actions, mean, log_std)))
+    normal = torch.distributions.Normal(torch.as_tensor(mean), torch.as_tensor(np.exp(log_std)))
+    reference = normal.log_prob(torch.as_tensor(actions)).sum(-1)
+    np.testing.assert_allclose(acting, learning.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(acting, reference.numpy(), rtol=1e-12)

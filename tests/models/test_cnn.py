@@ -95,7 +95,7 @@ def test_models_that_cannot_read_the_observations_are_refused_in_one_line() -> N
 
 
 def test_image_actor_critic_never_normalises_observations() -> None:
-    from pararl.normalize import NormSettings
+    from pararl.models.normalize import NormSettings
 
     ac = actor_critic("minatar-cnn", MINATAR.shape, np.bool_, 3, True, (), norm=NormSettings(True))  # type: ignore[arg-type]
     assert not ac.norm.settings.obs

@@ -15,7 +15,7 @@ from pararl.samplers.meta.auto import Auto
 from pararl.samplers.meta.recv import MinEnvs, Timeout, WaitAll
 from pararl.samplers.meta.sampler import SampleResult, make_task_env, parse_recv
 from pararl.vector import ParallelVectorEnv
-from tests.meta.conftest import NAV, GoalSeeker, nav_sampler
+from tests.samplers.meta.conftest import NAV, GoalSeeker, nav_sampler
 
 RECV = ("all", "timeout=0.0001", "timeout=0.01", "min_envs=0.5", "min_envs=1", "auto")
 FIELDS = ("observations", "next_observations", "actions", "rewards", "log_probs")

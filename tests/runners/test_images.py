@@ -5,6 +5,7 @@ evaluated and recorded from its run directory."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -97,4 +98,16 @@ def test_minatar_ppo_learns_breakout_above_random_and_is_evaluated_and_recorded(
     gif = tmp_path / "breakout.gif"
     result = pararl("evaluate", str(tmp_path / "ppo"), "--episodes", "3", "--video", str(gif))
     assert result.returncode == 0, result.stderr
-    assert gif.stat().st_size > 0
+    # the video is the first of those episodes, every step of it, as the env draws it
+    import imageio.v2 as imageio
+
+    from pararl import playback
+    from pararl.rundir import RunDir
+
+    config, policy = playback.load_policy(RunDir(tmp_path / "ppo"), "best")
+    _, drawn, _ = playback._play(config, policy, 1, 12_345, "rgb_array")
+    recorded = imageio.mimread(gif)
+    assert len(recorded) == len(drawn) > 1
+    assert recorded[0].shape[:2] == drawn[0].shape[:2]
+    np.testing.assert_array_equal(recorded[0][..., :3], drawn[0])  # a GIF of few colours
+    assert any(not np.array_equal(a, b) for a, b in itertools.pairwise(recorded))

@@ -31,8 +31,8 @@ from pararl.mp.procs import ProcessGroup
 from pararl.optim import FlatAdam
 from pararl.vector import WorkerError
 from pararl.weights.averaging import adam_moments, average_parameters, average_tensors
-from tests.dqn.test_train import SMALL
 from tests.procs import alive_after, interrupt_training
+from tests.runners.test_dqn import SMALL
 
 CPU = torch.device("cpu")
 # the DQN end-to-end tests' small run, a little longer, averaging every 4 updates

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from pararl import PPOConfig, train
 from pararl.algos.ppo import PPOState, greedy_policy
 from pararl.config import config_from_json, to_json
-from pararl.normalize import DiscountedReturns, Normalizer, NormSettings, merge_moments
+from pararl.models.normalize import DiscountedReturns, Normalizer, NormSettings, merge_moments
 
 SMALL: dict[str, Any] = dict(
     env="Pendulum-v1",

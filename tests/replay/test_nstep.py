@@ -144,7 +144,7 @@ def test_learning_starts_counts_transitions_added_to_a_frame_memory() -> None:
     from pararl.algos.dqn import DQNState
     from pararl.config import DQNConfig
     from pararl.replay.frame_memory import FrameReplay
-    from tests.algos.test_frame_replay import FRAME, fill
+    from tests.replay.test_frame_memory import FRAME, fill
 
     space = gym.spaces.Box(0, 255, (3, *FRAME), np.uint8)
     cfg = DQNConfig(env="x", buffer_size=60, learning_starts=60, batch_size=8, model="mlp")

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 from benchmarks.__main__ import main
-from benchmarks.lib import harness as h
 from benchmarks.lib.figures import Panel, Series
 
+from benchmarks.lib import harness as h
 from tests.benchmarks.conftest import PNG
 
 

@@ -15,7 +15,7 @@ from pararl.replay.prioritized import PRIORITY_EPS, PrioritizedReplay, importanc
 from pararl.replay.sumtree import SumTree
 from pararl.replay.uniform import ReplayBuffer
 from pararl.samplers.chunks.explore import EpsilonSchedule
-from tests.algos.test_frame_replay import FRAME, fill
+from tests.replay.test_frame_memory import FRAME, fill
 
 
 def check_sums(tree: SumTree) -> None:

@@ -9,9 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from benchmarks.lib import sb3, solve, training
 from benchmarks.lib.solve import SolveOptions
 from benchmarks.lib.training import parse_evaluate, parse_final
+
+from benchmarks.lib import sb3, solve, training
 
 PARARL_STDERR = """pararl: DQN on CartPole-v1, mode async, learner on cpu, run dir /tmp/x
 eval @ 5,120 steps (3.2 s): 180.0 ± 20.0
@@ -155,4 +156,5 @@ def test_sb3_anchor_tiny_budget(tmp_path: Path) -> None:
     verified = training.run_process([*verify, "--episodes", "2"], 120.0, tmp_path)
     checked = sb3.parse(verified.stdout, "dqn")
     assert checked is not None
-    assert (checked["episodes"], checked["mean"] > 0) == (2, True)
+    assert checked["episodes"] == 2
+    assert checked["mean"] >= 8  # a CartPole pole falls in no fewer steps, whatever the policy
