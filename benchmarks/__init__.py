@@ -1,7 +1,7 @@
 """pararl's benchmark suite (not installed with pararl): `python -m benchmarks NAME`.
 
-One module per benchmark, on a shared library (`lib`): the harness, figures and
-statistics every benchmark reports with, the whole training processes they time
-(`lib.training`), the SB3 anchors (`lib.sb3`) and the time-to-solve part of `dqn` and
-`ppo` (`lib.solve`). `python -m benchmarks` lists them.
+One module per benchmark (a large one keeps its own helpers beside it: `atari_runners`,
+`atari_profile`, `maml_seed`), on a shared library, `lib`: the harness, figures and
+statistics every benchmark reports with, the training processes they time, the SB3
+anchors, and what two benchmarks share. `python -m benchmarks --list` names them.
 """

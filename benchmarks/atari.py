@@ -28,7 +28,7 @@ from benchmarks import atari_profile
 from benchmarks import atari_runners as ar
 from benchmarks.lib import harness as h
 from benchmarks.lib.figures import Panel, Series
-from benchmarks.vector_runners import deferred_sigint
+from benchmarks.lib.stepping import deferred_sigint
 from pararl.envs.atari import is_atari, register_atari
 from pararl.mp.procs import ProcessGroup
 

@@ -28,8 +28,8 @@ import psutil
 
 from benchmarks import atari_runners as ar
 from benchmarks.lib import harness as h
+from benchmarks.lib.stepping import VectorStep, actions
 from benchmarks.vector import calibrate
-from benchmarks.vector_runners import VectorStep, actions
 from pararl.envs.make import env_factory
 from pararl.vector import SerialVectorEnv
 

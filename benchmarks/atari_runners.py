@@ -29,9 +29,9 @@ from typing import Any, Literal, get_args
 import gymnasium as gym
 import numpy as np
 
-from benchmarks import vector_runners
+from benchmarks.lib import stepping
+from benchmarks.lib.stepping import Partial, Runner, VectorStep, actions
 from benchmarks.vector import calibrate
-from benchmarks.vector_runners import Partial, Runner, VectorStep, actions
 from pararl.envs.atari import FireReset, needs_fire, register_atari
 from pararl.envs.make import env_factory
 from pararl.mp.listen import SPIN_S
@@ -144,7 +144,7 @@ class PipeBytes:
         return self.sent + self.received
 
 
-class Single(vector_runners.Single):
+class Single(stepping.Single):
     """One preprocessed env in this process, reset on episode end."""
 
     def __init__(self, case: Case) -> None:

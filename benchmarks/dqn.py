@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from benchmarks import dqn_drivers as drivers
+from benchmarks.lib import dqn_spells as drivers
 from benchmarks.lib import harness as h
 from benchmarks.lib import solve
 from benchmarks.lib.figures import Panel, Series

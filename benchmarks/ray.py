@@ -17,8 +17,8 @@ import statistics
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from benchmarks.dqn_drivers import Pararl, RateRow, Runs, spells, workload_config
 from benchmarks.lib import harness as h
+from benchmarks.lib.dqn_spells import Pararl, RateRow, Runs, spells, workload_config
 from benchmarks.lib.figures import Panel, Series
 
 TARGET = 0.8  # Ray's sampling throughput against the local backend's, at least

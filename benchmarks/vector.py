@@ -19,8 +19,8 @@ from typing import Any, Literal
 
 import gymnasium as gym
 
-from benchmarks import vector_runners as stepping
 from benchmarks.lib import harness as h
+from benchmarks.lib import stepping
 from benchmarks.lib.figures import Panel, Series
 from pararl.errors import UsageError
 from pararl.mp.topology import physical_cores

@@ -1,4 +1,6 @@
-"""What every benchmark shares: `harness` (options, interleaving, tables, publishing),
+"""What benchmarks share: `harness` (options, interleaving, tables, publishing),
 `figures`, `stats` (summaries of repeated measurements), `training` (start a `pararl
 train` process, read its metrics), `sb3` (the Stable-Baselines3 anchors, each its own
-process) and `solve` (time to solve CartPole-v1)."""
+process), `solve` (time to solve CartPole-v1: `dqn`, `ppo`), `stepping` (the vector
+stepping loops: `vector`, `atari`) and `dqn_spells` (pararl's DQN loop and the seed's
+design in timed spells: `dqn`, `ray`)."""

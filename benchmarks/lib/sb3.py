@@ -1,5 +1,5 @@
-"""The Stable-Baselines3 anchors, each run as its own process, and how a benchmark
-launches one (`command`) and reads its result (`parse`): the one SB3 launcher.
+"""The Stable-Baselines3 anchors, each run as its own process (`command` launches one,
+`parse` reads its result line, `sb3-ALGO: {json}`, last on its stdout):
 
     python -m benchmarks.lib.sb3 dqn train --seed 0 --budget 100000 --save model.zip
     python -m benchmarks.lib.sb3 ppo verify model.zip --episodes 20
@@ -7,20 +7,11 @@ launches one (`command`) and reads its result (`parse`): the one SB3 launcher.
     python -m benchmarks.lib.sb3 dqn minatar --env MinAtar/Breakout-v1 --budget 100000
     python -m benchmarks.lib.sb3 ppo pong --slice-s 60 --learning-starts 1000
 
-- `train` (CartPole-v1, rl-baselines3-zoo's settings; `lib.solve`) stops at the first
-  deterministic evaluation (SB3's EvalCallback) reaching `--target`; `verify` is a
-  saved model's mean return.
-- `curve` (PPO on MuJoCo with pararl's continuous-control settings; `mujoco`) and
-  `minatar` (pararl's own MinAtar envs, with the settings pararl's defaults give
-  MinAtar, read from `pararl.config` so that the two cannot drift apart, and a
-  features extractor with the MinAtar paper's network; `pixels`) run the whole
-  budget and report every deterministic evaluation with its wall time.
-- `pong` runs SB3 zoo's Atari settings (`AtariWrapper`, 4 stacked frames,
-  `CnnPolicy`) until `--slice-s` seconds have passed since the first gradient
-  update, and reports the clock: (wall s, agent steps, updates) about once a second.
-
-Each prints one line, `sb3-ALGO: {json}`, last on stdout. SB3 is imported only in
-the process that runs it.
+CartPole with rl-baselines3-zoo's settings (`train` stops at the first evaluation
+reaching `--target`); MuJoCo and MinAtar with pararl's own settings, read from
+`pararl.config` where they can be (`curve`, `minatar`: every evaluation with its wall
+time); Pong with the zoo's Atari settings (`pong`: the clock, a slice of wall time
+after the first update). SB3 is imported only in the process that runs it.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from typing import Any
 import gymnasium as gym
 import pytest
 from benchmarks.__main__ import main
-from benchmarks.vector_runners import BACKENDS
+from benchmarks.lib.stepping import BACKENDS
 
 from benchmarks import vector
 from tests.benchmarks.conftest import PNG

@@ -1,4 +1,4 @@
-"""The stepping loops `python -m benchmarks vector` times, one per backend, all with
+"""The stepping loops the `vector` and `atari` benchmarks time, one per backend, all with
 `unit` (env steps per iteration), `reset()`, `run(steps) -> steps done`, `close()`.
 
 Actions are drawn once, before timing: sampling in the hot loop would add the same
