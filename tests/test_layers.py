@@ -1,5 +1,6 @@
-"""The package's import graph: no module reaches back up through a circle of
-imports (the layer contract itself is `lint-imports`, run by `make lint`)."""
+"""The import graphs of the package and of the benchmark suite: no module reaches
+back up through a circle of imports (the package's layer contract itself is
+`lint-imports`, run by `make lint`)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,10 @@ def test_no_import_cycles() -> None:
     # the package root re-exports `train` lazily; it is nobody's dependency
     graph.remove_module("pararl")
     assert _cycles(graph) == []
+
+
+def test_no_import_cycles_in_the_benchmarks() -> None:
+    assert _cycles(grimp.build_graph("benchmarks")) == []
 
 
 def test_the_cycle_finder_finds_a_cycle() -> None:
