@@ -101,11 +101,9 @@ def test_minatar_ppo_learns_breakout_above_random_and_is_evaluated_and_recorded(
     # the video is the first of those episodes, every step of it, as the env draws it
     import imageio.v2 as imageio
 
-    from pararl import playback
-    from pararl.rundir import RunDir
+    from pararl import load, playback
 
-    config, policy = playback.load_policy(RunDir(tmp_path / "ppo"), "best")
-    _, drawn, _ = playback._play(config, policy, 1, 12_345, "rgb_array")
+    _, drawn, _ = playback._play(load(tmp_path / "ppo"), 1, 12_345, "rgb_array", 27_000)
     recorded = imageio.mimread(gif)
     assert len(recorded) == len(drawn) > 1
     assert recorded[0].shape[:2] == drawn[0].shape[:2]
