@@ -84,7 +84,12 @@ def test_failure_is_reported_and_close_leaves_no_process() -> None:
 
 def test_session_records_and_keeps_the_evaluated_state(tmp_path: Path) -> None:
     cfg = DQNConfig(
-        eval_every=10, tensorboard=False, progress="none", target_return=1e9, total_steps=10**6
+        eval_every=10,
+        tensorboard=False,
+        progress="none",
+        target_return=1e9,
+        total_steps=10**6,
+        checkpoint_every=25_000,
     )
     background = BackgroundEvaluator(env_factory("CartPole-v1"), 2, 0, MODEL_FN)
     session = TrainSession(cfg, RunDir.new(tmp_path, "dqn", "x"), background, 1e9)
@@ -133,7 +138,12 @@ def test_env_registered_at_run_time_is_carried_to_the_child() -> None:
 
 def test_dead_evaluator_at_the_end_loses_no_checkpoint(tmp_path: Path) -> None:
     cfg = DQNConfig(
-        eval_every=10, tensorboard=False, progress="none", target_return=1e9, total_steps=10**6
+        eval_every=10,
+        tensorboard=False,
+        progress="none",
+        target_return=1e9,
+        total_steps=10**6,
+        checkpoint_every=25_000,
     )
     background = BackgroundEvaluator(env_factory("CartPole-v1"), 2, 0, MODEL_FN)
     session = TrainSession(cfg, RunDir.new(tmp_path, "dqn", "x"), background, 1e9)
@@ -215,6 +225,7 @@ def test_every_evaluation_adds_a_training_row_with_rates(tmp_path: Path) -> None
         target_return=1e9,
         log_every_s=1e9,
         total_steps=10**6,
+        checkpoint_every=25_000,
     )
     evaluator = Evaluator(env_factory("CartPole-v1"), 2, seed=0)
     session = TrainSession(cfg, RunDir.new(tmp_path, "dqn", "x"), evaluator, 1e9)

@@ -86,6 +86,8 @@ class MAMLConfig(RunConfig):
         filled: dict[str, Any] = {}
         if self.meta_batch_size is None:
             filled["meta_batch_size"] = 20 if "Navigation2D" in self.env else 40
+        if self.checkpoint_every is None:
+            filled["checkpoint_every"] = 25_000
         cfg = replace(self, **filled)
         if cfg.total_steps is None:
             filled["total_steps"] = cfg.meta_iterations * cfg.steps_per_iteration()

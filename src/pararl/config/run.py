@@ -82,9 +82,10 @@ class RunConfig:
     eval_in: Literal["auto", "process", "inline"] = "auto"
     """Where evaluations run: `process` (a child process, overlapped with training;
     the default with more than one core) or `inline` (in the training loop)."""
-    checkpoint_every: int = 25_000
-    """Save a periodic checkpoint, step_N, every this many env steps (best and final
-    are always saved)."""
+    checkpoint_every: int | None = None
+    """Save a periodic checkpoint, step_N, every this many env steps; all are kept
+    (best and final are always saved). Default by env kind: 25,000 (Atari-sized
+    images 500,000, MinAtar 250,000: a Nature-CNN DQN checkpoint is 27 MB)."""
     checkpoint_every_s: float = 300.0
     """Also save the periodic checkpoint `latest` every this many seconds (replaced
     each time), so that a run killed outright loses at most this much."""
@@ -106,10 +107,10 @@ class RunConfig:
     # Defaults that depend on the kind of env: fields left None are filled from this
     # table by `for_env` once the env's spaces are known (one row per kind).
     BY_KIND: ClassVar[dict[EnvKind, dict[str, Any]]] = {
-        "discrete": {"total_steps": 100_000, "eval_every": 2_500},
-        "continuous": {"total_steps": 100_000, "eval_every": 2_500},
-        "image": {"total_steps": 10_000_000, "eval_every": 50_000},
-        "minatar": {"total_steps": 5_000_000, "eval_every": 10_000},
+        "discrete": {"total_steps": 100_000, "eval_every": 2_500, "checkpoint_every": 25_000},
+        "continuous": {"total_steps": 100_000, "eval_every": 2_500, "checkpoint_every": 25_000},
+        "image": {"total_steps": 10_000_000, "eval_every": 50_000, "checkpoint_every": 500_000},
+        "minatar": {"total_steps": 5_000_000, "eval_every": 10_000, "checkpoint_every": 250_000},
     }
 
     @property
@@ -118,6 +119,13 @@ class RunConfig:
         if self.eval_every is None:
             raise UsageError("eval_every not set; call config.for_env(kind) first")
         return self.eval_every
+
+    @property
+    def checkpoint_interval(self) -> int:
+        """`checkpoint_every`, once filled in (`for_env`)."""
+        if self.checkpoint_every is None:
+            raise UsageError("checkpoint_every not set; call config.for_env(kind) first")
+        return self.checkpoint_every
 
     @property
     def budget(self) -> int:
@@ -157,7 +165,10 @@ class RunConfig:
             (self.workers is None or self.workers >= 1, "--workers must be >= 1"),
             (self.eval_every is None or self.eval_every > 0, "--eval-every must be > 0"),
             (self.eval_episodes >= 1, "--eval-episodes must be >= 1"),
-            (self.checkpoint_every > 0, "--checkpoint-every must be > 0"),
+            (
+                self.checkpoint_every is None or self.checkpoint_every > 0,
+                "--checkpoint-every must be > 0",
+            ),
             (self.checkpoint_every_s > 0, "--checkpoint-every-s must be > 0"),
             (
                 self.eval_max_steps is None or self.eval_max_steps >= 1,

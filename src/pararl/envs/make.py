@@ -53,9 +53,9 @@ def install_hint(env_id: str) -> str | None:
 def probe_env(
     env_id: str, wrapper: str = "none", kwargs: Mapping[str, Any] | None = None
 ) -> tuple[gym.Space, gym.Space]:
-    """Build the env once for its spaces; a missing optional package is a UsageError
-    that names what to install, keyword arguments the env does not take one that
-    names them."""
+    """Build the env once for its spaces (its actions' declared bounds: see
+    `declared_action_space`); a missing optional package is a UsageError that names
+    what to install, keyword arguments the env does not take one that names them."""
     try:
         env = make_env(env_id, wrapper, kwargs=kwargs)
     except (gym.error.DependencyNotInstalled, ImportError) as exc:
@@ -73,9 +73,20 @@ def probe_env(
             "its constructor takes (--env-kwargs KEY=VALUE ...)"
         ) from exc
     try:
-        return env.observation_space, env.action_space
+        return env.observation_space, declared_action_space(env)
     finally:
         env.close()
+
+
+def declared_action_space(env: gym.Env) -> gym.Space:
+    """The action space as the env declares it: under the `ClipAction` that pararl
+    puts on Box actions (whose space Gymnasium makes unbounded), with its bounds."""
+    inner: gym.Env = env
+    while isinstance(inner, gym.Wrapper):
+        if isinstance(inner, gym.wrappers.ClipAction):
+            return inner.env.action_space
+        inner = inner.env
+    return env.action_space
 
 
 def check_env_id(

@@ -55,7 +55,7 @@ class BackgroundEvaluator:
         stream: tuple[int, ...] = (),
         max_steps: int = DEFAULT_EPISODE_CAP,
     ) -> None:
-        self.timeout_s = timeout_s
+        self.timeout_s, self.max_steps = timeout_s, max_steps
         self._sent_at: float | None = None  # the request in flight: sent, or last heard of
         self.progress: Progress | None = None  # how far the evaluation in flight is
         if child is None or not child.alive:

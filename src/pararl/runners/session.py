@@ -89,7 +89,7 @@ class TrainSession:
         self._next_eval = (start_steps // every + 1) * every
         # a fresh run saves at its first tick too: any run can be resumed, even one
         # killed outright before the first periodic checkpoint
-        every = config.checkpoint_every
+        every = config.checkpoint_interval
         self._next_ckpt = (start_steps // every + 1) * every if start_steps else 1
         self._last_ckpt_s = start_wall  # wall time of the last periodic checkpoint
         self.episode_returns: deque[float] = deque(maxlen=20)
@@ -148,7 +148,7 @@ class TrainSession:
         """`step_N` every `checkpoint_every` env steps; between them, `latest` every
         `checkpoint_every_s` seconds (a run killed outright loses at most that)."""
         if env_steps >= self._next_ckpt:
-            every = self.config.checkpoint_every
+            every = self.config.checkpoint_interval
             self._next_ckpt = (env_steps // every + 1) * every
             checkpoints.save(self.run, f"step_{env_steps}", state_fn())
         elif now - self._last_ckpt_s >= self.config.checkpoint_every_s:
@@ -172,6 +172,8 @@ class TrainSession:
             self._pending = (env_steps, self.wall_s, lambda: snapshot)
         else:
             self._pending = (env_steps, self.wall_s, state_fn)
+        if isinstance(self.evaluator, Evaluator):  # in this process: it says how far it is
+            self.evaluator.progress = self._progress_note(env_steps)
         self.evaluator.submit(policy)  # type: ignore[arg-type]
         self._collect_eval()  # inline: the returns are in already
 
@@ -238,8 +240,6 @@ class TrainSession:
         due = env_steps >= self._next_eval and not self.solved
         if due and self._policy is not None and not self.evaluator.busy:
             self._next_eval = env_steps + self.config.eval_interval
-            if isinstance(self.evaluator, Evaluator):  # inline: it reports as it runs
-                self.evaluator.progress = self._progress_note(env_steps)
             # training has stopped: no snapshot needed
             self._start_eval(env_steps, self._policy, state_fn, weights_move_on=False)
             self._await_eval(env_steps)
