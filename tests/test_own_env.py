@@ -19,8 +19,9 @@ from pararl import DQNConfig, PPOConfig, load, train
 from tests.conftest import UserModule
 
 TINY = [
-    "--total-steps", "1200", "--learning-starts", "200", "--eval-every", "600",
-    "--eval-episodes", "2", "--mode", "serial", "--progress", "plain", "--no-tensorboard",
+    "--total-steps", "800", "--learning-starts", "200", "--eval-every", "400",
+    "--eval-episodes", "2", "--eval-in", "inline", "--mode", "serial", "--progress", "plain",
+    "--no-tensorboard",
 ]  # fmt: skip
 
 
@@ -62,10 +63,10 @@ def test_console_script_trains_it_then_evaluate_and_resume_find_it(
     evaluated = pararl("evaluate", str(run), "--episodes", "2")
     assert evaluated.returncode == 0, evaluated.stderr
     assert "corridor_env:Corridor-v0: mean return" in evaluated.stdout
-    resumed = pararl("train", "--resume", str(run), "--total-steps", "1800")
+    resumed = pararl("train", "--resume", str(run), "--total-steps", "1200")
     assert resumed.returncode == 0, resumed.stderr
-    assert "resuming from checkpoints/final.pt: 1,2" in resumed.stderr
-    assert load(run, "final").env_steps >= 1800
+    assert "resuming from checkpoints/final.pt: 800 env steps" in resumed.stderr
+    assert load(run, "final").env_steps >= 1200
 
 
 def test_env_kwargs_reach_the_env_and_bad_ones_are_one_line(
@@ -133,12 +134,12 @@ def test_evaluations_and_metrics_rows_are_in_step_order(
         "--mode", "serial", "--progress", "none", "--no-tensorboard", "--run-dir", "run",
         "--checkpoint-every", "512",
     ]  # fmt: skip
-    assert pararl("train", "dqn", *args, "--total-steps", "1500").returncode == 0
+    assert pararl("train", "dqn", *args, "--total-steps", "1200").returncode == 0
     (Path("run") / "checkpoints" / "final.pt").unlink()  # as if killed: resume from step_N
-    assert pararl("train", "--resume", "run", "--total-steps", "2600").returncode == 0
+    assert pararl("train", "--resume", "run", "--total-steps", "1800").returncode == 0
     for name in ("metrics.csv", "eval.csv"):
         with (Path("run") / name).open() as f:
             steps = [int(float(r["env_steps"])) for r in csv.DictReader(f)]
-        assert len(steps) > 4, name
+        assert len(steps) >= 3, name
         assert steps == sorted(steps), (name, steps)
-        assert max(steps) >= 2600, name
+        assert max(steps) >= 1800, name
