@@ -164,6 +164,11 @@ def load(run_dir: str | Path, checkpoint: str = "best", seed: int = 0) -> Agent:
     (best, final, interrupted, latest, step_N). A `module:EnvId` run imports its
     module as training did (from the working directory, or where the run found it)."""
     run = RunDir(Path(run_dir))
+    if not run.config.is_file():
+        raise UsageError(
+            f"{run.root} is not a pararl run directory (no config.json); pass the "
+            "directory pararl train saved the run in"
+        )
     config = saved_config(run.root)
     if split_env_id(config.env)[0] is not None:
         found = saved_facts(run.root).get("env_module_dir")

@@ -5,6 +5,7 @@ cut there and reported as truncated."""
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import tempfile
@@ -19,7 +20,7 @@ from pararl.config import EvaluateConfig
 from pararl.config.saved import saved_facts
 from pararl.envs.make import env_factory
 from pararl.errors import UsageError
-from pararl.evaluation.greedy import Episodes, Evaluator, episode_cap
+from pararl.evaluation.greedy import Episodes, Evaluator, episode_cap, progress_notes
 from pararl.registry import algorithm_of_run
 from pararl.rundir import RunDir
 
@@ -129,7 +130,9 @@ def run(cfg: EvaluateConfig) -> dict[str, float]:
         env_fn = env_factory(config.env, kwargs=config.env_kwargs)
         evaluator = Evaluator(env_fn, cfg.episodes, cfg.seed, stream=(0,), max_steps=cap)
         try:
-            episodes = evaluator.run(lambda obs: agent.act(obs))
+            say = functools.partial(print, file=sys.stderr, flush=True)
+            progress = progress_notes(say, f"{cfg.episodes} episodes of {config.env}")
+            episodes = evaluator.run(lambda obs: agent.act(obs), progress)
         finally:
             evaluator.close()
     truncated = int(episodes.truncated.sum())

@@ -104,10 +104,8 @@ TINY = [
 def test_training_and_evaluate_report_capped_episodes(
     tmp_path: Path, pararl: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pararl.runners import session
-
     monkeypatch.setattr(greedy, "PROGRESS_EVERY_S", 0.0)
-    monkeypatch.setattr(session, "PROGRESS_NOTE_S", 0.0)
+    monkeypatch.setattr(greedy, "NOTE_EVERY_S", 0.0)
     run = tmp_path / "run"
     trained = pararl("train", "dqn", *TINY, "--run-dir", str(run))
     assert trained.returncode == 0, trained.stderr
@@ -125,5 +123,8 @@ def test_training_and_evaluate_report_capped_episodes(
     assert "; 3 truncated" in evaluated.stdout
     assert "3 of 3 episodes reached the evaluation cap of 20 steps" in evaluated.stderr
     assert "--max-steps sets the cap" in evaluated.stderr
+    assert "pararl: evaluating 3 episodes of pararl/NeverEnds-v0: 0/3 episodes ended" in (
+        evaluated.stderr
+    )
     default = pararl("evaluate", str(run), "--episodes", "1")  # the run's own cap, 50
     assert "mean return 50.0" in default.stdout

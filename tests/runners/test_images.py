@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-import torch
 
 from pararl import train
 from pararl.config import DQNConfig, PPOConfig
+from tests.runners.saved import final_state
 
 pytestmark = pytest.mark.timeout(120)
 QUIET = ("--progress", "plain", "--no-tensorboard", "--eval-in", "inline", "--eval-episodes", "1")
@@ -43,7 +43,7 @@ def test_dqn_on_atari_frames_runs_with_the_nature_cnn(pararl: Any, tmp_path: Pat
     assert (config["model"], config["resolved"]["env_kind"]) == ("nature-cnn", "image")
     assert config["lr"] == 1e-4
     assert config["n_step"] == 1
-    state = torch.load(run_dir / "checkpoints" / "final.pt", weights_only=False)
+    state = final_state(run_dir)
     assert state["learner"]["updates"] > 0
     assert state["replay"]["kind"] == "frames"  # each frame once, as bytes
     assert state["replay"]["frames"].dtype == np.uint8

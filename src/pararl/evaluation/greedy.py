@@ -102,6 +102,24 @@ class Progress:
 
 
 ProgressFn = Callable[[Progress], None]
+NOTE_EVERY_S = 10.0  # at most one note per this long on an evaluation that runs on
+
+
+def progress_notes(say: Callable[[str], None], what: str) -> ProgressFn:
+    """A `ProgressFn` that says how far the evaluation `what` is ("evaluating
+    `what`: 7/20 episodes ended, ..."), at most once per `NOTE_EVERY_S`, the first
+    as soon as a report arrives (one comes `PROGRESS_EVERY_S` after the start: a
+    short evaluation says nothing)."""
+    started, last = time.monotonic(), -float("inf")
+
+    def note(progress: Progress) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if now - last >= NOTE_EVERY_S:
+            last = now
+            say(f"pararl: evaluating {what}: {progress.text()}, {now - started:.0f} s")
+
+    return note
 
 
 class GreedyModel(Protocol):

@@ -19,7 +19,14 @@ import numpy as np
 
 from pararl.config import RunConfig, to_json
 from pararl.evaluation.background import BackgroundEvaluator
-from pararl.evaluation.greedy import Episodes, Evaluator, GreedyModel, Policy, Progress
+from pararl.evaluation.greedy import (
+    Episodes,
+    Evaluator,
+    GreedyModel,
+    Policy,
+    Progress,
+    progress_notes,
+)
 from pararl.evaluation.reported import ReportedReturns
 from pararl.logging import Console, MetricsWriter, RateMeter, truncate_after
 from pararl.plots import learning_curve
@@ -51,7 +58,6 @@ EVAL_METRICS = (
     "eval_truncated",
     "eval_length",
 )
-PROGRESS_NOTE_S = 10.0  # at most one note per this long on a last evaluation that runs on
 
 
 class TrainSession:
@@ -245,21 +251,8 @@ class TrainSession:
             self._await_eval(env_steps)
 
     def _progress_note(self, env_steps: int) -> Callable[[Progress], None]:
-        """A console note on how far the evaluation of the weights at `env_steps` is,
-        at most once per `PROGRESS_NOTE_S` (the first as soon as it is known)."""
-        started, last = time.monotonic(), -np.inf
-
-        def note(progress: Progress) -> None:
-            nonlocal last
-            now = time.monotonic()
-            if now - last >= PROGRESS_NOTE_S:
-                last = now
-                self.console.message(
-                    f"pararl: evaluating the weights at {env_steps:,} env steps: "
-                    f"{progress.text()}, {now - started:.0f} s"
-                )
-
-        return note
+        """A console note on how far the evaluation of the weights at `env_steps` is."""
+        return progress_notes(self.console.message, f"the weights at {env_steps:,} env steps")
 
     def _await_eval(self, env_steps: int) -> None:
         """Collect the evaluation in flight in the child, noting its progress; the
