@@ -19,7 +19,9 @@ from pararl.errors import UsageError
 from pararl.models import ActorCritic, QNetwork
 from pararl.models.gaussian import GaussianMLP
 
-QUIET: dict[str, Any] = dict(progress="none", tensorboard=False, mode="serial", workers=1)
+QUIET: dict[str, Any] = dict(
+    progress="none", tensorboard=False, mode="serial", workers=1, eval_in="inline"
+)
 
 
 @pytest.fixture(scope="module")
