@@ -10,16 +10,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 import pytest
 
 import pararl.envs  # noqa: F401 - registers pararl/NeverEnds-v0
+from pararl.config import DQNConfig
 from pararl.envs.make import env_factory
 from pararl.evaluation import greedy
 from pararl.evaluation.background import BackgroundEvaluator
 from pararl.evaluation.greedy import DEFAULT_EPISODE_CAP, Evaluator, Progress, episode_cap
 from pararl.models import QNetwork
+from pararl.rundir import RunDir
+from pararl.runners.session import TrainSession
 
 NEVER_ENDS = "pararl/NeverEnds-v0"
 
@@ -72,26 +74,32 @@ def test_a_long_evaluation_reports_progress(monkeypatch: pytest.MonkeyPatch) -> 
     assert seen[-1].text() == "0/2 episodes ended, 20 steps (at most 20)"
 
 
-def test_the_evaluation_process_caps_and_reports_progress_too() -> None:
-    """Steps of 1 ms: 3,000 of them take ~3 s, long enough for a progress report."""
-    env_fn = functools.partial(gym.make, NEVER_ENDS, cost_us=1000.0)
-    background = BackgroundEvaluator(
-        env_fn, 1, 0, functools.partial(QNetwork, 8, 2, (8,)), max_steps=3_000
+def test_a_run_waiting_for_the_evaluation_process_says_how_far_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The run's budget is spent while the evaluation process plays episodes that
+    never end (steps of 1 ms: 2,500 take ~2.5 s): the run waits for them, saying how
+    far they are, and records them as cut at the cap."""
+    monkeypatch.setattr(greedy, "NOTE_EVERY_S", 0.0)  # every report the child sends
+    cfg = DQNConfig(
+        env=NEVER_ENDS, env_kwargs={"cost_us": 1000.0}, eval_every=10, eval_max_steps=2_500,
+        total_steps=10, checkpoint_every=10, progress="plain", tensorboard=False,
+    )  # fmt: skip
+    model_fn = functools.partial(QNetwork, 8, 2, (8,))
+    evaluator = BackgroundEvaluator(
+        env_factory(cfg.env, kwargs=cfg.env_kwargs), 1, 0, model_fn, max_steps=2_500
     )
-    try:
-        background.submit(QNetwork(8, 2, (8,)))
-        progress: list[Progress] = []
-        deadline = time.monotonic() + 60
-        while (episodes := background.poll(timeout=0.2)) is None:
-            assert time.monotonic() < deadline, "no answer from the evaluation process"
-            if background.progress is not None and background.progress not in progress:
-                progress.append(background.progress)
-    finally:
-        background.close()
-    assert episodes.capped.all()
-    assert episodes.lengths.tolist() == [3_000]
-    assert progress, "no progress report arrived"
-    assert 0 < progress[-1].steps < 3_000
+    session = TrainSession(cfg, RunDir.new(tmp_path, "dqn", "x"), evaluator, None)
+    model = model_fn()
+    session.tick(10, 0, model, lambda: {"q": model.state_dict()})
+    assert evaluator.busy
+    session.finish(10, lambda: {"q": model.state_dict()}, "step budget reached")
+    err = capsys.readouterr().err
+    assert "pararl: evaluating the weights at 10 env steps: 0/1 episodes ended" in err
+    assert "1 of 1 episodes reached the evaluation cap of 2,500 steps" in err
+    with session.run.evaluations.open() as f:
+        [row] = list(csv.DictReader(f))
+    assert (row["eval_truncated"], row["eval_length"]) == ("1", "2500.0")
 
 
 TINY = [
