@@ -32,8 +32,8 @@ from pararl.rundir import RunDir
 
 class Agent:
     """A run's trained policy. `network` is the torch module itself (its
-    `state_dict` is the checkpoint's weights); `config` the run's config;
-    `env_steps` how far the run had trained when the checkpoint was saved."""
+    `state_dict` is the checkpoint's weights); `config` the run's config; `source`
+    the checkpoint file; `env_steps` how far the run had trained when it was saved."""
 
     def __init__(
         self,
@@ -49,7 +49,8 @@ class Agent:
         self.obs_dtype = np.dtype(state.get("obs_dtype", "<f4"))
         bounds = state.get("action_bounds")
         self.action_bounds = None if bounds is None else tuple(np.asarray(b) for b in bounds)
-        self._state = state
+        # the checkpoint's description of the network (shapes, bounds), not its weights
+        self._state = {k: v for k, v in state.items() if k not in ("learner", "replay")}
         self.rng = np.random.default_rng(seed)  # for `act(..., deterministic=False)`
         self.task: Any = None  # MAML: the task this agent was adapted to (None: meta-policy)
         self.adaptation_returns: np.ndarray | None = None  # before adapting, after each step
