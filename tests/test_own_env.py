@@ -1,7 +1,8 @@
 """A user's own env, as a new user brings one: a `module:EnvId` in the working
 directory, a constructor without `render_mode` and with arguments of its own. It
-trains through the console script, evaluates and resumes from elsewhere, and the
-Python API builds it without Gymnasium's override warning."""
+trains through the console script, evaluates and resumes from elsewhere (its
+metrics.csv and eval.csv in env-step order throughout), and the Python API builds it
+without Gymnasium's override warning."""
 
 from __future__ import annotations
 
@@ -18,10 +19,11 @@ import pytest
 from pararl import DQNConfig, PPOConfig, load, train
 from tests.conftest import UserModule
 
+# evaluations in a child process: their results come back after later log rows
 TINY = [
-    "--total-steps", "800", "--learning-starts", "200", "--eval-every", "400",
-    "--eval-episodes", "2", "--eval-in", "inline", "--mode", "serial", "--progress", "plain",
-    "--no-tensorboard",
+    "--total-steps", "800", "--learning-starts", "200", "--eval-every", "200",
+    "--eval-episodes", "2", "--eval-in", "process", "--log-every-s", "0", "--mode", "serial",
+    "--progress", "plain", "--no-tensorboard", "--checkpoint-every", "400",
 ]  # fmt: skip
 
 
@@ -63,10 +65,17 @@ def test_console_script_trains_it_then_evaluate_and_resume_find_it(
     evaluated = pararl("evaluate", str(run), "--episodes", "2")
     assert evaluated.returncode == 0, evaluated.stderr
     assert "corridor_env:Corridor-v0: mean return" in evaluated.stdout
+    (run / "checkpoints" / "final.pt").unlink()  # as if killed: resume from step_N
     resumed = pararl("train", "--resume", str(run), "--total-steps", "1200")
     assert resumed.returncode == 0, resumed.stderr
-    assert "resuming from checkpoints/final.pt: 800 env steps" in resumed.stderr
+    assert "resuming from checkpoints/step_800.pt: 800 env steps" in resumed.stderr
     assert load(run, "final").env_steps >= 1200
+    for name in ("metrics.csv", "eval.csv"):  # each in env-step order, through the resume
+        with (run / name).open() as f:
+            steps = [int(float(r["env_steps"])) for r in csv.DictReader(f)]
+        assert len(steps) >= 3, name
+        assert steps == sorted(steps), (name, steps)
+        assert max(steps) >= 1200, name
 
 
 def test_env_kwargs_reach_the_env_and_bad_ones_are_one_line(
@@ -121,25 +130,3 @@ def test_python_api_builds_it_with_kwargs_and_without_override_warnings(
     assert "render_mode" not in err
     with pytest.raises(ValueError, match="JSON values"):
         train(PPOConfig(env="Corridor-v0", env_kwargs={"length": object()}))
-
-
-def test_evaluations_and_metrics_rows_are_in_step_order(
-    user_module: UserModule, pararl: Any
-) -> None:
-    """Evaluations run in a child process and come back after later log rows; with a
-    resume in between, both files still read in env-step order."""
-    args = [
-        "--env", user_module.env_id, "--eval-every", "256", "--eval-episodes", "2",
-        "--eval-in", "process", "--log-every-s", "0", "--learning-starts", "100",
-        "--mode", "serial", "--progress", "none", "--no-tensorboard", "--run-dir", "run",
-        "--checkpoint-every", "512",
-    ]  # fmt: skip
-    assert pararl("train", "dqn", *args, "--total-steps", "1200").returncode == 0
-    (Path("run") / "checkpoints" / "final.pt").unlink()  # as if killed: resume from step_N
-    assert pararl("train", "--resume", "run", "--total-steps", "1800").returncode == 0
-    for name in ("metrics.csv", "eval.csv"):
-        with (Path("run") / name).open() as f:
-            steps = [int(float(r["env_steps"])) for r in csv.DictReader(f)]
-        assert len(steps) >= 3, name
-        assert steps == sorted(steps), (name, steps)
-        assert max(steps) >= 1800, name
