@@ -2,8 +2,10 @@
 
 import os
 import signal
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -54,3 +56,63 @@ def pararl(capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
         return Result(code, out.err, out.out)
 
     return run
+
+
+# A user's own env module, as a new user writes one: no `render_mode` in the
+# constructor, a keyword argument of its own, registered on import.
+USER_ENV = '''
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+
+class Corridor(gym.Env):
+    """Walk right to the end of a corridor of `length` cells; reward 1 there."""
+
+    def __init__(self, length=5):
+        self.length = length
+        self.observation_space = spaces.Box(0.0, 1.0, (1,), np.float32)
+        self.action_space = spaces.Discrete(2)
+        self.pos = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.pos = 0
+        return np.array([0.0], np.float32), {}
+
+    def step(self, action):
+        self.pos = max(0, self.pos + (1 if int(action) == 1 else -1))
+        done = self.pos >= self.length
+        return np.array([self.pos / self.length], np.float32), float(done), done, False, {}
+
+
+gym.register("Corridor-v0", entry_point="corridor_env:Corridor", max_episode_steps=40)
+'''
+
+
+@dataclass
+class UserModule:
+    """`corridor_env.py` (env `corridor_env:Corridor-v0`) in `directory`, which is
+    the working directory and not on `sys.path`."""
+
+    directory: Path
+    env_id: str = "corridor_env:Corridor-v0"
+
+
+@pytest.fixture
+def user_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[UserModule]:
+    """A user's env module in a fresh working directory; afterwards the module, its
+    registration and any `sys.path` entry pararl added for it are gone."""
+    import gymnasium as gym
+
+    from pararl.envs import modules
+
+    home = tmp_path / "project"
+    home.mkdir()
+    (home / "corridor_env.py").write_text(USER_ENV)
+    monkeypatch.chdir(home)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(home))])
+    monkeypatch.setattr(modules, "_ADDED", [])
+    yield UserModule(home)
+    sys.modules.pop("corridor_env", None)
+    gym.registry.pop("Corridor-v0", None)

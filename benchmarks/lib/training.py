@@ -1,7 +1,7 @@
 """Whole training processes: start `pararl train` (or an anchor, `lib.sb3`) as its own
 process, timed from launch to exit, and read what it leaves: its last line, its
-run directory's `metrics.csv` (the evaluation curve, the clock of steps and
-updates), `pararl evaluate`'s mean return.
+run directory's `metrics.csv` (the clock of steps and updates) and `eval.csv` (the
+evaluation curve), `pararl evaluate`'s mean return.
 """
 
 from __future__ import annotations
@@ -123,9 +123,9 @@ def parse_evaluate(stdout: str) -> float | None:
     return float(found[-1]["mean"]) if found else None
 
 
-def read_metrics(run_dir: Path) -> list[dict[str, str]]:
-    """The rows of a run's metrics.csv so far (none before it exists)."""
-    with contextlib.suppress(FileNotFoundError), (run_dir / "metrics.csv").open() as f:
+def read_metrics(run_dir: Path, name: str = "metrics.csv") -> list[dict[str, str]]:
+    """The rows of a run's metrics.csv (or its eval.csv) so far (none before it exists)."""
+    with contextlib.suppress(FileNotFoundError), (run_dir / name).open() as f:
         return list(csv.DictReader(f))
     return []
 
@@ -179,8 +179,10 @@ class Run:
         its curve and totals read from its run directory, and how the process ended."""
         done = run_process(cmd, timeout_s, cwd)
         run = cls(system, env, seed, done.wall_s, done.returncode == 0)
-        rows = read_metrics(cls.directory(system, env, seed, cwd))
-        run.curve, (run.env_steps, run.updates) = evaluations(rows), totals(rows)
+        directory = cls.directory(system, env, seed, cwd)
+        rows = read_metrics(directory)
+        run.curve = evaluations(read_metrics(directory, "eval.csv"))
+        run.env_steps, run.updates = totals(rows)
         run.note = "" if run.ok else done.tail
         return run, done
 

@@ -1,7 +1,7 @@
 """pararl: fast deep RL on every core.
 
-`train` and the configs are imported lazily, so that importing `pararl.vector` (as
-every env worker does) does not pay for PyTorch.
+`train`, `load`, `evaluate` and the configs are imported lazily, so that importing
+`pararl.vector` (as every env worker does) does not pay for PyTorch.
 """
 
 from __future__ import annotations
@@ -9,20 +9,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["DQNConfig", "PPOConfig", "train"]
+__all__ = ["DQNConfig", "MAMLConfig", "PPOConfig", "evaluate", "load", "train"]
 
 if TYPE_CHECKING:
-    from pararl.api import train
-    from pararl.config import DQNConfig, PPOConfig
+    from pararl.api import evaluate, load, train
+    from pararl.config import DQNConfig, MAMLConfig, PPOConfig
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("DQNConfig", "PPOConfig"):
+    if name in ("DQNConfig", "PPOConfig", "MAMLConfig"):
         import pararl.config
 
         return getattr(pararl.config, name)
-    if name == "train":
-        from pararl.api import train
+    if name in ("train", "load", "evaluate"):
+        import pararl.api
 
-        return train
+        return getattr(pararl.api, name)
     raise AttributeError(f"module 'pararl' has no attribute {name!r}")

@@ -1,11 +1,15 @@
-"""The Python entry point: `from pararl import train, DQNConfig` (re-exported lazily)."""
+"""The Python entry points, re-exported lazily by `pararl`: `train(config)`,
+`load(run_dir)` (a trained agent, `pararl.agent`) and `evaluate(run_dir)` (what
+`pararl evaluate` runs)."""
 
 from __future__ import annotations
 
 from collections.abc import Collection
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pararl.config import RunConfig
+from pararl.agent import Agent, load
+from pararl.config import EvaluateConfig, RunConfig
 from pararl.evaluation.child import EvalChild
 from pararl.registry import algorithm_of
 
@@ -27,3 +31,35 @@ def train(
     algo = algorithm_of(config)
     session: TrainSession | None = algo.train(config, eval_child=eval_child, given=given)
     return session
+
+
+def evaluate(
+    run_dir: str | Path,
+    episodes: int = 10,
+    checkpoint: str = "best",
+    seed: int = 12_345,
+    video: str | Path | None = None,
+    max_steps: int | None = None,
+    **options: object,
+) -> dict[str, float]:
+    """`pararl evaluate RUN_DIR` from Python, the same code: the greedy return of a
+    run's checkpoint over `episodes` episodes (printed, and returned as `mean`,
+    `std`, `episodes`, `truncated`; MAML runs: the return before adaptation and after
+    each step, `step_0`, `step_1`, ...). `video`: record the first episode to a .gif
+    or .mp4. `options`: the command's other options by name (`tasks`,
+    `adapt_steps`, `render`, `threads`)."""
+    from pararl import playback
+
+    cfg = EvaluateConfig(
+        Path(run_dir),
+        episodes=episodes,
+        checkpoint=checkpoint,
+        seed=seed,
+        video=None if video is None else Path(video),
+        max_steps=max_steps,
+        **options,  # type: ignore[arg-type]
+    )
+    return playback.run(cfg)
+
+
+__all__ = ["Agent", "evaluate", "load", "train"]

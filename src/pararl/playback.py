@@ -1,8 +1,11 @@
-"""`pararl evaluate RUN_DIR`: load a run's checkpoint with its config, report the
-greedy return, and optionally show it on screen or record a video."""
+"""`pararl evaluate RUN_DIR` (and `pararl.evaluate`): load a run's agent
+(`pararl.agent`), report the greedy return, and optionally show it on screen or
+record a video. Every episode ends: one still running after `--max-steps` steps is
+cut there and reported as truncated."""
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import tempfile
@@ -11,49 +14,52 @@ from typing import Any
 
 import numpy as np
 
-from pararl import checkpoint, seeding
-from pararl.config import EvaluateConfig, RunConfig, config_from_json
+from pararl import seeding
+from pararl.agent import Agent, load
+from pararl.config import EvaluateConfig
+from pararl.config.saved import saved_facts
 from pararl.envs.make import env_factory
 from pararl.errors import UsageError
-from pararl.evaluation.greedy import Evaluator, Policy
-from pararl.registry import algorithm_of, algorithm_of_run
+from pararl.evaluation.greedy import Episodes, Evaluator, episode_cap, progress_notes
+from pararl.registry import algorithm_of_run
 from pararl.rundir import RunDir
 
 
-def load_policy(run: RunDir, name: str) -> tuple[RunConfig, Policy]:
-    if not run.config.is_file():
-        raise UsageError(f"{run.root} is not a pararl run directory (no config.json)")
-    config = config_from_json(run.config.read_text())
-    state = checkpoint.load(run.checkpoint(name))
-    return config, algorithm_of(config).greedy_policy(config, state).greedy
-
-
 def _play(
-    config: RunConfig, policy: Policy, episodes: int, seed: int, render_mode: str
-) -> tuple[list[float], list[Any], float]:
-    """Episodes one at a time in a rendering env; frames of the first when rgb_array,
-    and the env's own frame rate (`metadata["render_fps"]`, 30 if it states none)."""
-    env = env_factory(config.env, render_mode=render_mode)()
+    agent: Agent, episodes: int, seed: int, render_mode: str, max_steps: int
+) -> tuple[Episodes, list[Any], float]:
+    """Episodes one at a time in a rendering env, each for at most `max_steps`
+    steps; frames of the first when rgb_array, and the env's own frame rate
+    (`metadata["render_fps"]`, 30 if it states none)."""
+    env = agent.make_env(render_mode)
     fps = float(env.metadata.get("render_fps") or 30)
-    returns, frames = [], []
+    returns, lengths, truncated, capped, frames = [], [], [], [], []
     try:
         # the same episodes as a training run's first evaluation with this seed
         for ep, ep_seed in enumerate(seeding.env_seeds(seed, episodes, "eval", 0, 0)):
             obs, _ = env.reset(seed=ep_seed)
-            total, done = 0.0, False
-            while not done:
+            total, steps, ended, cut = 0.0, 0, False, False
+            while not ended:
                 if render_mode == "rgb_array" and ep == 0:
                     frames.append(env.render())
-                action = policy(obs[None])[0]
-                obs, reward, terminated, truncated, _ = env.step(
-                    action.item() if action.ndim == 0 else action
-                )
-                total += float(reward)
-                done = terminated or truncated
+                obs, reward, terminated, trunc, _ = env.step(agent.act(obs))
+                total, steps = total + float(reward), steps + 1
+                cut = trunc and not terminated
+                ended = terminated or trunc or steps >= max_steps
             returns.append(total)
+            lengths.append(steps)
+            capped.append(not (terminated or trunc))
+            truncated.append(cut or capped[-1])
     finally:
         env.close()
-    return returns, frames, fps
+    result = Episodes(
+        np.asarray(returns),
+        np.asarray(lengths),
+        np.asarray(truncated),
+        np.asarray(capped),
+        max_steps,
+    )
+    return result, frames, fps
 
 
 VIDEO_SUFFIXES = (".gif", ".mp4")
@@ -76,6 +82,8 @@ def check(cfg: EvaluateConfig) -> None:
         raise UsageError("--episodes must be >= 1")
     if cfg.threads < 1:
         raise UsageError("--threads must be >= 1")
+    if cfg.max_steps is not None and cfg.max_steps < 1:
+        raise UsageError("--max-steps must be >= 1")
     if cfg.video is not None and cfg.video.suffix.lower() not in VIDEO_SUFFIXES:
         raise UsageError(f"--video {cfg.video}: use a .gif or .mp4 file name")
     if cfg.video is not None and cfg.render:
@@ -98,6 +106,8 @@ def quiet_sdl(render_mode: str) -> None:
 
 
 def run(cfg: EvaluateConfig) -> dict[str, float]:
+    """Evaluate as `cfg` says; print the result and return it (mean and std of the
+    return, episodes, how many were truncated)."""
     import torch
 
     check(cfg)
@@ -105,24 +115,38 @@ def run(cfg: EvaluateConfig) -> dict[str, float]:
     own = algorithm_of_run(cfg.run_dir).evaluation if RunDir(cfg.run_dir).config.is_file() else None
     if own is not None:  # an algorithm with an evaluation of its own (MAML: adaptation)
         return own(cfg, write_video)
-    config, policy = load_policy(RunDir(cfg.run_dir), cfg.checkpoint)
+    agent = load(cfg.run_dir, cfg.checkpoint)
+    config = agent.config
+    cap = cfg.max_steps or saved_facts(cfg.run_dir).get("eval_max_steps")
+    cap = int(cap or episode_cap(config.env, config.env_kwargs, None))
     if cfg.render or cfg.video is not None:
         mode = "human" if cfg.render else "rgb_array"
         quiet_sdl(mode)
-        returns, frames, fps = _play(config, policy, cfg.episodes, cfg.seed, mode)
+        episodes, frames, fps = _play(agent, cfg.episodes, cfg.seed, mode, cap)
         if cfg.video is not None:
             write_video(frames, cfg.video, fps)
             print(f"video of episode 1 written to {cfg.video}")
-        result = np.asarray(returns)
     else:
-        evaluator = Evaluator(env_factory(config.env), cfg.episodes, cfg.seed, stream=(0,))
+        env_fn = env_factory(config.env, kwargs=config.env_kwargs)
+        evaluator = Evaluator(env_fn, cfg.episodes, cfg.seed, stream=(0,), max_steps=cap)
         try:
-            result = evaluator.run(policy)
+            say = functools.partial(print, file=sys.stderr, flush=True)
+            progress = progress_notes(say, f"{cfg.episodes} episodes of {config.env}")
+            episodes = evaluator.run(lambda obs: agent.act(obs), progress)
         finally:
             evaluator.close()
-    mean, std = float(result.mean()), float(result.std())
+    truncated = int(episodes.truncated.sum())
     print(
-        f"{config.env}: mean return {mean:.1f} ± {std:.1f} over {cfg.episodes} episodes "
-        f"({cfg.checkpoint} checkpoint of {cfg.run_dir})"
+        f"{config.env}: mean return {episodes.mean:.1f} ± {episodes.std:.1f} over "
+        f"{cfg.episodes} episodes ({cfg.checkpoint} checkpoint of {cfg.run_dir})"
+        + (f"; {truncated} truncated" if truncated else "")
     )
-    return {"mean": mean, "std": std}
+    note = episodes.cap_note().replace("--eval-max-steps", "--max-steps")
+    if note:
+        print(f"pararl: {note}", file=sys.stderr)
+    return {
+        "mean": episodes.mean,
+        "std": episodes.std,
+        "episodes": float(cfg.episodes),
+        "truncated": float(truncated),
+    }

@@ -1,4 +1,4 @@
-"""Learning-curve plots from a run's metrics.csv."""
+"""Learning-curve plots from a run's metrics.csv and eval.csv."""
 
 from __future__ import annotations
 
@@ -15,7 +15,14 @@ def _column(rows: list[dict[str, str]], key: str, where: str) -> tuple[list[floa
     return xs, ys
 
 
-def learning_curve(metrics_csv: Path, out_png: Path, title: str) -> Path | None:
+def _rows(path: Path) -> list[dict[str, str]]:
+    if not path.is_file():
+        return []
+    with path.open() as f:
+        return list(csv.DictReader(f))
+
+
+def learning_curve(metrics_csv: Path, eval_csv: Path, out_png: Path, title: str) -> Path | None:
     """Return (training episodes and greedy evaluations; MAML: before and after
     adaptation) against env steps and wall time, side by side. Returns the PNG path,
     or None if there is nothing to plot."""
@@ -23,8 +30,7 @@ def learning_curve(metrics_csv: Path, out_png: Path, title: str) -> Path | None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    with metrics_csv.open() as f:
-        rows = list(csv.DictReader(f))
+    rows = _rows(metrics_csv) + _rows(eval_csv)  # each series reads its own rows
     if not rows:
         return None
     fig = Figure(figsize=(11, 4))

@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+
+def safe_name(text: str) -> str:
+    """`text` as a file name on any file system: every run of characters other than
+    letters, digits, `.`, `_` and `-` becomes one `_` (`myenv:Maze-v0` -> `myenv_Maze-v0`)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text)
 
 
 @dataclass(frozen=True)
@@ -14,11 +22,20 @@ class RunDir:
 
     @staticmethod
     def new(base: Path | None, algo: str, env_id: str) -> RunDir:
-        if base is None:
-            stamp = time.strftime("%Y%m%d-%H%M%S")
-            base = Path("runs") / f"{algo}-{env_id.replace('/', '_')}-{stamp}"
-        base.mkdir(parents=True, exist_ok=True)
-        return RunDir(base)
+        """`base`, or `runs/<algo>-<env>-<time>` (a new one: `-2`, `-3`, ... when two
+        runs start in the same second)."""
+        if base is not None:
+            base.mkdir(parents=True, exist_ok=True)
+            return RunDir(base)
+        name = f"{algo}-{safe_name(env_id)}-{time.strftime('%Y%m%d-%H%M%S')}"
+        for n in itertools.count(1):
+            root = Path("runs") / (name if n == 1 else f"{name}-{n}")
+            try:
+                root.mkdir(parents=True)
+            except FileExistsError:
+                continue
+            return RunDir(root)
+        raise AssertionError("unreachable")
 
     def remove_if_empty(self) -> None:
         """Remove the directory if nothing was written into it (a start that failed)."""
@@ -39,6 +56,16 @@ class RunDir:
 
     def checkpoint(self, name: str) -> Path:
         return self.checkpoints / f"{name}.pt"
+
+    @property
+    def replay(self) -> Path:
+        """The replay memory, saved once beside the checkpoints (`runners.saving`)."""
+        return self.checkpoints / "replay.pt"
+
+    @property
+    def evaluations(self) -> Path:
+        """One row per greedy evaluation (metrics.csv has the training rows)."""
+        return self.root / "eval.csv"
 
     @property
     def tensorboard(self) -> Path:

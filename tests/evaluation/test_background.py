@@ -41,10 +41,11 @@ def _model(seed: int) -> QNetwork:
 
 
 def _wait(evaluator: BackgroundEvaluator, seconds: float = 20.0) -> np.ndarray:
+    """The returns of the evaluation in flight."""
     for _ in range(int(seconds / 0.1)):
         result = evaluator.poll(timeout=0.1)
         if result is not None:
-            return result
+            return result.returns
     raise AssertionError("no evaluation result in time")
 
 
@@ -53,7 +54,7 @@ def test_same_returns_as_inline_and_snapshot_taken_at_submit() -> None:
     background = BackgroundEvaluator(env_factory("CartPole-v1"), 3, 5, MODEL_FN)
     try:
         model = _model(0)
-        expected = inline.run(model.greedy)
+        expected = inline.run(model.greedy).returns
         background.submit(model)
         assert background.busy
         with torch.no_grad():  # changing the weights now must not change the result
@@ -83,7 +84,12 @@ def test_failure_is_reported_and_close_leaves_no_process() -> None:
 
 def test_session_records_and_keeps_the_evaluated_state(tmp_path: Path) -> None:
     cfg = DQNConfig(
-        eval_every=10, tensorboard=False, progress="none", target_return=1e9, total_steps=10**6
+        eval_every=10,
+        tensorboard=False,
+        progress="none",
+        target_return=1e9,
+        total_steps=10**6,
+        checkpoint_every=25_000,
     )
     background = BackgroundEvaluator(env_factory("CartPole-v1"), 2, 0, MODEL_FN)
     session = TrainSession(cfg, RunDir.new(tmp_path, "dqn", "x"), background, 1e9)
@@ -132,7 +138,12 @@ def test_env_registered_at_run_time_is_carried_to_the_child() -> None:
 
 def test_dead_evaluator_at_the_end_loses_no_checkpoint(tmp_path: Path) -> None:
     cfg = DQNConfig(
-        eval_every=10, tensorboard=False, progress="none", target_return=1e9, total_steps=10**6
+        eval_every=10,
+        tensorboard=False,
+        progress="none",
+        target_return=1e9,
+        total_steps=10**6,
+        checkpoint_every=25_000,
     )
     background = BackgroundEvaluator(env_factory("CartPole-v1"), 2, 0, MODEL_FN)
     session = TrainSession(cfg, RunDir.new(tmp_path, "dqn", "x"), background, 1e9)
@@ -153,7 +164,7 @@ def test_started_child_is_adopted_by_the_evaluator() -> None:
     try:
         assert background._group is child.group
         model = _model(3)
-        expected = Evaluator(env_factory("CartPole-v1"), 2, seed=3).run(model.greedy)
+        expected = Evaluator(env_factory("CartPole-v1"), 2, seed=3).run(model.greedy).returns
         background.submit(model)
         np.testing.assert_array_equal(_wait(background), expected)
     finally:
@@ -214,6 +225,7 @@ def test_every_evaluation_adds_a_training_row_with_rates(tmp_path: Path) -> None
         target_return=1e9,
         log_every_s=1e9,
         total_steps=10**6,
+        checkpoint_every=25_000,
     )
     evaluator = Evaluator(env_factory("CartPole-v1"), 2, seed=0)
     session = TrainSession(cfg, RunDir.new(tmp_path, "dqn", "x"), evaluator, 1e9)
@@ -231,4 +243,6 @@ def test_every_evaluation_adds_a_training_row_with_rates(tmp_path: Path) -> None
     training = [r for r in rows if r.get("episode_return")]
     assert [int(r["env_steps"]) for r in training] == [10, 20, 30]
     assert all(float(r["steps_per_s"]) > 0 for r in training)  # counted from the first tick
-    assert len([r for r in rows if r.get("eval_return")]) == 3
+    with session.run.evaluations.open() as f:
+        evaluations = list(csv.DictReader(f))
+    assert [int(r["env_steps"]) for r in evaluations] == [10, 20, 30]

@@ -16,6 +16,7 @@ import torch
 from pararl import DQNConfig, train
 from pararl.vector import WorkerError
 from tests.procs import alive_after, interrupt_training
+from tests.runners.saved import final_state
 
 SMALL = dict(
     total_steps=1_200,
@@ -43,16 +44,19 @@ def test_serial_is_bit_for_bit_reproducible(tmp_path: Path) -> None:
         train(DQNConfig(mode="serial", seed=3, run_dir=tmp_path / name, **SMALL))
     a, b = final_weights(tmp_path / "a"), final_weights(tmp_path / "b")
     assert all(torch.equal(a[k], b[k]) for k in a)
-    assert (tmp_path / "a" / "metrics.csv").read_text().count("\n") > 2
+    rows = (tmp_path / "a" / "metrics.csv").read_text().splitlines()
+    assert len(rows) >= 2  # header, rows; the last where training stopped, whenever it logged
+    assert rows[-1].split(",")[0] == str(SMALL["total_steps"])
+    assert (tmp_path / "a" / "eval.csv").read_text().count("\n") >= 2
     assert (tmp_path / "a" / "learning_curve.png").is_file()
 
 
 def test_resume_continues_the_run(tmp_path: Path) -> None:
     run = tmp_path / "run"
     train(DQNConfig(mode="serial", run_dir=run, **SMALL))
-    first = torch.load(run / "checkpoints" / "final.pt", weights_only=False)
+    first = final_state(run)
     session = train(DQNConfig(resume=str(run), total_steps=2_400))  # a str, as from Python
-    second = torch.load(run / "checkpoints" / "final.pt", weights_only=False)
+    second = final_state(run)
     assert session.run.root == run
     assert first["env_steps"] == 1_200
     assert second["env_steps"] == 2_400

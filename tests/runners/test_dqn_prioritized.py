@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 from pararl import DQNConfig, train
+from tests.runners.saved import final_state
 from tests.runners.test_dqn import SMALL
 from tests.test_learns import COMMON, GOOD
 
@@ -29,12 +29,12 @@ def test_prioritized_dqn_learns(mode: str, tmp_path: Path) -> None:
 def test_priorities_are_checkpointed_and_resumed(tmp_path: Path) -> None:
     run = tmp_path / "run"
     train(DQNConfig(mode="serial", prioritized=True, run_dir=run, **SMALL))  # type: ignore[arg-type]
-    first = torch.load(run / "checkpoints" / "final.pt", weights_only=False)["replay"]
+    first = final_state(run)["replay"]
     priorities = first["priorities"]
     stored = len(first["memory"]["action"])
     assert stored > 1_000  # an episode's reset step carries no transition
     assert len(np.unique(priorities[:stored])) > 100  # learned TD errors, not the initial max
     train(DQNConfig(resume=run, total_steps=2_400))
-    second = torch.load(run / "checkpoints" / "final.pt", weights_only=False)["replay"]
+    second = final_state(run)["replay"]
     assert len(second["memory"]["action"]) > stored + 1_000
     assert second["max_priority"] >= first["max_priority"]

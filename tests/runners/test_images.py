@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-import torch
 
 from pararl import train
 from pararl.config import DQNConfig, PPOConfig
+from tests.runners.saved import final_state
 
 pytestmark = pytest.mark.timeout(120)
 QUIET = ("--progress", "plain", "--no-tensorboard", "--eval-in", "inline", "--eval-episodes", "1")
@@ -43,7 +43,7 @@ def test_dqn_on_atari_frames_runs_with_the_nature_cnn(pararl: Any, tmp_path: Pat
     assert (config["model"], config["resolved"]["env_kind"]) == ("nature-cnn", "image")
     assert config["lr"] == 1e-4
     assert config["n_step"] == 1
-    state = torch.load(run_dir / "checkpoints" / "final.pt", weights_only=False)
+    state = final_state(run_dir)
     assert state["learner"]["updates"] > 0
     assert state["replay"]["kind"] == "frames"  # each frame once, as bytes
     assert state["replay"]["frames"].dtype == np.uint8
@@ -101,11 +101,9 @@ def test_minatar_ppo_learns_breakout_above_random_and_is_evaluated_and_recorded(
     # the video is the first of those episodes, every step of it, as the env draws it
     import imageio.v2 as imageio
 
-    from pararl import playback
-    from pararl.rundir import RunDir
+    from pararl import load, playback
 
-    config, policy = playback.load_policy(RunDir(tmp_path / "ppo"), "best")
-    _, drawn, _ = playback._play(config, policy, 1, 12_345, "rgb_array")
+    _, drawn, _ = playback._play(load(tmp_path / "ppo"), 1, 12_345, "rgb_array", 27_000)
     recorded = imageio.mimread(gif)
     assert len(recorded) == len(drawn) > 1
     assert recorded[0].shape[:2] == drawn[0].shape[:2]

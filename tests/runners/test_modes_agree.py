@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
 
 from pararl import DQNConfig, train
 from pararl.runners.dqn import PUBLISH_EVERY
+from tests.runners.saved import final_state
 
 RUN = dict(
     total_steps=1_024,
@@ -30,11 +30,6 @@ RUN = dict(
     target_return=1e9,
     average_every=32,  # every 32 vector steps of a replica with 4 envs
 )
-
-
-def final_state(run_dir: Path) -> dict[str, Any]:
-    state: dict[str, Any] = torch.load(run_dir / "checkpoints" / "final.pt", weights_only=False)
-    return state
 
 
 def shapes(state: dict[str, Any]) -> dict[str, tuple[int, ...]]:

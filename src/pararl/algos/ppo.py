@@ -284,10 +284,14 @@ class PPOState:
         self.obs_shape = tuple(obs_space.shape or ())
         self.obs_dtype = rollout_dtype(obs_space)
         self.discrete = isinstance(act_space, gym.spaces.Discrete)
+        # Box bounds, saved so that a loaded agent clips its actions as the env does
+        self.action_bounds: tuple[np.ndarray, np.ndarray] | None = None
         if isinstance(act_space, gym.spaces.Discrete):
             self.action_dim = int(act_space.n)
         else:
             self.action_dim = int(np.prod(act_space.shape or (1,)))
+            if isinstance(act_space, gym.spaces.Box):
+                self.action_bounds = (act_space.low.ravel(), act_space.high.ravel())
 
         self.make_model = functools.partial(
             actor_critic,
@@ -350,6 +354,7 @@ class PPOState:
             "obs_dtype": self.obs_dtype.str,
             "action_dim": self.action_dim,
             "discrete": self.discrete,
+            "action_bounds": self.action_bounds,
         }
 
     @property

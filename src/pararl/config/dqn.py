@@ -15,6 +15,7 @@ _DQN_VECTORS: dict[str, Any] = dict(
     total_steps=100_000, lr=2.5e-3, gamma=0.99, buffer_size=100_000, batch_size=64,
     learning_starts=1_000, replay_ratio=0.25, n_step=3, double_dqn=True, target_update=250,
     eps_end=0.05, eps_decay_steps=10_000, model="mlp", optimizer="adam", eval_every=2_500,
+    checkpoint_every=25_000,
 )  # fmt: skip
 
 
@@ -107,13 +108,13 @@ class DQNConfig(RunConfig):
             total_steps=10_000_000, lr=1e-4, gamma=0.99, buffer_size=100_000, batch_size=32,
             learning_starts=100_000, replay_ratio=0.25, n_step=1, double_dqn=False,
             target_update=250, eps_end=0.01, eps_decay_steps=1_000_000, model="nature-cnn",
-            optimizer="adam", eval_every=50_000,
+            optimizer="adam", eval_every=50_000, checkpoint_every=500_000,
         ),
         "minatar": dict(
             total_steps=5_000_000, lr=2.5e-4, gamma=0.99, buffer_size=100_000, batch_size=32,
             learning_starts=5_000, replay_ratio=1.0, n_step=1, double_dqn=False,
             target_update=1_000, eps_end=0.1, eps_decay_steps=100_000, model="minatar-cnn",
-            optimizer="rmsprop", eval_every=10_000,
+            optimizer="rmsprop", eval_every=10_000, checkpoint_every=250_000,
         ),
     }  # fmt: skip
 

@@ -19,13 +19,16 @@ class EvaluateConfig:
     episodes: int = 10
     """Greedy episodes to run (MAML runs: episodes per task and adaptation step)."""
     checkpoint: str = "best"
-    """Checkpoint name in RUN_DIR/checkpoints (best, final, interrupted, step_N)."""
+    """Checkpoint name in RUN_DIR/checkpoints (best, final, interrupted, latest, step_N)."""
     seed: int = 12_345
     """Seed of the evaluation envs."""
     render: bool = False
     """Show the episodes on screen (needs a display)."""
     video: Path | None = None
     """Record the first episode to this file (.gif or .mp4), at the env's frame rate."""
+    max_steps: int | None = None
+    """Longest episode, in env steps: one still running then is cut and reported as
+    truncated. Default: the run's evaluation cap (`--eval-max-steps` of training)."""
     tasks: int = 20
     """MAML runs: new tasks drawn from the env's task distribution to adapt to."""
     adapt_steps: int = 3

@@ -70,6 +70,7 @@ class MAMLConfig(RunConfig):
     # TRPO step is not a single gradient step to compile
     eval_in: Annotated[Literal["auto", "process", "inline"], tyro.conf.Suppress] = "inline"
     eval_episodes: Annotated[int, tyro.conf.Suppress] = 20
+    eval_max_steps: Annotated[int | None, tyro.conf.Suppress] = None
     wrapper: Annotated[Literal["none", "cartpole-shaped"], tyro.conf.Suppress] = "none"
     backend: Annotated[Literal["local", "ray"], tyro.conf.Suppress] = "local"
     ray_address: Annotated[str | None, tyro.conf.Suppress] = None
@@ -87,6 +88,8 @@ class MAMLConfig(RunConfig):
         filled: dict[str, Any] = {}
         if self.meta_batch_size is None:
             filled["meta_batch_size"] = 20 if "Navigation2D" in self.env else 40
+        if self.checkpoint_every is None:
+            filled["checkpoint_every"] = 25_000
         cfg = replace(self, **filled)
         if cfg.total_steps is None:
             filled["total_steps"] = cfg.meta_iterations * cfg.steps_per_iteration()

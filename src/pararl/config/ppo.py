@@ -104,16 +104,18 @@ class PPOConfig(RunConfig):
             total_steps=100_000, num_steps=32, lr=1e-3, gamma=0.98, gae_lambda=0.8,
             minibatch_size=256, update_epochs=20, clip_vloss=False, vf_coef=0.5,
             norm_obs=False, norm_reward=False, clip_coef=0.2, ent_coef=0.0, model="mlp",
-            eval_every=2_500,
+            eval_every=2_500, checkpoint_every=25_000,
         ),
         "continuous": dict(
             total_steps=1_000_000, num_steps=256, lr=3e-4, gamma=0.99, gae_lambda=0.95,
             minibatch_size=64, update_epochs=10, clip_vloss=False, vf_coef=0.25,
             norm_obs=True, norm_reward=True, clip_coef=0.2, ent_coef=0.0, model="mlp",
-            eval_every=2_500,
+            eval_every=2_500, checkpoint_every=25_000,
         ),
-        "image": _PPO_ATARI | dict(model="nature-cnn", eval_every=50_000),
-        "minatar": _PPO_ATARI | dict(model="minatar-cnn", eval_every=10_000),
+        "image": _PPO_ATARI
+        | dict(model="nature-cnn", eval_every=50_000, checkpoint_every=500_000),
+        "minatar": _PPO_ATARI
+        | dict(model="minatar-cnn", eval_every=10_000, checkpoint_every=250_000),
     }  # fmt: skip
 
     def validate(self) -> None:

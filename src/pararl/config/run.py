@@ -10,13 +10,14 @@ kind of config the learners take, so no learner fills defaults again.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 import gymnasium as gym
 
 from pararl import extras
+from pararl.config.env_kwargs import EnvKwargs, check_env_kwargs
 from pararl.config.kinds import EnvKind, env_kind
 from pararl.errors import UsageError
 
@@ -38,7 +39,12 @@ class RunConfig:
     """Fields every training run has."""
 
     env: str = "CartPole-v1"
-    """Gymnasium env id (any registered id; `import`able modules via `module:EnvId`)."""
+    """Gymnasium env id: any registered id, or `module:EnvId` to import `module` first
+    (from the Python path or the working directory), as `gym.make` does."""
+    env_kwargs: EnvKwargs = field(default_factory=dict)
+    """Keyword arguments for the env's constructor, passed to `gym.make`: KEY=VALUE
+    pairs (values read as JSON when they parse: `size=5 walls=[1,2] name=maze`) or
+    one JSON object (`'{"size": 5}'`)."""
     wrapper: Literal["none", "cartpole-shaped"] = "none"
     """Reward wrapper for training envs: `cartpole-shaped` is the seed post's CartPole
     shaping (position and angle terms); evaluation always uses the true reward."""
@@ -73,12 +79,20 @@ class RunConfig:
     (2,500; Atari-sized images 50,000, MinAtar's 10,000: their episodes are longer)."""
     eval_episodes: int = 20
     """Episodes per evaluation (run in parallel as a vector of envs)."""
+    eval_max_steps: int | None = None
+    """Longest evaluation episode, in env steps: one still running then is cut and
+    reported as truncated (its return so far counts). Default: the env's own
+    `max_episode_steps`, else 27,000 (an Atari game's 108,000 frames at frame skip 4)."""
     eval_in: Literal["auto", "process", "inline"] = "auto"
     """Where evaluations run: `process` (a child process, overlapped with training;
     the default with more than one core) or `inline` (in the training loop)."""
-    checkpoint_every: int = 25_000
-    """Save a periodic checkpoint every this many env steps (best and final are always
-    saved)."""
+    checkpoint_every: int | None = None
+    """Save a periodic checkpoint, step_N, every this many env steps; all are kept
+    (best and final are always saved). Default by env kind: 25,000 (Atari-sized
+    images 500,000, MinAtar 250,000: a Nature-CNN DQN checkpoint is 27 MB)."""
+    checkpoint_every_s: float = 300.0
+    """Also save the periodic checkpoint `latest` every this many seconds (replaced
+    each time), so that a run killed outright loses at most this much."""
     log_every_s: float = 2.0
     """Seconds between log lines / progress updates."""
     progress: Literal["auto", "bar", "plain", "none"] = "auto"
@@ -97,10 +111,10 @@ class RunConfig:
     # Defaults that depend on the kind of env: fields left None are filled from this
     # table by `for_env` once the env's spaces are known (one row per kind).
     BY_KIND: ClassVar[dict[EnvKind, dict[str, Any]]] = {
-        "discrete": {"total_steps": 100_000, "eval_every": 2_500},
-        "continuous": {"total_steps": 100_000, "eval_every": 2_500},
-        "image": {"total_steps": 10_000_000, "eval_every": 50_000},
-        "minatar": {"total_steps": 5_000_000, "eval_every": 10_000},
+        "discrete": {"total_steps": 100_000, "eval_every": 2_500, "checkpoint_every": 25_000},
+        "continuous": {"total_steps": 100_000, "eval_every": 2_500, "checkpoint_every": 25_000},
+        "image": {"total_steps": 10_000_000, "eval_every": 50_000, "checkpoint_every": 500_000},
+        "minatar": {"total_steps": 5_000_000, "eval_every": 10_000, "checkpoint_every": 250_000},
     }
 
     @property
@@ -109,6 +123,13 @@ class RunConfig:
         if self.eval_every is None:
             raise UsageError("eval_every not set; call config.for_env(kind) first")
         return self.eval_every
+
+    @property
+    def checkpoint_interval(self) -> int:
+        """`checkpoint_every`, once filled in (`for_env`)."""
+        if self.checkpoint_every is None:
+            raise UsageError("checkpoint_every not set; call config.for_env(kind) first")
+        return self.checkpoint_every
 
     @property
     def budget(self) -> int:
@@ -148,7 +169,15 @@ class RunConfig:
             (self.workers is None or self.workers >= 1, "--workers must be >= 1"),
             (self.eval_every is None or self.eval_every > 0, "--eval-every must be > 0"),
             (self.eval_episodes >= 1, "--eval-episodes must be >= 1"),
-            (self.checkpoint_every > 0, "--checkpoint-every must be > 0"),
+            (
+                self.checkpoint_every is None or self.checkpoint_every > 0,
+                "--checkpoint-every must be > 0",
+            ),
+            (self.checkpoint_every_s > 0, "--checkpoint-every-s must be > 0"),
+            (
+                self.eval_max_steps is None or self.eval_max_steps >= 1,
+                "--eval-max-steps must be >= 1",
+            ),
             (self.ray_timeout_s > 0, "--ray-timeout-s must be > 0"),
             (
                 self.ray_address is None or self.backend == "ray",
@@ -158,6 +187,9 @@ class RunConfig:
         for ok, message in checks:
             if not ok:
                 raise UsageError(message)
+        problem = check_env_kwargs(self.env_kwargs)
+        if problem is not None:
+            raise UsageError(problem)
         if self.backend == "ray" and not extras.available("ray"):
             # say it now, before a run directory is made
             raise UsageError(extras.hint("Ray", "ray", "--backend ray"))

@@ -45,6 +45,17 @@ def config_from_json(text: str) -> RunConfig:
     return cls(**kwargs)
 
 
+def saved_facts(run_dir: Path) -> dict[str, Any]:
+    """What the run resolved at start-up (`resolved` in its config.json: mode,
+    devices, where an env module was found, ...); empty when it saved none."""
+    path = Path(run_dir) / "config.json"
+    try:
+        resolved = json.loads(path.read_text()).get("resolved")
+    except (OSError, ValueError):
+        return {}
+    return dict(resolved) if isinstance(resolved, dict) else {}
+
+
 def saved_config(run_dir: Path) -> RunConfig:
     """The config of the run saved in `run_dir`; a UsageError when there is none."""
     path = Path(run_dir) / "config.json"
@@ -53,4 +64,4 @@ def saved_config(run_dir: Path) -> RunConfig:
     return config_from_json(path.read_text())
 
 
-__all__ = ["SAVED", "config_from_json", "saved_config", "to_json"]
+__all__ = ["SAVED", "config_from_json", "saved_config", "saved_facts", "to_json"]

@@ -13,10 +13,12 @@ def _register(env_id: str, entry_point: str, **kwargs: object) -> None:
 _register("pararl/StepCost-v0", "pararl.envs.fake:StepCostEnv")
 # every step costs 1 ms of CPU: long enough requests to interrupt (Ray actor-death tests)
 _register("pararl/SlowStep-v0", "pararl.envs.fake:StepCostEnv", kwargs={"cost_us": 1000.0})
-# fails on its 300th step: late enough that a training run has stored data first
 # records the reset seeds it gets (`$PARARL_SEED_LOG`); episodes never end by time
 _register("pararl/SeedLog-v0", "pararl.envs.fake:SeedLogEnv", kwargs={"episode_length": 10**9})
+# fails on its 300th step: late enough that a training run has stored data first
 _register("pararl/Faulty-v0", "pararl.envs.fake:FaultyEnv", kwargs={"at": 300})
+# episodes that never end (no termination, no time limit): evaluations must cap them
+_register("pararl/NeverEnds-v0", "pararl.envs.fake:NeverEndsEnv")
 # Meta-RL task envs (sample_tasks / reset_task); episode lengths as in MAML's experiments.
 _register("pararl/HalfCheetahDir-v0", "pararl.envs.meta:HalfCheetahDir", max_episode_steps=200)
 _register("pararl/HalfCheetahVel-v0", "pararl.envs.meta:HalfCheetahVel", max_episode_steps=200)

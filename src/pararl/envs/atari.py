@@ -177,20 +177,21 @@ def needs_fire(env: gym.Env[Any, Any]) -> bool:
 
 
 def make_atari(
-    env_id: str, options: AtariOptions, render_mode: str | None = None
+    env_id: str, options: AtariOptions, kwargs: dict[str, Any] | None = None
 ) -> gym.Env[np.ndarray, int]:
     """The game `env_id` with `options`' preprocessing; `RecordEpisodeStatistics`
     sits under the life and reward wrappers, so it reports whole games' real scores
-    (and lengths in agent steps)."""
+    (and lengths in agent steps). `kwargs` (`render_mode`, the user's) go to
+    `gym.make` after pararl's own, so the user's win."""
     if not register_atari():
         raise ImportError("ale-py is not installed: pip install 'pararl[atari]'")
-    env: gym.Env[Any, Any] = gym.make(
-        env_id,
-        frameskip=1,  # the skip (with its max-pool) is AtariPreprocessing's
-        repeat_action_probability=options.sticky_actions,
-        max_num_frames_per_episode=options.max_frames,
-        render_mode=render_mode,
-    )
+    made: dict[str, Any] = {
+        "frameskip": 1,  # the skip (with its max-pool) is AtariPreprocessing's
+        "repeat_action_probability": options.sticky_actions,
+        "max_num_frames_per_episode": options.max_frames,
+        **(kwargs or {}),
+    }
+    env: gym.Env[Any, Any] = gym.make(env_id, **made)
     preprocess = Preprocessing if options.grayscale else gym.wrappers.AtariPreprocessing
     env = preprocess(
         env,

@@ -117,6 +117,16 @@ class FaultyEnv(StepCostEnv):
         return super().step(action)
 
 
+class NeverEndsEnv(StepCostEnv):
+    """A `StepCostEnv` whose episodes never end, by termination or by time: what a
+    greedy policy that stays alive in an env without a time limit looks like to an
+    evaluation. Reward 1 per step."""
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        obs, _, _, _, info = super().step(action)
+        return obs, 1.0, False, False, info
+
+
 class SeedLogEnv(StepCostEnv):
     """A `StepCostEnv` that appends every reset seed it is given to a file of its
     process in the directory `$PARARL_SEED_LOG` (tests: which seeds every env of

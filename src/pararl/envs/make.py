@@ -1,4 +1,10 @@
-"""Env factories: validated ids, picklable constructors, episode statistics."""
+"""Env factories: validated ids, picklable constructors, episode statistics.
+
+An env is built as `gym.make` builds it from the same id and keyword arguments
+(`--env-kwargs`): `render_mode` is passed only when a frame is asked for (an env
+whose constructor does not take it trains all the same), and a `module:EnvId`
+imports its module as `pararl.envs.modules` says.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +12,16 @@ import contextlib
 import difflib
 import functools
 import importlib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 
 from pararl.envs.atari import AtariOptions, is_atari, make_atari, register_atari
 from pararl.envs.minatar import is_minatar, make_minatar, register_minatar
+from pararl.envs.modules import added_paths, import_env_module, split_env_id
+from pararl.envs.quiet import compiles_mujoco, quiet_mujoco
 from pararl.envs.wrappers import CartPoleShapedReward
 from pararl.errors import UsageError
 
@@ -39,31 +50,54 @@ def install_hint(env_id: str) -> str | None:
     return next((hint for module, hint in INSTALL.items() if entry.startswith(module)), None)
 
 
-def probe_env(env_id: str, wrapper: str = "none") -> tuple[gym.Space, gym.Space]:
-    """Build the env once for its spaces; a missing optional package is a UsageError
-    that names what to install."""
+def probe_env(
+    env_id: str, wrapper: str = "none", kwargs: Mapping[str, Any] | None = None
+) -> tuple[gym.Space, gym.Space]:
+    """Build the env once for its spaces (its actions' declared bounds: see
+    `declared_action_space`); a missing optional package is a UsageError that names
+    what to install, keyword arguments the env does not take one that names them."""
     try:
-        env = make_env(env_id, wrapper)
+        env = make_env(env_id, wrapper, kwargs=kwargs)
     except (gym.error.DependencyNotInstalled, ImportError) as exc:
-        hint = install_hint(env_id.rpartition(":")[2]) or "install the package it names"
+        hint = install_hint(split_env_id(env_id)[1]) or "install the package it names"
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UsageError(
             f"env '{env_id}' needs a package that is missing ({first}); {hint}"
         ) from exc
+    except TypeError as exc:
+        if "argument" not in str(exc):
+            raise
+        given = f" with --env-kwargs {dict(kwargs)}" if kwargs else ""
+        raise UsageError(
+            f"env '{env_id}' cannot be built{given}: {exc}; pass the keyword arguments "
+            "its constructor takes (--env-kwargs KEY=VALUE ...)"
+        ) from exc
     try:
-        return env.observation_space, env.action_space
+        return env.observation_space, declared_action_space(env)
     finally:
         env.close()
 
 
-def check_env_id(env_id: str) -> gym.envs.registration.EnvSpec:
-    """The env's spec, or a UsageError that says what to do."""
-    if ":" in env_id:  # "package.module:EnvId" registers envs on import
-        module, _, env_id = env_id.partition(":")
-        try:
-            importlib.import_module(module)
-        except ImportError as exc:
-            raise UsageError(f"cannot import module '{module}' for env '{env_id}': {exc}") from exc
+def declared_action_space(env: gym.Env) -> gym.Space:
+    """The action space as the env declares it: under the `ClipAction` that pararl
+    puts on Box actions (whose space Gymnasium makes unbounded), with its bounds."""
+    inner: gym.Env = env
+    while isinstance(inner, gym.Wrapper):
+        if isinstance(inner, gym.wrappers.ClipAction):
+            return inner.env.action_space
+        inner = inner.env
+    return env.action_space
+
+
+def check_env_id(
+    env_id: str, module_dirs: Sequence[str | Path] = ()
+) -> gym.envs.registration.EnvSpec:
+    """The env's spec, or a UsageError that says what to do. A `module:EnvId`
+    imports its module (which registers its envs), also from the working directory
+    and then from `module_dirs` (where a saved run found it)."""
+    module, env_id = split_env_id(env_id)
+    if module is not None:
+        import_env_module(module, f"{module}:{env_id}", module_dirs)
     if env_id.startswith("ALE/"):  # Atari ids are registered by importing ale_py
         try:
             importlib.import_module("ale_py")
@@ -96,24 +130,36 @@ def check_env_id(env_id: str) -> gym.envs.registration.EnvSpec:
 
 
 def make_env(
-    env_id: str, wrapper: str = "none", render_mode: str | None = None, training: bool = False
+    env_id: str,
+    wrapper: str = "none",
+    render_mode: str | None = None,
+    training: bool = False,
+    kwargs: Mapping[str, Any] | None = None,
+    module_dirs: Sequence[str] = (),
 ) -> gym.Env:
     """Build one env with episode statistics (and the optional reward wrapper);
     Atari games get their standard preprocessing (`training`: episodic lives and
-    clipped rewards too), MinAtar games their sticky actions (`envs.minatar`)."""
-    if ":" in env_id:
-        module, _, env_id = env_id.partition(":")
-        importlib.import_module(module)
+    clipped rewards too), MinAtar games their sticky actions (`envs.minatar`).
+    `kwargs` go to `gym.make` as given; `render_mode` only when it is set."""
+    module, env_id = split_env_id(env_id)
+    if module is not None:
+        import_env_module(module, f"{module}:{env_id}", module_dirs)
     import pararl.envs  # noqa: F401 - registers the pararl/ ids in worker processes
 
     if env_id not in gym.registry:
         register_atari()
+    made = dict(kwargs or {})
+    if render_mode is not None:
+        made["render_mode"] = render_mode
     if is_atari(env_id):
-        env = make_atari(env_id, AtariOptions.for_training(training), render_mode)
+        env = make_atari(env_id, AtariOptions.for_training(training), made)
     elif is_minatar(env_id):
-        env = make_minatar(env_id, render_mode)
+        env = make_minatar(env_id, made)
     else:
-        env = gym.make(env_id, render_mode=render_mode)
+        spec = gym.registry.get(env_id)
+        if spec is not None and compiles_mujoco(spec.entry_point):
+            quiet_mujoco()
+        env = gym.make(env_id, **made)
         if isinstance(env.action_space, gym.spaces.Box):
             env = gym.wrappers.ClipAction(env)  # Gaussian policies sample beyond the bounds
         env = gym.wrappers.RecordEpisodeStatistics(env)  # true return, before shaping
@@ -124,10 +170,18 @@ def make_env(
 
 
 def env_factory(
-    env_id: str, wrapper: str = "none", render_mode: str | None = None, training: bool = False
+    env_id: str,
+    wrapper: str = "none",
+    render_mode: str | None = None,
+    training: bool = False,
+    kwargs: Mapping[str, Any] | None = None,
 ) -> functools.partial[gym.Env]:
     """A picklable zero-argument constructor (works under every start method);
-    `training`: the env a learner gets its data from (not the evaluation's)."""
+    `training`: the env a learner gets its data from (not the evaluation's). It
+    carries the directories this process added to `sys.path` for env modules, so a
+    process that did not inherit them imports the module from there too."""
     if wrapper not in WRAPPERS:
         raise UsageError(f"unknown wrapper '{wrapper}'; choose one of {', '.join(WRAPPERS)}")
-    return functools.partial(make_env, env_id, wrapper, render_mode, training)
+    return functools.partial(
+        make_env, env_id, wrapper, render_mode, training, dict(kwargs or {}), added_paths()
+    )

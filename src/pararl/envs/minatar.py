@@ -92,18 +92,18 @@ class MinAtarFrames(gym.Wrapper[np.ndarray, int, np.ndarray, int]):
         return np.repeat(np.repeat(frame, CELL, axis=0), CELL, axis=1)
 
 
-def make_minatar(env_id: str, render_mode: str | None = None) -> gym.Env[np.ndarray, int]:
+def make_minatar(env_id: str, kwargs: dict[str, Any] | None = None) -> gym.Env[np.ndarray, int]:
     """The game `env_id` with sticky actions 0.1, episode statistics, and frames
-    drawn by pararl when `render_mode` is `rgb_array`."""
+    drawn by pararl when `render_mode` is `rgb_array`. `kwargs` (`render_mode`, the
+    user's) go to `gym.make` after pararl's own, so the user's win."""
     if not register_minatar():
         raise ImportError("minatar is not installed: pip install 'pararl[minatar]'")
-    if render_mode not in (None, "rgb_array"):
+    made: dict[str, Any] = {"sticky_action_prob": STICKY_ACTIONS, **(kwargs or {})}
+    if made.get("render_mode") not in (None, "rgb_array"):
         raise UsageError(
             "MinAtar games are drawn into video frames only: use --video FILE.gif, not --render"
         )
-    env: gym.Env[Any, Any] = gym.make(
-        env_id, render_mode=render_mode, sticky_action_prob=STICKY_ACTIONS
-    )
+    env: gym.Env[Any, Any] = gym.make(env_id, **made)
     env = MinAtarFrames(env)
     env.metadata = {**env.metadata, "render_fps": 10}
     return gym.wrappers.RecordEpisodeStatistics(env)

@@ -11,7 +11,9 @@ The child (`evaluation.child`, serving `evaluation.serve`) is spawned early and
 told what to evaluate by its first message. Nobody waits for it to start: requests
 queue in the pipe until it is up, and a child that dies or fails is noticed at the
 next poll. While idle it also loads matplotlib, so the learning curve at the end of
-the run is drawn there, without the import on the training process's clock.
+the run is drawn there, without the import on the training process's clock. A
+running evaluation reports how far it is every few seconds (`progress`); a child
+silent for `timeout_s` is taken for hung.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import torch
 from gymnasium.envs.registration import EnvSpec
 
 from pararl.evaluation.child import EvalChild
-from pararl.evaluation.greedy import GreedyModel
+from pararl.evaluation.greedy import DEFAULT_EPISODE_CAP, GreedyModel, Progress
 from pararl.mp.errors import WorkerTimeoutError
 
 CLOSE_GRACE_S = 0.05  # for an evaluation child with nothing left to do
@@ -51,16 +53,19 @@ class BackgroundEvaluator:
         spec: EnvSpec | None = None,
         child: EvalChild | None = None,
         stream: tuple[int, ...] = (),
+        max_steps: int = DEFAULT_EPISODE_CAP,
     ) -> None:
-        self.timeout_s = timeout_s
-        self._sent_at: float | None = None
+        self.timeout_s, self.max_steps = timeout_s, max_steps
+        self._sent_at: float | None = None  # the request in flight: sent, or last heard of
+        self.progress: Progress | None = None  # how far the evaluation in flight is
         if child is None or not child.alive:
             if child is not None:
                 child.close(grace=0.0)
             child = EvalChild()
         self._child = child
         self._group = child.group
-        self._group.send(0, ("setup", (env_fn, episodes, seed, stream, model_fn, spec)))
+        setup = (env_fn, episodes, seed, stream, model_fn, spec, max_steps)
+        self._group.send(0, ("setup", setup))
 
     @property
     def busy(self) -> bool:
@@ -76,23 +81,29 @@ class BackgroundEvaluator:
             raise RuntimeError("a request is already running; poll() for it first")
         self._group.send(0, message)
         self._sent_at = time.monotonic()
+        self.progress = None
 
     def poll(self, timeout: float = 0.0) -> Any:
-        """The answer to the request in flight if it arrives within `timeout` s.
+        """The answer to the request in flight if it arrives within `timeout` s (the
+        progress reports that come first are kept in `progress`).
 
-        Raises `WorkerError` if the child failed or died, `WorkerTimeoutError` if the
-        request has run for longer than `timeout_s`.
+        Raises `WorkerError` if the child failed or died, `WorkerTimeoutError` if it
+        has said nothing for longer than `timeout_s`.
         """
         if self._sent_at is None:
             return None
-        if not self._group.ready([0], timeout):
-            if time.monotonic() - self._sent_at > self.timeout_s:
-                raise WorkerTimeoutError(
-                    0, f"evaluation process: no answer after {self.timeout_s:.0f} s"
-                )
-            return None
-        self._sent_at = None
-        return self._group.receive(0)
+        deadline = time.monotonic() + timeout
+        while self._group.ready([0], max(0.0, deadline - time.monotonic())):
+            answer = self._group.receive(0)
+            if not isinstance(answer, Progress):
+                self._sent_at = None
+                return answer
+            self.progress, self._sent_at = answer, time.monotonic()
+        if time.monotonic() - self._sent_at > self.timeout_s:
+            raise WorkerTimeoutError(
+                0, f"evaluation process: no answer after {self.timeout_s:.0f} s"
+            )
+        return None
 
     def wait(self, timeout: float) -> Any:
         """`poll` until the answer arrives; None after `timeout` s."""
@@ -104,11 +115,11 @@ class BackgroundEvaluator:
         return None
 
     def plot(
-        self, metrics_csv: Path, out_png: Path, title: str, timeout: float = 60.0
+        self, metrics_csv: Path, eval_csv: Path, out_png: Path, title: str, timeout: float = 60.0
     ) -> Path | None:
         """Draw the learning curve in the child (matplotlib is loaded there); the
         PNG's path, or None if there was nothing to plot or no answer in time."""
-        self._request(("plot", (metrics_csv, out_png, title)))
+        self._request(("plot", (metrics_csv, eval_csv, out_png, title)))
         answer: Path | None = self.wait(timeout)
         return answer
 

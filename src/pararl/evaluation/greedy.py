@@ -3,20 +3,123 @@
 `Evaluator` runs them in the calling process. `BackgroundEvaluator`
 (`pararl.evaluation.background`) runs the same code in a child process so that training goes
 on meanwhile; both answer `submit` / `poll`, so the session treats them alike.
+
+Every evaluation ends: an episode still running after `max_steps` steps is cut
+there and reported as truncated (its return so far counts). A greedy policy can
+stay alive for ever in an env without a time limit (MinAtar's, or a user's), and
+an evaluation that never ends would stall the run at every evaluation.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Protocol
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import gymnasium as gym
 import numpy as np
 
 from pararl import seeding
+from pararl.envs.modules import split_env_id
 from pararl.vector import SerialVectorEnv
 
 Policy = Callable[[np.ndarray], np.ndarray]  # batch of observations -> batch of actions
+
+# The longest evaluation episode of an env without a time limit of its own: an
+# Atari game's cap (108,000 frames at frame skip 4, Machado et al. 2018).
+DEFAULT_EPISODE_CAP = 27_000
+PROGRESS_EVERY_S = 2.0  # how often a running evaluation reports how far it is
+
+
+def episode_cap(env_id: str, kwargs: Mapping[str, Any], configured: int | None) -> int:
+    """The step cap of an evaluation episode: `configured` if set, else the env's
+    own `max_episode_steps` (given to `gym.make`, or registered), else
+    `DEFAULT_EPISODE_CAP`."""
+    if configured is not None:
+        return configured
+    if kwargs.get("max_episode_steps"):
+        return int(kwargs["max_episode_steps"])
+    spec = gym.registry.get(split_env_id(env_id)[1])
+    own = spec.max_episode_steps if spec is not None else None
+    return int(own) if own else DEFAULT_EPISODE_CAP
+
+
+@dataclass(frozen=True)
+class Episodes:
+    """One evaluation: each episode's return and length, whether it ended by
+    truncation (the env's time limit, or the evaluation's cap), and whether the cap
+    cut it."""
+
+    returns: np.ndarray
+    lengths: np.ndarray
+    truncated: np.ndarray
+    capped: np.ndarray
+    cap: int
+
+    @classmethod
+    def of_returns(cls, returns: np.ndarray) -> Episodes:
+        """Returns measured elsewhere (MAML's), with nothing known about how they ended."""
+        returns = np.asarray(returns, np.float64).ravel()
+        none = np.zeros(len(returns), bool)
+        return cls(returns, np.zeros(len(returns), np.int64), none, none, 0)
+
+    @property
+    def mean(self) -> float:
+        return float(self.returns.mean())
+
+    @property
+    def std(self) -> float:
+        return float(self.returns.std())
+
+    def cap_note(self) -> str:
+        """What the cap did, for the log ("" when it cut nothing)."""
+        n = int(self.capped.sum())
+        if n == 0:
+            return ""
+        return (
+            f"{n} of {len(self.returns)} episodes reached the evaluation cap of "
+            f"{self.cap:,} steps and were cut (truncated; their returns are partial; "
+            "--eval-max-steps sets the cap)"
+        )
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How far a running evaluation is: episodes ended, and steps taken (each
+    running episode has taken that many)."""
+
+    done: int
+    episodes: int
+    steps: int
+    cap: int
+
+    def text(self) -> str:
+        return (
+            f"{self.done}/{self.episodes} episodes ended, {self.steps:,} steps "
+            f"(at most {self.cap:,})"
+        )
+
+
+ProgressFn = Callable[[Progress], None]
+NOTE_EVERY_S = 10.0  # at most one note per this long on an evaluation that runs on
+
+
+def progress_notes(say: Callable[[str], None], what: str) -> ProgressFn:
+    """A `ProgressFn` that says how far the evaluation `what` is ("evaluating
+    `what`: 7/20 episodes ended, ..."), at most once per `NOTE_EVERY_S`, the first
+    as soon as a report arrives (one comes `PROGRESS_EVERY_S` after the start: a
+    short evaluation says nothing)."""
+    started, last = time.monotonic(), -float("inf")
+
+    def note(progress: Progress) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if now - last >= NOTE_EVERY_S:
+            last = now
+            say(f"pararl: evaluating {what}: {progress.text()}, {now - started:.0f} s")
+
+    return note
 
 
 class GreedyModel(Protocol):
@@ -33,9 +136,10 @@ def as_policy(policy: Policy | GreedyModel) -> Policy:
 
 
 class Evaluator:
-    """Runs `episodes` greedy episodes in lock-step; reuses its envs between calls.
-    Evaluation k resets its envs with the stream `("eval", *stream, k)` of the run's
-    seed; a training run's `stream` is the env step it (re)started at."""
+    """Runs `episodes` greedy episodes in lock-step, each for at most `max_steps`
+    steps; reuses its envs between calls. Evaluation k resets its envs with the
+    stream `("eval", *stream, k)` of the run's seed; a training run's `stream` is the
+    env step it (re)started at."""
 
     deferred = False  # results are ready as soon as `submit` returns
 
@@ -45,38 +149,51 @@ class Evaluator:
         episodes: int,
         seed: int,
         stream: tuple[int, ...] = (),
+        max_steps: int = DEFAULT_EPISODE_CAP,
     ) -> None:
-        self.episodes = episodes
+        self.episodes, self.max_steps = episodes, max_steps
         self.seed, self.stream = seed, stream
         self.calls = 0
         self.envs = SerialVectorEnv([env_fn] * episodes)
-        self._result: np.ndarray | None = None
+        self._result: Episodes | None = None
+        self.progress: ProgressFn | None = None  # told how far a running evaluation is
 
-    def run(self, policy: Policy, max_steps: int = 1_000_000) -> np.ndarray:
-        """Undiscounted returns of one episode per env (true env reward)."""
+    def run(self, policy: Policy, progress: ProgressFn | None = None) -> Episodes:
+        """One episode per env (undiscounted true env reward); `progress` is told
+        how far it is every `PROGRESS_EVERY_S` seconds."""
         obs, _ = self.envs.reset(
             seed=seeding.env_seeds(self.seed, self.episodes, "eval", *self.stream, self.calls)
         )
         self.calls += 1
         returns = np.zeros(self.episodes)
+        lengths = np.zeros(self.episodes, np.int64)
+        truncated = np.zeros(self.episodes, bool)
         running = np.ones(self.episodes, dtype=bool)
-        for _ in range(max_steps):
-            obs, reward, terminated, truncated, _ = self.envs.step(policy(obs))
+        next_report = time.monotonic() + PROGRESS_EVERY_S
+        for step in range(1, self.max_steps + 1):
+            obs, reward, term, trunc, _ = self.envs.step(policy(obs))
             returns += np.where(running, reward, 0.0)
-            running &= ~(terminated | truncated)
+            lengths += running
+            truncated |= running & trunc & ~term
+            running &= ~(term | trunc)
             if not running.any():
                 break
-        return returns
+            if progress is not None and time.monotonic() >= next_report:
+                next_report = time.monotonic() + PROGRESS_EVERY_S
+                done = self.episodes - int(running.sum())
+                progress(Progress(done, self.episodes, step, self.max_steps))
+        # still running after the cap: cut there
+        return Episodes(returns, lengths, truncated | running, running.copy(), self.max_steps)
 
     @property
     def busy(self) -> bool:
         return False
 
     def submit(self, policy: Policy | GreedyModel) -> None:
-        self._result = self.run(as_policy(policy))
+        self._result = self.run(as_policy(policy), self.progress)
 
-    def poll(self, timeout: float = 0.0) -> np.ndarray | None:
-        """The returns of the last `submit`, once (None if already taken)."""
+    def poll(self, timeout: float = 0.0) -> Episodes | None:
+        """The episodes of the last `submit`, once (None if already taken)."""
         del timeout
         result, self._result = self._result, None
         return result

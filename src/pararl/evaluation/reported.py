@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from pararl.evaluation.greedy import Episodes
+
 
 class ReportedReturns:
     """`submit` takes the returns last given to `report`; answers as `Evaluator` does."""
@@ -19,11 +21,11 @@ class ReportedReturns:
     deferred = False  # the returns are ready as soon as `submit` returns
 
     def __init__(self) -> None:
-        self._latest: np.ndarray | None = None
-        self._result: np.ndarray | None = None
+        self._latest: Episodes | None = None
+        self._result: Episodes | None = None
 
     def report(self, returns: np.ndarray) -> None:
-        self._latest = np.asarray(returns, np.float64).ravel()
+        self._latest = Episodes.of_returns(returns)
 
     @property
     def busy(self) -> bool:
@@ -33,7 +35,7 @@ class ReportedReturns:
         del policy  # the returns were measured with it already
         self._result = self._latest
 
-    def poll(self, timeout: float = 0.0) -> np.ndarray | None:
+    def poll(self, timeout: float = 0.0) -> Episodes | None:
         """The returns of the last `submit`, once (None if already taken)."""
         del timeout
         result, self._result = self._result, None

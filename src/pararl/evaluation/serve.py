@@ -1,9 +1,12 @@
 """The evaluation child's side: set up by its first message, it answers "eval"
-requests (weights as numpy arrays -> greedy returns) and "plot" requests (the
-learning curve, drawn here where matplotlib is already loaded)."""
+requests (weights as numpy arrays -> greedy episodes, with progress reports on the
+way) and "plot" requests (the learning curve, drawn here where matplotlib is
+already loaded)."""
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 
@@ -22,11 +25,12 @@ def serve(
     stream: tuple[int, ...],
     model_fn: Callable[[], torch.nn.Module],
     spec: EnvSpec | None,
+    max_steps: int,
 ) -> None:
-    if spec is not None and spec.id not in gym.registry:
-        gym.registry[spec.id] = spec  # registered by the trainer at run time
+    if spec is not None:
+        register_carried(spec)
     torch.set_num_threads(1)
-    evaluator = Evaluator(env_fn, episodes, seed, stream)
+    evaluator = Evaluator(env_fn, episodes, seed, stream, max_steps)
     model = model_fn()
     warm = False
     try:
@@ -43,9 +47,24 @@ def serve(
                 conn.send((True, learning_curve(*payload)))
                 continue
             model.load_state_dict({k: torch.from_numpy(v) for k, v in payload.items()})
-            conn.send((True, evaluator.run(as_policy(model))))
+            conn.send((True, evaluator.run(as_policy(model), lambda p: conn.send((True, p)))))
     finally:
         evaluator.close()
+
+
+def register_carried(spec: EnvSpec) -> None:
+    """Register an env the trainer registered at run time. Its entry point's module
+    is imported first: if it registers the id itself (ale-py, a user's module that
+    calls `gym.register` on import), that registration stands, and Gymnasium has no
+    cause to warn that a later import overrides ours."""
+    if spec.id in gym.registry:
+        return
+    module = str(spec.entry_point).partition(":")[0] if isinstance(spec.entry_point, str) else ""
+    if module and module != "__main__":
+        with contextlib.suppress(Exception):  # building the env will say what is wrong
+            importlib.import_module(module)
+    if spec.id not in gym.registry:
+        gym.registry[spec.id] = spec
 
 
 def _warm_up_plotting() -> None:

@@ -22,10 +22,12 @@ class MetricsWriter:
 
     `columns` are every metric a row may name; any other raises `UnknownMetricError`.
     A file that exists already (a resumed run) keeps its header, widened first (and
-    rewritten) if it lacks some of `columns`: rows appended stay aligned with it."""
+    rewritten) if it lacks some of `columns`: rows appended stay aligned with it.
+    `tensorboard`: a directory for a new event file, or an `EventWriter` to share
+    (another writer's: closed by whoever made it)."""
 
     def __init__(
-        self, csv_path: Path, tensorboard_dir: Path | None, columns: Sequence[str]
+        self, csv_path: Path, tensorboard: Path | EventWriter | None, columns: Sequence[str]
     ) -> None:
         self.columns = tuple(columns)
         header = _widened(csv_path, self.columns)
@@ -33,7 +35,13 @@ class MetricsWriter:
         self._csv = csv.DictWriter(self._file, fieldnames=header or self.columns)
         if not header:
             self._csv.writeheader()
-        self._tb = None if tensorboard_dir is None else EventWriter(tensorboard_dir)
+        self._own_tb = isinstance(tensorboard, Path)
+        self._tb = EventWriter(tensorboard) if isinstance(tensorboard, Path) else tensorboard
+
+    @property
+    def events(self) -> EventWriter | None:
+        """The TensorBoard event file this writer writes to (None: none)."""
+        return self._tb
 
     def write(self, row: dict[str, Any]) -> None:
         unknown = [k for k in row if k not in self.columns]
@@ -52,7 +60,7 @@ class MetricsWriter:
 
     def close(self) -> None:
         self._file.close()
-        if self._tb is not None:
+        if self._tb is not None and self._own_tb:
             self._tb.close()
 
 
@@ -86,12 +94,16 @@ def _widened(csv_path: Path, columns: tuple[str, ...]) -> list[str]:
     return header
 
 
-def truncate_after(csv_path: Path, env_steps: int) -> None:
+def truncate_after(csv_path: Path, env_steps: int) -> tuple[int, int]:
     """Drop the rows of `metrics.csv` past `env_steps` (a resumed run redoes them), so
-    that no step is logged twice; rewritten atomically, a no-op when nothing is past."""
+    that no step is logged twice; rewritten atomically, a no-op when nothing is past.
+    Returns how many rows were dropped and the most env steps among them (0, 0: none)."""
     if not csv_path.is_file():
-        return
+        return 0, 0
     header, rows = _read(csv_path)
-    kept = [r for r in rows if not r.get("env_steps") or float(r["env_steps"]) <= env_steps]
-    if len(kept) < len(rows):
-        _rewrite(csv_path, header, kept)
+    past = [bool(r.get("env_steps")) and float(r["env_steps"]) > env_steps for r in rows]
+    if not any(past):
+        return 0, 0
+    _rewrite(csv_path, header, [r for r, p in zip(rows, past, strict=True) if not p])
+    dropped = [int(float(r["env_steps"])) for r, p in zip(rows, past, strict=True) if p]
+    return len(dropped), max(dropped)

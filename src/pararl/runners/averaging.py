@@ -50,7 +50,7 @@ from pararl.errors import UsageError
 from pararl.models import num_params
 from pararl.mp.topology import physical_cores
 from pararl.rundir import RunDir
-from pararl.runners.dqn import METRICS, DQNLoop, local_source
+from pararl.runners.dqn import METRICS, DQNLoop, local_source, start_notes
 from pararl.runners.session import TrainSession
 from pararl.runners.setup import (
     Plan,
@@ -116,7 +116,8 @@ class Replica:
         self.state, self.rank, self.world_size = state, rank, world_size
         self.span = averaging_span(cfg) * cfg.envs_per_worker  # own env steps per average
         envs = SerialVectorEnv(
-            [env_factory(cfg.env, cfg.wrapper, training=True)] * cfg.envs_per_worker
+            [env_factory(cfg.env, cfg.wrapper, training=True, kwargs=cfg.env_kwargs)]
+            * cfg.envs_per_worker
         )
         try:
             # the replica's streams: rank, and where it (re)started
@@ -295,6 +296,7 @@ def plan(p: Prepared, rdv: Rendezvous | None) -> Plan:
         steps=lambda: replicas[0].global_steps,
         checkpoint=lambda wall_s: replicas[0].checkpoint(wall_s, True),
         close=close,
+        notes=start_notes(state, p.resume_state is not None),
     )
 
 

@@ -91,7 +91,7 @@ def actor_spec(
     if cfg.apex_eps or apex:
         schedule = schedule.for_actor(index, num_actors)
     return ActorSpec(
-        env_fn=env_factory(cfg.env, cfg.wrapper, training=True),
+        env_fn=env_factory(cfg.env, cfg.wrapper, training=True, kwargs=cfg.env_kwargs),
         num_envs=num_envs,
         obs_shape=state.obs_shape,
         obs_dtype=state.obs_dtype,
@@ -108,11 +108,33 @@ def actor_spec(
     )
 
 
+def start_notes(state: DQNState, resumed: bool) -> tuple[str, ...]:
+    """What a DQN run says at start: that it will not learn when `learning_starts`
+    is not below the step budget; on resume, whether its replay memory was restored."""
+    cfg, s = state.config, state.settings
+    notes = []
+    if s.learning_starts >= cfg.budget:
+        notes.append(
+            f"pararl: warning: --learning-starts {s.learning_starts:,} is not below "
+            f"--total-steps {cfg.budget:,}: this run collects transitions and never "
+            "learns; lower --learning-starts or raise --total-steps"
+        )
+    if resumed and state.replay.added:
+        notes.append(f"pararl: replay memory restored ({len(state.replay):,} transitions)")
+    elif resumed:
+        notes.append(
+            "pararl: this checkpoint has no replay memory (only final and interrupted "
+            f"save it): the run refills {s.learning_starts:,} transitions before it "
+            "learns again"
+        )
+    return tuple(notes)
+
+
 def frame_stack(cfg: DQNConfig, observation_space: gym.Space) -> int:
     """How many frames the env's image observations stack (0: not stacked frames)."""
     if not is_image(observation_space):
         return 0
-    env = env_factory(cfg.env, cfg.wrapper, training=True)()
+    env = env_factory(cfg.env, cfg.wrapper, training=True, kwargs=cfg.env_kwargs)()
     try:
         return stack_size(env)
     finally:
@@ -156,7 +178,9 @@ def make_source(state: DQNState, mode: str, report: Callable[[str], None]) -> Ch
             specs, learner.q, learner.updates, cfg.seed, state.env_steps, cfg.restart_actors, report
         )
     workers = cfg.workers or physical_cores()
-    fns = [env_factory(cfg.env, cfg.wrapper, training=True)] * (workers * cfg.envs_per_worker)
+    fns = [env_factory(cfg.env, cfg.wrapper, training=True, kwargs=cfg.env_kwargs)] * (
+        workers * cfg.envs_per_worker
+    )
     envs = SerialVectorEnv(fns) if mode == "serial" else ParallelVectorEnv(fns, num_workers=workers)
     try:
         return local_source(state, envs, (0, 0, state.env_steps))
@@ -271,6 +295,7 @@ def plan(p: Prepared) -> Plan:
         steps=lambda: state.env_steps,
         checkpoint=lambda wall_s: state.state(True, wall_s),
         close=close,
+        notes=start_notes(state, p.resume_state is not None),
     )
 
 
@@ -312,4 +337,5 @@ __all__ = [
     "make_source",
     "plan",
     "run_loop",
+    "start_notes",
 ]

@@ -217,6 +217,7 @@ def plan(p: Prepared) -> Plan:
         envs_per_worker=per_worker,
         episode_length=cfg.episode_length,
         recv=cfg.recv,
+        env_kwargs=cfg.env_kwargs,
     )
     try:
         sampler.assign(cfg.meta_batch_size or 1, cfg.fast_batch_size)  # checks the layout

@@ -11,7 +11,7 @@ the policy before it (as in training). The return is reported at every stage;
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,16 +40,18 @@ class Adaptation:
 def adaptation_returns(
     config: MAMLConfig,
     model: GaussianMLP,
-    tasks: int,
+    tasks: int | Sequence[Any],
     episodes: int,
     steps: int,
     seed: int,
     workers: int,
 ) -> Adaptation:
-    """The return of new tasks before adaptation, then after each step."""
+    """The return of tasks before adaptation, then after each step: `tasks` new ones
+    drawn from the env's distribution, or the tasks given."""
+    count = tasks if isinstance(tasks, int) else len(tasks)
     policy = TaskPolicy(model)
-    fast = stack(model.params(), tasks)
-    total = tasks * episodes  # one episode per env, spread over the workers that divide it
+    fast = stack(model.params(), count)
+    total = count * episodes  # one episode per env, spread over the workers that divide it
     workers = max(w for w in range(1, workers + 1) if total % w == 0)
     sampler = MultiTaskSampler(
         config.env,
@@ -58,11 +60,16 @@ def adaptation_returns(
         envs_per_worker=total // workers,
         episode_length=config.episode_length,
         recv=config.recv,
+        env_kwargs=config.env_kwargs,
     )
     returns: list[np.ndarray] = []
     train: list[TaskBatch] = []
     try:
-        drawn = sampler.sample_tasks(tasks, seed=seeding.integer(seed, "task", 0))
+        drawn = (
+            sampler.sample_tasks(tasks, seed=seeding.integer(seed, "task", 0))
+            if isinstance(tasks, int)
+            else list(tasks)
+        )
         for step in range(steps + 1):
             result = sampler.sample(drawn, episodes, seed=seeding.integer(seed, "eval", step))
             batch = task_batch(
@@ -85,7 +92,9 @@ def adapted_episode(
     the frames, the env's frame rate and the return."""
     if not os.environ.get("DISPLAY"):
         os.environ.setdefault("MUJOCO_GL", "egl")  # off-screen MuJoCo rendering
-    env = make_task_env(config.env, config.episode_length, {"render_mode": "rgb_array"})
+    env = make_task_env(
+        config.env, config.episode_length, {**config.env_kwargs, "render_mode": "rgb_array"}
+    )
     try:
         env.unwrapped.reset_task(task)  # type: ignore[attr-defined]
         obs, _ = env.reset(seed=seeding.integer(seed, "eval", 0, 1))
@@ -120,7 +129,7 @@ def run(cfg: EvaluateConfig, write_video: Callable[..., None]) -> dict[str, floa
     if not isinstance(config, MAMLConfig):
         raise UsageError(f"{cfg.run_dir} is not a MAML run")
     if cfg.video is not None:
-        probe = make_task_env(config.env, config.episode_length, {})
+        probe = make_task_env(config.env, config.episode_length, config.env_kwargs)
         modes = probe.metadata.get("render_modes") or []
         probe.close()
         if "rgb_array" not in modes:

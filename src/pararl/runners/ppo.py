@@ -72,7 +72,7 @@ def run_local(
 ) -> None:
     """The loop over envs stepped here (`serial`) or by worker processes (`sync`)."""
     cfg = state.config
-    fns = [env_factory(cfg.env, cfg.wrapper, training=True)] * num_envs
+    fns = [env_factory(cfg.env, cfg.wrapper, training=True, kwargs=cfg.env_kwargs)] * num_envs
     envs: SerialVectorEnv | ParallelVectorEnv = (
         SerialVectorEnv(fns, autoreset_mode="SameStep")
         if mode == "serial"
@@ -130,7 +130,7 @@ def choose(cfg: PPOConfig, workers: int) -> tuple[ModeChoice, int]:
         workers = ray_actors(cfg.workers, cfg.ray_address, keep_for_learner=0)
         return ModeChoice("ray", None, f"{workers} Ray actors"), workers
     requested = "sync" if cfg.double_buffer and cfg.mode == "auto" else cfg.mode
-    env_fn = env_factory(cfg.env, cfg.wrapper, training=True)
+    env_fn = env_factory(cfg.env, cfg.wrapper, training=True, kwargs=cfg.env_kwargs)
     return choose_mode(requested, env_fn, workers * cfg.envs_per_worker, workers), workers
 
 

@@ -3,7 +3,8 @@ where its metrics continue.
 
 - The checkpoint is chosen by what the files hold, never by their modification
   time (a copy of a run has new mtimes): the most env steps wins; at equal steps
-  `final`/`interrupted` win over `step_N`.
+  `final`/`interrupted`/`latest` win over `step_N`. A DQN state gets the replay
+  memory saved with it, if any (`runners.checkpoints`).
 - Options that manage the run (budget, evaluation, checkpoints, logging, workers,
   devices, backend) apply when given; any other option given with a value other
   than the run's is refused by name: the run keeps the settings it learned with.
@@ -22,6 +23,7 @@ from pararl import checkpoint
 from pararl.config import RunConfig
 from pararl.errors import RunFinished, UsageError
 from pararl.rundir import RunDir
+from pararl.runners import checkpoints
 
 # the options that may change on resume: how the run is managed, not what it learns
 MUTABLE = frozenset(
@@ -38,6 +40,8 @@ MUTABLE = frozenset(
         "eval_episodes",
         "eval_in",
         "checkpoint_every",
+        "checkpoint_every_s",
+        "eval_max_steps",
         "log_every_s",
         "progress",
         "tensorboard",
@@ -61,25 +65,46 @@ def given_fields(config: RunConfig) -> frozenset[str]:
 def latest_checkpoint(run: RunDir) -> tuple[Path, dict[str, Any]]:
     """The checkpoint to resume from, and its state: see the module docstring.
     `step_N` files carry their env steps in the name (the session writes them so);
-    the others are read for theirs. Only the chosen state is kept in memory (a DQN
-    checkpoint holds the replay memory)."""
+    the others are read for theirs. Only the chosen state is kept in memory."""
     best: tuple[tuple[int, int], Path, dict[str, Any] | None] | None = None
     for path in run.checkpoints.glob("*.pt"):
         name = path.stem
-        if name == "best":
+        if name in ("best", "replay"):  # for acting; the replay memory of another
             continue
         number = name.removeprefix("step_")
         if name.startswith("step_") and number.isdigit():
             rank, state = (int(number), 0), None
         else:
             state = checkpoint.load(path)
-            rank = (checkpoint.Header.of(state).env_steps, 1)  # final/interrupted win ties
+            # at equal steps: final/interrupted (they say how the run ended), latest, step_N
+            rank = (checkpoint.Header.of(state).env_steps, 1 if name == "latest" else 2)
         if best is None or rank > best[0]:
             best = (rank, path, state)
     if best is None:
         raise UsageError(f"{run.root} has no checkpoint to resume from (checkpoints/*.pt)")
     _, path, state = best
-    return path, state if state is not None else checkpoint.load(path)
+    state = state if state is not None else checkpoint.load(path)
+    if "replay" in state:
+        state = {**state, "replay": checkpoints.replay_for(run, state)}
+    return path, state
+
+
+def summary(path: Path, state: dict[str, Any], dropped: tuple[int, int]) -> str:
+    """What a resume starts from, for the console: the checkpoint, its env steps and
+    wall time, and the metrics rows logged after it that were dropped (`dropped`:
+    how many, and the most env steps among them)."""
+    header = checkpoint.Header.of(state)
+    text = (
+        f"pararl: resuming from {path.parent.name}/{path.name}: {header.env_steps:,} env "
+        f"steps, {header.wall_s:.0f} s of training"
+    )
+    count, last = dropped
+    if count:
+        text += (
+            f"; {count} metrics rows logged after it (up to {last:,} env steps) were "
+            "dropped and are redone"
+        )
+    return text
 
 
 def _flag(name: str) -> str:
@@ -123,4 +148,11 @@ def check_left_to_do(config: RunConfig, state: dict[str, Any], given: Collection
         )
 
 
-__all__ = ["MUTABLE", "check_left_to_do", "given_fields", "latest_checkpoint", "resumed_config"]
+__all__ = [
+    "MUTABLE",
+    "check_left_to_do",
+    "given_fields",
+    "latest_checkpoint",
+    "resumed_config",
+    "summary",
+]

@@ -1,5 +1,9 @@
 """Everything around a training loop: run directory, saved config, metrics,
-console, periodic greedy evaluation, checkpoints, and when to stop."""
+console, periodic greedy evaluation, checkpoints, and when to stop.
+
+`metrics.csv` has a row per log point, `eval.csv` one per greedy evaluation; each
+is in the order of its `env_steps` (an evaluation's result arrives after later log
+rows were written, so the two are kept apart; TensorBoard gets both)."""
 
 from __future__ import annotations
 
@@ -13,17 +17,25 @@ from typing import Any
 
 import numpy as np
 
-from pararl import checkpoint
 from pararl.config import RunConfig, to_json
 from pararl.evaluation.background import BackgroundEvaluator
-from pararl.evaluation.greedy import Evaluator, GreedyModel, Policy
+from pararl.evaluation.greedy import (
+    Episodes,
+    Evaluator,
+    GreedyModel,
+    Policy,
+    Progress,
+    progress_notes,
+)
 from pararl.evaluation.reported import ReportedReturns
 from pararl.logging import Console, MetricsWriter, RateMeter, truncate_after
 from pararl.plots import learning_curve
 from pararl.rundir import RunDir
+from pararl.runners import checkpoints
 from pararl.vector import WorkerError, WorkerTimeoutError
 
 StateFn = Callable[[], dict[str, Any]]
+Stats = dict[str, Any] | Callable[[], dict[str, Any]] | None
 
 # The session's own metric columns; each loop declares the rest (its `METRICS`,
 # handed over in its `Plan`), and a metric in neither is an error
@@ -36,19 +48,17 @@ METRICS = (
     "updates_per_s",
     "replay_ratio",
     "episode_return",
+)
+# eval.csv: one row per greedy evaluation, at the env steps of the weights evaluated
+EVAL_METRICS = (
+    "env_steps",
+    "wall_s",
     "eval_return",
     "eval_std",
+    "eval_episodes",
+    "eval_truncated",
+    "eval_length",
 )
-
-
-def _without_replay(state_fn: StateFn) -> StateFn:
-    """The checkpoint state minus a replay memory (`best` is for acting)."""
-
-    def state() -> dict[str, Any]:
-        full = state_fn()
-        return {**full, "replay": None} if "replay" in full else full
-
-    return state
 
 
 class TrainSession:
@@ -72,19 +82,25 @@ class TrainSession:
         self.config, self.run, self.evaluator = config, run, evaluator
         self.target_return = target_return
         run.config.write_text(to_json(config, extra_config))
-        if start_steps:  # resumed: rows written after the checkpoint are redone now
-            truncate_after(run.metrics, start_steps)
+        # resumed: rows written after the checkpoint are redone now
+        self.dropped = truncate_after(run.metrics, start_steps) if start_steps else (0, 0)
+        if start_steps:
+            truncate_after(run.evaluations, start_steps)
         tb = run.tensorboard if config.tensorboard else None
         self.metrics = MetricsWriter(run.metrics, tb, (*METRICS, *metrics))
+        self.evaluations = MetricsWriter(run.evaluations, self.metrics.events, EVAL_METRICS)
         self.console = Console(config.budget, config.progress, title or config.env, start_steps)
         self._t0 = time.monotonic() - start_wall
         self._last_log = 0.0
+        self._logged_steps = start_steps  # env steps of the last metrics row
+        self._latest: tuple[int, int, Stats] | None = None  # the last tick's numbers
         every = config.eval_interval
         self._next_eval = (start_steps // every + 1) * every
         # a fresh run saves at its first tick too: any run can be resumed, even one
         # killed outright before the first periodic checkpoint
-        every = config.checkpoint_every
+        every = config.checkpoint_interval
         self._next_ckpt = (start_steps // every + 1) * every if start_steps else 1
+        self._last_ckpt_s = start_wall  # wall time of the last periodic checkpoint
         self.episode_returns: deque[float] = deque(maxlen=20)
         self.best_eval = -np.inf
         self.last_eval: float | None = None
@@ -113,13 +129,14 @@ class TrainSession:
         updates: int,
         policy: Policy | GreedyModel,
         state_fn: StateFn,
-        stats: dict[str, Any] | Callable[[], dict[str, Any]] | None = None,
+        stats: Stats = None,
     ) -> None:
         """Log, evaluate and checkpoint when due. `stats` may be a function: it is
         called only when a log line is written. `policy` is the greedy network (or a
         function of observations; then evaluation runs in this process)."""
         now = self.wall_s
         self._policy = policy
+        self._latest = (env_steps, updates, stats)
         if not self._step_rate.started:  # rates count from the first iteration's end
             self._step_rate.update(env_steps)
             self._update_rate.update(updates)
@@ -130,15 +147,25 @@ class TrainSession:
             every = self.config.eval_interval
             self._next_eval = (env_steps // every + 1) * every
             self._start_eval(env_steps, policy, state_fn)
-        if env_steps >= self._next_ckpt:
-            every = self.config.checkpoint_every
-            self._next_ckpt = (env_steps // every + 1) * every
-            checkpoint.save(self.run.checkpoint(f"step_{env_steps}"), state_fn())
+        self._periodic_checkpoint(env_steps, now, state_fn)
         console = now - self._last_log >= self.config.log_every_s
         if console:
             self._last_log = now
         if console or evaluating:  # a metrics row per evaluation too: short runs get a curve
             self.log(env_steps, updates, stats() if callable(stats) else stats, console)
+
+    def _periodic_checkpoint(self, env_steps: int, now: float, state_fn: StateFn) -> None:
+        """`step_N` every `checkpoint_every` env steps; between them, `latest` every
+        `checkpoint_every_s` seconds (a run killed outright loses at most that)."""
+        if env_steps >= self._next_ckpt:
+            every = self.config.checkpoint_interval
+            self._next_ckpt = (env_steps // every + 1) * every
+            checkpoints.save(self.run, f"step_{env_steps}", state_fn())
+        elif now - self._last_ckpt_s >= self.config.checkpoint_every_s:
+            checkpoints.save(self.run, "latest", state_fn())
+        else:
+            return
+        self._last_ckpt_s = now
 
     def _start_eval(
         self,
@@ -155,30 +182,39 @@ class TrainSession:
             self._pending = (env_steps, self.wall_s, lambda: snapshot)
         else:
             self._pending = (env_steps, self.wall_s, state_fn)
+        if isinstance(self.evaluator, Evaluator):  # in this process: it says how far it is
+            self.evaluator.progress = self._progress_note(env_steps)
         self.evaluator.submit(policy)  # type: ignore[arg-type]
         self._collect_eval()  # inline: the returns are in already
 
     def _collect_eval(self, timeout: float = 0.0) -> float | None:
-        """Record the evaluation in flight if its returns are in (within `timeout` s)."""
-        returns = self.evaluator.poll(timeout)
-        if returns is None or self._pending is None:
+        """Record the evaluation in flight if its episodes are in (within `timeout` s)."""
+        episodes: Episodes | None = self.evaluator.poll(timeout)
+        if episodes is None or self._pending is None:
             return None
         env_steps, wall_s, state_fn = self._pending
         self._pending = None
-        mean, std = float(returns.mean()), float(returns.std())
+        mean, std = episodes.mean, episodes.std
         self.last_eval = mean
-        self.metrics.write(
+        self.evaluations.write(
             {
                 "env_steps": env_steps,
                 "wall_s": round(wall_s, 3),
                 "eval_return": mean,
                 "eval_std": std,
+                "eval_episodes": len(episodes.returns),
+                "eval_truncated": int(episodes.truncated.sum()),
+                "eval_length": float(episodes.lengths.mean()) if episodes.cap else None,
             }
         )
-        self.console.message(f"eval @ {env_steps:,} steps ({wall_s:.1f} s): {mean:.1f} ± {std:.1f}")
+        note = episodes.cap_note()
+        self.console.message(
+            f"eval @ {env_steps:,} steps ({wall_s:.1f} s): {mean:.1f} ± {std:.1f}"
+            + (f"; {note}" if note else "")
+        )
         if mean > self.best_eval:
             self.best_eval = mean
-            checkpoint.save(self.run.checkpoint("best"), state_fn())
+            checkpoints.save(self.run, "best", state_fn())
         if self.target_return is not None and mean >= self.target_return:
             self.solved = True
         return mean
@@ -200,6 +236,7 @@ class TrainSession:
             "eval_return": self.last_eval,
         }
         row.update({k: float(v) for k, v in (stats or {}).items()})  # tensors -> floats here
+        self._logged_steps = env_steps
         self.metrics.write({k: v for k, v in row.items() if k != "eval_return"})
         if console:
             self.console.update(row)
@@ -207,23 +244,44 @@ class TrainSession:
 
     def _last_evaluation(self, env_steps: int, state_fn: StateFn) -> None:
         """Wait for the evaluation in flight (it may be the best), then run the one
-        that came due while it ran, if any: the final weights get evaluated too."""
-        wait = getattr(self.evaluator, "timeout_s", 0.0)
+        that came due while it ran, if any: the final weights get evaluated too.
+        Training has stopped, so how far they are is shown while they run."""
         if self.evaluator.busy:
-            self._collect_eval(timeout=wait)
+            self._await_eval(self._pending[0] if self._pending else env_steps)
         due = env_steps >= self._next_eval and not self.solved
         if due and self._policy is not None and not self.evaluator.busy:
             self._next_eval = env_steps + self.config.eval_interval
-            # training has stopped: no snapshot needed; `best` never holds the replay
-            best_state = _without_replay(state_fn)
-            self._start_eval(env_steps, self._policy, best_state, weights_move_on=False)
-            self._collect_eval(timeout=wait)
+            # training has stopped: no snapshot needed
+            self._start_eval(env_steps, self._policy, state_fn, weights_move_on=False)
+            self._await_eval(env_steps)
+
+    def _progress_note(self, env_steps: int) -> Callable[[Progress], None]:
+        """A console note on how far the evaluation of the weights at `env_steps` is."""
+        return progress_notes(self.console.message, f"the weights at {env_steps:,} env steps")
+
+    def _await_eval(self, env_steps: int) -> None:
+        """Collect the evaluation in flight in the child, noting its progress; the
+        child says how far it is every few seconds, and one silent for its
+        `timeout_s` raises (`BackgroundEvaluator.poll`)."""
+        note = self._progress_note(env_steps)
+        seen = None
+        while self.evaluator.busy:
+            if self._collect_eval(timeout=0.5) is not None:
+                return
+            progress = getattr(self.evaluator, "progress", None)
+            if progress is not None and progress is not seen:
+                seen = progress
+                note(progress)
 
     def finish(self, env_steps: int, state_fn: StateFn, status: str) -> None:
         """Final checkpoint and plot; says how the run ended and where it is."""
         name = "final" if status in ("solved", "step budget reached") else "interrupted"
         state = {**state_fn(), "status": status}  # what `--resume` reads (`runners.resume`)
-        checkpoint.save(self.run.checkpoint(name), state)  # first: nothing is lost
+        checkpoints.save(self.run, name, state)  # first: nothing is lost
+        if status != "failed" and self._latest is not None:
+            steps, updates, stats = self._latest
+            if steps > self._logged_steps:  # metrics.csv ends where training did
+                self.log(steps, updates, stats() if callable(stats) else stats, console=False)
         try:
             if name == "final":
                 self._last_evaluation(env_steps, state_fn)
@@ -237,9 +295,10 @@ class TrainSession:
 
     def _wrap_up(self, env_steps: int, state_fn: StateFn, status: str) -> None:
         if not self.run.checkpoint("best").exists():
-            checkpoint.save(self.run.checkpoint("best"), state_fn())
+            checkpoints.save(self.run, "best", state_fn())  # never with the replay memory
         if self.solved and status == "step budget reached":
             status = "solved"  # by the evaluation collected at the end
+        self.evaluations.close()
         self.metrics.close()
         self.console.close(env_steps, self.last_eval)
         self._plot()
@@ -254,7 +313,7 @@ class TrainSession:
     def _plot(self) -> None:
         """The learning curve: drawn by the evaluation process when it is idle (it has
         matplotlib loaded), else here."""
-        args = (self.run.metrics, self.run.curve, self.config.env)
+        args = (self.run.metrics, self.run.evaluations, self.run.curve, self.config.env)
         if isinstance(self.evaluator, BackgroundEvaluator) and not self.evaluator.busy:
             self.run.curve.unlink(missing_ok=True)  # only a curve drawn now counts
             with contextlib.suppress(WorkerError, WorkerTimeoutError):  # else: draw it here

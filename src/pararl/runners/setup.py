@@ -15,11 +15,13 @@ import torch
 
 from pararl import seeding
 from pararl.config import KIND_TEXT, EnvKind, Filled, RunConfig, config_from_json
+from pararl.config.saved import saved_facts
 from pararl.envs.make import check_env_id, env_factory, probe_env
+from pararl.envs.modules import module_dir, split_env_id
 from pararl.errors import UsageError
 from pararl.evaluation.background import BackgroundEvaluator
 from pararl.evaluation.child import EvalChild, evaluates_in_process
-from pararl.evaluation.greedy import Evaluator
+from pararl.evaluation.greedy import Evaluator, episode_cap
 from pararl.evaluation.reported import ReportedReturns
 from pararl.mp.topology import physical_cores
 from pararl.rundir import RunDir
@@ -46,17 +48,25 @@ def make_evaluator(
     (or when asked), else in the training loop. `child`: an evaluation process
     started earlier by the caller (`pararl train` starts it before importing torch),
     adopted here; without one, the evaluator starts its own."""
-    env_fn = env_factory(cfg.env)
+    env_fn = env_factory(cfg.env, kwargs=cfg.env_kwargs)
     stream = (start_steps,)  # a resumed run evaluates on new episodes
+    cap = episode_cap(cfg.env, cfg.env_kwargs, cfg.eval_max_steps)
     carried = _spec_for_child(cfg.env)
     if evaluates_in_process(cfg.eval_in) and carried is not False:
         spec = carried if isinstance(carried, gym.envs.registration.EnvSpec) else None
         return BackgroundEvaluator(
-            env_fn, cfg.eval_episodes, cfg.seed, model_fn, spec=spec, child=child, stream=stream
+            env_fn,
+            cfg.eval_episodes,
+            cfg.seed,
+            model_fn,
+            spec=spec,
+            child=child,
+            stream=stream,
+            max_steps=cap,
         )
     if child is not None:
         child.close(grace=0.0)  # not needed: evaluations run in this process
-    return Evaluator(env_fn, cfg.eval_episodes, cfg.seed, stream)
+    return Evaluator(env_fn, cfg.eval_episodes, cfg.seed, stream, cap)
 
 
 def _spec_for_child(env_id: str) -> gym.envs.registration.EnvSpec | bool | None:
@@ -96,7 +106,9 @@ def open_session(
         **plan.resolved,
         "env_kind": p.kind,
         "eval_in": "process" if evaluator.deferred else "inline",
+        "eval_max_steps": getattr(evaluator, "max_steps", None),
         "target_return": p.spec_threshold,
+        **p.env_module,
     }
     try:
         return TrainSession(
@@ -131,6 +143,8 @@ class Prepared:
     observation_space: gym.Space
     action_space: gym.Space
     resume_state: dict[str, Any] | None
+    resumed_from: Path | None = None  # the checkpoint file the state was read from
+    env_module: dict[str, str] = field(default_factory=dict)  # where `module:EnvId` was found
 
     @property
     def config(self) -> Any:
@@ -151,7 +165,7 @@ def prepare(
     """Validate the config (or take the resumed run's: `runners.resume`), probe the
     env, fill in the defaults of its kind, make the run dir. `given`: the options set
     by the user (default: those that differ from the defaults)."""
-    resume_state = None
+    resume_state, resumed_from, module_dirs = None, None, []
     given = resume.given_fields(config) if given is None else given
     if config.resume is not None:
         run = RunDir(Path(config.resume))
@@ -164,10 +178,12 @@ def prepare(
         if type(saved) is not type(config):
             raise UsageError(f"--resume {config.resume} is a {type(saved).__name__} run")
         config = resume.resumed_config(saved, config, given)
-        _, resume_state = resume.latest_checkpoint(run)
+        resumed_from, resume_state = resume.latest_checkpoint(run)
+        found = saved_facts(run.root).get("env_module_dir")
+        module_dirs = [found] if found else []
     config.validate()
-    spec = check_env_id(config.env)
-    obs_space, act_space = probe_env(config.env, config.wrapper)
+    spec = check_env_id(config.env, module_dirs)
+    obs_space, act_space = probe_env(config.env, config.wrapper, config.env_kwargs)
     check_spaces(config, obs_space, act_space)
     filled = config.for_spaces(obs_space, act_space)
     config = filled.config
@@ -178,7 +194,17 @@ def prepare(
         run = RunDir.new(config.run_dir, algo, config.env)
         filled = replace(filled, config=replace(config, run_dir=run.root))
     target = config.target_return if config.target_return is not None else spec.reward_threshold
-    return Prepared(filled, run, target, obs_space, act_space, resume_state)
+    return Prepared(
+        filled, run, target, obs_space, act_space, resume_state, resumed_from, _env_module(config)
+    )
+
+
+def _env_module(config: RunConfig) -> dict[str, str]:
+    """Where the module of a `module:EnvId` was found, saved in config.json so that
+    `pararl evaluate` and `--resume` can import it from another directory."""
+    module = split_env_id(config.env)[0]
+    found = module_dir(module) if module is not None else None
+    return {} if found is None else {"env_module_dir": str(found)}
 
 
 SMALL_MODEL_PARAMS = 1_000_000
@@ -208,6 +234,7 @@ class Plan:
     checkpoint: Callable[[float], dict[str, Any]]  # the full state, given the wall time
     close: Callable[[], None] = field(default=lambda: None)
     reported: ReportedReturns | None = None  # the loop's own returns as the evaluation
+    notes: tuple[str, ...] = ()  # said at start, after the banner (warnings, replay memory)
 
 
 def compose(
@@ -235,6 +262,10 @@ def compose(
     try:
         session = open_session(p, algo, plan, eval_child)
         session.console.message(f"{plan.banner}, run dir {p.run.root}")
+        if p.resumed_from is not None and p.resume_state is not None:
+            session.console.message(resume.summary(p.resumed_from, p.resume_state, session.dropped))
+        for note in plan.notes:
+            session.console.message(note)
         if p.filled.defaults:
             settings = ", ".join(f"{k} {v}" for k, v in p.filled.defaults.items())
             session.console.message(f"pararl: defaults for {KIND_TEXT[p.kind]}: {settings}")

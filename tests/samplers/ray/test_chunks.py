@@ -89,7 +89,8 @@ def test_ray_agrees_with_the_serial_loop(two_nodes: str, tmp_path: Path) -> None
     run: 512 transitions of a Ray actor); on the two-node cluster."""
     from pararl.runners.dqn import PUBLISH_EVERY
     from pararl.samplers.chunks.ray import RayDQNPool
-    from tests.runners.test_modes_agree import RUN, expected_updates, final_state, shapes
+    from tests.runners.saved import final_state
+    from tests.runners.test_modes_agree import RUN, expected_updates, shapes
 
     train(DQNConfig(mode="serial", workers=1, seed=1, run_dir=tmp_path / "serial", **RUN))  # type: ignore[arg-type]
     config = DQNConfig(backend="ray", workers=1, seed=1, run_dir=tmp_path / "ray", **RUN)  # type: ignore[arg-type]

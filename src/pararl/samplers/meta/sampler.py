@@ -30,6 +30,8 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 
 import pararl.envs  # noqa: F401 - registers the pararl/... ids
+from pararl.envs.modules import import_env_module, split_env_id
+from pararl.envs.quiet import compiles_mujoco, quiet_mujoco
 from pararl.errors import UsageError
 from pararl.models.gaussian import NoisePolicy
 from pararl.mp.topology import split_evenly
@@ -76,6 +78,12 @@ class SampleResult:
 
 def make_task_env(env_id: str, episode_length: int, kwargs: dict[str, Any]) -> gym.Env:
     """A task env whose time limit is the sampler's episode length (module level: pickles)."""
+    module, name = split_env_id(env_id)
+    if module is not None:
+        import_env_module(module, env_id)
+    spec = gym.registry.get(name)
+    if spec is not None and compiles_mujoco(spec.entry_point):
+        quiet_mujoco()
     return gym.make(env_id, max_episode_steps=episode_length, disable_env_checker=True, **kwargs)
 
 

@@ -57,7 +57,9 @@ class PPOActor:
         torch.set_num_threads(1)
         torch.manual_seed(seeding.integer(seed, "torch", *path))
         self.actor, self.spec = make_model(), spec
-        fns = [env_factory(cfg.env, cfg.wrapper, training=True)] * cfg.envs_per_worker
+        fns = [
+            env_factory(cfg.env, cfg.wrapper, training=True, kwargs=cfg.env_kwargs)
+        ] * cfg.envs_per_worker
         self.envs = SerialVectorEnv(fns, autoreset_mode="SameStep")
         obs, _ = self.envs.reset(seed=seeding.env_seeds(seed, len(fns), "env", *path))
         self.stream = EnvStream.start(obs, spec.gamma)

@@ -1,0 +1,190 @@
+"""A trained agent, loaded from a run directory: `pararl.load(run_dir)`, then
+`agent.act(obs)`.
+
+The agent is the run's network with the run's config: a Q-network (DQN), an
+actor-critic with its observation-normalisation statistics inside (PPO), or a
+Gaussian meta-policy (MAML, which `adapt` turns into a task's policy). It acts on
+one observation or a batch of them, as the env pararl builds gives them
+(`agent.make_env()`: Atari's preprocessing included), on the CPU.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from pararl import checkpoint as ckpt
+from pararl.config import DQNConfig, MAMLConfig, RunConfig, saved_config
+from pararl.config.saved import saved_facts
+from pararl.envs.make import check_env_id, env_factory
+from pararl.envs.modules import split_env_id
+from pararl.errors import UsageError
+from pararl.models import ActorCritic, QNetwork
+from pararl.models.gaussian import GaussianMLP
+from pararl.registry import algorithm_of
+from pararl.rundir import RunDir
+
+
+class Agent:
+    """A run's trained policy. `network` is the torch module itself (its
+    `state_dict` is the checkpoint's weights); `config` the run's config; `source`
+    the checkpoint file; `env_steps` how far the run had trained when it was saved."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        network: torch.nn.Module,
+        state: dict[str, Any],
+        source: Path,
+        seed: int = 0,
+    ) -> None:
+        self.config, self.network, self.source = config, network.cpu().eval(), source
+        self.env_steps = ckpt.Header.of(state).env_steps
+        self.obs_shape = tuple(state["obs_shape"])
+        self.obs_dtype = np.dtype(state.get("obs_dtype", "<f4"))
+        bounds = state.get("action_bounds")
+        self.action_bounds = None if bounds is None else tuple(np.asarray(b) for b in bounds)
+        # the checkpoint's description of the network (shapes, bounds), not its weights
+        self._state = {k: v for k, v in state.items() if k not in ("learner", "replay")}
+        self.rng = np.random.default_rng(seed)  # for `act(..., deterministic=False)`
+        self.task: Any = None  # MAML: the task this agent was adapted to (None: meta-policy)
+        self.adaptation_returns: np.ndarray | None = None  # before adapting, after each step
+
+    @property
+    def env_id(self) -> str:
+        return self.config.env
+
+    @property
+    def env_kwargs(self) -> dict[str, Any]:
+        return dict(self.config.env_kwargs)
+
+    def __repr__(self) -> str:
+        return (
+            f"Agent({type(self.config).__name__}, env {self.env_id!r}, "
+            f"{self.env_steps:,} env steps, from {self.source})"
+        )
+
+    def make_env(self, render_mode: str | None = None) -> gym.Env:
+        """The env as the run was evaluated: the same id, keyword arguments and
+        preprocessing (Atari's frames), with the true reward."""
+        if isinstance(self.config, MAMLConfig):
+            from pararl.samplers.meta.sampler import make_task_env
+
+            kwargs = {**self.config.env_kwargs}
+            if render_mode is not None:
+                kwargs["render_mode"] = render_mode
+            return make_task_env(self.env_id, self.config.episode_length, kwargs)
+        return env_factory(self.env_id, render_mode=render_mode, kwargs=self.config.env_kwargs)()
+
+    @torch.no_grad()
+    def act(self, obs: Any, deterministic: bool = True) -> Any:
+        """The action for one observation (an int for discrete actions, an array
+        for continuous ones), or an array of actions for a batch `[N, *obs_shape]`.
+        `deterministic`: the greedy action (argmax, or the Gaussian's mean); else one
+        sampled from the policy (DQN: epsilon-greedy at the run's final epsilon)."""
+        batch, single = self._as_batch(obs)
+        actions = self._actions(torch.as_tensor(batch), deterministic)
+        if self.action_bounds is not None:
+            actions = np.clip(actions, *self.action_bounds).astype(actions.dtype)
+        if not single:
+            return actions
+        action = actions[0]
+        return int(action) if action.ndim == 0 else action
+
+    def _as_batch(self, obs: Any) -> tuple[np.ndarray, bool]:
+        array = np.asarray(obs)
+        if array.dtype != self.obs_dtype:
+            array = array.astype(self.obs_dtype)
+        if array.shape == self.obs_shape:
+            return array[None], True
+        if array.ndim == len(self.obs_shape) + 1 and array.shape[1:] == self.obs_shape:
+            return array, False
+        raise UsageError(
+            f"an observation of shape {array.shape}: this agent takes {self.obs_shape} or a "
+            f"batch (N, {', '.join(map(str, self.obs_shape))}) (from {self.env_id}; "
+            "agent.make_env() builds the env as it was trained)"
+        )
+
+    def _actions(self, obs: torch.Tensor, deterministic: bool) -> np.ndarray:
+        net = self.network
+        if isinstance(net, QNetwork):
+            greedy = net(obs).argmax(dim=1).numpy()
+            if deterministic:
+                return greedy
+            eps = self.config.settings.eps_end if isinstance(self.config, DQNConfig) else 0.0
+            explore = self.rng.random(len(greedy)) < eps
+            random = self.rng.integers(0, net.num_actions, len(greedy))
+            return np.where(explore, random, greedy)
+        if isinstance(net, ActorCritic):
+            action, _, _ = net.act(obs, deterministic)
+            return action.numpy()
+        if isinstance(net, GaussianMLP):
+            mean, log_std = net(obs.float())
+            if deterministic:
+                return mean.numpy()
+            noise = self.rng.standard_normal(tuple(mean.shape)).astype(np.float32)
+            return (mean + log_std.exp() * torch.from_numpy(noise)).numpy()
+        raise TypeError(f"no way to act with a {type(net).__name__}")
+
+    def adapt(self, task: Any, episodes: int | None = None, steps: int = 1, seed: int = 0) -> Agent:
+        """MAML: this meta-policy adapted to `task` (one of the env's
+        `sample_tasks(n)`), by `steps` inner gradient steps, each on `episodes` new
+        episodes (default: the run's `--fast-batch-size`) of the policy adapted so
+        far, as in training. The adapted agent acts with the task's parameters."""
+        if not isinstance(self.config, MAMLConfig) or not isinstance(self.network, GaussianMLP):
+            raise UsageError(
+                f"adapt() is for MAML runs; this is a {type(self.config).__name__} run"
+            )
+        from pararl.mp.topology import physical_cores
+        from pararl.runners.maml_eval import adaptation_returns
+
+        cfg = self.config
+        out = adaptation_returns(
+            cfg,
+            self.network,
+            [task],
+            episodes or cfg.fast_batch_size,
+            steps,
+            seed,
+            physical_cores(),
+        )
+        adapted = copy.deepcopy(self.network)
+        adapted.load_state_dict({name: p[0] for name, p in out.params.items()})
+        agent = Agent(cfg, adapted, self._state, self.source, seed)
+        agent.task, agent.adaptation_returns = task, out.returns[:, 0]
+        return agent
+
+
+def load(run_dir: str | Path, checkpoint: str = "best", seed: int = 0) -> Agent:
+    """The agent saved in `run_dir` (a `pararl train` run directory) at `checkpoint`
+    (best, final, interrupted, latest, step_N). A `module:EnvId` run imports its
+    module as training did (from the working directory, or where the run found it)."""
+    run = RunDir(Path(run_dir))
+    if not run.config.is_file():
+        raise UsageError(
+            f"{run.root} is not a pararl run directory (no config.json); pass the "
+            "directory pararl train saved the run in"
+        )
+    config = saved_config(run.root)
+    if split_env_id(config.env)[0] is not None:
+        found = saved_facts(run.root).get("env_module_dir")
+        check_env_id(config.env, [found] if found else [])
+    path = run.checkpoint(checkpoint)
+    if not path.is_file():
+        names = sorted(p.stem for p in run.checkpoints.glob("*.pt") if p.stem != "replay")
+        raise UsageError(
+            f"{run.root} has no checkpoint '{checkpoint}'"
+            + (f"; it has {', '.join(names)}" if names else " (no checkpoints/ yet)")
+        )
+    state = ckpt.load(path)
+    policy = algorithm_of(config).greedy_policy(config, state)
+    network = getattr(policy, "model", policy)  # MAML's greedy policy wraps its network
+    return Agent(config, network, state, path, seed)
+
+
+__all__ = ["Agent", "load"]

@@ -1,0 +1,16 @@
+"""A finished run's state as `--resume` reads it: its final checkpoint with the
+replay memory saved beside it (`pararl.runners.checkpoints`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pararl import checkpoint
+from pararl.rundir import RunDir
+from pararl.runners.checkpoints import replay_for
+
+
+def final_state(run_dir: Path) -> dict[str, Any]:
+    state = checkpoint.load(RunDir(run_dir).checkpoint("final"))
+    return {**state, "replay": replay_for(RunDir(run_dir), state)}

@@ -1,0 +1,120 @@
+"""Checkpoints that make sense: the replay memory on disk once, never in `best`;
+`latest` every few seconds, so that `kill -9` loses at most that; a resume that
+says where it starts and what it dropped; a budget too small to learn in is said."""
+
+from __future__ import annotations
+
+import csv
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from pararl import checkpoint
+from pararl.rundir import RunDir
+from pararl.runners.resume import latest_checkpoint
+
+TINY = [
+    "--total-steps", "1000", "--learning-starts", "100", "--eval-episodes", "2",
+    "--eval-in", "inline", "--mode", "serial", "--progress", "plain", "--no-tensorboard",
+    "--checkpoint-every", "400",
+]  # fmt: skip
+
+
+def holding_replay(run: Path) -> list[str]:
+    """The files of `run/checkpoints` that hold a replay memory."""
+    held = []
+    for path in sorted((run / "checkpoints").glob("*.pt")):
+        state = torch.load(path, weights_only=False)
+        if state.get("replay") is not None:
+            held.append(path.name)
+    return held
+
+
+def test_the_replay_memory_is_saved_once_and_never_in_best(tmp_path: Path, pararl: Any) -> None:
+    run = tmp_path / "run"
+    # no evaluation comes due: `best` is written at the end, from the final state;
+    # and as with Atari's defaults for a short budget, nothing is learned: it says so
+    result = pararl(
+        "train", "dqn", *TINY, "--eval-every", "100000", "--learning-starts", "2000",
+        "--run-dir", str(run),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert (
+        "warning: --learning-starts 2,000 is not below --total-steps 1,000: this run "
+        "collects transitions and never learns" in result.stderr
+    )
+    assert holding_replay(run) == ["replay.pt"]
+    assert torch.load(run / "checkpoints" / "replay.pt", weights_only=False)["env_steps"] == 1000
+    resumed = pararl("train", "--resume", str(run), "--total-steps", "1400")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "replay memory restored (" in resumed.stderr
+    assert holding_replay(run) == ["replay.pt"]  # replaced, not added to
+    saved = torch.load(run / "checkpoints" / "replay.pt", weights_only=False)
+    assert saved["env_steps"] == checkpoint.load(run / "checkpoints" / "final.pt")["env_steps"]
+
+
+def test_resume_says_where_it_starts_and_what_it_dropped(tmp_path: Path, pararl: Any) -> None:
+    run = tmp_path / "run"
+    args = ("--eval-every", "500", "--log-every-s", "0", "--run-dir", str(run))
+    assert pararl("train", "dqn", *TINY, *args).returncode == 0
+    (run / "checkpoints" / "final.pt").unlink()  # as if killed after step_800
+    path, state = latest_checkpoint(RunDir(run))
+    assert path.name == "step_800.pt"
+    assert state["replay"] is None  # replay.pt is the final checkpoint's, at 1,000 steps
+    resumed = pararl("train", "--resume", str(run))
+    assert resumed.returncode == 0, resumed.stderr
+    line = next(x for x in resumed.stderr.splitlines() if "resuming from" in x)
+    assert line.startswith("pararl: resuming from checkpoints/step_800.pt: 800 env steps, ")
+    assert "metrics rows logged after it (up to 1,000 env steps) were dropped" in line
+    assert "has no replay memory" in resumed.stderr
+    assert "refills 100 transitions before it learns again" in resumed.stderr
+
+
+def last_logged(run: Path) -> tuple[float, int]:
+    """The wall seconds and env steps of the last complete metrics row."""
+    with (run / "metrics.csv").open() as f:
+        rows = [r for r in csv.DictReader(f) if r.get("wall_s")]
+    return float(rows[-1]["wall_s"]), int(float(rows[-1]["env_steps"]))
+
+
+def test_kill_9_loses_at_most_the_checkpoint_interval(tmp_path: Path, pararl: Any) -> None:
+    """A long run killed outright (no handler runs) resumes from the `latest`
+    checkpoint, written every `--checkpoint-every-s` seconds: what it loses is the
+    time since then, at most that interval (plus one loop turn)."""
+    run = tmp_path / "run"
+    proc = subprocess.Popen(
+        [
+            sys.executable, "-m", "pararl.cli", "train", "dqn", "--env", "CartPole-v1",
+            "--total-steps", "100000000", "--target-return", "1e9", "--eval-every", "100000000",
+            "--checkpoint-every", "100000000", "--checkpoint-every-s", "1", "--log-every-s", "0.1",
+            "--mode", "serial", "--eval-in", "inline", "--progress", "plain",
+            "--no-tensorboard", "--run-dir", str(run),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:  # training is under way
+            if "steps/s" in line:
+                break
+        time.sleep(2.5)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    path, state = latest_checkpoint(RunDir(run))
+    assert path.name == "latest.pt"
+    saved = checkpoint.Header.of(state)
+    logged_wall, logged_steps = last_logged(run)
+    assert 0 < saved.env_steps <= logged_steps
+    assert logged_wall - saved.wall_s <= 1.0 + 0.5, (logged_wall, saved.wall_s)
+
+    resumed = pararl("train", "--resume", str(run), "--total-steps", str(saved.env_steps + 200))
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resuming from checkpoints/latest.pt: {saved.env_steps:,} env steps" in resumed.stderr
