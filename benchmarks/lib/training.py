@@ -102,7 +102,7 @@ def run_process(cmd: Sequence[str], timeout_s: float, cwd: Path) -> Finished:
 def warm_up(workdir: Path) -> None:
     """Load what every run imports once, so the first timed run does not pay for a cold
     file cache alone."""
-    code = "import torch, gymnasium, stable_baselines3, pararl.cli, pararl.runners.dqn, "
+    code = "import torch, gymnasium, stable_baselines3, pararl.cli, pararl.runners.offpolicy, "
     run_process([sys.executable, "-c", code + "pararl.runners.ppo"], 300.0, workdir)
 
 

@@ -9,15 +9,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["DQNConfig", "PPOConfig", "train"]
+__all__ = ["DQNConfig", "PPOConfig", "SACConfig", "train"]
 
 if TYPE_CHECKING:
     from pararl.api import train
-    from pararl.config import DQNConfig, PPOConfig
+    from pararl.config import DQNConfig, PPOConfig, SACConfig
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("DQNConfig", "PPOConfig"):
+    if name in ("DQNConfig", "PPOConfig", "SACConfig"):
         import pararl.config
 
         return getattr(pararl.config, name)

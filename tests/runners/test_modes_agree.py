@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from pararl import DQNConfig, train
-from pararl.runners.dqn import PUBLISH_EVERY
+from pararl.runners.offpolicy import PUBLISH_EVERY
 
 RUN = dict(
     total_steps=1_024,

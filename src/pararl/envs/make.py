@@ -41,7 +41,8 @@ def install_hint(env_id: str) -> str | None:
 
 def probe_env(env_id: str, wrapper: str = "none") -> tuple[gym.Space, gym.Space]:
     """Build the env once for its spaces; a missing optional package is a UsageError
-    that names what to install."""
+    that names what to install. A Box action space comes with the bounds the env acts
+    within (`bounded_action_space`)."""
     try:
         env = make_env(env_id, wrapper)
     except (gym.error.DependencyNotInstalled, ImportError) as exc:
@@ -51,9 +52,21 @@ def probe_env(env_id: str, wrapper: str = "none") -> tuple[gym.Space, gym.Space]
             f"env '{env_id}' needs a package that is missing ({first}); {hint}"
         ) from exc
     try:
-        return env.observation_space, env.action_space
+        return env.observation_space, bounded_action_space(env)
     finally:
         env.close()
+
+
+def bounded_action_space(env: gym.Env) -> gym.Space:
+    """`env`'s action space with the bounds the env acts within: Gymnasium's
+    `ClipAction`, which `make_env` adds, declares unbounded actions (it clips any),
+    while SAC squashes its actions into the bounds inside it."""
+    inner: gym.Env = env
+    while isinstance(inner, gym.Wrapper):
+        if isinstance(inner, gym.wrappers.ClipAction):
+            return inner.env.action_space
+        inner = inner.env
+    return env.action_space
 
 
 def check_env_id(env_id: str) -> gym.envs.registration.EnvSpec:
