@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import pytest
 import torch
 
 from pararl import SACConfig, train
 from pararl.algos.sac import SACState
 from pararl.replay.prioritized import PrioritizedReplay
-from pararl.runners.offpolicy import CHUNK_TRANSITIONS, OffPolicyLoop, make_source
+from pararl.runners.offpolicy import OffPolicyLoop, make_source
+from pararl.runners.sac import CHUNK_TRANSITIONS
 
 SMALL: dict[str, Any] = dict(
     env="Pendulum-v1",
@@ -36,6 +39,17 @@ SMALL: dict[str, Any] = dict(
     progress="none",
     seed=4,
 )
+
+
+@pytest.fixture
+def one_thread() -> Iterator[None]:
+    """The learner's thread count as `pararl train` sets it for small networks (tests
+    that build the loop themselves): two threads beside an actor process ran each
+    update several times slower on a loaded 2-core machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 def final(run_dir: Path, name: str = "final") -> dict[str, Any]:
@@ -61,20 +75,21 @@ def test_serial_and_sync_give_the_same_parameters(tmp_path: Path) -> None:
     assert serial["learner"]["log_alpha"] != 0.0  # the temperature was tuned
 
 
+@pytest.mark.usefixtures("one_thread")
 def test_async_holds_the_update_to_data_ratio(tmp_path: Path) -> None:
     """Actor processes with the learner loop: after every turn the learner is neither
     ahead of the ratio nor behind it by more than one chunk's updates, and the data it
     learns from came through the shared-memory outboxes from the actor's own copy."""
-    config = SACConfig(mode="async", run_dir=tmp_path, **{**SMALL, "total_steps": 3_000})  # type: ignore[arg-type]
+    config = SACConfig(mode="async", run_dir=tmp_path, **{**SMALL, "total_steps": 1_200})  # type: ignore[arg-type]
     env = gym.make(config.env)
     spaces = env.observation_space, env.action_space
     env.close()
     state = SACState(config.for_spaces(*spaces), *spaces, torch.device("cpu"))
-    loop = OffPolicyLoop(state, make_source(state, "async", print))
-    bound = state.settings.replay_ratio * CHUNK_TRANSITIONS  # one actor
+    loop = OffPolicyLoop(state, make_source(state, "async", print, CHUNK_TRANSITIONS))
+    bound = state.settings.replay_ratio * CHUNK_TRANSITIONS  # one actor's chunk
     behind = []
     try:
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + 60
         while state.env_steps < config.budget:
             assert time.monotonic() < deadline
             loop.iterate()
@@ -147,6 +162,7 @@ def test_discrete_actions_are_refused_in_one_line(tmp_path: Path, pararl: Any) -
     assert not (tmp_path / "run").exists()  # a refused start leaves no run directory
 
 
+@pytest.mark.usefixtures("one_thread")
 def test_prioritized_replay_learns_from_td_errors(tmp_path: Path) -> None:
     config = SACConfig(mode="serial", prioritized=True, run_dir=tmp_path, **SMALL)  # type: ignore[arg-type]
     env = gym.make(config.env)

@@ -21,9 +21,9 @@ The replay ratio (updates per env step, after `learning_starts`) holds in every 
 within a bound: the learner never runs ahead of the data it has taken (an update is
 made only when due), and takes new data only once it has caught up, so it is behind
 by at most the updates one turn's chunks allow: ratio x (serial/sync: the envs of one
-vector step; async: actors x 256 transitions; Ray: 2 x actors x 512). Actors wait on
-full outboxes beyond that (back-pressure); nothing is dropped. `updates_behind` in
-the metrics is the lag at each log line.
+vector step; async: actors x one chunk, 256 transitions for DQN, 64 for SAC; Ray:
+2 x actors x twice that). Actors wait on full outboxes beyond that (back-pressure);
+nothing is dropped. `updates_behind` in the metrics is the lag at each log line.
 """
 
 from __future__ import annotations
@@ -166,22 +166,29 @@ def local_source(
     return source
 
 
-def make_source(state: Learning, mode: str, report: Callable[[str], None]) -> ChunkSource:
-    """The chunk source of `mode` (and `--backend`)."""
+def make_source(
+    state: Learning,
+    mode: str,
+    report: Callable[[str], None],
+    chunk_transitions: int = CHUNK_TRANSITIONS,
+) -> ChunkSource:
+    """The chunk source of `mode` (and `--backend`); an actor process's chunks hold
+    about `chunk_transitions` transitions (a Ray actor's, twice as many)."""
     cfg, learner, net = state.config, state.learner, state.acting_net
     if cfg.backend == "ray":
         from pararl.samplers.chunks.ray import RayChunkPool
         from pararl.samplers.ray.cluster import ray_actors
 
         n = ray_actors(cfg.workers, cfg.ray_address, keep_for_learner=1)
-        steps = max(1, RayChunkPool.CHUNK_TRANSITIONS // cfg.envs_per_worker)
+        ray_chunk = RayChunkPool.CHUNK_TRANSITIONS * chunk_transitions // CHUNK_TRANSITIONS
+        steps = max(1, ray_chunk // cfg.envs_per_worker)
         specs = [
             actor_spec(state, cfg.envs_per_worker, steps, i, n, cfg.prioritized) for i in range(n)
         ]
         return RayChunkPool(specs, net, learner.updates, cfg, state.env_steps, report)
     if mode == "async":
         n = default_actors(cfg)
-        steps = max(1, CHUNK_TRANSITIONS // cfg.envs_per_worker)
+        steps = max(1, chunk_transitions // cfg.envs_per_worker)
         specs = [
             actor_spec(state, cfg.envs_per_worker, steps, i, n, cfg.prioritized) for i in range(n)
         ]
@@ -272,10 +279,12 @@ def plan(
     mode: str,
     metrics: tuple[str, ...],
     num_params: int,
+    chunk_transitions: int = CHUNK_TRANSITIONS,
 ) -> Plan:
     """A single-learner off-policy run (serial, sync, async, Ray) of algorithm
     `name` over `state`; `metrics`: its update's statistics; `num_params`: the
-    learner's parameters (it gets threads when they are many)."""
+    learner's parameters (it gets threads when they are many); `chunk_transitions`:
+    the size of an actor process's chunks (`make_source`)."""
     cfg, device = p.config, state.learner.device
     busy = 0 if mode == "serial" else (cfg.workers or physical_cores())
     threads = set_learner_threads(num_params, busy)
@@ -290,7 +299,8 @@ def plan(
     loops: list[OffPolicyLoop] = []
 
     def run(session: TrainSession) -> None:
-        loops.append(OffPolicyLoop(state, make_source(state, mode, session.console.message)))
+        source = make_source(state, mode, session.console.message, chunk_transitions)
+        loops.append(OffPolicyLoop(state, source))
         run_loop(loops[0], session)
 
     def close() -> None:

@@ -16,6 +16,7 @@ from pararl.algos.sac import SACState
 from pararl.api import train
 from pararl.config import SACConfig
 from pararl.runners.offpolicy import OffPolicyLoop, make_source
+from pararl.runners.sac import CHUNK_TRANSITIONS
 
 ray = pytest.importorskip("ray")
 
@@ -48,12 +49,21 @@ def test_sac_trains_with_ray_actors(two_nodes: str, tmp_path: Path) -> None:
 
 
 def test_killed_actor_is_restarted_and_nothing_received_is_lost(two_nodes: str) -> None:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as `pararl train` sets it for small networks
+    try:
+        _kill_an_actor()
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _kill_an_actor() -> None:
     env = gym.make(TINY.env)
     spaces = env.observation_space, env.action_space
     env.close()
     state = SACState(TINY.for_spaces(*spaces), *spaces, torch.device("cpu"))
     log: list[str] = []
-    pool = make_source(state, "async", log.append)
+    pool = make_source(state, "async", log.append, CHUNK_TRANSITIONS)
     loop = OffPolicyLoop(state, pool)
     try:
         nodes = ray.get([actor.node.remote() for actor in pool.group.actors], timeout=60)
