@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import math
 import os
 import re
 import signal
@@ -187,6 +188,12 @@ class Run:
     @staticmethod
     def directory(system: str, env: str, seed: int, cwd: Path) -> Path:
         return cwd / f"{system}-{env.replace('/', '_')}-{seed}"
+
+
+def time_to_reach(run: Run, target: float) -> float:
+    """Wall s (the run's own clock) of its first evaluation at `target` or above; inf
+    when none reaches it."""
+    return next((p["wall_s"] for p in run.curve if p["eval_return"] >= target), math.inf)
 
 
 def launch_clock(curve: list[dict[str, float]], wall_s: float, own_s: float | None) -> None:
