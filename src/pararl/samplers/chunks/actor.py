@@ -151,7 +151,7 @@ class ChunkSampler:
     ) -> None:
         self.spec = spec
         self.rng = seeding.generator(seed, "explore", *path)
-        self.net = net or spec.policy.make_net()
+        self.net = net if net is not None else spec.policy.make_net()
         self.envs = envs or SerialVectorEnv([spec.env_fn] * spec.num_envs)
         policy = spec.policy
         self.nstep = NStepBuilder(
