@@ -21,6 +21,7 @@ BENCHMARKS = {
     "ppo": "PPO: time to solve vs SB3, double-buffered sampling throughput",
     "devices": "PPO wall time per device placement and net width (seeds/002)",
     "mujoco": "PPO on MuJoCo (1M steps) against SB3 + VecNormalize, CleanRL's figures",
+    "sac": "SAC on MuJoCo (300k steps, async) against SB3's SAC, rl-zoo's figures",
     "partial": "multi-task sampler: wait for all vs timeout vs min_envs vs auto (seeds/001)",
     "maml": "MAML-TRPO meta-iteration time split, pararl vs the seed's design (seeds/001)",
     "maml_curves": "MAML-TRPO meta-training curves: return before and after adaptation",

@@ -16,7 +16,7 @@ from benchmarks.lib import dqn_spells as drivers
 from benchmarks.lib import harness as h
 from benchmarks.lib import solve
 from benchmarks.lib.figures import Panel, Series
-from pararl.runners.dqn import default_actors
+from pararl.runners.offpolicy import default_actors
 
 Part = Literal["solve", "throughput", "overlap"]
 System = Literal["pararl-serial", "pararl-sync", "pararl-async", "pararl-averaging", "sb3"]
@@ -279,7 +279,7 @@ def report(r: Results, meta: h.Metadata) -> h.Report:
             "per second by the learner process, steady state (the seed design's memory starts "
             f"full so that it learns every 5 transitions from the start); {p['repeats']} "
             f"interleaved spells of {p['block_s']:g} s after {p['warmup_s']:g} s warm-up. "
-            "pararl runs its production learner loop (`DQNLoop`, replay ratio gating; `no "
+            "pararl runs its production learner loop (`OffPolicyLoop`, replay ratio gating; `no "
             "ratio`: replay ratio 0) without evaluation or logging.\n\n"
             + h.table(THROUGHPUT, r.throughput)
         )

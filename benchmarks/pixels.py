@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import math
 import signal
 import subprocess
 import tempfile
@@ -29,7 +28,7 @@ from benchmarks.lib import harness as h
 from benchmarks.lib import sb3, training
 from benchmarks.lib.figures import Panel, Series
 from benchmarks.lib.stats import censored_median
-from benchmarks.lib.training import Point, Run
+from benchmarks.lib.training import Point, Run, time_to_reach
 
 System = Literal["pararl-dqn", "pararl-dqn-per", "pararl-ppo", "sb3-dqn", "sb3-ppo"]
 PongSystem = Literal["pararl-dqn", "sb3-dqn", "pararl-ppo", "sb3-ppo"]
@@ -164,12 +163,6 @@ def minatar_run(system: str, env: str, seed: int, b: Budget, workdir: Path) -> R
         own_s = None if final is None else final["train_s"]
     training.launch_clock(run.curve, run.wall_s, own_s)
     return run
-
-
-def time_to_reach(run: Run, target: float) -> float:
-    """Wall s (the run's own clock) of its first evaluation at `target` or above; inf
-    when none reaches it."""
-    return next((p["wall_s"] for p in run.curve if p["eval_return"] >= target), math.inf)
 
 
 @dataclass

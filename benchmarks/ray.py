@@ -161,11 +161,11 @@ def actor_nodes(driver: Pararl) -> int:
 def ingest(driver: Pararl, repeats: int) -> tuple[float, float, int, int]:
     """Median seconds of `ray.put` + `ray.get` of a chunk and of its copy into the
     replay; the chunk's transitions and bytes."""
-    from pararl.samplers.chunks.ray import RayDQNPool
+    from pararl.samplers.chunks.ray import RayChunkPool
     from pararl.samplers.ray.cluster import import_ray
 
     ray, state = import_ray(), driver.state
-    chunk = state.replay.sample(RayDQNPool.CHUNK_TRANSITIONS, state.replay_rng)
+    chunk = state.replay.sample(RayChunkPool.CHUNK_TRANSITIONS, state.replay_rng)
     store, copy = [], []
     for _ in range(repeats):
         seconds, got = h.timed(lambda: ray.get(ray.put(chunk)))

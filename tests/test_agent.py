@@ -13,11 +13,12 @@ import pytest
 import torch
 
 import pararl
-from pararl import DQNConfig, MAMLConfig, PPOConfig, load, train
+from pararl import DQNConfig, MAMLConfig, PPOConfig, SACConfig, load, train
 from pararl.cli import main
 from pararl.errors import UsageError
 from pararl.models import ActorCritic, QNetwork
 from pararl.models.gaussian import GaussianMLP
+from pararl.models.squashed import SquashedGaussianActor
 
 QUIET: dict[str, Any] = dict(
     progress="none", tensorboard=False, mode="serial", workers=1, eval_in="inline"
@@ -40,6 +41,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "pendulum": PPOConfig(
             env="Pendulum-v1", total_steps=2048, num_steps=128, eval_every=2048,
             eval_episodes=1, hidden=(16,), **QUIET,
+        ),
+        "sac": SACConfig(
+            env="Pendulum-v1", total_steps=300, learning_starts=100, eval_every=300,
+            eval_episodes=1, batch_size=16, hidden=(16, 16), **QUIET,
         ),
         "minatar": DQNConfig(
             env="MinAtar/Breakout-v1", total_steps=300, learning_starts=100, eval_every=300,
@@ -104,6 +109,22 @@ def test_ppo_discrete_and_continuous_with_normalisation(runs: dict[str, Path]) -
     assert sampled.std() > 0.1  # drawn from the Gaussian, clipped to the bounds
     assert sampled.min() >= -2.0
     assert sampled.max() <= 2.0
+
+
+def test_sac_acts_within_the_bounds(runs: dict[str, Path]) -> None:
+    agent = load(runs["sac"])
+    net = agent.network
+    assert isinstance(net, SquashedGaussianActor)
+    obs = np.array([[0.3, -0.9, 4.0], [1.0, 0.0, -7.5]], np.float32)
+    actions = agent.act(obs)
+    assert actions.shape == (2, 1)
+    with torch.no_grad():
+        mean, _ = net(torch.as_tensor(obs))
+    np.testing.assert_allclose(actions, 2.0 * np.tanh(mean.numpy()), rtol=1e-5)  # the bounds ±2
+    assert agent.act(obs[0]).shape == (1,)
+    sampled = agent.act(np.repeat(obs[:1], 500, 0), deterministic=False)
+    assert sampled.std() > 0.01
+    assert -2.0 <= sampled.min() <= sampled.max() <= 2.0
 
 
 def test_images_act_as_they_come(runs: dict[str, Path]) -> None:

@@ -1,7 +1,8 @@
 """Does it learn at all? Every DQN mode and every PPO mode, on CartPole-v1 from a
 fixed seed, must reach a greedy return far above a random policy's (~22) within a
-small step budget. A learner that does not learn (no optimizer step, targets
-never updated, weights never published to the actors) fails these."""
+small step budget; SAC must balance Pendulum. A learner that does not learn (no
+optimizer step, targets never updated, weights never published to the actors)
+fails these."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pararl import DQNConfig, PPOConfig, train
+from pararl import DQNConfig, PPOConfig, SACConfig, train
 
 RANDOM_RETURN = 22.0
 GOOD = 150.0  # DQN: the runs stop as soon as a greedy evaluation gets there
@@ -60,3 +61,23 @@ def test_ppo_learns_continuous_control(tmp_path: Path) -> None:
     session = train(config)
     assert session is not None
     assert session.best_eval >= -600.0, f"PPO Pendulum: best greedy return {session.best_eval}"
+
+
+def test_sac_learns_pendulum(tmp_path: Path) -> None:
+    """Pendulum-v1 (a random policy scores about -1,200 to -1,500): the greedy policy
+    must reach -250 within 8,000 steps, with smaller networks, a larger learning rate
+    and 1,000 random steps instead of the 10,000 of the MuJoCo defaults."""
+    config = SACConfig(
+        mode="serial",
+        total_steps=8_000,
+        learning_starts=1_000,
+        hidden=(64, 64),
+        lr=1e-3,
+        batch_size=128,
+        run_dir=tmp_path,
+        eval_in="inline",  # every evaluation where due: the outcome is the seed's alone
+        **{**COMMON, "env": "Pendulum-v1", "target_return": -250.0, "eval_every": 1_000},  # type: ignore[arg-type]
+    )
+    session = train(config)
+    assert session is not None
+    assert session.best_eval >= -250.0, f"SAC Pendulum: best greedy return {session.best_eval}"

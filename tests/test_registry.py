@@ -17,7 +17,7 @@ def test_rows_name_their_algorithms_functions() -> None:
     from pararl.algos import ppo
     from pararl.runners import maml_eval
 
-    assert set(ALGORITHMS) == {"dqn", "ppo", "maml"}
+    assert set(ALGORITHMS) == {"dqn", "sac", "ppo", "maml"}
     assert algorithm_of(PPOConfig()) is ALGORITHMS["ppo"]
     assert ALGORITHMS["maml"].evaluation is not None
     assert ALGORITHMS["ppo"].evaluation is None

@@ -9,7 +9,7 @@ measured. Changes, none faster: CPU only, no model saving, one torch thread per 
 `None` stops it, and the net goes back only to the child just heard from (the post's
 loop sends it to every child, and with 2+ children both pipes of a child fill up).
 
-`Pararl`: `runners.dqn.DQNLoop` over the source `pararl train` uses in async mode
+`Pararl`: `runners.offpolicy.OffPolicyLoop` over the source `pararl train` uses in async mode
 (`make_source`: actor processes, or Ray actors), no evaluation, checkpoints or logs.
 Spells: `actors` (chunks into the replay only), `learner` (updates only), `loop` (the
 production loop, with the config's replay ratio or, at 0, free-running).
@@ -38,7 +38,7 @@ from pararl.algos.dqn import DQNState
 from pararl.config import DQNConfig
 from pararl.envs.make import env_factory
 from pararl.models import num_params
-from pararl.runners.dqn import PUBLISH_EVERY, DQNLoop, make_source
+from pararl.runners.offpolicy import PUBLISH_EVERY, OffPolicyLoop, make_source
 from pararl.runners.setup import resolve_device, seed_everything, set_learner_threads
 
 GREEDY, MEMORY, TARGET_SYNC, BATCH, GAMMA, LR, LEARN_EVERY = 0.9, 2000, 200, 64, 0.9, 0.01, 5
@@ -233,7 +233,7 @@ class Pararl:
             set_learner_threads(num_params(self.state.learner.q), actors)
         else:
             torch.set_num_threads(learner_threads)
-        self.loop = DQNLoop(self.state, make_source(self.state, "async", report))
+        self.loop = OffPolicyLoop(self.state, make_source(self.state, "async", report))
         try:  # actors alone until the replay holds enough to learn from
             deadline = time.monotonic() + fill_timeout_s
             while not self.state.can_learn():

@@ -4,6 +4,7 @@
     python -m benchmarks.lib.sb3 dqn train --seed 0 --budget 100000 --save model.zip
     python -m benchmarks.lib.sb3 ppo verify model.zip --episodes 20
     python -m benchmarks.lib.sb3 ppo curve --env HalfCheetah-v5 --budget 1000000
+    python -m benchmarks.lib.sb3 sac curve --env HalfCheetah-v5 --budget 300000
     python -m benchmarks.lib.sb3 dqn minatar --env MinAtar/Breakout-v1 --budget 100000
     python -m benchmarks.lib.sb3 ppo pong --slice-s 60 --learning-starts 1000
 
@@ -115,9 +116,11 @@ MUJOCO_ENVS, MUJOCO_LR = 8, 3e-4
 
 
 def curve(algo: str, args: argparse.Namespace) -> dict[str, Any]:
-    """PPO with VecNormalize for the whole budget; every deterministic evaluation (on
-    an env with the training statistics, frozen, and true rewards) with its wall time."""
-    del algo  # PPO's alone
+    """PPO with VecNormalize, or SAC (`sac_curve`), for the whole budget; every
+    deterministic evaluation (PPO's on an env with the training statistics, frozen,
+    and true rewards) with its wall time."""
+    if algo == "sac":
+        return sac_curve(args)
     from stable_baselines3 import PPO
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import VecNormalize
@@ -145,6 +148,57 @@ def curve(algo: str, args: argparse.Namespace) -> dict[str, Any]:
         "train_s": round(time.perf_counter() - start, 3),
         "updates": int(updates),
         "curve": points,
+    }
+
+
+def mujoco_sac(learning_starts: int, net: list[int]) -> dict[str, Any]:
+    """SB3 SAC with pararl's SAC defaults for continuous actions
+    (`SACConfig.BY_KIND["continuous"]`, rl-zoo's MuJoCo settings: SB3's own defaults
+    but 10k random steps): one gradient step per env step, the temperature tuned from
+    pararl's initial value toward SB3's target entropy -|A|, as pararl's."""
+    from pararl.config import SACConfig
+
+    s, config = SACConfig.BY_KIND["continuous"], SACConfig()
+    if s["n_step"] != 1 or not config.autotune:
+        raise ValueError("SB3's SAC learns from one-step returns with a tuned temperature")
+    return {
+        "learning_rate": s["lr"],
+        "buffer_size": s["buffer_size"],
+        "learning_starts": learning_starts,
+        "batch_size": s["batch_size"],
+        "tau": s["tau"],
+        "gamma": s["gamma"],
+        "train_freq": 1,
+        "gradient_steps": round(s["replay_ratio"]),
+        "ent_coef": f"auto_{config.alpha}",
+        "policy_kwargs": {"net_arch": net},
+    }
+
+
+def sac_curve(args: argparse.Namespace) -> dict[str, Any]:
+    """SAC on one env (as rl-zoo runs it) for the whole budget, SB3's deterministic
+    evaluations with their wall time; `--threads` torch threads (0: torch's default)."""
+    import torch
+    from stable_baselines3 import SAC
+    from stable_baselines3.common.env_util import make_vec_env
+
+    start = time.perf_counter()
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    net = [int(w) for w in args.net.split(",")]
+    envs = make_vec_env(args.env, n_envs=1, seed=args.seed)
+    model = SAC("MlpPolicy", envs, seed=args.seed, device="cpu", verbose=0,
+                **mujoco_sac(args.learning_starts, net))  # fmt: skip
+    eval_env = make_vec_env(args.env, n_envs=1, seed=args.seed + 10_000)
+    points: list[dict[str, float]] = []
+    evaluate = timed_evaluation(eval_env, args.eval_episodes, args.eval_every, start, points)
+    model.learn(total_timesteps=args.budget, callback=evaluate)
+    return {
+        "env_steps": int(model.num_timesteps),
+        "train_s": round(time.perf_counter() - start, 3),
+        "updates": int(model._n_updates),
+        "curve": points,
+        "threads": torch.get_num_threads(),
     }
 
 
@@ -445,8 +499,9 @@ PARTS: dict[str, tuple[str, dict[str, Any]]] = {  # command: help, its options' 
     "train": ("CartPole: train until solved or out of budget", dict(
         seed=0, budget=100_000, eval_every=5_000, eval_episodes=10, target=475.0, save="")),
     "verify": ("deterministic mean return of a saved model", dict(episodes=20, seed=12_345)),
-    "curve": ("PPO on a MuJoCo env for the whole budget (ppo only)", dict(
-        env="HalfCheetah-v5", seed=0, budget=1_000_000, eval_every=20_000, eval_episodes=10)),
+    "curve": ("PPO or SAC on a MuJoCo env for the whole budget (ppo, sac)", dict(
+        env="HalfCheetah-v5", seed=0, budget=1_000_000, eval_every=20_000, eval_episodes=10,
+        learning_starts=10_000, net="256,256", threads=0)),  # the last three: SAC's
     "minatar": ("learning curve on a MinAtar game", dict(
         env="MinAtar/Breakout-v1", seed=0, budget=100_000, eval_every=10_000, eval_episodes=10)),
     "pong": ("training throughput on Pong (zoo settings)", dict(
@@ -456,7 +511,7 @@ PARTS: dict[str, tuple[str, dict[str, Any]]] = {  # command: help, its options' 
 
 def main(argv: Sequence[str] | None = None) -> int:
     top = argparse.ArgumentParser(prog="python -m benchmarks.lib.sb3", description=__doc__)
-    top.add_argument("algo", choices=("dqn", "ppo"))
+    top.add_argument("algo", choices=("dqn", "ppo", "sac"))
     sub = top.add_subparsers(dest="command", required=True)
     for name, (text, defaults) in PARTS.items():
         part = sub.add_parser(name, help=text)
@@ -465,6 +520,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         for key, default in defaults.items():
             part.add_argument("--" + key.replace("_", "-"), type=type(default), default=default)
     args = top.parse_args(argv)
+    if args.algo == "sac" and args.command != "curve":
+        print("sb3: sac runs `curve` only", file=sys.stderr)
+        return 2
     if args.command == "train" and (args.budget < 1 or args.eval_every < 1):
         print("sb3: --budget and --eval-every must be >= 1", file=sys.stderr)
         return 2

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import math
 import os
 import re
 import signal
@@ -102,7 +103,7 @@ def run_process(cmd: Sequence[str], timeout_s: float, cwd: Path) -> Finished:
 def warm_up(workdir: Path) -> None:
     """Load what every run imports once, so the first timed run does not pay for a cold
     file cache alone."""
-    code = "import torch, gymnasium, stable_baselines3, pararl.cli, pararl.runners.dqn, "
+    code = "import torch, gymnasium, stable_baselines3, pararl.cli, pararl.runners.offpolicy, "
     run_process([sys.executable, "-c", code + "pararl.runners.ppo"], 300.0, workdir)
 
 
@@ -189,6 +190,12 @@ class Run:
     @staticmethod
     def directory(system: str, env: str, seed: int, cwd: Path) -> Path:
         return cwd / f"{system}-{env.replace('/', '_')}-{seed}"
+
+
+def time_to_reach(run: Run, target: float) -> float:
+    """Wall s (the run's own clock) of its first evaluation at `target` or above; inf
+    when none reaches it."""
+    return next((p["wall_s"] for p in run.curve if p["eval_return"] >= target), math.inf)
 
 
 def launch_clock(curve: list[dict[str, float]], wall_s: float, own_s: float | None) -> None:

@@ -9,15 +9,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["DQNConfig", "MAMLConfig", "PPOConfig", "evaluate", "load", "train"]
+__all__ = ["DQNConfig", "MAMLConfig", "PPOConfig", "SACConfig", "evaluate", "load", "train"]
 
 if TYPE_CHECKING:
     from pararl.api import evaluate, load, train
-    from pararl.config import DQNConfig, MAMLConfig, PPOConfig
+    from pararl.config import DQNConfig, MAMLConfig, PPOConfig, SACConfig
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("DQNConfig", "PPOConfig", "MAMLConfig"):
+    if name in ("DQNConfig", "PPOConfig", "MAMLConfig", "SACConfig"):
         import pararl.config
 
         return getattr(pararl.config, name)

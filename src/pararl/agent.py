@@ -26,6 +26,7 @@ from pararl.envs.modules import split_env_id
 from pararl.errors import UsageError
 from pararl.models import ActorCritic, QNetwork
 from pararl.models.gaussian import GaussianMLP
+from pararl.models.squashed import SquashedGaussianActor
 from pararl.registry import algorithm_of
 from pararl.rundir import RunDir
 
@@ -129,6 +130,11 @@ class Agent:
                 return mean.numpy()
             noise = self.rng.standard_normal(tuple(mean.shape)).astype(np.float32)
             return (mean + log_std.exp() * torch.from_numpy(noise)).numpy()
+        if isinstance(net, SquashedGaussianActor):  # SAC: within the env's bounds already
+            if deterministic:
+                return net.greedy(obs.float().numpy())
+            noise = self.rng.standard_normal((len(obs), net.action_dim)).astype(np.float32)
+            return net.act(obs.float().numpy(), noise)
         raise TypeError(f"no way to act with a {type(net).__name__}")
 
     def adapt(self, task: Any, episodes: int | None = None, steps: int = 1, seed: int = 0) -> Agent:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pararl.config import DQNConfig, EvaluateConfig, MAMLConfig, PPOConfig, RunConfig
+from pararl.config import DQNConfig, EvaluateConfig, MAMLConfig, PPOConfig, RunConfig, SACConfig
 from pararl.config.saved import saved_config
 from pararl.errors import UsageError
 
@@ -38,6 +38,12 @@ def _train_dqn(config: DQNConfig, **kwargs: Any) -> Any:
     return train_dqn(config, **kwargs)
 
 
+def _train_sac(config: SACConfig, **kwargs: Any) -> Any:
+    from pararl.runners.train import train_sac
+
+    return train_sac(config, **kwargs)
+
+
 def _train_ppo(config: PPOConfig, **kwargs: Any) -> Any:
     from pararl.runners.train import train_ppo
 
@@ -52,6 +58,12 @@ def _train_maml(config: MAMLConfig, **kwargs: Any) -> Any:
 
 def _dqn_policy(config: DQNConfig, state: dict[str, Any]) -> Any:
     from pararl.algos.dqn import greedy_policy
+
+    return greedy_policy(config, state)
+
+
+def _sac_policy(config: SACConfig, state: dict[str, Any]) -> Any:
+    from pararl.algos.sac import greedy_policy
 
     return greedy_policy(config, state)
 
@@ -78,6 +90,13 @@ ALGORITHMS: dict[str, Algorithm] = {
     a.name: a
     for a in (
         Algorithm("dqn", "train DQN (actors + learner)", DQNConfig, _train_dqn, _dqn_policy),
+        Algorithm(
+            "sac",
+            "train SAC for continuous actions (actors + learner)",
+            SACConfig,
+            _train_sac,
+            _sac_policy,
+        ),
         Algorithm("ppo", "train PPO (batched env workers)", PPOConfig, _train_ppo, _ppo_policy),
         Algorithm(
             "maml",

@@ -12,7 +12,8 @@ i+1's env j-7 replayed each other's resets when seeds were `seed + 7i + j`).
 Roles: `env` (reset seeds of training envs), `explore` (an actor's or sampler's
 exploration), `torch` (network initialisation in a process), `replay` (minibatch
 sampling of a learner), `eval` (reset seeds of evaluation episodes), `task` (the
-tasks a meta-RL iteration draws).
+tasks a meta-RL iteration draws), `noise` (a learner's own draws: SAC's
+reparameterised actions).
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from typing import Literal
 
 import numpy as np
 
-Role = Literal["env", "explore", "torch", "replay", "eval", "task"]
-ROLES: tuple[Role, ...] = ("env", "explore", "torch", "replay", "eval", "task")
+Role = Literal["env", "explore", "torch", "replay", "eval", "task", "noise"]
+# new roles go last: a role's index is part of every stream name under it
+ROLES: tuple[Role, ...] = ("env", "explore", "torch", "replay", "eval", "task", "noise")
 _MASK63 = (1 << 63) - 1  # env seeds as non-negative Python ints
 
 

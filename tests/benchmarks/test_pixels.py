@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from benchmarks.__main__ import main
 from benchmarks.lib.harness import Metadata
-from benchmarks.lib.training import Run
-from benchmarks.pixels import Slice, time_to_reach, window_rate
+from benchmarks.lib.training import Run, time_to_reach
+from benchmarks.pixels import Slice, window_rate
 
 from benchmarks import pixels
 from tests.benchmarks.conftest import PNG

@@ -13,6 +13,7 @@ from pararl.config import (
     DQNConfig,
     MAMLConfig,
     PPOConfig,
+    SACConfig,
     config_from_json,
     saved_config,
     to_json,
@@ -47,7 +48,7 @@ def test_an_earlier_config_json_reads_back(tmp_path: Path) -> None:
     assert algorithm_of_run(tmp_path).name == "dqn"
 
 
-@pytest.mark.parametrize("cls", [DQNConfig, PPOConfig, MAMLConfig])
+@pytest.mark.parametrize("cls", [DQNConfig, SACConfig, PPOConfig, MAMLConfig])
 def test_every_algorithm_round_trips(cls: type) -> None:
     config = cls(seed=7, run_dir=Path("runs/y"))
     assert config_from_json(to_json(config, {"resolved": {"x": 1}})) == config
@@ -57,7 +58,7 @@ def test_every_algorithm_round_trips(cls: type) -> None:
 def test_a_directory_without_a_known_config_is_refused(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"no config\.json there"):
         saved_config(tmp_path)
-    (tmp_path / "config.json").write_text(json.dumps({"algo": "SACConfig"}))
+    (tmp_path / "config.json").write_text(json.dumps({"algo": "TD3Config"}))
     with pytest.raises(UsageError, match="no known algorithm"):
         saved_config(tmp_path)
 

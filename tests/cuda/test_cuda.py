@@ -1,6 +1,7 @@
 """Learning on a GPU (skipped without CUDA; `make gpu-check` runs them): each fused
-step on CUDA against the plain step on the CPU, and whole runs with the learner on
-the GPU (acting stays on the CPU)."""
+step on CUDA against the plain step on the CPU (SAC's: on the same GPU, whose noise
+stream the CPU's cannot reproduce), and whole runs with the learner on the GPU
+(acting stays on the CPU)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,11 @@ import torch
 
 from pararl import DQNConfig, PPOConfig, train
 from pararl.algos.dqn import DQNState
+from pararl.algos.fused import resolve_mode
 from pararl.algos.ppo import PPOHyper, PPOLearner
-from pararl.config import MAMLConfig, env_kind
+from pararl.algos.sac import SACLearner
+from pararl.config import MAMLConfig, SACConfig, env_kind
+from pararl.models import TwinQ, squashed_actor
 from pararl.models.build import actor_critic
 from pararl.optim import FlatAdam
 from pararl.replay.nstep import Transitions
@@ -184,3 +188,44 @@ def test_maml_trains_on_cuda(tmp_path: Path) -> None:
     )  # fmt: skip
     train(cfg)
     assert torch.load(run / "checkpoints" / "final.pt", weights_only=False)["env_steps"] > 0
+
+
+def _sac(setting: str) -> SACLearner:
+    torch.manual_seed(0)
+    cfg = SACConfig(env="x", compile=setting, hidden=(64, 64)).for_env("continuous").config  # type: ignore[arg-type]
+    bound = np.ones(2, np.float32)
+    actor, critic = squashed_actor(5, 2, cfg.hidden, -bound, bound), TwinQ(5, 2, cfg.hidden)
+    return SACLearner(actor, critic, cfg, CUDA, resolve_mode(setting, CUDA), noise_seed=3)
+
+
+@pytest.mark.parametrize("prioritized", [False, True])
+@pytest.mark.parametrize("setting", ["auto", "on"])
+def test_sac_step_recorded_on_cuda_is_the_plain_step(setting: str, prioritized: bool) -> None:
+    """SAC's whole update (critics, actor, temperature, targets) recorded as a CUDA graph
+    (and compiled) against the same update run as written on the same GPU, with the same
+    noise stream."""
+    plain, fast = _sac("off"), _sac(setting)
+    assert fast.step_mode == {"auto": "graph", "on": "compile+graph"}[setting]
+    rng = np.random.default_rng(1)
+    for _ in range(8):  # past the warm-up and the recording
+        n = 64
+        batch = Transitions(
+            rng.standard_normal((n, 5)).astype(np.float32),
+            rng.uniform(-1, 1, (n, 2)).astype(np.float32),
+            rng.standard_normal(n).astype(np.float32),
+            rng.standard_normal((n, 5)).astype(np.float32),
+            np.where(rng.random(n) < 0.2, 0.0, 0.99).astype(np.float32),
+        )
+        weights = rng.random(n).astype(np.float32) if prioritized else None
+        a, td_a = plain.update(batch, weights)
+        b, td_b = fast.update(batch, weights)
+        torch.testing.assert_close(td_a, td_b, rtol=1e-4, atol=1e-4)
+        for key in a:
+            torch.testing.assert_close(a[key], b[key], rtol=1e-4, atol=1e-4)
+    for p, f in (
+        (plain.actor_optimizer, fast.actor_optimizer),
+        (plain.critic_optimizer, fast.critic_optimizer),
+    ):
+        torch.testing.assert_close(p.flat, f.flat, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(plain.target_flat, fast.target_flat, rtol=1e-4, atol=1e-5)
+    assert fast.critic_optimizer.steps == 8

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from pararl import DQNConfig, train
-from pararl.runners.dqn import PUBLISH_EVERY
+from pararl.runners.offpolicy import PUBLISH_EVERY
 from tests.runners.saved import final_state
 
 RUN = dict(

@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812 - the usual name
 
 from pararl import seeding
+from pararl.algos import offpolicy
 from pararl.algos.fused import FusedStep, Mode, resolve_mode
 from pararl.checkpoint import Header
 from pararl.config import DQNConfig, Filled
@@ -27,7 +28,7 @@ from pararl.models.build import q_network
 from pararl.optim import FlatAdam, FlatRMSprop
 from pararl.replay.make import make_replay
 from pararl.replay.nstep import Transitions
-from pararl.replay.prioritized import PrioritizedReplay
+from pararl.samplers.chunks.explore import EpsilonGreedy, EpsilonSchedule
 
 
 def make_optimizer(q: torch.nn.Module, name: str, lr: float, capturable: bool = False) -> FlatAdam:
@@ -213,42 +214,62 @@ class DQNState:
             self.load(resume_state)
         self.replay_rng = seeding.generator(cfg.seed, "replay", rank, self.env_steps)
 
+    @property
+    def acting_net(self) -> QNetwork:
+        """The network actors act with and evaluations run: the online Q-network."""
+        return self.learner.q
+
+    def epsilon(self) -> EpsilonSchedule:
+        """The run's epsilon schedule (of its env steps)."""
+        return EpsilonSchedule(
+            self.config.eps_start, self.settings.eps_end, self.settings.eps_decay_steps
+        )
+
+    def acting_policy(
+        self, index: int = 0, num_actors: int = 1, apex: bool = False
+    ) -> EpsilonGreedy:
+        """How actor `index` of `num_actors` acts: epsilon-greedy on its Q copy; `apex`:
+        Ape-X (its own epsilon, and initial priorities computed with its Q copy)."""
+        schedule = self.epsilon()
+        if self.config.apex_eps or apex:
+            schedule = schedule.for_actor(index, num_actors)
+        return EpsilonGreedy(self.make_model, schedule, apex)
+
+    def acting_stats(self) -> dict[str, float]:
+        """The exploration now, for the log: the schedule's epsilon."""
+        return {"epsilon": self.epsilon()(self.env_steps)}
+
     def updates_due(self) -> int:
-        """Gradient updates the replay ratio allows now, beyond those done; the
-        ratio counts env steps after `learning_starts`."""
+        """Gradient updates the replay ratio allows now, beyond those done; the ratio
+        counts env steps after `learning_starts` (`algos.offpolicy`)."""
         s = self.settings
-        if not self.can_learn():
-            return 0
-        if s.replay_ratio == 0:  # async without a ratio: learn all the time
-            return 1
-        allowed = int(s.replay_ratio * (self.env_steps - s.learning_starts))
-        return max(0, allowed - self.learner.updates)
+        return offpolicy.updates_due(
+            s.replay_ratio,
+            s.learning_starts,
+            self.env_steps,
+            self.learner.updates,
+            self.can_learn(),
+        )
 
     def beta(self) -> float:
         """Importance-sampling exponent: `priority_beta` annealed linearly to 1 over
         the step budget."""
-        cfg = self.config
-        frac = min(1.0, self.env_steps / cfg.budget)
-        return cfg.priority_beta + frac * (1.0 - cfg.priority_beta)
+        return offpolicy.importance_beta(
+            self.config.priority_beta, self.env_steps, self.config.budget
+        )
 
     def update(self) -> dict[str, torch.Tensor]:
         """One gradient update on a replay batch (prioritized: weighted, and the
         batch's priorities set to its new TD errors)."""
-        batch_size, rng = self.settings.batch_size, self.replay_rng
-        if not isinstance(self.replay, PrioritizedReplay):
-            stats, _ = self.learner.update(self.replay.sample(batch_size, rng))
-            return stats
-        sample = self.replay.sample_prioritized(batch_size, rng, self.beta())
-        stats, td_error = self.learner.update(sample.batch, sample.weights)
-        self.replay.update_priorities(sample.slots, td_error.cpu().numpy())
-        return stats
+        s = self.settings
+        return offpolicy.replay_update(
+            self.replay, s.batch_size, self.replay_rng, self.beta(), self.learner.update
+        )
 
     def can_learn(self) -> bool:
-        """A batch is there, and `learning_starts` transitions went into this memory
-        (counted as added, not as held: a frame memory as large as `learning_starts`,
-        rl-zoo's Atari setting, never holds that many, its episode ends taking slots)."""
+        """A batch is there, and `learning_starts` transitions went into this memory."""
         s = self.settings
-        return len(self.replay) >= s.batch_size and self.replay.added >= s.learning_starts
+        return offpolicy.can_learn(self.replay, s.batch_size, s.learning_starts)
 
     def state(self, with_replay: bool = True, wall_s: float = 0.0) -> dict[str, Any]:
         return {

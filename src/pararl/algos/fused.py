@@ -102,6 +102,19 @@ class FusedStep:
         return tuple(out.clone() for out in self._outputs)
 
 
+def program_boundary() -> None:
+    """End the compiled program here and start another (nothing when the step runs as
+    written or is only recorded). An optimizer's step changes its parameters in place
+    through their flat vector (`pararl.optim`), and AOT autograd refuses one program
+    that both changes the vector and reads the parameters as views of it: a step that
+    runs a network again after stepping its optimizer (SAC's actor loss reads the
+    critics just updated) puts a boundary in between."""
+    if torch.compiler.is_compiling():
+        import torch._dynamo as dynamo  # loaded already: this runs inside a compilation
+
+        dynamo.graph_break()
+
+
 def resolve_mode(setting: str, device: torch.device) -> Mode:
     """The step mode for `--compile auto|on|off` on `device`: `off` runs the step as
     written; `on` compiles it, and on a GPU also records it; `auto` records it on a
@@ -118,4 +131,4 @@ def resolve_mode(setting: str, device: torch.device) -> Mode:
     raise ValueError(f"--compile must be auto, on or off, not {setting!r}")
 
 
-__all__ = ["MODES", "FusedStep", "Mode", "StepFn", "resolve_mode"]
+__all__ = ["MODES", "FusedStep", "Mode", "StepFn", "program_boundary", "resolve_mode"]

@@ -1,5 +1,5 @@
 """Run configurations, one package: the fields of every run (`run`), each
-algorithm's config (`dqn`, `ppo`, `maml`), the kinds of env and the defaults they
+algorithm's config (`dqn`, `sac`, `ppo`, `maml`), the kinds of env and the defaults they
 pick (`kinds`), the options of `pararl evaluate` (`evaluate`), and a run's saved
 `config.json` (`saved`). Typed dataclasses whose field docstrings are the `--help`;
 light on purpose (no torch): the command line lists and parses them."""
@@ -12,12 +12,14 @@ from pararl.config.kinds import (
     EnvKind,
     ModelChoice,
     PPOSettings,
+    SACSettings,
     env_kind,
     settings_of,
 )
 from pararl.config.maml import MAMLConfig
 from pararl.config.ppo import PPOConfig
 from pararl.config.run import Filled, RunConfig
+from pararl.config.sac import SACConfig
 from pararl.config.saved import config_from_json, saved_config, to_json
 
 __all__ = [
@@ -32,6 +34,8 @@ __all__ = [
     "PPOConfig",
     "PPOSettings",
     "RunConfig",
+    "SACConfig",
+    "SACSettings",
     "config_from_json",
     "env_kind",
     "saved_config",

@@ -87,12 +87,27 @@ class PPOSettings:
     model: ModelName
 
 
+@dataclass(frozen=True)
+class SACSettings:
+    """The SAC fields whose defaults depend on the kind of env, all set."""
+
+    lr: float
+    gamma: float
+    buffer_size: int
+    batch_size: int
+    learning_starts: int
+    replay_ratio: float
+    n_step: int
+    tau: float
+
+
 __all__ = [
     "KIND_TEXT",
     "DQNSettings",
     "EnvKind",
     "ModelChoice",
     "PPOSettings",
+    "SACSettings",
     "env_kind",
     "settings_of",
 ]

@@ -13,10 +13,13 @@ from pararl.config.dqn import DQNConfig
 from pararl.config.maml import MAMLConfig
 from pararl.config.ppo import PPOConfig
 from pararl.config.run import RunConfig
+from pararl.config.sac import SACConfig
 from pararl.errors import UsageError
 
 # every config a run directory can hold, by the class name `to_json` writes
-SAVED: dict[str, type[RunConfig]] = {c.__name__: c for c in (DQNConfig, PPOConfig, MAMLConfig)}
+SAVED: dict[str, type[RunConfig]] = {
+    c.__name__: c for c in (DQNConfig, SACConfig, PPOConfig, MAMLConfig)
+}
 
 
 def to_json(config: RunConfig, extra: dict[str, Any] | None = None) -> str:

@@ -1,9 +1,11 @@
 """Every network: MLP bodies, the Q-network and the actor-critic (`networks`) with
 the normalisation statistics they carry (`normalize`), image trunks (`cnn`), a run's
-networks built from `--model` (`build`), and the Gaussian policies of MAML and the
-multi-task sampler (`gaussian`)."""
+networks built from `--model` (`build`), the Gaussian policies of MAML and the
+multi-task sampler (`gaussian`), and SAC's tanh-squashed Gaussian actor (`squashed`)
+and twin Q(s, a) critics (`critics`)."""
 
 from pararl.models.build import actor_critic, q_network
+from pararl.models.critics import TwinQ
 from pararl.models.gaussian import GaussianMLP, TaskPolicy
 from pararl.models.networks import (
     ActorCritic,
@@ -12,15 +14,19 @@ from pararl.models.networks import (
     mlp,
     num_params,
 )
+from pararl.models.squashed import SquashedGaussianActor, squashed_actor
 
 __all__ = [
     "ActorCritic",
     "GaussianMLP",
     "QNetwork",
+    "SquashedGaussianActor",
     "TaskPolicy",
     "Trunk",
+    "TwinQ",
     "actor_critic",
     "mlp",
     "num_params",
     "q_network",
+    "squashed_actor",
 ]

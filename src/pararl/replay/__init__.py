@@ -1,7 +1,9 @@
-"""Replay: what DQN's actors hand the learner and what the learner samples from.
+"""Replay: what off-policy actors (DQN, SAC) hand the learner and what the learner
+samples from.
 
-- `nstep`: n-step transitions (`Transitions`) and their builder, from lock-step
-  vector-env steps; truncation bootstraps, termination does not;
+- `nstep`: n-step transitions (`Transitions`: discrete action indices or continuous
+  action vectors) and their builder, from lock-step vector-env steps; truncation
+  bootstraps, termination does not;
 - `frame_steps`: the same for stacked image observations, each new frame once
   (`FrameSteps` chunks and their builder);
 - `uniform`: the ring of whole transitions, sampled uniformly;

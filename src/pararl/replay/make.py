@@ -1,9 +1,10 @@
-"""The replay memory a DQN run learns from, chosen from its observations: each frame
-stored once when they are stacked `uint8` images, whole observations otherwise;
-prioritized sampling over either on request."""
+"""The replay memory an off-policy run (DQN, SAC) learns from, chosen from its
+observations: each frame stored once when they are stacked `uint8` images, whole
+observations otherwise; prioritized sampling over either on request."""
 
 from __future__ import annotations
 
+import numpy as np
 import numpy.typing as npt
 
 from pararl.replay.frame_memory import FrameReplay
@@ -20,15 +21,20 @@ def make_replay(
     frame_stack: int,
     prioritized: bool,
     alpha: float,
+    action_shape: tuple[int, ...] = (),
+    action_dtype: npt.DTypeLike = np.int64,
 ) -> Replay:
     """The memory for these observations: frames stored once when they are stacked
-    `uint8` images (`frame_stack` > 0), whole observations otherwise; prioritized
-    on request."""
+    `uint8` images (`frame_stack` > 0; discrete actions only), whole observations
+    otherwise; prioritized on request. Actions: indices by default, or rows of
+    `action_shape` (continuous actions)."""
     memory: ReplayBuffer | FrameReplay
     if frame_stack > 0:
+        if action_shape != ():
+            raise ValueError("the frame memory stores discrete actions only")
         memory = FrameReplay(capacity, obs_shape)
     else:
-        memory = ReplayBuffer(capacity, obs_shape, obs_dtype)
+        memory = ReplayBuffer(capacity, obs_shape, obs_dtype, action_shape, action_dtype)
     return PrioritizedReplay(memory, alpha) if prioritized else memory
 
 

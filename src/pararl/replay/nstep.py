@@ -64,7 +64,8 @@ class NStepBuilder:
     """Turns lock-step vector-env steps into n-step transitions, per env.
 
     Keeps, for each env, the last `n` (obs, action, reward) of its current episode
-    in a ring shared by all envs (they step together).
+    in a ring shared by all envs (they step together). Actions are indices by default
+    (DQN); continuous actions are rows of `action_shape` (SAC's float32 vectors).
     """
 
     def __init__(
@@ -74,12 +75,14 @@ class NStepBuilder:
         n: int,
         gamma: float,
         obs_dtype: npt.DTypeLike = np.float32,
+        action_shape: tuple[int, ...] = (),
+        action_dtype: npt.DTypeLike = np.int64,
     ) -> None:
         if n < 1:
             raise ValueError(f"n-step must be >= 1, got {n}")
         self.n, self.gamma, self.num_envs = n, gamma, num_envs
         self._obs = np.zeros((n, num_envs, *obs_shape), dtype=obs_dtype)
-        self._act = np.zeros((n, num_envs), dtype=np.int64)
+        self._act = np.zeros((n, num_envs, *action_shape), dtype=action_dtype)
         self._rew = np.zeros((n, num_envs), dtype=np.float64)
         self._len = np.zeros(num_envs, dtype=np.int64)  # entries held per env
         self._head = 0  # slot the next step is written to
@@ -145,7 +148,7 @@ class NStepBuilder:
         shape = (0, *like_obs.shape[1:])
         return Transitions(
             np.zeros(shape, like_obs.dtype),
-            np.zeros(0, np.int64),
+            np.zeros((0, *self._act.shape[2:]), self._act.dtype),
             np.zeros(0),
             np.zeros(shape, like_obs.dtype),
             np.zeros(0),

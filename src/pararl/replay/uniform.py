@@ -41,19 +41,26 @@ def check_fits(capacity: int, slot_bytes: int) -> None:
 
 
 class ReplayBuffer:
-    """A ring buffer of transitions in numpy, sampled uniformly."""
+    """A ring buffer of transitions in numpy, sampled uniformly. Actions are indices
+    by default (DQN), or rows of `action_shape` (SAC's float32 vectors)."""
 
     def __init__(
-        self, capacity: int, obs_shape: tuple[int, ...], obs_dtype: npt.DTypeLike = np.float32
+        self,
+        capacity: int,
+        obs_shape: tuple[int, ...],
+        obs_dtype: npt.DTypeLike = np.float32,
+        action_shape: tuple[int, ...] = (),
+        action_dtype: npt.DTypeLike = np.int64,
     ) -> None:
         if capacity < 1:
             raise ValueError(f"replay capacity must be >= 1, got {capacity}")
         self.capacity = capacity
         obs_bytes = int(np.prod(obs_shape)) * np.dtype(obs_dtype).itemsize
-        check_fits(capacity, 2 * obs_bytes + 8 + 4 + 4)
+        action_bytes = int(np.prod(action_shape)) * np.dtype(action_dtype).itemsize
+        check_fits(capacity, 2 * obs_bytes + action_bytes + 4 + 4)
         self.obs = np.zeros((capacity, *obs_shape), dtype=obs_dtype)
         self.next_obs = np.zeros((capacity, *obs_shape), dtype=obs_dtype)
-        self.action = np.zeros(capacity, dtype=np.int64)
+        self.action = np.zeros((capacity, *action_shape), dtype=action_dtype)
         self.ret = np.zeros(capacity, dtype=np.float32)
         self.discount = np.zeros(capacity, dtype=np.float32)
         self.pos = 0  # next write index

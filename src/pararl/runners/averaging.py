@@ -1,6 +1,6 @@
 """Parameter-averaging DQN (seeds/000, design 1): N replicas that meet to average.
 
-Every replica is a whole serial DQN — the one DQN learner loop (`runners.dqn`) over
+Every replica is a whole serial DQN — the one off-policy learner loop (`runners.offpolicy`) over
 its own in-process chunk source (a `SerialVectorEnv`), with its own replay memory,
 Q-network, target network and Adam. Every `average_every`
 of its gradient updates, all replicas meet in one `all_reduce` and continue from the
@@ -50,7 +50,9 @@ from pararl.errors import UsageError
 from pararl.models import num_params
 from pararl.mp.topology import physical_cores
 from pararl.rundir import RunDir
-from pararl.runners.dqn import METRICS, DQNLoop, local_source, start_notes
+from pararl.runners import offpolicy
+from pararl.runners.dqn import METRICS
+from pararl.runners.offpolicy import OffPolicyLoop, local_source
 from pararl.runners.session import TrainSession
 from pararl.runners.setup import (
     Plan,
@@ -121,7 +123,7 @@ class Replica:
         )
         try:
             # the replica's streams: rank, and where it (re)started
-            self.loop = DQNLoop(state, local_source(state, envs, (rank, 0, state.env_steps)))
+            self.loop = OffPolicyLoop(state, local_source(state, envs, (rank, 0, state.env_steps)))
         except BaseException:
             envs.close()
             raise
@@ -281,7 +283,7 @@ def plan(p: Prepared, rdv: Rendezvous | None) -> Plan:
         # evaluating in line would hold every rank at the next average
         banner=f"pararl: DQN on {cfg.env}, mode averaging, {world} replicas on {device} "
         f"({backend})",
-        metrics=METRICS,
+        metrics=(*METRICS, *offpolicy.METRICS),
         resolved={
             "mode": "averaging",
             "device": str(device),
@@ -296,7 +298,7 @@ def plan(p: Prepared, rdv: Rendezvous | None) -> Plan:
         steps=lambda: replicas[0].global_steps,
         checkpoint=lambda wall_s: replicas[0].checkpoint(wall_s, True),
         close=close,
-        notes=start_notes(state, p.resume_state is not None),
+        notes=offpolicy.start_notes(state, p.resume_state is not None),
     )
 
 

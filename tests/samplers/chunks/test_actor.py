@@ -30,7 +30,7 @@ from pararl.samplers.chunks.actor import (
     read_slot,
 )
 from pararl.samplers.chunks.actor_pool import ActorPool
-from pararl.samplers.chunks.explore import EpsilonSchedule
+from pararl.samplers.chunks.explore import EpsilonGreedy, EpsilonSchedule
 from pararl.samplers.chunks.source import Chunk
 
 STACK = 3
@@ -70,21 +70,21 @@ def make_env() -> gym.Env:
     return gym.wrappers.FrameStackObservation(env, STACK)
 
 
+MAKE_Q = functools.partial(QNetwork, STACK * 36, 3, (16,))
+
+
 def spec(frame_stack: int) -> ActorSpec:
     return ActorSpec(
         env_fn=make_env,
         num_envs=3,
         obs_shape=(STACK, 6, 6),
         obs_dtype=np.dtype(np.uint8),
-        num_actions=3,
-        make_q=functools.partial(QNetwork, STACK * 36, 3, (16,)),
+        policy=EpsilonGreedy(MAKE_Q, EpsilonSchedule(0.5, 0.5, 1), apex=True),
         n_step=3,
         gamma=0.9,
         chunk_steps=5,
         sync_every=1,
-        epsilon=EpsilonSchedule(0.5, 0.5, 1),
         frame_stack=frame_stack,
-        priorities=True,
     )
 
 
@@ -171,7 +171,11 @@ def test_actor_processes_send_frames_the_memory_stacks_rightly() -> None:
     first frame repeated before its start; the next stack is 1 to n steps later."""
     n = spec(STACK).n_step
     specs = [
-        dataclasses.replace(spec(STACK), stream_base=3 * i, epsilon=EpsilonSchedule(1, 1, 1))
+        dataclasses.replace(
+            spec(STACK),
+            stream_base=3 * i,
+            policy=EpsilonGreedy(MAKE_Q, EpsilonSchedule(1, 1, 1), apex=True),
+        )
         for i in range(2)
     ]
     torch.manual_seed(0)

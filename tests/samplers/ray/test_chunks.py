@@ -15,7 +15,7 @@ import pararl.envs  # noqa: F401 - registers the pararl/ ids
 from pararl.algos.dqn import DQNState
 from pararl.api import train
 from pararl.config import DQNConfig
-from pararl.runners.dqn import DQNLoop, make_source
+from pararl.runners.offpolicy import OffPolicyLoop, make_source
 
 ray = pytest.importorskip("ray")
 
@@ -50,7 +50,7 @@ def test_killed_actor_is_restarted_and_nothing_received_is_lost(two_nodes: str) 
     env.close()
     log: list[str] = []
     pool = make_source(state, "async", log.append)
-    loop = DQNLoop(state, pool)
+    loop = OffPolicyLoop(state, pool)
     try:
         nodes = ray.get([actor.node.remote() for actor in pool.group.actors], timeout=60)
         assert len(set(nodes)) == 2  # SPREAD: one actor per node
@@ -87,8 +87,8 @@ def test_ray_agrees_with_the_serial_loop(two_nodes: str, tmp_path: Path) -> None
     """The same learner loop with Ray actors as the chunk source: the same checkpoint
     layout, the budget spent, the replay ratio kept (up to the chunk that ended the
     run: 512 transitions of a Ray actor); on the two-node cluster."""
-    from pararl.runners.dqn import PUBLISH_EVERY
-    from pararl.samplers.chunks.ray import RayDQNPool
+    from pararl.runners.offpolicy import PUBLISH_EVERY
+    from pararl.samplers.chunks.ray import RayChunkPool
     from tests.runners.saved import final_state
     from tests.runners.test_modes_agree import RUN, expected_updates, shapes
 
@@ -98,7 +98,7 @@ def test_ray_agrees_with_the_serial_loop(two_nodes: str, tmp_path: Path) -> None
     serial, state = final_state(tmp_path / "serial"), final_state(tmp_path / "ray")
     assert shapes(state) == shapes(serial)
     assert config.total_steps <= state["env_steps"] <= config.total_steps + 512
-    last_chunk = int(RayDQNPool.CHUNK_TRANSITIONS * config.replay_ratio)
+    last_chunk = int(RayChunkPool.CHUNK_TRANSITIONS * config.replay_ratio)
     due = expected_updates(state["env_steps"])
     assert due - last_chunk - PUBLISH_EVERY <= state["learner"]["updates"] <= due
     assert state["replay"]["added"] == len(state["replay"]["action"])

@@ -1,6 +1,8 @@
-"""DQN actor processes: each steps a batch of envs with its own CPU Q-network
-copy, builds n-step transitions, and hands them to the learner in chunks through
-a two-slot shared-memory outbox. Only slot numbers and counts travel on the pipe.
+"""Actor processes of the off-policy learners (DQN, SAC): each steps a batch of envs
+with its own CPU copy of the acting network, builds n-step transitions, and hands
+them to the learner in chunks through a two-slot shared-memory outbox. Only slot
+numbers and counts travel on the pipe. How an actor acts is its `ActingPolicy`
+(`samplers.chunks.explore`: DQN's epsilon-greedy Q copy, SAC's squashed Gaussian).
 A chunk holds whole-observation transitions (`replay.nstep`) or, when the env
 stacks image frames, each new frame once (`replay.frame_steps`); Ape-X actors add
 each transition's first priority, its TD error under their own Q copy.
@@ -22,14 +24,14 @@ from multiprocessing.connection import Connection
 import gymnasium as gym
 import numpy as np
 import torch
+from torch import nn
 
 from pararl import seeding
-from pararl.models import QNetwork
 from pararl.mp.procs import ParentWatch
 from pararl.mp.shared import ArraySpec, SharedArrays
 from pararl.replay.frame_steps import FRAME_FIELDS, FrameStepBuilder, FrameSteps, frame_count
 from pararl.replay.nstep import NStepBuilder, Transitions
-from pararl.samplers.chunks.explore import EpsilonSchedule, epsilon_greedy
+from pararl.samplers.chunks.explore import ActingPolicy
 from pararl.samplers.chunks.source import Chunk
 from pararl.vector import SerialVectorEnv
 from pararl.vector.core import BatchVectorEnv
@@ -44,16 +46,18 @@ class ActorSpec:
     num_envs: int
     obs_shape: tuple[int, ...]
     obs_dtype: np.dtype  # stored as it comes: uint8 frames stay bytes up to the learner
-    num_actions: int
-    make_q: Callable[[], QNetwork]  # the run's Q-network constructor (picklable)
+    policy: ActingPolicy  # its acting network's constructor and how it picks actions
     n_step: int
     gamma: float
     chunk_steps: int  # vector steps per chunk sent to the learner
     sync_every: int  # vector steps between weight refreshes
-    epsilon: EpsilonSchedule  # of the run's env steps
     frame_stack: int = 0  # > 0: chunks carry frames once (`replay.frame_steps`)
-    priorities: bool = False  # compute each transition's first priority (Ape-X)
     stream_base: int = 0  # the run-wide id of this actor's first env (frame chunks)
+
+    @property
+    def priorities(self) -> bool:
+        """Whether the chunks carry each transition's first priority (Ape-X)."""
+        return self.policy.priorities is not None
 
     @property
     def capacity(self) -> int:
@@ -72,8 +76,9 @@ Payload = Transitions | FrameSteps
 def outbox_specs(index: int, spec: ActorSpec) -> dict[str, ArraySpec]:
     """Two slots of each payload field; frame fields have `frame_capacity` rows."""
     cap, f32, i64 = spec.capacity, np.dtype(np.float32), np.dtype(np.int64)
+    policy = spec.policy
     fields: dict[str, tuple[tuple[int, ...], np.dtype]] = {
-        "action": ((cap,), i64),
+        "action": ((cap, *policy.action_shape), policy.action_dtype),
         "ret": ((cap,), f32),
         "discount": ((cap,), f32),
     }
@@ -128,35 +133,13 @@ def _write_slot(arrays: dict[str, np.ndarray], index: int, slot: int, batch: Pay
             arrays[f"a{index}.{f.name}"][slot, : len(value)] = value
 
 
-@torch.no_grad()
-def initial_priorities(
-    q: QNetwork,
-    obs: np.ndarray,
-    action: np.ndarray,
-    ret: np.ndarray,
-    next_obs: np.ndarray,
-    discount: np.ndarray,
-) -> np.ndarray:
-    """Ape-X's actor-side priorities: each transition's n-step TD error under the
-    actor's own Q copy, |G + gamma^n max_a Q(s', a) - Q(s, a)|."""
-    if len(action) == 0:
-        return np.zeros(0, np.float32)
-    q_obs = q(torch.as_tensor(obs)).gather(1, torch.as_tensor(action).view(-1, 1)).squeeze(1)
-    next_value = q(torch.as_tensor(next_obs)).max(dim=1).values
-    target = (
-        torch.as_tensor(ret, dtype=torch.float32)
-        + torch.as_tensor(discount, dtype=torch.float32) * next_value
-    )
-    return (target - q_obs).abs().numpy().astype(np.float32)
-
-
 class ChunkSampler:
-    """The acting half of every DQN actor, whatever carries its chunks: a Q-network
-    acts epsilon-greedy on a vector env, and n-step transitions come out in chunks
-    of `spec.chunk_steps` vector steps. Used in actor processes (their own
-    `SerialVectorEnv` and CPU Q copy), in Ray actors, and in this process over any
-    vector env (`samplers.chunks.local`). `seed`/`path` name its streams (`pararl.seeding`):
-    its envs' reset seeds and its exploration."""
+    """The acting half of every off-policy actor, whatever carries its chunks: the
+    acting network acts on a vector env as `spec.policy` says, and n-step transitions
+    come out in chunks of `spec.chunk_steps` vector steps. Used in actor processes
+    (their own `SerialVectorEnv` and CPU network copy), in Ray actors, and in this
+    process over any vector env (`samplers.chunks.local`). `seed`/`path` name its
+    streams (`pararl.seeding`): its envs' reset seeds and its exploration."""
 
     def __init__(
         self,
@@ -164,14 +147,21 @@ class ChunkSampler:
         seed: int,
         path: tuple[int, ...],
         envs: BatchVectorEnv | None = None,
-        q: QNetwork | None = None,
+        net: nn.Module | None = None,
     ) -> None:
         self.spec = spec
         self.rng = seeding.generator(seed, "explore", *path)
-        self.q = q or spec.make_q()
+        self.net = net if net is not None else spec.policy.make_net()
         self.envs = envs or SerialVectorEnv([spec.env_fn] * spec.num_envs)
+        policy = spec.policy
         self.nstep = NStepBuilder(
-            spec.num_envs, spec.obs_shape, spec.n_step, spec.gamma, spec.obs_dtype
+            spec.num_envs,
+            spec.obs_shape,
+            spec.n_step,
+            spec.gamma,
+            spec.obs_dtype,
+            policy.action_shape,
+            policy.action_dtype,
         )
         self.obs, _ = self.envs.reset(seed=seeding.env_seeds(seed, spec.num_envs, "env", *path))
         self.frames: FrameStepBuilder | None = None
@@ -187,12 +177,12 @@ class ChunkSampler:
         self, env_steps: Callable[[], int], every_step: Callable[[int], None] = lambda _: None
     ) -> tuple[Payload, list[float], float]:
         """One chunk: (its payload, returns of episodes that ended, seconds it took).
-        `env_steps` reads the run's step count (for epsilon); `every_step` is called
-        with this actor's vector-step count after each step."""
+        `env_steps` reads the run's step count (epsilon, SAC's random phase);
+        `every_step` is called with this actor's vector-step count after each step."""
         start, parts, returns = time.monotonic(), [], []
+        policy = self.spec.policy
         for _ in range(self.spec.chunk_steps):
-            eps = self.spec.epsilon(env_steps())
-            actions = epsilon_greedy(self.q, self.obs, eps, self.rng)
+            actions = policy.act(self.net, self.obs, env_steps(), self.rng)
             next_obs, reward, term, trunc, infos = self.envs.step(actions)
             if self.frames is not None:
                 self.frames.add(self.obs, actions, reward, next_obs, term, trunc)
@@ -208,11 +198,12 @@ class ChunkSampler:
 
     def _payload(self, parts: list[Transitions]) -> Payload:
         """The chunk's transitions (or frames), with their first priorities if asked."""
+        priorities = self.spec.policy.priorities
         if self.frames is not None:
             frames, obs_keys, next_keys = self.frames.chunk()
-            if self.spec.priorities:
-                frames.priority = initial_priorities(
-                    self.q,
+            if priorities is not None:
+                frames.priority = priorities(
+                    self.net,
                     self.frames.observations(obs_keys),
                     frames.action,
                     frames.ret,
@@ -221,9 +212,9 @@ class ChunkSampler:
                 )
             return frames
         batch = parts[0] if len(parts) == 1 else Transitions.concat(parts)
-        if self.spec.priorities:
-            batch.priority = initial_priorities(
-                self.q, batch.obs, batch.action, batch.ret, batch.next_obs, batch.discount
+        if priorities is not None:
+            batch.priority = priorities(
+                self.net, batch.obs, batch.action, batch.ret, batch.next_obs, batch.discount
             )
         return batch
 
@@ -248,11 +239,11 @@ def actor_main(
     arrays = shared.arrays
     sampler = ChunkSampler(spec, seed, path)
     weights = WeightReader(arrays)
-    weights.refresh(sampler.q)
+    weights.refresh(sampler.net)
 
     def refresh(steps: int) -> None:
         if steps % spec.sync_every == 0:
-            weights.refresh(sampler.q)
+            weights.refresh(sampler.net)
 
     watch, free, slot = ParentWatch(), [True, True], 0
     conn.send((True, None))  # ready

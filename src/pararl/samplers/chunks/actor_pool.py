@@ -1,7 +1,8 @@
-"""DQN actor processes as a `ChunkSource`: each actor (`samplers.chunks.actor`) steps
-its envs with its own CPU Q-network copy and hands chunks of transitions over
-through a two-slot shared-memory outbox; weights come back through shared memory
-(`weights.shared`). Only slot numbers, counts and acks travel on the pipes."""
+"""Off-policy actor processes (DQN, SAC) as a `ChunkSource`: each actor
+(`samplers.chunks.actor`) steps its envs with its own CPU copy of the acting network
+and hands chunks of transitions over through a two-slot shared-memory outbox;
+weights come back through shared memory (`weights.shared`). Only slot numbers,
+counts and acks travel on the pipes."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import multiprocessing as mp
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from pararl.models import QNetwork
+from torch import nn
+
 from pararl.mp.errors import WorkerError
 from pararl.mp.procs import ProcessGroup
 from pararl.mp.shared import SharedArrays
@@ -30,7 +32,7 @@ class ActorPool:
     def __init__(
         self,
         specs: list[ActorSpec],
-        q: QNetwork,
+        net: nn.Module,
         version: int,
         seed: int,
         start_steps: int,
@@ -40,14 +42,14 @@ class ActorPool:
         self.specs, self.report, self.restart_actors = specs, report, restart_actors
         self.seed, self.start_steps = seed, start_steps
         self.restarts = [0] * len(specs)
-        arrays = weight_specs(q)
+        arrays = weight_specs(net)
         for i, spec in enumerate(specs):
             arrays.update(outbox_specs(i, spec))
         ctx = mp.get_context()
         self.shared = SharedArrays(arrays, ctx)
         self.arrays = self.shared.arrays
         self.publisher = WeightPublisher(self.arrays)
-        self.publisher.publish(q, version)
+        self.publisher.publish(net, version)
         self.group = ProcessGroup(
             actor_main, [self._args(i) for i in range(len(specs))], ctx, name="pararl-actor"
         )
@@ -70,8 +72,8 @@ class ActorPool:
     def version(self) -> int:
         return self.publisher.version
 
-    def publish(self, q: QNetwork, version: int) -> None:
-        self.publisher.publish(q, version)
+    def publish(self, net: nn.Module, version: int) -> None:
+        self.publisher.publish(net, version)
 
     def set_env_steps(self, env_steps: int) -> None:
         self.arrays["env_steps"][0] = env_steps

@@ -1,17 +1,20 @@
-"""Acting in this process as a `ChunkSource`: the serial and sync DQN modes.
+"""Acting in this process as a `ChunkSource`: the serial and sync modes of the
+off-policy learners (DQN, SAC).
 
 The same `ChunkSampler` as an actor process, over a vector env this process holds
 (`SerialVectorEnv`, or `ParallelVectorEnv` whose workers step the envs), acting
-with the learner's own Q-network when it is on the CPU (or a CPU copy refreshed at
-each publication). A chunk is one vector step, so the learner loop alternates one
-step of every env with the updates the replay ratio allows, as in the DQN paper.
+with the learner's own acting network (Q-network, SAC's actor) when it is on the
+CPU (or a CPU copy refreshed at each publication). A chunk is one vector step, so
+the learner loop alternates one step of every env with the updates the replay
+ratio allows, as in the DQN and SAC papers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from pararl.models import QNetwork
+from torch import nn
+
 from pararl.replay.frame_steps import frame_count
 from pararl.samplers.chunks.actor import ActorSpec, ChunkSampler, Payload
 from pararl.samplers.chunks.source import Chunk
@@ -20,19 +23,19 @@ from pararl.weights.local import LocalCopy
 
 
 class LocalChunkSource:
-    """One in-process actor over `envs`; `q` is the network it acts with."""
+    """One in-process actor over `envs`; `net` is the network it acts with."""
 
     def __init__(
         self,
         spec: ActorSpec,
         envs: BatchVectorEnv,
-        q: QNetwork,
+        net: nn.Module,
         version: int,
         seed: int,
         path: tuple[int, ...],
     ) -> None:
-        self.sampler = ChunkSampler(spec, seed, path, envs=envs, q=q)
-        self.weights = LocalCopy(self.sampler.q, version)
+        self.sampler = ChunkSampler(spec, seed, path, envs=envs, net=net)
+        self.weights = LocalCopy(self.sampler.net, version)
         self._env_steps = 0
 
     @property
@@ -50,8 +53,8 @@ class LocalChunkSource:
         chunk = Chunk(-1, len(batch), steps, self.version, returns, busy, frame_count(batch))
         yield 0, batch, chunk
 
-    def publish(self, q: QNetwork, version: int) -> None:
-        self.weights.publish(q, version)  # learning on another device: the CPU copy too
+    def publish(self, net: nn.Module, version: int) -> None:
+        self.weights.publish(net, version)  # learning on another device: the CPU copy too
 
     def set_env_steps(self, env_steps: int) -> None:
         self._env_steps = env_steps

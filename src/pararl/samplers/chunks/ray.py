@@ -1,5 +1,6 @@
-"""DQN on Ray: actors that act and return chunks of n-step transitions through the
-object store, and the pool the learner loop takes them from (a `ChunkSource`).
+"""Off-policy learning (DQN, SAC) on Ray: actors that act and return chunks of n-step
+transitions through the object store, and the pool the learner loop takes them from
+(a `ChunkSource`).
 
 An actor is the local actor's `ChunkSampler` behind a Ray method instead of a pipe
 and a shared-memory outbox: each `sample` call returns one chunk (numpy arrays,
@@ -19,10 +20,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
+from torch import nn
 
 from pararl import seeding
 from pararl.config import RunConfig
-from pararl.models import QNetwork
 from pararl.replay.frame_steps import frame_count
 from pararl.samplers.chunks.actor import ActorSpec, ChunkSampler, Payload
 from pararl.samplers.chunks.source import Chunk
@@ -33,7 +34,7 @@ from pararl.weights.ray import RayReceiver
 IN_FLIGHT = 2  # sample requests per actor (double-buffered, as the local outbox)
 
 
-class DQNActor:
+class ChunkActor:
     """Made in its own Ray worker process (one CPU); see the module docstring."""
 
     def __init__(self, spec: ActorSpec, seed: int, path: tuple[int, ...]) -> None:
@@ -44,8 +45,8 @@ class DQNActor:
 
     def sample(self, weights: list[Any], version: int, env_steps: int) -> tuple[Payload, Chunk]:
         """One chunk acted with weights `version`; `env_steps` (the run's count when
-        the request was sent) sets epsilon."""
-        self.weights.refresh(self.sampler.q, weights, version)
+        the request was sent) sets the exploration (epsilon, SAC's random phase)."""
+        self.weights.refresh(self.sampler.net, weights, version)
         batch, returns, busy = self.sampler.sample(lambda: env_steps)
         steps = self.sampler.env_steps_per_chunk
         chunk = Chunk(-1, len(batch), steps, version, returns, busy, frame_count(batch))
@@ -58,8 +59,8 @@ class DQNActor:
         return str(ray.get_runtime_context().get_node_id())
 
 
-class RayDQNPool:
-    """DQN actors on Ray; the learner takes their chunks and publishes weights here.
+class RayChunkPool:
+    """Off-policy actors on Ray; the learner takes their chunks and publishes weights here.
     Actor i's streams are `(i, 0, start_steps)` under the run's seed."""
 
     # Transitions per chunk: twice the local actors' (a Ray call costs about 1 ms, a
@@ -69,7 +70,7 @@ class RayDQNPool:
     def __init__(
         self,
         specs: list[ActorSpec],
-        q: QNetwork,
+        net: nn.Module,
         version: int,
         cfg: RunConfig,
         start_steps: int,
@@ -78,7 +79,7 @@ class RayDQNPool:
         connect(cfg.ray_address, len(specs))
         try:
             self.group = RayActorGroup(
-                DQNActor,
+                ChunkActor,
                 lambda i: (specs[i], cfg.seed, (i, 0, start_steps)),
                 len(specs),
                 report,
@@ -89,7 +90,7 @@ class RayDQNPool:
             raise
         self.env_steps = start_steps
         self.received = 0  # transitions handed to the learner
-        self.publish(q, version)
+        self.publish(net, version)
         for index in range(len(specs)):
             for _ in range(IN_FLIGHT):
                 self.group.submit(index, "sample", self.env_steps)
@@ -102,8 +103,8 @@ class RayDQNPool:
     def version(self) -> int:
         return self.group.version
 
-    def publish(self, q: QNetwork, version: int) -> None:
-        self.group.publish(q, version)
+    def publish(self, net: nn.Module, version: int) -> None:
+        self.group.publish(net, version)
 
     def set_env_steps(self, env_steps: int) -> None:
         self.env_steps = env_steps
@@ -121,4 +122,4 @@ class RayDQNPool:
         disconnect()
 
 
-__all__ = ["DQNActor", "RayDQNPool"]
+__all__ = ["ChunkActor", "RayChunkPool"]

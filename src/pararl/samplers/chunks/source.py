@@ -1,9 +1,10 @@
-"""The interface between DQN acting and learning: chunks of n-step transitions.
+"""The interface between off-policy acting and learning (DQN, SAC): chunks of
+n-step transitions.
 
 Every way of acting — in this process on a vector env (`samplers.chunks.local`), in actor
 processes with shared-memory outboxes (`samplers.chunks.actor_pool`), in Ray actors
-(`samplers.chunks.ray`) — is a `ChunkSource`. The learner loop (`runners.dqn`) is the
-same for all of them: take chunks into the replay memory, learn, publish weights.
+(`samplers.chunks.ray`) — is a `ChunkSource`. The learner loop (`runners.offpolicy`)
+is the same for all of them: take chunks into the replay memory, learn, publish weights.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from pararl.models import QNetwork
+from torch import nn
+
 from pararl.replay.frame_steps import FrameSteps
 from pararl.replay.nstep import Transitions
 
@@ -46,11 +48,12 @@ class ChunkSource(Protocol):
         s; the transitions may be a view that is reused once the caller asks for
         the next item, so copy them first. Handles failed actors as configured."""
 
-    def publish(self, q: QNetwork, version: int) -> None:
+    def publish(self, net: nn.Module, version: int) -> None:
         """Make these weights the ones actors act with from now on."""
 
     def set_env_steps(self, env_steps: int) -> None:
-        """The run's env-step count (actors' epsilon schedules follow it)."""
+        """The run's env-step count (actors' exploration follows it: DQN's epsilon
+        schedule, SAC's random first steps)."""
 
     def close(self) -> None: ...
 

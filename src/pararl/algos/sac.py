@@ -1,0 +1,386 @@
+"""SAC: the run's state (actor, twin critics and their targets, entropy temperature,
+replay memory, counters, checkpoint format) and the learner, whose one gradient
+step updates the critics, the actor, the temperature and the target critics.
+
+    y     = G + gamma^n (min_j Q'_j(s', a') - alpha log pi(a'|s')),  a' ~ pi(.|s')
+    J_Q   = 1/2 sum_j E[(Q_j(s, a) - y)^2]
+    J_pi  = E[alpha log pi(a~|s) - min_j Q_j(s, a~)],                a~ ~ pi(.|s)
+    J(alpha) = E[-alpha (log pi(a~|s) + H)],                         H = -|A|
+
+`G` and `gamma^n` are the replay's n-step return and discount: the discount is 0
+only after a termination, so a time-limit truncation bootstraps from `s'`.
+
+References: Haarnoja et al. 2018, "Soft Actor-Critic Algorithms and Applications"
+(Algorithm 1; the temperature's loss is its eq. 18), with the twin critics' min
+target of Fujimoto et al. 2018; the settings are rl-zoo's (`config.sac`).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import math
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+
+from pararl import seeding
+from pararl.algos import offpolicy
+from pararl.algos.fused import FusedStep, Mode, program_boundary, resolve_mode
+from pararl.checkpoint import Header
+from pararl.config import Filled, SACConfig
+from pararl.errors import UsageError
+from pararl.images import is_image
+from pararl.models import SquashedGaussianActor, TwinQ, squashed_actor
+from pararl.optim import FlatAdam
+from pararl.replay.make import make_replay
+from pararl.replay.nstep import Transitions
+from pararl.samplers.chunks.explore import SquashedSampling
+
+
+def _flat_views(module: nn.Module, flat: torch.Tensor) -> None:
+    """Make `module`'s parameters views of `flat` (laid out as FlatAdam lays out a
+    module's parameters), so that one op on `flat` updates all of them."""
+    offset = 0
+    for p in module.parameters():
+        n = p.numel()
+        p.data = flat[offset : offset + n].view_as(p)
+        offset += n
+
+
+class SACLearner:
+    """Owns the actor, the twin critics, their target copies, the temperature and
+    the three optimizers (capturable flat Adam), on one device. The gradient step
+    (`_step`) runs as written, compiled or as a recorded CUDA graph (`step_mode`,
+    `pararl.algos.fused`): the same math either way. The noise of its two action
+    samples is drawn before the step, from the learner's own generator."""
+
+    def __init__(
+        self,
+        actor: SquashedGaussianActor,
+        critic: TwinQ,
+        config: SACConfig,
+        device: torch.device,
+        step_mode: Mode = "eager",
+        noise_seed: int = 0,
+    ) -> None:
+        self.config, self.settings = config, config.settings
+        self.device, self.step_mode = device, step_mode
+        self.actor = actor.to(device)
+        self.critic = critic.to(device)
+        self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
+        capturable = step_mode != "eager"
+        lr = self.settings.lr
+        self.actor_optimizer = FlatAdam(self.actor.parameters(), lr=lr, capturable=capturable)
+        self.critic_optimizer = FlatAdam(self.critic.parameters(), lr=lr, capturable=capturable)
+        # the target critics in one vector too: their Polyak update is one op
+        self.target_flat = self.critic_optimizer.flat.detach().clone()
+        _flat_views(self.critic_target, self.target_flat)
+        self.log_alpha = nn.Parameter(torch.tensor(math.log(config.alpha), device=device))
+        self.alpha_optimizer = FlatAdam([self.log_alpha], lr=lr, capturable=capturable)
+        self.target_entropy = -float(actor.action_dim)  # H = -|A|
+        self.generator = torch.Generator(device=device)
+        self.generator.manual_seed(noise_seed)
+        # one program per kind of batch: with and without importance weights
+        self._steps: dict[bool, FusedStep] = {}
+        self.updates = 0
+
+    def seed_noise(self, seed: int) -> None:
+        """Start the noise of the action samples on a new stream (a resumed run)."""
+        self.generator.manual_seed(seed)
+
+    def _tensor(self, array: Any) -> torch.Tensor:
+        return torch.as_tensor(array, dtype=torch.float32).to(self.device, non_blocking=True)
+
+    def update(
+        self, batch: Transitions, weights: np.ndarray | None = None
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        """One gradient step on a minibatch, each sample's critic loss weighted by
+        `weights` (prioritized replay's importance weights) if given; returns the
+        step's statistics and each sample's TD error (on the learner's device)."""
+        shape = (2, len(batch), self.actor.action_dim)
+        noise = torch.randn(shape, generator=self.generator, device=self.device)
+        inputs = [
+            self._tensor(batch.obs),
+            self._tensor(batch.action),
+            self._tensor(batch.ret),
+            self._tensor(batch.next_obs),
+            self._tensor(batch.discount),
+            noise,
+        ]
+        if weights is not None:
+            inputs.append(self._tensor(weights))
+        step = self._steps.get(weights is not None)
+        if step is None:
+            step = self._steps[weights is not None] = FusedStep(
+                self._step, self.step_mode, self.device
+            )
+        critic_loss, actor_loss, alpha_loss, alpha, q_mean, entropy, td_error = step(*inputs)
+        self.updates += 1
+        # tensors, not floats: converting would wait for the GPU on every update
+        stats = {
+            "critic_loss": critic_loss,
+            "actor_loss": actor_loss,
+            "alpha_loss": alpha_loss,
+            "alpha": alpha,
+            "q_mean": q_mean,
+            "entropy": entropy,
+        }
+        return stats, td_error
+
+    @torch.no_grad()
+    def soft_td_target(
+        self,
+        ret: torch.Tensor,
+        next_obs: torch.Tensor,
+        discount: torch.Tensor,
+        next_noise: torch.Tensor,
+        alpha: torch.Tensor,
+    ) -> torch.Tensor:
+        """y = G + gamma^n (min_j Q'_j(s', a') - alpha log pi(a'|s')), a' ~ pi(.|s'):
+        the target critics' min, less the entropy term; `discount` is 0 only after a
+        termination (a truncated episode bootstraps from its last observation)."""
+        next_action, next_log_pi = self.actor.sample(next_obs, next_noise)
+        next_q = self.critic_target(next_obs, next_action).min(dim=0).values
+        return ret + discount * (next_q - alpha * next_log_pi)
+
+    def _step(
+        self,
+        obs: torch.Tensor,
+        action: torch.Tensor,
+        ret: torch.Tensor,
+        next_obs: torch.Tensor,
+        discount: torch.Tensor,
+        noise: torch.Tensor,
+        weights: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, ...]:
+        """The four parts of one SAC update, in Algorithm 1's order; their statistics
+        and each sample's TD error."""
+        alpha = self.log_alpha.detach().exp()  # this update's temperature
+        td_target = self.soft_td_target(ret, next_obs, discount, noise[0], alpha)
+
+        # critic loss: half the squared TD error of each critic, summed over the two
+        q = self.critic(obs, action)
+        per_sample = 0.5 * ((q - td_target) ** 2).sum(dim=0)
+        if weights is not None:  # importance sampling corrects prioritized draws
+            per_sample = per_sample * weights
+        critic_loss = per_sample.mean()
+        self.critic_optimizer.zero_grad()
+        critic_loss.backward()
+        self.critic_optimizer.step()
+        program_boundary()  # compiled: the critics, just changed in place, are read next
+
+        # actor loss at reparameterised a~ ~ pi(.|s), valued by the updated critics' min
+        pi_action, log_pi = self.actor.sample(obs, noise[1])
+        min_q_pi = self.critic(obs, pi_action).min(dim=0).values
+        actor_loss = (alpha * log_pi - min_q_pi).mean()
+        self.actor_optimizer.zero_grad()
+        # the actor's gradient only: the critics' own is not needed for this loss
+        actor_loss.backward(inputs=self.actor_optimizer.params)
+        self.actor_optimizer.step()
+
+        # temperature loss (eq. 18): alpha rises while the entropy is below H
+        alpha_loss = -(self.log_alpha.exp() * (log_pi.detach() + self.target_entropy)).mean()
+        if self.config.autotune:
+            self.alpha_optimizer.zero_grad()
+            alpha_loss.backward()
+            self.alpha_optimizer.step()
+
+        # target critics: theta' <- tau theta + (1 - tau) theta'
+        with torch.no_grad():
+            self.target_flat.lerp_(self.critic_optimizer.flat, self.settings.tau)
+
+        td_error = (td_target - q.detach()).abs().mean(dim=0)  # the critics' mean |error|
+        entropy = -log_pi.detach().mean()
+        return (
+            critic_loss.detach(),
+            actor_loss.detach(),
+            alpha_loss.detach(),
+            alpha,
+            q.detach().mean(),
+            entropy,
+            td_error,
+        )
+
+    @property
+    def alpha(self) -> float:
+        """The temperature now (a host sync: for logs and tests)."""
+        return float(self.log_alpha.detach().exp())
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "actor": self.actor.state_dict(),
+            "critic": self.critic.state_dict(),
+            "critic_target": self.critic_target.state_dict(),
+            "log_alpha": self.log_alpha.detach().cpu().clone(),
+            "actor_optimizer": self.actor_optimizer.state_dict(),
+            "critic_optimizer": self.critic_optimizer.state_dict(),
+            "alpha_optimizer": self.alpha_optimizer.state_dict(),
+            "updates": self.updates,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        # load_state_dict copies into the parameters in place: the flat views stay
+        self.actor.load_state_dict(state["actor"])
+        self.critic.load_state_dict(state["critic"])
+        self.critic_target.load_state_dict(state["critic_target"])
+        with torch.no_grad():
+            self.log_alpha.copy_(state["log_alpha"])
+        self.actor_optimizer.load_state_dict(state["actor_optimizer"])
+        self.critic_optimizer.load_state_dict(state["critic_optimizer"])
+        self.alpha_optimizer.load_state_dict(state["alpha_optimizer"])
+        self.updates = int(state["updates"])
+
+
+def check_spaces(config: SACConfig, observation_space: gym.Space, action_space: gym.Space) -> None:
+    """SAC's spaces: a 1-D Box of actions with finite bounds, vector observations."""
+    if not isinstance(action_space, gym.spaces.Box):
+        raise UsageError(
+            f"SAC needs a continuous (Box) action space; {config.env} has {action_space}. "
+            "Train DQN or PPO for discrete actions."
+        )
+    if len(action_space.shape) != 1:
+        raise UsageError(
+            f"SAC here takes a 1-D Box of actions; {config.env} has shape "
+            f"{action_space.shape}; wrap it so that it steps with a flat vector of actions"
+        )
+    if not (np.isfinite(action_space.low).all() and np.isfinite(action_space.high).all()):
+        raise UsageError(
+            f"SAC squashes actions into the env's bounds, and {config.env}'s are not finite "
+            f"({action_space}); wrap it with gymnasium.wrappers.RescaleAction"
+        )
+    if not isinstance(observation_space, gym.spaces.Box) or is_image(observation_space):
+        raise UsageError(
+            f"SAC here learns from vector observations (MLPs); {config.env} has "
+            f"{observation_space}. Train PPO for image observations."
+        )
+
+
+class SACState:
+    """What a SAC run is made of, and how it is checkpointed: from a config filled
+    in for the env's kind (`RunConfig.for_env`)."""
+
+    def __init__(
+        self,
+        filled: Filled[SACConfig],
+        observation_space: gym.Space,
+        action_space: gym.Space,
+        device: torch.device,
+        resume_state: dict[str, Any] | None = None,
+    ) -> None:
+        cfg = filled.config
+        check_spaces(cfg, observation_space, action_space)
+        assert isinstance(action_space, gym.spaces.Box)
+        assert observation_space.shape is not None
+        self.filled, self.config, self.settings = filled, cfg, cfg.settings
+        self.obs_shape = tuple(observation_space.shape)
+        self.obs_dtype = np.dtype(np.float32)  # learned from as float32, stored so
+        self.frame_stack = 0  # vector observations only
+        self.action_dim = int(action_space.shape[0])
+        self.low = action_space.low.astype(np.float32)
+        self.high = action_space.high.astype(np.float32)
+        obs_dim = int(np.prod(self.obs_shape))
+        self.make_model = functools.partial(
+            squashed_actor, obs_dim, self.action_dim, cfg.hidden, self.low, self.high
+        )
+        self.learner = SACLearner(
+            self.make_model(),
+            TwinQ(obs_dim, self.action_dim, cfg.hidden),
+            cfg,
+            device,
+            resolve_mode(cfg.compile, device),
+        )
+        s = self.settings
+        self.replay = make_replay(
+            s.buffer_size,
+            self.obs_shape,
+            self.obs_dtype,
+            0,
+            cfg.prioritized,
+            cfg.priority_alpha,
+            (self.action_dim,),
+            np.float32,
+        )
+        self.env_steps = 0
+        self.wall_s = 0.0
+        if resume_state is not None:
+            self.load(resume_state)
+        # a resumed run draws its batches and noise from new streams
+        self.replay_rng = seeding.generator(cfg.seed, "replay", 0, self.env_steps)
+        self.learner.seed_noise(seeding.integer(cfg.seed, "noise", 0, self.env_steps))
+
+    @property
+    def acting_net(self) -> SquashedGaussianActor:
+        """The network actors act with and evaluations run: the actor."""
+        return self.learner.actor
+
+    def acting_policy(
+        self, index: int = 0, num_actors: int = 1, apex: bool = False
+    ) -> SquashedSampling:
+        """How every actor acts: uniform random actions for the first `learning_starts`
+        env steps, then samples of its actor copy (`apex` has no meaning here)."""
+        del index, num_actors, apex
+        return SquashedSampling(self.make_model, self.action_dim, self.settings.learning_starts)
+
+    def acting_stats(self) -> dict[str, float]:
+        """Nothing beyond the update's statistics (the temperature is among them)."""
+        return {}
+
+    def can_learn(self) -> bool:
+        s = self.settings
+        return offpolicy.can_learn(self.replay, s.batch_size, s.learning_starts)
+
+    def updates_due(self) -> int:
+        """Gradient updates the update-to-data ratio allows now, beyond those done."""
+        s = self.settings
+        return offpolicy.updates_due(
+            s.replay_ratio,
+            s.learning_starts,
+            self.env_steps,
+            self.learner.updates,
+            self.can_learn(),
+        )
+
+    def update(self) -> dict[str, torch.Tensor]:
+        """One gradient update on a replay batch (prioritized: weighted, and the
+        batch's priorities set to its new TD errors)."""
+        beta = offpolicy.importance_beta(
+            self.config.priority_beta, self.env_steps, self.config.budget
+        )
+        return offpolicy.replay_update(
+            self.replay, self.settings.batch_size, self.replay_rng, beta, self.learner.update
+        )
+
+    def state(self, with_replay: bool = True, wall_s: float = 0.0) -> dict[str, Any]:
+        return {
+            **Header("sac", 1, self.env_steps, wall_s).as_dict(),
+            "learner": self.learner.state_dict(),
+            "replay": self.replay.state_dict() if with_replay else None,
+            "obs_shape": self.obs_shape,
+            "action_low": self.low.tolist(),
+            "action_high": self.high.tolist(),
+        }
+
+    def load(self, state: dict[str, Any]) -> None:
+        self.learner.load_state_dict(state["learner"])
+        if state.get("replay") is not None:
+            self.replay.load_state_dict(state["replay"])
+        header = Header.of(state)
+        self.env_steps, self.wall_s = header.env_steps, header.wall_s
+
+
+def greedy_policy(config: SACConfig, state: dict[str, Any]) -> SquashedGaussianActor:
+    """The deterministic actor of a checkpoint (`pararl evaluate`): tanh of the mean,
+    scaled to the env's bounds."""
+    low = np.asarray(state["action_low"], np.float32)
+    high = np.asarray(state["action_high"], np.float32)
+    obs_dim = int(np.prod(state["obs_shape"]))
+    actor = squashed_actor(obs_dim, len(low), config.hidden, low, high)
+    actor.load_state_dict(state["learner"]["actor"])
+    return actor
+
+
+__all__ = ["SACLearner", "SACState", "check_spaces", "greedy_policy"]

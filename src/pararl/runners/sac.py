@@ -1,0 +1,34 @@
+"""SAC on the off-policy engine (`runners.offpolicy`): the same learner loop, chunk
+sources, replay and weight shipping as DQN, with SAC's run state (`algos.sac`), whose
+actors sample the squashed Gaussian (`samplers.chunks.explore.SquashedSampling`)."""
+
+from __future__ import annotations
+
+from pararl.algos.sac import SACState
+from pararl.config import SACConfig
+from pararl.models import num_params
+from pararl.runners import offpolicy
+from pararl.runners.setup import Plan, Prepared, resolve_device
+
+# metrics.csv columns of a SAC run, beside the session's and the loop's
+# (`offpolicy.METRICS`): the statistics of its update (`algos.sac`)
+METRICS = ("critic_loss", "actor_loss", "alpha_loss", "alpha", "q_mean", "entropy")
+# An actor process's chunk: 64 updates' worth of data at one update per env step, as
+# DQN's 256 transitions are at a quarter. An actor fills both outbox slots at once and
+# waits, so its data trails the learner by up to three chunks' updates: ~200 here
+# (measured ~760 with 256-transition chunks on Pendulum).
+CHUNK_TRANSITIONS = 64
+
+
+def plan(p: Prepared) -> Plan:
+    """A SAC run (serial, sync, async, Ray)."""
+    cfg: SACConfig = p.config
+    device = resolve_device(cfg.device)
+    mode = offpolicy.resolve_mode(cfg)
+    state = SACState(p.filled, p.observation_space, p.action_space, device, p.resume_state)
+    learner = state.learner
+    params = num_params(learner.actor) + num_params(learner.critic)
+    return offpolicy.plan(p, state, "SAC", mode, METRICS, params, CHUNK_TRANSITIONS)
+
+
+__all__ = ["CHUNK_TRANSITIONS", "METRICS", "plan"]

@@ -1,0 +1,92 @@
+"""SAC with Ray actors, on the same chunk pool as DQN's: it trains on the two-node
+cluster; a killed actor is restarted, the run goes on, and every transition received
+is in the replay memory."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+import torch
+
+from pararl.algos.sac import SACState
+from pararl.api import train
+from pararl.config import SACConfig
+from pararl.runners.offpolicy import OffPolicyLoop, make_source
+from pararl.runners.sac import CHUNK_TRANSITIONS
+
+ray = pytest.importorskip("ray")
+
+TINY = SACConfig(
+    env="Pendulum-v1",
+    backend="ray",
+    workers=2,
+    envs_per_worker=2,
+    total_steps=2_000,
+    learning_starts=500,
+    batch_size=64,
+    buffer_size=20_000,
+    hidden=(32,),
+    eval_every=2_000,
+    eval_episodes=1,
+    progress="none",
+    tensorboard=False,
+)
+
+
+def test_sac_trains_with_ray_actors(two_nodes: str, tmp_path: Path) -> None:
+    session = train(dataclasses.replace(TINY, run_dir=tmp_path / "run"))
+    assert '"backend": "ray"' in (tmp_path / "run" / "config.json").read_text()
+    assert session.last_eval is not None  # evaluated at the end of the budget
+    state = torch.load(session.run.checkpoint("final"), weights_only=False)
+    assert state["env_steps"] >= 2_000
+    assert state["learner"]["updates"] > 0
+    assert state["replay"]["action"].shape[1:] == (1,)  # Pendulum's one continuous action
+    assert ray.is_initialized()  # a Ray instance pararl did not start is left running
+
+
+def test_killed_actor_is_restarted_and_nothing_received_is_lost(two_nodes: str) -> None:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as `pararl train` sets it for small networks
+    try:
+        _kill_an_actor()
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _kill_an_actor() -> None:
+    env = gym.make(TINY.env)
+    spaces = env.observation_space, env.action_space
+    env.close()
+    state = SACState(TINY.for_spaces(*spaces), *spaces, torch.device("cpu"))
+    log: list[str] = []
+    pool = make_source(state, "async", log.append, CHUNK_TRANSITIONS)
+    loop = OffPolicyLoop(state, pool)
+    try:
+        nodes = ray.get([actor.node.remote() for actor in pool.group.actors], timeout=60)
+        assert len(set(nodes)) == 2  # SPREAD: one actor per node
+        counts = [0, 0]
+
+        def take_until(done: object, timeout_s: float = 60.0) -> None:
+            deadline = time.monotonic() + timeout_s
+            while not done():  # type: ignore[operator]
+                assert time.monotonic() < deadline, f"timed out; log: {log}"
+                for index, transitions, chunk in pool.chunks(0.5):
+                    state.replay.add(transitions)
+                    state.env_steps += chunk.env_steps
+                    counts[index] += 1
+                loop.learn(min(state.updates_due(), 4))
+
+        take_until(lambda: min(counts) >= 1 and state.learner.updates > 0)
+        ray.kill(pool.group.actors[0], no_restart=False)
+        before = counts[0]
+        take_until(lambda: counts[0] >= before + 2 and any("died" in m for m in log))
+        assert any(m.startswith("pararl: actor 0 died, restarted") for m in log), log
+        assert pool.group.faults.deaths == {0: 1}
+        assert state.replay.added == pool.received
+        assert counts[1] > 0
+    finally:
+        loop.close()
