@@ -22,6 +22,7 @@ from pararl.algos.sac import SACState
 from pararl.replay.prioritized import PrioritizedReplay
 from pararl.runners.offpolicy import OffPolicyLoop, make_source
 from pararl.runners.sac import CHUNK_TRANSITIONS
+from tests.runners.saved import final_state
 
 SMALL: dict[str, Any] = dict(
     env="Pendulum-v1",
@@ -52,9 +53,8 @@ def one_thread() -> Iterator[None]:
     torch.set_num_threads(threads)
 
 
-def final(run_dir: Path, name: str = "final") -> dict[str, Any]:
-    state: dict[str, Any] = torch.load(run_dir / "checkpoints" / f"{name}.pt", weights_only=False)
-    return state
+def final(run_dir: Path) -> dict[str, Any]:
+    return final_state(run_dir)
 
 
 def test_serial_and_sync_give_the_same_parameters(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from pararl.api import train
 from pararl.config import SACConfig
 from pararl.runners.offpolicy import OffPolicyLoop, make_source
 from pararl.runners.sac import CHUNK_TRANSITIONS
+from tests.runners.saved import final_state
 
 ray = pytest.importorskip("ray")
 
@@ -41,7 +42,7 @@ def test_sac_trains_with_ray_actors(two_nodes: str, tmp_path: Path) -> None:
     session = train(dataclasses.replace(TINY, run_dir=tmp_path / "run"))
     assert '"backend": "ray"' in (tmp_path / "run" / "config.json").read_text()
     assert session.last_eval is not None  # evaluated at the end of the budget
-    state = torch.load(session.run.checkpoint("final"), weights_only=False)
+    state = final_state(tmp_path / "run")
     assert state["env_steps"] >= 2_000
     assert state["learner"]["updates"] > 0
     assert state["replay"]["action"].shape[1:] == (1,)  # Pendulum's one continuous action
