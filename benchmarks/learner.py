@@ -6,14 +6,18 @@ them (replay sampling, host-to-device copies and minibatch gathers included):
 
 - DQN: `DQNState.update()`, one batch each, uniform and prioritized;
 - PPO: `PPOLearner.update()` over a whole rollout (epochs x minibatches), per
-  minibatch step.
+  minibatch step;
+- SAC: `SACState.update()`, one batch each (twin critics, actor, temperature, target
+  critics), at HalfCheetah's sizes with rl-zoo's 256x256 networks, uniform and
+  prioritized.
 
 Side by side, interleaved in one run, with the same network, batch and optimizer:
 
 - pararl with each `--compile` step mode asked for (`eager` is the path before the
   fused steps existed; `compile`, and on a GPU `graph` and `compile+graph`,
   `pararl.algos.fused`);
-- SB3's own `DQN.train(gradient_steps, batch_size)` and `PPO.train()` on a model whose
+- SB3's own `DQN.train(gradient_steps, batch_size)`, `PPO.train()` and
+  `SAC.train(gradient_steps, batch_size)` on a model whose
   replay or rollout buffer is already full: exactly SB3's update, its sampling
   included.
 
@@ -38,7 +42,9 @@ import numpy as np
 from benchmarks.lib import harness as h
 from benchmarks.lib.figures import Panel, Series
 
-Case = Literal["dqn-mlp", "dqn-minatar", "dqn-nature", "ppo-mlp", "ppo-minatar", "ppo-nature"]
+Case = Literal[
+    "dqn-mlp", "dqn-minatar", "dqn-nature", "ppo-mlp", "ppo-minatar", "ppo-nature", "sac-mlp"
+]
 CASES: tuple[Case, ...] = (
     "dqn-mlp",
     "dqn-minatar",
@@ -46,6 +52,7 @@ CASES: tuple[Case, ...] = (
     "ppo-mlp",
     "ppo-minatar",
     "ppo-nature",
+    "sac-mlp",
 )
 Setting = Literal["off", "on", "auto"]
 
@@ -68,6 +75,7 @@ SHAPES: dict[str, Shape] = {
     "minatar": Shape((10, 10, 4), "bool", 3, True, "minatar-cnn", "MinAtar CNN (Breakout)"),
     "nature": Shape((4, 84, 84), "uint8", 6, True, "nature-cnn", "Nature CNN, 4x84x84"),
     "mlp-ppo": Shape((17,), "float32", 6, False, "mlp", "64x64 tanh MLPs (HalfCheetah)"),
+    "mlp-sac": Shape((17,), "float32", 6, False, "mlp", "256x256 actor, twin critics"),
 }
 
 
@@ -83,7 +91,7 @@ class Config(h.Options):
 
     cases: tuple[Case, ...] = CASES
     """Which learners (DQN: the CartPole MLP, MinAtar CNN, Nature CNN; PPO: the 64x64
-    continuous MLP, MinAtar CNN, Nature CNN)."""
+    continuous MLP, MinAtar CNN, Nature CNN; SAC: HalfCheetah's 256x256 networks)."""
     compile: tuple[Setting, ...] = ("off", "on", "auto")
     """pararl's `--compile` settings to time, each once per step mode it gives on the
     device (CPU: off and auto run the step as written, on compiles it; CUDA: off as
@@ -91,7 +99,7 @@ class Config(h.Options):
     sb3: bool = True
     """Time SB3's train() on the same network, batch and optimizer."""
     prioritized: bool = True
-    """DQN cases also with prioritized replay (pararl only: SB3 has none)."""
+    """DQN and SAC cases also with prioritized replay (pararl only: SB3 has none)."""
     device: Literal["auto", "cpu", "cuda"] = "auto"
     """Where the learners run (`auto`: CUDA when present)."""
     threads: int = 1
@@ -265,6 +273,35 @@ def pararl_dqn(case: str, mode: str, prioritized: bool, c: Config, device: str) 
     return state
 
 
+def pararl_sac(case: str, mode: str, prioritized: bool, c: Config, device: str) -> Any:
+    """A SACState of this case (its run's defaults) with a full memory."""
+    import torch
+
+    from pararl.algos.sac import SACState
+    from pararl.config import SACConfig, env_kind
+    from pararl.replay.nstep import Transitions
+
+    shape = shape_of(case)
+    obs_space, act_space = _spaces(shape)
+    torch.manual_seed(c.seed)
+    cfg = SACConfig(env=case, compile=mode, prioritized=prioritized, device=device)  # type: ignore[arg-type]
+    state = SACState(
+        cfg.for_env(env_kind(obs_space, act_space)), obs_space, act_space, torch.device(device)
+    )
+    rng, n = np.random.default_rng(c.seed), c.memory
+    state.replay.add(
+        Transitions(
+            _random_obs(shape, n, rng),
+            rng.uniform(-1, 1, (n, shape.actions)).astype(np.float32),
+            rng.standard_normal(n).astype(np.float32),
+            _random_obs(shape, n, rng),
+            np.full(n, state.settings.gamma, np.float32),
+        )
+    )
+    state.env_steps = max(c.memory, state.settings.learning_starts)
+    return state
+
+
 def rollout_batch(case: str, shape: Shape, n: int, seed: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     actions = (
@@ -433,6 +470,28 @@ def sb3_ppo(case: str, c: Config, device: str) -> Any:
     return model
 
 
+def sb3_sac(case: str, c: Config, device: str) -> Any:
+    """SB3's SAC with pararl's SAC defaults (`mujoco_sac`) and a full replay memory."""
+    from stable_baselines3 import SAC
+    from stable_baselines3.common.logger import configure
+
+    from benchmarks.lib.sb3 import mujoco_sac
+
+    shape = shape_of(case)
+    env = _sb3_env(shape)
+    kwargs = mujoco_sac(0, [256, 256]) | {"buffer_size": c.memory}
+    model = SAC("MlpPolicy", env, device=device, seed=c.seed, **kwargs)
+    model.set_logger(configure(None, [""]))
+    buf, rng, n = model.replay_buffer, np.random.default_rng(c.seed), c.memory
+    assert buf is not None
+    buf.observations[:n, 0] = _random_obs(shape, n, rng)
+    buf.next_observations[:n, 0] = _random_obs(shape, n, rng)
+    buf.actions[:n, 0] = rng.uniform(-1, 1, (n, shape.actions))
+    buf.rewards[:n, 0] = rng.standard_normal(n)
+    buf.pos, buf.full = 0, True
+    return model
+
+
 # --- timing -------------------------------------------------------------------------
 
 
@@ -465,14 +524,17 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def dqn_learners(case: str, c: Config, device: str, settings: dict[str, str]) -> list[Learner]:
-    """pararl's DQN under each step mode (`settings`: mode -> --compile), then SB3's."""
+def replay_learners(case: str, c: Config, device: str, settings: dict[str, str]) -> list[Learner]:
+    """pararl's DQN or SAC under each step mode (`settings`: mode -> --compile), then
+    SB3's: one replay batch per update."""
     out: list[Learner] = []
     samplings = (False, True) if c.prioritized else (False,)
+    sac = case.startswith("sac")
     for prioritized in samplings:
         sampling = "prioritized" if prioritized else "uniform"
         for mode, setting in settings.items():
-            state = pararl_dqn(case, setting, prioritized, c, device)
+            make = pararl_sac if sac else pararl_dqn
+            state = make(case, setting, prioritized, c, device)
 
             def run(k: int, state: Any = state) -> int:
                 for _ in range(k):
@@ -483,7 +545,7 @@ def dqn_learners(case: str, c: Config, device: str, settings: dict[str, str]) ->
             row = Row(case, sampling, f"pararl {mode}", state.settings.batch_size)
             out.append(Learner(row, run, 1, functools.partial(setup_s, state.learner)))
         if c.sb3 and not prioritized:
-            model = sb3_dqn(case, c, device)
+            model = sb3_sac(case, c, device) if sac else sb3_dqn(case, c, device)
 
             def run_sb3(k: int, model: Any = model) -> int:
                 model.train(gradient_steps=k, batch_size=model.batch_size)
@@ -584,7 +646,7 @@ def measure(c: Config, meta: h.Metadata) -> Results:
     peak = peaks["cuda"] if device == "cuda" else peaks[threads_label(threads)]
     for case in c.cases:
         h.progress(f"learner: {case} on {device}")
-        build = dqn_learners if case.startswith("dqn") else ppo_learners
+        build = ppo_learners if case.startswith("ppo") else replay_learners
         learners = build(case, c, device, settings)
         for learner in learners:
             try:

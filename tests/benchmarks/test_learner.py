@@ -14,7 +14,7 @@ from benchmarks.__main__ import main
 def test_tiny_run(bench: Callable[..., dict[str, Any]]) -> None:
     data = bench(
         "learner", "--quick", "--compile", "off", "--memory", "300", "--seconds", "0.05",
-        "--device", "cpu", "--cases", "dqn-mlp", "ppo-minatar",
+        "--device", "cpu", "--cases", "dqn-mlp", "ppo-minatar", "sac-mlp",
     )  # fmt: skip
     results = data["results"]
     rows = {(r["case"], r["sampling"], r["system"]): r for r in results["rows"]}
@@ -24,10 +24,13 @@ def test_tiny_run(bench: Callable[..., dict[str, Any]]) -> None:
         ("dqn-mlp", "prioritized", "pararl eager"),
         ("ppo-minatar", "rollout", "pararl eager"),
         ("ppo-minatar", "rollout", "SB3"),
+        ("sac-mlp", "uniform", "pararl eager"),
+        ("sac-mlp", "uniform", "SB3"),
+        ("sac-mlp", "prioritized", "pararl eager"),
     }
     peak = results["peak_gflops"]["1 thread"]
     assert peak > 0
-    for case in ("dqn-mlp", "ppo-minatar"):
+    for case in ("dqn-mlp", "ppo-minatar", "sac-mlp"):
         ours = next(r for (c, _, s), r in rows.items() if c == case and s == "pararl eager")
         sb3 = next(r for (c, _, s), r in rows.items() if c == case and s == "SB3")
         assert ours["flops"] > 0
