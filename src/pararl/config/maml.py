@@ -10,8 +10,7 @@ from typing import Annotated, Any, Literal
 import tyro
 
 from pararl.config.kinds import EnvKind
-from pararl.config.run import Filled, RunConfig
-from pararl.errors import UsageError
+from pararl.config.run import Filled, RunConfig, raise_first
 
 
 @dataclass
@@ -119,9 +118,7 @@ class MAMLConfig(RunConfig):
             (self.backend == "local", "MAML samples with local worker processes: drop --backend"),
             (self.wrapper == "none", "MAML trains on the task's own reward: drop --wrapper"),
         ]
-        for ok, message in checks:
-            if not ok:
-                raise UsageError(message)
+        raise_first(checks)
 
 
 __all__ = ["MAMLConfig"]

@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from pararl.config.kinds import EnvKind, ModelChoice, PPOSettings, settings_of
-from pararl.config.run import RunConfig
-from pararl.errors import UsageError
+from pararl.config.run import RunConfig, raise_first, unset_or
 
 _PPO_ATARI: dict[str, Any] = dict(
     total_steps=10_000_000, num_steps=128, lr=2.5e-4, gamma=0.99, gae_lambda=0.95,
@@ -120,10 +118,6 @@ class PPOConfig(RunConfig):
 
     def validate(self) -> None:
         super().validate()
-
-        def unset_or(value: Any, ok: Callable[[Any], bool]) -> bool:
-            return value is None or ok(value)
-
         checks = [
             (unset_or(self.num_steps, lambda v: v >= 1), "--num-steps must be >= 1"),
             (unset_or(self.lr, lambda v: v > 0), "--lr must be > 0"),
@@ -138,9 +132,7 @@ class PPOConfig(RunConfig):
             (self.clip_reward > 0, "--clip-reward must be > 0"),
             (all(h >= 1 for h in self.hidden), "--hidden widths must be >= 1"),
         ]
-        for ok, message in checks:
-            if not ok:
-                raise UsageError(message)
+        raise_first(checks)
 
     @property
     def settings(self) -> PPOSettings:

@@ -10,6 +10,7 @@ kind of config the learners take, so no learner fills defaults again.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Literal, TypeVar
@@ -32,6 +33,21 @@ class Filled(Generic[C]):
     config: C
     kind: EnvKind  # the kind of env that picked the defaults
     defaults: dict[str, Any]  # the values filled in (fields the user left unset)
+
+
+Check = tuple[bool, str]  # a condition, and the one-line error when it fails
+
+
+def unset_or(value: Any, ok: Callable[[Any], bool]) -> bool:
+    """A field left to its kind's default (None) passes; a given value must be `ok`."""
+    return value is None or ok(value)
+
+
+def raise_first(checks: Iterable[Check]) -> None:
+    """The first failed check's message as a UsageError."""
+    for ok, message in checks:
+        if not ok:
+            raise UsageError(message)
 
 
 @dataclass
@@ -184,9 +200,7 @@ class RunConfig:
                 "--ray-address needs --backend ray",
             ),
         ]
-        for ok, message in checks:
-            if not ok:
-                raise UsageError(message)
+        raise_first(checks)
         problem = check_env_kwargs(self.env_kwargs)
         if problem is not None:
             raise UsageError(problem)

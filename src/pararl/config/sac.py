@@ -4,13 +4,12 @@ SAC refuses discrete ones)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from pararl.config.kinds import EnvKind, SACSettings, settings_of
-from pararl.config.run import RunConfig
-from pararl.errors import UsageError
+from pararl.config.offpolicy import replay_checks
+from pararl.config.run import RunConfig, raise_first, unset_or
 
 
 @dataclass
@@ -77,34 +76,13 @@ class SACConfig(RunConfig):
 
     def validate(self) -> None:
         super().validate()
-
-        def unset_or(value: Any, ok: Callable[[Any], bool]) -> bool:
-            return value is None or ok(value)
-
-        both = self.buffer_size is not None and self.batch_size is not None
-        checks = [
-            (unset_or(self.lr, lambda v: v > 0), "--lr must be > 0"),
-            (unset_or(self.gamma, lambda v: 0 < v <= 1), "--gamma must be in (0, 1]"),
-            (
-                not both or self.buffer_size >= self.batch_size,  # type: ignore[operator]
-                "--buffer-size must be >= --batch-size",
-            ),
-            (unset_or(self.batch_size, lambda v: v >= 1), "--batch-size must be >= 1"),
-            (unset_or(self.buffer_size, lambda v: v >= 1), "--buffer-size must be >= 1"),
-            (unset_or(self.learning_starts, lambda v: v >= 0), "--learning-starts must be >= 0"),
-            (unset_or(self.replay_ratio, lambda v: v >= 0), "--replay-ratio must be >= 0"),
-            (unset_or(self.n_step, lambda v: v >= 1), "--n-step must be >= 1"),
-            (unset_or(self.tau, lambda v: 0 < v <= 1), "--tau must be in (0, 1]"),
-            (self.alpha > 0, "--alpha must be > 0"),
-            (self.sync_every >= 1, "--sync-every must be >= 1"),
-            (self.priority_alpha >= 0, "--priority-alpha must be >= 0"),
-            (0 <= self.priority_beta <= 1, "--priority-beta must be in [0, 1]"),
-            (len(self.hidden) >= 1, "--hidden needs at least one width"),
-            (all(h >= 1 for h in self.hidden), "--hidden widths must be >= 1"),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise UsageError(message)
+        raise_first(
+            [
+                *replay_checks(self),
+                (unset_or(self.tau, lambda v: 0 < v <= 1), "--tau must be in (0, 1]"),
+                (self.alpha > 0, "--alpha must be > 0"),
+            ]
+        )
 
     @property
     def settings(self) -> SACSettings:
