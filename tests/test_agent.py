@@ -35,7 +35,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             hidden=(16,), **QUIET,
         ),
         "ppo": PPOConfig(
-            total_steps=512, num_steps=64, eval_every=512, eval_episodes=2, hidden=(16,), **QUIET
+            total_steps=512, num_steps=64, eval_every=512, eval_episodes=2, hidden=(16,),
+            eval_actions="sampled", **QUIET,
         ),
         # continuous actions: observation normalisation on by default
         "pendulum": PPOConfig(
@@ -182,6 +183,24 @@ def test_evaluate_from_python_is_the_command_line(
     assert f"mean return {result['mean']:.1f} ± {result['std']:.1f} over 3 episodes" in printed
     assert main(["evaluate", str(runs["dqn"]), "--episodes", "3"]) == 0
     assert capsys.readouterr().out == printed
+
+
+def test_evaluate_acts_as_the_runs_evaluations_did_or_as_asked(
+    runs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run trained with `--eval-actions sampled` is evaluated that way (the same
+    draws each time, from the evaluation seed), unless asked for greedy actions."""
+    assert '"eval_actions": "sampled"' in (runs["ppo"] / "config.json").read_text()
+    assert (runs["ppo"] / "eval.csv").read_text().count("\n") >= 2  # evaluated in training
+    sampled = pararl.evaluate(runs["ppo"], episodes=4)
+    assert "over 4 episodes, actions sampled" in capsys.readouterr().out
+    assert pararl.evaluate(runs["ppo"], episodes=4) == sampled
+    greedy = pararl.evaluate(runs["ppo"], episodes=4, actions="greedy")
+    out = capsys.readouterr().out
+    assert "actions sampled" not in out.splitlines()[-1]
+    assert greedy != sampled
+    assert main(["evaluate", str(runs["pendulum"]), "--episodes", "2", "--actions", "sampled"]) == 0
+    assert "actions sampled" in capsys.readouterr().out
 
 
 def test_the_readme_snippet_runs(runs: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:

@@ -53,6 +53,7 @@ class Agent:
         # the checkpoint's description of the network (shapes, bounds), not its weights
         self._state = {k: v for k, v in state.items() if k not in ("learner", "replay")}
         self.rng = np.random.default_rng(seed)  # for `act(..., deterministic=False)`
+        self.generator = torch.Generator().manual_seed(seed)  # the same, for torch's draws
         self.task: Any = None  # MAML: the task this agent was adapted to (None: meta-policy)
         self.adaptation_returns: np.ndarray | None = None  # before adapting, after each step
 
@@ -122,8 +123,11 @@ class Agent:
             random = self.rng.integers(0, net.num_actions, len(greedy))
             return np.where(explore, random, greedy)
         if isinstance(net, ActorCritic):
-            action, _, _ = net.act(obs, deterministic)
-            return action.numpy()
+            return (
+                net.greedy(obs.numpy())
+                if deterministic
+                else net.stochastic(obs.numpy(), self.generator)
+            )
         if isinstance(net, GaussianMLP):
             mean, log_std = net(obs.float())
             if deterministic:
@@ -133,8 +137,7 @@ class Agent:
         if isinstance(net, SquashedGaussianActor):  # SAC: within the env's bounds already
             if deterministic:
                 return net.greedy(obs.float().numpy())
-            noise = self.rng.standard_normal((len(obs), net.action_dim)).astype(np.float32)
-            return net.act(obs.float().numpy(), noise)
+            return net.stochastic(obs.float().numpy(), self.generator)
         raise TypeError(f"no way to act with a {type(net).__name__}")
 
     def adapt(self, task: Any, episodes: int | None = None, steps: int = 1, seed: int = 0) -> Agent:

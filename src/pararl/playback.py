@@ -26,7 +26,12 @@ from pararl.rundir import RunDir
 
 
 def _play(
-    agent: Agent, episodes: int, seed: int, render_mode: str, max_steps: int
+    agent: Agent,
+    episodes: int,
+    seed: int,
+    render_mode: str,
+    max_steps: int,
+    deterministic: bool = True,
 ) -> tuple[Episodes, list[Any], float]:
     """Episodes one at a time in a rendering env, each for at most `max_steps`
     steps; frames of the first when rgb_array, and the env's own frame rate
@@ -42,7 +47,7 @@ def _play(
             while not ended:
                 if render_mode == "rgb_array" and ep == 0:
                     frames.append(env.render())
-                obs, reward, terminated, trunc, _ = env.step(agent.act(obs))
+                obs, reward, terminated, trunc, _ = env.step(agent.act(obs, deterministic))
                 total, steps = total + float(reward), steps + 1
                 cut = trunc and not terminated
                 ended = terminated or trunc or steps >= max_steps
@@ -115,14 +120,16 @@ def run(cfg: EvaluateConfig) -> dict[str, float]:
     own = algorithm_of_run(cfg.run_dir).evaluation if RunDir(cfg.run_dir).config.is_file() else None
     if own is not None:  # an algorithm with an evaluation of its own (MAML: adaptation)
         return own(cfg, write_video)
-    agent = load(cfg.run_dir, cfg.checkpoint)
+    agent = load(cfg.run_dir, cfg.checkpoint, seed=cfg.seed)
     config = agent.config
+    actions = config.eval_actions if cfg.actions == "run" else cfg.actions
+    deterministic = actions == "greedy"
     cap = cfg.max_steps or saved_facts(cfg.run_dir).get("eval_max_steps")
     cap = int(cap or episode_cap(config.env, config.env_kwargs, None))
     if cfg.render or cfg.video is not None:
         mode = "human" if cfg.render else "rgb_array"
         quiet_sdl(mode)
-        episodes, frames, fps = _play(agent, cfg.episodes, cfg.seed, mode, cap)
+        episodes, frames, fps = _play(agent, cfg.episodes, cfg.seed, mode, cap, deterministic)
         if cfg.video is not None:
             write_video(frames, cfg.video, fps)
             print(f"video of episode 1 written to {cfg.video}")
@@ -132,13 +139,14 @@ def run(cfg: EvaluateConfig) -> dict[str, float]:
         try:
             say = functools.partial(print, file=sys.stderr, flush=True)
             progress = progress_notes(say, f"{cfg.episodes} episodes of {config.env}")
-            episodes = evaluator.run(lambda obs: agent.act(obs), progress)
+            episodes = evaluator.run(lambda obs: agent.act(obs, deterministic), progress)
         finally:
             evaluator.close()
     truncated = int(episodes.truncated.sum())
     print(
         f"{config.env}: mean return {episodes.mean:.1f} ± {episodes.std:.1f} over "
-        f"{cfg.episodes} episodes ({cfg.checkpoint} checkpoint of {cfg.run_dir})"
+        f"{cfg.episodes} episodes{'' if deterministic else ', actions sampled'} "
+        f"({cfg.checkpoint} checkpoint of {cfg.run_dir})"
         + (f"; {truncated} truncated" if truncated else "")
     )
     note = episodes.cap_note().replace("--eval-max-steps", "--max-steps")

@@ -13,7 +13,7 @@ Roles: `env` (reset seeds of training envs), `explore` (an actor's or sampler's
 exploration), `torch` (network initialisation in a process), `replay` (minibatch
 sampling of a learner), `eval` (reset seeds of evaluation episodes), `task` (the
 tasks a meta-RL iteration draws), `noise` (a learner's own draws: SAC's
-reparameterised actions).
+reparameterised actions), `eval-actions` (the actions a sampled evaluation draws).
 """
 
 from __future__ import annotations
@@ -22,9 +22,11 @@ from typing import Literal
 
 import numpy as np
 
-Role = Literal["env", "explore", "torch", "replay", "eval", "task", "noise"]
+Role = Literal["env", "explore", "torch", "replay", "eval", "task", "noise", "eval-actions"]
 # new roles go last: a role's index is part of every stream name under it
-ROLES: tuple[Role, ...] = ("env", "explore", "torch", "replay", "eval", "task", "noise")
+ROLES: tuple[Role, ...] = (
+    "env", "explore", "torch", "replay", "eval", "task", "noise", "eval-actions"
+)  # fmt: skip
 _MASK63 = (1 << 63) - 1  # env seeds as non-negative Python ints
 
 

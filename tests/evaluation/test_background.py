@@ -20,7 +20,7 @@ from pararl.envs.make import env_factory
 from pararl.evaluation.background import BackgroundEvaluator
 from pararl.evaluation.child import EvalChild
 from pararl.evaluation.greedy import Evaluator
-from pararl.models import QNetwork
+from pararl.models import ActorCritic, QNetwork
 from pararl.rundir import RunDir
 from pararl.runners.session import TrainSession
 from pararl.vector import WorkerError
@@ -246,3 +246,45 @@ def test_every_evaluation_adds_a_training_row_with_rates(tmp_path: Path) -> None
     with session.run.evaluations.open() as f:
         evaluations = list(csv.DictReader(f))
     assert [int(r["env_steps"]) for r in evaluations] == [10, 20, 30]
+
+
+AC_FN = functools.partial(ActorCritic, 4, 2, True, (16,))
+
+
+def test_sampled_evaluations_draw_their_own_stream_alike_in_process_and_in_the_child() -> None:
+    """`--eval-actions sampled`: the actions come from the evaluations' own seeded
+    stream (the same returns inline and in the child, evaluation after evaluation),
+    not the greedy ones; a Q-network cannot sample."""
+    torch.manual_seed(0)
+    model = AC_FN()  # near-uniform: the actor's head initialised at 0.01
+    envs = env_factory("CartPole-v1")
+    greedy = Evaluator(envs, 8, seed=5, stream=(3,))
+    inline = Evaluator(envs, 8, seed=5, stream=(3,), actions="sampled")
+    background = BackgroundEvaluator(envs, 8, 5, AC_FN, stream=(3,), actions="sampled")
+    try:
+        first = inline.run(inline.policy(model))
+        second = inline.run(inline.policy(model))
+        for expected in (first.returns, second.returns):
+            background.submit(model)
+            np.testing.assert_array_equal(_wait(background), expected)
+        # not the greedy actions (this random network balances the pole greedily)
+        assert greedy.run(greedy.policy(model)).lengths.mean() > 2 * first.lengths.mean()
+        torch.manual_seed(1)
+        again = Evaluator(envs, 8, seed=5, stream=(3,), actions="sampled")
+        try:  # the global torch stream plays no part
+            np.testing.assert_array_equal(again.run(again.policy(model)).returns, first.returns)
+        finally:
+            again.close()
+        with pytest.raises(TypeError, match="cannot sample"):
+            inline.policy(_model(0))
+    finally:
+        greedy.close()
+        inline.close()
+        background.close()
+
+
+def test_dqn_refuses_sampled_evaluations() -> None:
+    from pararl.errors import UsageError
+
+    with pytest.raises(UsageError, match="--eval-actions sampled"):
+        DQNConfig(eval_actions="sampled").validate()

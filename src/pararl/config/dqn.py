@@ -134,6 +134,11 @@ class DQNConfig(RunConfig):
                     "--eps-decay-steps must be >= 1",
                 ),
                 (self.average_every >= 1, "--average-every must be >= 1"),
+                (
+                    self.eval_actions == "greedy",
+                    "DQN's policy is greedy in its Q-values: drop --eval-actions sampled "
+                    "(it is for PPO and SAC)",
+                ),
             ]
         )
 

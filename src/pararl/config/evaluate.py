@@ -5,19 +5,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import tyro
 
 
 @dataclass
 class EvaluateConfig:
-    """`pararl evaluate RUN_DIR`: a saved run's greedy return, shown or recorded."""
+    """`pararl evaluate RUN_DIR`: a saved run's return, shown or recorded."""
 
     run_dir: Annotated[Path, tyro.conf.Positional]
     """Directory of a pararl training run."""
     episodes: int = 10
-    """Greedy episodes to run (MAML runs: episodes per task and adaptation step)."""
+    """Episodes to run (MAML runs: episodes per task and adaptation step)."""
     checkpoint: str = "best"
     """Checkpoint name in RUN_DIR/checkpoints (best, final, interrupted, latest, step_N)."""
     seed: int = 12_345
@@ -29,6 +29,9 @@ class EvaluateConfig:
     max_steps: int | None = None
     """Longest episode, in env steps: one still running then is cut and reported as
     truncated. Default: the run's evaluation cap (`--eval-max-steps` of training)."""
+    actions: Literal["run", "greedy", "sampled"] = "run"
+    """How the policy acts: `greedy`, `sampled` from the policy (PPO and SAC), or as
+    the run's evaluations did (`run`: its `--eval-actions`)."""
     tasks: int = 20
     """MAML runs: new tasks drawn from the env's task distribution to adapt to."""
     adapt_steps: int = 3

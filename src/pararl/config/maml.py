@@ -70,6 +70,7 @@ class MAMLConfig(RunConfig):
     eval_in: Annotated[Literal["auto", "process", "inline"], tyro.conf.Suppress] = "inline"
     eval_episodes: Annotated[int, tyro.conf.Suppress] = 20
     eval_max_steps: Annotated[int | None, tyro.conf.Suppress] = None
+    eval_actions: Annotated[Literal["greedy", "sampled"], tyro.conf.Suppress] = "greedy"
     wrapper: Annotated[Literal["none", "cartpole-shaped"], tyro.conf.Suppress] = "none"
     backend: Annotated[Literal["local", "ray"], tyro.conf.Suppress] = "local"
     ray_address: Annotated[str | None, tyro.conf.Suppress] = None

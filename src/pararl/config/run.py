@@ -99,6 +99,10 @@ class RunConfig:
     """Longest evaluation episode, in env steps: one still running then is cut and
     reported as truncated (its return so far counts). Default: the env's own
     `max_episode_steps`, else 27,000 (an Atari game's 108,000 frames at frame skip 4)."""
+    eval_actions: Literal["greedy", "sampled"] = "greedy"
+    """How evaluations act: `greedy` (the most likely action, the Gaussian's mean) or
+    `sampled` from the policy (PPO and SAC), as rl-zoo evaluates Atari PPO agents: a
+    greedy image policy can get stuck where sampling plays on. Evaluations pick `best`."""
     eval_in: Literal["auto", "process", "inline"] = "auto"
     """Where evaluations run: `process` (a child process, overlapped with training;
     the default with more than one core) or `inline` (in the training loop)."""

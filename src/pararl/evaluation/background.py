@@ -28,7 +28,7 @@ import torch
 from gymnasium.envs.registration import EnvSpec
 
 from pararl.evaluation.child import EvalChild
-from pararl.evaluation.greedy import DEFAULT_EPISODE_CAP, GreedyModel, Progress
+from pararl.evaluation.greedy import DEFAULT_EPISODE_CAP, EvalActions, GreedyModel, Progress
 from pararl.mp.errors import WorkerTimeoutError
 
 CLOSE_GRACE_S = 0.05  # for an evaluation child with nothing left to do
@@ -54,6 +54,7 @@ class BackgroundEvaluator:
         child: EvalChild | None = None,
         stream: tuple[int, ...] = (),
         max_steps: int = DEFAULT_EPISODE_CAP,
+        actions: EvalActions = "greedy",
     ) -> None:
         self.timeout_s, self.max_steps = timeout_s, max_steps
         self._sent_at: float | None = None  # the request in flight: sent, or last heard of
@@ -64,7 +65,7 @@ class BackgroundEvaluator:
             child = EvalChild()
         self._child = child
         self._group = child.group
-        setup = (env_fn, episodes, seed, stream, model_fn, spec, max_steps)
+        setup = (env_fn, episodes, seed, stream, model_fn, spec, max_steps, actions)
         self._group.send(0, ("setup", setup))
 
     @property

@@ -1,4 +1,7 @@
-"""Greedy evaluation: N episodes at once, one per env of a serial vector env.
+"""Evaluation: N episodes at once, one per env of a serial vector env, acting
+greedily (the argmax, the Gaussian's mean: the default) or with actions sampled from
+the policy (`--eval-actions sampled`, PPO and SAC), drawn from the evaluations' own
+random stream, so that training's draws do not depend on them.
 
 `Evaluator` runs them in the calling process. `BackgroundEvaluator`
 (`pararl.evaluation.background`) runs the same code in a child process so that training goes
@@ -15,7 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import gymnasium as gym
 import numpy as np
@@ -25,6 +28,7 @@ from pararl.envs.modules import split_env_id
 from pararl.vector import SerialVectorEnv
 
 Policy = Callable[[np.ndarray], np.ndarray]  # batch of observations -> batch of actions
+EvalActions = Literal["greedy", "sampled"]
 
 # The longest evaluation episode of an env without a time limit of its own: an
 # Atari game's cap (108,000 frames at frame skip 4, Machado et al. 2018).
@@ -130,16 +134,33 @@ class GreedyModel(Protocol):
     def state_dict(self) -> dict: ...
 
 
-def as_policy(policy: Policy | GreedyModel) -> Policy:
+def as_policy(policy: Policy | GreedyModel, generator: Any = None) -> Policy:
+    """The function of observations a model acts by: its greedy actions, or, given
+    a torch `generator`, actions sampled from it (`stochastic`, drawn from there)."""
+    if generator is not None:
+        stochastic = getattr(policy, "stochastic", None)
+        if not callable(stochastic):
+            raise TypeError(f"a {type(policy).__name__} cannot sample its actions")
+        return lambda obs: stochastic(obs, generator)
     greedy = getattr(policy, "greedy", None)
     return greedy if callable(greedy) else policy  # type: ignore[return-value]
 
 
+def action_generator(actions: EvalActions, seed: int, stream: tuple[int, ...]) -> Any:
+    """The torch generator sampled evaluations draw from (None: greedy), seeded by
+    the stream `("eval-actions", *stream)` of the run's seed."""
+    if actions == "greedy":
+        return None
+    import torch  # only sampled evaluations need it here
+
+    return torch.Generator().manual_seed(seeding.integer(seed, "eval-actions", *stream))
+
+
 class Evaluator:
-    """Runs `episodes` greedy episodes in lock-step, each for at most `max_steps`
-    steps; reuses its envs between calls. Evaluation k resets its envs with the
-    stream `("eval", *stream, k)` of the run's seed; a training run's `stream` is the
-    env step it (re)started at."""
+    """Runs `episodes` episodes in lock-step, each for at most `max_steps` steps,
+    acting as `actions` says; reuses its envs between calls. Evaluation k resets its
+    envs with the stream `("eval", *stream, k)` of the run's seed; a training run's
+    `stream` is the env step it (re)started at."""
 
     deferred = False  # results are ready as soon as `submit` returns
 
@@ -150,9 +171,11 @@ class Evaluator:
         seed: int,
         stream: tuple[int, ...] = (),
         max_steps: int = DEFAULT_EPISODE_CAP,
+        actions: EvalActions = "greedy",
     ) -> None:
         self.episodes, self.max_steps = episodes, max_steps
         self.seed, self.stream = seed, stream
+        self.generator = action_generator(actions, seed, stream)
         self.calls = 0
         self.envs = SerialVectorEnv([env_fn] * episodes)
         self._result: Episodes | None = None
@@ -189,8 +212,12 @@ class Evaluator:
     def busy(self) -> bool:
         return False
 
+    def policy(self, model: Policy | GreedyModel) -> Policy:
+        """How `model` acts in these evaluations (greedy, or sampled)."""
+        return as_policy(model, self.generator)
+
     def submit(self, policy: Policy | GreedyModel) -> None:
-        self._result = self.run(as_policy(policy), self.progress)
+        self._result = self.run(self.policy(policy), self.progress)
 
     def poll(self, timeout: float = 0.0) -> Episodes | None:
         """The episodes of the last `submit`, once (None if already taken)."""

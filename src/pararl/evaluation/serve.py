@@ -1,5 +1,5 @@
 """The evaluation child's side: set up by its first message, it answers "eval"
-requests (weights as numpy arrays -> greedy episodes, with progress reports on the
+requests (weights as numpy arrays -> episodes, greedy or sampled, with progress reports on the
 way) and "plot" requests (the learning curve, drawn here where matplotlib is
 already loaded)."""
 
@@ -14,7 +14,7 @@ import gymnasium as gym
 import torch
 from gymnasium.envs.registration import EnvSpec
 
-from pararl.evaluation.greedy import Evaluator, as_policy
+from pararl.evaluation.greedy import EvalActions, Evaluator
 
 
 def serve(
@@ -26,11 +26,12 @@ def serve(
     model_fn: Callable[[], torch.nn.Module],
     spec: EnvSpec | None,
     max_steps: int,
+    actions: EvalActions,
 ) -> None:
     if spec is not None:
         register_carried(spec)
     torch.set_num_threads(1)
-    evaluator = Evaluator(env_fn, episodes, seed, stream, max_steps)
+    evaluator = Evaluator(env_fn, episodes, seed, stream, max_steps, actions)
     model = model_fn()
     warm = False
     try:
@@ -47,7 +48,8 @@ def serve(
                 conn.send((True, learning_curve(*payload)))
                 continue
             model.load_state_dict({k: torch.from_numpy(v) for k, v in payload.items()})
-            conn.send((True, evaluator.run(as_policy(model), lambda p: conn.send((True, p)))))
+            policy = evaluator.policy(model)
+            conn.send((True, evaluator.run(policy, lambda p: conn.send((True, p)))))
     finally:
         evaluator.close()
 

@@ -214,3 +214,16 @@ class ActorCritic(nn.Module):
         device = next(self.parameters()).device
         out = self.actor(self._features(torch.as_tensor(obs, device=device)))
         return (out.argmax(-1) if self.discrete else out).cpu().numpy()
+
+    @torch.no_grad()
+    def stochastic(self, obs: np.ndarray, generator: torch.Generator) -> np.ndarray:
+        """Actions sampled from the policy for a batch of observations, drawn from
+        `generator` (the evaluations' own stream); the actor alone."""
+        device = next(self.parameters()).device
+        out = self.actor(self._features(torch.as_tensor(obs, device=device)))
+        out = out.cpu()  # drawn on the CPU, where the generator is
+        if self.discrete:
+            probs = torch.softmax(out, -1)
+            return torch.multinomial(probs, 1, True, generator=generator).squeeze(-1).numpy()
+        noise = torch.randn(out.shape, generator=generator)
+        return (out + self.log_std.detach().cpu().exp() * noise).numpy()

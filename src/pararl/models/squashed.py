@@ -91,6 +91,14 @@ class SquashedGaussianActor(nn.Module):
         return (self.scale * torch.tanh(mean) + self.bias).cpu().numpy()
 
     @torch.no_grad()
+    def stochastic(self, obs: np.ndarray, generator: torch.Generator) -> np.ndarray:
+        """Actions sampled from the squashed Gaussian, drawn from `generator`."""
+        device = self.scale.device
+        mean, log_std = self(torch.as_tensor(obs, device=device))
+        noise = torch.randn(mean.shape, generator=generator).to(device)  # the CPU's stream
+        return (self.scale * torch.tanh(mean + log_std.exp() * noise) + self.bias).cpu().numpy()
+
+    @torch.no_grad()
     def uniform(self, count: int, rng: np.random.Generator) -> np.ndarray:
         """`count` actions drawn uniformly within the bounds (SAC's first steps)."""
         u = rng.uniform(-1.0, 1.0, (count, self.action_dim)).astype(np.float32)

@@ -42,6 +42,7 @@ MUTABLE = frozenset(
         "checkpoint_every",
         "checkpoint_every_s",
         "eval_max_steps",
+        "eval_actions",
         "log_every_s",
         "progress",
         "tensorboard",

@@ -44,10 +44,11 @@ def make_evaluator(
     child: EvalChild | None = None,
     start_steps: int = 0,
 ) -> Evaluator | BackgroundEvaluator:
-    """The run's greedy evaluator: in a child process when there is a core to spare
-    (or when asked), else in the training loop. `child`: an evaluation process
-    started earlier by the caller (`pararl train` starts it before importing torch),
-    adopted here; without one, the evaluator starts its own."""
+    """The run's evaluator (greedy, or `--eval-actions sampled`): in a child process
+    when there is a core to spare (or when asked), else in the training loop.
+    `child`: an evaluation process started earlier by the caller (`pararl train`
+    starts it before importing torch), adopted here; without one, the evaluator
+    starts its own."""
     env_fn = env_factory(cfg.env, kwargs=cfg.env_kwargs)
     stream = (start_steps,)  # a resumed run evaluates on new episodes
     cap = episode_cap(cfg.env, cfg.env_kwargs, cfg.eval_max_steps)
@@ -63,10 +64,11 @@ def make_evaluator(
             child=child,
             stream=stream,
             max_steps=cap,
+            actions=cfg.eval_actions,
         )
     if child is not None:
         child.close(grace=0.0)  # not needed: evaluations run in this process
-    return Evaluator(env_fn, cfg.eval_episodes, cfg.seed, stream, cap)
+    return Evaluator(env_fn, cfg.eval_episodes, cfg.seed, stream, cap, cfg.eval_actions)
 
 
 def _spec_for_child(env_id: str) -> gym.envs.registration.EnvSpec | bool | None:
