@@ -62,6 +62,25 @@ def _pair() -> tuple[Any, PPOState]:
     return model, state
 
 
+def test_initial_weights_are_sb3s() -> None:
+    """The same initialisation, draw for draw: from one torch seed pararl's MinAtar
+    network (orthogonal, gain sqrt 2 in the trunk, 0.01 on the policy head, 1 on the
+    value head, zero biases) is SB3's, weight for weight (to float rounding: the two
+    orthogonalise in differently ordered arithmetic)."""
+    envs = make_vec_env(env_factory(ENV, training=True), n_envs=2, seed=0)
+    spaces = envs.observation_space, envs.action_space
+    cfg = PPOConfig(env=ENV, act_device="cpu", learn_device="cpu").for_env(env_kind(*spaces))
+    for seed in (0, 1):
+        model = PPO("MlpPolicy", envs, seed=seed, device="cpu", **minatar_ppo())
+        torch.manual_seed(seed)
+        ours = PPOState(cfg, *spaces, 2).learner.model
+        theirs = [p for p in model.policy.parameters()]
+        mine = [p for name, p in ours.named_parameters() if name != "log_std"]  # unused here
+        assert [p.shape for p in mine] == [p.shape for p in theirs]
+        for a, b in zip(mine, theirs, strict=True):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
 def _flat(x: np.ndarray) -> np.ndarray:
     """SB3's [steps, envs] order flattened env by env (its `swap_and_flatten`)."""
     return x.swapaxes(0, 1).reshape(-1, *x.shape[2:])
