@@ -6,6 +6,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +18,26 @@ from pararl.cli import main
 # (an exec resets a handler, not an ignore, so children get the default again).
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+# Tests that share a process-wide resource, by path prefix: under pytest-xdist (`-n`,
+# in the default options) each group runs in one worker, one test after another. The
+# Ray tests share one simulated cluster per process (`tests/samplers/ray/conftest.py`);
+# split over two workers, each would start its own.
+XDIST_GROUPS = {"tests/samplers/ray/": "ray"}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """xdist's load-scope scheduling with one scope per test, but one per group: a
+    worker takes whole scopes, the largest first (the groups), then single tests."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return next((g for p, g in XDIST_GROUPS.items() if nodeid.startswith(p)), nodeid)
+
+    return GroupScheduling(config, log)
 
 
 @pytest.fixture(autouse=True, scope="session")

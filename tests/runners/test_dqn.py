@@ -15,7 +15,7 @@ import torch
 
 from pararl import DQNConfig, train
 from pararl.vector import WorkerError
-from tests.procs import alive_after, interrupt_training
+from tests.procs import alive_after, interrupt_training, new_shm_entries, shm_entries
 from tests.runners.saved import final_state
 
 SMALL = dict(
@@ -117,7 +117,7 @@ def test_restart_actors_replaces_a_failed_actor(
 
 def test_ctrl_c_saves_checkpoint_and_leaves_nothing(tmp_path: Path) -> None:
     run = tmp_path / "run"
-    shm_before = set(os.listdir("/dev/shm"))
+    shm_before = shm_entries()
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -148,7 +148,7 @@ def test_ctrl_c_saves_checkpoint_and_leaves_nothing(tmp_path: Path) -> None:
     assert (run / "checkpoints" / "interrupted.pt").is_file()
     assert str(run) in err or "run saved in" in err
     assert alive_after(children, 0.5) == []
-    assert set(os.listdir("/dev/shm")) <= shm_before
+    assert new_shm_entries(shm_before) == set()
 
 
 def test_killed_actor_is_replaced_when_asked(
