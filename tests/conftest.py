@@ -20,11 +20,18 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-# Tests that share a process-wide resource, by path prefix: under pytest-xdist (`-n`,
-# in the default options) each group runs in one worker, one test after another. The
-# Ray tests share one simulated cluster per process (`tests/samplers/ray/conftest.py`);
-# split over two workers, each would start its own.
-XDIST_GROUPS = {"tests/samplers/ray/": "ray"}
+# Tests that share something set up once per process, by path prefix: under
+# pytest-xdist (`-n`, in the default options) each group runs in one worker, one test
+# after another. The Ray tests share one simulated cluster (`tests/samplers/ray/
+# conftest.py`); split over two workers, each would start its own. The modules share
+# a module-scoped fixture (a trained run), which each worker would train again.
+XDIST_GROUPS = (
+    "tests/samplers/ray/",
+    "tests/runners/test_maml.py",
+    "tests/runners/test_modes_agree.py",
+    "tests/test_agent.py",
+    "tests/test_playback.py",
+)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -35,7 +42,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     class GroupScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return next((g for p, g in XDIST_GROUPS.items() if nodeid.startswith(p)), nodeid)
+            return next((g for g in XDIST_GROUPS if nodeid.startswith(g)), nodeid)
 
     return GroupScheduling(config, log)
 

@@ -25,6 +25,7 @@ from tests.procs import alive_after, interrupt_training, new_shm_entries, shm_en
 TINY = [
     "--total-steps", "1000", "--eval-every", "500", "--eval-episodes", "2",
     "--mode", "serial", "--no-tensorboard", "--progress", "plain", "--learning-starts", "100",
+    "--eval-in", "inline",  # no evaluation child to start: these tests do not check it
 ]  # fmt: skip
 
 

@@ -31,6 +31,9 @@ SMALL = dict(
     envs_per_worker=2,
     workers=1,
     target_return=10_000.0,
+    # evaluations in this process: an evaluation child is a process started and torch
+    # imported, seconds of CPU a run; the tests that check processes ask for it
+    eval_in="inline",
 )
 
 
@@ -66,7 +69,8 @@ def test_resume_continues_the_run(tmp_path: Path) -> None:
 
 def test_async_mode_trains_and_leaves_no_process(tmp_path: Path) -> None:
     before = {p.pid for p in psutil.Process().children(recursive=True)}
-    session = train(DQNConfig(mode="async", run_dir=tmp_path / "run", **SMALL))
+    config = {**SMALL, "eval_in": "process"}  # the evaluation child is gone too
+    session = train(DQNConfig(mode="async", run_dir=tmp_path / "run", **config))  # type: ignore[arg-type]
     assert session.run.checkpoint("final").is_file()
     rows = (tmp_path / "run" / "metrics.csv").read_text()
     assert "policy_lag" in rows.splitlines()[0]
@@ -176,12 +180,12 @@ def test_killed_actor_is_replaced_when_asked(
     killer = threading.Thread(target=kill_first_actor, daemon=True)
     killer.start()
     config = {**SMALL, "total_steps": 12_000, "eval_every": 6_000, "progress": "plain"}
+    config["eval_in"] = "inline"  # the first child started must be an actor
     session = train(
         DQNConfig(
             mode="async",
             run_dir=tmp_path / "run",
             restart_actors=True,
-            eval_in="inline",  # the first child started must be an actor
             **config,  # type: ignore[arg-type]
         )
     )

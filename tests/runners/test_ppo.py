@@ -30,6 +30,7 @@ SMALL = dict(
     workers=1,
     envs_per_worker=4,
     target_return=10_000.0,
+    eval_in="inline",  # no evaluation child to start: these tests do not check it
 )
 
 
