@@ -6,6 +6,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +18,33 @@ from pararl.cli import main
 # (an exec resets a handler, not an ignore, so children get the default again).
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+# Tests that share something set up once per process, by path prefix: under
+# pytest-xdist (`-n`, in the default options) each group runs in one worker, one test
+# after another. The Ray tests share one simulated cluster (`tests/samplers/ray/
+# conftest.py`); split over two workers, each would start its own. The modules share
+# a module-scoped fixture (a trained run), which each worker would train again.
+XDIST_GROUPS = (
+    "tests/samplers/ray/",
+    "tests/runners/test_maml.py",
+    "tests/runners/test_modes_agree.py",
+    "tests/test_agent.py",
+    "tests/test_playback.py",
+)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """xdist's load-scope scheduling with one scope per test, but one per group: a
+    worker takes whole scopes, the largest first (the groups), then single tests."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return next((g for g in XDIST_GROUPS if nodeid.startswith(g)), nodeid)
+
+    return GroupScheduling(config, log)
 
 
 @pytest.fixture(autouse=True, scope="session")

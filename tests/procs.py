@@ -1,7 +1,10 @@
-"""Process helpers shared by the tests: liveness, and interrupting a training run."""
+"""Process helpers shared by the tests: liveness, interrupting a training run, and
+the entries a test adds to /dev/shm."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import subprocess
 import time
@@ -41,3 +44,62 @@ def interrupt_training(
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     return children, err
+
+
+# --- shared memory ---------------------------------------------------------------------
+
+SHM = "/dev/shm"
+
+
+def shm_entries() -> set[str]:
+    return set(os.listdir(SHM))
+
+
+def _other_workers() -> set[int]:
+    """Under pytest-xdist: the other workers of this run and their descendants (the
+    tests that run beside this one); otherwise none."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return set()
+    me = psutil.Process()
+    parent = me.parent()
+    if parent is None:
+        return set()
+    pids: set[int] = set()
+    for sibling in parent.children():
+        if sibling.pid == me.pid:
+            continue
+        pids.add(sibling.pid)
+        with contextlib.suppress(psutil.Error):
+            pids |= {p.pid for p in sibling.children(recursive=True)}
+    return pids
+
+
+def _held_by(pids: set[int], names: set[str]) -> set[str]:
+    """Those of the /dev/shm entries `names` that one of `pids` has open or mapped."""
+    wanted = {f"{SHM}/{name}": name for name in names}
+    held: set[str] = set()
+    for pid in pids:
+        paths: list[str] = []
+        with contextlib.suppress(OSError):
+            with open(f"/proc/{pid}/maps") as maps:
+                paths += [line.split(maxsplit=5)[-1].rstrip("\n") for line in maps]
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                with contextlib.suppress(OSError):
+                    paths.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        held |= {wanted[path] for path in paths if path in wanted}
+    return held
+
+
+def new_shm_entries(before: set[str]) -> set[str]:
+    """Entries in /dev/shm now that are not in `before` (a `shm_entries()`).
+
+    Run alone, that is all of them. Under pytest-xdist the tests of the other workers
+    make entries of their own meanwhile (a named semaphore while it lives, the
+    temporary file of one being made): an entry one of their processes has open or
+    mapped is theirs, as is one that is gone again a moment later, made and removed
+    by them while this looked (an entry left behind stays)."""
+    new = shm_entries() - before
+    others = _other_workers() if new else set()
+    if not others:
+        return new
+    return (new - _held_by(others, new)) & shm_entries()

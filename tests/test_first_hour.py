@@ -20,11 +20,12 @@ import torch
 
 from pararl.logging.console import Console
 from pararl.mp.topology import physical_cores
-from tests.procs import alive_after, interrupt_training
+from tests.procs import alive_after, interrupt_training, new_shm_entries, shm_entries
 
 TINY = [
     "--total-steps", "1000", "--eval-every", "500", "--eval-episodes", "2",
     "--mode", "serial", "--no-tensorboard", "--progress", "plain", "--learning-starts", "100",
+    "--eval-in", "inline",  # no evaluation child to start: these tests do not check it
 ]  # fmt: skip
 
 
@@ -96,7 +97,7 @@ def test_options_on_resume_apply_or_are_refused(tmp_path: Path, pararl: Any) -> 
 
 def test_sigterm_saves_and_leaves_nothing(tmp_path: Path) -> None:
     run = tmp_path / "run"
-    shm_before = set(os.listdir("/dev/shm"))
+    shm_before = shm_entries()
     args = ["--total-steps", "100000000", "--run-dir", str(run), "--progress", "plain"]
     args += ["--no-tensorboard", "--log-every-s", "0.2", "--mode", "sync", "--workers", "2"]
     proc = subprocess.Popen(
@@ -109,7 +110,7 @@ def test_sigterm_saves_and_leaves_nothing(tmp_path: Path) -> None:
     assert "terminated" in err
     assert (run / "checkpoints" / "interrupted.pt").is_file()
     assert alive_after(children, 0.5) == []
-    assert set(os.listdir("/dev/shm")) <= shm_before
+    assert new_shm_entries(shm_before) == set()
 
 
 @pytest.mark.skipif(importlib.util.find_spec("Box2D") is not None, reason="Box2D is installed")

@@ -26,6 +26,7 @@ COMMON = dict(
     target_return=GOOD,
     tensorboard=False,
     progress="none",
+    eval_in="inline",  # every evaluation where due: the outcome is the seed's alone
 )
 
 
@@ -55,7 +56,6 @@ def test_ppo_learns_continuous_control(tmp_path: Path) -> None:
         num_steps=64,
         lr=1e-3,
         run_dir=tmp_path,
-        eval_in="inline",  # every evaluation where due: the outcome is the seed's alone
         **{**COMMON, "env": "Pendulum-v1", "target_return": -600.0, "eval_every": 4_096},  # type: ignore[arg-type]
     )
     session = train(config)
@@ -75,7 +75,6 @@ def test_sac_learns_pendulum(tmp_path: Path) -> None:
         lr=1e-3,
         batch_size=128,
         run_dir=tmp_path,
-        eval_in="inline",  # every evaluation where due: the outcome is the seed's alone
         **{**COMMON, "env": "Pendulum-v1", "target_return": -250.0, "eval_every": 1_000},  # type: ignore[arg-type]
     )
     session = train(config)

@@ -33,6 +33,7 @@ SMALL: dict[str, Any] = dict(
     workers=2,
     envs_per_worker=2,
     target_return=10_000.0,
+    eval_in="inline",  # no evaluation child to start: these tests do not check it
 )
 
 

@@ -35,9 +35,10 @@ from tests.procs import alive_after, interrupt_training
 from tests.runners.test_dqn import SMALL
 
 CPU = torch.device("cpu")
-# the DQN end-to-end tests' small run, a little longer, averaging every 4 updates
+# the DQN end-to-end tests' small run, a little longer, averaging every 4 updates; the
+# evaluations where `auto` puts them (these tests check the processes a run leaves)
 TINY = {k: v for k, v in SMALL.items() if k != "workers"} | dict(
-    total_steps=1_600, eval_every=800, checkpoint_every=800, average_every=4
+    total_steps=1_600, eval_every=800, checkpoint_every=800, average_every=4, eval_in="auto"
 )
 
 
@@ -305,6 +306,7 @@ def test_ranks_started_like_torchrun_train_together(tmp_path: Path) -> None:
                 *("train", "dqn", "--mode", "averaging", "--run-dir", str(run_dir)),
                 *("--total-steps", "1600", "--learning-starts", "200", "--eval-every", "800"),
                 *("--eval-episodes", "2", "--hidden", "32", "--progress", "none"),
+                *("--eval-in", "inline"),  # no evaluation child: not what this checks
                 env=env,
             )
         )

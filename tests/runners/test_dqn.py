@@ -15,7 +15,7 @@ import torch
 
 from pararl import DQNConfig, train
 from pararl.vector import WorkerError
-from tests.procs import alive_after, interrupt_training
+from tests.procs import alive_after, interrupt_training, new_shm_entries, shm_entries
 from tests.runners.saved import final_state
 
 SMALL = dict(
@@ -31,6 +31,9 @@ SMALL = dict(
     envs_per_worker=2,
     workers=1,
     target_return=10_000.0,
+    # evaluations in this process: an evaluation child is a process started and torch
+    # imported, seconds of CPU a run; the tests that check processes ask for it
+    eval_in="inline",
 )
 
 
@@ -66,7 +69,8 @@ def test_resume_continues_the_run(tmp_path: Path) -> None:
 
 def test_async_mode_trains_and_leaves_no_process(tmp_path: Path) -> None:
     before = {p.pid for p in psutil.Process().children(recursive=True)}
-    session = train(DQNConfig(mode="async", run_dir=tmp_path / "run", **SMALL))
+    config = {**SMALL, "eval_in": "process"}  # the evaluation child is gone too
+    session = train(DQNConfig(mode="async", run_dir=tmp_path / "run", **config))  # type: ignore[arg-type]
     assert session.run.checkpoint("final").is_file()
     rows = (tmp_path / "run" / "metrics.csv").read_text()
     assert "policy_lag" in rows.splitlines()[0]
@@ -117,7 +121,7 @@ def test_restart_actors_replaces_a_failed_actor(
 
 def test_ctrl_c_saves_checkpoint_and_leaves_nothing(tmp_path: Path) -> None:
     run = tmp_path / "run"
-    shm_before = set(os.listdir("/dev/shm"))
+    shm_before = shm_entries()
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -148,7 +152,7 @@ def test_ctrl_c_saves_checkpoint_and_leaves_nothing(tmp_path: Path) -> None:
     assert (run / "checkpoints" / "interrupted.pt").is_file()
     assert str(run) in err or "run saved in" in err
     assert alive_after(children, 0.5) == []
-    assert set(os.listdir("/dev/shm")) <= shm_before
+    assert new_shm_entries(shm_before) == set()
 
 
 def test_killed_actor_is_replaced_when_asked(
@@ -176,12 +180,12 @@ def test_killed_actor_is_replaced_when_asked(
     killer = threading.Thread(target=kill_first_actor, daemon=True)
     killer.start()
     config = {**SMALL, "total_steps": 12_000, "eval_every": 6_000, "progress": "plain"}
+    config["eval_in"] = "inline"  # the first child started must be an actor
     session = train(
         DQNConfig(
             mode="async",
             run_dir=tmp_path / "run",
             restart_actors=True,
-            eval_in="inline",  # the first child started must be an actor
             **config,  # type: ignore[arg-type]
         )
     )

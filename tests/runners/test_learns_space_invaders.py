@@ -31,6 +31,7 @@ def test_ppo_learns_space_invaders(tmp_path: Path) -> None:
         env=ENV, total_steps=BUDGET, seed=0, mode="serial", workers=2, envs_per_worker=4,
         eval_every=NEVER, checkpoint_every=NEVER, tensorboard=False, progress="none",
         run_dir=tmp_path / "run",
+        eval_in="inline",  # only the end-of-budget evaluation, after training: no child for it
     )  # fmt: skip
     session = train(cfg)
     assert session is not None

@@ -29,6 +29,7 @@ RUN = dict(
     envs_per_worker=4,
     target_return=1e9,
     average_every=32,  # every 32 vector steps of a replica with 4 envs
+    eval_in="inline",  # no evaluation child to start: these tests do not check it
 )
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ from pararl.cli import main
 from pararl.devices import choose_devices
 from pararl.errors import UsageError
 from pararl.models import ActorCritic
-from tests.procs import alive_after, interrupt_training
+from tests.procs import alive_after, interrupt_training, new_shm_entries, shm_entries
 
 SMALL = dict(
     total_steps=1_024,
@@ -31,6 +30,7 @@ SMALL = dict(
     workers=1,
     envs_per_worker=4,
     target_return=10_000.0,
+    eval_in="inline",  # no evaluation child to start: these tests do not check it
 )
 
 
@@ -93,7 +93,7 @@ def test_bad_input_exit_2(tmp_path: Path, pararl: Any) -> None:
 
 def test_ctrl_c_saves_and_leaves_nothing(tmp_path: Path) -> None:
     run = tmp_path / "run"
-    shm_before = set(os.listdir("/dev/shm"))
+    shm_before = shm_entries()
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -122,7 +122,7 @@ def test_ctrl_c_saves_and_leaves_nothing(tmp_path: Path) -> None:
     assert proc.returncode == 130, err
     assert (run / "checkpoints" / "interrupted.pt").is_file()
     assert alive_after(children, 0.5) == []
-    assert set(os.listdir("/dev/shm")) <= shm_before
+    assert new_shm_entries(shm_before) == set()
 
 
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])

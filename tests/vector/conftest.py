@@ -25,7 +25,12 @@ from gymnasium import spaces
 import pararl.envs  # noqa: F401 - registers pararl/StepCost-v0 and pararl/Faulty-v0
 from pararl.vector import ParallelVectorEnv, SerialVectorEnv
 from pararl.vector.core import BatchVectorEnv
-from tests.procs import alive_after, pid_alive  # noqa: F401  (used by the vector tests)
+from tests.procs import (  # noqa: F401  (used by the vector tests)
+    alive_after,
+    new_shm_entries,
+    pid_alive,
+    shm_entries,
+)
 
 EnvFn = Callable[[], gym.Env]
 
@@ -300,10 +305,6 @@ def mp_helper_pids() -> set[int]:
     return {pid for pid in pids if pid is not None}
 
 
-def shm_entries() -> set[str]:
-    return set(os.listdir("/dev/shm"))
-
-
 @pytest.fixture(autouse=True)
 def _no_stray_processes() -> Iterator[None]:
     """Every test must leave no child process behind (besides mp's helpers)."""
@@ -329,5 +330,5 @@ def shm_guard() -> Iterator[None]:
     """The test must not add entries to /dev/shm (entries that existed are ignored)."""
     before = shm_entries()
     yield
-    leaked = shm_entries() - before
+    leaked = new_shm_entries(before)
     assert not leaked, f"new /dev/shm entries: {sorted(leaked)}"

@@ -14,6 +14,7 @@ from pararl.vector import ParallelVectorEnv, WorkerError
 from tests.vector.conftest import (
     VecFactory,
     alive_after,
+    new_shm_entries,
     shm_entries,
     space_env_fn,
     stepcost_fns,
@@ -30,7 +31,7 @@ def test_create_step_close_leaves_no_entry(make_vec: VecFactory, method: str) ->
     vec.reset(seed=0)
     for _ in range(5):
         vec.step(vec.action_space.sample())
-    assert shm_entries() - before == set()  # not even while running
+    assert new_shm_entries(before) == set()  # not even while running
     vec.close()
 
 

@@ -19,6 +19,7 @@ from tests.vector.conftest import (
     VecFactory,
     alive_after,
     descendants,
+    new_shm_entries,
     pid_alive,
     shm_entries,
     stepcost_fns,
@@ -105,7 +106,7 @@ def test_ctrl_c_stops_script_and_workers(tmp_path: Path, method: str) -> None:
     assert "KeyboardInterrupt" in err
     assert alive_after(worker_pids, 2.0) == []
     assert alive_after(sorted(family), 5.0) == [], "a child of the script outlived it"
-    assert shm_entries() - shm_before == set()
+    assert new_shm_entries(shm_before) == set()
 
 
 def test_workers_exit_when_the_script_is_killed(tmp_path: Path) -> None:
@@ -116,7 +117,7 @@ def test_workers_exit_when_the_script_is_killed(tmp_path: Path) -> None:
     assert returncode == -signal.SIGKILL
     assert alive_after(sorted(family), 5.0) == [], "a worker outlived its killed parent"
     assert alive_after(worker_pids, 0.0) == []
-    assert shm_entries() - shm_before == set()
+    assert new_shm_entries(shm_before) == set()
 
 
 @pytest.mark.parametrize("method", ["fork", "spawn"])

@@ -55,7 +55,11 @@ def ray_kind() -> Iterator[str]:
     from ray.cluster_utils import Cluster
 
     before = {p.pid for p in _children()}
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    # no dashboard (as pararl starts Ray): nothing here uses it, and its processes
+    # were the slowest to start and to go
+    cluster = Cluster(
+        initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False}
+    )
     cluster.add_node(num_cpus=1)
     ray.init(address=cluster.address)
     cluster.wait_for_nodes()
