@@ -46,6 +46,7 @@ ROW = 10  # s (4), a, r, s' (4)
 Mode = Literal["actors", "learner", "loop"]
 Workload = Literal["seed", "defaults"]
 TAKE_WAIT_S = 0.05  # longest wait for a chunk inside a timed spell
+FIRST_CHUNK_WAIT_S = 60.0  # longest a timed spell goes on for its first chunk
 
 
 class SeedNet(nn.Module):
@@ -259,10 +260,18 @@ class Pararl:
         return time.perf_counter() - start
 
     def spell(self, mode: Mode, seconds: float, warmup_s: float) -> Spell:
-        """`warmup_s` untimed, then `seconds` timed, in `mode`."""
+        """`warmup_s` untimed, then `seconds` timed, in `mode`. Env steps arrive a
+        chunk at a time: a timed block in which none arrived (shorter than one chunk's
+        sampling, as on a loaded machine) goes on until one does, instead of
+        measuring a rate of 0 (for at most `FIRST_CHUNK_WAIT_S` more)."""
         self._run(mode, warmup_s)
         steps, updates = self.state.env_steps, self.state.learner.updates
         elapsed = self._run(mode, seconds)
+        deadline = time.monotonic() + FIRST_CHUNK_WAIT_S
+        while mode != "learner" and self.state.env_steps == steps:
+            if time.monotonic() > deadline:
+                break
+            elapsed += self._run(mode, TAKE_WAIT_S)
         state = self.state
         return Spell(state.env_steps - steps, state.learner.updates - updates, elapsed)
 
