@@ -369,6 +369,22 @@ def _sb3_policy(shape: Shape, algo: str) -> tuple[str, dict[str, Any]]:
     return "MlpPolicy", {}  # PPO's default: separate 64x64 tanh MLPs, as pararl's
 
 
+def _fill_sb3_replay(model: Any, shape: Shape, c: Config) -> Any:
+    """`model` (SB3's DQN or SAC) with its replay memory full of `c.memory` random
+    transitions: action indices, or actions within [-1, 1]."""
+    buf, rng, n = model.replay_buffer, np.random.default_rng(c.seed), c.memory
+    assert buf is not None
+    buf.observations[:n, 0] = _random_obs(shape, n, rng)
+    buf.next_observations[:n, 0] = _random_obs(shape, n, rng)
+    if shape.discrete:
+        buf.actions[:n, 0, 0] = rng.integers(0, shape.actions, n)
+    else:
+        buf.actions[:n, 0] = rng.uniform(-1, 1, (n, shape.actions))
+    buf.rewards[:n, 0] = rng.standard_normal(n)
+    buf.pos, buf.full = 0, True
+    return model
+
+
 def sb3_dqn(case: str, c: Config, device: str) -> Any:
     """SB3's DQN with this case's settings and a full replay memory."""
     import torch
@@ -405,14 +421,7 @@ def sb3_dqn(case: str, c: Config, device: str) -> Any:
         seed=c.seed,
     )
     model.set_logger(configure(None, [""]))
-    buf, rng, n = model.replay_buffer, np.random.default_rng(c.seed), c.memory
-    assert buf is not None
-    buf.observations[:n, 0] = _random_obs(shape, n, rng)
-    buf.next_observations[:n, 0] = _random_obs(shape, n, rng)
-    buf.actions[:n, 0, 0] = rng.integers(0, shape.actions, n)
-    buf.rewards[:n, 0] = rng.standard_normal(n)
-    buf.pos, buf.full = 0, True
-    return model
+    return _fill_sb3_replay(model, shape, c)
 
 
 def sb3_ppo(case: str, c: Config, device: str) -> Any:
@@ -482,14 +491,7 @@ def sb3_sac(case: str, c: Config, device: str) -> Any:
     kwargs = mujoco_sac(0, [256, 256]) | {"buffer_size": c.memory}
     model = SAC("MlpPolicy", env, device=device, seed=c.seed, **kwargs)
     model.set_logger(configure(None, [""]))
-    buf, rng, n = model.replay_buffer, np.random.default_rng(c.seed), c.memory
-    assert buf is not None
-    buf.observations[:n, 0] = _random_obs(shape, n, rng)
-    buf.next_observations[:n, 0] = _random_obs(shape, n, rng)
-    buf.actions[:n, 0] = rng.uniform(-1, 1, (n, shape.actions))
-    buf.rewards[:n, 0] = rng.standard_normal(n)
-    buf.pos, buf.full = 0, True
-    return model
+    return _fill_sb3_replay(model, shape, c)
 
 
 # --- timing -------------------------------------------------------------------------
