@@ -33,6 +33,7 @@ BENCHMARKS = {
     "atari": "Atari samplers: pararl vs EnvPool, ale-py, Gymnasium, SB3 (Pong, Breakout)",
     "minatar_ab": "PPO on MinAtar vs SB3: final policies evaluated alike, greedy and sampled",
     "learner": "learners alone: DQN/PPO updates/s vs SB3's train() and the FLOP floor",
+    "results": "whole runs at the field's budgets (hours, resumable) vs published numbers",
 }
 
 
@@ -62,14 +63,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             prog=f"python -m benchmarks {name}",
             description=BENCHMARKS[name],
         )
-        h.execute(name, config, module.resolve, module.measure, module.report)
+        results = h.execute(name, config, module.resolve, module.measure, module.report)
     except UsageError as exc:
         print(f"benchmarks: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("benchmarks: interrupted", file=sys.stderr)
         return 130
-    return 0
+    return getattr(module, "exit_code", lambda _: 0)(results)  # a check's verdict
 
 
 if __name__ == "__main__":

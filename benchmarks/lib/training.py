@@ -59,10 +59,12 @@ def _environment() -> dict[str, str]:
     return {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": path}
 
 
-def start(cmd: Sequence[str], cwd: Path, stdout: Any = subprocess.PIPE) -> subprocess.Popen[str]:
+def start(
+    cmd: Sequence[str], cwd: Path, stdout: Any = subprocess.PIPE, stderr: Any = subprocess.PIPE
+) -> subprocess.Popen[str]:
     """`cmd` in its own session (so that its whole process group can be killed)."""
     return subprocess.Popen(
-        list(cmd), cwd=cwd, env=_environment(), stdout=stdout, stderr=subprocess.PIPE,
+        list(cmd), cwd=cwd, env=_environment(), stdout=stdout, stderr=stderr,
         text=True, start_new_session=True,
     )  # fmt: skip
 
@@ -97,6 +99,9 @@ def run_process(cmd: Sequence[str], timeout_s: float, cwd: Path) -> Finished:
         out, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         return Finished(time.perf_counter() - start_s, -9, *kill(proc), True)
+    except BaseException:  # Ctrl-C here: its own session does not get it
+        kill(proc)
+        raise
     return Finished(time.perf_counter() - start_s, proc.returncode, out, err, False)
 
 

@@ -1,0 +1,787 @@
+"""`python -m benchmarks results`: whole training runs with pararl's defaults at the
+field's budgets, beside the published numbers: the results page, RESULTS.md.
+
+Each entry is one run of one command. Its run directory lives in
+`bench_results/results/NAME` and is carried on with `pararl train --resume` by the
+next invocation when one ends mid-run (`--hours`, Ctrl-C, SIGTERM: the run saves and
+stops), so a run of many hours can span sessions; a finished run is not run again.
+What the page shows of a run (its curves, totals, the commits and dates of each piece
+of it) is kept in `results/NAME.json`, in the repository. An SB3 anchor cannot be
+resumed: one stopped mid-run starts again.
+
+`--check` is the everyday guard: it reruns the first `check_steps` of every pararl
+entry that has a saved curve, from scratch with the same seed, and compares its
+evaluations with the saved curve's over that prefix; it exits with 1 when one falls
+clearly below (by more than twice the standard error of the difference of the means).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import math
+import os
+import re
+import signal
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from benchmarks.lib import harness as h
+from benchmarks.lib import sb3, training
+from benchmarks.lib.figures import Panel, Series, save_figure
+from pararl.config.run import RunConfig
+
+DONE = ("solved", "step budget reached")  # a pararl run's final status when it ended by itself
+STOP_GRACE_S = 600.0  # a run asked to stop saves its checkpoint (and replay memory) in this
+
+
+@dataclass(frozen=True)
+class Published:
+    """A number from a project's own pages or paper (not re-measured here)."""
+
+    source: str
+    value: float | None  # drawn as a line; None: words only
+    text: str
+    short: str = ""  # the line's legend
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One whole run: `pararl train ALGO --env ENV` with `flags` beyond its defaults
+    (or the SB3 anchor of `group`), its seed 0."""
+
+    name: str
+    group: str  # entries of a group share a figure and sit together in the table
+    system: Literal["pararl", "sb3"]
+    algo: str
+    env: str
+    budget: int  # env steps (MAML: meta-iterations)
+    flags: Mapping[str, object] = field(default_factory=dict)
+    published: tuple[Published, ...] = ()
+    check_budget: int = 0  # the prefix `--check` reruns (0: not checked)
+    quick: Mapping[str, object] = field(default_factory=dict)  # --quick: a tiny run
+    hours: float = 0.0  # an SB3 anchor's wall time here, whole (it cannot be resumed)
+
+    @property
+    def label(self) -> str:
+        mode = f" ({self.flags['mode']})" if "mode" in self.flags else ""
+        return f"{'pararl' if self.system == 'pararl' else 'SB3'} {self.algo.upper()}{mode}"
+
+    @property
+    def maml(self) -> bool:
+        return self.algo == "maml"
+
+
+MINATAR_PAPER = (
+    "MinAtar paper (Young & Tian 2019), 5M frames, sticky actions 0.1, read off its plots"
+)
+GYMNAX = "gymnax PPO, 10M steps, no sticky actions"
+# --quick: tiny runs, evaluated in the training process (every evaluation taken)
+MINATAR_PPO_QUICK = {"total_steps": 4_096, "eval_every": 1_024, "eval_episodes": 2,
+                     "eval_in": "inline"}  # fmt: skip
+MINATAR_DQN_QUICK = {"total_steps": 3_000, "learning_starts": 1_000, "eval_every": 1_500,
+                     "eval_episodes": 2, "eval_in": "inline"}  # fmt: skip
+
+
+def _minatar_ppo(game: str, actor_critic: str | None, gymnax: str | None) -> Entry:
+    published = []
+    if actor_critic:
+        published.append(
+            Published(
+                MINATAR_PAPER + ", actor-critic",
+                float(actor_critic[1:]),
+                actor_critic,
+                "MinAtar paper AC, 5M",
+            )
+        )
+    if gymnax:
+        published.append(Published(GYMNAX, float(gymnax), gymnax, "gymnax PPO, 10M"))
+    return Entry(
+        f"minatar-ppo-{game.lower()}", f"minatar-ppo-{game.lower()}", "pararl", "ppo",
+        f"MinAtar/{game}-v1", 5_000_000, {}, tuple(published), 300_000, MINATAR_PPO_QUICK,
+    )  # fmt: skip
+
+
+def _minatar_dqn(game: str, dqn: str) -> tuple[Entry, Entry]:
+    group, env = f"minatar-dqn-{game.lower()}", f"MinAtar/{game}-v1"
+    published = (Published(MINATAR_PAPER + ", DQN", float(dqn[1:]), dqn, "MinAtar paper DQN, 5M"),)
+    return (
+        Entry(group, group, "pararl", "dqn", env, 1_000_000, {"mode": "async"}, published,
+              200_000, MINATAR_DQN_QUICK),
+        Entry(f"{group}-sb3", group, "sb3", "dqn", env, 1_000_000, {}, published, 0,
+              MINATAR_DQN_QUICK, hours=3.0),
+    )  # fmt: skip
+
+
+ENTRIES: tuple[Entry, ...] = (
+    _minatar_ppo("Breakout", "~17.5", "28"),
+    _minatar_ppo("SpaceInvaders", "~185", "131"),
+    _minatar_ppo("Freeway", None, None),
+    Entry(
+        "pong-ppo", "pong-ppo", "pararl", "ppo", "ALE/Pong-v5", 2_500_000,
+        {"target_return": 18.0},
+        (Published("CleanRL ppo_atari, 10M agent steps = 40M frames (281 min, 1 GPU + 10 CPUs)",
+                   20.36, "20.36 in 281 min", "CleanRL, 10M steps"),),
+        400_000, {"total_steps": 1_024, "eval_every": 1_024, "eval_episodes": 1,
+                  "eval_max_steps": 500},
+    ),
+    *_minatar_dqn("Breakout", "~10"),
+    *_minatar_dqn("SpaceInvaders", "~43"),
+    Entry(
+        "maml-halfcheetahdir", "maml-halfcheetahdir", "pararl", "maml",
+        "pararl/HalfCheetahDir-v0", 200, {},
+        (Published("MAML paper, Fig. 5; pytorch-maml-rl's curve", None,
+                   "after-adaptation return pulls away from before over meta-training"),),
+        20, {"meta_iterations": 2, "meta_batch_size": 2, "fast_batch_size": 2,
+             "episode_length": 20},
+    ),
+)  # fmt: skip
+NAMES = tuple(e.name for e in ENTRIES)
+
+
+@dataclass(frozen=True)
+class Config(h.Options):
+    """Whole runs with the defaults at the field's budgets (hours each on 2 cores),
+    carried on across invocations; or, with --check, their short prefixes against the
+    saved curves. --quick: tiny runs in --out-dir, nothing saved in the repository."""
+
+    entries: tuple[str, ...] = NAMES
+    """Which runs, in this order (each is run to its end before the next starts)."""
+    check: bool = False
+    """Rerun the first `check_budget` steps of each pararl entry with a saved curve and
+    compare (exit 1 on a clear regression), instead of carrying the runs on."""
+    hours: float = 0.0
+    """Stop (saving the run) after this many hours; the next invocation carries on (0:
+    no limit)."""
+    final_evals: int = 10
+    """A run's final return: the mean of its last this-many evaluations."""
+    state_dir: Path | None = None
+    """Run directories and logs; default <repo>/bench_results/results (--quick: in --out-dir)."""
+    saved_dir: Path | None = None
+    """The runs' saved curves (NAME.json); default <repo>/results (--quick: in --out-dir)."""
+
+
+def resolve(config: Config) -> Config:
+    c = config
+    unknown = [n for n in c.entries if n not in NAMES]
+    pick = f"--entries: unknown {', '.join(unknown)}; pick from {', '.join(NAMES)}"
+    h.check([(bool(unknown), pick),
+             (c.hours < 0, "--hours must be >= 0"), (not c.entries, "--entries needs a name"),
+             (c.final_evals < 1, "--final-evals must be >= 1")])  # fmt: skip
+    base = c.out_dir or h.ROOT / "bench_results"
+    state = c.state_dir or (base / ("results_quick" if c.quick else "results"))
+    saved = c.saved_dir or (base / "results_quick" if c.quick else h.ROOT / "results")
+    # absolute: the runs start in state_dir and are handed their run directories
+    changes: dict[str, Any] = {"state_dir": state.resolve(), "saved_dir": saved.resolve()}
+    if c.benchmarks_md is None:  # the results page, not BENCHMARKS.md
+        changes["benchmarks_md"] = h.ROOT / "RESULTS.md"
+    if c.check and c.section is None:
+        changes["section"] = "results_check"
+    return dataclasses.replace(c, **changes)
+
+
+# --- what a run leaves ------------------------------------------------------------------
+
+Point = list[float]  # x (env steps; MAML: meta-iteration), wall s, return
+
+
+@dataclass
+class Piece:
+    """One invocation's share of a run: the code it ran, when it started, from where to
+    where it got (x: env steps, MAML: meta-iterations) and how it ended."""
+
+    commit: str | None
+    dirty: bool | None
+    date: str
+    from_x: float
+    to_x: float
+    status: str
+
+
+@dataclass
+class Saved:
+    """What the page shows of a run, kept in the repository (`results/NAME.json`)."""
+
+    name: str
+    command: str
+    status: str  # "running" until it ends by itself; then its final status
+    x_label: str
+    curves: dict[str, list[Point]]  # the first is the one evaluated (and checked)
+    wall_s: float = 0.0  # the run's own clock (resumes carry it on; pauses are not in it)
+    pieces: list[Piece] = field(default_factory=list)
+
+    @property
+    def done(self) -> bool:
+        return self.status in DONE
+
+    @property
+    def main(self) -> list[Point]:
+        return next(iter(self.curves.values()), [])
+
+    @property
+    def reached(self) -> float:
+        return max((p[0] for c in self.curves.values() for p in c), default=0.0)
+
+    @staticmethod
+    def path(directory: Path, name: str) -> Path:
+        return directory / f"{name}.json"
+
+    @classmethod
+    def load(cls, directory: Path, name: str) -> Saved | None:
+        with contextlib.suppress(FileNotFoundError):
+            data = json.loads(cls.path(directory, name).read_text())
+            data["pieces"] = [Piece(**p) for p in data.get("pieces", [])]
+            return cls(**data)
+        return None
+
+    def save(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        path = self.path(directory, self.name)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(dataclasses.asdict(self), indent=1) + "\n")
+        tmp.replace(path)
+
+
+def thin(points: list[Point], most: int = 600) -> list[Point]:
+    """At most `most` points, evenly over the list, the last one kept."""
+    if len(points) <= most:
+        return points
+    step = len(points) / most
+    kept = [points[int(i * step)] for i in range(most - 1)]
+    return [*kept, points[-1]]
+
+
+def _row_points(rows: list[dict[str, str]], x: str, y: str) -> list[Point]:
+    out = []
+    for r in rows:
+        with contextlib.suppress(KeyError, ValueError, TypeError):
+            out.append([float(r[x]), round(float(r["wall_s"]), 2), round(float(r[y]), 3)])
+    return out
+
+
+def read_curves(e: Entry, run_dir: Path) -> tuple[dict[str, list[Point]], float]:
+    """A pararl run's curves from its run directory, and its own clock."""
+    rows = training.read_metrics(run_dir)
+    wall = max((float(r["wall_s"]) for r in rows if r.get("wall_s")), default=0.0)
+    if e.maml:
+        pre = [r for r in rows if r.get("pre_return")]
+        curves = {"after one adaptation step": _row_points(pre, "iteration", "post_return"),
+                  "before adaptation": _row_points(pre, "iteration", "pre_return")}  # fmt: skip
+        return curves, wall
+    evals = _row_points(training.read_metrics(run_dir, "eval.csv"), "env_steps", "eval_return")
+    train = _row_points([r for r in rows if r.get("episode_return")], "env_steps", "episode_return")
+    label = "greedy evaluation" if e.algo != "dqn" else "evaluation (greedy)"
+    return {label: evals, "training episodes (last 20)": thin(train)}, wall
+
+
+# --- running and carrying on -------------------------------------------------------------
+
+
+def pararl_command(e: Entry, run_dir: Path, budget: int, quick: bool) -> list[str]:
+    flags: dict[str, object] = {"env": e.env, "seed": 0, **e.flags}
+    flags["meta_iterations" if e.maml else "total_steps"] = budget
+    if quick:
+        flags |= e.quick
+    return training.train_command(e.algo, run_dir=run_dir, progress="plain", **flags)
+
+
+def shown(cmd: Sequence[str]) -> str:
+    """The command as a user types it: `pararl train ...`, without the run directory."""
+    args, out, skip = list(cmd[3:]), [], False
+    for a in args:
+        if skip:
+            skip = False
+        elif a in ("--run-dir", "--progress"):
+            skip = True
+        else:
+            out.append(a)
+    return "pararl " + " ".join(out) if cmd[:3] == training.PARARL else " ".join(cmd)
+
+
+class StoppedError(Exception):
+    """The invocation's time is up."""
+
+
+RESUMED = re.compile(r"pararl: resuming from \S+: (?P<steps>[\d,]+) env steps")
+FINISHED = re.compile(r" is finished \((?P<status>[^,]+),")
+POLL_S = 2.0  # how often a running child is looked at
+MIN_PIECE_S = 300.0  # a piece shorter than this would end before its first checkpoint
+
+
+def _has_checkpoint(run_dir: Path) -> bool:
+    """A checkpoint `--resume` takes (not `best`, which is for acting, nor the memory)."""
+    names = (p.stem for p in (run_dir / "checkpoints").glob("*.pt"))
+    return any(n not in ("best", "replay") for n in names)
+
+
+Ending = Literal["ended", "deadline", "until", "interrupted"]
+
+
+def watch(
+    proc: subprocess.Popen[str], deadline: float | None, until: Callable[[], bool] | None
+) -> Ending:
+    """Wait for `proc` until it ends, the deadline passes or `until()` holds; Ctrl-C or
+    SIGTERM here asks it to stop too. Then (not when it ended) it is stopped (`stop`)."""
+    try:
+        while True:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=POLL_S)
+                return "ended"
+            if deadline is not None and time.monotonic() >= deadline:
+                how: Ending = "deadline"
+                break
+            if until is not None and until():
+                how = "until"
+                break
+    except KeyboardInterrupt:
+        how = "interrupted"
+    stop(proc)
+    return how
+
+
+def stop(proc: subprocess.Popen[str]) -> None:
+    """SIGTERM to the run's main process, which saves the run, stops its workers and
+    exits; its whole group killed if it has not within `STOP_GRACE_S`. Ctrl-C and
+    SIGTERM here are ignored meanwhile (a second one would lose the save)."""
+    h.progress(f"results: stopping the run (it saves first; at most {STOP_GRACE_S:.0f} s)")
+    handlers = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            training.kill(proc)
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+
+
+def run_piece(
+    cmd: Sequence[str],
+    log_path: Path,
+    cwd: Path,
+    deadline: float | None,
+    until: Callable[[], bool] | None = None,
+) -> tuple[Ending, int | None, str]:
+    """`cmd` run (output appended to `log_path`) until `watch` says; how it ended, its
+    exit code and what it wrote."""  # fmt: skip
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    offset = log_path.stat().st_size if log_path.exists() else 0
+    with log_path.open("a") as log:
+        proc = training.start(cmd, cwd, stdout=log, stderr=subprocess.STDOUT)
+        how = watch(proc, deadline, until)
+    with log_path.open("rb") as f:
+        f.seek(offset)
+        return how, proc.returncode, f.read().decode(errors="replace")
+
+
+def advance(
+    e: Entry, c: Config, deadline: float | None, until: Callable[[], bool] | None = None
+) -> Saved:
+    """Carry the run of `e` on (start it, or resume it) until it ends, the deadline
+    passes (StoppedError) or `until()` holds; Ctrl-C or SIGTERM: KeyboardInterrupt,
+    after the run has saved and its piece is recorded."""
+    assert c.state_dir is not None
+    assert c.saved_dir is not None
+    saved = Saved.load(c.saved_dir, e.name)
+    if saved is not None and saved.done:
+        h.progress(f"results: {e.name}: finished earlier ({saved.status})")
+        return saved
+    if e.system == "sb3":
+        return sb3_run(e, c, deadline)
+    if deadline is not None and deadline - time.monotonic() < MIN_PIECE_S:
+        raise StoppedError
+    run_dir = c.state_dir / e.name
+    fresh = pararl_command(e, run_dir, e.budget, c.quick)
+    resuming = _has_checkpoint(run_dir)
+    if resuming:
+        cmd = [*training.PARARL, "train", "--resume", str(run_dir), "--progress", "plain"]
+    else:
+        if run_dir.exists():  # started, stopped before its first checkpoint: kept aside
+            run_dir.rename(run_dir.with_name(f"{e.name}.stale-{int(time.time())}"))
+        saved = None
+    meta = h.Metadata("", {})  # the code this piece runs
+    h.progress(f"results: {e.name}: {'resuming' if resuming else 'starting'}: {shown(fresh)}")
+    how, code, text = run_piece(
+        cmd if resuming else fresh, c.state_dir / f"{e.name}.log", c.state_dir, deadline, until
+    )
+    status = piece_status(how, code, text)
+    curves, wall = read_curves(e, run_dir)
+    result = Saved(
+        e.name, shown(fresh) if saved is None else saved.command, status,
+        "meta-iteration" if e.maml else "env steps", curves, wall,
+        [] if saved is None else saved.pieces,
+    )  # fmt: skip
+    # from the checkpoint it resumed, to where it stopped (its last line: the steps of
+    # its last checkpoint, which the next piece resumes; metrics.csv may end before)
+    resumed, final = RESUMED.search(text), training.parse_final(text)
+    from_x = 0.0 if saved is None else saved.reached  # MAML's x: meta-iterations
+    to_x = result.reached
+    if not e.maml:
+        from_x = float(resumed["steps"].replace(",", "")) if resumed else from_x
+        to_x = max(to_x, float(final["env_steps"])) if final else to_x
+    result.pieces.append(Piece(meta.git_commit, meta.git_dirty, meta.date, from_x, to_x, status))
+    result.save(c.saved_dir)
+    h.progress(f"results: {e.name}: {status} at {result.reached:,.0f} ({_hours(wall)})")
+    if how == "interrupted":
+        raise KeyboardInterrupt
+    if how == "deadline":
+        raise StoppedError
+    return result
+
+
+def piece_status(how: Ending, code: int | None, text: str) -> str:
+    """A run's status after a piece: its final status when it ended by itself."""
+    if how != "ended":
+        return "paused"
+    final = training.parse_final(text)
+    if code == 0 and final is not None and final["status"] in DONE:
+        return str(final["status"])
+    if code == 0 and (finished := FINISHED.search(text)) and finished["status"] in DONE:
+        return finished["status"]  # resumed after it had ended
+    return f"failed (exit {code})"
+
+
+def sb3_run(e: Entry, c: Config, deadline: float | None) -> Saved:
+    """The SB3 anchor of `e.group` with pararl's MinAtar settings (`lib.sb3`) and its
+    evaluation schedule, whole; put off when it would not fit before the deadline."""
+    assert c.saved_dir is not None
+    assert c.state_dir is not None
+    defaults = {f.name: f.default for f in dataclasses.fields(RunConfig)}
+    flags: dict[str, object] = {
+        "seed": 0, "eval_every": RunConfig.BY_KIND["minatar"]["eval_every"],
+        "eval_episodes": defaults["eval_episodes"],
+    }  # fmt: skip
+    budget = int(str(e.quick["total_steps"])) if c.quick else e.budget
+    if c.quick:
+        flags |= {k: v for k, v in e.quick.items() if k in ("eval_every", "eval_episodes")}
+    cmd = sb3.command(e.algo, "minatar", env=e.env, budget=budget, **flags)
+    left = None if deadline is None else deadline - time.monotonic()
+    if left is not None and left < e.hours * 3600.0:
+        h.progress(
+            f"results: {e.name}: put off (it needs ~{e.hours:g} h whole; {_hours(left)} left)"
+        )
+        return Saved(e.name, "", "put off", "env steps", {})
+    meta = h.Metadata("", {})
+    h.progress(f"results: {e.name}: starting the SB3 anchor (not resumable)")
+    c.state_dir.mkdir(parents=True, exist_ok=True)
+    run, result = sb3.curve_run(e.name, e.env, 0, e.algo, cmd, 1e9, c.state_dir)
+    training.launch_clock(run.curve, run.wall_s, None if result is None else result["train_s"])
+    points = [[p["env_steps"], p["wall_s"], p["eval_return"]] for p in run.curve]
+    status = "step budget reached" if run.ok else f"failed: {run.note}"
+    shown_cmd = "python -m " + " ".join(cmd[2:])
+    saved = Saved(e.name, shown_cmd, status, "env steps", {"evaluation (deterministic)": points},
+                  run.wall_s)  # fmt: skip
+    saved.pieces.append(
+        Piece(meta.git_commit, meta.git_dirty, meta.date, 0.0, saved.reached, status)
+    )
+    saved.save(c.saved_dir)
+    return saved
+
+
+# --- the check ---------------------------------------------------------------------------
+
+
+@dataclass
+class Checked:
+    """A pararl entry's prefix rerun against its saved curve, over the prefix's second
+    half (where learning shows)."""
+
+    name: str
+    budget: int
+    saved: list[float]
+    now: list[float]
+    start: float  # the saved curve's first evaluation: where learning starts from
+    wall_s: float
+    note: str = ""  # why there was nothing to compare
+
+    @property
+    def margin(self) -> float | None:
+        """The drop allowed: twice the standard error of the difference of the two means
+        (each window's evaluations taken as samples), and at least half of what the
+        saved run gained over its first evaluation (one run's curve does not give the
+        spread between runs, which is wider)."""
+        if len(self.saved) < 2 or len(self.now) < 2:
+            return None
+        var = statistics.variance(self.saved) / len(self.saved)
+        noise = 2.0 * math.sqrt(var + statistics.variance(self.now) / len(self.now))
+        return max(noise, 0.5 * (statistics.fmean(self.saved) - self.start))
+
+    @property
+    def verdict(self) -> str:
+        if self.note:
+            return self.note
+        m = self.margin
+        if m is None:
+            return "failed: too few evaluations"
+        return (
+            "REGRESSED" if statistics.fmean(self.now) < statistics.fmean(self.saved) - m else "ok"
+        )
+
+    @property
+    def failed(self) -> bool:
+        return self.verdict == "REGRESSED" or self.verdict.startswith("failed")
+
+
+def second_half(points: Sequence[Point], budget: int) -> list[float]:
+    return [p[2] for p in points if budget / 2 < p[0] <= budget]
+
+
+def check_entry(e: Entry, saved: Saved, c: Config) -> Checked:
+    """The start of `e`'s run again, from scratch with the same seed and the same
+    whole budget (so the same learning-rate schedule), stopped once it has been
+    evaluated at `e.check_budget`."""
+    budget = e.check_budget if not c.quick else int(saved.reached)
+    start = saved.main[0][2] if saved.main else 0.0
+    if saved.reached < budget:
+        note = f"skipped: the saved run is at {saved.reached:,.0f}, short of {budget:,}"
+        return Checked(e.name, budget, [], [], start, 0.0, note)
+    with tempfile.TemporaryDirectory(prefix="pararl-results-check-") as tmp:
+        run_dir = Path(tmp) / "run"
+        cmd = pararl_command(e, run_dir, e.budget, c.quick)
+
+        def evaluated() -> bool:
+            main = next(iter(read_curves(e, run_dir)[0].values()), [])
+            return any(p[0] >= budget for p in main)
+
+        h.progress(f"results: checking {e.name} to {budget:,}: {shown(cmd)}")
+        began = time.perf_counter()
+        how, code, text = run_piece(cmd, Path(tmp) / "log", Path(tmp), None, evaluated)
+        wall = time.perf_counter() - began
+        curves, _ = read_curves(e, run_dir)
+    if how == "interrupted":
+        raise KeyboardInterrupt
+    now = second_half(next(iter(curves.values()), []), budget)
+    failed = how == "ended" and piece_status(how, code, text).startswith("failed")
+    note = f"failed: exit {code}: " + " | ".join(text.strip().splitlines()[-2:]) if failed else ""
+    return Checked(e.name, budget, second_half(saved.main, budget), now, start, wall, note)
+
+
+# --- measure and report --------------------------------------------------------------------
+
+
+@dataclass
+class Results:
+    saved: list[Saved]  # every entry's, in ENTRIES' order (those run so far)
+    checked: list[Checked] = field(default_factory=list)
+    stopped: str = ""  # why this invocation stopped before its last entry
+
+
+def measure(c: Config, meta: h.Metadata) -> Results:
+    del meta
+    assert c.saved_dir is not None
+    chosen = [e for e in ENTRIES if e.name in c.entries]
+    chosen.sort(key=lambda e: c.entries.index(e.name))
+    results = Results([])
+    deadline = None if not c.hours else time.monotonic() + c.hours * 3600.0
+    previous = signal.signal(signal.SIGTERM, _terminate)  # stops a run as Ctrl-C does
+    try:
+        if c.check:
+            check_all(chosen, c, results)
+        else:
+            carry_on(chosen, c, deadline, results)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    results.saved = [s for e in ENTRIES if (s := Saved.load(c.saved_dir, e.name)) is not None]
+    return results
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def check_all(chosen: Sequence[Entry], c: Config, results: Results) -> None:
+    """Each pararl entry with a saved curve, its prefix rerun and compared."""
+    assert c.saved_dir is not None
+    for e in chosen:
+        saved = Saved.load(c.saved_dir, e.name)
+        if e.system == "pararl" and e.check_budget and saved is not None:
+            try:
+                results.checked.append(check_entry(e, saved, c))
+            except KeyboardInterrupt:
+                results.stopped = f"interrupted during the check of {e.name}"
+                return
+
+
+def carry_on(chosen: Sequence[Entry], c: Config, deadline: float | None, results: Results) -> None:
+    """Each entry's run carried on, in order, until the deadline or an interruption."""
+    for e in chosen:
+        try:
+            advance(e, c, deadline)
+        except StoppedError:
+            results.stopped = f"--hours {c.hours:g} ran out during {e.name}"
+            return
+        except KeyboardInterrupt:
+            results.stopped = f"interrupted during {e.name}"
+            return
+
+
+def exit_code(results: Results) -> int:
+    """1 when a check found a clear regression or could not compare; 130 when
+    interrupted."""
+    if any(ch.failed for ch in results.checked):
+        return 1
+    return 130 if results.stopped.startswith("interrupted") else 0
+
+
+def final(s: Saved, last: int) -> float | None:
+    values = [p[2] for p in s.main[-last:]]
+    return statistics.fmean(values) if values else None
+
+
+def first_at(s: Saved, target: float) -> Point | None:
+    return next((p for p in s.main if p[2] >= target), None)
+
+
+def _hours(seconds: float) -> str:
+    return f"{seconds / 3600:.2f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
+
+
+def _entry(name: str) -> Entry:
+    return next(e for e in ENTRIES if e.name == name)
+
+
+def result_cell(s: Saved, last: int) -> str:
+    e = _entry(s.name)
+    if e.maml:
+        pre, post = (list(s.curves.values())[i][-last:] for i in (1, 0))
+        if not pre or not post:
+            return "–"
+        gap = statistics.fmean(p[2] for p in post) - statistics.fmean(p[2] for p in pre)
+        return f"after − before: {gap:+.1f} (last {len(pre)})"
+    target = e.flags.get("target_return")
+    if isinstance(target, float) and (hit := first_at(s, target)) is not None:
+        return f"{hit[2]:.1f} at {hit[0]:,.0f} steps, {_hours(hit[1])}"
+    value = final(s, last)
+    return "–" if value is None else f"{value:.1f} (last {min(last, len(s.main))} evals)"
+
+
+def training_cell(s: Saved) -> str:
+    train = s.curves.get("training episodes (last 20)") or []
+    return f"{train[-1][2]:.1f}" if train else "–"
+
+
+COLUMNS: list[h.Col[tuple[Saved, int]]] = [
+    h.Col("run", lambda r: f"{r[0].name}: {_entry(r[0].name).label}", "l"),
+    h.Col("env", lambda r: _entry(r[0].name).env, "l"),
+    h.Col("run so far / budget", lambda r: f"{r[0].reached:,.0f} / {_entry(r[0].name).budget:,} "
+          + ("iterations" if _entry(r[0].name).maml else "steps")),
+    h.Col("status", lambda r: r[0].status, "l"),
+    h.Col("result", lambda r: result_cell(r[0], r[1]), "l"),
+    h.Col("training return", lambda r: training_cell(r[0])),
+    h.Col("wall (its own clock)", lambda r: _hours(r[0].wall_s)),
+    h.Col("published", lambda r: "; ".join(f"{p.text} ({p.source})"
+                                           for p in _entry(r[0].name).published), "l"),
+]  # fmt: skip
+
+
+def pieces_block(saved: Sequence[Saved]) -> str:
+    lines = []
+    for s in saved:
+        parts = ", ".join(f"{p.from_x:,.0f}→{p.to_x:,.0f} on {p.commit}{'+' if p.dirty else ''} "
+                          f"({p.date[:16]}, {p.status})"
+                          for p in s.pieces)  # fmt: skip
+        lines.append(f"- `{s.name}`: `{s.command}`; pieces: {parts}")
+    head = "Commands, and each piece of each run (from→to, commit, start, how it ended; `+`: with"
+    head += " uncommitted changes):"
+    return head + "\n\n" + "\n".join(lines)
+
+
+def group_panels(saved: Sequence[Saved]) -> list[Panel]:
+    """Return against the x axis (env steps or meta-iterations) and against wall hours."""
+    panels = []
+    for xi, xlabel in ((0, saved[0].x_label), (1, "wall time, hours (the run's own clock)")):
+        series, colour = [], 0
+        for s in saved:
+            for label, points in s.curves.items():
+                name = f"{_entry(s.name).label}: {label}" if len(saved) > 1 else label
+                xs = [p[xi] / (3600 if xi else 1) for p in points]
+                fmt = "-" if "training" not in label and "before" not in label else "--"
+                series.append(Series(name, xs, [p[2] for p in points], fmt=fmt, color=f"C{colour}"))
+                colour += 1
+        published = _entry(saved[0].name).published
+        drawn = [p for p in published if p.value is not None]
+        lines: list[tuple[float, str, str | None]] = [
+            (p.value, (":", "-.", "--")[i % 3], f"{p.text}: {p.short}")
+            for i, p in enumerate(drawn)
+            if p.value is not None
+        ]
+        panels.append(Panel(f"{_entry(saved[0].name).env}", series, xlabel, "return", hlines=lines))
+    return panels
+
+
+def figures(saved: Sequence[Saved], c: Config) -> list[str]:
+    """One PNG per group; their markdown links, relative to the page."""
+    assert c.benchmarks_md is not None
+    out, groups = [], dict.fromkeys(_entry(s.name).group for s in saved)
+    for group in groups:
+        members = [s for s in saved if _entry(s.name).group == group]
+        folder = (c.out_dir or h.ROOT / "bench_results") if c.quick else h.ROOT / "figures"
+        path = save_figure(group_panels(members), folder / f"results_{group}.png", True)
+        if path is not None:
+            link = Path(os.path.relpath(path.resolve(), c.benchmarks_md.parent.resolve()))
+            out.append(f"![{group}: return against steps and wall time]({link.as_posix()})")
+    return out
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return statistics.fmean(values) if values else None
+
+
+CHECK_COLUMNS: list[h.Col[Checked]] = [
+    h.Col("run", lambda ch: ch.name, "l"),
+    h.Col("prefix", lambda ch: f"{ch.budget:,}"),
+    h.Col("saved: mean of 2nd half", lambda ch: h.fmt_num(_mean(ch.saved))),
+    h.Col("now: mean of 2nd half", lambda ch: h.fmt_num(_mean(ch.now))),
+    h.Col("allowed drop (2 SE)", lambda ch: h.fmt_num(ch.margin)),
+    h.Col("verdict", lambda ch: ch.verdict, "l"),
+    h.Col("wall", lambda ch: _hours(ch.wall_s)),
+]  # fmt: skip
+
+PROTOCOL = """Every run uses pararl's defaults for its env (printed at its start and saved in
+its `config.json`), seed 0, on this machine (2 cores; other work may have shared them
+during a piece, so read wall times as upper bounds), carried over sessions with
+`pararl train --resume`. Wall
+time is the run's own clock (from its `metrics.csv`): the pieces add up, and the pauses
+between them are not in it. The result is the mean of the last evaluations (pararl's
+defaults: the greedy policy, 20 episodes, in a separate process, with sticky actions as
+in training on MinAtar), or for a run with a target its first evaluation at or above
+it. The training return is the mean of the last 20 training episodes, with the actions
+the run trained with (sampled for PPO, epsilon-greedy for DQN), which is what the
+MinAtar paper's curves show. MAML: the mean return of the tasks' episodes after one
+adaptation step, against before it. The published numbers are the projects' own, at
+the budgets they name, not re-measured here. An SB3 anchor runs with the same settings
+and evaluations on the same envs (`benchmarks/lib/sb3.py`), launch to exit."""
+
+
+def report(results: Results, meta: h.Metadata) -> h.Report:
+    c = Config(**{k: v for k, v in meta.params.items()})
+    if c.check:
+        verdicts = [f"{ch.name}: {ch.verdict}" for ch in results.checked]
+        return h.Report(
+            f"Results, short prefixes against the saved curves (`{h.PROG} results --check`)",
+            "; ".join(verdicts) or "no saved curve to check",
+            [h.table(CHECK_COLUMNS, results.checked)],
+        )
+    rows = [(s, c.final_evals) for s in results.saved]
+    keys = [f"{s.name}: {result_cell(s, c.final_evals)} ({s.status})" for s in results.saved]
+    blocks = [PROTOCOL, h.table(COLUMNS, rows), pieces_block(results.saved)]
+    blocks += figures(results.saved, c)
+    if results.stopped:
+        blocks.append(f"This invocation stopped: {results.stopped}; the next one carries on.")
+    return h.Report(
+        f"Whole runs with the defaults, beside the published numbers (`{h.PROG} results`)",
+        "; ".join(keys) or "no run yet",
+        blocks,
+    )
+
+
+__all__ = ["ENTRIES", "Config", "exit_code", "measure", "report", "resolve"]

@@ -1,0 +1,135 @@
+"""`python -m benchmarks results`: runs carried on across invocations (a stopped run is
+resumed where it stopped, a finished one is not run again, no process outlives an
+invocation), the page written from the saved curves, and `--check`'s verdict."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from benchmarks.__main__ import main
+
+from benchmarks import results
+from tests.benchmarks.conftest import PNG
+
+
+def _running_with(text: str) -> list[int]:
+    """Processes whose command line names `text`."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if text in cmdline:
+            found.append(int(pid))
+    return found
+
+
+def test_quick_runs_write_the_page_and_are_not_run_twice(
+    bench: Callable[..., dict[str, Any]], tmp_path: Path
+) -> None:
+    pytest.importorskip("minatar")
+    pytest.importorskip("stable_baselines3")
+    args = ("results", "--quick", "--update-benchmarks", "True", "--entries")
+    data = bench(*args, "minatar-ppo-breakout", "minatar-dqn-breakout-sb3")
+    saved = {s["name"]: s for s in data["results"]["saved"]}
+    ppo, anchor = saved["minatar-ppo-breakout"], saved["minatar-dqn-breakout-sb3"]
+    assert ppo["status"] == "step budget reached"
+    assert [p[0] for p in ppo["curves"]["greedy evaluation"]] == [1024, 2048, 3072, 4096]
+    assert ppo["command"].startswith("pararl train ppo --env MinAtar/Breakout-v1 --seed 0")
+    [piece] = ppo["pieces"]
+    assert (piece["from_x"], piece["to_x"], piece["status"]) == (0, 4096, "step budget reached")
+    assert anchor["status"] == "step budget reached"
+    assert anchor["curves"]["evaluation (deterministic)"][-1][0] == 3000
+    page = (tmp_path / "BENCHMARKS.md").read_text()
+    assert (
+        "| minatar-ppo-breakout: pararl PPO | MinAtar/Breakout-v1 | 4,096 / 5,000,000 steps |"
+        in page
+    )
+    for group in ("minatar-ppo-breakout", "minatar-dqn-breakout"):
+        assert (tmp_path / f"results_{group}.png").read_bytes().startswith(PNG)
+        assert f"results_{group}.png)" in page
+    assert not _running_with(str(tmp_path))
+
+    again = bench(*args, "minatar-ppo-breakout")  # finished: kept, not run again
+    ppo_again = next(s for s in again["results"]["saved"] if s["name"] == "minatar-ppo-breakout")
+    assert ppo_again["pieces"] == ppo["pieces"]
+
+    bench("results", "--quick", "--check", "--entries", "minatar-ppo-breakout")
+    checked = json.loads((tmp_path / "results_check.json").read_text())  # its own section
+    [one] = checked["results"]["checked"]
+    assert one["budget"] == 4096
+    assert len(one["saved"]) == len(one["now"]) == 2  # the evaluations at 3,072 and 4,096
+    assert "minatar-ppo-breakout: ok" in checked["key_ratios"]
+
+
+def test_a_stopped_run_is_resumed_where_it_stopped(tmp_path: Path) -> None:
+    pytest.importorskip("minatar")
+    entry = dataclasses.replace(
+        results.ENTRIES[0],
+        quick={"total_steps": 10**7, "eval_every": 2_048, "eval_episodes": 1,
+               "checkpoint_every": 4_096, "eval_in": "inline"},
+    )  # fmt: skip
+    config = results.resolve(results.Config(quick=True, out_dir=tmp_path))
+    assert config.state_dir is not None
+    assert config.saved_dir is not None
+    run_dir = config.state_dir / entry.name
+
+    def evaluated_beyond(steps: float) -> Callable[[], bool]:
+        def check() -> bool:
+            evals = results.read_curves(entry, run_dir)[0]["greedy evaluation"]
+            return bool(evals) and evals[-1][0] > steps
+
+        return check
+
+    deadline = time.monotonic() + 600.0  # a bound only: each piece ends on its condition
+    first_saved = results.advance(entry, config, deadline, evaluated_beyond(0))
+    assert first_saved.status == "paused"
+    assert not _running_with(str(run_dir))
+    [first] = first_saved.pieces
+    assert first.from_x == 0
+    assert first.to_x > 0
+    second_saved = results.advance(entry, config, deadline, evaluated_beyond(first.to_x))
+    assert not _running_with(str(run_dir))
+    assert [p.status for p in second_saved.pieces] == ["paused", "paused"]
+    second = second_saved.pieces[1]
+    assert second.from_x == first.to_x  # the checkpoint saved when it was stopped
+    assert second.to_x > first.to_x
+    log = (config.state_dir / f"{entry.name}.log").read_text()
+    assert "resuming from checkpoints/" in log
+    assert not list(config.state_dir.glob("*.stale-*"))
+
+
+def _checked(saved: list[float], now: list[float], note: str = "") -> results.Checked:
+    return results.Checked("x", 100, saved, now, start=0.0, wall_s=1.0, note=note)
+
+
+def test_check_verdict_and_exit_code() -> None:
+    steady = _checked([10.0, 11.0, 12.0], [9.0, 10.0, 9.5])
+    fallen = _checked([10.0, 11.0, 12.0], [4.0, 5.0, 4.5])  # lost over half the progress
+    noisy = _checked([0.0, 20.0, 10.0], [-2.0, 12.0, 2.0])  # within twice the noise
+    few = _checked([10.0], [0.0])
+    crashed = _checked([10.0, 11.0], [], note="failed: exit 1: boom")
+    skipped = _checked([], [], note="skipped: the saved run is at 0, short of 100")
+    assert [c.verdict for c in (steady, fallen, noisy)] == ["ok", "REGRESSED", "ok"]
+    assert few.verdict == "failed: too few evaluations"
+    assert crashed.failed
+    assert few.failed
+    assert not skipped.failed
+    assert results.exit_code(results.Results([], [steady, noisy, skipped])) == 0
+    assert results.exit_code(results.Results([], [steady, fallen])) == 1
+    assert results.exit_code(results.Results([], [crashed])) == 1
+
+
+def test_unknown_entry_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["results", "--entries", "pong-dqn"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("benchmarks: error: --entries: unknown pong-dqn; pick from ")
+    assert "\n" not in err
