@@ -113,6 +113,10 @@ class Config(h.Options):
     """Transitions in each DQN replay memory."""
     seed: int = 0
     """Seed of the data, the networks and the draws."""
+    profile: bool = True
+    """On the CPU, profile each learner's updates once (torch.profiler) and split an
+    update's time: matrix kernels, the other operators, and what is outside operators
+    (Python, replay sampling on the host)."""
 
 
 QUICK = {"memory": 1_000, "seconds": 0.3, "repeats": 1, "cases": ("dqn-minatar", "ppo-mlp")}
@@ -123,6 +127,24 @@ def resolve(config: Config) -> Config:
     h.require(c, "> 0: seconds repeats memory", ">= 0: threads")
     h.check([(not c.cases, "--cases needs at least one case")])
     return c
+
+
+@dataclass
+class Split:
+    """Where one update's time goes, from a profile of a few hundred milliseconds of
+    updates (the profiler's own cost is in it: the parts add up to more than an
+    unprofiled update): ms in matrix kernels (matrix products, convolutions, forward
+    and backward), ms in every other operator, ms outside operators (Python, the
+    replay's sampling on the host, the framework between calls), and how many
+    operator calls an update makes (nested calls counted)."""
+
+    matrix_ms: float
+    other_ms: float
+    outside_ms: float
+    calls: float
+
+    def text(self) -> str:
+        return f"{self.matrix_ms:.2f} / {self.other_ms:.2f} / {self.outside_ms:.2f}"
 
 
 @dataclass
@@ -140,6 +162,7 @@ class Row:
     floor_ms: float | None = None  # flops / the peak at the run's threads
     vs_sb3: float | None = None
     vs_eager: float | None = None
+    split: Split | None = None  # where an update's time goes (CPU, profiled)
     note: str = ""
 
 
@@ -519,6 +542,33 @@ def flops_per_update(fn: Callable[[], int]) -> float:
     return counter.get_total_flops() / max(1, updates)
 
 
+# the operators whose own time is the matrix work FlopCounterMode counts
+MATRIX_OPS = frozenset({
+    "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::mkldnn_convolution",
+    "aten::convolution_backward", "aten::_slow_conv2d_forward", "aten::_slow_conv2d_backward",
+    "aten::mkldnn_linear", "aten::_mkldnn_convolution",
+})  # fmt: skip
+
+
+def profile_split(learner: Learner, seconds: float) -> Split:
+    """`learner`'s updates for about `seconds`, profiled (CPU): where the time goes."""
+    from torch.profiler import ProfilerActivity, profile
+
+    k = max(learner.per_call, int(learner.rate * seconds))
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        start = time.perf_counter()
+        done = learner.run(k)
+        wall_ms = (time.perf_counter() - start) * 1e3
+    events = prof.key_averages()
+    ops_ms = sum(e.self_cpu_time_total for e in events) / 1e3
+    matrix_ms = sum(e.self_cpu_time_total for e in events if e.key in MATRIX_OPS) / 1e3
+    calls = sum(e.count for e in events if e.key.startswith("aten::"))
+    return Split(
+        matrix_ms / done, (ops_ms - matrix_ms) / done, max(0.0, wall_ms - ops_ms) / done,
+        calls / done,
+    )  # fmt: skip
+
+
 def _sync(device: str) -> None:
     if device.startswith("cuda"):
         import torch
@@ -676,6 +726,8 @@ def measure(c: Config, meta: h.Metadata) -> Results:
             learner.row.updates_per_s = h.summarize(
                 rates[f"{learner.row.system} {learner.row.sampling}"]
             )
+            if c.profile and device == "cpu":
+                learner.row.split = profile_split(learner, min(c.seconds, 0.5))
         _fill(learners, peak)
         results.rows += [x.row for x in learners]
     return results
@@ -738,6 +790,11 @@ def report(r: Results, meta: h.Metadata) -> h.Report:
         h.Col[Row]("floor ms", lambda x: h.fmt_num(x.floor_ms, 3)),
         h.Col[Row]("× floor", over_floor),
         h.Col[Row]("setup s", lambda x: h.fmt_num(x.setup_s, 1)),
+        h.Col[Row](
+            "profiled ms: matrix / other ops / outside",
+            lambda x: x.split.text() if x.split else "–",
+        ),
+        h.Col[Row]("op calls", lambda x: f"{x.split.calls:.0f}" if x.split else "–"),
         h.Col[Row]("note", lambda x: x.note, "l"),
     ]
     where = f"{r.gpu} (CUDA)" if r.gpu else f"the CPU, {r.threads} torch thread(s)"
@@ -751,6 +808,15 @@ def report(r: Results, meta: h.Metadata) -> h.Report:
         "the run's threads. Setup: the first calls' time beyond plain updates (compiling, "
         "recording a CUDA graph, SB3's first call), never in the rates."
     )
+    if any(row.split for row in rows):
+        intro += (
+            " Where an update's time goes (a profiled spell of each, the profiler's own "
+            "cost included): milliseconds in matrix kernels (matrix products and "
+            "convolutions, forward and backward: the work the floor counts), in all other "
+            "operators (elementwise, the optimizer, copies), and outside operators "
+            "(Python, the replay's host-side sampling, the framework between calls); op "
+            "calls: operator calls per update, nested ones counted."
+        )
     key = []
     for row in rows:
         if row.system != "SB3" and row.vs_sb3 is not None and row.sampling != "prioritized":

@@ -39,6 +39,12 @@ def test_tiny_run(bench: Callable[..., dict[str, Any]]) -> None:
         assert ours["vs_sb3"] == pytest.approx(rate / sb3["updates_per_s"]["median"])
         assert ours["floor_ms"] == pytest.approx(ours["flops"] / (peak * 1e9) * 1e3, rel=0.01)
         assert ours["gflops"] == pytest.approx(ours["flops"] * rate / 1e9)
+        for row in (ours, sb3):  # where the time goes: every part measured
+            split = row["split"]
+            assert split["matrix_ms"] > 0
+            assert split["other_ms"] > 0
+            assert split["outside_ms"] >= 0
+            assert split["calls"] >= 10
     # the CartPole MLP 4 -> 256 -> 256 -> 2 on batches of 64, double DQN: three forward
     # passes (target, online on the next states, online) and one backward (twice the
     # forward): 5 x 2 x 64 x (4x256 + 256x256 + 256x2) multiply-adds
