@@ -746,20 +746,20 @@ CHECK_COLUMNS: list[h.Col[Checked]] = [
     h.Col("wall", lambda ch: _hours(ch.wall_s)),
 ]  # fmt: skip
 
-PROTOCOL = """Every run uses pararl's defaults for its env (printed at its start and saved in
-its `config.json`), seed 0, on this machine (2 cores; other work may have shared them
-during a piece, so read wall times as upper bounds), carried over sessions with
-`pararl train --resume`. Wall
-time is the run's own clock (from its `metrics.csv`): the pieces add up, and the pauses
-between them are not in it. The result is the mean of the last evaluations (pararl's
-defaults: the greedy policy, 20 episodes, in a separate process, with sticky actions as
-in training on MinAtar), or for a run with a target its first evaluation at or above
-it. The training return is the mean of the last 20 training episodes, with the actions
-the run trained with (sampled for PPO, epsilon-greedy for DQN), which is what the
-MinAtar paper's curves show. MAML: the mean return of the tasks' episodes after one
-adaptation step, against before it. The published numbers are the projects' own, at
-the budgets they name, not re-measured here. An SB3 anchor runs with the same settings
-and evaluations on the same envs (`benchmarks/lib/sb3.py`), launch to exit."""
+PROTOCOL = """Every run uses pararl's defaults for its env (printed at its start and
+saved in its `config.json`), seed 0, on this machine (2 cores; other work may have
+shared them during a piece, so read wall times as upper bounds), carried over sessions
+with `pararl train --resume`. Wall time is the run's own clock (from its `metrics.csv`):
+the pieces add up, and the pauses between them are not in it. The result is the mean of
+the last evaluations (pararl's defaults: the greedy policy, 20 episodes, in a separate
+process, with sticky actions as in training on MinAtar), or for a run with a target its
+first evaluation at or above it. The training return is the mean of the last 20 training
+episodes, with the actions the run trained with (sampled for PPO, epsilon-greedy for
+DQN), which is what the MinAtar paper's curves show. MAML: the mean return of the tasks'
+episodes after one adaptation step, against before it. The published numbers are the
+projects' own, at the budgets they name, not re-measured here. An SB3 anchor runs with
+the same settings and evaluations on the same envs (`benchmarks/lib/sb3.py`), launch to
+exit."""
 
 
 def report(results: Results, meta: h.Metadata) -> h.Report:
