@@ -86,7 +86,7 @@ GYMNAX = "gymnax PPO, 10M steps, no sticky actions"
 # --quick: tiny runs, evaluated in the training process (every evaluation taken)
 MINATAR_PPO_QUICK = {"total_steps": 4_096, "eval_every": 1_024, "eval_episodes": 2,
                      "eval_in": "inline"}  # fmt: skip
-MINATAR_DQN_QUICK = {"total_steps": 3_000, "learning_starts": 1_000, "eval_every": 1_500,
+MINATAR_DQN_QUICK = {"total_steps": 3_000, "learning_starts": 1_000, "eval_every": 500,
                      "eval_episodes": 2, "eval_in": "inline"}  # fmt: skip
 
 
@@ -129,8 +129,8 @@ ENTRIES: tuple[Entry, ...] = (
         {"target_return": 18.0},
         (Published("CleanRL ppo_atari, 10M agent steps = 40M frames (281 min, 1 GPU + 10 CPUs)",
                    20.36, "20.36 in 281 min", "CleanRL, 10M steps"),),
-        400_000, {"total_steps": 1_024, "eval_every": 1_024, "eval_episodes": 1,
-                  "eval_max_steps": 500},
+        400_000, {"total_steps": 4_096, "eval_every": 1_024, "eval_episodes": 1,
+                  "eval_max_steps": 500, "eval_in": "inline"},
     ),
     *_minatar_dqn("Breakout", "~10"),
     *_minatar_dqn("SpaceInvaders", "~43"),
@@ -139,7 +139,7 @@ ENTRIES: tuple[Entry, ...] = (
         "pararl/HalfCheetahDir-v0", 200, {},
         (Published("MAML paper, Fig. 5; pytorch-maml-rl's curve", None,
                    "after-adaptation return pulls away from before over meta-training"),),
-        20, {"meta_iterations": 2, "meta_batch_size": 2, "fast_batch_size": 2,
+        20, {"meta_iterations": 4, "meta_batch_size": 2, "fast_batch_size": 2,
              "episode_length": 20},
     ),
 )  # fmt: skip
@@ -312,6 +312,7 @@ class StoppedError(Exception):
 RESUMED = re.compile(r"pararl: resuming from \S+: (?P<steps>[\d,]+) env steps")
 FINISHED = re.compile(r" is finished \((?P<status>[^,]+),")
 POLL_S = 2.0  # how often a running child is looked at
+ANCHOR_TIMEOUT_S = 7 * 24 * 3600.0  # an SB3 anchor is killed after a week
 MIN_PIECE_S = 300.0  # a piece shorter than this would end before its first checkpoint
 
 
@@ -473,7 +474,7 @@ def sb3_run(e: Entry, c: Config, deadline: float | None) -> Saved:
     meta = h.Metadata("", {})
     h.progress(f"results: {e.name}: starting the SB3 anchor (not resumable)")
     c.state_dir.mkdir(parents=True, exist_ok=True)
-    run, result = sb3.curve_run(e.name, e.env, 0, e.algo, cmd, 1e9, c.state_dir)
+    run, result = sb3.curve_run(e.name, e.env, 0, e.algo, cmd, ANCHOR_TIMEOUT_S, c.state_dir)
     training.launch_clock(run.curve, run.wall_s, None if result is None else result["train_s"])
     points = [[p["env_steps"], p["wall_s"], p["eval_return"]] for p in run.curve]
     status = "step budget reached" if run.ok else f"failed: {run.note}"
