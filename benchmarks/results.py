@@ -90,7 +90,9 @@ MINATAR_DQN_QUICK = {"total_steps": 3_000, "learning_starts": 1_000, "eval_every
                      "eval_episodes": 2, "eval_in": "inline"}  # fmt: skip
 
 
-def _minatar_ppo(game: str, actor_critic: str | None, gymnax: str | None) -> Entry:
+def _minatar_ppo(
+    game: str, actor_critic: str | None, gymnax: str | None, dqn: str | None = None
+) -> Entry:
     published = []
     if actor_critic:
         published.append(
@@ -103,6 +105,9 @@ def _minatar_ppo(game: str, actor_critic: str | None, gymnax: str | None) -> Ent
         )
     if gymnax:
         published.append(Published(GYMNAX, float(gymnax), gymnax, "gymnax PPO, 10M"))
+    if dqn:  # where the paper's actor-critic figure is not given here
+        paper = MINATAR_PAPER + ", DQN"
+        published.append(Published(paper, float(dqn[1:]), dqn, "MinAtar paper DQN, 5M"))
     return Entry(
         f"minatar-ppo-{game.lower()}", f"minatar-ppo-{game.lower()}", "pararl", "ppo",
         f"MinAtar/{game}-v1", 5_000_000, {}, tuple(published), 300_000, MINATAR_PPO_QUICK,
@@ -123,7 +128,7 @@ def _minatar_dqn(game: str, dqn: str) -> tuple[Entry, Entry]:
 ENTRIES: tuple[Entry, ...] = (
     _minatar_ppo("Breakout", "~17.5", "28"),
     _minatar_ppo("SpaceInvaders", "~185", "131"),
-    _minatar_ppo("Freeway", None, None),
+    _minatar_ppo("Freeway", None, None, "~50"),
     Entry(
         "pong-ppo", "pong-ppo", "pararl", "ppo", "ALE/Pong-v5", 2_500_000,
         {"target_return": 18.0},
