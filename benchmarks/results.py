@@ -36,7 +36,9 @@ from typing import Any, Literal
 from benchmarks.lib import harness as h
 from benchmarks.lib import sb3, training
 from benchmarks.lib.figures import Panel, Series, save_figure
+from benchmarks.maml_curves import read_curve
 from pararl.config.run import RunConfig
+from pararl.errors import sigterm_as_interrupt
 
 DONE = ("solved", "step budget reached")  # a pararl run's final status when it ended by itself
 STOP_GRACE_S = 600.0  # a run asked to stop saves its checkpoint (and replay memory) in this
@@ -272,18 +274,29 @@ def _row_points(rows: list[dict[str, str]], x: str, y: str) -> list[Point]:
 
 
 def read_curves(e: Entry, run_dir: Path) -> tuple[dict[str, list[Point]], float]:
-    """A pararl run's curves from its run directory, and its own clock."""
+    """A pararl run's curves from its run directory (the evaluated one first), and its
+    own clock."""
     rows = training.read_metrics(run_dir)
     wall = max((float(r["wall_s"]) for r in rows if r.get("wall_s")), default=0.0)
     if e.maml:
-        pre = [r for r in rows if r.get("pre_return")]
-        curves = {"after one adaptation step": _row_points(pre, "iteration", "post_return"),
-                  "before adaptation": _row_points(pre, "iteration", "pre_return")}  # fmt: skip
-        return curves, wall
-    evals = _row_points(training.read_metrics(run_dir, "eval.csv"), "env_steps", "eval_return")
+        before = [[p["iteration"], p["wall_s"], p["pre"]] for p in read_curve(run_dir)]
+        return {
+            "after one adaptation step": main_curve(e, run_dir),
+            "before adaptation": before,
+        }, wall
     train = _row_points([r for r in rows if r.get("episode_return")], "env_steps", "episode_return")
-    label = "greedy evaluation" if e.algo != "dqn" else "evaluation (greedy)"
-    return {label: evals, "training episodes (last 20)": thin(train)}, wall
+    return {
+        "greedy evaluation": main_curve(e, run_dir),
+        "training episodes (last 20)": thin(train),
+    }, wall
+
+
+def main_curve(e: Entry, run_dir: Path) -> list[Point]:
+    """The curve a run is judged by: its evaluations (MAML: the return after one
+    adaptation step per meta-iteration); cheap enough to read while it runs."""
+    if e.maml:
+        return [[p["iteration"], p["wall_s"], p["post"]] for p in read_curve(run_dir)]
+    return _row_points(training.read_metrics(run_dir, "eval.csv"), "env_steps", "eval_return")
 
 
 # --- running and carrying on -------------------------------------------------------------
@@ -555,8 +568,7 @@ def check_entry(e: Entry, saved: Saved, c: Config) -> Checked:
         cmd = pararl_command(e, run_dir, e.budget, c.quick)
 
         def evaluated() -> bool:
-            main = next(iter(read_curves(e, run_dir)[0].values()), [])
-            return any(p[0] >= budget for p in main)
+            return any(p[0] >= budget for p in main_curve(e, run_dir))
 
         h.progress(f"results: checking {e.name} to {budget:,}: {shown(cmd)}")
         began = time.perf_counter()
@@ -588,20 +600,13 @@ def measure(c: Config, meta: h.Metadata) -> Results:
     chosen.sort(key=lambda e: c.entries.index(e.name))
     results = Results([])
     deadline = None if not c.hours else time.monotonic() + c.hours * 3600.0
-    previous = signal.signal(signal.SIGTERM, _terminate)  # stops a run as Ctrl-C does
-    try:
+    with sigterm_as_interrupt():  # SIGTERM stops a run as Ctrl-C does
         if c.check:
             check_all(chosen, c, results)
         else:
             carry_on(chosen, c, deadline, results)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     results.saved = [s for e in ENTRIES if (s := Saved.load(c.saved_dir, e.name)) is not None]
     return results
-
-
-def _terminate(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
 
 
 def check_all(chosen: Sequence[Entry], c: Config, results: Results) -> None:

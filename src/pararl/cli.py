@@ -10,13 +10,12 @@ from __future__ import annotations
 import contextlib
 import io
 import re
-import signal
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pararl.errors import RunFinished, Terminated, UsageError
+from pararl.errors import RunFinished, Terminated, UsageError, sigterm_as_interrupt
 from pararl.registry import ALGORITHMS, Algorithm, algorithm_of_run
 
 
@@ -152,24 +151,6 @@ def _parse(entry: Entry, key: tuple[str, ...], args: list[str]) -> Any:
         raise UsageError(f"{one_line(err.getvalue())} (see {prog} --help)") from None
 
 
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM raises `Terminated` in the main thread while a command runs."""
-
-    def handler(signum: int, frame: Any) -> None:
-        raise Terminated()
-
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread: leave signals alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help"):
@@ -179,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(_version())
         return 0
     try:
-        with _sigterm_as_interrupt():
+        with sigterm_as_interrupt():
             if args[0] == "train" and len(args) > 1 and args[1].startswith("--resume"):
                 args = _resume_algo(args)
             key = next((k for k in COMMANDS if tuple(args[: len(k)]) == k), None)

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
+from collections.abc import Iterator
+from typing import Any
+
 
 class UsageError(ValueError):
     """Bad input from the user: the message says what was wrong and what to do."""
@@ -16,3 +21,22 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM (`kill`, `docker stop`, a batch scheduler's pre-emption): raised in the
     main thread so that it takes Ctrl-C's path (checkpoint, clean shutdown); the
     command line exits with 143."""
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises `Terminated` in the main thread while the block runs (elsewhere,
+    signals are left alone)."""
+
+    def handler(signum: int, frame: Any) -> None:
+        raise Terminated()
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
