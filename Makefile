@@ -42,7 +42,8 @@ bench-quick: venv
 	for name in $$($(BIN)/python -m benchmarks --list); do $(BIN)/python -m benchmarks $$name --quick || exit 1; done
 
 # On a machine with a CUDA GPU (at most ~8 minutes): the CUDA tests, the learner and
-# device-placement benchmarks on the GPU, and a short Pong PPO pipeline run; each writes
+# device-placement benchmarks on the GPU, and short Pong PPO and DQN pipeline runs beside
+# SB3 zoo's on the same machine; each writes
 # its BENCHMARKS.md section (`*_cuda`) with the GPU's name. GPU_PYTHON: an interpreter
 # that already has pararl's dependencies and a CUDA build of torch (default: .venv).
 GPU_PYTHON ?=
@@ -52,7 +53,7 @@ gpu-check: $(if $(GPU_PYTHON),,venv)
 	$(GPY) -m pytest -q -m cuda tests/cuda
 	$(GPY) -m benchmarks learner --device cuda --no-prioritized --seconds 1 --repeats 2 --section learner_cuda
 	$(GPY) -m benchmarks devices --quick --update-benchmarks True --section devices_cuda --figure figures/bench_devices_cuda.png
-	$(GPY) -m benchmarks pixels --parts pong --pong-systems pararl-ppo --slice-s 30 --update-benchmarks True --section pong_cuda
+	$(GPY) -m benchmarks pixels --parts pong --pong-systems pararl-ppo sb3-ppo pararl-dqn sb3-dqn --slice-s 20 --update-benchmarks True --section pong_cuda
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -42,15 +42,20 @@ def available_devices() -> list[torch.device]:
 
 
 def _time_it(fn: Callable[[], object], device: torch.device, repeats: int) -> float:
+    """The median time of `repeats` calls after a warm-up call. The median, not the
+    mean: a few calls slowed by other work at start-up (processes starting, a first
+    use of a thread pool) would move a mean by tens of times and the choice with it."""
     fn()  # warm-up (allocations, kernels)
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    start = time.perf_counter()
+    times = []
     for _ in range(repeats):
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        start = time.perf_counter()
         fn()
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    return (time.perf_counter() - start) / repeats
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
 
 
 @dataclass

@@ -129,13 +129,18 @@ def test_ppo_steps_on_cuda_match_the_plain_step(model: str, mode: str) -> None:
     tensors for lr and step count); the plain step with Python numbers differs from it
     in the last bits, and a sample whose ratio then falls on the other side of the clip
     boundary moves the weights it touches by up to a step (seen: 5e-4), so that
-    comparison, like the one with the CPU, is held to 2e-3."""
+    comparison, like the one with the CPU, is held to 2e-3. Compiled, the optimizer's
+    arithmetic on the device lr is fused into one kernel whose rounding differs in the
+    last bits (seen on an H100: 2.6e-6 on 2 of 132k MinAtar weights): held to 2e-5."""
     plain = _ppo_params(model, CUDA, "eager", anneal=False)
     fused = _ppo_params(model, CUDA, mode, anneal=False)
     torch.testing.assert_close(fused, plain, rtol=1e-5, atol=1e-6)
     annealed = _ppo_params(model, CUDA, mode, anneal=True)
     same_arithmetic = _ppo_params(model, CUDA, "eager", anneal=True, capturable=True)
-    torch.testing.assert_close(annealed, same_arithmetic, rtol=1e-5, atol=1e-6)
+    tight = mode == "graph"
+    torch.testing.assert_close(
+        annealed, same_arithmetic, rtol=1e-5 if tight else 1e-4, atol=1e-6 if tight else 2e-5
+    )
     python_numbers = _ppo_params(model, CUDA, "eager", anneal=True)
     cpu = _ppo_params(model, CPU, "eager", anneal=True)
     torch.testing.assert_close(annealed, python_numbers, rtol=0, atol=2e-3)
