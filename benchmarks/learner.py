@@ -30,11 +30,13 @@ recording a step (and SB3's first call) is measured apart, never in the rates.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -104,6 +106,9 @@ class Config(h.Options):
     """Where the learners run (`auto`: CUDA when present)."""
     threads: int = 1
     """torch threads (the learner of a 2-core run has one core; 0: all)."""
+    more_threads: int = 0
+    """Also time each step as written with this many torch threads, interleaved with
+    the rest (whether a learner gains from the cores its actors leave idle; 0: not)."""
     seconds: float = 2.0
     """Target length of one timed spell (the number of updates is set from the
     warm-up's rate)."""
@@ -124,7 +129,7 @@ QUICK = {"memory": 1_000, "seconds": 0.3, "repeats": 1, "cases": ("dqn-minatar",
 
 def resolve(config: Config) -> Config:
     c = h.apply_quick(config, QUICK)
-    h.require(c, "> 0: seconds repeats memory", ">= 0: threads")
+    h.require(c, "> 0: seconds repeats memory", ">= 0: threads more_threads")
     h.check([(not c.cases, "--cases needs at least one case")])
     return c
 
@@ -159,7 +164,8 @@ class Row:
     setup_s: float | None = None  # compile / record / first call, beyond a plain update
     flops: float | None = None  # per update, forward + backward
     gflops: float | None = None  # achieved, at the median rate
-    floor_ms: float | None = None  # flops / the peak at the run's threads
+    floor_ms: float | None = None  # flops / the peak at the row's threads
+    threads: int | None = None  # torch threads, where not the run's (--more-threads)
     vs_sb3: float | None = None
     vs_eager: float | None = None
     split: Split | None = None  # where an update's time goes (CPU, profiled)
@@ -550,12 +556,28 @@ MATRIX_OPS = frozenset({
 })  # fmt: skip
 
 
+@contextlib.contextmanager
+def _no_native_stderr() -> Iterator[None]:
+    """The process's stderr (file descriptor 2) sent to /dev/null inside the block:
+    the profiler's native library logs two lines per profile there ("profiler_start",
+    "profiler_stop"), which no setting turns off. Python exceptions still propagate."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def profile_split(learner: Learner, seconds: float) -> Split:
     """`learner`'s updates for about `seconds`, profiled (CPU): where the time goes."""
     from torch.profiler import ProfilerActivity, profile
 
     k = max(learner.per_call, int(learner.rate * seconds))
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
+    with _no_native_stderr(), profile(activities=[ProfilerActivity.CPU]) as prof:
         start = time.perf_counter()
         done = learner.run(k)
         wall_ms = (time.perf_counter() - start) * 1e3
@@ -691,7 +713,8 @@ def measure(c: Config, meta: h.Metadata) -> Results:
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
     peak_s = min(0.5, c.seconds)
     cpu = torch.device("cpu")
-    peaks = {threads_label(n): gemm_peak(cpu, n, seconds=peak_s) for n in {1, cores, threads}}
+    counts = {1, cores, threads} | ({c.more_threads} if c.more_threads else set())
+    peaks = {threads_label(n): gemm_peak(cpu, n, seconds=peak_s) for n in counts}
     if device == "cuda":
         peaks["cuda"] = gemm_peak(torch.device("cuda"), threads, size=4096, seconds=peak_s)
     results = Results(device, gpu, threads, {k: round(v, 1) for k, v in peaks.items()})
@@ -700,6 +723,10 @@ def measure(c: Config, meta: h.Metadata) -> Results:
         h.progress(f"learner: {case} on {device}")
         build = ppo_learners if case.startswith("ppo") else replay_learners
         learners = build(case, c, device, settings)
+        if c.more_threads and device == "cpu":
+            learners += [
+                with_threads(x, c.more_threads) for x in learners if x.row.system == "pararl eager"
+            ]
         for learner in learners:
             try:
                 warm(learner, c.seconds)
@@ -728,13 +755,27 @@ def measure(c: Config, meta: h.Metadata) -> Results:
             )
             if c.profile and device == "cpu":
                 learner.row.split = profile_split(learner, min(c.seconds, 0.5))
-        _fill(learners, peak)
+        _fill(learners, peak, peaks)
         results.rows += [x.row for x in learners]
     return results
 
 
-def _fill(learners: list[Learner], peak: float) -> None:
-    """FLOPs for every row of a case (the same math), GFLOP/s, floor and ratios."""
+def with_threads(learner: Learner, threads: int) -> Learner:
+    """`learner`'s step (and state) run with `threads` torch threads."""
+    from pararl.devices import torch_threads
+
+    def run(k: int) -> int:
+        with torch_threads(threads):
+            return learner.run(k)
+
+    row = replace(learner.row, system=f"{learner.row.system}, {threads} threads")
+    row.threads = threads
+    return Learner(row, run, learner.per_call, learner.setup)
+
+
+def _fill(learners: list[Learner], peak: float, peaks: dict[str, float]) -> None:
+    """FLOPs for every row of a case (the same math), GFLOP/s, floor and ratios; the
+    floor at the peak of the row's threads (`peaks`), the run's (`peak`) by default."""
     by_sampling: dict[str, list[Row]] = {}
     for x in learners:
         by_sampling.setdefault(x.row.sampling, []).append(x.row)
@@ -747,7 +788,8 @@ def _fill(learners: list[Learner], peak: float) -> None:
             rate = h.med(r.updates_per_s)
             if r.flops and rate:
                 r.gflops = r.flops * rate / 1e9
-                r.floor_ms = r.flops / (peak * 1e9) * 1e3
+                at = peaks.get(threads_label(r.threads), peak) if r.threads else peak
+                r.floor_ms = r.flops / (at * 1e9) * 1e3
             r.vs_sb3 = h.ratio(r.updates_per_s, sb3.updates_per_s) if sb3 else None
             r.vs_eager = h.ratio(r.updates_per_s, eager.updates_per_s) if eager else None
 
