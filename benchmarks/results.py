@@ -279,10 +279,10 @@ def read_curves(e: Entry, run_dir: Path) -> tuple[dict[str, list[Point]], float]
     rows = training.read_metrics(run_dir)
     wall = max((float(r["wall_s"]) for r in rows if r.get("wall_s")), default=0.0)
     if e.maml:
-        before = [[p["iteration"], p["wall_s"], p["pre"]] for p in read_curve(run_dir)]
+        points = read_curve(run_dir)
         return {
-            "after one adaptation step": main_curve(e, run_dir),
-            "before adaptation": before,
+            "after one adaptation step": _maml_points(points, "post"),
+            "before adaptation": _maml_points(points, "pre"),
         }, wall
     train = _row_points([r for r in rows if r.get("episode_return")], "env_steps", "episode_return")
     return {
@@ -295,8 +295,13 @@ def main_curve(e: Entry, run_dir: Path) -> list[Point]:
     """The curve a run is judged by: its evaluations (MAML: the return after one
     adaptation step per meta-iteration); cheap enough to read while it runs."""
     if e.maml:
-        return [[p["iteration"], p["wall_s"], p["post"]] for p in read_curve(run_dir)]
+        return _maml_points(read_curve(run_dir), "post")
     return _row_points(training.read_metrics(run_dir, "eval.csv"), "env_steps", "eval_return")
+
+
+def _maml_points(points: list[dict[str, float]], key: str) -> list[Point]:
+    """MAML's per-iteration returns (`key`: "pre" or "post" adaptation) as points."""
+    return [[p["iteration"], p["wall_s"], p[key]] for p in points]
 
 
 # --- running and carrying on -------------------------------------------------------------
