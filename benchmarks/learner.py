@@ -418,8 +418,8 @@ def sb3_dqn(case: str, c: Config, device: str) -> Any:
     """SB3's DQN with this case's settings and a full replay memory."""
     import torch
     from stable_baselines3 import DQN
-    from stable_baselines3.common.logger import configure
 
+    from benchmarks.lib.sb3 import silent
     from pararl.config import env_kind
 
     shape = shape_of(case)
@@ -449,7 +449,7 @@ def sb3_dqn(case: str, c: Config, device: str) -> Any:
         device=device,
         seed=c.seed,
     )
-    model.set_logger(configure(None, [""]))
+    silent(model)
     return _fill_sb3_replay(model, shape, c)
 
 
@@ -458,8 +458,8 @@ def sb3_ppo(case: str, c: Config, device: str) -> Any:
     import torch
     from stable_baselines3 import PPO
     from stable_baselines3.common.env_util import make_vec_env
-    from stable_baselines3.common.logger import configure
 
+    from benchmarks.lib.sb3 import silent
     from pararl.config import PPOConfig, env_kind
 
     shape = shape_of(case)
@@ -486,7 +486,7 @@ def sb3_ppo(case: str, c: Config, device: str) -> Any:
         device=device,
         seed=c.seed,
     )
-    model.set_logger(configure(None, [""]))
+    silent(model)
     buf, rng = model.rollout_buffer, np.random.default_rng(c.seed)
     buf.reset()
     for _ in range(s.num_steps):
@@ -511,15 +511,14 @@ def sb3_ppo(case: str, c: Config, device: str) -> Any:
 def sb3_sac(case: str, c: Config, device: str) -> Any:
     """SB3's SAC with pararl's SAC defaults (`mujoco_sac`) and a full replay memory."""
     from stable_baselines3 import SAC
-    from stable_baselines3.common.logger import configure
 
-    from benchmarks.lib.sb3 import mujoco_sac
+    from benchmarks.lib.sb3 import mujoco_sac, silent
 
     shape = shape_of(case)
     env = _sb3_env(shape)
     kwargs = mujoco_sac(0, [256, 256]) | {"buffer_size": c.memory}
     model = SAC("MlpPolicy", env, device=device, seed=c.seed, **kwargs)
-    model.set_logger(configure(None, [""]))
+    silent(model)
     return _fill_sb3_replay(model, shape, c)
 
 

@@ -158,7 +158,7 @@ def train_sb3(env: str, seed: int, budget: int, variant: str) -> Any:
     from stable_baselines3 import PPO
     from stable_baselines3.common.env_util import make_vec_env
 
-    from benchmarks.lib.sb3 import PPO_ENVS, minatar_ppo
+    from benchmarks.lib.sb3 import PPO_ENVS, minatar_ppo, silent
     from pararl.envs.make import env_factory
 
     hyper = minatar_ppo()
@@ -166,7 +166,7 @@ def train_sb3(env: str, seed: int, budget: int, variant: str) -> Any:
         hyper["clip_range_vf"] = None
     envs = make_vec_env(env_factory(env, training=True), n_envs=PPO_ENVS, seed=seed)
     model = PPO("MlpPolicy", envs, seed=seed, device="cpu", verbose=0, **hyper)
-    model.learn(total_timesteps=budget)
+    silent(model).learn(total_timesteps=budget)
     assert model.ep_info_buffer is not None
     last20 = float(np.mean([e["r"] for e in list(model.ep_info_buffer)[-20:]]))
 

@@ -202,7 +202,9 @@ Point = list[float]  # x (env steps; MAML: meta-iteration), wall s, return
 @dataclass
 class Piece:
     """One invocation's share of a run: the code it ran, when it started, from where to
-    where it got (x: env steps, MAML: meta-iterations) and how it ended."""
+    where it got (x: env steps, MAML: meta-iterations), how it ended, the machine it ran
+    on (`machine()`; empty in records made before pieces said so: this project's 2-core
+    machine) and its share of the run's own clock."""
 
     commit: str | None
     dirty: bool | None
@@ -210,6 +212,18 @@ class Piece:
     from_x: float
     to_x: float
     status: str
+    machine: str = ""
+    wall_s: float | None = None
+
+
+def machine() -> str:
+    """Where a piece runs: its cores, and its GPU if torch sees one (a learner on it)."""
+    import torch
+
+    from pararl.mp.topology import physical_cores
+
+    cores = f"{physical_cores()} cores"
+    return f"{cores} + {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() else cores
 
 
 @dataclass
@@ -336,6 +350,7 @@ RESUMED = re.compile(r"pararl: resuming from \S+: (?P<steps>[\d,]+) env steps")
 FINISHED = re.compile(r" is finished \((?P<status>[^,]+),")
 POLL_S = 2.0  # how often a running child is looked at
 ANCHOR_TIMEOUT_S = 7 * 24 * 3600.0  # an SB3 anchor is killed after a week
+HOME = "2 cores"  # this project's machine, where the runs are measured
 MIN_PIECE_S = 300.0  # a piece shorter than this would end before its first checkpoint
 
 
@@ -452,7 +467,10 @@ def advance(
     if not e.maml:
         from_x = float(resumed["steps"].replace(",", "")) if resumed else from_x
         to_x = max(to_x, float(final["env_steps"])) if final else to_x
-    result.pieces.append(Piece(meta.git_commit, meta.git_dirty, meta.date, from_x, to_x, status))
+    share = wall - (0.0 if saved is None else saved.wall_s)
+    result.pieces.append(
+        Piece(meta.git_commit, meta.git_dirty, meta.date, from_x, to_x, status, machine(), share)
+    )
     result.save(c.saved_dir)
     h.progress(f"results: {e.name}: {status} at {result.reached:,.0f} ({_hours(wall)})")
     if how == "interrupted":
@@ -505,8 +523,9 @@ def sb3_run(e: Entry, c: Config, deadline: float | None) -> Saved:
     saved = Saved(e.name, shown_cmd, status, "env steps", {"evaluation (deterministic)": points},
                   run.wall_s)  # fmt: skip
     saved.pieces.append(
-        Piece(meta.git_commit, meta.git_dirty, meta.date, 0.0, saved.reached, status)
-    )
+        Piece(meta.git_commit, meta.git_dirty, meta.date, 0.0, saved.reached, status, machine(),
+              run.wall_s)
+    )  # fmt: skip
     saved.save(c.saved_dir)
     return saved
 
@@ -693,21 +712,43 @@ COLUMNS: list[h.Col[tuple[Saved, int]]] = [
     h.Col("status", lambda r: r[0].status, "l"),
     h.Col("result", lambda r: result_cell(r[0], r[1]), "l"),
     h.Col("training return", lambda r: training_cell(r[0])),
-    h.Col("wall (its own clock)", lambda r: _hours(r[0].wall_s)),
+    h.Col("wall (its own clock)", lambda r: wall_cell(r[0])),
     h.Col("published", lambda r: "; ".join(f"{p.text} ({p.source})"
                                            for p in _entry(r[0].name).published), "l"),
 ]  # fmt: skip
 
 
+def wall_cell(s: Saved) -> str:
+    """The run's own clock; where pieces ran on other machines than this project's, each
+    machine's share of it."""
+    shares: dict[str, float] = {}
+    for p in s.pieces:
+        if p.wall_s is not None:
+            where = p.machine or HOME
+            shares[where] = shares.get(where, 0.0) + p.wall_s
+    if all(where == HOME for where in shares):
+        return _hours(s.wall_s)
+    home = s.wall_s - sum(w for where, w in shares.items() if where != HOME)
+    shares[HOME] = home  # pieces recorded before they kept their share ran here
+    parts = (f"{_hours(w)} on {where}" for where, w in shares.items())
+    return f"{_hours(s.wall_s)}: " + ", ".join(parts)
+
+
+def _piece(p: Piece) -> str:
+    where = f"; {p.machine}" if p.machine and p.machine != HOME else ""
+    took = "" if p.wall_s is None else f", {_hours(p.wall_s)}"
+    return (f"{p.from_x:,.0f}→{p.to_x:,.0f} on {p.commit}{'+' if p.dirty else ''} "
+            f"({p.date[:16]}, {p.status}{took}{where})")  # fmt: skip
+
+
 def pieces_block(saved: Sequence[Saved]) -> str:
     lines = []
     for s in saved:
-        parts = ", ".join(f"{p.from_x:,.0f}→{p.to_x:,.0f} on {p.commit}{'+' if p.dirty else ''} "
-                          f"({p.date[:16]}, {p.status})"
-                          for p in s.pieces)  # fmt: skip
+        parts = ", ".join(_piece(p) for p in s.pieces)
         lines.append(f"- `{s.name}`: `{s.command}`; pieces: {parts}")
-    head = "Commands, and each piece of each run (from→to, commit, start, how it ended; `+`: with"
-    head += " uncommitted changes):"
+    head = "Commands, and each piece of each run (from→to, commit, start, how it ended, its"
+    head += f" share of the clock, and its machine where not {HOME}; `+`: with uncommitted"
+    head += " changes):"
     return head + "\n\n" + "\n".join(lines)
 
 
@@ -762,10 +803,11 @@ CHECK_COLUMNS: list[h.Col[Checked]] = [
     h.Col("wall", lambda ch: _hours(ch.wall_s)),
 ]  # fmt: skip
 
-PROTOCOL = """Every run uses pararl's defaults for its env (printed at its start and
-saved in its `config.json`), seed 0, on this machine (2 cores; other work may have
-shared them during a piece, so read wall times as upper bounds), carried over sessions
-with `pararl train --resume`. Wall time is the run's own clock (from its `metrics.csv`):
+PROTOCOL = """Every run uses pararl's defaults for its env (printed at its start and saved in its
+`config.json`), seed 0, on this machine (2 cores; other work may have shared them during
+a piece, so read wall times as upper bounds), carried over sessions with `pararl train
+--resume`. A piece run on another machine (a GPU's, say) names it, and the wall column
+gives each machine's share. Wall time is the run's own clock (from its `metrics.csv`):
 the pieces add up, and the pauses between them are not in it. The result is the mean of
 the last evaluations (pararl's defaults: the greedy policy, 20 episodes, in a separate
 process, with sticky actions as in training on MinAtar), or for a run with a target its

@@ -28,6 +28,16 @@ from typing import Any
 
 from benchmarks.lib import training
 
+
+def silent(model: Any) -> Any:
+    """`model` with a logger that writes nothing. SB3's own, set up by `learn`, makes an
+    empty directory in the temp dir on every call (`SB3-<date>`), output or not."""
+    from stable_baselines3.common.logger import Logger
+
+    model.set_logger(Logger(folder=None, output_formats=[]))
+    return model
+
+
 ENV_ID = "CartPole-v1"
 # rl-baselines3-zoo hyperparams/dqn.yml, CartPole-v1 (exploration set in `dqn_hyper`)
 ZOO_DQN: dict[str, Any] = {
@@ -141,6 +151,7 @@ def curve(algo: str, args: argparse.Namespace) -> dict[str, Any]:
     evaluate = timed_evaluation(
         eval_env, args.eval_episodes, max(args.eval_every // MUJOCO_ENVS, 1), start, points
     )
+    silent(model)
     model.learn(total_timesteps=args.budget, callback=evaluate)
     updates = model.n_epochs * (model.num_timesteps // model.batch_size)
     return {
@@ -192,6 +203,7 @@ def sac_curve(args: argparse.Namespace) -> dict[str, Any]:
     eval_env = make_vec_env(args.env, n_envs=1, seed=args.seed + 10_000)
     points: list[dict[str, float]] = []
     evaluate = timed_evaluation(eval_env, args.eval_episodes, args.eval_every, start, points)
+    silent(model)
     model.learn(total_timesteps=args.budget, callback=evaluate)
     return {
         "env_steps": int(model.num_timesteps),
@@ -249,6 +261,7 @@ def train(algo: str, args: argparse.Namespace) -> dict[str, Any]:
         deterministic=True,
         verbose=0,
     )
+    silent(model)
     model.learn(total_timesteps=args.budget, callback=evaluate)
     train_s = time.perf_counter() - start
     if args.save:
@@ -436,6 +449,7 @@ def minatar(algo: str, args: argparse.Namespace) -> dict[str, Any]:
     points: list[dict[str, float]] = []
     every = max(args.eval_every // n_envs, 1)
     evaluate = timed_evaluation(eval_env, args.eval_episodes, every, start, points)
+    silent(model)
     model.learn(total_timesteps=args.budget, callback=evaluate)
     return {
         "env_steps": int(model.num_timesteps),
@@ -491,6 +505,7 @@ def pong(algo: str, args: argparse.Namespace) -> dict[str, Any]:
         lr, clip = (functools.partial(linear, v) for v in (ZOO_ATARI_PPO_LR, ZOO_ATARI_PPO_CLIP))
         model = PPO("CnnPolicy", envs, **common, **ZOO_ATARI_PPO, learning_rate=lr, clip_range=clip)
     clock = clock_callback()(args.slice_s)
+    silent(model)
     model.learn(total_timesteps=ZOO_ATARI_STEPS, callback=clock)
     return {"points": clock.points}
 

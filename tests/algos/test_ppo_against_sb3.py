@@ -18,11 +18,10 @@ import torch
 pytest.importorskip("stable_baselines3")
 pytest.importorskip("minatar")
 
-from benchmarks.lib.sb3 import minatar_ppo
+from benchmarks.lib.sb3 import minatar_ppo, silent
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
-from stable_baselines3.common.logger import configure
 
 from pararl.algos.ppo import PPOState
 from pararl.config import PPOConfig, env_kind
@@ -44,7 +43,7 @@ def _pair() -> tuple[Any, PPOState]:
     initial weights."""
     envs = make_vec_env(env_factory(ENV, training=True), n_envs=ENVS, seed=0)
     model = PPO("MlpPolicy", envs, seed=0, device="cpu", **{**minatar_ppo(), "clip_range_vf": None})
-    model.set_logger(configure(None, [""]))
+    silent(model)
     cfg = PPOConfig(env=ENV, act_device="cpu", learn_device="cpu", clip_vloss=False)
     spaces = envs.observation_space, envs.action_space
     state = PPOState(cfg.for_env(env_kind(*spaces)), *spaces, ENVS)

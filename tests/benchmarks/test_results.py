@@ -133,3 +133,21 @@ def test_unknown_entry_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     err = capsys.readouterr().err.strip()
     assert err.startswith("benchmarks: error: --entries: unknown pong-dqn; pick from ")
     assert "\n" not in err
+
+
+def test_a_piece_on_another_machine_is_named_with_its_share_of_the_clock() -> None:
+    gpu = "16 cores + NVIDIA H100 80GB HBM3"
+    pieces = [
+        results.Piece("abc1234", False, "2026-11-26T14:24", 0, 800_000, "paused"),  # older record
+        results.Piece("def5678", False, "2026-11-26T17:40", 800_000, 1_700_000, "paused", gpu, 540),
+        results.Piece("def5678", False, "2026-11-26T17:55", 1_700_000, 1_800_000, "paused",
+                      results.HOME, 900),
+    ]  # fmt: skip
+    saved = results.Saved("pong-ppo", "pararl train ppo", "paused", "env steps", {}, 6_540, pieces)
+    assert results.wall_cell(saved) == f"1.82 h: 9 min on {gpu}, 1.67 h on 2 cores"
+    block = results.pieces_block([saved])
+    assert f"800,000→1,700,000 on def5678 (2026-11-26T17:40, paused, 9 min; {gpu})" in block
+    assert "1,700,000→1,800,000 on def5678 (2026-11-26T17:55, paused, 15 min)" in block
+    assert "0→800,000 on abc1234 (2026-11-26T14:24, paused)" in block
+    alone = dataclasses.replace(saved, pieces=[pieces[0], pieces[2]])
+    assert results.wall_cell(alone) == "1.82 h"  # all here: the clock alone

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import subprocess
 import sys
 import time
@@ -18,7 +19,7 @@ import torch
 from pararl.config import DQNConfig
 from pararl.envs.make import env_factory
 from pararl.evaluation.background import BackgroundEvaluator
-from pararl.evaluation.child import EvalChild
+from pararl.evaluation.child import NICENESS, EvalChild
 from pararl.evaluation.greedy import Evaluator
 from pararl.models import ActorCritic, QNetwork
 from pararl.rundir import RunDir
@@ -167,6 +168,8 @@ def test_started_child_is_adopted_by_the_evaluator() -> None:
         expected = Evaluator(env_factory("CartPole-v1"), 2, seed=3).run(model.greedy).returns
         background.submit(model)
         np.testing.assert_array_equal(_wait(background), expected)
+        # it evaluates at a lower priority than training (`evaluation.child`)
+        assert psutil.Process(pids[0]).nice() == min(os.nice(0) + NICENESS, 19)
     finally:
         background.close()
         background.close()  # idempotent

@@ -11,12 +11,22 @@ factory, episodes, seed, model constructor) as the first message on its pipe.
 imports run side by side on two cores, and hands it to `pararl.train(...,
 eval_child=...)`; a `BackgroundEvaluator` given none starts its own. This module
 stays light (no torch) for that reason.
+
+The child runs at a lower priority (`NICENESS`): the evaluations are there to watch
+the run, not to slow it. On 2 cores a greedy Pong evaluation of 20 episodes grew to
+~170k env steps once the agent held its rallies (episodes of ~8.6k steps, some at the
+27k cap), more than the 50k training steps between evaluations, so the child never
+rested and training had one core. Pong PPO resumed at 822k steps with an evaluation
+always due: 97.7 agent steps/s at equal priority (2 evaluations done in 283 s), 160.6
+niced (none done in 280 s). Evaluations get the cycles training leaves (a PPO
+rollout is one thread), and on a busy machine they are what gives way.
 """
 
 from __future__ import annotations
 
 import contextlib
 import multiprocessing as mp
+import os
 import sys
 from collections.abc import Iterator
 from multiprocessing.connection import Connection
@@ -32,7 +42,12 @@ def evaluates_in_process(eval_in: str) -> bool:
     return eval_in == "process" or (eval_in == "auto" and physical_cores() > 1)
 
 
+NICENESS = 10  # added to the trainer's: the child's CPU weight is ~1/10 of training's
+
+
 def _serve_when_set_up(conn: Connection) -> None:
+    if hasattr(os, "nice"):  # POSIX; elsewhere the child runs at the trainer's priority
+        os.nice(NICENESS)
     from pararl.evaluation.serve import serve  # the slow import, overlapped with the trainer's
 
     command, setup = conn.recv()  # EOFError if the parent is gone: we exit
@@ -85,4 +100,4 @@ class EvalChild:
             self.group.close(grace=grace)
 
 
-__all__ = ["EvalChild", "evaluates_in_process"]
+__all__ = ["NICENESS", "EvalChild", "evaluates_in_process"]
