@@ -12,6 +12,7 @@ import torch
 
 from pararl import PPOConfig, train
 from pararl.cli import main
+from pararl.config.saved import saved_facts
 from pararl.devices import choose_devices
 from pararl.errors import UsageError
 from pararl.models import ActorCritic
@@ -56,12 +57,21 @@ def test_discrete_and_continuous_train(tmp_path: Path, env: str, mode: str) -> N
     assert main(["evaluate", str(run), "--episodes", "2"]) == 0
 
 
-def test_resume_continues(tmp_path: Path) -> None:
+def test_resume_continues_with_the_envs_it_learned_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     run = tmp_path / "run"
-    train(PPOConfig(mode="serial", run_dir=run, **SMALL))  # type: ignore[arg-type]
+    monkeypatch.setattr("pararl.runners.ppo.physical_cores", lambda: 1)  # --workers auto: 1
+    train(PPOConfig(mode="serial", run_dir=run, **{**SMALL, "workers": None}))  # type: ignore[arg-type]
+    monkeypatch.setattr("pararl.runners.ppo.physical_cores", lambda: 3)  # resumed elsewhere
     assert main(["train", "--resume", str(run), "--total-steps", "2048"]) == 0
     state = torch.load(run / "checkpoints" / "final.pt", weights_only=False)
     assert state["env_steps"] >= 2_048
+    assert saved_facts(run)["num_envs"] == 4  # its batch's envs, not 3 workers' 12
+    capsys.readouterr()
+    assert main(["train", "--resume", str(run), "--total-steps", "4096", "--workers", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "--workers 2: this run learns from 4 envs (1 workers x 4)" in err, err
 
 
 def test_device_choice_without_cuda_is_cpu(monkeypatch: pytest.MonkeyPatch) -> None:

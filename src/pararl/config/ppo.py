@@ -20,6 +20,8 @@ _PPO_ATARI: dict[str, Any] = dict(
 class PPOConfig(RunConfig):
     """PPO (clipped surrogate, GAE, minibatch epochs) on batched env workers."""
 
+    ENVS_SET_THE_BATCH: ClassVar[bool] = True  # a rollout is num_steps x every env
+
     mode: Literal["auto", "serial", "sync"] = "auto"
     """`serial`: envs in this process; `sync`: ParallelVectorEnv workers step them while
     this process runs the policy on the whole batch; `auto`: sync when the envs' step

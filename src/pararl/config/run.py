@@ -128,6 +128,10 @@ class RunConfig:
     ray_timeout_s: float = 300.0
     """Ray: stop with an error when no actor has delivered anything for this long."""
 
+    # Whether the number of envs (workers x envs per worker) is part of what the run
+    # learns with (an on-policy batch), so that a resumed run keeps it (`runners.resume`)
+    ENVS_SET_THE_BATCH: ClassVar[bool] = False
+
     # Defaults that depend on the kind of env: fields left None are filled from this
     # table by `for_env` once the env's spaces are known (one row per kind).
     BY_KIND: ClassVar[dict[EnvKind, dict[str, Any]]] = {

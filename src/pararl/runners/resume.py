@@ -6,7 +6,8 @@ where its metrics continue.
   `final`/`interrupted`/`latest` win over `step_N`. A DQN state gets the replay
   memory saved with it, if any (`runners.checkpoints`).
 - Options that manage the run (budget, evaluation, checkpoints, logging, workers,
-  devices, backend) apply when given; any other option given with a value other
+  devices, backend) apply when given, except that an on-policy run keeps its number of
+  envs (`kept_envs`); any other option given with a value other
   than the run's is refused by name: the run keeps the settings it learned with.
 - A run whose checkpoint says it is finished, resumed without a larger budget, and
   a budget not above the steps already done, stop at once and say so.
@@ -133,6 +134,25 @@ def resumed_config(saved: RunConfig, requested: RunConfig, given: Collection[str
     return dataclasses.replace(saved, **changes)
 
 
+def kept_envs(config: RunConfig, facts: dict[str, Any], given: Collection[str]) -> RunConfig:
+    """A resumed on-policy run keeps its number of envs (`ENVS_SET_THE_BATCH`): its
+    rollout, and so its batch and the updates its schedules count, are made of them.
+    Left to `auto`, `--workers` would follow the new machine's cores (a PPO run of 8
+    envs resumed on 16 cores would go on with 64); so the workers are fixed at what the
+    run resolved, and a `--workers` that changes the envs is refused by name."""
+    num_envs = facts.get("num_envs")
+    if not config.ENVS_SET_THE_BATCH or not isinstance(num_envs, int):
+        return config
+    workers = max(1, num_envs // config.envs_per_worker)
+    if "workers" in given and config.workers is not None and config.workers != workers:
+        raise UsageError(
+            f"--workers {config.workers}: this run learns from {num_envs} envs ({workers} "
+            f"workers x {config.envs_per_worker}), which set its batch, and a resumed run "
+            "keeps them; drop --workers, or start a new run"
+        )
+    return dataclasses.replace(config, workers=workers)
+
+
 def check_left_to_do(config: RunConfig, state: dict[str, Any], given: Collection[str]) -> None:
     """RunFinished when the resumed run has nothing left to do."""
     done, root = checkpoint.Header.of(state).env_steps, config.resume
@@ -153,6 +173,7 @@ __all__ = [
     "MUTABLE",
     "check_left_to_do",
     "given_fields",
+    "kept_envs",
     "latest_checkpoint",
     "resumed_config",
     "summary",

@@ -180,8 +180,10 @@ def prepare(
         if type(saved) is not type(config):
             raise UsageError(f"--resume {config.resume} is a {type(saved).__name__} run")
         config = resume.resumed_config(saved, config, given)
+        facts = saved_facts(run.root)
+        config = resume.kept_envs(config, facts, given)
         resumed_from, resume_state = resume.latest_checkpoint(run)
-        found = saved_facts(run.root).get("env_module_dir")
+        found = facts.get("env_module_dir")
         module_dirs = [found] if found else []
     config.validate()
     spec = check_env_id(config.env, module_dirs)
