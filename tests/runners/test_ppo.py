@@ -14,8 +14,12 @@ from pararl import PPOConfig, train
 from pararl.cli import main
 from pararl.config.saved import saved_facts
 from pararl.devices import choose_devices
+from pararl.envs.make import env_factory
 from pararl.errors import UsageError
+from pararl.evaluation.greedy import Evaluator
 from pararl.models import ActorCritic
+from pararl.rundir import RunDir
+from pararl.runners.session import TrainSession
 from tests.procs import alive_after, interrupt_training, new_shm_entries, shm_entries
 
 SMALL = dict(
@@ -57,7 +61,7 @@ def test_discrete_and_continuous_train(tmp_path: Path, env: str, mode: str) -> N
     assert main(["evaluate", str(run), "--episodes", "2"]) == 0
 
 
-def test_resume_continues_with_the_envs_it_learned_with(
+def test_resume_keeps_its_envs_and_its_best_evaluation(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run = tmp_path / "run"
@@ -68,10 +72,43 @@ def test_resume_continues_with_the_envs_it_learned_with(
     state = torch.load(run / "checkpoints" / "final.pt", weights_only=False)
     assert state["env_steps"] >= 2_048
     assert saved_facts(run)["num_envs"] == 4  # its batch's envs, not 3 workers' 12
+    window = torch.load(run / "checkpoints" / "final.pt", weights_only=False)["episode_returns"]
+    assert 0 < len(window) <= 20
+
+    # a resumed run keeps its best evaluation: `best` is not replaced by a poorer one
+    evals = (run / "eval.csv").read_text().splitlines()
+    header, first = evals[0].split(","), evals[1].split(",")
+    first[header.index("eval_return")] = "1000000.0"  # as if its first had been the best
+    (run / "eval.csv").write_text("\n".join([evals[0], ",".join(first), *evals[2:]]) + "\n")
+    best = (run / "checkpoints" / "best.pt").read_bytes()
+    assert main(["train", "--resume", str(run), "--total-steps", "3072"]) == 0
+    assert "(best eval 1000000.0)" in capsys.readouterr().err
+    assert (run / "checkpoints" / "best.pt").read_bytes() == best
     capsys.readouterr()
     assert main(["train", "--resume", str(run), "--total-steps", "4096", "--workers", "2"]) == 2
     err = capsys.readouterr().err
     assert "--workers 2: this run learns from 4 envs (1 workers x 4)" in err, err
+
+
+def test_resumed_session_goes_on_with_its_episode_window_and_evaluations(tmp_path: Path) -> None:
+    cfg = PPOConfig(**SMALL).for_env("discrete").config  # type: ignore[arg-type]
+    run = RunDir.new(tmp_path, "ppo", "CartPole-v1")
+    run.evaluations.write_text(
+        "env_steps,wall_s,eval_return\n100,1.0,50.0\n200,2.0,80.0\n300,3.0,60.0\n400,4.0,99.0\n"
+    )
+    evaluator = Evaluator(env_factory("CartPole-v1"), 1, seed=0)
+    session = TrainSession(
+        cfg, run, evaluator, None, start_steps=300, start_wall=3.0, recent_returns=[9.0, 11.0]
+    )
+    try:
+        assert (session.best_eval, session.last_eval) == (80.0, 60.0)  # not the row past 300
+        assert list(session.episode_returns) == [9.0, 11.0]
+        assert session.log(310, 1, None)["episode_return"] == 10.0
+        session.finish(310, dict, "interrupted")
+    finally:
+        session.close()
+    state = torch.load(run.checkpoint("interrupted"), weights_only=False)
+    assert state["episode_returns"] == [9.0, 11.0]
 
 
 def test_device_choice_without_cuda_is_cpu(monkeypatch: pytest.MonkeyPatch) -> None:

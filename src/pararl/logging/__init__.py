@@ -2,6 +2,13 @@
 
 from pararl.logging.console import Console
 from pararl.logging.meters import RateMeter
-from pararl.logging.writers import MetricsWriter, UnknownMetricError, truncate_after
+from pararl.logging.writers import MetricsWriter, UnknownMetricError, column, truncate_after
 
-__all__ = ["Console", "MetricsWriter", "RateMeter", "UnknownMetricError", "truncate_after"]
+__all__ = [
+    "Console",
+    "MetricsWriter",
+    "RateMeter",
+    "UnknownMetricError",
+    "column",
+    "truncate_after",
+]

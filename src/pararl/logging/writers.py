@@ -64,6 +64,14 @@ class MetricsWriter:
             self._tb.close()
 
 
+def column(csv_path: Path, name: str) -> list[float]:
+    """The values of one column of a CSV file this package wrote, in row order (empty
+    cells and a missing file: none)."""
+    if not csv_path.is_file():
+        return []
+    return [float(r[name]) for r in _read(csv_path)[1] if r.get(name)]
+
+
 def _read(csv_path: Path) -> tuple[list[str], list[dict[str, str]]]:
     with csv_path.open(newline="") as f:
         reader = csv.DictReader(f)

@@ -28,7 +28,7 @@ from pararl.evaluation.greedy import (
     progress_notes,
 )
 from pararl.evaluation.reported import ReportedReturns
-from pararl.logging import Console, MetricsWriter, RateMeter, truncate_after
+from pararl.logging import Console, MetricsWriter, RateMeter, column, truncate_after
 from pararl.plots import learning_curve
 from pararl.rundir import RunDir
 from pararl.runners import checkpoints
@@ -61,6 +61,9 @@ EVAL_METRICS = (
 )
 
 
+RETURN_WINDOW = 20  # `episode_return`: the mean of this many last training episodes
+
+
 class TrainSession:
     """Bookkeeping for one run. The loop calls `record_episodes` with step infos and
     `tick` once per iteration; `tick` logs, evaluates and checkpoints on schedule.
@@ -78,6 +81,7 @@ class TrainSession:
         start_wall: float = 0.0,
         title: str = "",
         metrics: Sequence[str] = (),
+        recent_returns: Sequence[float] = (),
     ) -> None:
         self.config, self.run, self.evaluator = config, run, evaluator
         self.target_return = target_return
@@ -101,13 +105,22 @@ class TrainSession:
         every = config.checkpoint_interval
         self._next_ckpt = (start_steps // every + 1) * every if start_steps else 1
         self._last_ckpt_s = start_wall  # wall time of the last periodic checkpoint
-        self.episode_returns: deque[float] = deque(maxlen=20)
-        self.best_eval = -np.inf
-        self.last_eval: float | None = None
+        # a resumed run goes on with its window of training episodes (saved in each
+        # checkpoint) and its best evaluation (eval.csv, cut at the checkpoint): fresh,
+        # the window showed the first few episodes to end after the reset, and `best`
+        # was overwritten by the first evaluation, however poor
+        self.episode_returns: deque[float] = deque(recent_returns, maxlen=RETURN_WINDOW)
+        evaluated = column(run.evaluations, "eval_return") if start_steps else []
+        self.best_eval = max(evaluated, default=-np.inf)
+        self.last_eval: float | None = evaluated[-1] if evaluated else None
         self.solved = False
         self._pending: tuple[int, float, StateFn] | None = None  # the evaluation in flight
         self._policy: Policy | GreedyModel | None = None  # the last one `tick` was given
         self._step_rate, self._update_rate = RateMeter(), RateMeter()
+
+    def _state(self, state_fn: StateFn) -> dict[str, Any]:
+        """A checkpoint's state: the loop's, and the window of training episodes."""
+        return {**state_fn(), "episode_returns": list(self.episode_returns)}
 
     @property
     def wall_s(self) -> float:
@@ -160,9 +173,9 @@ class TrainSession:
         if env_steps >= self._next_ckpt:
             every = self.config.checkpoint_interval
             self._next_ckpt = (env_steps // every + 1) * every
-            checkpoints.save(self.run, f"step_{env_steps}", state_fn())
+            checkpoints.save(self.run, f"step_{env_steps}", self._state(state_fn))
         elif now - self._last_ckpt_s >= self.config.checkpoint_every_s:
-            checkpoints.save(self.run, "latest", state_fn())
+            checkpoints.save(self.run, "latest", self._state(state_fn))
         else:
             return
         self._last_ckpt_s = now
@@ -276,7 +289,8 @@ class TrainSession:
     def finish(self, env_steps: int, state_fn: StateFn, status: str) -> None:
         """Final checkpoint and plot; says how the run ended and where it is."""
         name = "final" if status in ("solved", "step budget reached") else "interrupted"
-        state = {**state_fn(), "status": status}  # what `--resume` reads (`runners.resume`)
+        # what `--resume` reads (`runners.resume`)
+        state = {**self._state(state_fn), "status": status}
         checkpoints.save(self.run, name, state)  # first: nothing is lost
         if status != "failed" and self._latest is not None:
             steps, updates, stats = self._latest

@@ -123,6 +123,7 @@ def open_session(
             start_wall=start_wall,
             title=f"{algo} {p.config.env}",
             metrics=plan.metrics,
+            recent_returns=(p.resume_state or {}).get("episode_returns", ()),
         )
     except BaseException:
         evaluator.close()
