@@ -720,17 +720,16 @@ COLUMNS: list[h.Col[tuple[Saved, int]]] = [
 
 def wall_cell(s: Saved) -> str:
     """The run's own clock; where pieces ran on other machines than this project's, each
-    machine's share of it."""
-    shares: dict[str, float] = {}
+    machine's share of it (the rest, pieces recorded before they kept a share included,
+    ran here)."""
+    away: dict[str, float] = {}
     for p in s.pieces:
-        if p.wall_s is not None:
-            where = p.machine or HOME
-            shares[where] = shares.get(where, 0.0) + p.wall_s
-    if all(where == HOME for where in shares):
+        if p.machine not in ("", HOME) and p.wall_s is not None:
+            away[p.machine] = away.get(p.machine, 0.0) + p.wall_s
+    if not away:
         return _hours(s.wall_s)
-    home = s.wall_s - sum(w for where, w in shares.items() if where != HOME)
-    shares[HOME] = home  # pieces recorded before they kept their share ran here
-    parts = (f"{_hours(w)} on {where}" for where, w in shares.items())
+    parts = [f"{_hours(w)} on {where}" for where, w in away.items()]
+    parts.append(f"{_hours(s.wall_s - sum(away.values()))} on {HOME}")
     return f"{_hours(s.wall_s)}: " + ", ".join(parts)
 
 
