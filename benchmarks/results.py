@@ -6,8 +6,9 @@ Each entry is one run of one command. Its run directory lives in
 next invocation when one ends mid-run (`--hours`, Ctrl-C, SIGTERM: the run saves and
 stops), so a run of many hours can span sessions; a finished run is not run again.
 What the page shows of a run (its curves, totals, the commits and dates of each piece
-of it) is kept in `results/NAME.json`, in the repository. An SB3 anchor cannot be
-resumed: one stopped mid-run starts again.
+of it) is kept in `results/NAME.json`, in the repository. An SB3 anchor goes in pieces
+alike: its process saves its model, replay memory and curve when asked to stop
+(`benchmarks.lib.sb3`, `--state`), and the next invocation carries it on.
 
 `--check` is the everyday guard: it reruns the first `check_steps` of every pararl
 entry that has a saved curve, from scratch with the same seed, and compares its
@@ -69,7 +70,6 @@ class Entry:
     published: tuple[Published, ...] = ()
     check_budget: int = 0  # the prefix `--check` reruns (0: not checked)
     quick: Mapping[str, object] = field(default_factory=dict)  # --quick: a tiny run
-    hours: float = 0.0  # an SB3 anchor's wall time here, whole (it cannot be resumed)
 
     @property
     def label(self) -> str:
@@ -123,7 +123,7 @@ def _minatar_dqn(game: str, dqn: str) -> tuple[Entry, Entry]:
         Entry(group, group, "pararl", "dqn", env, 1_000_000, {"mode": "async"}, published,
               200_000, MINATAR_DQN_QUICK),
         Entry(f"{group}-sb3", group, "sb3", "dqn", env, 1_000_000, {}, published, 0,
-              MINATAR_DQN_QUICK, hours=3.0),
+              MINATAR_DQN_QUICK),
     )  # fmt: skip
 
 
@@ -349,7 +349,6 @@ class StoppedError(Exception):
 RESUMED = re.compile(r"pararl: resuming from \S+: (?P<steps>[\d,]+) env steps")
 FINISHED = re.compile(r" is finished \((?P<status>[^,]+),")
 POLL_S = 2.0  # how often a running child is looked at
-ANCHOR_TIMEOUT_S = 7 * 24 * 3600.0  # an SB3 anchor is killed after a week
 HOME = "2 cores"  # this project's machine, where the runs are measured
 MIN_PIECE_S = 300.0  # a piece shorter than this would end before its first checkpoint
 
@@ -435,7 +434,7 @@ def advance(
         h.progress(f"results: {e.name}: finished earlier ({saved.status})")
         return saved
     if e.system == "sb3":
-        return sb3_run(e, c, deadline)
+        return sb3_run(e, c, deadline, until)
     if deadline is not None and deadline - time.monotonic() < MIN_PIECE_S:
         raise StoppedError
     run_dir = c.state_dir / e.name
@@ -492,11 +491,17 @@ def piece_status(how: Ending, code: int | None, text: str) -> str:
     return f"failed (exit {code})"
 
 
-def sb3_run(e: Entry, c: Config, deadline: float | None) -> Saved:
+def sb3_run(
+    e: Entry, c: Config, deadline: float | None, until: Callable[[], bool] | None = None
+) -> Saved:
     """The SB3 anchor of `e.group` with pararl's MinAtar settings (`lib.sb3`) and its
-    evaluation schedule, whole; put off when it would not fit before the deadline."""
+    evaluation schedule, carried on in pieces as `advance` carries a pararl run: asked
+    to stop, its process saves its model, replay memory and curve in its state
+    directory, and the next piece goes on from there."""
     assert c.saved_dir is not None
     assert c.state_dir is not None
+    if deadline is not None and deadline - time.monotonic() < MIN_PIECE_S:
+        raise StoppedError
     defaults = {f.name: f.default for f in dataclasses.fields(RunConfig)}
     flags: dict[str, object] = {
         "seed": 0, "eval_every": RunConfig.BY_KIND["minatar"]["eval_every"],
@@ -506,27 +511,36 @@ def sb3_run(e: Entry, c: Config, deadline: float | None) -> Saved:
     if c.quick:
         flags |= {k: v for k, v in e.quick.items() if k in ("eval_every", "eval_episodes")}
     cmd = sb3.command(e.algo, "minatar", env=e.env, budget=budget, **flags)
-    left = None if deadline is None else deadline - time.monotonic()
-    if left is not None and left < e.hours * 3600.0:
-        h.progress(
-            f"results: {e.name}: put off (it needs ~{e.hours:g} h whole; {_hours(left)} left)"
-        )
-        return Saved(e.name, "", "put off", "env steps", {})
-    meta = h.Metadata("", {})
-    h.progress(f"results: {e.name}: starting the SB3 anchor (not resumable)")
-    c.state_dir.mkdir(parents=True, exist_ok=True)
-    run, result = sb3.curve_run(e.name, e.env, 0, e.algo, cmd, ANCHOR_TIMEOUT_S, c.state_dir)
-    training.launch_clock(run.curve, run.wall_s, None if result is None else result["train_s"])
-    points = [[p["env_steps"], p["wall_s"], p["eval_return"]] for p in run.curve]
-    status = "step budget reached" if run.ok else f"failed: {run.note}"
-    shown_cmd = "python -m " + " ".join(cmd[2:])
-    saved = Saved(e.name, shown_cmd, status, "env steps", {"evaluation (deterministic)": points},
-                  run.wall_s)  # fmt: skip
+    typed = "python -m " + " ".join(cmd[2:])
+    previous = Saved.load(c.saved_dir, e.name)
+    meta = h.Metadata("", {})  # the code this piece runs
+    going_on = "resuming" if previous is not None and previous.pieces else "starting"
+    h.progress(f"results: {e.name}: {going_on} the SB3 anchor: {typed}")
+    state = ["--state", str(c.state_dir / e.name)]
+    how, code, text = run_piece(
+        [*cmd, *state], c.state_dir / f"{e.name}.log", c.state_dir, deadline, until
+    )
+    result = sb3.parse(text, e.algo)
+    saved = previous or Saved(e.name, typed, "", "env steps", {})
+    if result is None:
+        status, from_x, share = f"failed (exit {code})", saved.reached, 0.0
+    else:
+        status = "paused" if result["paused"] else "step budget reached"
+        points = [[p["env_steps"], p["wall_s"], p["eval_return"]] for p in result["curve"]]
+        saved.curves = {"evaluation (deterministic)": points}
+        from_x, share = float(result["from_steps"]), result["train_s"] - saved.wall_s
+        saved.wall_s = result["train_s"]
+    saved.status = status
+    to_x = float(result["env_steps"]) if result is not None else from_x
     saved.pieces.append(
-        Piece(meta.git_commit, meta.git_dirty, meta.date, 0.0, saved.reached, status, machine(),
-              run.wall_s)
-    )  # fmt: skip
+        Piece(meta.git_commit, meta.git_dirty, meta.date, from_x, to_x, status, machine(), share)
+    )
     saved.save(c.saved_dir)
+    h.progress(f"results: {e.name}: {status} at {to_x:,.0f} ({_hours(saved.wall_s)})")
+    if how == "interrupted":
+        raise KeyboardInterrupt
+    if how == "deadline":
+        raise StoppedError
     return saved
 
 
@@ -815,8 +829,9 @@ episodes, with the actions the run trained with (sampled for PPO, epsilon-greedy
 DQN), which is what the MinAtar paper's curves show. MAML: the mean return of the tasks'
 episodes after one adaptation step, against before it. The published numbers are the
 projects' own, at the budgets they name, not re-measured here. An SB3 anchor runs with
-the same settings and evaluations on the same envs (`benchmarks/lib/sb3.py`), launch to
-exit."""
+the same settings and evaluations on the same envs (`benchmarks/lib/sb3.py`), in pieces
+as pararl's runs (its clock: each piece from the start of its process, model and replay
+memory loaded, to its stop)."""
 
 
 def report(results: Results, meta: h.Metadata) -> h.Report:

@@ -6,6 +6,7 @@
     python -m benchmarks.lib.sb3 ppo curve --env HalfCheetah-v5 --budget 1000000
     python -m benchmarks.lib.sb3 sac curve --env HalfCheetah-v5 --budget 300000
     python -m benchmarks.lib.sb3 dqn minatar --env MinAtar/Breakout-v1 --budget 100000
+    python -m benchmarks.lib.sb3 dqn minatar --budget 1000000 --state DIR  # in pieces
     python -m benchmarks.lib.sb3 ppo pong --slice-s 60 --learning-starts 1000
 
 CartPole with rl-baselines3-zoo's settings (`train` stops at the first evaluation
@@ -18,11 +19,15 @@ after the first update). SB3 is imported only in the process that runs it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
+import os
+import signal
 import sys
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -429,34 +434,133 @@ def minatar_ppo() -> dict[str, Any]:
 
 def minatar(algo: str, args: argparse.Namespace) -> dict[str, Any]:
     """The whole budget on pararl's MinAtar env (training and evaluation envs as
-    pararl makes them); every deterministic evaluation with its wall time."""
+    pararl makes them); every deterministic evaluation with its wall time.
+
+    With `--state DIR` (DQN) the run goes in pieces: SIGTERM, Ctrl-C or `--stop-at`
+    stop it at the next env step (that step's transition is not stored), and it saves
+    its model with the optimizer, its replay memory, its counters and its curve in DIR;
+    run again with the same DIR, it carries on to the budget on the same clock and
+    evaluation schedule. A piece's envs start afresh (the episode in flight is cut)."""
     from stable_baselines3 import DQN, PPO
+    from stable_baselines3.common.callbacks import CallbackList
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.monitor import Monitor
 
     from pararl.envs.make import env_factory
 
     start = time.perf_counter()
+    state = Path(args.state) if args.state else None
+    saved = load_state(state)
+    pieces = 0 if saved is None else int(saved["pieces"])
     n_envs = 1 if algo == "dqn" else PPO_ENVS
-    envs = make_vec_env(env_factory(args.env, training=True), n_envs=n_envs, seed=args.seed)
-    common = {"seed": args.seed, "device": "cpu", "verbose": 0}
+    seed = args.seed + 1_000 * pieces  # a resumed piece does not replay the first's episodes
+    envs = make_vec_env(env_factory(args.env, training=True), n_envs=n_envs, seed=seed)
+    common = {"seed": seed, "device": "cpu", "verbose": 0}
     if algo == "dqn":
-        model: Any = DQN("MlpPolicy", envs, **common, **minatar_dqn(args.budget))
+        hyper = minatar_dqn(args.budget)
+        if saved is not None and state is not None:
+            kept = {"policy_kwargs": hyper["policy_kwargs"]}  # its network class, made here
+            model: Any = DQN.load(state / MODEL, env=envs, device="cpu", custom_objects=kept)
+            model.set_random_seed(seed)
+            model.load_replay_buffer(state / REPLAY)
+            if model.num_timesteps != saved["env_steps"]:
+                raise SystemExit(f"sb3: {state} holds a model and a curve of different runs; "
+                                 "remove it to start over")  # fmt: skip
+        else:
+            model = DQN("MlpPolicy", envs, **common, **hyper)
     else:
         model = PPO("MlpPolicy", envs, **common, **minatar_ppo())
     eval_env = Monitor(env_factory(args.env, training=False)())
-    eval_env.reset(seed=args.seed + 10_000)  # seeded apart from training, as pararl's
-    points: list[dict[str, float]] = []
+    eval_env.reset(seed=seed + 10_000)  # seeded apart from training, as pararl's
+    points: list[dict[str, float]] = [] if saved is None else saved["curve"]
+    clock = start - (0.0 if saved is None else float(saved["train_s"]))  # the run's own
     every = max(args.eval_every // n_envs, 1)
-    evaluate = timed_evaluation(eval_env, args.eval_episodes, every, start, points)
+    evaluate = timed_evaluation(eval_env, args.eval_episodes, every, clock, points)
+    evaluate.n_calls = model.num_timesteps // n_envs  # the schedule goes on where it was
+    from_steps = int(model.num_timesteps)
     silent(model)
-    model.learn(total_timesteps=args.budget, callback=evaluate)
+    callbacks = CallbackList([evaluate, stopper()(STOP, args.stop_at)])
+    print(f"sb3: learning from {from_steps:,} env steps to {args.budget:,}", file=sys.stderr)
+    model.learn(total_timesteps=args.budget - from_steps, callback=callbacks,
+                reset_num_timesteps=saved is None)  # fmt: skip
+    paused = model.num_timesteps < args.budget
+    train_s = round(time.perf_counter() - clock, 3)
+    if state is not None:
+        if paused:
+            save_state(model, state, points, train_s, pieces + 1)
+        else:  # the memory is no longer needed; the model and the curve stay
+            (state / REPLAY).unlink(missing_ok=True)
     return {
         "env_steps": int(model.num_timesteps),
-        "train_s": round(time.perf_counter() - start, 3),
+        "from_steps": from_steps,
+        "train_s": train_s,
         "updates": int(model._n_updates),
         "curve": points,
+        "paused": paused,
     }
+
+
+MODEL, REPLAY, CURVE = "model.zip", "replay.pkl", "state.json"
+
+
+def load_state(state: Path | None) -> dict[str, Any] | None:
+    """A paused run's counters and curve (`save_state`), or None to start afresh."""
+    if state is None or not (state / CURVE).exists():
+        return None
+    missing = [name for name in (MODEL, REPLAY) if not (state / name).exists()]
+    if missing:
+        raise SystemExit(f"sb3: {state} lacks {', '.join(missing)}; remove it to start over")
+    data: dict[str, Any] = json.loads((state / CURVE).read_text())
+    return data
+
+
+def save_state(model: Any, state: Path, points: list[dict[str, float]], train_s: float,
+               pieces: int) -> None:  # fmt: skip
+    """Model (with its optimizer), replay memory, then counters and curve, each to a
+    temporary name first: the curve file, renamed last, marks a whole save."""
+    state.mkdir(parents=True, exist_ok=True)
+    model.save(state / f"tmp-{MODEL}")
+    model.save_replay_buffer(state / f"tmp-{REPLAY}")
+    data = {"env_steps": int(model.num_timesteps), "train_s": train_s, "pieces": pieces,
+            "curve": points}  # fmt: skip
+    (state / f"tmp-{CURVE}").write_text(json.dumps(data))
+    for name in (MODEL, REPLAY, CURVE):
+        os.replace(state / f"tmp-{name}", state / name)
+
+
+STOP = threading.Event()  # set by SIGTERM or Ctrl-C while `stop_signals` holds
+
+
+@contextlib.contextmanager
+def stop_signals() -> Iterator[None]:
+    """SIGTERM and Ctrl-C set `STOP` inside (the handlers before are put back): a run
+    asked to stop while it loads still stops at its first step, and saves."""
+    handlers = {sig: signal.signal(sig, lambda *_: STOP.set())
+                for sig in (signal.SIGTERM, signal.SIGINT)}  # fmt: skip
+    try:
+        yield
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+
+
+@functools.cache
+def stopper() -> type:
+    """SB3's callback that ends `learn` once `stopped` is set or `stop_at` env steps are
+    done (0: never; the budget ends `learn` by itself, after its last update), a class
+    made on first use, as `minatar_cnn`."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class Stopper(BaseCallback):
+        def __init__(self, stopped: threading.Event, stop_at: int) -> None:
+            super().__init__()
+            self.stopped, self.stop_at = stopped, stop_at
+
+        def _on_step(self) -> bool:
+            done = 0 < self.stop_at <= self.num_timesteps
+            return not (self.stopped.is_set() or done)
+
+    return Stopper
 
 
 @functools.cache
@@ -518,7 +622,8 @@ PARTS: dict[str, tuple[str, dict[str, Any]]] = {  # command: help, its options' 
         env="HalfCheetah-v5", seed=0, budget=1_000_000, eval_every=20_000, eval_episodes=10,
         learning_starts=10_000, net="256,256", threads=0)),  # the last three: SAC's
     "minatar": ("learning curve on a MinAtar game", dict(
-        env="MinAtar/Breakout-v1", seed=0, budget=100_000, eval_every=10_000, eval_episodes=10)),
+        env="MinAtar/Breakout-v1", seed=0, budget=100_000, eval_every=10_000, eval_episodes=10,
+        state="", stop_at=0)),  # the last two: DQN in pieces (`minatar`)
     "pong": ("training throughput on Pong (zoo settings)", dict(
         env="PongNoFrameskip-v4", seed=0, slice_s=60.0, learning_starts=1_000)),
 }  # fmt: skip
@@ -538,11 +643,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.algo == "sac" and args.command != "curve":
         print("sb3: sac runs `curve` only", file=sys.stderr)
         return 2
+    if args.command == "minatar" and args.state and args.algo != "dqn":
+        print("sb3: --state (a run in pieces) is for dqn", file=sys.stderr)
+        return 2
     if args.command == "train" and (args.budget < 1 or args.eval_every < 1):
         print("sb3: --budget and --eval-every must be >= 1", file=sys.stderr)
         return 2
     parts = {"train": train, "verify": verify, "curve": curve, "minatar": minatar, "pong": pong}
-    result = parts[args.command](args.algo, args)
+    pieces = args.command == "minatar"
+    with stop_signals() if pieces else contextlib.nullcontext():
+        result = parts[args.command](args.algo, args)
     print(prefix(args.algo) + json.dumps(result), flush=True)
     return 0
 

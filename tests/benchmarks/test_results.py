@@ -33,10 +33,24 @@ def _running_with(text: str) -> list[int]:
 
 
 def test_quick_runs_write_the_page_and_are_not_run_twice(
-    bench: Callable[..., dict[str, Any]], tmp_path: Path
+    bench: Callable[..., dict[str, Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("minatar")
     pytest.importorskip("stable_baselines3")
+    # the SB3 anchor in two pieces: stopped as soon as it learns, then carried to its end
+    anchor_entry = next(e for e in results.ENTRIES if e.name == "minatar-dqn-breakout-sb3")
+    config = results.resolve(results.Config(quick=True, out_dir=tmp_path))
+    assert config.state_dir is not None
+    log = config.state_dir / f"{anchor_entry.name}.log"
+    monkeypatch.setattr(results, "POLL_S", 0.1)
+    learning = lambda: log.exists() and "sb3: learning from" in log.read_text()  # noqa: E731
+    deadline = time.monotonic() + 600.0
+    first = results.advance(anchor_entry, config, deadline, learning)
+    assert first.status == "paused"
+    assert 0 < first.pieces[0].to_x < 3000
+    assert not _running_with(str(tmp_path))
+    assert (config.state_dir / anchor_entry.name / "replay.pkl").exists()
+
     args = ("results", "--quick", "--update-benchmarks", "True", "--entries")
     data = bench(*args, "minatar-ppo-breakout", "minatar-dqn-breakout-sb3")
     saved = {s["name"]: s for s in data["results"]["saved"]}
@@ -47,7 +61,17 @@ def test_quick_runs_write_the_page_and_are_not_run_twice(
     [piece] = ppo["pieces"]
     assert (piece["from_x"], piece["to_x"], piece["status"]) == (0, 4096, "step budget reached")
     assert anchor["status"] == "step budget reached"
-    assert anchor["curves"]["evaluation (deterministic)"][-1][0] == 3000
+    assert anchor["command"].startswith("python -m benchmarks.lib.sb3 dqn minatar --env")
+    assert "--state" not in anchor["command"]
+    # the evaluation schedule went on where the first piece left it, on one clock
+    curve = anchor["curves"]["evaluation (deterministic)"]
+    assert [p[0] for p in curve] == [500, 1000, 1500, 2000, 2500, 3000]
+    assert [p[1] for p in curve] == sorted(p[1] for p in curve)
+    pieces = [(p["from_x"], p["to_x"], p["status"]) for p in anchor["pieces"]]
+    assert pieces == [(0, first.pieces[0].to_x, "paused"),
+                      (first.pieces[0].to_x, 3000, "step budget reached")]  # fmt: skip
+    assert anchor["wall_s"] == pytest.approx(sum(p["wall_s"] for p in anchor["pieces"]))
+    assert not (config.state_dir / anchor_entry.name / "replay.pkl").exists()
     page = (tmp_path / "BENCHMARKS.md").read_text()
     assert (
         "| minatar-ppo-breakout: pararl PPO | MinAtar/Breakout-v1 | 4,096 / 5,000,000 steps |"
