@@ -513,8 +513,10 @@ def sb3_run(
     cmd = sb3.command(e.algo, "minatar", env=e.env, budget=budget, **flags)
     typed = "python -m " + " ".join(cmd[2:])
     previous = Saved.load(c.saved_dir, e.name)
+    if not (c.state_dir / e.name / sb3.CURVE).exists():  # no saved state: a fresh run
+        previous = None
     meta = h.Metadata("", {})  # the code this piece runs
-    going_on = "resuming" if previous is not None and previous.pieces else "starting"
+    going_on = "resuming" if previous is not None else "starting"
     h.progress(f"results: {e.name}: {going_on} the SB3 anchor: {typed}")
     state = ["--state", str(c.state_dir / e.name)]
     how, code, text = run_piece(
