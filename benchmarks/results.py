@@ -433,10 +433,10 @@ def advance(
     if saved is not None and saved.done:
         h.progress(f"results: {e.name}: finished earlier ({saved.status})")
         return saved
-    if e.system == "sb3":
-        return sb3_run(e, c, deadline, until)
     if deadline is not None and deadline - time.monotonic() < MIN_PIECE_S:
         raise StoppedError
+    if e.system == "sb3":
+        return sb3_run(e, c, deadline, until)
     run_dir = c.state_dir / e.name
     fresh = pararl_command(e, run_dir, e.budget, c.quick)
     resuming = _has_checkpoint(run_dir)
@@ -467,16 +467,24 @@ def advance(
         from_x = float(resumed["steps"].replace(",", "")) if resumed else from_x
         to_x = max(to_x, float(final["env_steps"])) if final else to_x
     share = wall - (0.0 if saved is None else saved.wall_s)
-    result.pieces.append(
-        Piece(meta.git_commit, meta.git_dirty, meta.date, from_x, to_x, status, machine(), share)
+    return end_piece(result, Piece(meta.git_commit, meta.git_dirty, meta.date, from_x, to_x,
+                                   status, machine(), share), how, c)  # fmt: skip
+
+
+def end_piece(saved: Saved, piece: Piece, how: Ending, c: Config) -> Saved:
+    """Record the piece that just ran and save the run; then raise as the piece ended
+    (Ctrl-C or SIGTERM: KeyboardInterrupt; the deadline: StoppedError)."""
+    assert c.saved_dir is not None
+    saved.pieces.append(piece)
+    saved.save(c.saved_dir)
+    h.progress(
+        f"results: {saved.name}: {piece.status} at {piece.to_x:,.0f} ({_hours(saved.wall_s)})"
     )
-    result.save(c.saved_dir)
-    h.progress(f"results: {e.name}: {status} at {result.reached:,.0f} ({_hours(wall)})")
     if how == "interrupted":
         raise KeyboardInterrupt
     if how == "deadline":
         raise StoppedError
-    return result
+    return saved
 
 
 def piece_status(how: Ending, code: int | None, text: str) -> str:
@@ -495,13 +503,12 @@ def sb3_run(
     e: Entry, c: Config, deadline: float | None, until: Callable[[], bool] | None = None
 ) -> Saved:
     """The SB3 anchor of `e.group` with pararl's MinAtar settings (`lib.sb3`) and its
-    evaluation schedule, carried on in pieces as `advance` carries a pararl run: asked
+    evaluation schedule, carried on in pieces as `advance` carries a pararl run (which
+    checks the deadline first): asked
     to stop, its process saves its model, replay memory and curve in its state
     directory, and the next piece goes on from there."""
     assert c.saved_dir is not None
     assert c.state_dir is not None
-    if deadline is not None and deadline - time.monotonic() < MIN_PIECE_S:
-        raise StoppedError
     defaults = {f.name: f.default for f in dataclasses.fields(RunConfig)}
     flags: dict[str, object] = {
         "seed": 0, "eval_every": RunConfig.BY_KIND["minatar"]["eval_every"],
@@ -534,16 +541,8 @@ def sb3_run(
         saved.wall_s = result["train_s"]
     saved.status = status
     to_x = float(result["env_steps"]) if result is not None else from_x
-    saved.pieces.append(
-        Piece(meta.git_commit, meta.git_dirty, meta.date, from_x, to_x, status, machine(), share)
-    )
-    saved.save(c.saved_dir)
-    h.progress(f"results: {e.name}: {status} at {to_x:,.0f} ({_hours(saved.wall_s)})")
-    if how == "interrupted":
-        raise KeyboardInterrupt
-    if how == "deadline":
-        raise StoppedError
-    return saved
+    return end_piece(saved, Piece(meta.git_commit, meta.git_dirty, meta.date, from_x, to_x,
+                                  status, machine(), share), how, c)  # fmt: skip
 
 
 # --- the check ---------------------------------------------------------------------------
