@@ -167,25 +167,27 @@ def curve(algo: str, args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def mujoco_sac(learning_starts: int, net: list[int]) -> dict[str, Any]:
-    """SB3 SAC with pararl's SAC defaults for continuous actions
+def mujoco_sac(learning_starts: int, net: list[int], env: str = "HalfCheetah-v5") -> dict[str, Any]:
+    """SB3 SAC with pararl's SAC defaults for `env`'s continuous actions
     (`SACConfig.BY_KIND["continuous"]`, rl-zoo's MuJoCo settings: SB3's own defaults
-    but 10k random steps): one gradient step per env step, the temperature tuned from
-    pararl's initial value toward SB3's target entropy -|A|, as pararl's."""
+    but 10k random steps; over them `BY_ENV`'s row for `env`, if it has one): one
+    gradient step per env step, the temperature tuned from pararl's initial value
+    toward SB3's target entropy -|A|, as pararl's."""
     from pararl.config import SACConfig
 
-    s, config = SACConfig.BY_KIND["continuous"], SACConfig()
-    if s["n_step"] != 1 or not config.autotune:
+    config = SACConfig(env=env).for_env("continuous").config
+    s = config.settings
+    if s.n_step != 1 or not config.autotune:
         raise ValueError("SB3's SAC learns from one-step returns with a tuned temperature")
     return {
-        "learning_rate": s["lr"],
-        "buffer_size": s["buffer_size"],
+        "learning_rate": s.lr,
+        "buffer_size": s.buffer_size,
         "learning_starts": learning_starts,
-        "batch_size": s["batch_size"],
-        "tau": s["tau"],
-        "gamma": s["gamma"],
+        "batch_size": s.batch_size,
+        "tau": s.tau,
+        "gamma": s.gamma,
         "train_freq": 1,
-        "gradient_steps": round(s["replay_ratio"]),
+        "gradient_steps": round(s.replay_ratio),
         "ent_coef": f"auto_{config.alpha}",
         "policy_kwargs": {"net_arch": net},
     }
@@ -204,7 +206,7 @@ def sac_curve(args: argparse.Namespace) -> dict[str, Any]:
     net = [int(w) for w in args.net.split(",")]
     envs = make_vec_env(args.env, n_envs=1, seed=args.seed)
     model = SAC("MlpPolicy", envs, seed=args.seed, device="cpu", verbose=0,
-                **mujoco_sac(args.learning_starts, net))  # fmt: skip
+                **mujoco_sac(args.learning_starts, net, args.env))  # fmt: skip
     eval_env = make_vec_env(args.env, n_envs=1, seed=args.seed + 10_000)
     points: list[dict[str, float]] = []
     evaluate = timed_evaluation(eval_env, args.eval_episodes, args.eval_every, start, points)

@@ -74,3 +74,21 @@ def test_for_env_fills_the_kinds_defaults_once() -> None:
     maml = MAMLConfig(env="pararl/Navigation2D-v0", meta_iterations=2).for_env("continuous")
     assert maml.defaults["meta_batch_size"] == 20
     assert maml.config.total_steps == 2 * maml.config.steps_per_iteration()
+
+
+def test_an_env_with_its_own_defaults_takes_them_over_its_kinds() -> None:
+    """SAC on Pendulum-v1 (by its id, or `module:Pendulum-v1`): rl-zoo's row for it
+    first, the kind's for the rest; a given value wins over both; another env of the
+    same kind gets the kind's."""
+    for env in ("Pendulum-v1", "gymnasium.envs.classic_control:Pendulum-v1"):
+        filled = SACConfig(env=env, learning_starts=500).for_env("continuous")
+        assert filled.tuned_for == "Pendulum-v1"
+        assert (filled.config.lr, filled.config.total_steps) == (1e-3, 20_000)
+        assert filled.config.learning_starts == 500  # given
+        assert filled.config.batch_size == 256  # the kind's
+    mujoco = SACConfig(env="HalfCheetah-v5").for_env("continuous")
+    assert mujoco.tuned_for is None
+    assert (mujoco.config.lr, mujoco.config.learning_starts) == (3e-4, 10_000)
+    given = SACConfig(env="Pendulum-v1", lr=3e-4, total_steps=10, learning_starts=1,
+                      eval_every=1, checkpoint_every=1).for_env("continuous")  # fmt: skip
+    assert given.tuned_for is None  # nothing of its row was used

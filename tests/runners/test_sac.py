@@ -133,7 +133,8 @@ def test_resume_evaluate_and_video(tmp_path: Path, pararl: Any) -> None:
 
 
 def test_defaults_are_printed_and_saved(tmp_path: Path, pararl: Any) -> None:
-    """rl-zoo's settings, filled in for continuous actions: printed at start, saved."""
+    """rl-zoo's settings, filled in for continuous actions and for Pendulum-v1's own
+    row (its learning rate): printed at start, saved."""
     done = pararl(
         "train", "sac", "--env", "Pendulum-v1", "--mode", "serial", "--total-steps", "300",
         "--learning-starts", "100", "--hidden", "16", "--eval-every", "300",
@@ -142,15 +143,18 @@ def test_defaults_are_printed_and_saved(tmp_path: Path, pararl: Any) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     line = next(x for x in done.stderr.splitlines() if "defaults for continuous" in x)
-    for shown in ("lr 0.0003", "gamma 0.99", "buffer_size 1000000", "batch_size 256", "tau 0.005"):
+    assert "actions, tuned for Pendulum-v1: " in line
+    for shown in ("lr 0.001", "gamma 0.99", "buffer_size 1000000", "batch_size 256", "tau 0.005"):
         assert shown in line
+    assert "learning_starts" not in line  # given
     saved = json.loads((tmp_path / "run" / "config.json").read_text())
     assert (saved["algo"], saved["lr"], saved["batch_size"], saved["replay_ratio"]) == (
         "SACConfig",
-        3e-4,
+        1e-3,
         256,
         1.0,
     )
+    assert saved["resolved"]["defaults_tuned_for"] == "Pendulum-v1"
     assert "critic_loss" in (tmp_path / "run" / "metrics.csv").read_text().splitlines()[0]
 
 

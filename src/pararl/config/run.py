@@ -33,6 +33,7 @@ class Filled(Generic[C]):
     config: C
     kind: EnvKind  # the kind of env that picked the defaults
     defaults: dict[str, Any]  # the values filled in (fields the user left unset)
+    tuned_for: str | None = None  # the env id whose own defaults (`BY_ENV`) were used
 
 
 Check = tuple[bool, str]  # a condition, and the one-line error when it fails
@@ -140,6 +141,9 @@ class RunConfig:
         "image": {"total_steps": 10_000_000, "eval_every": 50_000, "checkpoint_every": 500_000},
         "minatar": {"total_steps": 5_000_000, "eval_every": 10_000, "checkpoint_every": 250_000},
     }
+    # Defaults tuned for one env id, over its kind's (rl-zoo keeps its settings per env
+    # id): a field left None takes its env's value first, then its kind's.
+    BY_ENV: ClassVar[dict[str, dict[str, Any]]] = {}
 
     @property
     def eval_interval(self) -> int:
@@ -163,14 +167,17 @@ class RunConfig:
         return self.total_steps
 
     def for_env(self: C, kind: EnvKind) -> Filled[C]:
-        """This config with its None (or `auto`) fields set from `BY_KIND[kind]`, with
-        the values that were filled in (to print)."""
+        """This config with its None (or `auto`) fields set from `BY_ENV[env id]`, then
+        `BY_KIND[kind]`, with the values that were filled in (to print)."""
+        env_id = self.env.rsplit(":", 1)[-1]  # `module:EnvId` names EnvId
+        tuned = self.BY_ENV.get(env_id, {})
         filled = {
             name: value
-            for name, value in self.BY_KIND.get(kind, {}).items()
+            for name, value in {**self.BY_KIND.get(kind, {}), **tuned}.items()
             if getattr(self, name) in (None, "auto")
         }
-        return Filled(replace(self, **filled), kind, filled)
+        used = any(name in filled for name in tuned)
+        return Filled(replace(self, **filled), kind, filled, env_id if used else None)
 
     def for_spaces(self: C, observation_space: gym.Space, action_space: gym.Space) -> Filled[C]:
         """`for_env` for the kind of env these spaces are (`kinds.env_kind`)."""

@@ -107,6 +107,7 @@ def open_session(
     facts = {
         **plan.resolved,
         "env_kind": p.kind,
+        "defaults_tuned_for": p.filled.tuned_for,
         "eval_in": "process" if evaluator.deferred else "inline",
         "eval_max_steps": getattr(evaluator, "max_steps", None),
         "target_return": p.spec_threshold,
@@ -273,7 +274,9 @@ def compose(
             session.console.message(note)
         if p.filled.defaults:
             settings = ", ".join(f"{k} {v}" for k, v in p.filled.defaults.items())
-            session.console.message(f"pararl: defaults for {KIND_TEXT[p.kind]}: {settings}")
+            tuned = p.filled.tuned_for
+            source = KIND_TEXT[p.kind] + (f", tuned for {tuned}" if tuned else "")
+            session.console.message(f"pararl: defaults for {source}: {settings}")
         workers, cores = p.config.workers, physical_cores()
         if workers is not None and workers > cores:
             session.console.message(
