@@ -19,6 +19,7 @@ import pytest
         (["train", "dqn", "--env", "NoSuchEnv-v0"], "unknown env id"),
         (["train", "dqn", "--env", "Pendulum-v1"], "discrete action space"),
         (["train", "dqn", "--lr", "-1"], "--lr must be > 0"),
+        (["train", "dqn", "--learner-threads", "-1"], "--learner-threads must be >= 0"),
         (["evaluate", "/nonexistent/run"], "not a pararl run directory"),
         (["train", "--resume", "/nonexistent/run"], "no config.json"),
         (["nonsense"], "unknown command"),

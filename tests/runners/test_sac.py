@@ -134,11 +134,12 @@ def test_resume_evaluate_and_video(tmp_path: Path, pararl: Any) -> None:
 
 def test_defaults_are_printed_and_saved(tmp_path: Path, pararl: Any) -> None:
     """rl-zoo's settings, filled in for continuous actions and for Pendulum-v1's own
-    row (its learning rate): printed at start, saved."""
+    row (its learning rate): printed at start, saved; `--learner-threads` given wins
+    over pararl's choice (one thread for a network this small)."""
     done = pararl(
         "train", "sac", "--env", "Pendulum-v1", "--mode", "serial", "--total-steps", "300",
         "--learning-starts", "100", "--hidden", "16", "--eval-every", "300",
-        "--eval-episodes", "1", "--eval-in", "inline", "--no-tensorboard",
+        "--learner-threads", "2", "--eval-episodes", "1", "--eval-in", "inline", "--no-tensorboard",
         "--progress", "plain", "--run-dir", str(tmp_path / "run"),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -155,6 +156,7 @@ def test_defaults_are_printed_and_saved(tmp_path: Path, pararl: Any) -> None:
         1.0,
     )
     assert saved["resolved"]["defaults_tuned_for"] == "Pendulum-v1"
+    assert saved["learner_threads"] == saved["resolved"]["learner_threads"] == 2
     assert "critic_loss" in (tmp_path / "run" / "metrics.csv").read_text().splitlines()[0]
 
 

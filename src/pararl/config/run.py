@@ -85,6 +85,10 @@ class RunConfig:
     """The learner's gradient step: `off` runs it op by op; `on` compiles it with
     torch.compile (and records it as a CUDA graph on a GPU); `auto` records it as a CUDA
     graph on a GPU and runs it op by op on the CPU. The math is the same either way."""
+    learner_threads: int = 0
+    """Torch threads of the learning process. 0: pararl's choice, one for networks
+    under 1M parameters, otherwise the cores its workers leave (all of them where the
+    workers wait while it learns)."""
     run_dir: Path | None = None
     """Where config, metrics, checkpoints and plots go (default: runs/<algo>-<env>-<time>)."""
     resume: Path | None = None
@@ -198,6 +202,7 @@ class RunConfig:
                 "--envs-per-worker must be >= 1",
             ),
             (self.workers is None or self.workers >= 1, "--workers must be >= 1"),
+            (self.learner_threads >= 0, "--learner-threads must be >= 0 (0: pararl's choice)"),
             (self.eval_every is None or self.eval_every > 0, "--eval-every must be > 0"),
             (self.eval_episodes >= 1, "--eval-episodes must be >= 1"),
             (

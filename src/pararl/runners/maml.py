@@ -209,7 +209,7 @@ def plan(p: Prepared) -> Plan:
     # two); the acting forward passes stay on one, not to fight the workers (with two,
     # HalfCheetahDir's sampling took 4.9 s instead of 3.6)
     torch.set_num_threads(1)  # acting: small forward passes, next to the env workers
-    threads = state.learner.threads = physical_cores()
+    threads = state.learner.threads = cfg.learner_threads or physical_cores()
     sampler = MultiTaskSampler(
         cfg.env,
         state.acting,

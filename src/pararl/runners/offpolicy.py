@@ -312,7 +312,7 @@ def plan(
     the size of an actor process's chunks (`make_source`)."""
     cfg, device = p.config, state.learner.device
     busy = 0 if mode == "serial" else (cfg.workers or physical_cores())
-    threads = set_learner_threads(num_params, busy)
+    threads = set_learner_threads(num_params, busy, cfg.learner_threads)
     step_mode = state.learner.step_mode
     resolved = {
         "mode": mode,

@@ -145,8 +145,9 @@ def plan(p: Prepared) -> Plan:
         )
     state = PPOState(p.filled, p.observation_space, p.action_space, num_envs, p.resume_state)
     size = num_params(state.learner.model)
-    threads = set_learner_threads(size, 0 if mode == "serial" else workers)
-    if size >= SMALL_MODEL_PARAMS and mode in ("serial", "sync") and not cfg.double_buffer:
+    threads = set_learner_threads(size, 0 if mode == "serial" else workers, cfg.learner_threads)
+    big = size >= SMALL_MODEL_PARAMS and not cfg.learner_threads
+    if big and mode in ("serial", "sync") and not cfg.double_buffer:
         # the env workers wait while the update runs: it takes every core; acting
         # keeps `threads`, not to fight the workers for them
         state.update_threads = physical_cores()

@@ -35,6 +35,7 @@ MUTABLE = frozenset(
         "mode",
         "device",
         "compile",
+        "learner_threads",
         "act_device",
         "learn_device",
         "eval_every",

@@ -216,11 +216,17 @@ def _env_module(config: RunConfig) -> dict[str, str]:
 SMALL_MODEL_PARAMS = 1_000_000
 
 
-def set_learner_threads(num_params: int, busy_processes: int) -> int:
-    """Intra-op threads for the learner: one for small models (thread start-up and
-    barriers cost more than they save, and spinning threads fight the actors for
-    cores); otherwise the physical cores not taken by actors or env workers."""
-    threads = 1 if num_params < SMALL_MODEL_PARAMS else max(1, physical_cores() - busy_processes)
+def set_learner_threads(num_params: int, busy_processes: int, given: int = 0) -> int:
+    """Intra-op threads for the learner: `given` (`--learner-threads`) if not 0; else
+    one for small models (thread start-up and barriers cost more than they save, and
+    spinning threads fight the actors for cores); otherwise the physical cores not
+    taken by actors or env workers."""
+    if given:
+        threads = given
+    elif num_params < SMALL_MODEL_PARAMS:
+        threads = 1
+    else:
+        threads = max(1, physical_cores() - busy_processes)
     torch.set_num_threads(threads)
     return threads
 
