@@ -86,9 +86,10 @@ class RunConfig:
     torch.compile (and records it as a CUDA graph on a GPU); `auto` records it as a CUDA
     graph on a GPU and runs it op by op on the CPU. The math is the same either way."""
     learner_threads: int = 0
-    """Torch threads of the learning process. 0: pararl's choice, one for networks
-    under 1M parameters, otherwise the cores its workers leave (all of them where the
-    workers wait while it learns)."""
+    """Torch threads of the learning process. 0: pararl's choice: every core for a
+    convolutional learner beside actor processes (async, Ray) and where the workers
+    wait while it learns; else one for networks under 1M parameters, and the cores
+    the workers leave for larger ones."""
     run_dir: Path | None = None
     """Where config, metrics, checkpoints and plots go (default: runs/<algo>-<env>-<time>)."""
     resume: Path | None = None

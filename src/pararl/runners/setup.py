@@ -216,13 +216,17 @@ def _env_module(config: RunConfig) -> dict[str, str]:
 SMALL_MODEL_PARAMS = 1_000_000
 
 
-def set_learner_threads(num_params: int, busy_processes: int, given: int = 0) -> int:
-    """Intra-op threads for the learner: `given` (`--learner-threads`) if not 0; else
-    one for small models (thread start-up and barriers cost more than they save, and
-    spinning threads fight the actors for cores); otherwise the physical cores not
-    taken by actors or env workers."""
+def set_learner_threads(
+    num_params: int, busy_processes: int, given: int = 0, every_core: bool = False
+) -> int:
+    """Intra-op threads for the learner: `given` (`--learner-threads`) if not 0; every
+    physical core if `every_core`; else one for small models (thread start-up and
+    barriers cost more than they save, and spinning threads fight the actors for
+    cores); otherwise the physical cores not taken by actors or env workers."""
     if given:
         threads = given
+    elif every_core:
+        threads = physical_cores()
     elif num_params < SMALL_MODEL_PARAMS:
         threads = 1
     else:
