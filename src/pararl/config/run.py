@@ -87,9 +87,9 @@ class RunConfig:
     graph on a GPU and runs it op by op on the CPU. The math is the same either way."""
     learner_threads: int = 0
     """Torch threads of the learning process. 0: pararl's choice: every core for a
-    convolutional learner beside actor processes (async, Ray) and where the workers
-    wait while it learns; else one for networks under 1M parameters, and the cores
-    the workers leave for larger ones."""
+    convolutional learner beside actor processes (async, Ray); otherwise one for
+    networks under 1M parameters, and for larger ones the cores the workers leave
+    (all of them where the workers wait while it learns)."""
     run_dir: Path | None = None
     """Where config, metrics, checkpoints and plots go (default: runs/<algo>-<env>-<time>)."""
     resume: Path | None = None
