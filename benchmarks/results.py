@@ -503,10 +503,9 @@ def sb3_run(
     e: Entry, c: Config, deadline: float | None, until: Callable[[], bool] | None = None
 ) -> Saved:
     """The SB3 anchor of `e.group` with pararl's MinAtar settings (`lib.sb3`) and its
-    evaluation schedule, carried on in pieces as `advance` carries a pararl run (which
-    checks the deadline first): asked
-    to stop, its process saves its model, replay memory and curve in its state
-    directory, and the next piece goes on from there."""
+    evaluation schedule, carried on in pieces as `advance` (which checks the deadline
+    first) carries a pararl run: asked to stop, its process saves its model, replay
+    memory and curve in its state directory, and the next piece goes on from there."""
     assert c.saved_dir is not None
     assert c.state_dir is not None
     defaults = {f.name: f.default for f in dataclasses.fields(RunConfig)}
