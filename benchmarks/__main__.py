@@ -17,13 +17,13 @@ from pararl.errors import UsageError
 
 BENCHMARKS = {
     "vector": "vector env stepping throughput against Gymnasium, SB3 and one env",
-    "dqn": "DQN: time to solve vs SB3, transitions/s vs the seed's design, overlap",
+    "dqn": "DQN: time to solve vs SB3, transitions/s vs the DQN post's design, overlap",
     "ppo": "PPO: time to solve vs SB3, double-buffered sampling throughput",
-    "devices": "PPO wall time per device placement and net width (seeds/002)",
+    "devices": "PPO wall time per device placement and net width (the CPU/GPU placement post)",
     "mujoco": "PPO on MuJoCo (1M steps) against SB3 + VecNormalize, CleanRL's figures",
     "sac": "SAC on MuJoCo (300k steps, async) against SB3's SAC, rl-zoo's figures",
-    "partial": "multi-task sampler: wait for all vs timeout vs min_envs vs auto (seeds/001)",
-    "maml": "MAML-TRPO meta-iteration time split, pararl vs the seed's design (seeds/001)",
+    "partial": "multi-task sampler: wait for all vs timeout vs min_envs vs auto",
+    "maml": "MAML-TRPO meta-iteration time split, pararl vs the sampling post's design",
     "maml_curves": "MAML-TRPO meta-training curves: return before and after adaptation",
     "ray": "Ray actors vs local actor processes (sampling), and the scaling model",
     "handwritten": "FlatAdam, the PPO backward pass, the event writer vs the libraries",

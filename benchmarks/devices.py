@@ -1,6 +1,7 @@
-"""`python -m benchmarks devices`: where PPO should act and learn (seeds/002).
+"""`python -m benchmarks devices`: where PPO should act and learn (the CPU/GPU
+placement post, README's Sources).
 
-seeds/002 found CPU-only fastest for 64-wide nets and CPU acting + GPU learning from
+That post found CPU-only fastest for 64-wide nets and CPU acting + GPU learning from
 128 wide up. This times whole `pararl train ppo` processes (CUDA start-up and the
 device choice are part of what a placement costs; each starts clean) for a fixed
 number of env steps per hidden width and placement (cpu/cpu, cuda/cuda, cpu/cuda,
@@ -28,7 +29,8 @@ DEVICES = {  # placement -> (--act-device, --learn-device), label
     "auto": ("auto", "auto", "auto"),
 }
 SEED_002 = (
-    "seeds/002 (PPO on CartPole, its own machine): GPU only 2m08s, CPU only 47 s, CPU sampling "
+    "The CPU/GPU placement post (PPO on CartPole, its own machine): GPU only 2m08s, "
+    "CPU only 47 s, CPU sampling "
     "+ GPU training 43–45 s; CPU only fastest for 64-wide nets, CPU acting + GPU learning from "
     "128 wide up."
 )
@@ -37,7 +39,7 @@ SEED_002 = (
 @dataclass(frozen=True)
 class Config(h.Options):
     """PPO wall time for a fixed number of env steps, per device placement and hidden
-    width (seeds/002). --quick: widths 64 and 1024, 2,048 steps, 1 round."""
+    width (the CPU/GPU placement post). --quick: widths 64 and 1024, 2,048 steps, 1 round."""
 
     env: str = "CartPole-v1"
     """Gymnasium env id."""

@@ -2,7 +2,7 @@
 
 1. `solve`: time to solve CartPole-v1: `pararl train dqn` in each mode (averaging with
    2 replicas) against SB3 DQN with the rl-baselines3-zoo settings (`lib.solve`).
-2. `throughput`: transitions/s of the seed post's design against pararl's async loop
+2. `throughput`: transitions/s of the multi-process DQN post's design against pararl's async loop
    with as many actor processes, with its replay ratio and free-running.
 3. `overlap`: pararl's actors alone, learner alone, and both in the loop.
 """
@@ -26,7 +26,7 @@ LABELS = {
     "pararl-async": "pararl async",
     "pararl-averaging": "pararl averaging, 2 replicas",
     "sb3": "SB3 DQN (zoo)",
-    "seed_design": "seed design (net per step)",
+    "seed_design": "DQN post's design (net per step)",
     "pararl_seed": "pararl async, seed's workload",
     "pararl_defaults": "pararl async, defaults",
     "pararl_seed_free": "pararl async, seed's workload, no ratio",
@@ -40,7 +40,7 @@ LABELS = {
 
 @dataclass(frozen=True)
 class Config(solve.SolveOptions, h.Options):
-    """DQN: time to solve CartPole against SB3, transitions/s against the seed's design,
+    """DQN: time to solve CartPole against SB3, transitions/s against the DQN post's design,
     and the overlap of acting and learning. --quick: 1 seed, 1,200-step budget, short
     spells (1-2 min)."""
 
@@ -49,9 +49,9 @@ class Config(solve.SolveOptions, h.Options):
     systems: tuple[System, ...] = tuple(LABELS)[:5]  # type: ignore[assignment]
     """solve: systems to time."""
     actors: tuple[int, ...] = (1, 2)
-    """throughput: actor process counts (the seed's children, pararl's actors)."""
+    """throughput: actor process counts (the DQN post's children, pararl's actors)."""
     workloads: tuple[drivers.Workload, ...] = ("seed", "defaults")
-    """throughput: pararl configs; `seed`: the seed's net, batch, lr, gamma and update rate
+    """throughput: pararl configs; `seed`: the DQN post's net, batch, lr, gamma and update rate
     on pararl's machinery; `defaults`: pararl's DQN defaults."""
     overlap_actors: int | None = None
     """overlap: actor processes (default: what `pararl train` uses, cores - 1)."""
@@ -119,7 +119,7 @@ class Results:
 
 
 def throughput(actors: int, c: Config) -> list[drivers.RateRow]:
-    """The seed design and pararl (each workload, ratio and free) with `actors` actors."""
+    """The DQN post's design and pararl (each workload, ratio and free) with `actors` actors."""
     names = ["seed_design"] + [f"pararl_{w}{f}" for w in c.workloads for f in ("", "_free")]
     rows = {n: drivers.RateRow(actors, n, LABELS[n]) for n in names}
     runners: drivers.Runs = {}
@@ -243,7 +243,8 @@ def throughput_panel(rows: list[drivers.RateRow]) -> Panel:
         series.append(s)
     ticks = [(i, f"{n} actor(s)") for i, n in enumerate(counts)]
     ylabel = "transitions / s (median, min–max)"
-    return Panel("seed design vs pararl async", series, ylabel=ylabel, xticks=ticks, logy=True)
+    title = "DQN post's design vs pararl async"
+    return Panel(title, series, ylabel=ylabel, xticks=ticks, logy=True)
 
 
 def overlap_panel(e: Overlap) -> Panel:
@@ -275,8 +276,8 @@ def report(r: Results, meta: h.Metadata) -> h.Report:
         ratios.append(f"time to solve ÷ SB3 (target ≤ 0.5): {solve.ratios_text(r.solve)}")
     if r.throughput:
         blocks.append(
-            "### Transitions/s: the seed's design against pararl async\n\nTransitions stored "
-            "per second by the learner process, steady state (the seed design's memory starts "
+            "### Transitions/s: the DQN post's design against pararl async\n\nTransitions stored "
+            "per second by the learner process, steady state (the DQN post's memory starts "
             f"full so that it learns every 5 transitions from the start); {p['repeats']} "
             f"interleaved spells of {p['block_s']:g} s after {p['warmup_s']:g} s warm-up. "
             "pararl runs its production learner loop (`OffPolicyLoop`, replay ratio gating; `no "

@@ -1,14 +1,15 @@
 """`python -m benchmarks maml`: time per MAML-TRPO meta-iteration, split into sampling,
-adaptation and the outer step, with pararl's multi-task sampler against the seed
-post's sampler design (seeds/001, re-implemented in `benchmarks.maml_seed`).
+adaptation and the outer step, with pararl's multi-task sampler against the sampler
+design of the parallel-sampling post (README, Sources; re-implemented in
+`benchmarks.maml_seed`).
 
 Per env, two meta-learners start from the same seed and run the same meta-iteration
 code (`pararl.runners.maml.meta_iteration`: the reference configuration's tasks,
 episodes, policy, inner step and TRPO step). They differ in the sampler, pararl's
-(`recv=auto`, one env per episode over the workers) or the seed's (the same envs
+(`recv=auto`, one env per episode over the workers) or the post's (the same envs
 and workers, queues + RawArray + a deep copy of the worker's block per answer), and
 in the outer step's Fisher-vector products: pararl's Gauss-Newton form
-(`pararl.algos.maml`) or the seed codebase's (pytorch-maml-rl's), the KL's gradient
+(`pararl.algos.maml`) or the post's codebase's (pytorch-maml-rl's), the KL's gradient
 differentiated again through the inner step. Both compute the same products (a
 test checks it), so both take the same steps. Iterations alternate between the two,
 the order rotated every round, after one warm-up iteration each. As in `pararl train
@@ -18,7 +19,7 @@ core (the workers wait while it runs).
 The floor row times the envs alone: the iteration's env steps (both batches) in
 `--workers` processes stepping their share of the envs with random actions, with no
 policy, no data moved and no learning. No sampler on these workers can take less,
-so the seed's time per iteration divided by it bounds what any sampler can gain.
+so the post's time per iteration divided by it bounds what any sampler can gain.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ PARTS = ("sampling", "adaptation", "outer")
 
 @dataclass(frozen=True)
 class Config(h.Options):
-    """MAML-TRPO meta-iteration time, pararl's sampler vs the seed's design, split into
+    """MAML-TRPO meta-iteration time, pararl's sampler vs the sampling post's design, split into
     sampling / adaptation / outer step. --quick: Navigation2D, a small meta-batch."""
 
     envs: tuple[str, ...] = ("pararl/HalfCheetahDir-v0", "pararl/Navigation2D-v0")
@@ -96,7 +97,7 @@ class Row:
     outer: h.Summary
     post_minus_pre: float  # mean over the timed iterations (a check that both learn alike)
     env_floor: h.Summary | None = None  # the envs alone, the same steps (module docstring)
-    vs_seed: float | None = None  # this design's time per iteration / the seed's
+    vs_seed: float | None = None  # this design's time per iteration / the post's
 
 
 def maml_config(c: Config, env: str) -> Any:
@@ -307,7 +308,8 @@ def report(rows: list[Row], meta: h.Metadata) -> h.Report:
             )
         )
     return h.Report(
-        f"MAML-TRPO meta-iteration: pararl's sampler vs the seed's design (`{h.PROG} maml`)",
+        "MAML-TRPO meta-iteration: pararl's sampler vs the sampling post's design "
+        f"(`{h.PROG} maml`)",
         "; ".join(ratios),
         [h.table(COLUMNS, rows)],
         panels,

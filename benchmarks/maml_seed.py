@@ -1,4 +1,5 @@
-"""The seed post's MAML sampler (seeds/001), re-implemented as the benchmark's anchor.
+"""The MAML sampler of the parallel-sampling post (README, Sources), re-implemented
+as the benchmark's anchor.
 
 Its design, as written in the post: `SynVectorEnv` starts one process per worker,
 each owning a slice of the envs; commands go down one `Queue` per worker
@@ -13,10 +14,10 @@ themselves in the worker when an episode ends.
 What is added to run it inside MAML's loop with pararl's: the `sample_tasks` /
 `sample` interface of `MultiTaskSampler` (one env per episode, `max_length` =
 the episode length, so every env runs one episode), the per-task policy forward
-pass (`act_tasks`, the same as pararl's: the seed's `policy(obs, params=params)`
+pass (`act_tasks`, the same as pararl's: the post's `policy(obs, params=params)`
 takes one parameter set), the conversion of the step copies into per-task arrays
 (the post's `collect` is unfinished; steps after an early end are masked out),
-and a timeout on every wait (the seed blocks forever if a worker dies).
+and a timeout on every wait (the post's blocks forever if a worker dies).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def shared(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
 def child_main(
     index: int, env_fns: list[Any], block: dict[str, np.ndarray], inbox: Any, barrier: Any
 ) -> None:
-    """The seed's `ChildEnv.run`: wait for a command, act on every env of the slice."""
+    """The post's `ChildEnv.run`: wait for a command, act on every env of the slice."""
     envs = [fn() for fn in env_fns]
     while True:
         instruction, data = inbox.get()
@@ -78,7 +79,7 @@ def child_main(
 
 
 class SynVectorEnv:
-    """The seed's vector env: queues for commands and answers, RawArray data."""
+    """The post's vector env: queues for commands and answers, RawArray data."""
 
     def __init__(self, env_fns: list[Any], n_process: int) -> None:
         assert len(env_fns) % n_process == 0, "env_fns must be divided by n_process"
@@ -166,7 +167,7 @@ class SynVectorEnv:
 
 
 class SeedSampler:
-    """The seed's `MultiTaskSampler.sample` loop behind pararl's sampler interface."""
+    """The post's `MultiTaskSampler.sample` loop behind pararl's sampler interface."""
 
     def __init__(
         self, env_id: str, policy: Any, *, num_workers: int, num_envs: int, episode_length: int
@@ -196,7 +197,7 @@ class SeedSampler:
         results: list[list[dict[str, np.ndarray]]] = [[] for _ in range(self.num_workers)]
         actions_of: list[list[np.ndarray]] = [[] for _ in range(self.num_workers)]
         while data:
-            for index in list(data):  # the seed's bookkeeping: one copy per step
+            for index in list(data):  # the post's bookkeeping: one copy per step
                 results[index].append(data[index][0])
                 done_times[index] -= 1
                 if done_times[index] == 0:

@@ -1,4 +1,4 @@
-"""`python -m benchmarks partial`: seeds/001's question — wait for every worker, or
+"""`python -m benchmarks partial`: the parallel-sampling post's question — wait for every worker, or
 take whatever has finished (timeout / min_envs)? — on the multi-task sampler.
 
 Per case (envs per worker × policy size) one `MultiTaskSampler` (one task per env, as
@@ -25,9 +25,9 @@ from pararl.mp.topology import physical_cores
 
 MAX_AUTO_WARMUP = 8  # extra warm-up samples allowed for auto to settle
 SEED_001 = [
-    ("seeds/001", "8 × 20 (160)", "timeout=0.0001 vs wait (0.1 s)", "wait as fast or faster"),
+    ("sampling post", "8 × 20 (160)", "timeout=0.0001 vs wait (0.1 s)", "wait as fast or faster"),
     (
-        "seeds/001",
+        "sampling post",
         "8 × 4000 (32,000)",
         "timeout=0.0001 vs wait (0.1 s)",
         "314 s vs 342 s / 1000 it.",
@@ -38,7 +38,7 @@ SEED_001 = [
 @dataclass(frozen=True)
 class Config(h.Options):
     """Wait-for-all vs timeout vs min_envs vs auto recv, over envs per worker and policy
-    size (seeds/001). --quick: Navigation2D, 2 sizes, 1-2 repeats (< 1 min)."""
+    size (the parallel-sampling post). --quick: Navigation2D, 2 sizes, 1-2 repeats (< 1 min)."""
 
     env: str = "pararl/HalfCheetahDir-v0"
     """Task env id (needs sample_tasks and reset_task)."""
@@ -325,7 +325,7 @@ def report(rows: list[Row], meta: h.Metadata) -> h.Report:
         panels,
         "partial collection benchmark",
         preface=[
-            "The seed's numbers (8 workers, HalfCheetahDir, GPU policy; not re-measured here):\n\n"
-            + h.table(SEED_COLUMNS, SEED_001)
+            "The parallel-sampling post's numbers (8 workers, HalfCheetahDir, GPU policy; "
+            "not re-measured here):\n\n" + h.table(SEED_COLUMNS, SEED_001)
         ],
     )

@@ -1,6 +1,6 @@
 """What the DQN throughput, overlap and Ray benchmarks drive in timed spells.
 
-`SeedDesign`: the seed post's multi-process DQN (seeds/000), as it was: each child
+`SeedDesign`: the design of the multi-process DQN post (README, Sources), as it was: each child
 steps one CartPole env with the net it was last sent (rebuilding an unused Adam every
 step) and sends ONE shaped transition per pipe message; the main process stores it
 (memory 2000), learns every 5 transitions (batch 64, lr 0.01, gamma 0.9, target sync
@@ -174,10 +174,10 @@ class SeedDesign:
 
 
 def workload_config(workload: Workload, env: str = "CartPole-v1", seed: int = 0) -> DQNConfig:
-    """`defaults`: pararl's DQN defaults. `seed`: the seed's learning work per transition
+    """`defaults`: pararl's DQN defaults. `seed`: the DQN post's learning work per transition
     (its net, batch, lr, gamma, 1-step targets, target sync, one update per 5
     transitions, epsilon 0.1, its reward shaping) on pararl's machinery: each actor
-    steps 32 envs (the seed's one), chunks of transitions, weights in shared memory."""
+    steps 32 envs (the post's one), chunks of transitions, weights in shared memory."""
     # no step budget: spells run as long as they are timed (the learner loop takes no
     # chunk past a run's budget)
     base = DQNConfig(
@@ -290,7 +290,7 @@ class RateRow:
     note: str = ""
     steps: h.Summary | None = None
     updates: h.Summary | None = None
-    vs: float | None = None  # ratio to the anchor (the seed design, local actors)
+    vs: float | None = None  # ratio to the anchor (the DQN post's design, local actors)
 
 
 Runs = dict[str, tuple[Pararl | SeedDesign, Mode]]  # spell name: what runs it, and how

@@ -287,7 +287,7 @@ class Report:
     blocks: list[str]
     panels: list[Panel] = field(default_factory=list)
     figure_alt: str = "benchmark"
-    preface: list[str] = field(default_factory=list)  # before the figure (the seed's numbers)
+    preface: list[str] = field(default_factory=list)  # before the figure (a source's numbers)
     legend_below: bool = False
 
 

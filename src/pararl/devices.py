@@ -1,4 +1,4 @@
-"""Where to act and where to learn, chosen by measurement (seeds/002).
+"""Where to act and where to learn, chosen by measurement (the CPU/GPU placement post's question).
 
 Small policies act fastest on the CPU (a GPU round trip per step costs more than
 the forward pass); larger ones learn faster on a GPU. `auto` times both at

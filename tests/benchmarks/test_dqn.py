@@ -1,4 +1,4 @@
-"""`python -m benchmarks dqn`: the seed's design does not deadlock with 2 children;
+"""`python -m benchmarks dqn`: the DQN post's design does not deadlock with 2 children;
 pararl's loop driven in spells (actors, learner, the loop with and without a replay
 ratio); throughput and overlap end to end at tiny durations; bad options exit 2."""
 

@@ -1,5 +1,5 @@
 """`python -m benchmarks maml`: the quick run end to end (pararl's sampler and the
-seed's design on the same meta-iterations); bad options exit with code 2."""
+sampling post's design on the same meta-iterations); bad options exit with code 2."""
 
 from __future__ import annotations
 

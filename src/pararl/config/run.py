@@ -63,8 +63,9 @@ class RunConfig:
     pairs (values read as JSON when they parse: `size=5 walls=[1,2] name=maze`) or
     one JSON object (`'{"size": 5}'`)."""
     wrapper: Literal["none", "cartpole-shaped"] = "none"
-    """Reward wrapper for training envs: `cartpole-shaped` is the seed post's CartPole
-    shaping (position and angle terms); evaluation always uses the true reward."""
+    """Reward wrapper for training envs: `cartpole-shaped` is the CartPole shaping of the
+    multi-process DQN post in README's Sources (position and angle terms); evaluation
+    always uses the true reward."""
     seed: int = 0
     """Random seed: every env, actor, replica, evaluation and network gets its own
     stream derived from it (`pararl.seeding`)."""

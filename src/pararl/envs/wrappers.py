@@ -9,7 +9,8 @@ import numpy as np
 
 
 class CartPoleShapedReward(gym.RewardWrapper):
-    """The seed post's CartPole shaping: reward staying near the centre and upright.
+    """The CartPole shaping of the multi-process DQN post (README, Sources): reward
+    staying near the centre and upright.
 
     r = 3 * ((x_thr - |x|) / x_thr - 0.8) + ((theta_thr - |theta|) / theta_thr - 0.5)
     """

@@ -1,4 +1,5 @@
-"""Parameter-averaging DQN (seeds/000, design 1): N replicas that meet to average.
+"""Parameter-averaging DQN (the multi-process DQN post's first design, README's
+Sources): N replicas that meet to average.
 
 Every replica is a whole serial DQN — the one off-policy learner loop (`runners.offpolicy`) over
 its own in-process chunk source (a `SerialVectorEnv`), with its own replay memory,

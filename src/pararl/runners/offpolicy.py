@@ -1,4 +1,5 @@
-"""The off-policy learner loop, one for DQN and SAC (seeds/000's actors + one learner):
+"""The off-policy learner loop, one for DQN and SAC (the multi-process DQN post's
+actors + one learner, README's Sources):
 
     while not done:
         if no update is due: take the chunks that arrived -> replay memory, env_steps

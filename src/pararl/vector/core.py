@@ -263,7 +263,7 @@ class BatchVectorEnv(gym.vector.VectorEnv):
             self._state = "default"
             return self._results(replies, full=True)[:5]
 
-    # --- partial stepping (EnvPool / seeds' step_send + step_recv) ---------------
+    # --- partial stepping (EnvPool's send + recv) ---------------
 
     def send(self, actions: Any, env_ids: Sequence[int] | np.ndarray | None = None) -> None:
         """Step envs `env_ids` (all when None) with `actions`, batched in that order.

@@ -1,5 +1,6 @@
-"""Parameter averaging across replicas (seeds/000, design 1) as a way of shipping
-weights: every replica publishes its own and holds the mean of all of them after.
+"""Parameter averaging across replicas (the multi-process DQN post's first design,
+README's Sources) as a way of shipping weights: every replica publishes its own and
+holds the mean of all of them after.
 
 Every rank calls these functions at the same point with tensors of the same shapes
 and order; each call is one collective on the default process group (gloo on the

@@ -3,7 +3,7 @@
 - `WaitAll()`: wait for every env in flight, then one forward pass over all of them
   (fewest, largest forward passes; every worker idles until the slowest is done).
 - `Timeout(t)`: block for the first worker, then also take the workers that finish
-  within `t` seconds (seeds/001's "Google-style" partial collection).
+  within `t` seconds (the parallel-sampling post's "Google-style" partial collection).
 - `MinEnvs(k)`: return once at least `k` envs are back; a float in (0, 1) is a
   fraction of all envs.
 - `Auto()` (in `samplers.meta.auto`): picks between waiting for all and
