@@ -703,11 +703,11 @@ def measure(c: Config, meta: h.Metadata) -> Results:
     threads = c.threads or torch.get_num_threads()
     torch.set_num_threads(threads)
     gpu = torch.cuda.get_device_name(0) if device == "cuda" else None
-    from pararl.algos.fused import resolve_mode
+    from pararl.algos.fused import resolve_step_mode
 
     settings: dict[str, str] = {}  # step mode -> the first --compile setting giving it
     for setting in c.compile:
-        settings.setdefault(resolve_mode(setting, torch.device(device)), setting)
+        settings.setdefault(resolve_step_mode(setting, torch.device(device)), setting)
     meta.machine_note = f"; {threads} torch thread(s), learners on {gpu or 'the CPU'}"
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
     peak_s = min(0.5, c.seconds)
@@ -761,7 +761,7 @@ def measure(c: Config, meta: h.Metadata) -> Results:
 
 def with_threads(learner: Learner, threads: int) -> Learner:
     """`learner`'s step (and state) run with `threads` torch threads."""
-    from pararl.devices import torch_threads
+    from pararl.mp.threads import torch_threads
 
     def run(k: int) -> int:
         with torch_threads(threads):

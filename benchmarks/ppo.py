@@ -139,8 +139,9 @@ def sampling_case(env_id: str, hidden: tuple[int, ...], envs: Any, c: Config) ->
     from pararl.config import PPOConfig
     from pararl.devices import time_forward
     from pararl.models import num_params
-    from pararl.runners.setup import seed_everything, set_learner_threads
+    from pararl.mp.threads import set_learner_threads
     from pararl.samplers.rollout.collect import EnvStream, collect, collect_double
+    from pararl.seeding import seed_everything
 
     cfg = PPOConfig(
         env=env_id,

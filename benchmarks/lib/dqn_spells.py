@@ -36,10 +36,12 @@ from torch import nn
 from benchmarks.lib import harness as h
 from pararl.algos.dqn import DQNState
 from pararl.config import DQNConfig
+from pararl.devices import resolve_device
 from pararl.envs.make import env_factory
 from pararl.models import num_params
+from pararl.mp.threads import set_learner_threads
 from pararl.runners.offpolicy import PUBLISH_EVERY, OffPolicyLoop, make_source
-from pararl.runners.setup import resolve_device, seed_everything, set_learner_threads
+from pararl.seeding import seed_everything
 
 GREEDY, MEMORY, TARGET_SYNC, BATCH, GAMMA, LR, LEARN_EVERY = 0.9, 2000, 200, 64, 0.9, 0.01, 5
 ROW = 10  # s (4), a, r, s' (4)

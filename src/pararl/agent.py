@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from pararl import checkpoint as ckpt
+from pararl import seeding
 from pararl.config import DQNConfig, MAMLConfig, RunConfig, saved_config
 from pararl.config.saved import saved_facts
 from pararl.envs.make import check_env_id, env_factory
@@ -52,8 +53,9 @@ class Agent:
         self.action_bounds = None if bounds is None else tuple(np.asarray(b) for b in bounds)
         # the checkpoint's description of the network (shapes, bounds), not its weights
         self._state = {k: v for k, v in state.items() if k not in ("learner", "replay")}
-        self.rng = np.random.default_rng(seed)  # for `act(..., deterministic=False)`
-        self.generator = torch.Generator().manual_seed(seed)  # the same, for torch's draws
+        # for `act(..., deterministic=False)`: numpy's draws and torch's
+        self.rng = seeding.generator(seed, "eval-actions", 1)
+        self.generator = torch.Generator().manual_seed(seeding.integer(seed, "eval-actions", 2))
         self.task: Any = None  # MAML: the task this agent was adapted to (None: meta-policy)
         self.adaptation_returns: np.ndarray | None = None  # before adapting, after each step
 

@@ -8,8 +8,7 @@ start-up, transfers included, and takes the faster; the timings are kept.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,17 +20,15 @@ from pararl.errors import UsageError
 from pararl.optim import FlatAdam
 
 
-@contextmanager
-def torch_threads(threads: int | None) -> Iterator[None]:
-    """torch's intra-op threads set to `threads` inside the block, restored after it
-    (None: left as they are)."""
-    before = torch.get_num_threads()
-    if threads is not None:
-        torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
+def resolve_device(name: str, flag: str = "--device") -> torch.device:
+    """`auto` -> CUDA when present, else CPU (DQN's, SAC's and MAML's `--device`; PPO's
+    `auto` is measured, `choose_devices`); asking for CUDA without it is an error that
+    names `flag`."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise UsageError(f"{flag} cuda, but CUDA is not available here; use {flag} cpu or auto")
+    return torch.device(name)
 
 
 def available_devices() -> list[torch.device]:
@@ -138,9 +135,9 @@ def choose_devices(
     """Resolve `act`/`learn` (cpu | cuda | auto); `auto` takes the faster measured device.
     `obs_shape` (or a flat size) and `obs_dtype`: the observations timed with."""
     devices = available_devices()
-    for name, value in (("--act-device", act), ("--learn-device", learn)):
-        if value == "cuda" and torch.device("cuda") not in devices:
-            raise UsageError(f"{name} cuda, but CUDA is not available here; use cpu or auto")
+    for flag, value in (("--act-device", act), ("--learn-device", learn)):
+        if value != "auto":
+            resolve_device(value, flag)  # refuses CUDA where there is none
     timings: dict[str, float] = {}
     if "auto" in (act, learn) and len(devices) > 1:
         for device in devices:

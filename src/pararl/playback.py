@@ -14,15 +14,22 @@ from typing import Any
 
 import numpy as np
 
-from pararl import seeding
 from pararl.agent import Agent, load
 from pararl.config import EvaluateConfig
 from pararl.config.saved import saved_facts
 from pararl.envs.make import env_factory
 from pararl.errors import UsageError
-from pararl.evaluation.greedy import Episodes, Evaluator, episode_cap, progress_notes
+from pararl.evaluation.greedy import (
+    Episodes,
+    Evaluator,
+    episode_cap,
+    eval_seeds,
+    progress_notes,
+)
 from pararl.registry import algorithm_of_run
 from pararl.rundir import RunDir
+
+FIRST_RUN = (0,)  # the evaluations' stream of a run from step 0: its episodes are played
 
 
 def _play(
@@ -41,7 +48,7 @@ def _play(
     returns, lengths, truncated, capped, frames = [], [], [], [], []
     try:
         # the same episodes as a training run's first evaluation with this seed
-        for ep, ep_seed in enumerate(seeding.env_seeds(seed, episodes, "eval", 0, 0)):
+        for ep, ep_seed in enumerate(eval_seeds(seed, episodes, FIRST_RUN)):
             obs, _ = env.reset(seed=ep_seed)
             total, steps, ended, cut = 0.0, 0, False, False
             while not ended:
@@ -135,7 +142,7 @@ def run(cfg: EvaluateConfig) -> dict[str, float]:
             print(f"video of episode 1 written to {cfg.video}")
     else:
         env_fn = env_factory(config.env, kwargs=config.env_kwargs)
-        evaluator = Evaluator(env_fn, cfg.episodes, cfg.seed, stream=(0,), max_steps=cap)
+        evaluator = Evaluator(env_fn, cfg.episodes, cfg.seed, stream=FIRST_RUN, max_steps=cap)
         try:
             say = functools.partial(print, file=sys.stderr, flush=True)
             progress = progress_notes(say, f"{cfg.episodes} episodes of {config.env}")

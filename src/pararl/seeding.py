@@ -56,4 +56,32 @@ def env_seeds(seed: int, count: int, role: Role = "env", *path: int) -> list[int
     return [int(c.generate_state(1, np.uint64)[0]) & _MASK63 for c in parent.spawn(count)]
 
 
-__all__ = ["ROLES", "Role", "env_seeds", "generator", "integer", "stream"]
+def seed_torch(seed: int, *path: int) -> None:
+    """torch's global generator on the stream `("torch", *path)`: network
+    initialisation in the process at `path` (torch is imported here, not by this
+    module: the vector envs seed without it)."""
+    import torch
+
+    torch.manual_seed(integer(seed, "torch", *path))
+
+
+def seed_everything(seed: int, rank: int = 0) -> None:
+    """This process's global generators (Python's `random`, numpy's legacy global,
+    torch's), each on its own stream: a learner process (`rank`: a replica's)."""
+    import random
+
+    random.seed(integer(seed, "torch", rank, 1))
+    np.random.seed(integer(seed, "torch", rank, 2) % 2**32)
+    seed_torch(seed, rank, 0)
+
+
+__all__ = [
+    "ROLES",
+    "Role",
+    "env_seeds",
+    "generator",
+    "integer",
+    "seed_everything",
+    "seed_torch",
+    "stream",
+]

@@ -15,7 +15,7 @@ import torch
 
 from pararl.algos import fused
 from pararl.algos.dqn import DQNState
-from pararl.algos.fused import FusedStep, resolve_mode
+from pararl.algos.fused import FusedStep, resolve_step_mode
 from pararl.algos.ppo import PPOHyper, PPOLearner
 from pararl.config import DQNConfig, env_kind
 from pararl.models.build import actor_critic
@@ -150,8 +150,12 @@ def test_ppo_compiled_step_is_the_plain_step(model: str, discrete: bool, manual:
 
 def test_step_modes() -> None:
     cuda = torch.device("cuda")
-    assert [resolve_mode(s, CPU) for s in ("off", "on", "auto")] == ["eager", "compile", "eager"]
-    assert [resolve_mode(s, cuda) for s in ("off", "on", "auto")] == [
+    assert [resolve_step_mode(s, CPU) for s in ("off", "on", "auto")] == [
+        "eager",
+        "compile",
+        "eager",
+    ]
+    assert [resolve_step_mode(s, cuda) for s in ("off", "on", "auto")] == [
         "eager",
         "compile+graph",
         "graph",
@@ -159,4 +163,4 @@ def test_step_modes() -> None:
     with pytest.raises(ValueError, match="CUDA device"):
         FusedStep(lambda x: (x,), "graph", CPU)
     with pytest.raises(ValueError, match="must be auto, on or off"):
-        resolve_mode("fast", CPU)
+        resolve_step_mode("fast", CPU)

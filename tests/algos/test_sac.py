@@ -31,7 +31,7 @@ def learner(setting: str = "off", seed: int = 0) -> SACLearner:
     cfg = SACConfig(env="x", hidden=(4,), lr=LR, tau=TAU, alpha=ALPHA, compile=setting)  # type: ignore[arg-type]
     cfg = cfg.for_env("continuous").config
     actor = squashed_actor(OBS, ACT, cfg.hidden, LOW, HIGH)
-    mode = fused.resolve_mode(setting, CPU)
+    mode = fused.resolve_step_mode(setting, CPU)
     return SACLearner(actor, TwinQ(OBS, ACT, cfg.hidden), cfg, CPU, mode, noise_seed=1)
 
 

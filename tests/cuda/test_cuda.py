@@ -16,7 +16,7 @@ import torch
 
 from pararl import DQNConfig, PPOConfig, train
 from pararl.algos.dqn import DQNState
-from pararl.algos.fused import resolve_mode
+from pararl.algos.fused import resolve_step_mode
 from pararl.algos.ppo import PPOHyper, PPOLearner
 from pararl.algos.sac import SACLearner
 from pararl.config import MAMLConfig, SACConfig, env_kind
@@ -200,7 +200,7 @@ def _sac(setting: str) -> SACLearner:
     cfg = SACConfig(env="x", compile=setting, hidden=(64, 64)).for_env("continuous").config  # type: ignore[arg-type]
     bound = np.ones(2, np.float32)
     actor, critic = squashed_actor(5, 2, cfg.hidden, -bound, bound), TwinQ(5, 2, cfg.hidden)
-    return SACLearner(actor, critic, cfg, CUDA, resolve_mode(setting, CUDA), noise_seed=3)
+    return SACLearner(actor, critic, cfg, CUDA, resolve_step_mode(setting, CUDA), noise_seed=3)
 
 
 @pytest.mark.parametrize("prioritized", [False, True])

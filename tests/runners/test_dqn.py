@@ -10,7 +10,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import psutil
 import pytest
 import torch
@@ -198,24 +197,3 @@ def test_killed_actor_is_replaced_when_asked(
     state = torch.load(session.run.checkpoint("final"), weights_only=False)
     assert state["env_steps"] >= 12_000
     assert "killed by signal SIGKILL" in capsys.readouterr().err
-
-
-def test_a_convolutional_learner_beside_actors_takes_every_core() -> None:
-    from pararl.models.build import q_network
-    from pararl.mp.topology import physical_cores
-    from pararl.runners.offpolicy import takes_every_core
-    from pararl.runners.setup import set_learner_threads
-
-    cnn = q_network("minatar-cnn", (10, 10, 4), np.dtype(np.bool_), 3, (128,))
-    mlp = q_network("mlp", (4,), np.dtype(np.float32), 2, (64, 64))
-    assert [takes_every_core(cnn, m) for m in ("serial", "sync", "async", "ray")] == [
-        False, False, True, True,
-    ]  # fmt: skip
-    assert not takes_every_core(mlp, "async")
-    before = torch.get_num_threads()
-    try:
-        assert set_learner_threads(10_000, 1, every_core=True) == physical_cores()
-        assert set_learner_threads(10_000, 1) == 1  # a small model, otherwise
-        assert set_learner_threads(10_000, 1, given=3, every_core=True) == 3  # given wins
-    finally:
-        torch.set_num_threads(before)

@@ -18,7 +18,7 @@ import torch.nn.functional as F  # noqa: N812 - the usual name
 
 from pararl import seeding
 from pararl.algos import offpolicy
-from pararl.algos.fused import FusedStep, Mode, resolve_mode
+from pararl.algos.fused import FusedStep, Mode, resolve_step_mode
 from pararl.checkpoint import Header
 from pararl.config import DQNConfig, Filled
 from pararl.errors import UsageError
@@ -198,7 +198,9 @@ class DQNState:
             cfg.hidden,
             cfg.dueling,
         )
-        self.learner = DQNLearner(self.make_model(), cfg, device, resolve_mode(cfg.compile, device))
+        self.learner = DQNLearner(
+            self.make_model(), cfg, device, resolve_step_mode(cfg.compile, device)
+        )
         self.frame_stack = frame_stack
         self.replay = make_replay(
             self.settings.buffer_size,

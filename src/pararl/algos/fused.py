@@ -115,7 +115,7 @@ def program_boundary() -> None:
         dynamo.graph_break()
 
 
-def resolve_mode(setting: str, device: torch.device) -> Mode:
+def resolve_step_mode(setting: str, device: torch.device) -> Mode:
     """The step mode for `--compile auto|on|off` on `device`: `off` runs the step as
     written; `on` compiles it, and on a GPU also records it; `auto` records it on a
     GPU (recording costs milliseconds and the replay removes the launches that bound a
@@ -131,4 +131,4 @@ def resolve_mode(setting: str, device: torch.device) -> Mode:
     raise ValueError(f"--compile must be auto, on or off, not {setting!r}")
 
 
-__all__ = ["MODES", "FusedStep", "Mode", "StepFn", "program_boundary", "resolve_mode"]
+__all__ = ["MODES", "FusedStep", "Mode", "StepFn", "program_boundary", "resolve_step_mode"]

@@ -40,9 +40,9 @@ from torch.nn.utils import parameters_to_vector
 from pararl.algos.baseline import TaskBatch
 from pararl.algos.trpo import TRPOHyper, trpo_step
 from pararl.config import MAMLConfig
-from pararl.devices import torch_threads
 from pararl.errors import UsageError
 from pararl.models.gaussian import GaussianMLP, Params, gaussian_log_likelihood
+from pararl.mp.threads import torch_threads
 
 
 def episode_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

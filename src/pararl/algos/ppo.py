@@ -18,7 +18,7 @@ import torch
 
 from pararl import seeding
 from pararl.algos import ppo_grad
-from pararl.algos.fused import FusedStep, Mode, resolve_mode
+from pararl.algos.fused import FusedStep, Mode, resolve_step_mode
 from pararl.checkpoint import Header
 from pararl.config import Filled, PPOConfig
 from pararl.devices import choose_devices
@@ -326,7 +326,7 @@ class PPOState:
             num_minibatches=max(1, num_envs * s.num_steps // s.minibatch_size),
         )
         learn = self.devices.learn
-        self.learner = PPOLearner(model, hyper, s.lr, learn, resolve_mode(cfg.compile, learn))
+        self.learner = PPOLearner(model, hyper, s.lr, learn, resolve_step_mode(cfg.compile, learn))
         # the acting copy lives on the acting device; weights are copied once per update
         self.actor = (
             self.learner.model

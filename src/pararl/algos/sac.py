@@ -29,7 +29,7 @@ from torch import nn
 
 from pararl import seeding
 from pararl.algos import offpolicy
-from pararl.algos.fused import FusedStep, Mode, program_boundary, resolve_mode
+from pararl.algos.fused import FusedStep, Mode, program_boundary, resolve_step_mode
 from pararl.checkpoint import Header
 from pararl.config import Filled, SACConfig
 from pararl.errors import UsageError
@@ -291,7 +291,7 @@ class SACState:
             TwinQ(obs_dim, self.action_dim, cfg.hidden),
             cfg,
             device,
-            resolve_mode(cfg.compile, device),
+            resolve_step_mode(cfg.compile, device),
         )
         s = self.settings
         self.replay = make_replay(

@@ -30,6 +30,7 @@ from gymnasium.envs.registration import EnvSpec
 from pararl.evaluation.child import EvalChild
 from pararl.evaluation.greedy import DEFAULT_EPISODE_CAP, EvalActions, GreedyModel, Progress
 from pararl.mp.errors import WorkerTimeoutError
+from pararl.weights.base import numpy_state
 
 CLOSE_GRACE_S = 0.05  # for an evaluation child with nothing left to do
 
@@ -73,9 +74,7 @@ class BackgroundEvaluator:
         return self._sent_at is not None
 
     def submit(self, policy: GreedyModel) -> None:
-        self._request(
-            ("eval", {k: v.detach().cpu().numpy().copy() for k, v in policy.state_dict().items()})
-        )
+        self._request(("eval", numpy_state(policy)))
 
     def _request(self, message: tuple[str, Any]) -> None:
         if self.busy:

@@ -156,6 +156,14 @@ def action_generator(actions: EvalActions, seed: int, stream: tuple[int, ...]) -
     return torch.Generator().manual_seed(seeding.integer(seed, "eval-actions", *stream))
 
 
+def eval_seeds(seed: int, episodes: int, stream: tuple[int, ...] = (), call: int = 0) -> list[int]:
+    """Reset seeds of the episodes of evaluation `call` (0: the first) of an evaluator
+    on `stream`: the stream `("eval", *stream, call)` of the run's seed. A training
+    run's `stream` is the env step it (re)started at, so `(0,)` and call 0 are a new
+    run's first evaluation."""
+    return seeding.env_seeds(seed, episodes, "eval", *stream, call)
+
+
 class Evaluator:
     """Runs `episodes` episodes in lock-step, each for at most `max_steps` steps,
     acting as `actions` says; reuses its envs between calls. Evaluation k resets its
@@ -184,9 +192,7 @@ class Evaluator:
     def run(self, policy: Policy, progress: ProgressFn | None = None) -> Episodes:
         """One episode per env (undiscounted true env reward); `progress` is told
         how far it is every `PROGRESS_EVERY_S` seconds."""
-        obs, _ = self.envs.reset(
-            seed=seeding.env_seeds(self.seed, self.episodes, "eval", *self.stream, self.calls)
-        )
+        obs, _ = self.envs.reset(seed=eval_seeds(self.seed, self.episodes, self.stream, self.calls))
         self.calls += 1
         returns = np.zeros(self.episodes)
         lengths = np.zeros(self.episodes, np.int64)

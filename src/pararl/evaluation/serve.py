@@ -15,6 +15,8 @@ import torch
 from gymnasium.envs.registration import EnvSpec
 
 from pararl.evaluation.greedy import EvalActions, Evaluator
+from pararl.mp.threads import one_thread
+from pararl.weights.base import load_numpy_state
 
 
 def serve(
@@ -30,7 +32,7 @@ def serve(
 ) -> None:
     if spec is not None:
         register_carried(spec)
-    torch.set_num_threads(1)
+    one_thread()
     evaluator = Evaluator(env_fn, episodes, seed, stream, max_steps, actions)
     model = model_fn()
     warm = False
@@ -47,7 +49,7 @@ def serve(
 
                 conn.send((True, learning_curve(*payload)))
                 continue
-            model.load_state_dict({k: torch.from_numpy(v) for k, v in payload.items()})
+            load_numpy_state(model, payload)
             policy = evaluator.policy(model)
             conn.send((True, evaluator.run(policy, lambda p: conn.send((True, p)))))
     finally:

@@ -19,7 +19,6 @@ import multiprocessing as mp
 import os
 import select
 import signal
-import sys
 import time
 import weakref
 from collections.abc import Callable, Sequence
@@ -28,6 +27,7 @@ from multiprocessing.context import BaseContext
 from typing import Any
 
 from pararl.mp.errors import RemoteError, WorkerError, WorkerTimeoutError, worker_error
+from pararl.mp.threads import one_thread
 
 CLOSE_GRACE_S = 2.0  # how long close() lets children exit by themselves
 
@@ -49,10 +49,7 @@ class ParentWatch:
 
 def _bootstrap(conn: Connection, target: Callable[..., None], args: tuple[Any, ...]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    os.environ["OMP_NUM_THREADS"] = "1"
-    os.environ["MKL_NUM_THREADS"] = "1"
-    if "torch" in sys.modules:
-        sys.modules["torch"].set_num_threads(1)
+    one_thread()
     try:
         target(conn, *args)
     except BaseException as exc:  # report anything that escapes; the parent decides

@@ -31,8 +31,10 @@ from typing import Any
 
 import torch
 
+from pararl import seeding
 from pararl.algos.dqn import DQNState, check_spaces
 from pararl.config import DQNConfig, Filled, config_from_json
+from pararl.devices import resolve_device
 from pararl.distributed.launch import (
     CollectiveError,
     LocalReplicas,
@@ -49,20 +51,14 @@ from pararl.distributed.launch import (
 from pararl.envs.make import env_factory
 from pararl.errors import UsageError
 from pararl.models import num_params
+from pararl.mp.threads import set_learner_threads
 from pararl.mp.topology import physical_cores
 from pararl.rundir import RunDir
 from pararl.runners import offpolicy
 from pararl.runners.dqn import METRICS
 from pararl.runners.offpolicy import OffPolicyLoop, local_source
 from pararl.runners.session import TrainSession
-from pararl.runners.setup import (
-    Plan,
-    Prepared,
-    compose,
-    resolve_device,
-    seed_everything,
-    set_learner_threads,
-)
+from pararl.runners.setup import Plan, Prepared, compose
 from pararl.vector import SerialVectorEnv
 from pararl.weights.averaging import AveragedWeights, adam_moments, module_tensors
 
@@ -206,7 +202,7 @@ def start_payload(state: DQNState, spaces: tuple[Any, Any]) -> dict[str, Any]:
 
 def build_replica(payload: dict[str, Any], rdv: Rendezvous, device: torch.device) -> Replica:
     filled: Filled[DQNConfig] = payload["filled"]
-    seed_everything(filled.config.seed, rdv.rank)
+    seeding.seed_everything(filled.config.seed, rdv.rank)
     observation_space, action_space = payload["spaces"]
     state = DQNState(filled, observation_space, action_space, device, rank=rdv.rank)
     state.learner.load_state_dict(payload["learner"])

@@ -9,12 +9,13 @@ import gymnasium as gym
 
 from pararl.algos.dqn import DQNState
 from pararl.config import DQNConfig
+from pararl.devices import resolve_device
 from pararl.envs.make import env_factory
 from pararl.images import is_image
 from pararl.models import num_params
 from pararl.replay.frame_steps import stack_size
 from pararl.runners import offpolicy
-from pararl.runners.setup import Plan, Prepared, resolve_device
+from pararl.runners.setup import Plan, Prepared
 
 # metrics.csv columns of a DQN run, beside the session's and the loop's
 # (`offpolicy.METRICS`): the exploration, the learner's update (`algos.dqn`), the

@@ -29,12 +29,14 @@ from pararl.algos.baseline import TaskBatch, task_batch
 from pararl.algos.maml import MAMLLearner, MeanAction, MetaBatch, make_model
 from pararl.checkpoint import Header
 from pararl.config import MAMLConfig
+from pararl.devices import resolve_device
 from pararl.errors import UsageError
 from pararl.evaluation.reported import ReportedReturns
 from pararl.models.gaussian import TaskPolicy
+from pararl.mp.threads import every_core_threads
 from pararl.mp.topology import physical_cores
 from pararl.runners.session import TrainSession
-from pararl.runners.setup import Plan, Prepared, resolve_device
+from pararl.runners.setup import Plan, Prepared
 from pararl.samplers.meta.sampler import MultiTaskSampler, SampleResult
 from pararl.weights.local import LocalCopy
 
@@ -209,7 +211,7 @@ def plan(p: Prepared) -> Plan:
     # two); the acting forward passes stay on one, not to fight the workers (with two,
     # HalfCheetahDir's sampling took 4.9 s instead of 3.6)
     torch.set_num_threads(1)  # acting: small forward passes, next to the env workers
-    threads = state.learner.threads = cfg.learner_threads or physical_cores()
+    threads = state.learner.threads = every_core_threads(cfg.learner_threads)
     sampler = MultiTaskSampler(
         cfg.env,
         state.acting,

@@ -40,10 +40,11 @@ from torch import nn
 from pararl.config import RunConfig
 from pararl.envs.make import env_factory
 from pararl.errors import UsageError
+from pararl.mp.threads import set_learner_threads, takes_every_core
 from pararl.mp.topology import physical_cores
 from pararl.replay.make import Replay
 from pararl.runners.session import TrainSession
-from pararl.runners.setup import Plan, Prepared, set_learner_threads
+from pararl.runners.setup import Plan, Prepared
 from pararl.samplers.chunks.actor import ActorSpec
 from pararl.samplers.chunks.actor_pool import ActorPool
 from pararl.samplers.chunks.explore import ActingPolicy
@@ -296,16 +297,6 @@ def start_notes(state: Learning, resumed: bool) -> tuple[str, ...]:
             "learns again"
         )
     return tuple(notes)
-
-
-def takes_every_core(net: nn.Module, mode: str) -> bool:
-    """Whether the learner of a run in `mode` takes every core for its threads:
-    convolutional networks beside actor processes. Actors held to the replay ratio
-    idle most of the time (6-22% of a core on MinAtar and Pong), and on 2 cores two
-    learner threads ran MinAtar Breakout's async DQN 1.14x (1.07-1.22x) and Pong's
-    1.18x as many updates/s as one. A small MLP's update gained nothing from a second
-    thread (SAC on Pendulum), so it keeps one."""
-    return mode in ("async", "ray") and any(isinstance(m, nn.Conv2d) for m in net.modules())
 
 
 def plan(

@@ -23,14 +23,19 @@ import numpy as np
 from pararl import seeding
 from pararl.algos.ppo import PPOState
 from pararl.config import PPOConfig
-from pararl.devices import torch_threads
 from pararl.envs.make import env_factory
 from pararl.errors import UsageError
 from pararl.models import num_params
+from pararl.mp.threads import (
+    SMALL_MODEL_PARAMS,
+    every_core_threads,
+    set_learner_threads,
+    torch_threads,
+)
 from pararl.mp.topology import physical_cores
 from pararl.runners.ppo_mode import ModeChoice, choose_mode
 from pararl.runners.session import TrainSession
-from pararl.runners.setup import SMALL_MODEL_PARAMS, Plan, Prepared, set_learner_threads
+from pararl.runners.setup import Plan, Prepared
 from pararl.samplers.rollout.collect import EnvStream, collect, collect_double
 from pararl.vector import ParallelVectorEnv, SerialVectorEnv
 
@@ -150,7 +155,7 @@ def plan(p: Prepared) -> Plan:
     if big and mode in ("serial", "sync") and not cfg.double_buffer:
         # the env workers wait while the update runs: it takes every core; acting
         # keeps `threads`, not to fight the workers for them
-        state.update_threads = physical_cores()
+        state.update_threads = every_core_threads()
     resolved: dict[str, Any] = {
         "mode": mode,
         "mode_reason": choice.reason,

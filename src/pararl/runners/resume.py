@@ -3,7 +3,7 @@ where its metrics continue.
 
 - The checkpoint is chosen by what the files hold, never by their modification
   time (a copy of a run has new mtimes): the most env steps wins; at equal steps
-  `final`/`interrupted`/`latest` win over `step_N`. A DQN state gets the replay
+  `final`/`interrupted`/`latest` win over `step_N`. A DQN or SAC state gets the replay
   memory saved with it, if any (`runners.checkpoints`).
 - Options that manage the run (budget, evaluation, checkpoints, logging, workers,
   devices, backend) apply when given, except that an on-policy run keeps its number of

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from pararl.algos.sac import SACState
 from pararl.config import SACConfig
+from pararl.devices import resolve_device
 from pararl.models import num_params
 from pararl.runners import offpolicy
-from pararl.runners.setup import Plan, Prepared, resolve_device
+from pararl.runners.setup import Plan, Prepared
 
 # metrics.csv columns of a SAC run, beside the session's and the loop's
 # (`offpolicy.METRICS`): the statistics of its update (`algos.sac`)

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import pickle
-import random
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 import torch
 
 from pararl import seeding
@@ -27,15 +25,6 @@ from pararl.mp.topology import physical_cores
 from pararl.rundir import RunDir
 from pararl.runners import resume
 from pararl.runners.session import TrainSession
-
-
-def resolve_device(name: str) -> torch.device:
-    """`auto` -> CUDA when present, else CPU; asking for CUDA without it is an error."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise UsageError("--device cuda, but CUDA is not available here; use --device cpu or auto")
-    return torch.device(name)
 
 
 def make_evaluator(
@@ -131,14 +120,6 @@ def open_session(
         raise
 
 
-def seed_everything(seed: int, rank: int = 0) -> None:
-    """This process's global generators (Python, numpy's legacy global, torch), each
-    on its own stream of the run's seed (`pararl.seeding`)."""
-    random.seed(seeding.integer(seed, "torch", rank, 1))
-    np.random.seed(seeding.integer(seed, "torch", rank, 2) % 2**32)
-    torch.manual_seed(seeding.integer(seed, "torch", rank, 0))
-
-
 @dataclass
 class Prepared:
     filled: Filled[Any]  # the config, every default of its kind of env set
@@ -213,28 +194,6 @@ def _env_module(config: RunConfig) -> dict[str, str]:
     return {} if found is None else {"env_module_dir": str(found)}
 
 
-SMALL_MODEL_PARAMS = 1_000_000
-
-
-def set_learner_threads(
-    num_params: int, busy_processes: int, given: int = 0, every_core: bool = False
-) -> int:
-    """Intra-op threads for the learner: `given` (`--learner-threads`) if not 0; every
-    physical core if `every_core`; else one for small models (thread start-up and
-    barriers cost more than they save, and spinning threads fight the actors for
-    cores); otherwise the physical cores not taken by actors or env workers."""
-    if given:
-        threads = given
-    elif every_core:
-        threads = physical_cores()
-    elif num_params < SMALL_MODEL_PARAMS:
-        threads = 1
-    else:
-        threads = max(1, physical_cores() - busy_processes)
-    torch.set_num_threads(threads)
-    return threads
-
-
 @dataclass
 class Plan:
     """What an algorithm's set-up hands `compose`: how to run, count, save and
@@ -267,7 +226,7 @@ def compose(
     p: Prepared | None = None
     try:
         p = prepare(config, algo, check_spaces, given)
-        seed_everything(p.config.seed)
+        seeding.seed_everything(p.config.seed)
         plan = build(p)
     except BaseException:
         if eval_child is not None:

@@ -13,12 +13,18 @@ shape of TorchRL's weight updaters: one sender, swappable transports):
 - `ray.RayWeights`: Ray actors, one `ray.put` per version sent (`ray.RayReceiver`
   on their side);
 - `averaging.AveragedWeights`: replicas that each learn, and meet to average.
+
+Where weights leave the process as data (Ray's object store, the evaluation
+process's pipe), they travel as a numpy snapshot (`numpy_state`, `load_numpy_state`):
+no tensors pickled.
 """
 
 from __future__ import annotations
 
 from typing import Protocol
 
+import numpy as np
+import torch
 from torch import nn
 
 
@@ -33,4 +39,15 @@ class WeightSender(Protocol):
         """Make `model`'s weights, as version `version`, the ones acting uses."""
 
 
-__all__ = ["WeightSender"]
+def numpy_state(model: nn.Module) -> dict[str, np.ndarray]:
+    """A CPU snapshot of `model`'s parameters and buffers, as numpy arrays."""
+    return {k: v.detach().cpu().numpy().copy() for k, v in model.state_dict().items()}
+
+
+def load_numpy_state(model: nn.Module, state: dict[str, np.ndarray]) -> None:
+    """Load a snapshot from `numpy_state` (copied: the arrays may be read-only views,
+    as Ray's object store gives them)."""
+    model.load_state_dict({k: torch.tensor(v) for k, v in state.items()})
+
+
+__all__ = ["WeightSender", "load_numpy_state", "numpy_state"]

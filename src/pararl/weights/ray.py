@@ -14,19 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-import torch
 from torch import nn
 
-
-def numpy_state(model: nn.Module) -> dict[str, np.ndarray]:
-    """A CPU snapshot of `model`'s parameters and buffers, as numpy arrays."""
-    return {k: v.detach().cpu().numpy().copy() for k, v in model.state_dict().items()}
-
-
-def load_numpy_state(model: nn.Module, state: dict[str, np.ndarray]) -> None:
-    """Load a state dict of numpy arrays (read-only views of the object store)."""
-    model.load_state_dict({k: torch.tensor(v) for k, v in state.items()})
+from pararl.weights.base import load_numpy_state, numpy_state
 
 
 class RayWeights:
@@ -69,4 +59,4 @@ class RayReceiver:
             self.version = version
 
 
-__all__ = ["RayReceiver", "RayWeights", "load_numpy_state", "numpy_state"]
+__all__ = ["RayReceiver", "RayWeights"]

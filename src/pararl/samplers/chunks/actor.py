@@ -23,7 +23,6 @@ from multiprocessing.connection import Connection
 
 import gymnasium as gym
 import numpy as np
-import torch
 from torch import nn
 
 from pararl import seeding
@@ -235,7 +234,7 @@ def actor_main(
     path: tuple[int, ...],
 ) -> None:
     """Act, chunk, send, repeat; until the learner says close or goes away."""
-    torch.manual_seed(seeding.integer(seed, "torch", *path))
+    seeding.seed_torch(seed, *path)
     arrays = shared.arrays
     sampler = ChunkSampler(spec, seed, path)
     weights = WeightReader(arrays)

@@ -19,11 +19,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import torch
 from torch import nn
 
 from pararl import seeding
 from pararl.config import RunConfig
+from pararl.mp.threads import one_thread
 from pararl.replay.frame_steps import frame_count
 from pararl.samplers.chunks.actor import ActorSpec, ChunkSampler, Payload
 from pararl.samplers.chunks.source import Chunk
@@ -38,8 +38,8 @@ class ChunkActor:
     """Made in its own Ray worker process (one CPU); see the module docstring."""
 
     def __init__(self, spec: ActorSpec, seed: int, path: tuple[int, ...]) -> None:
-        torch.set_num_threads(1)  # one core per actor, as the local actors
-        torch.manual_seed(seeding.integer(seed, "torch", *path))
+        one_thread()  # one core per actor, as the local actors
+        seeding.seed_torch(seed, *path)
         self.sampler = ChunkSampler(spec, seed, path)
         self.weights = RayReceiver()
 

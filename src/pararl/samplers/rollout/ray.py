@@ -24,6 +24,7 @@ from pararl import seeding
 from pararl.config import RunConfig
 from pararl.envs.make import env_factory
 from pararl.models import ActorCritic
+from pararl.mp.threads import one_thread
 from pararl.samplers.ray.cluster import connect, disconnect
 from pararl.samplers.ray.pool import RayActorGroup
 from pararl.samplers.rollout.collect import EnvStream, RolloutSpec, collect
@@ -54,8 +55,8 @@ class PPOActor:
         seed: int,
         path: tuple[int, ...],
     ) -> None:
-        torch.set_num_threads(1)
-        torch.manual_seed(seeding.integer(seed, "torch", *path))
+        one_thread()
+        seeding.seed_torch(seed, *path)
         self.actor, self.spec = make_model(), spec
         fns = [
             env_factory(cfg.env, cfg.wrapper, training=True, kwargs=cfg.env_kwargs)

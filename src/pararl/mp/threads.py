@@ -1,0 +1,98 @@
+"""How many torch threads each part of a run uses: the one home of the rules.
+
+N processes with N intra-op threads each would fight for N cores, so every child
+process (env workers, actors, Ray actors, the evaluation process) runs one thread
+(`one_thread`). The learner's count follows what else runs beside it
+(`learner_threads`); an update the env workers wait for takes every core
+(`every_core_threads`); `torch_threads` holds a count for one block of code. Like
+the rest of `mp`, this module never imports torch itself (the vector envs run without
+it): each function imports it when called.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from pararl.mp.topology import physical_cores
+
+if TYPE_CHECKING:
+    from torch import nn
+
+SMALL_MODEL_PARAMS = 1_000_000
+
+
+def one_thread() -> None:
+    """A child process's setting: one intra-op thread, for torch if it is loaded and for
+    any native library loaded after this (torch, OpenMP and MKL read the variables)."""
+    os.environ["OMP_NUM_THREADS"] = "1"
+    os.environ["MKL_NUM_THREADS"] = "1"
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(1)
+
+
+@contextmanager
+def torch_threads(threads: int | None) -> Iterator[None]:
+    """torch's intra-op threads set to `threads` inside the block, restored after it
+    (None: left as they are)."""
+    import torch
+
+    before = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def every_core_threads(given: int = 0) -> int:
+    """Threads for an update that every other process waits for (PPO's update of a
+    large network in serial or sync mode, MAML's outer step): `given`
+    (`--learner-threads`) if not 0, else every physical core."""
+    return given or physical_cores()
+
+
+def takes_every_core(net: nn.Module, mode: str) -> bool:
+    """Whether an off-policy learner in `mode` takes every core: a convolutional
+    network beside actor processes. Actors held to the replay ratio idle most of the
+    time (6-22% of a core on MinAtar and Pong), and on 2 cores two learner threads ran
+    MinAtar Breakout's async DQN 1.14x (1.07-1.22x) and Pong's 1.18x as many updates/s
+    as one. A small MLP's update gained nothing from a second thread (SAC on
+    Pendulum), so it keeps one."""
+    import torch
+
+    return mode in ("async", "ray") and any(isinstance(m, torch.nn.Conv2d) for m in net.modules())
+
+
+def set_learner_threads(
+    num_params: int, busy_processes: int, given: int = 0, every_core: bool = False
+) -> int:
+    """Sets and returns the learner's intra-op threads: `given` (`--learner-threads`)
+    if not 0; every physical core if `every_core`; else one for small models (thread
+    start-up and barriers cost more than they save, and spinning threads fight the
+    actors for cores); otherwise the physical cores not taken by actors or env
+    workers."""
+    import torch
+
+    if given or every_core:
+        threads = every_core_threads(given)
+    elif num_params < SMALL_MODEL_PARAMS:
+        threads = 1
+    else:
+        threads = max(1, physical_cores() - busy_processes)
+    torch.set_num_threads(threads)
+    return threads
+
+
+__all__ = [
+    "SMALL_MODEL_PARAMS",
+    "every_core_threads",
+    "one_thread",
+    "set_learner_threads",
+    "takes_every_core",
+    "torch_threads",
+]
