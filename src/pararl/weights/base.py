@@ -39,7 +39,13 @@ class WeightSender(Protocol):
         """Make `model`'s weights, as version `version`, the ones acting uses."""
 
 
-def numpy_state(model: nn.Module) -> dict[str, np.ndarray]:
+class Stateful(Protocol):
+    """Anything with a torch state dict (a network, or what evaluations take)."""
+
+    def state_dict(self) -> dict: ...
+
+
+def numpy_state(model: Stateful) -> dict[str, np.ndarray]:
     """A CPU snapshot of `model`'s parameters and buffers, as numpy arrays."""
     return {k: v.detach().cpu().numpy().copy() for k, v in model.state_dict().items()}
 
@@ -50,4 +56,4 @@ def load_numpy_state(model: nn.Module, state: dict[str, np.ndarray]) -> None:
     model.load_state_dict({k: torch.tensor(v) for k, v in state.items()})
 
 
-__all__ = ["WeightSender", "load_numpy_state", "numpy_state"]
+__all__ = ["Stateful", "WeightSender", "load_numpy_state", "numpy_state"]
