@@ -19,7 +19,7 @@ from pararl.config import EvaluateConfig
 from pararl.config.saved import saved_facts
 from pararl.envs.make import env_factory
 from pararl.errors import UsageError
-from pararl.evaluation.greedy import (
+from pararl.evaluation.episodes import (
     Episodes,
     Evaluator,
     episode_cap,

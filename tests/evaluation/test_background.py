@@ -20,7 +20,7 @@ from pararl.config import DQNConfig
 from pararl.envs.make import env_factory
 from pararl.evaluation.background import BackgroundEvaluator
 from pararl.evaluation.child import NICENESS, EvalChild
-from pararl.evaluation.greedy import Evaluator
+from pararl.evaluation.episodes import Evaluator
 from pararl.models import ActorCritic, QNetwork
 from pararl.rundir import RunDir
 from pararl.runners.session import TrainSession

@@ -16,7 +16,7 @@ from pararl.config.saved import saved_facts
 from pararl.devices import choose_devices
 from pararl.envs.make import env_factory
 from pararl.errors import UsageError
-from pararl.evaluation.greedy import Evaluator
+from pararl.evaluation.episodes import Evaluator
 from pararl.models import ActorCritic
 from pararl.rundir import RunDir
 from pararl.runners.session import TrainSession
@@ -183,7 +183,7 @@ def test_double_buffer_gives_the_same_rollout_as_plain(tmp_path: Path, env_id: s
     from pararl.algos.ppo import PPOState
     from pararl.config import PPOConfig as Config
     from pararl.envs.make import env_factory
-    from pararl.evaluation.greedy import Evaluator
+    from pararl.evaluation.episodes import Evaluator
     from pararl.rundir import RunDir
     from pararl.runners.session import TrainSession
     from pararl.samplers.rollout.collect import EnvStream, collect, collect_double

@@ -28,7 +28,7 @@ import torch
 from gymnasium.envs.registration import EnvSpec
 
 from pararl.evaluation.child import EvalChild
-from pararl.evaluation.greedy import DEFAULT_EPISODE_CAP, EvalActions, GreedyModel, Progress
+from pararl.evaluation.episodes import DEFAULT_EPISODE_CAP, EvalActions, GreedyModel, Progress
 from pararl.mp.errors import WorkerTimeoutError
 from pararl.weights.base import numpy_state
 

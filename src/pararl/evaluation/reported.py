@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from pararl.evaluation.greedy import Episodes
+from pararl.evaluation.episodes import Episodes
 
 
 class ReportedReturns:

@@ -14,7 +14,7 @@ import gymnasium as gym
 import torch
 from gymnasium.envs.registration import EnvSpec
 
-from pararl.evaluation.greedy import EvalActions, Evaluator
+from pararl.evaluation.episodes import EvalActions, Evaluator
 from pararl.mp.threads import one_thread
 from pararl.weights.base import load_numpy_state
 

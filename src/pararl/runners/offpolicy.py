@@ -45,10 +45,10 @@ from pararl.mp.topology import physical_cores
 from pararl.replay.make import Replay
 from pararl.runners.session import TrainSession
 from pararl.runners.setup import Plan, Prepared
-from pararl.samplers.chunks.actor import ActorSpec
 from pararl.samplers.chunks.actor_pool import ActorPool
 from pararl.samplers.chunks.explore import ActingPolicy
 from pararl.samplers.chunks.local import LocalChunkSource
+from pararl.samplers.chunks.sampler import ActorSpec
 from pararl.samplers.chunks.source import Chunk, ChunkSource
 from pararl.vector import ParallelVectorEnv, SerialVectorEnv
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from pararl.config import RunConfig, to_json
 from pararl.evaluation.background import BackgroundEvaluator
-from pararl.evaluation.greedy import (
+from pararl.evaluation.episodes import (
     Episodes,
     Evaluator,
     GreedyModel,

@@ -19,7 +19,7 @@ from pararl.envs.modules import module_dir, split_env_id
 from pararl.errors import UsageError
 from pararl.evaluation.background import BackgroundEvaluator
 from pararl.evaluation.child import EvalChild, evaluates_in_process
-from pararl.evaluation.greedy import Evaluator, episode_cap
+from pararl.evaluation.episodes import Evaluator, episode_cap
 from pararl.evaluation.reported import ReportedReturns
 from pararl.mp.topology import physical_cores
 from pararl.rundir import RunDir

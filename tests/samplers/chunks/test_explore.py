@@ -12,8 +12,8 @@ import torch
 from pararl.envs.make import env_factory
 from pararl.models import squashed_actor
 from pararl.replay.nstep import Transitions
-from pararl.samplers.chunks.actor import ActorSpec, ChunkSampler
 from pararl.samplers.chunks.explore import SquashedSampling
+from pararl.samplers.chunks.sampler import ActorSpec, ChunkSampler
 
 LOW, HIGH = np.array([-2.0], np.float32), np.array([2.0], np.float32)
 MAKE = functools.partial(squashed_actor, 3, 1, (8,), LOW, HIGH)

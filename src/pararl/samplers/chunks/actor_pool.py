@@ -15,7 +15,8 @@ from torch import nn
 from pararl.mp.errors import WorkerError
 from pararl.mp.procs import ProcessGroup
 from pararl.mp.shared import SharedArrays
-from pararl.samplers.chunks.actor import ActorSpec, Payload, actor_main, outbox_specs, read_slot
+from pararl.samplers.chunks.actor import actor_main, outbox_specs, read_slot
+from pararl.samplers.chunks.sampler import ActorSpec, Payload
 from pararl.samplers.chunks.source import Chunk
 from pararl.weights.shared import WeightPublisher, weight_specs
 

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from torch import nn
 
 from pararl.replay.frame_steps import frame_count
-from pararl.samplers.chunks.actor import ActorSpec, ChunkSampler, Payload
+from pararl.samplers.chunks.sampler import ActorSpec, ChunkSampler, Payload
 from pararl.samplers.chunks.source import Chunk
 from pararl.vector.core import BatchVectorEnv
 from pararl.weights.local import LocalCopy

@@ -25,7 +25,7 @@ from pararl import seeding
 from pararl.config import RunConfig
 from pararl.mp.threads import one_thread
 from pararl.replay.frame_steps import frame_count
-from pararl.samplers.chunks.actor import ActorSpec, ChunkSampler, Payload
+from pararl.samplers.chunks.sampler import ActorSpec, ChunkSampler, Payload
 from pararl.samplers.chunks.source import Chunk
 from pararl.samplers.ray.cluster import connect, disconnect
 from pararl.samplers.ray.pool import RayActorGroup

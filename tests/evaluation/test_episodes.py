@@ -16,9 +16,9 @@ import pytest
 import pararl.envs  # noqa: F401 - registers pararl/NeverEnds-v0
 from pararl.config import DQNConfig
 from pararl.envs.make import env_factory
-from pararl.evaluation import greedy
+from pararl.evaluation import episodes
 from pararl.evaluation.background import BackgroundEvaluator
-from pararl.evaluation.greedy import DEFAULT_EPISODE_CAP, Evaluator, Progress, episode_cap
+from pararl.evaluation.episodes import DEFAULT_EPISODE_CAP, Evaluator, Progress, episode_cap
 from pararl.models import QNetwork
 from pararl.rundir import RunDir
 from pararl.runners.session import TrainSession
@@ -63,7 +63,7 @@ def test_an_env_time_limit_is_truncation_but_not_the_cap() -> None:
 
 
 def test_a_long_evaluation_reports_progress(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(greedy, "PROGRESS_EVERY_S", 0.0)
+    monkeypatch.setattr(episodes, "PROGRESS_EVERY_S", 0.0)
     seen: list[Progress] = []
     evaluator = Evaluator(env_factory(NEVER_ENDS), 2, seed=0, max_steps=20)
     try:
@@ -80,7 +80,7 @@ def test_a_run_waiting_for_the_evaluation_process_says_how_far_it_is(
     """The run's budget is spent while the evaluation process plays episodes that
     never end (steps of 1 ms: 2,500 take ~2.5 s): the run waits for them, saying how
     far they are, and records them as cut at the cap."""
-    monkeypatch.setattr(greedy, "NOTE_EVERY_S", 0.0)  # every report the child sends
+    monkeypatch.setattr(episodes, "NOTE_EVERY_S", 0.0)  # every report the child sends
     cfg = DQNConfig(
         env=NEVER_ENDS, env_kwargs={"cost_us": 1000.0}, eval_every=10, eval_max_steps=2_500,
         total_steps=10, checkpoint_every=10, progress="plain", tensorboard=False,
@@ -112,8 +112,8 @@ TINY = [
 def test_training_and_evaluate_report_capped_episodes(
     tmp_path: Path, pararl: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(greedy, "PROGRESS_EVERY_S", 0.0)
-    monkeypatch.setattr(greedy, "NOTE_EVERY_S", 0.0)
+    monkeypatch.setattr(episodes, "PROGRESS_EVERY_S", 0.0)
+    monkeypatch.setattr(episodes, "NOTE_EVERY_S", 0.0)
     run = tmp_path / "run"
     trained = pararl("train", "dqn", *TINY, "--run-dir", str(run))
     assert trained.returncode == 0, trained.stderr
