@@ -101,3 +101,25 @@ def test_image_actor_critic_never_normalises_observations() -> None:
     assert not ac.norm.settings.obs
     assert ac.image
     assert ac.shared
+
+
+def test_convolutions_read_channels_innermost_on_the_cpu_with_the_same_values() -> None:
+    """On the CPU the trunk hands its convolutions channels-last memory (oneDNN's fast
+    path), whatever the env's layout; values and shape are those of the plain
+    channels-first float image, and the network's outputs match a plain convolution's."""
+    from pararl.models.cnn import ImageInput
+
+    frames = torch.as_tensor(sample(ATARI, 2))
+    layout = ImageLayout.of(ATARI.shape, np.dtype(np.uint8))
+    x = ImageInput(layout)(frames)
+    assert x.shape == (2, 4, 84, 84)
+    assert x.dtype == torch.float32
+    assert x.is_contiguous(memory_format=torch.channels_last)
+    torch.testing.assert_close(x, frames.float() / 255)
+
+    torch.manual_seed(0)
+    q = q_network("nature-cnn", ATARI.shape, np.uint8, 4, ())  # type: ignore[arg-type]
+    channels_first = (frames.float() / 255).contiguous()
+    assert channels_first.is_contiguous()
+    expected = q.net(torch.relu(q.trunk.body(channels_first)))
+    torch.testing.assert_close(q(frames), expected)
