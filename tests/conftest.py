@@ -47,6 +47,26 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return GroupScheduling(config, log)
 
 
+@pytest.fixture(autouse=True)
+def _evaluate_inline_unless_asked(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--eval-in auto` evaluates in the training process in tests, unless a test is
+    marked `eval_child`: on 2 cores `auto` spawns the evaluation process, whose imports
+    cost ~4 s of CPU per run, and most tests train runs of a second or two. `process`
+    still spawns it, as do `pararl` programs the tests start as subprocesses."""
+    if request.node.get_closest_marker("eval_child"):
+        return
+    from pararl.evaluation import child
+    from pararl.runners import setup
+
+    def evaluates_in_process(eval_in: str) -> bool:
+        return eval_in == "process"
+
+    monkeypatch.setattr(child, "evaluates_in_process", evaluates_in_process)
+    monkeypatch.setattr(setup, "evaluates_in_process", evaluates_in_process)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _scratch_machine_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Measurements pararl caches per machine (`runners.ppo_mode`) go to a scratch

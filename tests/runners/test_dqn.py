@@ -182,7 +182,7 @@ def test_killed_actor_is_replaced_when_asked(
 
     killer = threading.Thread(target=kill_first_actor, daemon=True)
     killer.start()
-    config = {**SMALL, "total_steps": 12_000, "eval_every": 6_000, "progress": "plain"}
+    config = {**SMALL, "total_steps": 6_000, "eval_every": 3_000, "progress": "plain"}
     config["eval_in"] = "inline"  # the first child started must be an actor
     session = train(
         DQNConfig(
@@ -195,5 +195,5 @@ def test_killed_actor_is_replaced_when_asked(
     killer.join(5)
     assert killed
     state = torch.load(session.run.checkpoint("final"), weights_only=False)
-    assert state["env_steps"] >= 12_000
+    assert state["env_steps"] >= 6_000
     assert "killed by signal SIGKILL" in capsys.readouterr().err

@@ -127,7 +127,9 @@ def test_resume_evaluate_and_video(tmp_path: Path, pararl: Any) -> None:
     assert done.returncode == 0, done.stderr
     assert "Pendulum-v1: mean return" in done.stdout
     video = tmp_path / "pendulum.gif"
-    done = pararl("evaluate", str(run), "--episodes", "1", "--video", str(video))
+    done = pararl(
+        "evaluate", str(run), "--episodes", "1", "--max-steps", "20", "--video", str(video)
+    )
     assert done.returncode == 0, done.stderr
     assert video.read_bytes().startswith(b"GIF8")
 

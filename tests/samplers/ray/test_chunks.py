@@ -1,4 +1,4 @@
-"""DQN with Ray actors: trains on one node and on two; a killed actor is restarted,
+"""DQN with Ray actors: trains as the serial loop does; a killed actor is restarted,
 the run goes on, the log says so, and every transition received is stored."""
 
 from __future__ import annotations
@@ -31,15 +31,6 @@ TINY = DQNConfig(
     progress="none",
     tensorboard=False,
 )
-
-
-def test_dqn_trains_with_ray_actors(ray_kind: str, tmp_path: Path) -> None:
-    session = train(dataclasses.replace(TINY, run_dir=tmp_path / "run"))
-    saved = (tmp_path / "run" / "config.json").read_text()
-    assert '"backend": "ray"' in saved
-    assert session.last_eval is not None  # evaluated at the end of the budget
-    assert (tmp_path / "run" / "checkpoints" / "final.pt").is_file()
-    assert ray.is_initialized()  # a Ray instance pararl did not start is left running
 
 
 def test_killed_actor_is_restarted_and_nothing_received_is_lost(two_nodes: str) -> None:
@@ -84,9 +75,10 @@ def test_killed_actor_is_restarted_and_nothing_received_is_lost(two_nodes: str) 
 
 
 def test_ray_agrees_with_the_serial_loop(two_nodes: str, tmp_path: Path) -> None:
-    """The same learner loop with Ray actors as the chunk source: the same checkpoint
-    layout, the budget spent, the replay ratio kept (up to the chunk that ended the
-    run: 512 transitions of a Ray actor); on the two-node cluster."""
+    """`pararl.train` with Ray actors: the same learner loop as serial mode with them
+    as the chunk source: the same checkpoint layout, the budget spent, the replay ratio
+    kept (up to the chunk that ended the run: 512 transitions of a Ray actor), an
+    evaluation at the end; on the two-node cluster, which pararl leaves running."""
     from pararl.runners.offpolicy import PUBLISH_EVERY
     from pararl.samplers.chunks.ray import RayChunkPool
     from tests.runners.saved import final_state
@@ -94,7 +86,10 @@ def test_ray_agrees_with_the_serial_loop(two_nodes: str, tmp_path: Path) -> None
 
     train(DQNConfig(mode="serial", workers=1, seed=1, run_dir=tmp_path / "serial", **RUN))  # type: ignore[arg-type]
     config = DQNConfig(backend="ray", workers=1, seed=1, run_dir=tmp_path / "ray", **RUN)  # type: ignore[arg-type]
-    train(config)
+    session = train(config)
+    assert '"backend": "ray"' in (tmp_path / "ray" / "config.json").read_text()
+    assert session.last_eval is not None  # evaluated at the end of the budget
+    assert ray.is_initialized()  # a Ray instance pararl did not start is left running
     serial, state = final_state(tmp_path / "serial"), final_state(tmp_path / "ray")
     assert shapes(state) == shapes(serial)
     assert config.total_steps <= state["env_steps"] <= config.total_steps + 512
