@@ -139,6 +139,14 @@ ENTRIES: tuple[Entry, ...] = (
         400_000, {"total_steps": 4_096, "eval_every": 1_024, "eval_episodes": 1,
                   "eval_max_steps": 500, "eval_in": "inline"},
     ),
+    Entry(  # the budget CleanRL's figure is at; it stops once an evaluation reads 18
+        "pong-ppo-10m", "pong-ppo-10m", "pararl", "ppo", "ALE/Pong-v5", 10_000_000,
+        {"target_return": 18.0},
+        (Published("CleanRL ppo_atari, 10M agent steps = 40M frames (281 min, 1 GPU + 10 CPUs)",
+                   20.36, "20.36 in 281 min", "CleanRL, 10M steps"),),
+        0, {"total_steps": 4_096, "eval_every": 1_024, "eval_episodes": 1,
+            "eval_max_steps": 500, "eval_in": "inline"},
+    ),
     *_minatar_dqn("Breakout", "~10"),
     *_minatar_dqn("SpaceInvaders", "~43"),
     Entry(
