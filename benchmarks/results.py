@@ -127,26 +127,24 @@ def _minatar_dqn(game: str, dqn: str) -> tuple[Entry, Entry]:
     )  # fmt: skip
 
 
+def _pong_ppo(name: str, budget: int, check_budget: int = 0) -> Entry:
+    """Pong PPO with the defaults, stopping at the first evaluation of 18."""
+    cleanrl = Published(
+        "CleanRL ppo_atari, 10M agent steps = 40M frames (281 min, 1 GPU + 10 CPUs)",
+        20.36, "20.36 in 281 min", "CleanRL, 10M steps",
+    )  # fmt: skip
+    quick = {"total_steps": 4_096, "eval_every": 1_024, "eval_episodes": 1,
+             "eval_max_steps": 500, "eval_in": "inline"}  # fmt: skip
+    return Entry(name, name, "pararl", "ppo", "ALE/Pong-v5", budget, {"target_return": 18.0},
+                 (cleanrl,), check_budget, quick)  # fmt: skip
+
+
 ENTRIES: tuple[Entry, ...] = (
     _minatar_ppo("Breakout", "~17.5", "28"),
     _minatar_ppo("SpaceInvaders", "~185", "131"),
     _minatar_ppo("Freeway", None, None, "~50"),
-    Entry(
-        "pong-ppo", "pong-ppo", "pararl", "ppo", "ALE/Pong-v5", 2_500_000,
-        {"target_return": 18.0},
-        (Published("CleanRL ppo_atari, 10M agent steps = 40M frames (281 min, 1 GPU + 10 CPUs)",
-                   20.36, "20.36 in 281 min", "CleanRL, 10M steps"),),
-        400_000, {"total_steps": 4_096, "eval_every": 1_024, "eval_episodes": 1,
-                  "eval_max_steps": 500, "eval_in": "inline"},
-    ),
-    Entry(  # the budget CleanRL's figure is at; it stops once an evaluation reads 18
-        "pong-ppo-10m", "pong-ppo-10m", "pararl", "ppo", "ALE/Pong-v5", 10_000_000,
-        {"target_return": 18.0},
-        (Published("CleanRL ppo_atari, 10M agent steps = 40M frames (281 min, 1 GPU + 10 CPUs)",
-                   20.36, "20.36 in 281 min", "CleanRL, 10M steps"),),
-        0, {"total_steps": 4_096, "eval_every": 1_024, "eval_episodes": 1,
-            "eval_max_steps": 500, "eval_in": "inline"},
-    ),
+    _pong_ppo("pong-ppo", 2_500_000, 400_000),
+    _pong_ppo("pong-ppo-10m", 10_000_000),  # CleanRL's budget; it stops at an evaluation of 18
     *_minatar_dqn("Breakout", "~10"),
     *_minatar_dqn("SpaceInvaders", "~43"),
     Entry(

@@ -3,7 +3,7 @@
 N processes with N intra-op threads each would fight for N cores, so every child
 process (env workers, actors, Ray actors, the evaluation process) runs one thread
 (`one_thread`). The learner's count follows what else runs beside it
-(`learner_threads`); an update the env workers wait for takes every core
+(`set_learner_threads`); an update the env workers wait for takes every core
 (`every_core_threads`); `torch_threads` holds a count for one block of code. Like
 the rest of `mp`, this module never imports torch itself (the vector envs run without
 it): each function imports it when called.
