@@ -30,16 +30,40 @@ from benchmarks.lib.figures import Panel, Series
 from benchmarks.lib.stats import censored_median
 from benchmarks.lib.training import Point, Run, time_to_reach
 
-System = Literal["pararl-dqn", "pararl-dqn-per", "pararl-ppo", "sb3-dqn", "sb3-ppo"]
+System = Literal[
+    "pararl-dqn",
+    "pararl-dqn-per",
+    "pararl-dqn-1env",
+    "pararl-dqn-serial",
+    "pararl-ppo",
+    "sb3-dqn",
+    "sb3-ppo",
+]
 PongSystem = Literal["pararl-dqn", "sb3-dqn", "pararl-ppo", "sb3-ppo"]
 LABELS = {
     "pararl-dqn": "pararl DQN (async)",
     "pararl-dqn-per": "pararl DQN (async, prioritized)",
+    "pararl-dqn-1env": "pararl DQN (async, 1 env)",
+    "pararl-dqn-serial": "pararl DQN (serial, 1 env)",
     "pararl-ppo": "pararl PPO",
     "sb3-dqn": "SB3 DQN",
     "sb3-ppo": "SB3 PPO",
 }
-COLORS = {"pararl-dqn": "C0", "pararl-dqn-per": "C2", "pararl-ppo": "C4", "sb3-dqn": "C1"}
+COLORS = {
+    "pararl-dqn": "C0",
+    "pararl-dqn-per": "C2",
+    "pararl-dqn-1env": "C5",
+    "pararl-dqn-serial": "C6",
+    "pararl-ppo": "C4",
+    "sb3-dqn": "C1",
+}
+# SB3's DQN steps one env and learns between its steps; pararl's async DQN on 2 cores
+# steps 4 envs in its actor, which loads the learner's weights every 16 of its steps.
+# These two take one difference away at a time: one env, then no actor at all.
+ONE_ENV: dict[str, dict[str, object]] = {
+    "pararl-dqn-1env": {"mode": "async", "workers": 1, "envs_per_worker": 1},
+    "pararl-dqn-serial": {"mode": "serial", "workers": 1, "envs_per_worker": 1},
+}
 # The MinAtar paper's (Young & Tian 2019) README plots at 5M frames, read off by eye, with
 # sticky actions; PPO at 10M steps from gymnax's MinAtar baselines (no sticky actions).
 PAPER: dict[str, dict[str, str]] = {
@@ -137,10 +161,13 @@ class Budget:
 
 def pararl_command(system: str, env: str, run_dir: Path, **flags: object) -> list[str]:
     """`pararl train ALGO` for `system` (`pararl-dqn`: async DQN, `pararl-dqn-per`: with
-    prioritized replay, `pararl-ppo`: 8 envs), its defaults otherwise."""
+    prioritized replay, `-1env` and `-serial`: `ONE_ENV`, `pararl-ppo`: 8 envs), its
+    defaults otherwise."""
     algo = algo_of(system)
     common = {"env": env, "run_dir": run_dir, "progress": "plain", **flags}
-    if algo == "dqn":
+    if system in ONE_ENV:
+        common |= ONE_ENV[system]
+    elif algo == "dqn":
         common["mode"] = "async"
     else:
         common |= {"workers": PPO_WORKERS, "envs_per_worker": PPO_ENVS_PER_WORKER}
@@ -367,7 +394,10 @@ def minatar_block(result: Result, table_rows: list[Row], p: dict[str, Any]) -> s
         f"Budget {p['budget']:,} env steps per run, {len(p['seeds'])} seed(s); deterministic "
         f"evaluation every {p['eval_every']:,} steps ({p['eval_episodes']} episodes, sticky "
         "actions 0.1 as in training). pararl: `pararl train dqn --mode async [--prioritized]` "
-        "and `pararl train ppo` (2 workers x 4 envs) with their MinAtar defaults. SB3: the "
+        "and `pararl train ppo` (2 workers x 4 envs) with their MinAtar defaults (async DQN on "
+        "2 cores: one actor of 4 envs, loading the learner's weights every 16 of its steps; "
+        "`1 env`: `--workers 1 --envs-per-worker 1`; `serial, 1 env`: also `--mode serial`, "
+        "learning between the env's steps as SB3 does). SB3: the "
         "same settings read from pararl's config (DQN: centred RMSProp lr 2.5e-4, batch 32, "
         "one update per step from 5,000 steps, target every 1,000 updates, epsilon to 0.1 over "
         "100k steps; PPO: 8 envs x 128 steps, 4 epochs of 256, lr 2.5e-4 annealed, clip 0.1, "

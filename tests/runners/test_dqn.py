@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import signal
@@ -15,6 +16,7 @@ import pytest
 import torch
 
 from pararl import DQNConfig, train
+from pararl.runners import offpolicy
 from pararl.vector import WorkerError
 from tests.procs import alive_after, interrupt_training, new_shm_entries, shm_entries
 from tests.runners.saved import final_state
@@ -70,11 +72,16 @@ def test_resume_continues_the_run(tmp_path: Path) -> None:
 
 def test_async_mode_trains_and_leaves_no_process(tmp_path: Path) -> None:
     before = {p.pid for p in psutil.Process().children(recursive=True)}
-    config = {**SMALL, "eval_in": "process"}  # the evaluation child is gone too
+    # one update per env step, as MinAtar's DQN: chunks of 64 transitions, not 256
+    config = {**SMALL, "eval_in": "process", "replay_ratio": 1.0}  # the evaluation child too
     session = train(DQNConfig(mode="async", run_dir=tmp_path / "run", **config))  # type: ignore[arg-type]
     assert session.run.checkpoint("final").is_file()
-    rows = (tmp_path / "run" / "metrics.csv").read_text()
-    assert "policy_lag" in rows.splitlines()[0]
+    with (tmp_path / "run" / "metrics.csv").open() as f:
+        lags = [float(r["policy_lag"]) for r in csv.DictReader(f) if r["policy_lag"]]
+    # the actor acts at most three chunks' updates behind the learner, plus the updates
+    # between two weight refreshes (16 steps of its 2 envs)
+    assert lags
+    assert max(lags) <= 3 * offpolicy.CHUNK_UPDATES + 32
     saved = json.loads((tmp_path / "run" / "config.json").read_text())
     assert saved["resolved"]["learner_threads"] == 1  # an MLP learner keeps one thread
     time.sleep(0.2)
@@ -93,6 +100,12 @@ def _helpers() -> set[int]:
         for p in psutil.Process().children()
         if "resource_tracker" in " ".join(p.cmdline()) or "forkserver" in " ".join(p.cmdline())
     }
+
+
+def test_an_actors_chunk_holds_the_same_updates_worth_whatever_the_replay_ratio() -> None:
+    ratios = (0.25, 0.5, 1.0, 4.0)
+    assert [offpolicy.chunk_for(r) for r in ratios] == [256, 128, 64, 16]
+    assert offpolicy.chunk_for(0.0) == offpolicy.CHUNK_TRANSITIONS  # no ratio to hold
 
 
 def faulty(**kw: object) -> dict[str, object]:

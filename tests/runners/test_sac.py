@@ -20,8 +20,7 @@ import torch
 from pararl import SACConfig, train
 from pararl.algos.sac import SACState
 from pararl.replay.prioritized import PrioritizedReplay
-from pararl.runners.offpolicy import OffPolicyLoop, make_source
-from pararl.runners.sac import CHUNK_TRANSITIONS
+from pararl.runners.offpolicy import OffPolicyLoop, chunk_for, make_source
 from tests.runners.saved import final_state
 
 SMALL: dict[str, Any] = dict(
@@ -85,8 +84,10 @@ def test_async_holds_the_update_to_data_ratio(tmp_path: Path) -> None:
     spaces = env.observation_space, env.action_space
     env.close()
     state = SACState(config.for_spaces(*spaces), *spaces, torch.device("cpu"))
-    loop = OffPolicyLoop(state, make_source(state, "async", print, CHUNK_TRANSITIONS))
-    bound = state.settings.replay_ratio * CHUNK_TRANSITIONS  # one actor's chunk
+    chunk = chunk_for(state.settings.replay_ratio)
+    assert chunk == 64  # one update per env step: 64 transitions, 64 updates' worth
+    loop = OffPolicyLoop(state, make_source(state, "async", print, chunk))
+    bound = state.settings.replay_ratio * chunk  # one actor's chunk
     behind = []
     try:
         deadline = time.monotonic() + 60

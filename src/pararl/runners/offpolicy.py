@@ -22,8 +22,9 @@ The replay ratio (updates per env step, after `learning_starts`) holds in every 
 within a bound: the learner never runs ahead of the data it has taken (an update is
 made only when due), and takes new data only once it has caught up, so it is behind
 by at most the updates one turn's chunks allow: ratio x (serial/sync: the envs of one
-vector step; async: actors x one chunk, 256 transitions for DQN, 64 for SAC; Ray:
-2 x actors x twice that). Actors wait on full outboxes beyond that (back-pressure);
+vector step; async: actors x one chunk, `CHUNK_UPDATES` updates' worth: 256
+transitions at DQN's quarter update per step, 64 at MinAtar DQN's and SAC's one;
+Ray: 2 x actors x twice that). Actors wait on full outboxes beyond that (back-pressure);
 nothing is dropped. `updates_behind` in the metrics is the lag at each log line.
 """
 
@@ -52,7 +53,8 @@ from pararl.samplers.chunks.sampler import ActorSpec
 from pararl.samplers.chunks.source import Chunk, ChunkSource
 from pararl.vector import ParallelVectorEnv, SerialVectorEnv
 
-CHUNK_TRANSITIONS = 256  # target transitions per chunk of an actor process
+CHUNK_TRANSITIONS = 256  # transitions per chunk of an actor process without a replay ratio
+CHUNK_UPDATES = 64  # ... and with one: this many gradient updates' worth (`chunk_for`)
 PUBLISH_EVERY = 4  # gradient updates between weight publications
 
 # metrics.csv columns of every off-policy run, beside the session's and the
@@ -166,6 +168,18 @@ def local_source(
     source = LocalChunkSource(spec, envs, acting, state.learner.updates, state.config.seed, path)
     source.publish(net, state.learner.updates)
     return source
+
+
+def chunk_for(replay_ratio: float) -> int:
+    """Transitions in an actor process's chunk: `CHUNK_UPDATES` updates' worth at the
+    run's replay ratio (256 at a quarter of an update per env step, DQN's on vectors and
+    Atari frames; 64 at one, MinAtar DQN's and SAC's), so that the data trails the
+    learner by about as many updates whatever the ratio. An actor fills both outbox
+    slots and waits: it acts up to three chunks' updates behind the learner, ~200.
+    Without a ratio (`--replay-ratio 0`), `CHUNK_TRANSITIONS`."""
+    if replay_ratio <= 0:
+        return CHUNK_TRANSITIONS
+    return max(1, round(CHUNK_UPDATES / replay_ratio))
 
 
 def make_source(
@@ -306,12 +320,11 @@ def plan(
     mode: str,
     metrics: tuple[str, ...],
     num_params: int,
-    chunk_transitions: int = CHUNK_TRANSITIONS,
 ) -> Plan:
     """A single-learner off-policy run (serial, sync, async, Ray) of algorithm
     `name` over `state`; `metrics`: its update's statistics; `num_params`: the
-    learner's parameters (it gets threads when they are many); `chunk_transitions`:
-    the size of an actor process's chunks (`make_source`)."""
+    learner's parameters (it gets threads when they are many). An actor process's
+    chunks hold `chunk_for(replay ratio)` transitions (`make_source`)."""
     cfg, device = p.config, state.learner.device
     busy = 0 if mode == "serial" else (cfg.workers or physical_cores())
     every_core = takes_every_core(state.acting_net, mode)
@@ -327,7 +340,8 @@ def plan(
     loops: list[OffPolicyLoop] = []
 
     def run(session: TrainSession) -> None:
-        source = make_source(state, mode, session.console.message, chunk_transitions)
+        chunk = chunk_for(state.settings.replay_ratio)
+        source = make_source(state, mode, session.console.message, chunk)
         loops.append(OffPolicyLoop(state, source))
         run_loop(loops[0], session)
 
@@ -381,11 +395,13 @@ class _BusyMeter:
 
 __all__ = [
     "CHUNK_TRANSITIONS",
+    "CHUNK_UPDATES",
     "METRICS",
     "PUBLISH_EVERY",
     "Learning",
     "OffPolicyLoop",
     "actor_spec",
+    "chunk_for",
     "default_actors",
     "local_source",
     "make_source",

@@ -14,11 +14,6 @@ from pararl.runners.setup import Plan, Prepared
 # metrics.csv columns of a SAC run, beside the session's and the loop's
 # (`offpolicy.METRICS`): the statistics of its update (`algos.sac`)
 METRICS = ("critic_loss", "actor_loss", "alpha_loss", "alpha", "q_mean", "entropy")
-# An actor process's chunk: 64 updates' worth of data at one update per env step, as
-# DQN's 256 transitions are at a quarter. An actor fills both outbox slots at once and
-# waits, so its data trails the learner by up to three chunks' updates: ~200 here
-# (measured ~760 with 256-transition chunks on Pendulum).
-CHUNK_TRANSITIONS = 64
 
 
 def plan(p: Prepared) -> Plan:
@@ -29,7 +24,7 @@ def plan(p: Prepared) -> Plan:
     state = SACState(p.filled, p.observation_space, p.action_space, device, p.resume_state)
     learner = state.learner
     params = num_params(learner.actor) + num_params(learner.critic)
-    return offpolicy.plan(p, state, "SAC", mode, METRICS, params, CHUNK_TRANSITIONS)
+    return offpolicy.plan(p, state, "SAC", mode, METRICS, params)
 
 
-__all__ = ["CHUNK_TRANSITIONS", "METRICS", "plan"]
+__all__ = ["METRICS", "plan"]
