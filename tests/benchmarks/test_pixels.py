@@ -10,12 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import tyro
 from benchmarks.__main__ import main
 from benchmarks.lib.harness import Metadata
 from benchmarks.lib.training import Run, time_to_reach
 from benchmarks.pixels import Slice, window_rate
 
 from benchmarks import pixels
+from pararl.config import DQNConfig
 from tests.benchmarks.conftest import PNG
 
 pytest.importorskip("minatar")
@@ -127,3 +129,18 @@ def test_bad_options_are_refused() -> None:
     assert main(["pixels", "--envs", "ALE/Pong-v5"]) == 2
     assert main(["pixels", "--budget", "0"]) == 2
     assert main(["pixels", "--parts", "pong", "--slice-s", "0"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("system", "mode", "workers", "envs"),
+    [("pararl-dqn", "async", None, 4), ("pararl-dqn-1env", "async", 1, 1),
+     ("pararl-dqn-serial", "serial", 1, 1)],
+)  # fmt: skip
+def test_dqn_systems_differ_by_their_mode_and_envs_alone(
+    system: str, mode: str, workers: int | None, envs: int, tmp_path: Path
+) -> None:
+    cmd = pixels.pararl_command(system, "MinAtar/SpaceInvaders-v1", tmp_path, seed=3)
+    assert cmd[3:5] == ["train", "dqn"]
+    config = tyro.cli(DQNConfig, args=cmd[5:])
+    assert (config.mode, config.workers, config.envs_per_worker) == (mode, workers, envs)
+    assert (config.seed, config.prioritized, config.sync_every) == (3, False, 16)
