@@ -86,7 +86,7 @@ def test_async_holds_the_update_to_data_ratio(tmp_path: Path) -> None:
     state = SACState(config.for_spaces(*spaces), *spaces, torch.device("cpu"))
     chunk = chunk_for(state.settings.replay_ratio)
     assert chunk == 64  # one update per env step: 64 transitions, 64 updates' worth
-    loop = OffPolicyLoop(state, make_source(state, "async", print, chunk))
+    loop = OffPolicyLoop(state, make_source(state, "async", print))
     bound = state.settings.replay_ratio * chunk  # one actor's chunk
     behind = []
     try:

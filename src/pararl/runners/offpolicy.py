@@ -186,11 +186,11 @@ def make_source(
     state: Learning,
     mode: str,
     report: Callable[[str], None],
-    chunk_transitions: int = CHUNK_TRANSITIONS,
 ) -> ChunkSource:
     """The chunk source of `mode` (and `--backend`); an actor process's chunks hold
-    about `chunk_transitions` transitions (a Ray actor's, twice as many)."""
+    about `chunk_for(replay ratio)` transitions (a Ray actor's, twice as many)."""
     cfg, learner, net = state.config, state.learner, state.acting_net
+    chunk_transitions = chunk_for(state.settings.replay_ratio)
     if cfg.backend == "ray":
         from pararl.samplers.chunks.ray import RayChunkPool
         from pararl.samplers.ray.cluster import ray_actors
@@ -323,8 +323,7 @@ def plan(
 ) -> Plan:
     """A single-learner off-policy run (serial, sync, async, Ray) of algorithm
     `name` over `state`; `metrics`: its update's statistics; `num_params`: the
-    learner's parameters (it gets threads when they are many). An actor process's
-    chunks hold `chunk_for(replay ratio)` transitions (`make_source`)."""
+    learner's parameters (it gets threads when they are many)."""
     cfg, device = p.config, state.learner.device
     busy = 0 if mode == "serial" else (cfg.workers or physical_cores())
     every_core = takes_every_core(state.acting_net, mode)
@@ -340,8 +339,7 @@ def plan(
     loops: list[OffPolicyLoop] = []
 
     def run(session: TrainSession) -> None:
-        chunk = chunk_for(state.settings.replay_ratio)
-        source = make_source(state, mode, session.console.message, chunk)
+        source = make_source(state, mode, session.console.message)
         loops.append(OffPolicyLoop(state, source))
         run_loop(loops[0], session)
 

@@ -15,7 +15,7 @@ import torch
 from pararl.algos.sac import SACState
 from pararl.api import train
 from pararl.config import SACConfig
-from pararl.runners.offpolicy import OffPolicyLoop, chunk_for, make_source
+from pararl.runners.offpolicy import OffPolicyLoop, make_source
 from tests.runners.saved import final_state
 
 ray = pytest.importorskip("ray")
@@ -63,7 +63,7 @@ def _kill_an_actor() -> None:
     env.close()
     state = SACState(TINY.for_spaces(*spaces), *spaces, torch.device("cpu"))
     log: list[str] = []
-    pool = make_source(state, "async", log.append, chunk_for(state.settings.replay_ratio))
+    pool = make_source(state, "async", log.append)
     loop = OffPolicyLoop(state, pool)
     try:
         nodes = ray.get([actor.node.remote() for actor in pool.group.actors], timeout=60)
