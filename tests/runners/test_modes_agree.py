@@ -89,3 +89,26 @@ def _assert_actors_took_published_weights(run_dir: Path, updates: int) -> None:
     assert len(versions) >= 2
     assert versions[-1] > versions[0]
     assert versions[-1] >= updates // 2
+
+
+def test_an_actor_process_collects_what_the_serial_loop_collects(tmp_path: Path) -> None:
+    """With the weights held still (no update before the budget) and a constant
+    epsilon, acting in an actor process is acting in this process: the same envs,
+    seeds and random draws, so the replay memories hold the same transitions in the
+    same order. What async changes is only when weights reach the actor (its policy
+    lag), never the data that its acting produces."""
+    still = {**RUN, "learning_starts": 10_000, "eps_start": 0.3, "eps_end": 0.3}
+    states = {}
+    for mode in ("serial", "async"):
+        run = tmp_path / mode
+        train(DQNConfig(mode=mode, workers=1, seed=3, run_dir=run, **still))  # type: ignore[arg-type]
+        states[mode] = final_state(run)["replay"]
+    serial, actor = states["serial"], states["async"]
+    rows = serial["added"]
+    # every env step makes a transition but the reset steps after episode ends (NEXT_STEP
+    # autoreset) and the n-step transitions still open at the end
+    assert rows >= 0.9 * RUN["total_steps"]  # type: ignore[operator]
+    assert actor["added"] >= rows
+    for key in ("obs", "action", "ret", "next_obs", "discount"):
+        assert (actor[key][:rows] == serial[key][:rows]).all(), key
+    assert len(set(serial["action"][:rows].tolist())) == 2  # both actions, greedy and random
