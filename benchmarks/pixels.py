@@ -35,6 +35,7 @@ System = Literal[
     "pararl-dqn-per",
     "pararl-dqn-1env",
     "pararl-dqn-serial",
+    "pararl-dqn-serial-lag",
     "pararl-ppo",
     "sb3-dqn",
     "sb3-ppo",
@@ -45,6 +46,7 @@ LABELS = {
     "pararl-dqn-per": "pararl DQN (async, prioritized)",
     "pararl-dqn-1env": "pararl DQN (async, 1 env)",
     "pararl-dqn-serial": "pararl DQN (serial, 1 env)",
+    "pararl-dqn-serial-lag": "pararl DQN (serial, 1 env, acting 180 updates behind)",
     "pararl-ppo": "pararl PPO",
     "sb3-dqn": "SB3 DQN",
     "sb3-ppo": "SB3 PPO",
@@ -54,15 +56,25 @@ COLORS = {
     "pararl-dqn-per": "C2",
     "pararl-dqn-1env": "C5",
     "pararl-dqn-serial": "C6",
+    "pararl-dqn-serial-lag": "C7",
     "pararl-ppo": "C4",
     "sb3-dqn": "C1",
 }
 # SB3's DQN steps one env and learns between its steps; pararl's async DQN on 2 cores
 # steps 4 envs in its actor, which loads the learner's weights every 16 of its steps.
-# These two take one difference away at a time: one env, then no actor at all.
+# These take one difference away at a time: one env, then no actor at all; and the
+# last puts back only the actor's policy lag, in one process (`--acting-lag`: the
+# ~180 updates an async actor acts behind at MinAtar's one update per step).
+ASYNC_LAG = 180
 ONE_ENV: dict[str, dict[str, object]] = {
     "pararl-dqn-1env": {"mode": "async", "workers": 1, "envs_per_worker": 1},
     "pararl-dqn-serial": {"mode": "serial", "workers": 1, "envs_per_worker": 1},
+    "pararl-dqn-serial-lag": {
+        "mode": "serial",
+        "workers": 1,
+        "envs_per_worker": 1,
+        "acting_lag": ASYNC_LAG,
+    },
 }
 # The MinAtar paper's (Young & Tian 2019) README plots at 5M frames, read off by eye, with
 # sticky actions; PPO at 10M steps from gymnax's MinAtar baselines (no sticky actions).
@@ -161,7 +173,7 @@ class Budget:
 
 def pararl_command(system: str, env: str, run_dir: Path, **flags: object) -> list[str]:
     """`pararl train ALGO` for `system` (`pararl-dqn`: async DQN, `pararl-dqn-per`: with
-    prioritized replay, `-1env` and `-serial`: `ONE_ENV`, `pararl-ppo`: 8 envs), its
+    prioritized replay, `-1env`, `-serial`, `-serial-lag`: `ONE_ENV`, `pararl-ppo`: 8 envs), its
     defaults otherwise."""
     algo = algo_of(system)
     common = {"env": env, "run_dir": run_dir, "progress": "plain", **flags}

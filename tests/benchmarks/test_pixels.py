@@ -132,15 +132,16 @@ def test_bad_options_are_refused() -> None:
 
 
 @pytest.mark.parametrize(
-    ("system", "mode", "workers", "envs"),
-    [("pararl-dqn", "async", None, 4), ("pararl-dqn-1env", "async", 1, 1),
-     ("pararl-dqn-serial", "serial", 1, 1)],
+    ("system", "mode", "workers", "envs", "lag"),
+    [("pararl-dqn", "async", None, 4, 0), ("pararl-dqn-1env", "async", 1, 1, 0),
+     ("pararl-dqn-serial", "serial", 1, 1, 0), ("pararl-dqn-serial-lag", "serial", 1, 1, 180)],
 )  # fmt: skip
-def test_dqn_systems_differ_by_their_mode_and_envs_alone(
-    system: str, mode: str, workers: int | None, envs: int, tmp_path: Path
+def test_dqn_systems_differ_by_their_mode_envs_and_lag_alone(
+    system: str, mode: str, workers: int | None, envs: int, lag: int, tmp_path: Path
 ) -> None:
     cmd = pixels.pararl_command(system, "MinAtar/SpaceInvaders-v1", tmp_path, seed=3)
     assert cmd[3:5] == ["train", "dqn"]
     config = tyro.cli(DQNConfig, args=cmd[5:])
     assert (config.mode, config.workers, config.envs_per_worker) == (mode, workers, envs)
+    assert config.acting_lag == lag
     assert (config.seed, config.prioritized, config.sync_every) == (3, False, 16)

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from pararl import DQNConfig, train
+from pararl.errors import UsageError
 from pararl.runners.offpolicy import PUBLISH_EVERY
 from tests.runners.saved import final_state
 
@@ -112,3 +113,19 @@ def test_an_actor_process_collects_what_the_serial_loop_collects(tmp_path: Path)
     for key in ("obs", "action", "ret", "next_obs", "discount"):
         assert (actor[key][:rows] == serial[key][:rows]).all(), key
     assert len(set(serial["action"][:rows].tolist())) == 2  # both actions, greedy and random
+
+
+def test_acting_lag_has_the_serial_loop_act_with_older_weights(tmp_path: Path) -> None:
+    """`--acting-lag N`: the serial loop acts with the weights of N updates ago, the
+    lag an async actor has, and says so in `policy_lag`; async refuses it."""
+    lag = 24
+    config = DQNConfig(mode="serial", workers=1, seed=1, run_dir=tmp_path / "lag", **RUN)  # type: ignore[arg-type]
+    config.acting_lag, config.log_every_s = lag, 0.0
+    train(config)
+    with (tmp_path / "lag" / "metrics.csv").open() as f:
+        rows = [r for r in csv.DictReader(f) if r.get("policy_lag")]
+    late = [float(r["policy_lag"]) for r in rows if int(r["updates"]) > 2 * lag]
+    assert late
+    assert all(value == lag for value in late)
+    with pytest.raises(UsageError, match="--acting-lag is for --mode serial or sync"):
+        train(DQNConfig(mode="async", workers=1, acting_lag=lag, run_dir=tmp_path / "a", **RUN))  # type: ignore[arg-type]

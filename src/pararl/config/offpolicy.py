@@ -25,6 +25,7 @@ def replay_checks(cfg: Any) -> list[Check]:
         (unset_or(cfg.replay_ratio, lambda v: v >= 0), "--replay-ratio must be >= 0"),
         (unset_or(cfg.n_step, lambda v: v >= 1), "--n-step must be >= 1"),
         (cfg.sync_every >= 1, "--sync-every must be >= 1"),
+        (cfg.acting_lag >= 0, "--acting-lag must be >= 0"),
         (cfg.priority_alpha >= 0, "--priority-alpha must be >= 0"),
         (0 <= cfg.priority_beta <= 1, "--priority-beta must be in [0, 1]"),
         (len(cfg.hidden) >= 1, "--hidden needs at least one width"),

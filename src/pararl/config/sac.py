@@ -60,6 +60,10 @@ class SACConfig(RunConfig):
     """Prioritized replay: importance-sampling exponent at the start, annealed to 1."""
     sync_every: int = 16
     """Async: actors load new weights every this many of their vector steps."""
+    acting_lag: int = 0
+    """Serial and sync: act with the weights of this many gradient updates ago instead
+    of the newest, the lag an async actor has (`policy_lag` in its metrics.csv), to
+    measure what that lag alone costs. Keeps that many copies of the network."""
     restart_actors: bool = False
     """Async: replace an actor that crashes or dies, keeping the replay data stored."""
 

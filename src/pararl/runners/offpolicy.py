@@ -160,12 +160,14 @@ def local_source(
     state: Learning, envs: SerialVectorEnv | ParallelVectorEnv, path: tuple[int, ...]
 ) -> LocalChunkSource:
     """Acting in this process on `envs`, one vector step per chunk, with the
-    learner's acting network (or a CPU copy of it when the learner is elsewhere)."""
-    net = state.acting_net
+    learner's acting network (or a CPU copy of it when the learner is elsewhere, or
+    when `--acting-lag` has it trail the learner)."""
+    net, lag = state.acting_net, state.config.acting_lag
     on_cpu = state.learner.device.type == "cpu"
-    acting = net if on_cpu else state.make_model()
+    acting = net if on_cpu and not lag else state.make_model()
     spec = actor_spec(state, envs.num_envs, chunk_steps=1)
-    source = LocalChunkSource(spec, envs, acting, state.learner.updates, state.config.seed, path)
+    cfg = state.config
+    source = LocalChunkSource(spec, envs, acting, state.learner.updates, cfg.seed, path, lag)
     source.publish(net, state.learner.updates)
     return source
 
@@ -191,6 +193,11 @@ def make_source(
     about `chunk_for(replay ratio)` transitions (a Ray actor's, twice as many)."""
     cfg, learner, net = state.config, state.learner, state.acting_net
     chunk_transitions = chunk_for(state.settings.replay_ratio)
+    if cfg.acting_lag and (mode == "async" or cfg.backend == "ray"):
+        raise UsageError(
+            "--acting-lag is for --mode serial or sync: async actors trail the learner "
+            "by their chunks already (policy_lag in metrics.csv)"
+        )
     if cfg.backend == "ray":
         from pararl.samplers.chunks.ray import RayChunkPool
         from pararl.samplers.ray.cluster import ray_actors

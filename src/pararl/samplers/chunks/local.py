@@ -4,9 +4,10 @@ off-policy learners (DQN, SAC).
 The same `ChunkSampler` as an actor process, over a vector env this process holds
 (`SerialVectorEnv`, or `ParallelVectorEnv` whose workers step the envs), acting
 with the learner's own acting network (Q-network, SAC's actor) when it is on the
-CPU (or a CPU copy refreshed at each publication). A chunk is one vector step, so
-the learner loop alternates one step of every env with the updates the replay
-ratio allows, as in the DQN and SAC papers.
+CPU (or a CPU copy refreshed at each publication; or, with `--acting-lag`, a copy
+that trails the learner by that many updates, as an async actor does). A chunk is
+one vector step, so the learner loop alternates one step of every env with the
+updates the replay ratio allows, as in the DQN and SAC papers.
 """
 
 from __future__ import annotations
@@ -33,9 +34,10 @@ class LocalChunkSource:
         version: int,
         seed: int,
         path: tuple[int, ...],
+        delay: int = 0,
     ) -> None:
         self.sampler = ChunkSampler(spec, seed, path, envs=envs, net=net)
-        self.weights = LocalCopy(self.sampler.net, version)
+        self.weights = LocalCopy(self.sampler.net, version, delay)
         self._env_steps = 0
 
     @property
@@ -44,13 +46,15 @@ class LocalChunkSource:
 
     @property
     def version(self) -> int:
-        return self.weights.version
+        """The newest weights published (a chunk carries those it was acted with)."""
+        return self.weights.newest
 
     def chunks(self, wait: float) -> Iterator[tuple[int, Payload, Chunk]]:
         """One vector step's transitions (never waits: acting is here)."""
         batch, returns, busy = self.sampler.sample(lambda: self._env_steps)
         steps = self.sampler.env_steps_per_chunk
-        chunk = Chunk(-1, len(batch), steps, self.version, returns, busy, frame_count(batch))
+        acted = self.weights.version
+        chunk = Chunk(-1, len(batch), steps, acted, returns, busy, frame_count(batch))
         yield 0, batch, chunk
 
     def publish(self, net: nn.Module, version: int) -> None:
