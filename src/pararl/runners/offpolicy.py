@@ -162,12 +162,13 @@ def local_source(
     """Acting in this process on `envs`, one vector step per chunk, with the
     learner's acting network (or a CPU copy of it when the learner is elsewhere, or
     when `--acting-lag` has it trail the learner)."""
-    net, lag = state.acting_net, state.config.acting_lag
+    cfg, net = state.config, state.acting_net
     on_cpu = state.learner.device.type == "cpu"
-    acting = net if on_cpu and not lag else state.make_model()
+    acting = net if on_cpu and not cfg.acting_lag else state.make_model()
     spec = actor_spec(state, envs.num_envs, chunk_steps=1)
-    cfg = state.config
-    source = LocalChunkSource(spec, envs, acting, state.learner.updates, cfg.seed, path, lag)
+    source = LocalChunkSource(
+        spec, envs, acting, state.learner.updates, cfg.seed, path, cfg.acting_lag
+    )
     source.publish(net, state.learner.updates)
     return source
 
@@ -193,7 +194,7 @@ def make_source(
     about `chunk_for(replay ratio)` transitions (a Ray actor's, twice as many)."""
     cfg, learner, net = state.config, state.learner, state.acting_net
     chunk_transitions = chunk_for(state.settings.replay_ratio)
-    if cfg.acting_lag and (mode == "async" or cfg.backend == "ray"):
+    if cfg.acting_lag and mode == "async":  # `--backend ray` resolves to async too
         raise UsageError(
             "--acting-lag is for --mode serial or sync: async actors trail the learner "
             "by their chunks already (policy_lag in metrics.csv)"
