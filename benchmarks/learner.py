@@ -16,6 +16,8 @@ Side by side, interleaved in one run, with the same network, batch and optimizer
 - pararl with each `--compile` step mode asked for (`eager` is the path before the
   fused steps existed; `compile`, and on a GPU `graph` and `compile+graph`,
   `pararl.algos.fused`);
+- for DQN on images, pararl's step as written with the trunk's hidden layer stored
+  row-major (`--row-major`; the layout before `models.networks.weights_in_out`);
 - SB3's own `DQN.train(gradient_steps, batch_size)`, `PPO.train()` and
   `SAC.train(gradient_steps, batch_size)` on a model whose
   replay or rollout buffer is already full: exactly SB3's update, its sampling
@@ -118,6 +120,10 @@ class Config(h.Options):
     """Transitions in each DQN replay memory."""
     seed: int = 0
     """Seed of the data, the networks and the draws."""
+    row_major: bool = True
+    """DQN on images: also time the step as written with the trunk's hidden layer
+    stored row-major, as it was before `models.networks.weights_in_out` (that
+    layout's gain, in the same run)."""
     profile: bool = True
     """On the CPU, profile each learner's updates once (torch.profiler) and split an
     update's time: matrix kernels, the other operators, and what is outside operators
@@ -299,6 +305,20 @@ def pararl_dqn(case: str, mode: str, prioritized: bool, c: Config, device: str) 
             )
         )
     state.env_steps = c.memory
+    return state
+
+
+def row_major(state: Any) -> Any:
+    """`state`'s DQN learner with every weight stored row-major (the trunk's hidden
+    layer is stored (in, out) by default), its optimizer rebuilt over them."""
+    from pararl.algos.dqn import make_optimizer
+
+    learner = state.learner
+    for net in (learner.q, learner.q_target):
+        for p in net.parameters():
+            p.data = p.data.contiguous()
+    s = learner.settings
+    learner.optimizer = make_optimizer(learner.q, s.optimizer, s.lr)
     return state
 
 
@@ -617,6 +637,17 @@ def replay_learners(case: str, c: Config, device: str, settings: dict[str, str])
 
             row = Row(case, sampling, f"pararl {mode}", state.settings.batch_size)
             out.append(Learner(row, run, 1, functools.partial(setup_s, state.learner)))
+        if c.row_major and not sac and not prioritized and shape_of(case).model != "mlp":
+            state = row_major(pararl_dqn(case, "off", False, c, device))
+
+            def run_rows(k: int, state: Any = state) -> int:
+                for _ in range(k):
+                    state.update()
+                _sync(device)
+                return k
+
+            row = Row(case, sampling, "pararl eager, row-major", state.settings.batch_size)
+            out.append(Learner(row, run_rows, 1))
         if c.sb3 and not prioritized:
             model = sb3_sac(case, c, device) if sac else sb3_dqn(case, c, device)
 
@@ -857,6 +888,11 @@ def report(r: Results, meta: h.Metadata) -> h.Report:
             "operators (elementwise, the optimizer, copies), and outside operators "
             "(Python, the replay's host-side sampling, the framework between calls); op "
             "calls: operator calls per update, nested ones counted."
+        )
+    if any(row.system.endswith("row-major") for row in rows):
+        intro += (
+            " Row-major: the same step with the image trunk's hidden layer weight stored "
+            "(out, in) in memory, as `nn.Linear` stores it; pararl stores it (in, out)."
         )
     key = []
     for row in rows:

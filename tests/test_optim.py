@@ -127,3 +127,29 @@ def test_state_round_trips_and_is_not_taken_for_adam_state() -> None:
     assert again.param_groups[0]["alpha"] == 0.95
     with pytest.raises(UsageError):
         FlatAdam(QNetwork(4, 3, (8,)).parameters()).load_state_dict(opt.state_dict())
+
+
+def test_a_weight_stored_in_out_keeps_its_layout_and_steps_as_a_row_major_one() -> None:
+    """A weight stored transposed in memory (`weights_in_out`) stays so as a view of
+    the flat vectors, its gradient too, and the steps give what the same network
+    laid out row-major gets, whatever the order of the flat vectors."""
+    from pararl.models.networks import weights_in_out
+
+    torch.manual_seed(3)
+    row_major = QNetwork(4, 3, (16, 16))
+    in_out = weights_in_out(copy.deepcopy(row_major))
+    first = in_out.net[0].weight
+    assert first.stride() == (1, 16) and first.t().is_contiguous()
+    opts = [FlatRMSprop(m.parameters(), lr=1e-2, alpha=0.95, eps=0.01) for m in (row_major, in_out)]
+    for step in range(10):
+        for model, opt in zip((row_major, in_out), opts, strict=True):
+            opt.zero_grad()
+            _loss(model.net, step).backward()
+            opt.clip_grad_norm_(0.5)
+            opt.step()
+    assert in_out.net[0].weight.stride() == (1, 16)
+    assert in_out.net[0].weight.grad is not None and in_out.net[0].weight.grad.stride() == (1, 16)
+    flat = opts[1].flat
+    assert in_out.net[0].weight.data_ptr() == flat.data_ptr()  # still a view of the vector
+    for a, b in zip(row_major.parameters(), in_out.parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)

@@ -29,6 +29,16 @@ import torch
 from pararl.errors import UsageError
 
 
+def flat_view(flat: torch.Tensor, offset: int, like: torch.Tensor) -> torch.Tensor:
+    """`like.numel()` elements of the vector `flat` from `offset`, as a tensor of
+    `like`'s shape laid out in memory as `like` is: row-major, or a transposed 2-D
+    matrix (`models.networks.weights_in_out`). Other layouts get row-major."""
+    n = like.numel()
+    if like.dim() == 2 and not like.is_contiguous() and like.t().is_contiguous():
+        return flat[offset : offset + n].view(like.shape[1], like.shape[0]).t()
+    return flat[offset : offset + n].view(like.shape)
+
+
 class FlatAdam:
     """Adam whose parameters are views into one vector (and gradients into another).
 
@@ -57,11 +67,11 @@ class FlatAdam:
         offset = 0
         with torch.no_grad():
             for p in self.params:
-                n = p.numel()
-                self.flat[offset : offset + n].copy_(p.flatten())
-                p.data = self.flat[offset : offset + n].view_as(p)
-                self._grad_views.append(self.flat_grad[offset : offset + n].view_as(p))
-                offset += n
+                view = flat_view(self.flat, offset, p)
+                view.copy_(p)
+                p.data = view
+                self._grad_views.append(flat_view(self.flat_grad, offset, p))
+                offset += p.numel()
         self._attach_grads()
         self.param_groups: list[dict[str, Any]] = [{"lr": lr, "betas": betas, "eps": eps}]
         self.exp_avg = torch.zeros_like(self.flat)

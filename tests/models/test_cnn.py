@@ -123,3 +123,24 @@ def test_convolutions_read_channels_innermost_on_the_cpu_with_the_same_values() 
     assert channels_first.is_contiguous()
     expected = q.net(torch.relu(q.trunk.body(channels_first)))
     torch.testing.assert_close(q(frames), expected)
+
+
+@pytest.mark.parametrize(("model", "space"), [("minatar-cnn", MINATAR), ("nature-cnn", ATARI)])
+def test_the_trunks_hidden_layer_is_stored_in_out_and_computes_as_a_plain_one(
+    model: str, space: gym.spaces.Box
+) -> None:
+    """The image trunks' wide hidden layer keeps its weight as an (in, out) array in
+    memory (faster products on the CPU); its shape, its state and its outputs are a
+    plain `nn.Linear`'s, and a checkpoint of it loads into a plain layer and back."""
+    torch.manual_seed(0)
+    q = q_network(model, space.shape, space.dtype, 4, ())  # type: ignore[arg-type]
+    hidden = q.trunk.body[2]
+    assert isinstance(hidden, torch.nn.Linear)
+    assert hidden.weight.t().is_contiguous() and not hidden.weight.is_contiguous()
+    plain = torch.nn.Linear(hidden.in_features, hidden.out_features)
+    plain.load_state_dict(hidden.state_dict())
+    x = torch.randn(3, hidden.in_features)
+    torch.testing.assert_close(hidden(x), plain(x))
+    hidden.load_state_dict({k: v + 1 for k, v in plain.state_dict().items()})
+    assert hidden.weight.t().is_contiguous()  # loading keeps the layout
+    torch.testing.assert_close(hidden.weight, plain.weight + 1)

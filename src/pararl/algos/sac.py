@@ -35,7 +35,7 @@ from pararl.config import Filled, SACConfig
 from pararl.errors import UsageError
 from pararl.images import is_image
 from pararl.models import SquashedGaussianActor, TwinQ, squashed_actor
-from pararl.optim import FlatAdam
+from pararl.optim import FlatAdam, flat_view
 from pararl.replay.make import make_replay
 from pararl.replay.nstep import Transitions
 from pararl.samplers.chunks.explore import SquashedSampling
@@ -46,9 +46,8 @@ def _flat_views(module: nn.Module, flat: torch.Tensor) -> None:
     module's parameters), so that one op on `flat` updates all of them."""
     offset = 0
     for p in module.parameters():
-        n = p.numel()
-        p.data = flat[offset : offset + n].view_as(p)
-        offset += n
+        p.data = flat_view(flat, offset, p)
+        offset += p.numel()
 
 
 class SACLearner:

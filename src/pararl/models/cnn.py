@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from pararl.images import ImageLayout, ModelName
-from pararl.models.networks import Trunk
+from pararl.models.networks import Trunk, weights_in_out
 
 
 class ImageInput(nn.Module):
@@ -50,7 +50,7 @@ def _conv_trunk(layout: ImageLayout, convs: nn.Sequential, hidden: int) -> Trunk
     is measured on an empty image of `layout`'s size."""
     with torch.no_grad():
         flat = convs(torch.zeros(1, layout.channels, layout.height, layout.width)).numel()
-    body = nn.Sequential(convs, nn.Flatten(), nn.Linear(flat, hidden))
+    body = nn.Sequential(convs, nn.Flatten(), weights_in_out(nn.Linear(flat, hidden)))
     return Trunk(ImageInput(layout), body, hidden)
 
 
