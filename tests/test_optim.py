@@ -139,7 +139,8 @@ def test_a_weight_stored_in_out_keeps_its_layout_and_steps_as_a_row_major_one() 
     row_major = QNetwork(4, 3, (16, 16))
     in_out = weights_in_out(copy.deepcopy(row_major))
     first = in_out.net[0].weight
-    assert first.stride() == (1, 16) and first.t().is_contiguous()
+    assert first.stride() == (1, 16)
+    assert first.t().is_contiguous()
     opts = [FlatRMSprop(m.parameters(), lr=1e-2, alpha=0.95, eps=0.01) for m in (row_major, in_out)]
     for step in range(10):
         for model, opt in zip((row_major, in_out), opts, strict=True):
@@ -148,7 +149,8 @@ def test_a_weight_stored_in_out_keeps_its_layout_and_steps_as_a_row_major_one() 
             opt.clip_grad_norm_(0.5)
             opt.step()
     assert in_out.net[0].weight.stride() == (1, 16)
-    assert in_out.net[0].weight.grad is not None and in_out.net[0].weight.grad.stride() == (1, 16)
+    assert in_out.net[0].weight.grad is not None
+    assert in_out.net[0].weight.grad.stride() == (1, 16)
     flat = opts[1].flat
     assert in_out.net[0].weight.data_ptr() == flat.data_ptr()  # still a view of the vector
     for a, b in zip(row_major.parameters(), in_out.parameters(), strict=True):

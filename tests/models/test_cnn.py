@@ -136,7 +136,8 @@ def test_the_trunks_hidden_layer_is_stored_in_out_and_computes_as_a_plain_one(
     q = q_network(model, space.shape, space.dtype, 4, ())  # type: ignore[arg-type]
     hidden = q.trunk.body[2]
     assert isinstance(hidden, torch.nn.Linear)
-    assert hidden.weight.t().is_contiguous() and not hidden.weight.is_contiguous()
+    assert hidden.weight.t().is_contiguous()
+    assert not hidden.weight.is_contiguous()
     plain = torch.nn.Linear(hidden.in_features, hidden.out_features)
     plain.load_state_dict(hidden.state_dict())
     x = torch.randn(3, hidden.in_features)

@@ -86,15 +86,13 @@ class Trunk(nn.Module):
 @torch.no_grad()
 def weights_in_out(module: nn.Module) -> nn.Module:
     """Store every linear layer's weight as an (in, out) array in memory, its shape
-    and values unchanged (a transposed view; the kernel layout JAX's Flax uses):
-    `x @ W.T` then multiplies operands as they lie instead of through a transposed
-    one. The math is the same. With MKL on this project's x86 CPU the image trunks'
-    wide-to-narrow layers (MinAtar's 1024→128, the Nature CNN's 3136→512) run their
-    forward pass 1.4–2.6× faster so, and the MinAtar DQN update 12% faster (both
-    layouts timed in one process); square and small MLP layers gain nothing, so
-    only the trunks' hidden layers are stored this way. Parameters keep the layout
-    through `.to()`, `deepcopy`, `load_state_dict`, checkpoints and `pararl.optim`'s
-    flat vectors. Returns `module`."""
+    and values unchanged (a transposed view; the kernel layout Flax uses): `x @ W.T`
+    then multiplies operands as they lie instead of through a transposed one. The
+    math is the same. With MKL on an x86 CPU the image trunks' wide-to-narrow hidden
+    layers run faster so (`python -m benchmarks learner`, its row-major rows); square
+    and small MLP layers gain nothing, so only those layers are stored this way.
+    Parameters keep the layout through `.to()`, `deepcopy`, `load_state_dict`,
+    checkpoints and `pararl.optim`'s flat vectors. Returns `module`."""
     for layer in module.modules():
         if isinstance(layer, nn.Linear) and layer.weight.is_contiguous():
             layer.weight.data = layer.weight.data.t().contiguous().t()
