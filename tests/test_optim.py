@@ -155,3 +155,34 @@ def test_a_weight_stored_in_out_keeps_its_layout_and_steps_as_a_row_major_one() 
     assert in_out.net[0].weight.data_ptr() == flat.data_ptr()  # still a view of the vector
     for a, b in zip(row_major.parameters(), in_out.parameters(), strict=True):
         torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
+
+
+def test_moments_saved_row_major_load_into_a_weight_stored_in_out() -> None:
+    """A checkpoint's optimizer state from a network whose weights were all stored
+    row-major (runs saved before `weights_in_out`) resumes into the same network with
+    a weight stored (in, out): each moment lands on its own weight, and the next
+    steps are the row-major network's."""
+    from pararl.models.networks import weights_in_out
+
+    torch.manual_seed(4)
+    row_major = QNetwork(4, 3, (16, 16))
+    opt = FlatRMSprop(row_major.parameters(), lr=1e-2, alpha=0.95, eps=0.01)
+    for step in range(3):
+        opt.zero_grad()
+        _loss(row_major.net, step).backward()
+        opt.step()
+    state = opt.state_dict()
+    del state["transposed"]  # as saved before the layout was recorded
+    in_out = weights_in_out(copy.deepcopy(row_major))
+    resumed = FlatRMSprop(in_out.parameters(), lr=1e-2, alpha=0.95, eps=0.01)
+    resumed.load_state_dict(state)
+    for step in range(3, 6):
+        for model, o in ((row_major, opt), (in_out, resumed)):
+            o.zero_grad()
+            _loss(model.net, step).backward()
+            o.step()
+    for a, b in zip(row_major.parameters(), in_out.parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
+    again = FlatRMSprop(weights_in_out(copy.deepcopy(row_major)).parameters(), lr=1e-2)
+    again.load_state_dict(resumed.state_dict())  # saved with its layout: loads as it is
+    torch.testing.assert_close(again.exp_avg_sq, resumed.exp_avg_sq)

@@ -29,12 +29,20 @@ import torch
 from pararl.errors import UsageError
 
 
-def flat_view(flat: torch.Tensor, offset: int, like: torch.Tensor) -> torch.Tensor:
+def is_transposed(t: torch.Tensor) -> bool:
+    """A 2-D tensor stored as its transpose, column by column
+    (`models.networks.weights_in_out`)."""
+    return t.dim() == 2 and not t.is_contiguous() and t.t().is_contiguous()
+
+
+def flat_view(
+    flat: torch.Tensor, offset: int, like: torch.Tensor, transposed: bool | None = None
+) -> torch.Tensor:
     """`like.numel()` elements of the vector `flat` from `offset`, as a tensor of
-    `like`'s shape laid out in memory as `like` is: row-major, or a transposed 2-D
-    matrix (`models.networks.weights_in_out`). Other layouts get row-major."""
+    `like`'s shape laid out in memory as `like` is (`transposed`: as given instead):
+    row-major, or a transposed 2-D matrix. Other layouts get row-major."""
     n = like.numel()
-    if like.dim() == 2 and not like.is_contiguous() and like.t().is_contiguous():
+    if is_transposed(like) if transposed is None else transposed:
         return flat[offset : offset + n].view(like.shape[1], like.shape[0]).t()
     return flat[offset : offset + n].view(like.shape)
 
@@ -157,6 +165,8 @@ class FlatAdam:
             "exp_avg": self.exp_avg.detach().cpu().clone(),
             "exp_avg_sq": self.exp_avg_sq.detach().cpu().clone(),
             "param_groups": [dict(g) for g in self.param_groups],
+            # which parameters the vectors hold transposed (`flat_view`)
+            "transposed": [is_transposed(p) for p in self.params],
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -167,8 +177,14 @@ class FlatAdam:
             )
         self._steps = int(state["steps"])
         self.step_t.fill_(self._steps)
-        self.exp_avg.copy_(state["exp_avg"])
-        self.exp_avg_sq.copy_(state["exp_avg_sq"])
+        # state saved before weights were stored (in, out) holds them all row-major
+        saved = state.get("transposed", [False] * len(self.params))
+        for name in ("exp_avg", "exp_avg_sq"):
+            ours, theirs, offset = getattr(self, name), state[name].to(self.flat.device), 0
+            for p, was in zip(self.params, saved, strict=True):
+                view = flat_view(ours, offset, p)
+                view.copy_(flat_view(theirs, offset, p, transposed=was))
+                offset += p.numel()
         self.param_groups = [dict(g) for g in state["param_groups"]]
         self.sync_hyper()
 
