@@ -314,14 +314,14 @@ def measure(c: Config, meta: h.Metadata) -> Result:
                     final = run.final(c.final_evals)
                     shown = "failed" if final is None else f"final {final:.1f}"
                     h.progress(f"pixels: {system} {env} seed {seed}: {shown}, {run.wall_s:.0f} s")
-        for system in c.pong_systems if "pong" in c.parts else ():
-            h.progress(f"pixels: {system} on Pong, {c.slice_s:g} s after its first update ...")
+        for pong in c.pong_systems if "pong" in c.parts else ():
+            h.progress(f"pixels: {pong} on Pong, {c.slice_s:g} s after its first update ...")
             envs = (c.pong_env, c.sb3_pong_env)
             piece = pong_slice(
-                system, envs, c.learning_starts, c.slice_s, c.pong_timeout_s, Path(tmp)
+                pong, envs, c.learning_starts, c.slice_s, c.pong_timeout_s, Path(tmp)
             )
             out.slices.append(piece)
-            h.progress(f"pixels: {system} on Pong: {h.fmt_rate(piece.rate)} agent steps/s")
+            h.progress(f"pixels: {pong} on Pong: {h.fmt_rate(piece.rate)} agent steps/s")
     return out
 
 
