@@ -23,6 +23,11 @@ import pytest
         (["evaluate", "/nonexistent/run"], "not a pararl run directory"),
         (["train", "--resume", "/nonexistent/run"], "no config.json"),
         (["nonsense"], "unknown command"),
+        (["train", "--resume"], "--resume needs a run directory"),
+        (["train", "dqn", "--mode", "serial", "--replay-ratio", "0"], "needs --mode async"),
+        (["train", "ppo", "--workers", "3"], "8 envs do not split evenly over --workers 3"),
+        (["train", "ppo", "--device", "cuda"], "Unrecognized options: --device"),
+        (["train", "ppo", "--hidden"], "--hidden needs at least one width"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(
@@ -42,7 +47,9 @@ def test_bad_option_type_exits_2(pararl: Any) -> None:
     assert result.returncode == 2
 
 
-def test_corrupt_checkpoint(tmp_path: Path, pararl: Any) -> None:
+def test_a_saved_run_given_the_wrong_options_or_a_corrupt_checkpoint(
+    tmp_path: Path, pararl: Any
+) -> None:
     from pararl import DQNConfig, train
 
     run = tmp_path / "run"
@@ -62,6 +69,14 @@ def test_corrupt_checkpoint(tmp_path: Path, pararl: Any) -> None:
             batch_size=8,
         )
     )
+    for args, expect in [
+        (["evaluate", str(run), "--tasks", "3"], "--tasks: for MAML runs"),
+        (["train", "ppo", "--resume", str(run)], "is a DQN run, not PPO; resume it with"),
+    ]:
+        result = pararl(*args)
+        assert result.returncode == 2, result.stderr
+        assert expect in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
     best = run / "checkpoints" / "best.pt"
     best.write_bytes(b"not a checkpoint")
     result = pararl("evaluate", str(run))

@@ -58,8 +58,12 @@ def _evaluate() -> Command:
     from pararl.config import EvaluateConfig
 
     def run(config: EvaluateConfig, given: frozenset[str]) -> Any:
-        del given
         from pararl import playback
+
+        maml_only = sorted(given & {"tasks", "adapt_steps"})
+        if maml_only and (algo := algorithm_of_run(config.run_dir).name) != "maml":
+            flags = " and ".join("--" + name.replace("_", "-") for name in maml_only)
+            raise UsageError(f"{flags}: for MAML runs; {config.run_dir} is a {algo} run")
 
         return playback.run(config)
 
@@ -68,7 +72,7 @@ def _evaluate() -> Command:
 
 COMMANDS: dict[tuple[str, ...], Entry] = {
     **{("train", name): _train(algo) for name, algo in ALGORITHMS.items()},
-    ("evaluate",): Entry("greedy return of a run's checkpoint; render or record video", _evaluate),
+    ("evaluate",): Entry("return of a run's checkpoint; render or record video", _evaluate),
 }
 
 
@@ -77,6 +81,8 @@ def _resume_algo(args: list[str]) -> list[str]:
     from pathlib import Path
 
     value = args[2] if args[1] == "--resume" and len(args) > 2 else args[1].partition("=")[2]
+    if not value or value.startswith("--"):
+        raise UsageError("--resume needs a run directory: pararl train --resume RUN_DIR")
     return ["train", algorithm_of_run(Path(value)).name, *args[1:]]
 
 
@@ -84,7 +90,10 @@ def _usage(group: str = "") -> str:
     lines = ["usage: pararl GROUP COMMAND [options]   (pararl GROUP COMMAND --help)", ""]
     for key, entry in COMMANDS.items():
         if key[0].startswith(group):
-            lines.append(f"  pararl {' '.join(key):<16} {entry.help}")
+            lines.append(f"  pararl {' '.join(key):<22} {entry.help}")
+    if "train".startswith(group):
+        resume = "train --resume RUN_DIR"
+        lines.append(f"  pararl {resume:<22} carry a saved run on from its checkpoint")
     lines.append("  pararl --version")
     return "\n".join(lines)
 

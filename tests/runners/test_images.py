@@ -38,7 +38,7 @@ def test_dqn_on_atari_frames_runs_with_the_nature_cnn(pararl: Any, tmp_path: Pat
         *("--eval-every", "100000", "--run-dir", str(run_dir), *QUIET),
     )
     assert result.returncode == 0, result.stderr
-    assert "defaults for image observations" in result.stderr
+    assert "defaults for Atari-sized images" in result.stderr
     config = saved(run_dir)
     assert (config["model"], config["resolved"]["env_kind"]) == ("nature-cnn", "image")
     assert config["lr"] == 1e-4

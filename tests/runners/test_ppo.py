@@ -90,6 +90,24 @@ def test_resume_keeps_its_envs_and_its_best_evaluation(
     assert "--workers 2: this run learns from 4 envs (1 workers x 4)" in err, err
 
 
+def test_default_envs_do_not_follow_the_cores_and_a_resume_keeps_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "run"
+    small = {k: v for k, v in SMALL.items() if k not in ("workers", "envs_per_worker")}
+    small["num_steps"] = 8  # 8 envs x 8 steps: a rollout of 64, one minibatch
+    monkeypatch.setattr("pararl.runners.ppo.physical_cores", lambda: 2)
+    train(PPOConfig(mode="sync", run_dir=run, **small))  # type: ignore[arg-type]
+    assert (saved_facts(run)["num_envs"], saved_facts(run)["workers"]) == (8, 2)
+    monkeypatch.setattr("pararl.runners.ppo.physical_cores", lambda: 16)  # resumed elsewhere
+    assert main(["train", "--resume", str(run), "--total-steps", "2048"]) == 0
+    assert (saved_facts(run)["num_envs"], saved_facts(run)["workers"]) == (8, 8)
+    capsys.readouterr()
+    assert main(["train", "--resume", str(run), "--total-steps", "3072", "--workers", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "--workers 3: this run learns from 8 envs" in err, err
+
+
 def test_resumed_session_goes_on_with_its_episode_window_and_evaluations(tmp_path: Path) -> None:
     cfg = PPOConfig(**SMALL).for_env("discrete").config  # type: ignore[arg-type]
     run = RunDir.new(tmp_path, "ppo", "CartPole-v1")

@@ -152,7 +152,7 @@ def check_spaces(config: DQNConfig, observation_space: gym.Space, action_space: 
     if not isinstance(action_space, gym.spaces.Discrete):
         raise UsageError(
             f"DQN needs a discrete action space; {config.env} has "
-            f"{action_space}. Use an env with Discrete actions."
+            f"{action_space}; use an env with Discrete actions, or train sac or ppo"
         )
     if not isinstance(observation_space, gym.spaces.Box):
         raise UsageError(

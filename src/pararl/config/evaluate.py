@@ -14,7 +14,7 @@ import tyro
 class EvaluateConfig:
     """`pararl evaluate RUN_DIR`: a saved run's return, shown or recorded."""
 
-    run_dir: Annotated[Path, tyro.conf.Positional]
+    run_dir: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="RUN_DIR")]
     """Directory of a pararl training run."""
     episodes: int = 10
     """Episodes to run (MAML runs: episodes per task and adaptation step)."""

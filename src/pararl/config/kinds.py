@@ -23,8 +23,8 @@ S = TypeVar("S")
 KIND_TEXT: dict[EnvKind, str] = {
     "discrete": "discrete actions",
     "continuous": "continuous actions",
-    "image": "image observations (Atari's settings)",
-    "minatar": "MinAtar-sized images (the MinAtar paper's settings)",
+    "image": "Atari-sized images",
+    "minatar": "MinAtar-sized images",
 }
 
 

@@ -23,6 +23,10 @@ def replay_checks(cfg: Any) -> list[Check]:
         (unset_or(cfg.buffer_size, lambda v: v >= 1), "--buffer-size must be >= 1"),
         (unset_or(cfg.learning_starts, lambda v: v >= 0), "--learning-starts must be >= 0"),
         (unset_or(cfg.replay_ratio, lambda v: v >= 0), "--replay-ratio must be >= 0"),
+        (
+            cfg.replay_ratio != 0 or cfg.mode in ("auto", "async"),
+            f"--replay-ratio 0 (learn without a ratio) needs --mode async, not {cfg.mode}",
+        ),
         (unset_or(cfg.n_step, lambda v: v >= 1), "--n-step must be >= 1"),
         (cfg.sync_every >= 1, "--sync-every must be >= 1"),
         (cfg.acting_lag >= 0, "--acting-lag must be >= 0"),

@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
+
+import tyro
 
 from pararl.config.kinds import EnvKind, ModelChoice, PPOSettings, settings_of
 from pararl.config.run import RunConfig, raise_first, unset_or
+from pararl.errors import UsageError
 
 _PPO_ATARI: dict[str, Any] = dict(
     total_steps=10_000_000, num_steps=128, lr=2.5e-4, gamma=0.99, gae_lambda=0.95,
@@ -21,7 +24,21 @@ class PPOConfig(RunConfig):
     """PPO (clipped surrogate, GAE, minibatch epochs) on batched env workers."""
 
     ENVS_SET_THE_BATCH: ClassVar[bool] = True  # a rollout is num_steps x every env
+    DEFAULT_ENVS: ClassVar[int] = 8
 
+    num_envs: int | None = None
+    """Envs in a rollout, all workers together (a rollout is num_steps x num_envs).
+    Default: 8 (CleanRL's and rl-zoo's), on as many workers as the cores allow that
+    split them evenly (2 cores: 2 workers x 4 envs; 16 cores: 8 x 1), so the batch
+    does not change with the machine; with --envs-per-worker: workers x that."""
+    workers: int | None = None
+    """Env worker processes (Ray: actors). Default: as many of the physical cores as
+    split --num-envs evenly."""
+    envs_per_worker: int | None = None  # type: ignore[assignment]
+    """Envs each worker steps. Default: --num-envs split evenly over the workers."""
+    # PPO places acting and learning apart (--act-device, --learn-device): the run
+    # option of one learner device is kept off its --help and refused on its line
+    device: Annotated[Literal["auto", "cpu", "cuda"], tyro.conf.Suppress] = "auto"
     mode: Literal["auto", "serial", "sync"] = "auto"
     """`serial`: envs in this process; `sync`: ParallelVectorEnv workers step them while
     this process runs the policy on the whole batch; `auto`: sync when the envs' step
@@ -61,9 +78,10 @@ class PPOConfig(RunConfig):
     """Anneal the surrogate's clip range linearly to 0 over the step budget."""
     clip_vloss: bool | None = None
     """Clip the value loss around the rollout's value estimates (CleanRL's max of the
-    clipped and unclipped errors). Off by default, as in SB3 and rl-zoo: on CartPole it
-    took ~15% more env steps to solve (40 seeds), and on HalfCheetah with the continuous
-    defaults it ended in the ~1,700 mode in 4 of 6 seeds against 1 of 6 without it
+    clipped and unclipped errors). Default: by env kind: on for images (Atari, MinAtar),
+    as CleanRL's ppo_atari; off for vectors, as SB3 and rl-zoo: on CartPole it took ~15%
+    more env steps to solve (40 seeds), and on HalfCheetah with the continuous defaults
+    it ended in the ~1,700 mode in 4 of 6 seeds against 1 of 6 without it
     (BENCHMARKS.md)."""
     ent_coef: float | None = None
     """Entropy bonus coefficient. Default: by env kind."""
@@ -94,7 +112,7 @@ class PPOConfig(RunConfig):
     process computes the other's actions (partial send/recv)."""
 
     # discrete: rl-zoo's CartPole settings; continuous: CleanRL's MuJoCo settings
-    # (one env x 2048 steps there; 2 workers x 4 envs x 256 steps here) without its value
+    # (one env x 2048 steps there; 8 envs x 256 steps here) without its value
     # clipping (see clip_vloss), and the field's usual 1M-step budget; image: CleanRL's
     # ppo_atari (8 envs x 128 steps in 4 minibatches of 256; its value loss 0.5 x half
     # the squared error is 0.25 here); minatar: the same settings with the MinAtar CNN
@@ -118,6 +136,29 @@ class PPOConfig(RunConfig):
         | dict(model="minatar-cnn", eval_every=10_000, checkpoint_every=250_000),
     }  # fmt: skip
 
+    def split_envs(self, available: int) -> tuple[int, int]:
+        """(workers, envs per worker) of the rollout: `--envs-per-worker` on
+        `--workers` (default `available`) when given; else `--num-envs` (default 8)
+        on `--workers`, or on the most of `available` workers that split it evenly."""
+        if self.envs_per_worker is not None:
+            workers = self.workers or available
+            if self.num_envs is not None and self.num_envs != workers * self.envs_per_worker:
+                raise UsageError(
+                    f"--num-envs {self.num_envs} is not {workers} workers x "
+                    f"--envs-per-worker {self.envs_per_worker}; give one of the two"
+                )
+            return workers, self.envs_per_worker
+        n = self.num_envs or self.DEFAULT_ENVS
+        if self.workers is not None:
+            if n % self.workers:
+                raise UsageError(
+                    f"{n} envs do not split evenly over --workers {self.workers}; give "
+                    "--workers that divides --num-envs, or --envs-per-worker"
+                )
+            return self.workers, n // self.workers
+        workers = max(w for w in range(1, min(n, max(1, available)) + 1) if n % w == 0)
+        return workers, n // workers
+
     def validate(self) -> None:
         super().validate()
         checks = [
@@ -132,6 +173,22 @@ class PPOConfig(RunConfig):
             (unset_or(self.ent_coef, lambda v: v >= 0), "--ent-coef must be >= 0"),
             (self.clip_obs > 0, "--clip-obs must be > 0"),
             (self.clip_reward > 0, "--clip-reward must be > 0"),
+            (unset_or(self.num_envs, lambda v: v >= 1), "--num-envs must be >= 1"),
+            (
+                self.envs_per_worker is not None
+                or self.workers is None
+                or (self.num_envs or self.DEFAULT_ENVS) % self.workers == 0,
+                f"{self.num_envs or self.DEFAULT_ENVS} envs do not split evenly over "
+                f"--workers {self.workers}; give --workers that divides --num-envs, or "
+                "--envs-per-worker",
+            ),
+            (
+                None in (self.envs_per_worker, self.num_envs, self.workers)
+                or self.num_envs == (self.workers or 0) * (self.envs_per_worker or 0),
+                f"--num-envs {self.num_envs} is not --workers {self.workers} x "
+                f"--envs-per-worker {self.envs_per_worker}; give two of the three",
+            ),
+            (len(self.hidden) >= 1, "--hidden needs at least one width"),
             (all(h >= 1 for h in self.hidden), "--hidden widths must be >= 1"),
         ]
         raise_first(checks)

@@ -70,8 +70,9 @@ class RunConfig:
     """Random seed: every env, actor, replica, evaluation and network gets its own
     stream derived from it (`pararl.seeding`)."""
     total_steps: int | None = None
-    """Budget of environment steps (transitions collected, all envs together); default
-    by the kind of env: 100,000 (PPO with continuous actions: 1,000,000)."""
+    """Budget of environment steps (transitions collected, all envs together).
+    Default: by algorithm and kind of env (CartPole-sized runs 100,000; MuJoCo 1M; Atari
+    10M), printed at start and saved in config.json."""
     target_return: float | None = None
     """Stop once the greedy evaluation mean reaches this (default: the env's
     `reward_threshold`, if it has one)."""
@@ -98,8 +99,9 @@ class RunConfig:
     settings; run options (--total-steps, --eval-every, --workers, ...) may change,
     the others may not."""
     eval_every: int | None = None
-    """Evaluate the greedy policy every this many env steps. Default: by env kind
-    (2,500; Atari-sized images 50,000, MinAtar's 10,000: their episodes are longer)."""
+    """Evaluate the greedy policy every this many env steps. Default: by algorithm
+    and kind of env (e.g. 2,500 on CartPole; Atari-sized images 50,000, MinAtar
+    10,000: their episodes are longer), printed at start."""
     eval_episodes: int = 20
     """Episodes per evaluation (run in parallel as a vector of envs)."""
     eval_max_steps: int | None = None
@@ -115,8 +117,9 @@ class RunConfig:
     the default with more than one core) or `inline` (in the training loop)."""
     checkpoint_every: int | None = None
     """Save a periodic checkpoint, step_N, every this many env steps; all are kept
-    (best and final are always saved). Default by env kind: 25,000 (Atari-sized
-    images 500,000, MinAtar 250,000: a Nature-CNN DQN checkpoint is 27 MB)."""
+    (best and final are always saved). Default: by algorithm and kind of env (e.g.
+    25,000 on CartPole; Atari-sized images 500,000, MinAtar 250,000: a Nature-CNN DQN
+    checkpoint is 27 MB), printed at start."""
     checkpoint_every_s: float = 300.0
     """Also save the periodic checkpoint `latest` every this many seconds (replaced
     each time), so that a run killed outright loses at most this much."""

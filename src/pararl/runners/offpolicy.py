@@ -194,6 +194,11 @@ def make_source(
     about `chunk_for(replay ratio)` transitions (a Ray actor's, twice as many)."""
     cfg, learner, net = state.config, state.learner, state.acting_net
     chunk_transitions = chunk_for(state.settings.replay_ratio)
+    if state.settings.replay_ratio == 0 and mode != "async":
+        raise UsageError(
+            f"--replay-ratio 0 (learn without a ratio) needs --mode async, not {mode}: "
+            "here acting and learning take turns, so give a ratio (updates per env step)"
+        )
     if cfg.acting_lag and mode == "async":  # `--backend ray` resolves to async too
         raise UsageError(
             "--acting-lag is for --mode serial or sync: async actors trail the learner "

@@ -15,6 +15,7 @@ optionally double-buffered) through `samplers.rollout.collect`, or Ray actors
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -96,15 +97,15 @@ def run_local(
         envs.close()
 
 
-def run_ray(state: PPOState, session: TrainSession, num_actors: int) -> None:
-    """The loop with Ray actors collecting the rollouts."""
+def run_ray(state: PPOState, session: TrainSession, num_actors: int, per_actor: int) -> None:
+    """The loop with Ray actors collecting the rollouts, `per_actor` envs each."""
     from pararl.samplers.rollout.ray import RayPPOPool
 
     cfg = state.config
     pool = RayPPOPool(
         state.make_model,
         state.rollout_spec,
-        cfg,
+        dataclasses.replace(cfg, envs_per_worker=per_actor),
         num_actors,
         state.env_steps,
         session.console.message,
@@ -123,8 +124,10 @@ def run_ray(state: PPOState, session: TrainSession, num_actors: int) -> None:
         pool.close()
 
 
-def choose(cfg: PPOConfig, workers: int) -> tuple[ModeChoice, int]:
-    """The mode (serial, sync or ray) and the number of workers or Ray actors."""
+def choose(cfg: PPOConfig) -> tuple[ModeChoice, int, int]:
+    """The mode (serial, sync or ray), the number of workers or Ray actors, and the
+    envs each steps (`PPOConfig.split_envs`: the envs stay 8 by default whatever the
+    machine, on as many of its cores as split them evenly)."""
     if cfg.backend == "ray":
         from pararl.samplers.ray.cluster import ray_actors
 
@@ -132,23 +135,39 @@ def choose(cfg: PPOConfig, workers: int) -> tuple[ModeChoice, int]:
             raise UsageError(
                 "--backend ray runs Ray actors; drop --mode serial and --double-buffer"
             )
-        workers = ray_actors(cfg.workers, cfg.ray_address, keep_for_learner=0)
-        return ModeChoice("ray", None, f"{workers} Ray actors"), workers
+        workers, per = cfg.split_envs(ray_actors(cfg.workers, cfg.ray_address, 0))
+        return ModeChoice("ray", None, f"{workers} Ray actors"), workers, per
+    workers, per = cfg.split_envs(physical_cores())
     requested = "sync" if cfg.double_buffer and cfg.mode == "auto" else cfg.mode
     env_fn = env_factory(cfg.env, cfg.wrapper, training=True, kwargs=cfg.env_kwargs)
-    return choose_mode(requested, env_fn, workers * cfg.envs_per_worker, workers), workers
+    return choose_mode(requested, env_fn, workers * per, workers), workers, per
 
 
 def plan(p: Prepared) -> Plan:
     cfg: PPOConfig = p.config
-    choice, workers = choose(cfg, cfg.workers or physical_cores())
-    mode, num_envs = choice.mode, workers * cfg.envs_per_worker
+    choice, workers, per_worker = choose(cfg)
+    mode, num_envs = choice.mode, workers * per_worker
     if cfg.double_buffer and (mode != "sync" or workers < 2):
         raise UsageError(
             "--double-buffer needs --mode sync and at least 2 workers "
             f"(got mode {mode}, {workers} worker(s))"
         )
+    settings = cfg.settings
+    rollout = num_envs * settings.num_steps
+    if settings.minibatch_size > rollout:
+        raise UsageError(
+            f"--minibatch-size {settings.minibatch_size} is larger than a rollout "
+            f"({rollout:,} = {num_envs} envs x {settings.num_steps} steps); give at most "
+            f"{rollout}, or more --num-envs or --num-steps"
+        )
     state = PPOState(p.filled, p.observation_space, p.action_space, num_envs, p.resume_state)
+    count = state.learner.hyper.num_minibatches
+    uneven = (
+        f", {count} minibatch{'es' if count > 1 else ''} of {rollout // count} (the rollout "
+        f"of {rollout:,} is not a multiple of --minibatch-size {settings.minibatch_size})"
+        if rollout % settings.minibatch_size
+        else ""
+    )
     size = num_params(state.learner.model)
     threads = set_learner_threads(size, 0 if mode == "serial" else workers, cfg.learner_threads)
     big = size >= SMALL_MODEL_PARAMS and not cfg.learner_threads
@@ -160,6 +179,8 @@ def plan(p: Prepared) -> Plan:
         "mode": mode,
         "mode_reason": choice.reason,
         "num_envs": num_envs,
+        "workers": workers,
+        "envs_per_worker": per_worker,
         "devices": state.devices.as_dict(),
         "step_mode": state.learner.step_mode,
         "learner_threads": threads,
@@ -169,13 +190,13 @@ def plan(p: Prepared) -> Plan:
 
     def run(session: TrainSession) -> None:
         if mode == "ray":
-            run_ray(state, session, workers)
+            run_ray(state, session, workers, per_worker)
         else:
             run_local(state, session, mode, workers, num_envs)
 
     return Plan(
         banner=f"pararl: PPO on {cfg.env}, mode {mode} ({choice.reason}), {num_envs} envs, "
-        f"act on {d.act}, learn on {d.learn} ({d.reason})"
+        f"act on {d.act}, learn on {d.learn} ({d.reason}){uneven}"
         + (f", step: {state.learner.step_mode}" if state.learner.step_mode != "eager" else ""),
         metrics=METRICS,
         resolved=resolved,

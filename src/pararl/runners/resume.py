@@ -138,12 +138,21 @@ def resumed_config(saved: RunConfig, requested: RunConfig, given: Collection[str
 def kept_envs(config: RunConfig, facts: dict[str, Any], given: Collection[str]) -> RunConfig:
     """A resumed on-policy run keeps its number of envs (`ENVS_SET_THE_BATCH`): its
     rollout, and so its batch and the updates its schedules count, are made of them.
-    Left to `auto`, `--workers` would follow the new machine's cores (a PPO run of 8
-    envs resumed on 16 cores would go on with 64); so the workers are fixed at what the
-    run resolved, and a `--workers` that changes the envs is refused by name."""
+    A run saved with `envs_per_worker` keeps its workers (left to `auto`, `--workers`
+    would follow the new machine's cores: a run of 2 x 4 envs resumed on 16 cores would
+    go on with 64); otherwise the envs are kept and split over the new machine's
+    workers. A `--workers` that changes the envs is refused by name."""
     num_envs = facts.get("num_envs")
     if not config.ENVS_SET_THE_BATCH or not isinstance(num_envs, int):
         return config
+    if config.envs_per_worker is None:
+        if "workers" in given and config.workers is not None and num_envs % config.workers:
+            raise UsageError(
+                f"--workers {config.workers}: this run learns from {num_envs} envs, which "
+                "set its batch, and a resumed run keeps them; give --workers that divides "
+                f"{num_envs}, or drop it"
+            )
+        return dataclasses.replace(config, num_envs=num_envs)
     workers = max(1, num_envs // config.envs_per_worker)
     if "workers" in given and config.workers is not None and config.workers != workers:
         raise UsageError(

@@ -161,7 +161,12 @@ def prepare(
             )
         saved = config_from_json(run.config.read_text())
         if type(saved) is not type(config):
-            raise UsageError(f"--resume {config.resume} is a {type(saved).__name__} run")
+            algo = type(saved).__name__.removesuffix("Config").lower()
+            raise UsageError(
+                f"--resume {config.resume} is a {algo.upper()} run, not "
+                f"{type(config).__name__.removesuffix('Config').upper()}; resume it with "
+                f"pararl train --resume {config.resume}"
+            )
         config = resume.resumed_config(saved, config, given)
         facts = saved_facts(run.root)
         config = resume.kept_envs(config, facts, given)
