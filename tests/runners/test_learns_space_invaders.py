@@ -1,10 +1,11 @@
 """A learning guard for images: pararl's PPO on MinAtar Space Invaders, 40,960 steps
 with its MinAtar defaults, must end clearly above a random policy and near SB3's PPO
 at the same budget. Measured with the same 100-episode sampled evaluation (sticky
-actions as in training, `benchmarks.minatar_ab.evaluate`): a random policy 4.0; SB3's
-PPO 5.6-6.7 over 5 seeds (median 6.1); pararl's 5.6-7.4 (median 6.0). The threshold,
-5.0, sits between them: ~3 standard errors above random, below every SB3 seed. The run
-is serial, so it is the same run on every machine."""
+actions as in training, `benchmarks.minatar_ab.evaluate`; BENCHMARKS.md,
+`minatar_ab_guard_40k`, both with the MinAtar entropy bonus of 0.03): a random policy
+4.0; SB3's PPO 5.5-6.1 over 5 seeds (median 6.0); pararl's 5.6-6.0 (median 6.0). The
+threshold, 5.0, sits between them: ~3 standard errors above random, below every SB3
+seed. The run is serial, so it is the same run on every machine."""
 
 from __future__ import annotations
 
