@@ -176,24 +176,12 @@ class PPOConfig(RunConfig):
             (self.clip_obs > 0, "--clip-obs must be > 0"),
             (self.clip_reward > 0, "--clip-reward must be > 0"),
             (unset_or(self.num_envs, lambda v: v >= 1), "--num-envs must be >= 1"),
-            (
-                self.envs_per_worker is not None
-                or self.workers is None
-                or (self.num_envs or self.DEFAULT_ENVS) % self.workers == 0,
-                f"{self.num_envs or self.DEFAULT_ENVS} envs do not split evenly over "
-                f"--workers {self.workers}; give --workers that divides --num-envs, or "
-                "--envs-per-worker",
-            ),
-            (
-                None in (self.envs_per_worker, self.num_envs, self.workers)
-                or self.num_envs == (self.workers or 0) * (self.envs_per_worker or 0),
-                f"--num-envs {self.num_envs} is not --workers {self.workers} x "
-                f"--envs-per-worker {self.envs_per_worker}; give two of the three",
-            ),
             (len(self.hidden) >= 1, "--hidden needs at least one width"),
             (all(h >= 1 for h in self.hidden), "--hidden widths must be >= 1"),
         ]
         raise_first(checks)
+        if self.workers is not None:  # the split needs no machine then: check it now
+            self.split_envs(self.workers)
 
     @property
     def settings(self) -> PPOSettings:

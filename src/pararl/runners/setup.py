@@ -161,11 +161,12 @@ def prepare(
             )
         saved = config_from_json(run.config.read_text())
         if type(saved) is not type(config):
-            algo = type(saved).__name__.removesuffix("Config").lower()
+            saved_algo, asked = (
+                type(c).__name__.removesuffix("Config").upper() for c in (saved, config)
+            )
             raise UsageError(
-                f"--resume {config.resume} is a {algo.upper()} run, not "
-                f"{type(config).__name__.removesuffix('Config').upper()}; resume it with "
-                f"pararl train --resume {config.resume}"
+                f"--resume {config.resume} is a {saved_algo} run, not {asked}; resume it "
+                f"with pararl train --resume {config.resume}"
             )
         config = resume.resumed_config(saved, config, given)
         facts = saved_facts(run.root)
