@@ -17,6 +17,7 @@ time. rl-zoo's, CleanRL's and the SAC paper's published 1M-step figures stand be
 
 from __future__ import annotations
 
+import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,8 +130,20 @@ def run_one(system: str, env: str, seed: int, c: Config, workdir: Path) -> Run:
         )
         final = training.parse_final(done.stderr)
         own_s = None if final is None else final["train_s"]
+        if run.ok:
+            run.note = resolved_note(out)
     training.launch_clock(run.curve, run.wall_s, own_s)
     return run
+
+
+def resolved_note(run_dir: Path) -> str:
+    """What pararl chose for the run: its learner's threads and step mode."""
+    try:
+        resolved = json.loads((run_dir / "config.json").read_text())["resolved"]
+    except (OSError, KeyError, ValueError):
+        return ""
+    threads = resolved.get("learner_threads")
+    return f"learner on {threads} thread(s), step {resolved.get('step_mode')}"
 
 
 @dataclass
@@ -249,7 +262,8 @@ def report(result: Result, meta: h.Metadata) -> h.Report:
         f"config (networks {'x'.join(map(str, c.hidden))}, lr 3e-4, batch 256, tau 0.005, "
         f"gamma 0.99, {c.learning_starts:,} random steps, one update per env step, temperature "
         "tuned toward -|A| from 1). pararl: `pararl train sac` with its defaults (async: one "
-        "actor process, 4 envs, the learner on one thread); SB3: `SAC('MlpPolicy')` on one "
+        "actor process, 4 envs; the learner's threads and step mode are in each run's "
+        "note); SB3: `SAC('MlpPolicy')` on one "
         f"env, {sb3_threads(c)}. Wall times are launch to exit; the curves are on that "
         "clock. Env steps/s and updates/s: the run's totals over its wall time. Runs in the "
         "order run."

@@ -236,3 +236,25 @@ def test_discrete_and_unbounded_action_spaces_are_refused() -> None:
     images = gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
     with pytest.raises(UsageError, match="vector observations"):
         SACState(cfg, images, gym.spaces.Box(-1, 1, (1,), np.float32), CPU)
+
+
+def test_auto_compiles_on_the_cpu_only_a_long_run_on_more_than_one_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pararl.algos import sac
+
+    monkeypatch.setattr(sac, "physical_cores", lambda: 2)
+
+    def pays(mode: str = "async", **fields: object) -> bool:
+        cfg = SACConfig(env="x", **fields).for_env("continuous").config  # type: ignore[arg-type]
+        return sac.cpu_compile_pays(cfg, mode)
+
+    # MuJoCo's defaults: 1M steps, batch 256, async: the learner on both cores
+    assert pays()
+    assert not pays("serial")  # one learner thread: compiling gained nothing
+    assert not pays(total_steps=50_000)  # too few updates to repay the compile
+    assert not pays(batch_size=64)  # a narrow update keeps one thread
+    assert not pays(learner_threads=1)
+    assert pays("serial", learner_threads=2)
+    monkeypatch.setattr(sac, "physical_cores", lambda: 1)
+    assert not pays()

@@ -12,6 +12,7 @@ import torch
 from pararl.models.build import q_network
 from pararl.mp.threads import (
     every_core_threads,
+    is_convolutional,
     set_learner_threads,
     takes_every_core,
     torch_threads,
@@ -19,13 +20,15 @@ from pararl.mp.threads import (
 from pararl.mp.topology import physical_cores
 
 
-def test_a_convolutional_learner_beside_actors_takes_every_core() -> None:
+def test_a_convolutional_or_wide_learner_beside_actors_takes_every_core() -> None:
     cnn = q_network("minatar-cnn", (10, 10, 4), np.dtype(np.bool_), 3, (128,))
     mlp = q_network("mlp", (4,), np.dtype(np.float32), 2, (64, 64))
-    assert [takes_every_core(cnn, m) for m in ("serial", "sync", "async", "ray")] == [
-        False, False, True, True,
-    ]  # fmt: skip
-    assert not takes_every_core(mlp, "async")
+    assert is_convolutional(cnn)
+    assert not is_convolutional(mlp)
+    modes = ("serial", "sync", "async", "ray")
+    assert [takes_every_core(m, True, 32) for m in modes] == [False, False, True, True]
+    assert not takes_every_core("async", False, 64)  # DQN's MLP batch on CartPole
+    assert [takes_every_core(m, False, 256) for m in modes] == [False, False, True, True]
     with torch_threads(None):  # restores the count after
         assert set_learner_threads(10_000, 1, every_core=True) == physical_cores()
         assert torch.get_num_threads() == physical_cores()

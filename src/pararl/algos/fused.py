@@ -115,19 +115,23 @@ def program_boundary() -> None:
         dynamo.graph_break()
 
 
-def resolve_step_mode(setting: str, device: torch.device) -> Mode:
+def resolve_step_mode(setting: str, device: torch.device, cpu_compile_pays: bool = False) -> Mode:
     """The step mode for `--compile auto|on|off` on `device`: `off` runs the step as
     written; `on` compiles it, and on a GPU also records it; `auto` records it on a
     GPU (recording costs milliseconds and the replay removes the launches that bound a
-    small network's step there) and runs it as written on the CPU, where compiling
-    took longer than it saved at the budgets measured (BENCHMARKS.md, learner)."""
+    small network's step there) and on the CPU compiles it only where the algorithm
+    says compiling repays its cost at the run's budget (`cpu_compile_pays`; SAC's
+    step on every core over a long run), else runs it as written: compiling took
+    longer than it saved at the budgets measured (BENCHMARKS.md, learner)."""
     cuda = device.type == "cuda"
     if setting == "off":
         return "eager"
     if setting == "on":
         return "compile+graph" if cuda else "compile"
     if setting == "auto":
-        return "graph" if cuda else "eager"
+        if cuda:
+            return "graph"
+        return "compile" if cpu_compile_pays else "eager"
     raise ValueError(f"--compile must be auto, on or off, not {setting!r}")
 
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from torch import nn
 
 SMALL_MODEL_PARAMS = 1_000_000
+WIDE_BATCH = 256  # rows from which an MLP's update gains from more threads
 
 
 def one_thread() -> None:
@@ -56,16 +57,23 @@ def every_core_threads(given: int = 0) -> int:
     return given or physical_cores()
 
 
-def takes_every_core(net: nn.Module, mode: str) -> bool:
-    """Whether an off-policy learner in `mode` takes every core: a convolutional
-    network beside actor processes. Actors held to the replay ratio idle most of the
-    time (6-22% of a core on MinAtar and Pong), and on 2 cores two learner threads ran
-    MinAtar Breakout's async DQN 1.14x (1.07-1.22x) and Pong's 1.18x as many updates/s
-    as one. A small MLP's update gained nothing from a second thread (SAC on
-    Pendulum), so it keeps one."""
+def takes_every_core(mode: str, convolutional: bool, batch_size: int) -> bool:
+    """Whether an off-policy learner in `mode` takes every core: beside actor
+    processes, a convolutional network or a batch of `WIDE_BATCH` rows or more.
+    Actors held to the replay ratio idle most of the time (6-22% of a core on MinAtar
+    and Pong, 3-7% on HalfCheetah), and on 2 cores two learner threads ran MinAtar
+    Breakout's async DQN 1.14x (1.07-1.22x) and Pong's 1.18x as many updates/s as
+    one, and SAC's update at HalfCheetah's sizes (batch 256, 256x256 networks)
+    1.17-1.32x. DQN's MLP step on CartPole's batch of 64 gained nothing from a second
+    thread (0.92x alone), so it keeps one."""
+    return mode in ("async", "ray") and (convolutional or batch_size >= WIDE_BATCH)
+
+
+def is_convolutional(net: nn.Module) -> bool:
+    """Whether `net` has a 2-d convolution (the learner's thread rule reads it)."""
     import torch
 
-    return mode in ("async", "ray") and any(isinstance(m, torch.nn.Conv2d) for m in net.modules())
+    return any(isinstance(m, torch.nn.Conv2d) for m in net.modules())
 
 
 def set_learner_threads(
@@ -90,7 +98,9 @@ def set_learner_threads(
 
 __all__ = [
     "SMALL_MODEL_PARAMS",
+    "WIDE_BATCH",
     "every_core_threads",
+    "is_convolutional",
     "one_thread",
     "set_learner_threads",
     "takes_every_core",

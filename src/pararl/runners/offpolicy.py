@@ -41,7 +41,7 @@ from torch import nn
 from pararl.config import RunConfig
 from pararl.envs.make import env_factory
 from pararl.errors import UsageError
-from pararl.mp.threads import set_learner_threads, takes_every_core
+from pararl.mp.threads import is_convolutional, set_learner_threads, takes_every_core
 from pararl.mp.topology import physical_cores
 from pararl.replay.make import Replay
 from pararl.runners.session import TrainSession
@@ -339,7 +339,8 @@ def plan(
     learner's parameters (it gets threads when they are many)."""
     cfg, device = p.config, state.learner.device
     busy = 0 if mode == "serial" else (cfg.workers or physical_cores())
-    every_core = takes_every_core(state.acting_net, mode)
+    conv = is_convolutional(state.acting_net)
+    every_core = takes_every_core(mode, conv, state.settings.batch_size)
     threads = set_learner_threads(num_params, busy, cfg.learner_threads, every_core)
     step_mode = state.learner.step_mode
     resolved = {

@@ -21,7 +21,9 @@ def plan(p: Prepared) -> Plan:
     cfg: SACConfig = p.config
     device = resolve_device(cfg.device)
     mode = offpolicy.resolve_mode(cfg)
-    state = SACState(p.filled, p.observation_space, p.action_space, device, p.resume_state)
+    state = SACState(
+        p.filled, p.observation_space, p.action_space, device, p.resume_state, mode=mode
+    )
     learner = state.learner
     params = num_params(learner.actor) + num_params(learner.critic)
     return offpolicy.plan(p, state, "SAC", mode, METRICS, params)
