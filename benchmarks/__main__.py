@@ -3,7 +3,9 @@
 
 `BENCHMARKS` is the one list of them. Each benchmark module has a tyro dataclass
 `Config` (field docstrings are the --help) and `resolve`, `measure` and `report`,
-which `lib.harness.execute` runs. Bad input prints one line and exits with code 2.
+which `lib.harness.execute` runs. Bad input prints one line and exits with code 2;
+Ctrl-C exits with 130 and SIGTERM with 143, each after stopping the processes the
+benchmark started.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from benchmarks.lib import harness as h
-from pararl.errors import UsageError
+from pararl.errors import Terminated, UsageError, sigterm_as_interrupt
 
 BENCHMARKS = {
     "vector": "vector env stepping throughput against Gymnasium, SB3 and one env",
@@ -57,16 +59,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     name = args[0]
     module = importlib.import_module(f"benchmarks.{name}")
     try:
-        config = tyro.cli(
-            module.Config,
-            args=args[1:],
-            prog=f"python -m benchmarks {name}",
-            description=BENCHMARKS[name],
-        )
-        results = h.execute(name, config, module.resolve, module.measure, module.report)
+        # SIGTERM takes Ctrl-C's path, so the runs a benchmark started are stopped too
+        with sigterm_as_interrupt():
+            config = tyro.cli(
+                module.Config,
+                args=args[1:],
+                prog=f"python -m benchmarks {name}",
+                description=BENCHMARKS[name],
+            )
+            results = h.execute(name, config, module.resolve, module.measure, module.report)
     except UsageError as exc:
         print(f"benchmarks: error: {exc}", file=sys.stderr)
         return 2
+    except Terminated:
+        print("benchmarks: terminated (SIGTERM)", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print("benchmarks: interrupted", file=sys.stderr)
         return 130

@@ -32,6 +32,7 @@ def test_quick_runs_both_systems(bench: Callable[..., dict[str, Any]], tmp_path:
         assert run["env_steps"] >= 600
         assert [p["env_steps"] for p in run["curve"]][-1] >= 600
     pararl, sb3_run = runs
+    assert pararl["note"].startswith("learner on ")  # what pararl chose for the run
     # one update per env step after the random ones (SB3: exactly; pararl: within
     # the chunk it takes in at the end of the budget)
     assert sb3_run["updates"] == 600 - 300

@@ -1,0 +1,38 @@
+"""The benchmarks' command line: SIGTERM stops a benchmark and the runs it started
+(each run is a process in its own session, which a signal to the benchmark alone does
+not reach)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_sigterm_stops_the_benchmark_and_its_runs(tmp_path: Path) -> None:
+    pytest.importorskip("stable_baselines3")
+    cmd = [sys.executable, "-m", "benchmarks", "sac", "--quick", "--out-dir", str(tmp_path)]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        children: list[psutil.Process] = []
+        while not children and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+            children = psutil.Process(proc.pid).children(recursive=True)
+        assert children, "the benchmark started no run"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err.decode()
+    assert "terminated (SIGTERM)" in err.decode()
+    _, alive = psutil.wait_procs(children, timeout=10)
+    assert not alive, [p.cmdline() for p in alive]
