@@ -17,7 +17,6 @@ time. rl-zoo's, CleanRL's and the SAC paper's published 1M-step figures stand be
 
 from __future__ import annotations
 
-import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ from benchmarks.lib import sb3, training
 from benchmarks.lib.figures import Panel, Series
 from benchmarks.lib.stats import censored_median
 from benchmarks.lib.training import Run, time_to_reach
+from pararl.config.saved import saved_facts
 
 System = Literal["pararl", "sb3"]
 LABELS = {"pararl": "pararl SAC (async)", "sb3": "SB3 SAC"}
@@ -138,9 +138,8 @@ def run_one(system: str, env: str, seed: int, c: Config, workdir: Path) -> Run:
 
 def resolved_note(run_dir: Path) -> str:
     """What pararl chose for the run: its learner's threads and step mode."""
-    try:
-        resolved = json.loads((run_dir / "config.json").read_text())["resolved"]
-    except (OSError, KeyError, ValueError):
+    resolved = saved_facts(run_dir)
+    if not resolved:
         return ""
     threads = resolved.get("learner_threads")
     return f"learner on {threads} thread(s), step {resolved.get('step_mode')}"
