@@ -87,7 +87,10 @@ class Finished:
 
     @property
     def tail(self) -> str:
-        """The last lines of stderr, on one line (for notes)."""
+        """Why the run ended badly, on one line (for notes): its time limit, or its exit
+        code and the last lines of its stderr."""
+        if self.timed_out:
+            return f"killed at its time limit, {self.wall_s:.0f} s"
         return f"rc {self.returncode}: " + " | ".join(self.stderr.strip().splitlines()[-3:])
 
 
