@@ -11,7 +11,6 @@ auto/auto, reporting what auto picked and on which timings), interleaved by roun
 from __future__ import annotations
 
 import functools
-import json
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any, Literal
 from benchmarks.lib import harness as h
 from benchmarks.lib import training
 from benchmarks.lib.figures import Panel, grouped_bars
+from pararl.config.saved import saved_facts
 
 Placement = Literal["cpu-only", "gpu-only", "cpu-act-gpu-learn", "auto"]
 DEVICES = {  # placement -> (--act-device, --learn-device), label
@@ -142,7 +142,7 @@ def run_one(c: Config, width: int, placement: str, round_: int, workdir: Path) -
     else:
         run.status, run.train_s = "ok", final["train_s"]
         run.startup_s = done.wall_s - final["train_s"]
-        run.devices = json.loads((out / "config.json").read_text())["resolved"].get("devices")
+        run.devices = saved_facts(out).get("devices")
     return run
 
 

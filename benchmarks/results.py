@@ -269,11 +269,8 @@ class Saved:
         return None
 
     def save(self, directory: Path) -> None:
-        directory.mkdir(parents=True, exist_ok=True)
-        path = self.path(directory, self.name)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(dataclasses.asdict(self), indent=1) + "\n")
-        tmp.replace(path)
+        text = json.dumps(dataclasses.asdict(self), indent=1) + "\n"
+        h.write_atomic(self.path(directory, self.name), text)
 
 
 def thin(points: list[Point], most: int = 600) -> list[Point]:

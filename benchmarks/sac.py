@@ -9,18 +9,29 @@ the temperature tuned toward -|A|. pararl acts in an actor process while it lear
 SB3 alternates one env step and one update on one env. Each run evaluates its
 deterministic policy every `--eval-every` env steps; its final return is the mean of
 its last `--final-evals` evaluations. Wall time is launch to exit, and each curve is
-put on that clock. Time to reach SB3's final: a pararl run's first evaluation at or
-above the median final return of SB3's runs on that env, against SB3's median wall
-time. rl-zoo's, CleanRL's and the SAC paper's published 1M-step figures stand beside
-(not re-measured).
+put on that clock. Time to reach SB3's final, per seed: a pararl run's first
+evaluation at or above the final return of SB3's run of the same env and seed, and
+that time divided by the SB3 run's wall time; the table gives the medians over seeds.
+rl-zoo's, CleanRL's and the SAC paper's published 1M-step figures stand beside (not
+re-measured).
+
+An env and seed takes about two hours on two cores (both systems), so each one whose
+runs all ended is kept in the repository (`results/sac/ENV-seedSEED.json`: the runs,
+the settings, and when, where and at which commit they ran). A later invocation with
+the same settings reads it instead of running it again: the default three HalfCheetah
+seeds and Hopper can be run in different sittings, and the table covers all of them.
+Both systems of one seed always run in the same sitting, since only times measured
+together compare.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from benchmarks.lib import harness as h
 from benchmarks.lib import sb3, training
@@ -73,6 +84,20 @@ class Config(h.Options):
     beside other work on a 2-core machine ran SB3's update ~10x slower than one."""
     run_timeout_s: float = 4 * 3600.0
     """A run is killed after this long (and reported as failed)."""
+    keep_dir: Path | None = None
+    """Folder where each ENV:SEED whose runs all ended is kept (ENV-seedSEED.json), and
+    read back instead of run again by an invocation with the same settings; default:
+    <repo>/results/sac (with --quick, nothing is kept unless a folder is given)."""
+    fresh: bool = False
+    """Run every ENV:SEED again, also one that is kept (the kept file is replaced once
+    the new runs end)."""
+
+
+# the options a kept ENV:SEED must share with the invocation that reads it
+KEPT_SETTINGS = (
+    "systems", "budget", "learning_starts", "hidden", "eval_every", "eval_episodes",
+    "sb3_threads",
+)  # fmt: skip
 
 
 QUICK = dict(
@@ -99,6 +124,8 @@ def resolve(config: Config) -> Config:
     for run in config.runs:
         env, _, seed = run.rpartition(":")
         h.check([(not env or not seed.isdigit(), f"--runs: '{run}' is not ENV:SEED")])
+    if config.keep_dir is None and not config.quick:
+        config = dataclasses.replace(config, keep_dir=h.ROOT / "results" / "sac")
     return config
 
 
@@ -149,23 +176,100 @@ def resolved_note(run_dir: Path) -> str:
 class Result:
     config: Config
     runs: list[Run]
+    sittings: dict[str, str] = dataclasses.field(default_factory=dict)  # ENV:SEED -> when, where
+
+
+def settings(c: Config) -> dict[str, Any]:
+    """The options a kept ENV:SEED was run with, as JSON has them."""
+    return json.loads(json.dumps({name: getattr(c, name) for name in KEPT_SETTINGS}))
+
+
+def sitting(meta: h.Metadata) -> str:
+    dirty = " (with uncommitted changes)" if meta.git_dirty else ""
+    return f"{meta.date[:10]}, commit {meta.git_commit}{dirty}, {meta.physical_cores} cores"
+
+
+@dataclass
+class Kept:
+    """One ENV:SEED's runs, every system's, from one sitting (`results/sac/*.json`)."""
+
+    settings: dict[str, Any]
+    sitting: str
+    runs: list[Run]
+
+    @staticmethod
+    def path(directory: Path, env: str, seed: int) -> Path:
+        return directory / f"{env.replace('/', '_')}-seed{seed}.json"
+
+    @classmethod
+    def load(cls, path: Path) -> Kept | None:
+        """The kept runs, or None when there are none or the file cannot be read."""
+        try:
+            data = json.loads(path.read_text())
+            runs = [Run(**run) for run in data["runs"]]
+            return cls(data["settings"], data["sitting"], runs)
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def save(self, path: Path) -> None:
+        h.write_atomic(path, json.dumps(dataclasses.asdict(self), indent=1) + "\n")
+
+
+def kept_runs(c: Config, env: str, seed: int) -> tuple[Kept | None, bool]:
+    """The runs kept for ENV:SEED with this invocation's settings (None: run them), and
+    whether new runs may be kept in their place: never over runs kept with other
+    settings, which this invocation does not replace."""
+    if c.keep_dir is None:
+        return None, False
+    path = Kept.path(c.keep_dir, env, seed)
+    kept = Kept.load(path)
+    if kept is None:
+        if path.exists():
+            h.progress(f"sac: {path} cannot be read; {env} seed {seed} is run again")
+        return None, True
+    if kept.settings != settings(c):
+        other = {k: v for k, v in kept.settings.items() if settings(c).get(k) != v}
+        h.progress(
+            f"sac: {path} was run with other settings ({other}); {env} seed {seed} is run "
+            "again, and that file is left as it is"
+        )
+        return None, False
+    if c.fresh:
+        return None, True
+    return kept, False
 
 
 def measure(c: Config, meta: h.Metadata) -> Result:
-    del meta
-    runs: list[Run] = []
+    result = Result(c, [])
+    warmed = False
     with tempfile.TemporaryDirectory(prefix="pararl-bench-sac-") as tmp:
-        training.warm_up(Path(tmp))
         for spec in c.runs:
-            env, _, seed = spec.rpartition(":")
+            env, _, seed_text = spec.rpartition(":")
+            seed = int(seed_text)
+            kept, may_keep = kept_runs(c, env, seed)
+            if kept is not None:
+                h.progress(f"sac: {env} seed {seed}: kept ({kept.sitting}), not run again")
+                result.runs += kept.runs
+                result.sittings[spec] = kept.sitting
+                continue
+            if not warmed:
+                training.warm_up(Path(tmp))
+                warmed = True
+            pair = []
             for system in c.systems:
                 h.progress(f"sac: {system} {env} seed {seed} ...")
-                run = run_one(system, env, int(seed), c, Path(tmp))
-                runs.append(run)
+                run = run_one(system, env, seed, c, Path(tmp))
+                pair.append(run)
                 final = run.final(c.final_evals)
                 shown = "failed" if final is None else f"final {final:.0f}"
                 h.progress(f"sac: {system} {env} seed {seed}: {shown}, {run.wall_s:.0f} s")
-    return Result(c, runs)
+            result.runs += pair
+            result.sittings[spec] = sitting(meta)
+            if may_keep and c.keep_dir is not None and all(r.ok for r in pair):
+                path = Kept.path(c.keep_dir, env, seed)
+                Kept(settings(c), sitting(meta), pair).save(path)
+                h.progress(f"sac: {env} seed {seed} kept in {path}")
+    return result
 
 
 def family(env: str) -> str:
@@ -182,9 +286,23 @@ class Row:
     final: h.Summary | None
     wall: h.Summary | None  # launch to exit
     sb3_final: float | None = None  # the median final return of SB3's runs of this env
-    reach_s: float | None = None  # median time to reach it (None: median never)
+    reach_s: float | None = None  # median over seeds of the time to reach its SB3's final
     reached: int = 0
-    vs_sb3: float | None = None  # reach_s / SB3's median wall
+    paired: int = 0  # seeds with an SB3 run to compare with
+    vs_sb3: float | None = None  # median over seeds of that time / its SB3 run's wall
+
+
+def paired_reach(runs: list[Run], run: Run, final_evals: int) -> tuple[float, float] | None:
+    """When `run` first reached the final return of SB3's run of its env and seed, and
+    that time over the SB3 run's wall time (inf when never); None without that run."""
+    sb3_run = next(
+        (r for r in runs if r.system == "sb3" and (r.env, r.seed) == (run.env, run.seed)), None
+    )
+    target = None if sb3_run is None or not sb3_run.ok else sb3_run.final(final_evals)
+    if sb3_run is None or target is None:
+        return None
+    reach = time_to_reach(run, target)
+    return reach, reach / sb3_run.wall_s
 
 
 def rows(runs: list[Run], final_evals: int) -> list[Row]:
@@ -194,17 +312,21 @@ def rows(runs: list[Run], final_evals: int) -> list[Row]:
             mine = [r for r in runs if r.env == env and r.system == system]
             finals = [f for r in mine if (f := r.final(final_evals)) is not None]
             walls = [r.wall_s for r in mine if r.ok]
-            out.append(Row(env, system, len(mine), h.maybe(finals), h.maybe(walls)))
-    for row in out:
-        sb3_row = next((r for r in out if r.env == row.env and r.system == "sb3"), None)
-        if row.system == "sb3" or sb3_row is None or sb3_row.final is None:
-            continue
-        row.sb3_final = sb3_row.final.median
-        mine = [r for r in runs if r.env == row.env and r.system == row.system]
-        times = [time_to_reach(r, row.sb3_final) for r in mine]
-        row.reached = sum(t != float("inf") for t in times)
-        row.reach_s = censored_median(times)
-        row.vs_sb3 = h.ratio(row.reach_s, sb3_row.wall)
+            row = Row(env, system, len(mine), h.maybe(finals), h.maybe(walls))
+            out.append(row)
+            if system == "sb3" or "sb3" not in {r.system for r in runs if r.env == env}:
+                continue
+            sb3_finals = [
+                f
+                for r in runs
+                if r.env == env and r.system == "sb3" and (f := r.final(final_evals)) is not None
+            ]
+            row.sb3_final = h.med(h.maybe(sb3_finals))
+            pairs = [p for r in mine if (p := paired_reach(runs, r, final_evals)) is not None]
+            row.paired = len(pairs)
+            row.reached = sum(reach != float("inf") for reach, _ in pairs)
+            row.reach_s = censored_median([reach for reach, _ in pairs])
+            row.vs_sb3 = censored_median([share for _, share in pairs])
     return out
 
 
@@ -225,7 +347,10 @@ def report(result: Result, meta: h.Metadata) -> h.Report:
         return max((p["eval_return"] for p in r.curve), default=None)
 
     def seeds(r: Row) -> str:
-        return "" if r.sb3_final is None else f"{r.reached}/{r.runs}"
+        return "" if r.sb3_final is None else f"{r.reached}/{r.paired}"
+
+    def ran(r: Run) -> str:
+        return result.sittings.get(f"{r.env}:{r.seed}", "")
 
     def reach(r: Row) -> str:
         if r.system == "sb3" or r.sb3_final is None:
@@ -238,9 +363,9 @@ def report(result: Result, meta: h.Metadata) -> h.Report:
         h.Col("runs", lambda r: r.runs),
         h.Col(f"final (last {n} evals), median (min–max)", lambda r: h.fmt_spread(r.final, whole)),
         h.Col("wall s, launch to exit", lambda r: h.fmt_spread(r.wall, whole)),
-        h.Col("time to reach SB3's final (s)", reach),
+        h.Col("time to reach its seed's SB3 final (s), median", reach),
         h.Col("seeds reaching it", seeds),
-        h.Col("÷ SB3 wall (target ≤ 0.5)", lambda r: h.fmt_ratio(r.vs_sb3)),
+        h.Col("÷ that SB3 run's wall, median (target ≤ 0.5)", lambda r: h.fmt_ratio(r.vs_sb3)),
     ]  # fmt: skip
     run_cols: list[h.Col[Run]] = [
         h.Col("env", lambda r: r.env, "l"),
@@ -253,6 +378,7 @@ def report(result: Result, meta: h.Metadata) -> h.Report:
         h.Col("updates/s", lambda r: per_s(r.updates, r)),
         h.Col("updates", lambda r: f"{r.updates:,}"),
         h.Col("note", lambda r: r.note[-80:], "l"),
+        h.Col("ran", ran, "l"),
     ]  # fmt: skip
     notes = (
         f"Budget {c.budget:,} env steps per run; deterministic evaluation every "
@@ -264,12 +390,16 @@ def report(result: Result, meta: h.Metadata) -> h.Report:
         "actor process, 4 envs; the learner's threads and step mode are in each run's "
         "note); SB3: `SAC('MlpPolicy')` on one "
         f"env, {sb3_threads(c)}. Wall times are launch to exit; the curves are on that "
-        "clock. Env steps/s and updates/s: the run's totals over its wall time. Runs in the "
-        "order run."
+        "clock. Env steps/s and updates/s: the run's totals over its wall time. Time to "
+        "reach SB3's final, per seed: pararl's first evaluation at or above the final of "
+        "SB3's run of the same seed, and its ratio to that run's wall time (both systems of "
+        "a seed run in one sitting, one after the other); medians over seeds. Runs in the "
+        "order of `--runs`; `ran`: the sitting (a seed kept from an earlier one is read "
+        "back, not run again)."
     )
     blocks = [
         "### SAC on MuJoCo against SB3 at the same budget\n\n" + notes + "\n\n"
-        + h.table(cols, table_rows) + "\n\nRuns, in the order run:\n\n" + h.table(run_cols, runs)
+        + h.table(cols, table_rows) + "\n\nRuns:\n\n" + h.table(run_cols, runs)
     ]  # fmt: skip
     published = [
         [f, *PUBLISHED[f].values()]

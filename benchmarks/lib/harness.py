@@ -299,7 +299,7 @@ def _jsonable(value: Any) -> Any:
     raise TypeError(f"cannot write {type(value).__name__} to JSON")
 
 
-def _write(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str) -> None:
     """Atomically: a crash leaves the old file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
@@ -325,7 +325,7 @@ def replace_section(path: Path, name: str, body: str) -> None:
         text = head + block + rest.split(end, 1)[1]
     else:
         text = text.rstrip() + "\n\n" + block + "\n"
-    _write(path, text)
+    write_atomic(path, text)
 
 
 def section(report: Report, meta: Metadata, figure_link: str | None) -> str:
@@ -381,7 +381,9 @@ def execute(
     written = save_figure(rep.panels, figure, rep.legend_below)
     data = {"benchmark": name, "metadata": meta, "key_ratios": rep.key_ratios, "figure": written}
     json_path = out_dir / f"{name}.json"
-    _write(json_path, json.dumps(data | {"results": results}, indent=2, default=_jsonable) + "\n")
+    write_atomic(
+        json_path, json.dumps(data | {"results": results}, indent=2, default=_jsonable) + "\n"
+    )
     print(f"## {meta.command}: {meta.date}, commit {meta.git_commit or 'unknown'}, ", end="")
     print(f"cores {meta.cores}, {meta.wall_s} s\n\n" + "\n\n".join(rep.blocks))
     also = f" and {written}" if written else ""

@@ -1,16 +1,19 @@
 """`python -m benchmarks sac`: the quick path end to end (pararl and SB3 on
-HalfCheetah, a tiny budget and networks), and its report on made-up runs: the time to
-reach SB3's final return, the ratios, the published figures."""
+HalfCheetah, a tiny budget and networks); its report on made-up runs: the time to
+reach SB3's final return per seed, the ratios, the published figures; and the seeds
+kept from one sitting to the next."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from benchmarks.__main__ import main
-from benchmarks.lib.harness import Metadata
+from benchmarks.lib.harness import ROOT, Metadata
 from benchmarks.lib.training import Run
 
 from benchmarks import sac
@@ -71,3 +74,98 @@ def test_bad_options_are_refused() -> None:
     assert main(["sac", "--runs", "HalfCheetah-v5"]) == 2
     assert main(["sac", "--budget", "0"]) == 2
     assert main(["sac", "--hidden", "0"]) == 2
+
+
+def test_time_to_sb3s_final_is_taken_per_seed_against_that_seeds_sb3_run() -> None:
+    runs = [
+        # seed 0: SB3 ends at 3000 in 400 s; pararl first reaches 3000 at 100 s: 0.25
+        Run("pararl", "HalfCheetah-v5", 0, 200.0, True,
+            curve=curve((1e5, 50.0, 2000.0), (2e5, 100.0, 3500.0), (3e5, 200.0, 4000.0))),
+        Run("sb3", "HalfCheetah-v5", 0, 400.0, True, curve=curve((3e5, 400.0, 3000.0))),
+        # seed 1, another sitting: SB3 ends at 5000 in 1000 s; pararl first at 300 s: 0.3
+        Run("pararl", "HalfCheetah-v5", 1, 400.0, True,
+            curve=curve((1e5, 100.0, 4000.0), (2e5, 300.0, 5000.0))),
+        Run("sb3", "HalfCheetah-v5", 1, 1000.0, True, curve=curve((3e5, 1000.0, 5000.0))),
+        # seed 2: pararl never reaches its SB3's 6000
+        Run("pararl", "HalfCheetah-v5", 2, 300.0, True, curve=curve((3e5, 300.0, 5900.0))),
+        Run("sb3", "HalfCheetah-v5", 2, 900.0, True, curve=curve((3e5, 900.0, 6000.0))),
+    ]  # fmt: skip
+    ours = sac.rows(runs, 1)[0]
+    assert (ours.system, ours.paired, ours.reached) == ("pararl", 3, 2)
+    assert ours.reach_s == 300.0  # median of 100, 300 and never
+    assert ours.vs_sb3 == pytest.approx(0.3)  # median of 0.25, 0.3 and never
+    assert ours.sb3_final == 5000.0  # shown: SB3's median final
+    never = sac.rows([runs[4], runs[5]], 1)[0]
+    assert never.reach_s is None
+    assert never.vs_sb3 is None
+
+
+def fake_runs(calls: list[tuple[str, str, int]], fail: str = "") -> Callable[..., Run]:
+    def run_one(system: str, env: str, seed: int, c: sac.Config, workdir: Path) -> Run:
+        calls.append((system, env, seed))
+        ok = system != fail
+        return Run(system, env, seed, 10.0 + len(calls), ok, curve=curve((600, 5.0, 1.0 * seed)))
+
+    return run_one
+
+
+def test_a_seed_whose_runs_ended_is_kept_and_read_back_not_run_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[tuple[str, str, int]] = []
+    monkeypatch.setattr(sac, "run_one", fake_runs(calls))
+    config = sac.Config(runs=("HalfCheetah-v5:0", "Hopper-v5:3"), budget=600, keep_dir=tmp_path)
+    first = sac.measure(config, Metadata("x", {}, date="2026-01-02T03:04:05", git_commit="abc"))
+    assert calls == [(s, e, n) for e, n in (("HalfCheetah-v5", 0), ("Hopper-v5", 3))
+                     for s in ("pararl", "sb3")]  # fmt: skip
+    kept = json.loads((tmp_path / "Hopper-v5-seed3.json").read_text())
+    assert kept["settings"]["budget"] == 600
+    assert kept["sitting"].startswith("2026-01-02, commit abc")
+
+    calls.clear()
+    again = sac.measure(config, Metadata("y", {}))
+    assert calls == []  # read back, nothing run
+    assert again.runs == first.runs
+    assert again.sittings == first.sittings
+    table = "\n".join(sac.report(again, Metadata("y", {})).blocks)
+    assert "2026-01-02, commit abc" in table  # the table says when each seed ran
+
+    sac.measure(dataclasses.replace(config, fresh=True, runs=("Hopper-v5:3",)), Metadata("z", {}))
+    assert calls == [("pararl", "Hopper-v5", 3), ("sb3", "Hopper-v5", 3)]
+    replaced = json.loads((tmp_path / "Hopper-v5-seed3.json").read_text())
+    assert replaced["runs"][0]["wall_s"] == 11.0  # the new runs replaced the kept ones
+
+
+def test_kept_runs_with_other_settings_are_neither_used_nor_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[tuple[str, str, int]] = []
+    monkeypatch.setattr(sac, "run_one", fake_runs(calls))
+    config = sac.Config(runs=("HalfCheetah-v5:0",), budget=600, keep_dir=tmp_path)
+    sac.measure(config, Metadata("x", {}))
+    path = tmp_path / "HalfCheetah-v5-seed0.json"
+    before = path.read_text()
+    calls.clear()
+    sac.measure(dataclasses.replace(config, budget=900), Metadata("x", {}))
+    assert len(calls) == 2  # run again
+    assert path.read_text() == before  # and the other settings' runs left alone
+
+
+def test_a_seed_with_a_failed_run_is_not_kept_and_an_unreadable_file_is_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[tuple[str, str, int]] = []
+    monkeypatch.setattr(sac, "run_one", fake_runs(calls, fail="sb3"))
+    config = sac.Config(runs=("HalfCheetah-v5:0",), budget=600, keep_dir=tmp_path)
+    sac.measure(config, Metadata("x", {}))
+    path = tmp_path / "HalfCheetah-v5-seed0.json"
+    assert not path.exists()
+    path.write_text("{ cut short")
+    monkeypatch.setattr(sac, "run_one", fake_runs(calls))
+    sac.measure(config, Metadata("x", {}))
+    assert json.loads(path.read_text())["settings"]["budget"] == 600
+
+
+def test_quick_keeps_nothing_and_a_full_run_keeps_in_the_repository() -> None:
+    assert sac.resolve(sac.Config(quick=True)).keep_dir is None
+    assert sac.resolve(sac.Config()).keep_dir == ROOT / "results" / "sac"
