@@ -222,13 +222,13 @@ def kept_runs(c: Config, env: str, seed: int) -> tuple[Kept | None, bool]:
     if c.keep_dir is None:
         return None, False
     path = Kept.path(c.keep_dir, env, seed)
-    kept = Kept.load(path)
+    kept, mine = Kept.load(path), settings(c)
     if kept is None:
         if path.exists():
             h.progress(f"sac: {path} cannot be read; {env} seed {seed} is run again")
         return None, True
-    if kept.settings != settings(c):
-        other = {k: v for k, v in kept.settings.items() if settings(c).get(k) != v}
+    if kept.settings != mine:
+        other = {k: v for k, v in kept.settings.items() if mine.get(k) != v}
         h.progress(
             f"sac: {path} was run with other settings ({other}); {env} seed {seed} is run "
             "again, and that file is left as it is"
@@ -246,11 +246,12 @@ def measure(c: Config, meta: h.Metadata) -> Result:
         for spec in c.runs:
             env, _, seed_text = spec.rpartition(":")
             seed = int(seed_text)
+            key = f"{env}:{seed}"  # as `report` looks a run's sitting up
             kept, may_keep = kept_runs(c, env, seed)
             if kept is not None:
                 h.progress(f"sac: {env} seed {seed}: kept ({kept.sitting}), not run again")
                 result.runs += kept.runs
-                result.sittings[spec] = kept.sitting
+                result.sittings[key] = kept.sitting
                 continue
             if not warmed:
                 training.warm_up(Path(tmp))
@@ -264,7 +265,7 @@ def measure(c: Config, meta: h.Metadata) -> Result:
                 shown = "failed" if final is None else f"final {final:.0f}"
                 h.progress(f"sac: {system} {env} seed {seed}: {shown}, {run.wall_s:.0f} s")
             result.runs += pair
-            result.sittings[spec] = sitting(meta)
+            result.sittings[key] = sitting(meta)
             if may_keep and c.keep_dir is not None and all(r.ok for r in pair):
                 path = Kept.path(c.keep_dir, env, seed)
                 Kept(settings(c), sitting(meta), pair).save(path)
@@ -298,8 +299,7 @@ def paired_reach(runs: list[Run], run: Run, final_evals: int) -> tuple[float, fl
     sb3_run = next(
         (r for r in runs if r.system == "sb3" and (r.env, r.seed) == (run.env, run.seed)), None
     )
-    target = None if sb3_run is None or not sb3_run.ok else sb3_run.final(final_evals)
-    if sb3_run is None or target is None:
+    if sb3_run is None or not sb3_run.ok or (target := sb3_run.final(final_evals)) is None:
         return None
     reach = time_to_reach(run, target)
     return reach, reach / sb3_run.wall_s
@@ -314,7 +314,7 @@ def rows(runs: list[Run], final_evals: int) -> list[Row]:
             walls = [r.wall_s for r in mine if r.ok]
             row = Row(env, system, len(mine), h.maybe(finals), h.maybe(walls))
             out.append(row)
-            if system == "sb3" or "sb3" not in {r.system for r in runs if r.env == env}:
+            if system == "sb3":
                 continue
             sb3_finals = [
                 f
