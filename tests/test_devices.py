@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
+import pytest
 import torch
 
+from pararl import devices
 from pararl.devices import _time_it
+from pararl.models import ActorCritic
 
 
 def test_a_few_slow_calls_do_not_sway_the_timing() -> None:
@@ -18,3 +22,31 @@ def test_a_few_slow_calls_do_not_sway_the_timing() -> None:
         time.sleep(0.1 if next(calls) in (3, 11) else 0.001)
 
     assert _time_it(call, torch.device("cpu"), repeats=20) < 0.005
+
+
+def test_the_cpu_is_timed_with_the_threads_the_run_will_use(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`auto` times the forward on the run's acting threads and the update on its
+    update threads, and leaves torch's count as it found it."""
+    seen: list[tuple[str, int]] = []
+
+    class Probe(ActorCritic):
+        def act(self, obs: torch.Tensor) -> Any:
+            seen.append(("act", torch.get_num_threads()))
+            return super().act(obs)
+
+        def value(self, obs: torch.Tensor) -> torch.Tensor:
+            seen.append(("value", torch.get_num_threads()))
+            return super().value(obs)
+
+    cpu = torch.device("cpu")
+    monkeypatch.setattr(devices, "available_devices", lambda: [cpu, cpu])  # two to choose from
+    before = torch.get_num_threads()
+    choice = devices.choose_devices(
+        lambda: Probe(4, 2, True, (8,)), 4, 8, 32, "auto", "auto", threads=lambda m: (1, 2)
+    )
+    assert choice.reason == "fastest measured"
+    assert {n for kind, n in seen if kind == "act"} == {1}
+    assert {n for kind, n in seen if kind == "value"} == {2}
+    assert torch.get_num_threads() == before

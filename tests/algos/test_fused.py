@@ -160,10 +160,11 @@ def test_step_modes() -> None:
         "compile+graph",
         "graph",
     ]
-    # auto compiles on the CPU only where the algorithm says it repays its cost
-    assert resolve_step_mode("auto", CPU, cpu_compile_pays=True) == "compile"
-    assert resolve_step_mode("off", CPU, cpu_compile_pays=True) == "eager"
-    assert resolve_step_mode("auto", cuda, cpu_compile_pays=True) == "graph"
+    # auto compiles only where the algorithm says it repays its cost
+    assert resolve_step_mode("auto", CPU, compile_pays=True) == "compile"
+    assert resolve_step_mode("off", CPU, compile_pays=True) == "eager"
+    assert resolve_step_mode("auto", cuda, compile_pays=True) == "compile+graph"
+    assert resolve_step_mode("off", cuda, compile_pays=True) == "eager"
     with pytest.raises(ValueError, match="CUDA device"):
         FusedStep(lambda x: (x,), "graph", CPU)
     with pytest.raises(ValueError, match="must be auto, on or off"):

@@ -238,16 +238,16 @@ def test_discrete_and_unbounded_action_spaces_are_refused() -> None:
         SACState(cfg, images, gym.spaces.Box(-1, 1, (1,), np.float32), CPU)
 
 
-def test_auto_compiles_on_the_cpu_only_a_long_run_on_more_than_one_thread(
+def test_auto_compiles_a_long_run_only_on_a_gpu_or_more_than_one_cpu_thread(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from pararl.algos import sac
 
     monkeypatch.setattr(sac, "physical_cores", lambda: 2)
 
-    def pays(mode: str = "async", **fields: object) -> bool:
+    def pays(mode: str = "async", device: str = "cpu", **fields: object) -> bool:
         cfg = SACConfig(env="x", **fields).for_env("continuous").config  # type: ignore[arg-type]
-        return sac.cpu_compile_pays(cfg, mode)
+        return sac.compile_pays(cfg, mode, torch.device(device))
 
     # MuJoCo's defaults: 1M steps, batch 256, async: the learner on both cores
     assert pays()
@@ -256,5 +256,8 @@ def test_auto_compiles_on_the_cpu_only_a_long_run_on_more_than_one_thread(
     assert not pays(batch_size=64)  # a narrow update keeps one thread
     assert not pays(learner_threads=1)
     assert pays("serial", learner_threads=2)
+    # on a GPU the threads do not matter, the budget does
+    assert pays("serial", "cuda", learner_threads=1)
+    assert not pays(device="cuda", total_steps=50_000)
     monkeypatch.setattr(sac, "physical_cores", lambda: 1)
     assert not pays()

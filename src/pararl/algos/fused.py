@@ -115,23 +115,21 @@ def program_boundary() -> None:
         dynamo.graph_break()
 
 
-def resolve_step_mode(setting: str, device: torch.device, cpu_compile_pays: bool = False) -> Mode:
+def resolve_step_mode(setting: str, device: torch.device, compile_pays: bool = False) -> Mode:
     """The step mode for `--compile auto|on|off` on `device`: `off` runs the step as
-    written; `on` compiles it, and on a GPU also records it; `auto` records it on a
-    GPU (recording costs milliseconds and the replay removes the launches that bound a
-    small network's step there) and on the CPU compiles it only where the algorithm
-    says compiling repays its cost at the run's budget (`cpu_compile_pays`; SAC's
-    step on every core over a long run), else runs it as written: compiling took
+    written; `on` compiles it, and on a GPU also records it; `auto` compiles it only
+    where the algorithm says compiling repays its cost at the run's budget
+    (`compile_pays`; SAC's step over a long run), and otherwise records it on a GPU
+    (recording costs milliseconds and the replay removes the launches that bound a
+    small network's step there) and runs it as written on the CPU: compiling took
     longer than it saved at the budgets measured (BENCHMARKS.md, learner)."""
     cuda = device.type == "cuda"
     if setting == "off":
         return "eager"
-    if setting == "on":
+    if setting == "on" or (setting == "auto" and compile_pays):
         return "compile+graph" if cuda else "compile"
     if setting == "auto":
-        if cuda:
-            return "graph"
-        return "compile" if cpu_compile_pays else "eager"
+        return "graph" if cuda else "eager"
     raise ValueError(f"--compile must be auto, on or off, not {setting!r}")
 
 

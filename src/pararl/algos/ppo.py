@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import torch
+from torch import nn
 
 from pararl import seeding
 from pararl.algos import ppo_grad
@@ -276,7 +277,10 @@ class PPOState:
         act_space: gym.Space,
         num_envs: int,
         resume_state: dict[str, Any] | None = None,
+        threads: Callable[[nn.Module], tuple[int, int]] | None = None,
     ) -> None:
+        """`threads(model)`: the torch threads the run acts and updates with (the
+        runner's rule), which `--act-device`/`--learn-device auto` time with."""
         self.filled = filled
         self.config = cfg = filled.config
         self.settings = s = cfg.settings
@@ -312,6 +316,7 @@ class PPOState:
             cfg.act_device,
             cfg.learn_device,
             self.obs_dtype,
+            threads,
         )
         model = self.make_model()  # initialised from the seeded global torch stream
         hyper = PPOHyper(

@@ -76,22 +76,27 @@ def is_convolutional(net: nn.Module) -> bool:
     return any(isinstance(m, torch.nn.Conv2d) for m in net.modules())
 
 
+def learner_threads(
+    num_params: int, busy_processes: int, given: int = 0, every_core: bool = False
+) -> int:
+    """The learner's intra-op threads: `given` (`--learner-threads`) if not 0; every
+    physical core if `every_core`; else one for small models (thread start-up and
+    barriers cost more than they save, and spinning threads fight the actors for
+    cores); otherwise the physical cores not taken by actors or env workers."""
+    if given or every_core:
+        return every_core_threads(given)
+    if num_params < SMALL_MODEL_PARAMS:
+        return 1
+    return max(1, physical_cores() - busy_processes)
+
+
 def set_learner_threads(
     num_params: int, busy_processes: int, given: int = 0, every_core: bool = False
 ) -> int:
-    """Sets and returns the learner's intra-op threads: `given` (`--learner-threads`)
-    if not 0; every physical core if `every_core`; else one for small models (thread
-    start-up and barriers cost more than they save, and spinning threads fight the
-    actors for cores); otherwise the physical cores not taken by actors or env
-    workers."""
+    """Sets torch's intra-op threads to `learner_threads(...)` and returns the count."""
     import torch
 
-    if given or every_core:
-        threads = every_core_threads(given)
-    elif num_params < SMALL_MODEL_PARAMS:
-        threads = 1
-    else:
-        threads = max(1, physical_cores() - busy_processes)
+    threads = learner_threads(num_params, busy_processes, given, every_core)
     torch.set_num_threads(threads)
     return threads
 
@@ -101,6 +106,7 @@ __all__ = [
     "WIDE_BATCH",
     "every_core_threads",
     "is_convolutional",
+    "learner_threads",
     "one_thread",
     "set_learner_threads",
     "takes_every_core",

@@ -20,6 +20,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import torch
+from torch import nn
 
 from pararl import seeding
 from pararl.algos.ppo import PPOState
@@ -30,7 +32,7 @@ from pararl.models import num_params
 from pararl.mp.threads import (
     SMALL_MODEL_PARAMS,
     every_core_threads,
-    set_learner_threads,
+    learner_threads,
     torch_threads,
 )
 from pararl.mp.topology import physical_cores
@@ -160,7 +162,22 @@ def plan(p: Prepared) -> Plan:
             f"({rollout:,} = {num_envs} envs x {settings.num_steps} steps); give at most "
             f"{rollout}, or more --num-envs or --num-steps"
         )
-    state = PPOState(p.filled, p.observation_space, p.action_space, num_envs, p.resume_state)
+
+    def threads_for(model: nn.Module) -> tuple[int, int]:
+        """The torch threads to act and to update `model` with: the learner's count
+        (`learner_threads`), and every core for an update the env workers wait for."""
+        size = num_params(model)
+        threads = learner_threads(size, 0 if mode == "serial" else workers, cfg.learner_threads)
+        big = size >= SMALL_MODEL_PARAMS and not cfg.learner_threads
+        if big and mode in ("serial", "sync") and not cfg.double_buffer:
+            # the env workers wait while the update runs: it takes every core; acting
+            # keeps `threads`, not to fight the workers for them
+            return threads, every_core_threads()
+        return threads, threads
+
+    state = PPOState(
+        p.filled, p.observation_space, p.action_space, num_envs, p.resume_state, threads_for
+    )
     count = state.learner.hyper.num_minibatches
     uneven = (
         f", {count} minibatch{'es' if count > 1 else ''} of {rollout // count} (the rollout "
@@ -168,13 +185,9 @@ def plan(p: Prepared) -> Plan:
         if rollout % settings.minibatch_size
         else ""
     )
-    size = num_params(state.learner.model)
-    threads = set_learner_threads(size, 0 if mode == "serial" else workers, cfg.learner_threads)
-    big = size >= SMALL_MODEL_PARAMS and not cfg.learner_threads
-    if big and mode in ("serial", "sync") and not cfg.double_buffer:
-        # the env workers wait while the update runs: it takes every core; acting
-        # keeps `threads`, not to fight the workers for them
-        state.update_threads = every_core_threads()
+    threads, update_threads = threads_for(state.learner.model)
+    torch.set_num_threads(threads)
+    state.update_threads = update_threads
     resolved: dict[str, Any] = {
         "mode": mode,
         "mode_reason": choice.reason,
@@ -184,7 +197,7 @@ def plan(p: Prepared) -> Plan:
         "devices": state.devices.as_dict(),
         "step_mode": state.learner.step_mode,
         "learner_threads": threads,
-        "update_threads": state.update_threads or threads,
+        "update_threads": update_threads,
     }
     d = state.devices
 
