@@ -47,6 +47,14 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return GroupScheduling(config, log)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests marked `slow` first (the rest keep their order): xdist hands the
+    single tests out in this order after the groups, so the longest start early and
+    the short ones fill in beside them, instead of one long test running alone at
+    the end while the other worker idles."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture(autouse=True)
 def _evaluate_inline_unless_asked(
     request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch

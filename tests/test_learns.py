@@ -46,6 +46,7 @@ def test_ppo_learns(mode: str, tmp_path: Path) -> None:
     assert session.best_eval >= SOLVED, f"PPO {mode}: best greedy return {session.best_eval}"
 
 
+@pytest.mark.slow
 def test_ppo_learns_continuous_control(tmp_path: Path) -> None:
     """Pendulum-v1 with the continuous-control defaults (normalisation on) but shorter
     rollouts and a higher learning rate, which learn Pendulum in fewer steps: a random
@@ -63,6 +64,7 @@ def test_ppo_learns_continuous_control(tmp_path: Path) -> None:
     assert session.best_eval >= -600.0, f"PPO Pendulum: best greedy return {session.best_eval}"
 
 
+@pytest.mark.slow
 def test_sac_learns_pendulum(tmp_path: Path) -> None:
     """Pendulum-v1 (a random policy scores about -1,200 to -1,500): the greedy policy
     must reach -250 within 8,000 steps, with smaller networks, a larger learning rate

@@ -27,6 +27,7 @@ TINY = [
 ]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_console_script_trains_it_then_evaluate_and_resume_find_it(
     user_module: UserModule, tmp_path: Path, pararl: Any
 ) -> None:

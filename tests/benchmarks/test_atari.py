@@ -32,6 +32,7 @@ def installed(backend: str) -> bool:
     return package is None or importlib.util.find_spec(package) is not None
 
 
+@pytest.mark.slow
 def test_quick_run_measures_every_backend(
     bench: Callable[..., dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -11,6 +11,7 @@ import pytest
 from benchmarks.__main__ import main
 
 
+@pytest.mark.slow
 def test_tiny_run(bench: Callable[..., dict[str, Any]]) -> None:
     data = bench(
         "learner", "--quick", "--compile", "off", "--memory", "300", "--seconds", "0.05",

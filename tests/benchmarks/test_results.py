@@ -32,6 +32,7 @@ def _running_with(text: str) -> list[int]:
     return found
 
 
+@pytest.mark.slow
 def test_quick_runs_write_the_page_and_are_not_run_twice(
     bench: Callable[..., dict[str, Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -94,6 +95,7 @@ def test_quick_runs_write_the_page_and_are_not_run_twice(
     assert "minatar-ppo-breakout: ok" in checked["key_ratios"]
 
 
+@pytest.mark.slow
 def test_a_stopped_run_is_resumed_where_it_stopped(tmp_path: Path) -> None:
     pytest.importorskip("minatar")
     entry = dataclasses.replace(

@@ -23,6 +23,7 @@ pytest.importorskip("mujoco")
 pytest.importorskip("stable_baselines3")
 
 
+@pytest.mark.slow
 def test_quick_runs_both_systems(bench: Callable[..., dict[str, Any]], tmp_path: Path) -> None:
     data = bench(
         "sac", "--quick", "--budget", "600", "--learning-starts", "300", "--hidden", "16",

@@ -17,6 +17,7 @@ from benchmarks import vector
 from tests.benchmarks.conftest import PNG
 
 
+@pytest.mark.slow
 def test_quick_run_measures_every_backend(
     bench: Callable[..., dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

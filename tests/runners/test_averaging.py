@@ -274,6 +274,7 @@ def test_bad_input_is_one_line_and_exit_2(
     assert expect in lines[0], err
 
 
+@pytest.mark.slow
 def test_ctrl_c_saves_checkpoint_and_leaves_nothing(tmp_path: Path) -> None:
     proc = pararl_process(
         *("train", "dqn", "--mode", "averaging", "--workers", "2", "--run-dir", str(tmp_path)),

@@ -64,6 +64,7 @@ def test_ppo_on_atari_frames_runs_with_the_nature_cnn(pararl: Any, tmp_path: Pat
     assert config["norm_obs"] is False
 
 
+@pytest.mark.slow
 def test_minatar_dqn_learns_breakout_above_random(tmp_path: Path) -> None:
     pytest.importorskip("minatar", reason="the [minatar] extra is not installed")
     config = DQNConfig(
@@ -79,6 +80,7 @@ def test_minatar_dqn_learns_breakout_above_random(tmp_path: Path) -> None:
     assert session.last_eval >= ABOVE_RANDOM
 
 
+@pytest.mark.slow
 def test_minatar_ppo_learns_breakout_above_random_and_is_evaluated_and_recorded(
     pararl: Any, tmp_path: Path
 ) -> None:
