@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from pararl.errors import UsageError
+from pararl.intraop import torch_threads
 from pararl.optim import FlatAdam
 
 
@@ -45,10 +46,7 @@ def _time_it(
     threads at `threads` (None: as they are) and restored after. The median, not the
     mean: a few calls slowed by other work at start-up (processes starting, a first
     use of a thread pool) would move a mean by tens of times and the choice with it."""
-    before = torch.get_num_threads()
-    if threads is not None:
-        torch.set_num_threads(threads)
-    try:
+    with torch_threads(threads):
         fn()  # warm-up (allocations, kernels, the thread pool)
         times = []
         for _ in range(repeats):
@@ -59,8 +57,6 @@ def _time_it(
             if device.type == "cuda":
                 torch.cuda.synchronize()
             times.append(time.perf_counter() - start)
-    finally:
-        torch.set_num_threads(before)
     return float(np.median(times))
 
 

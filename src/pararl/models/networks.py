@@ -11,6 +11,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from pararl.intraop import torch_threads
 from pararl.models.normalize import OFF, Normalizer, NormSettings
 
 
@@ -112,16 +113,12 @@ def _orthogonal(module: nn.Module, out_gain: float) -> None:
     on one thread, so one seed gives one set of weights whatever the process's torch
     thread count."""
     linears = [m for m in module.modules() if isinstance(m, (nn.Linear, nn.Conv2d))]
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # the QR inside gives other weights on other thread counts
-    try:
+    with torch_threads(1):  # the QR inside gives other weights on other thread counts
         for i, layer in enumerate(linears):
             gain = out_gain if i == len(linears) - 1 else math.sqrt(2)
             nn.init.orthogonal_(layer.weight, gain=gain)
             if layer.bias is not None:
                 nn.init.zeros_(layer.bias)
-    finally:
-        torch.set_num_threads(threads)
 
 
 class ActorCritic(nn.Module):

@@ -4,19 +4,18 @@ N processes with N intra-op threads each would fight for N cores, so every child
 process (env workers, actors, Ray actors, the evaluation process) runs one thread
 (`one_thread`). The learner's count follows what else runs beside it
 (`set_learner_threads`); an update the env workers wait for takes every core
-(`every_core_threads`); `torch_threads` holds a count for one block of code. Like
-the rest of `mp`, this module never imports torch itself (the vector envs run without
-it): each function imports it when called.
+(`every_core_threads`); `torch_threads` (from `pararl.intraop`) holds a count for
+one block of code. Like the rest of `mp`, this module never imports torch itself
+(the vector envs run without it): each function imports it when called.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from pararl.intraop import torch_threads
 from pararl.mp.topology import physical_cores
 
 if TYPE_CHECKING:
@@ -33,21 +32,6 @@ def one_thread() -> None:
     os.environ["MKL_NUM_THREADS"] = "1"
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(1)
-
-
-@contextmanager
-def torch_threads(threads: int | None) -> Iterator[None]:
-    """torch's intra-op threads set to `threads` inside the block, restored after it
-    (None: left as they are)."""
-    import torch
-
-    before = torch.get_num_threads()
-    if threads is not None:
-        torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def every_core_threads(given: int = 0) -> int:
