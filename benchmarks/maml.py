@@ -9,9 +9,10 @@ episodes, policy, inner step and TRPO step). They differ in the sampler, pararl'
 (`recv=auto`, one env per episode over the workers) or the post's (the same envs
 and workers, queues + RawArray + a deep copy of the worker's block per answer), and
 in the outer step's Fisher-vector products: pararl's Gauss-Newton form
-(`pararl.algos.maml`) or the post's codebase's (pytorch-maml-rl's), the KL's gradient
-differentiated again through the inner step. Both compute the same products (a
-test checks it), so both take the same steps. Iterations alternate between the two,
+(`pararl.algos.maml`, a few tasks at a time) or the post's codebase's
+(pytorch-maml-rl's: the KL's gradient differentiated again through the inner step,
+one task at a time as its loop over tasks takes them). Both compute the same
+products (tests check it), so both take the same steps. Iterations alternate between the two,
 the order rotated every round, after one warm-up iteration each. As in `pararl train
 maml`, the main process acts on one torch thread and takes the outer step on every
 core (the workers wait while it runs).
@@ -208,6 +209,7 @@ def measure_env(c: Config, env: str) -> list[Row]:
         torch.manual_seed(c.seed)  # the same initial meta-policy for both
         states[design] = MAMLState(cfg, obs_dim, act_dim, None)
     states["seed"].learner.fisher = "autograd"
+    states["seed"].learner.task_chunk = 1  # the reference's loop: one task at a time
     for state in states.values():  # as `pararl train maml` does
         state.learner.threads = physical_cores()
     stats: dict[str, list[dict[str, float]]] = {d: [] for d in DESIGNS}

@@ -9,8 +9,20 @@ import torch
 from torch.func import functional_call
 
 from pararl.algos.baseline import TaskBatch
-from pararl.algos.maml import adapt, adapted_outputs, episode_mean, gauss_newton_fisher, gaussian_kl
+from pararl.algos.maml import (
+    CHUNK_BYTES,
+    MAMLLearner,
+    MetaBatch,
+    adapt,
+    adapted_outputs,
+    chunk_size,
+    episode_mean,
+    gauss_newton_fisher,
+    gaussian_kl,
+    task_chunks,
+)
 from pararl.algos.trpo import TRPOHyper, conjugate_gradient, trpo_step
+from pararl.config import MAMLConfig
 from pararl.models.gaussian import GaussianMLP, gaussian_log_likelihood
 from tests.algos.test_maml import linear_case
 
@@ -127,3 +139,54 @@ def test_gauss_newton_product_equals_the_kl_hessian_at_theta_old(first_order: bo
         v = torch.randn(theta_old.shape, generator=torch.Generator().manual_seed(seed)).double()
         (hv,) = torch.autograd.grad(grad_kl @ v, theta, retain_graph=True)
         np.testing.assert_allclose(product(v).numpy(), hv.numpy(), rtol=1e-8, atol=1e-12)
+
+
+def three_task_batch() -> MetaBatch:
+    def tasks(*seeds: int) -> TaskBatch:
+        cases = [linear_case(s)[1] for s in seeds]
+        return TaskBatch(
+            *(torch.cat([getattr(c, f) for c in cases]) for f in ("obs", "actions", "rewards")),
+            torch.cat([c.mask for c in cases]),
+            torch.cat([c.advantages for c in cases]),
+            np.concatenate([c.returns for c in cases]),
+        )
+
+    return MetaBatch([tasks(4, 5, 6)], tasks(7, 8, 9))
+
+
+@pytest.mark.parametrize("fisher", ["gauss-newton", "autograd"])
+def test_the_outer_step_in_chunks_of_tasks_equals_the_whole_batch(fisher: str) -> None:
+    """The objective, its gradient and the Fisher products are sums over tasks: taking
+    them a chunk of tasks at a time changes nothing but float rounding."""
+    batch = three_task_batch()
+    # three CG iterations stop short of its residual tolerance, where a rounding
+    # difference would decide whether one more iteration runs
+    cfg = MAMLConfig(fast_lr=0.5, max_kl=0.05, cg_iters=3)
+    steps = {}
+    for chunk in (1, 2, 3):
+        torch.manual_seed(0)
+        learner = MAMLLearner(
+            GaussianMLP(2, 1, hidden=(3,), init_std=0.7).double(),
+            cfg,
+            torch.device("cpu"),
+            fisher=fisher,  # type: ignore[arg-type]
+        )
+        learner.task_chunk = chunk
+        assert len(learner.chunks(batch)) == {1: 3, 2: 2, 3: 1}[chunk]
+        stats = learner.step(batch)
+        theta = torch.cat([p.detach().reshape(-1) for p in learner.model.parameters()])
+        steps[chunk] = (stats, theta)
+    whole_stats, whole_theta = steps[3]
+    assert whole_stats["step_accepted"] == 1.0
+    for stats, theta in (steps[1], steps[2]):
+        np.testing.assert_allclose(theta.numpy(), whole_theta.numpy(), rtol=1e-9, atol=1e-12)
+        for key, value in whole_stats.items():
+            assert stats[key] == pytest.approx(value, rel=1e-9, abs=1e-12)
+
+
+def test_tasks_per_chunk_fit_the_chunk_bytes_on_a_cpu_and_are_all_on_a_gpu() -> None:
+    cpu, gpu = torch.device("cpu"), torch.device("cuda")
+    assert chunk_size(40, CHUNK_BYTES // 4, cpu) == 4
+    assert chunk_size(40, CHUNK_BYTES * 3, cpu) == 1  # one task over the budget: one each
+    assert chunk_size(40, CHUNK_BYTES // 4, gpu) == 40
+    assert task_chunks(10, 4) == [slice(0, 4), slice(4, 8), slice(8, 10)]

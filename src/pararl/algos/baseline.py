@@ -36,15 +36,15 @@ class TaskBatch:
     def num_tasks(self) -> int:
         return int(self.obs.shape[0])
 
-    def task(self, j: int) -> TaskBatch:
-        """Task j's episodes alone, with a leading axis of one."""
+    def tasks(self, which: slice) -> TaskBatch:
+        """The episodes of the tasks `which` selects (views, not copies)."""
         return TaskBatch(
-            self.obs[j : j + 1],
-            self.actions[j : j + 1],
-            self.rewards[j : j + 1],
-            self.mask[j : j + 1],
-            self.advantages[j : j + 1],
-            self.returns[j : j + 1],
+            self.obs[which],
+            self.actions[which],
+            self.rewards[which],
+            self.mask[which],
+            self.advantages[which],
+            self.returns[which],
         )
 
 
