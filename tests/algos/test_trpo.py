@@ -96,19 +96,21 @@ def test_failed_line_search_returns_the_old_parameters() -> None:
     assert result.kl == 0.0
 
 
+def tasks(*seeds: int) -> TaskBatch:
+    """One task per seed, each `linear_case`'s episodes, stacked along the task axis."""
+    cases = [linear_case(s)[1] for s in seeds]
+    return TaskBatch(
+        *(torch.cat([getattr(c, f) for c in cases]) for f in ("obs", "actions", "rewards")),
+        torch.cat([c.mask for c in cases]),
+        torch.cat([c.advantages for c in cases]),
+        np.concatenate([c.returns for c in cases]),
+    )
+
+
 def two_task_case() -> tuple[GaussianMLP, list[TaskBatch], TaskBatch]:
     """A tanh policy (hidden 3) and two tasks' train and valid episodes."""
     torch.manual_seed(0)
     model = GaussianMLP(2, 1, hidden=(3,), init_std=0.7).double()
-
-    def tasks(*seeds: int) -> TaskBatch:
-        cases = [linear_case(s)[1] for s in seeds]
-        return TaskBatch(
-            *(torch.cat([getattr(c, f) for c in cases]) for f in ("obs", "actions", "rewards")),
-            torch.cat([c.mask for c in cases]),
-            torch.cat([c.advantages for c in cases]),
-            np.concatenate([c.returns for c in cases]),
-        )
 
     return model, [tasks(4, 5)], tasks(6, 7)
 
@@ -142,15 +144,6 @@ def test_gauss_newton_product_equals_the_kl_hessian_at_theta_old(first_order: bo
 
 
 def three_task_batch() -> MetaBatch:
-    def tasks(*seeds: int) -> TaskBatch:
-        cases = [linear_case(s)[1] for s in seeds]
-        return TaskBatch(
-            *(torch.cat([getattr(c, f) for c in cases]) for f in ("obs", "actions", "rewards")),
-            torch.cat([c.mask for c in cases]),
-            torch.cat([c.advantages for c in cases]),
-            np.concatenate([c.returns for c in cases]),
-        )
-
     return MetaBatch([tasks(4, 5, 6)], tasks(7, 8, 9))
 
 
