@@ -162,7 +162,7 @@ def test_the_outer_step_in_chunks_of_tasks_equals_the_whole_batch(fisher: str) -
             GaussianMLP(2, 1, hidden=(3,), init_std=0.7).double(),
             cfg,
             torch.device("cpu"),
-            fisher=fisher,  # type: ignore[arg-type]
+            fisher=fisher,
         )
         learner.task_chunk = chunk
         assert len(learner.chunks(batch)) == {1: 3, 2: 2, 3: 1}[chunk]
