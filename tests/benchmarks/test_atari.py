@@ -61,10 +61,17 @@ def test_quick_run_measures_every_backend(
     assert cells["pararl_step"]["pipe_bytes"] < 84 * 84
     assert data["results"]["profiled"] == "ALE/Pong-v5"
     parts = {p["part"]: p["us"] for p in data["results"]["parts"]}
-    # a whole is more than its part, layer by layer
-    assert parts["= the env step in a pararl worker"] > parts["max-pool + area resize"]
-    assert parts["= the env step in a pararl worker"] > parts["emulation"]
-    assert parts["= pararl step(), 1 worker, 1 env"] > parts["  of which the caller"]
+    # every layer timed; whether a whole exceeds its part is not asserted: each is timed
+    # at its own moment, and beside the other test worker a part timed while the
+    # machine was busy has measured longer than its whole (616 against 377 us)
+    layers = (
+        "= the env step in a pararl worker",
+        "max-pool + area resize",
+        "emulation",
+        "= pararl step(), 1 worker, 1 env",
+        "  of which the caller",
+    )
+    assert all(parts[name] > 0 for name in layers)
     out = capsys.readouterr().out
     assert "| game | workers | best pararl | best EnvPool |" in out
     assert "| part of an agent step | µs/step | measured as |" in out

@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 
 import numpy as np
 import torch
 
 from pararl.models.build import q_network
 from pararl.mp.threads import (
+    AdaptiveThreads,
     every_core_threads,
     is_convolutional,
     set_learner_threads,
@@ -62,3 +64,99 @@ def test_one_thread_reaches_native_libraries_loaded_after_it() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["1", "1"]
+
+
+class Simulated:
+    """A learner whose update takes `cost(threads, now)` seconds, on a simulated
+    clock, driving an `AdaptiveThreads` the way the off-policy loop does (four
+    updates per turn)."""
+
+    def __init__(self, wide: int, cost: Callable[[int, float], float], hold: bool = False) -> None:
+        self.now, self.cost, self.lines = 0.0, cost, list[str]()
+        self.set_calls: list[int] = []
+        self.governor = AdaptiveThreads(
+            wide, self.lines.append, hold, self.set_calls.append, clock=lambda: self.now
+        )
+        self.updates = 0
+
+    def run_until(self, end: float) -> int:
+        """Updates made from now until `end` (simulated seconds)."""
+        start = self.updates
+        while self.now < end:
+            seconds = 4 * self.cost(self.governor.threads, self.now)
+            self.now += seconds
+            self.updates += 4
+            self.governor.record(4, seconds)
+        return self.updates - start
+
+
+def quiet(threads: int, now: float) -> float:
+    return 0.008 if threads == 2 else 0.010  # two threads 1.25x faster, as SAC's step
+
+
+def test_on_idle_cores_the_learner_keeps_its_threads_and_probes_ever_less_often() -> None:
+    sim = Simulated(2, quiet)
+    sim.run_until(3600.0)
+    gov = sim.governor
+    assert gov.threads == 2
+    assert gov.switches == 0
+    assert sim.lines == []
+    assert gov.every == gov.max_probe_s  # each probe that changed nothing doubled the wait
+    probes = sim.set_calls.count(1)
+    assert 5 <= probes <= 12  # 30, 60, 120, ... then every 600 s
+    # what the probes cost: the updates lost against two threads all the time
+    assert sim.updates >= 0.99 * 3600.0 / 0.008
+
+
+def test_a_learner_slowed_by_work_beside_it_drops_to_one_thread_and_comes_back() -> None:
+    """Two threads collapse 60x while the cores are shared (from 100 s to 400 s),
+    one thread slows only 2x; the governor moves to one thread within a couple of
+    windows, and back to two after the cores are free."""
+
+    def shared(threads: int, now: float) -> float:
+        if 100.0 <= now < 400.0:
+            return 0.5 if threads == 2 else 0.020
+        return quiet(threads, now)
+
+    sim = Simulated(2, shared)
+    sim.run_until(100.0)
+    assert sim.governor.threads == 2
+    sim.run_until(110.0)
+    assert sim.governor.threads == 1  # the collapsed window triggered a probe at once
+    assert len(sim.lines) == 1
+    assert "learner on 1 thread(s)" in sim.lines[0]
+    during = sim.run_until(400.0)
+    assert during >= 0.9 * 290.0 / 0.020  # probes of two threads cost little
+    sim.run_until(400.0 + 300.0)
+    assert sim.governor.threads == 2  # a probe found the cores free
+    assert len(sim.lines) == 2
+    assert "learner on 2 thread(s)" in sim.lines[1]
+    assert "free again" in sim.lines[1]
+
+
+def test_a_machine_slower_for_every_count_is_probed_once_not_every_window() -> None:
+    """Everything 3.5x slower from 100 s on, two threads still the faster: one
+    probe, then the slower rate is the new normal."""
+
+    def slower(threads: int, now: float) -> float:
+        return quiet(threads, now) * (3.5 if now >= 100.0 else 1.0)
+
+    sim = Simulated(2, slower)
+    sim.run_until(100.0)
+    before = sim.set_calls.count(1)
+    sim.run_until(150.0)
+    assert sim.set_calls.count(1) == before + 1
+    assert sim.governor.threads == 2
+    assert sim.lines == []
+
+
+def test_one_thread_a_given_count_or_no_updates_leave_nothing_to_decide() -> None:
+    sim = Simulated(1, lambda threads, now: 0.5)
+    sim.run_until(3600.0)
+    sim.governor.record(0, 10.0)
+    assert sim.set_calls == []
+    assert sim.governor.threads == 1
+    held = Simulated(2, lambda threads, now: 0.5 if threads == 2 else 0.01, hold=True)
+    held.run_until(3600.0)
+    assert held.set_calls == []
+    assert held.governor.threads == 2  # what metrics.csv shows: the count it runs on

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 import torch
 
@@ -52,9 +52,9 @@ class FusedStep:
         if "graph" in mode and device.type != "cuda":
             raise ValueError(f"a CUDA graph needs a CUDA device, not {device}")
         self.mode, self.device, self.warmup = mode, device, warmup
-        self.fn: StepFn = (
-            torch.compile(fn, backend=BACKEND, dynamic=False) if "compile" in mode else fn
-        )
+        self.fn: StepFn = fn
+        if "compile" in mode:
+            self.fn = torch.compile(fn, backend=BACKEND, dynamic=False, options=_options(device))
         self.calls = 0
         self.setup_s = 0.0
         self._graph: torch.cuda.CUDAGraph | None = None
@@ -100,6 +100,17 @@ class FusedStep:
         self._graph = graph
         graph.replay()  # recording ran nothing: this is the call's step
         return tuple(out.clone() for out in self._outputs)
+
+
+def _options(device: torch.device) -> dict[str, Any] | None:
+    """Inductor's options for a step on `device`. On a CPU with several threads, its
+    kernels read the thread count when they run instead of having the count at
+    compile time built in (`cpp.dynamic_threads`): a learner that drops to one thread
+    while something else takes the cores (`pararl.mp.threads.AdaptiveThreads`) then
+    needs no second compile."""
+    if BACKEND != "inductor" or device.type != "cpu" or torch.get_num_threads() == 1:
+        return None
+    return {"cpp.dynamic_threads": True}
 
 
 def program_boundary() -> None:

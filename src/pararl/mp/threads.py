@@ -3,16 +3,20 @@
 N processes with N intra-op threads each would fight for N cores, so every child
 process (env workers, actors, Ray actors, the evaluation process) runs one thread
 (`one_thread`). The learner's count follows what else runs beside it
-(`set_learner_threads`); an update the env workers wait for takes every core
-(`every_core_threads`); `torch_threads` (from `pararl.intraop`) holds a count for
-one block of code. Like the rest of `mp`, this module never imports torch itself
+(`set_learner_threads`), and a learner on several threads drops to one while
+something else takes the cores (`AdaptiveThreads`); an update the env workers wait for
+takes every core (`every_core_threads`); `torch_threads` (from `pararl.intraop`) holds
+a count for one block of code. Like the rest of `mp`, this module never imports torch itself
 (the vector envs run without it): each function imports it when called.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import sys
+import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from pararl.intraop import torch_threads
@@ -85,9 +89,116 @@ def set_learner_threads(
     return threads
 
 
+def _set_torch_threads(threads: int) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+
+
+class AdaptiveThreads:
+    """A learner's intra-op threads while it runs: `wide` (its count on idle cores)
+    or one, whichever makes updates faster now, measured.
+
+    Why: every parallel region of an update on several threads ends at a barrier, and
+    waits there for any of its threads that the scheduler has given to another
+    process. On 2 cores with one busy Python process beside it, SAC's two-thread
+    learner at HalfCheetah's sizes fell from 110 updates/s to 1-2 (per-minute rates
+    from a run's metrics.csv); on one thread, sharing slows an update only in
+    proportion. So the governor times the updates (`record`) in windows of
+    `window_s` seconds of updating, and runs one window on the other count now and
+    then (a probe): first after `probe_s`, then twice as long after each probe that
+    changed nothing, up to `max_probe_s`; and at once when a window on `wide`
+    threads is `slowdown` times slower than the fastest window on `wide` so far.
+    It switches when the probe ran at most `margin` of the time per update of the
+    latest window on the count in use. A quiet machine pays a window on one thread
+    every ten minutes at most; a busy one, a window on `wide` threads as often.
+
+    `wide` 1, or `hold` (a count given with `--learner-threads`): nothing to decide,
+    `threads` stays `wide`. `report` gets a line at each switch."""
+
+    def __init__(
+        self,
+        wide: int,
+        report: Callable[[str], None] = lambda text: None,
+        hold: bool = False,
+        set_threads: Callable[[int], None] = _set_torch_threads,
+        clock: Callable[[], float] = time.monotonic,
+        window_s: float = 2.0,
+        probe_s: float = 30.0,
+        max_probe_s: float = 600.0,
+        slowdown: float = 3.0,
+        margin: float = 0.9,
+    ) -> None:
+        self.wide, self.threads, self.hold = wide, wide, hold
+        self.report, self.set_threads, self.clock = report, set_threads, clock
+        self.window_s, self.slowdown, self.margin = window_s, slowdown, margin
+        self.probe_s, self.max_probe_s = probe_s, max_probe_s
+        self.every = probe_s  # seconds between probes now
+        self.next_probe = clock() + probe_s
+        self.per_update: dict[int, float] = {}  # seconds per update, latest window
+        self.best_wide = math.inf
+        self.probing = False
+        self.switches = 0
+        self._updates, self._seconds = 0, 0.0
+
+    def record(self, updates: int, seconds: float) -> None:
+        """`updates` gradient updates took `seconds` (of updating only: waiting for
+        data is not counted)."""
+        if self.hold or self.wide <= 1 or updates <= 0:
+            return
+        self._updates += updates
+        self._seconds += seconds
+        if self._seconds < self.window_s:
+            return
+        per = self._seconds / self._updates
+        self._updates, self._seconds = 0, 0.0
+        if self.probing:
+            self._decide(per)
+            return
+        self.per_update[self.threads] = per
+        if self.threads == self.wide:
+            self.best_wide = min(self.best_wide, per)
+        collapsed = self.threads == self.wide and per > self.slowdown * self.best_wide
+        if collapsed or self.clock() >= self.next_probe:
+            self.probing = True
+            self._use(self._other())
+
+    def _other(self) -> int:
+        return 1 if self.threads == self.wide else self.wide
+
+    def _decide(self, per: float) -> None:
+        """The probe's window ended: keep its count if it was clearly faster."""
+        self.probing = False
+        probed, before = self.threads, self._other()
+        self.per_update[probed] = per
+        if per <= self.margin * self.per_update[before]:
+            self.switches += 1
+            self.every = self.probe_s
+            self.report(self._switch_line(probed, before))
+        else:
+            self.every = min(2 * self.every, self.max_probe_s)
+            self._use(before)
+        if self.threads == self.wide:  # the newest normal on `wide` threads
+            self.best_wide = self.per_update[self.wide]
+        self.next_probe = self.clock() + self.every
+
+    def _switch_line(self, now: int, before: int) -> str:
+        rate_now, rate_before = 1 / self.per_update[now], 1 / self.per_update[before]
+        why = "something else is using the cores" if now == 1 else "the cores are free again"
+        return (
+            f"pararl: learner on {now} thread(s) from here ({rate_now:,.1f} updates/s "
+            f"against {rate_before:,.1f} on {before}): {why}"
+        )
+
+    def _use(self, threads: int) -> None:
+        self.threads = threads
+        self.set_threads(threads)
+
+
 __all__ = [
     "SMALL_MODEL_PARAMS",
     "WIDE_BATCH",
+    "AdaptiveThreads",
     "every_core_threads",
     "is_convolutional",
     "learner_threads",

@@ -41,7 +41,12 @@ from torch import nn
 from pararl.config import RunConfig
 from pararl.envs.make import env_factory
 from pararl.errors import UsageError
-from pararl.mp.threads import is_convolutional, set_learner_threads, takes_every_core
+from pararl.mp.threads import (
+    AdaptiveThreads,
+    is_convolutional,
+    set_learner_threads,
+    takes_every_core,
+)
 from pararl.mp.topology import physical_cores
 from pararl.replay.make import Replay
 from pararl.runners.session import TrainSession
@@ -59,8 +64,15 @@ PUBLISH_EVERY = 4  # gradient updates between weight publications
 
 # metrics.csv columns of every off-policy run, beside the session's and the
 # algorithm's own: the busy fractions and policy lag (`_BusyMeter`), how far the
-# learner is behind the replay ratio
-METRICS = ("policy_lag", "actor_cpu", "learner_cpu", "actor_version", "updates_behind")
+# learner is behind the replay ratio, its threads now (`AdaptiveThreads`)
+METRICS = (
+    "policy_lag",
+    "actor_cpu",
+    "learner_cpu",
+    "actor_version",
+    "updates_behind",
+    "learner_threads",
+)
 
 
 class Learner(Protocol):
@@ -239,8 +251,11 @@ def make_source(
 class OffPolicyLoop:
     """The learner: chunks in, gradient updates, weights out; see the module doc."""
 
-    def __init__(self, state: Learning, source: ChunkSource) -> None:
+    def __init__(
+        self, state: Learning, source: ChunkSource, threads: AdaptiveThreads | None = None
+    ) -> None:
         self.state, self.source = state, source
+        self.threads = threads or AdaptiveThreads(1)  # the learner's, re-decided as it runs
         self.meter = _BusyMeter(source.num_actors)
         self.episode_returns: list[float] = []
         self.stats: dict[str, Any] = {}
@@ -276,12 +291,20 @@ class OffPolicyLoop:
         state, start = self.state, time.monotonic()
         for _ in range(count):
             self.stats = state.update()
+        self.threads.record(count, time.monotonic() - start)
         self.source.publish(state.acting_net, state.learner.updates)
         self.meter.learner_busy += time.monotonic() - start
 
     def log_stats(self) -> dict[str, Any]:
         behind = {} if self.free else {"updates_behind": self.state.updates_due()}
-        return {**self.stats, **self.meter.report(), **self.state.acting_stats(), **behind}
+        threads = {"learner_threads": self.threads.threads}
+        return {
+            **self.stats,
+            **self.meter.report(),
+            **self.state.acting_stats(),
+            **behind,
+            **threads,
+        }
 
     def close(self) -> None:
         self.source.close()
@@ -342,6 +365,8 @@ def plan(
     conv = is_convolutional(state.acting_net)
     every_core = takes_every_core(mode, conv, state.settings.batch_size)
     threads = set_learner_threads(num_params, busy, cfg.learner_threads, every_core)
+    # pararl's own count on a CPU is re-decided while the run goes; a given one is held
+    hold = device.type != "cpu" or bool(cfg.learner_threads)
     step_mode = state.learner.step_mode
     resolved = {
         "mode": mode,
@@ -354,7 +379,8 @@ def plan(
 
     def run(session: TrainSession) -> None:
         source = make_source(state, mode, session.console.message)
-        loops.append(OffPolicyLoop(state, source))
+        governor = AdaptiveThreads(threads, session.console.message, hold=hold)
+        loops.append(OffPolicyLoop(state, source, governor))
         run_loop(loops[0], session)
 
     def close() -> None:
