@@ -255,7 +255,8 @@ class OffPolicyLoop:
         self, state: Learning, source: ChunkSource, threads: AdaptiveThreads | None = None
     ) -> None:
         self.state, self.source = state, source
-        self.threads = threads or AdaptiveThreads(1)  # the learner's, re-decided as it runs
+        # the learner's threads, re-decided as it runs (held at torch's count if not given)
+        self.threads = threads or AdaptiveThreads(torch.get_num_threads(), hold=True)
         self.meter = _BusyMeter(source.num_actors)
         self.episode_returns: list[float] = []
         self.stats: dict[str, Any] = {}
@@ -297,13 +298,12 @@ class OffPolicyLoop:
 
     def log_stats(self) -> dict[str, Any]:
         behind = {} if self.free else {"updates_behind": self.state.updates_due()}
-        threads = {"learner_threads": self.threads.threads}
         return {
             **self.stats,
             **self.meter.report(),
             **self.state.acting_stats(),
             **behind,
-            **threads,
+            "learner_threads": self.threads.threads,
         }
 
     def close(self) -> None:
