@@ -104,9 +104,10 @@ def test_image_actor_critic_never_normalises_observations() -> None:
 
 
 def test_convolutions_read_channels_innermost_on_the_cpu_with_the_same_values() -> None:
-    """On the CPU the trunk hands its convolutions channels-last memory (oneDNN's fast
-    path), whatever the env's layout; values and shape are those of the plain
-    channels-first float image, and the network's outputs match a plain convolution's."""
+    """On the CPU the Nature CNN's trunk hands its convolutions channels-last memory
+    (oneDNN's fast path), whatever the env's layout; values and shape are those of the
+    plain channels-first float image, and the network's outputs match a plain
+    convolution's."""
     from pararl.models.cnn import ImageInput
 
     frames = torch.as_tensor(sample(ATARI, 2))
@@ -123,6 +124,25 @@ def test_convolutions_read_channels_innermost_on_the_cpu_with_the_same_values() 
     assert channels_first.is_contiguous()
     expected = q.net(torch.relu(q.trunk.body(channels_first)))
     torch.testing.assert_close(q(frames), expected)
+
+
+def test_minatar_planes_reach_the_convolution_channels_first_with_the_same_values() -> None:
+    """MinAtar's channels-last bool planes are handed to its convolution as plain
+    channels-first memory (faster than channels-last at 10x10), with the values of the
+    planes, and the network's outputs are a plain convolution's."""
+    from pararl.models.cnn import ImageInput
+
+    planes = torch.as_tensor(sample(MINATAR, 3))
+    x = ImageInput(ImageLayout.of(MINATAR.shape, np.dtype(np.bool_)), False)(planes)
+    assert x.shape == (3, MINATAR.shape[2], 10, 10)
+    assert x.is_contiguous()
+    torch.testing.assert_close(x, planes.permute(0, 3, 1, 2).float())
+
+    torch.manual_seed(0)
+    q = q_network("minatar-cnn", MINATAR.shape, np.bool_, 3, ())  # type: ignore[arg-type]
+    assert not q.trunk.prep.channels_innermost
+    expected = q.net(torch.relu(q.trunk.body(planes.permute(0, 3, 1, 2).float())))
+    torch.testing.assert_close(q(planes), expected)
 
 
 @pytest.mark.parametrize(("model", "space"), [("minatar-cnn", MINATAR), ("nature-cnn", ATARI)])

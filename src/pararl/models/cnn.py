@@ -28,30 +28,43 @@ from pararl.models.networks import Trunk, weights_in_out
 
 
 class ImageInput(nn.Module):
-    """Raw images [B, ...] in the env's layout -> float [B, C, H, W] in [0, 1]."""
+    """Raw images [B, ...] in the env's layout -> float [B, C, H, W] in [0, 1].
 
-    def __init__(self, layout: ImageLayout) -> None:
+    `channels_innermost`: on the CPU, hand the convolutions memory with the channels
+    innermost (`torch.channels_last`), oneDNN's fast path for Atari's 84x84 frames;
+    otherwise plain channels-first memory, which ran faster for MinAtar's 10x10 planes
+    (there the convolution's output would be copied back for `Flatten`, and the step's
+    convolutions ran slower in it; BENCHMARKS.md, "Image memory layout"). Either way
+    the values, the shape and the order `Flatten` reads them in are the same."""
+
+    def __init__(self, layout: ImageLayout, channels_innermost: bool = True) -> None:
         super().__init__()
         self.channels_last, self.scale = layout.channels_last, layout.scale
+        self.channels_innermost = channels_innermost
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         x = obs.permute(0, 3, 1, 2) if self.channels_last else obs
         if x.device.type == "cpu":
-            # channels innermost in memory (a view already for channels-last layouts):
-            # oneDNN's convolutions run faster on it; the values, the shape and the order
-            # `Flatten` reads them in are the same. Converted before `float()`, on bytes.
-            x = x.contiguous(memory_format=torch.channels_last)
+            # converted before `float()`, on bytes (a view already where the env's
+            # layout is the one asked for)
+            x = x.contiguous(
+                memory_format=torch.channels_last
+                if self.channels_innermost
+                else torch.contiguous_format
+            )
         x = x.float()  # keeps the memory format
         return x * self.scale if self.scale != 1.0 else x
 
 
-def _conv_trunk(layout: ImageLayout, convs: nn.Sequential, hidden: int) -> Trunk:
+def _conv_trunk(
+    layout: ImageLayout, convs: nn.Sequential, hidden: int, channels_innermost: bool
+) -> Trunk:
     """`convs`, flattened, then a hidden layer of `hidden` units; the flattened size
     is measured on an empty image of `layout`'s size."""
     with torch.no_grad():
         flat = convs(torch.zeros(1, layout.channels, layout.height, layout.width)).numel()
     body = nn.Sequential(convs, nn.Flatten(), weights_in_out(nn.Linear(flat, hidden)))
-    return Trunk(ImageInput(layout), body, hidden)
+    return Trunk(ImageInput(layout, channels_innermost), body, hidden)
 
 
 def nature_cnn(layout: ImageLayout) -> Trunk:
@@ -64,13 +77,13 @@ def nature_cnn(layout: ImageLayout) -> Trunk:
         nn.Conv2d(64, 64, kernel_size=3, stride=1),
         nn.ReLU(),
     )
-    return _conv_trunk(layout, convs, 512)
+    return _conv_trunk(layout, convs, 512, channels_innermost=True)
 
 
 def minatar_cnn(layout: ImageLayout) -> Trunk:
     """Young & Tian 2019's single convolution and 128-unit hidden layer."""
     convs = nn.Sequential(nn.Conv2d(layout.channels, 16, kernel_size=3, stride=1), nn.ReLU())
-    return _conv_trunk(layout, convs, 128)
+    return _conv_trunk(layout, convs, 128, channels_innermost=False)
 
 
 TRUNKS = {"nature-cnn": nature_cnn, "minatar-cnn": minatar_cnn}
