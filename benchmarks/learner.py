@@ -18,6 +18,9 @@ Side by side, interleaved in one run, with the same network, batch and optimizer
   `pararl.algos.fused`);
 - for DQN on images, pararl's step as written with the trunk's hidden layer stored
   row-major (`--row-major`; the layout before `models.networks.weights_in_out`);
+- for MinAtar on the CPU, pararl's step as written with the planes handed to the
+  convolution channels-last in memory (`--channels-last`; the layout before
+  `models.cnn` handed MinAtar's planes channels-first);
 - SB3's own `DQN.train(gradient_steps, batch_size)`, `PPO.train()` and
   `SAC.train(gradient_steps, batch_size)` on a model whose
   replay or rollout buffer is already full: exactly SB3's update, its sampling
@@ -124,6 +127,10 @@ class Config(h.Options):
     """DQN on images: also time the step as written with the trunk's hidden layer
     stored row-major, as it was before `models.networks.weights_in_out` (that
     layout's gain, in the same run)."""
+    channels_last: bool = True
+    """MinAtar on the CPU: also time the step as written with the planes handed to the
+    convolution in channels-last memory, as before `models.cnn` handed MinAtar's
+    planes channels-first (that layout's cost, in the same run)."""
     profile: bool = True
     """On the CPU, profile each learner's updates once (torch.profiler) and split an
     update's time: matrix kernels, the other operators, and what is outside operators
@@ -320,6 +327,22 @@ def row_major(state: Any) -> Any:
     s = learner.settings
     learner.optimizer = make_optimizer(learner.q, s.optimizer, s.lr)
     return state
+
+
+def channels_last(*models: Any) -> None:
+    """Hand `models`' convolutions channels-last memory on the CPU (the layout the
+    Nature CNN keeps; MinAtar's trunk hands its planes channels-first)."""
+    from pararl.models.cnn import ImageInput
+
+    for model in models:
+        for module in model.modules():
+            if isinstance(module, ImageInput):
+                module.channels_innermost = True
+
+
+def minatar_on_cpu(case: str, c: Config, device: str) -> bool:
+    """Whether to time `case`'s channels-last rows (`--channels-last`)."""
+    return c.channels_last and device == "cpu" and shape_of(case).model == "minatar-cnn"
 
 
 def pararl_sac(case: str, mode: str, prioritized: bool, c: Config, device: str) -> Any:
@@ -648,6 +671,17 @@ def replay_learners(case: str, c: Config, device: str, settings: dict[str, str])
 
             row = Row(case, sampling, "pararl eager, row-major", state.settings.batch_size)
             out.append(Learner(row, run_rows, 1))
+        if minatar_on_cpu(case, c, device) and not prioritized:
+            state = pararl_dqn(case, "off", False, c, device)
+            channels_last(state.learner.q, state.learner.q_target)
+
+            def run_cl(k: int, state: Any = state) -> int:
+                for _ in range(k):
+                    state.update()
+                return k
+
+            row = Row(case, sampling, "pararl eager, channels-last", state.settings.batch_size)
+            out.append(Learner(row, run_cl, 1))
         if c.sb3 and not prioritized:
             model = sb3_sac(case, c, device) if sac else sb3_dqn(case, c, device)
 
@@ -664,8 +698,13 @@ def ppo_learners(case: str, c: Config, device: str, settings: dict[str, str]) ->
     """pararl's PPO under each step mode (`settings`: mode -> --compile), then SB3's."""
     out: list[Learner] = []
     shape = shape_of(case)
-    for mode, setting in settings.items():
+    variants = [(mode, setting, False) for mode, setting in settings.items()]
+    if minatar_on_cpu(case, c, device):
+        variants.append(("eager, channels-last", "off", True))
+    for mode, setting, last in variants:
         state = pararl_ppo(case, setting, c, device)
+        if last:
+            channels_last(state.learner.model)
         s = state.settings
         n = PPO_ENVS * s.num_steps
         batch = rollout_batch(case, shape, n, c.seed)
@@ -893,6 +932,12 @@ def report(r: Results, meta: h.Metadata) -> h.Report:
         intro += (
             " Row-major: the same step with the image trunk's hidden layer weight stored "
             "(out, in) in memory, as `nn.Linear` stores it; pararl stores it (in, out)."
+        )
+    if any(row.system.endswith("channels-last") for row in rows):
+        intro += (
+            " Channels-last: the MinAtar step with its planes handed to the convolution "
+            "in channels-last memory (the Nature CNN's layout on the CPU); pararl hands "
+            "MinAtar's planes channels-first."
         )
     key = []
     for row in rows:

@@ -34,7 +34,7 @@ from torch.optim.adam import adam
 
 from pararl.errors import UsageError
 
-# devices where the eager Adam step is PyTorch's fused kernel (`FlatAdam.step`)
+# devices where Adam's step as written is PyTorch's fused kernel (`FlatAdam.step`)
 FUSED_DEVICES = ("cpu", "cuda")
 
 
@@ -60,7 +60,9 @@ class FlatAdam:
     """Adam whose parameters are views into one vector (and gradients into another).
 
     Build it after the model is on its device: moving the model later would detach
-    its parameters from the flat vector.
+    its parameters from the flat vector. `fused`: Adam's step as written through
+    PyTorch's fused kernel (None: on the CPU and CUDA; False: op by op). A capturable
+    optimizer always steps op by op on device tensors.
     """
 
     def __init__(
@@ -70,6 +72,7 @@ class FlatAdam:
         betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,
         capturable: bool = False,
+        fused: bool | None = None,
     ) -> None:
         self.params = [p for p in params if p.requires_grad]
         if not self.params:
@@ -94,6 +97,8 @@ class FlatAdam:
         self.exp_avg = torch.zeros_like(self.flat)
         self.exp_avg_sq = torch.zeros_like(self.flat)
         self.capturable = capturable
+        # the step as written through PyTorch's fused kernel (None: where it has one)
+        self.fused = first.device.type in FUSED_DEVICES if fused is None else fused
         self._steps = 0
         # capturable: the step count and lr the step reads, on the parameters' device
         self.step_t = torch.zeros((), device=first.device, dtype=first.dtype)
@@ -162,7 +167,7 @@ class FlatAdam:
             denom = (self.exp_avg_sq.sqrt() / (1 - beta2**step).sqrt()).add_(group["eps"])
             self.flat.sub_(step_size * self.exp_avg / denom)
             return
-        if self.flat.device.type in FUSED_DEVICES:
+        if self.fused:
             # PyTorch's own fused kernel on the one vector: it counts the step in
             # `step_t` itself (kept equal to `_steps`)
             adam(
