@@ -2,8 +2,7 @@
 library code buy, each against the library it replaces, on runs of minutes.
 
 1. `adam`: `pararl.optim.FlatAdam` (parameters and gradients as views of two flat
-   vectors; one grad-norm and one Adam update over whole vectors, through PyTorch's
-   fused kernel, and op by op) against
+   vectors; one grad-norm and one Adam update over whole vectors) against
    `torch.optim.Adam` (fused, and foreach), as the DQN learner uses it: spells of
    DQN updates (forward, backward, clip, step) with the default Q-network and
    batch, as many as a default 100k-step DQN run does; and the optimizer's
@@ -36,9 +35,7 @@ from benchmarks.lib import harness as h
 from benchmarks.lib import training
 
 NAME = "handwritten"
-# FlatAdam's step runs PyTorch's fused kernel on its flat vectors; "op by op" is the
-# same optimizer stepping through one whole-vector op at a time, as it did before
-ADAMS = ("FlatAdam", "FlatAdam (op by op)", "torch Adam (fused)", "torch Adam (foreach)")
+ADAMS = ("FlatAdam", "torch Adam (fused)", "torch Adam (foreach)")
 
 
 @dataclass(frozen=True)
@@ -124,9 +121,7 @@ def _learner(name: str) -> object:
     state = DQNState(cfg.for_spaces(*spaces), *spaces, torch.device("cpu"))
     env.close()
     learner = state.learner
-    if name == "FlatAdam (op by op)":
-        learner.optimizer.fused = False
-    elif name != "FlatAdam":
+    if name != "FlatAdam":
         variant = "fused" if "fused" in name else "foreach"
         lr = state.settings.lr
         learner.optimizer = TorchAdam(list(learner.q.parameters()), lr, variant)  # type: ignore[assignment]
@@ -175,7 +170,7 @@ def _construct_s(name: str) -> float:
     variant = "fused" if "fused" in name else "foreach"
     make = (
         "FlatAdam(q.parameters(), lr=1e-3)"
-        if name.startswith("FlatAdam")
+        if name == "FlatAdam"
         else f"torch.optim.Adam(q.parameters(), lr=1e-3, {variant}=True)"
     )
     code = (

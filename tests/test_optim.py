@@ -38,31 +38,6 @@ def test_matches_torch_adam(lr: float, eps: float, clip: float | None) -> None:
         torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
 
 
-def test_the_fused_step_is_the_step_op_by_op() -> None:
-    """On the CPU Adam's step as written is PyTorch's fused kernel; over 50 steps it
-    keeps the parameters and moments of the same step taken one op at a time, to
-    float rounding."""
-    torch.manual_seed(0)
-    fused_net = QNetwork(4, 3, (32, 32))
-    plain_net = copy.deepcopy(fused_net)
-    fused = FlatAdam(fused_net.parameters(), lr=1e-2)
-    plain = FlatAdam(plain_net.parameters(), lr=1e-2, fused=False)
-    assert fused.fused
-    assert not plain.fused
-    start = fused.flat.clone()
-    for step in range(50):
-        for model, opt in ((fused_net, fused), (plain_net, plain)):
-            opt.zero_grad()
-            _loss(model.net, step).backward()
-            opt.clip_grad_norm_(1.0)
-            opt.step()
-    assert fused.steps == plain.steps == 50
-    assert (fused.flat - start).abs().max() > 1e-2  # the steps moved the weights
-    for name in ("flat", "exp_avg", "exp_avg_sq"):
-        torch.testing.assert_close(getattr(fused, name), getattr(plain, name), rtol=1e-5, atol=1e-7)
-    assert float(fused.step_t) == 50  # the kernel's own count, as a resumed run sets it
-
-
 def test_clip_grad_norm_matches_torch() -> None:
     torch.manual_seed(1)
     ours = ActorCritic(4, 2, True, (16, 16))

@@ -8,13 +8,8 @@ parameters and gradients as views into two contiguous vectors also makes the upd
 handful of whole-vector ops instead of a loop over tensors, and gives averaging and
 weight publishing one buffer to work on.
 
-The arithmetic is PyTorch's Adam (no weight decay, no amsgrad) and centred RMSprop
-(no momentum), so results match them (tested). On the CPU and on CUDA, Adam's step as
-written is PyTorch's own fused kernel called on the flat vectors
-(`torch.optim.adam.adam(fused=True)`, the functional form: no optimizer object, no
-compiler import): one pass over memory where the ops one by one make seven, 34 µs
-against 73 for a 67k-parameter Q-network on one thread here (BENCHMARKS.md,
-"The fused Adam step"). Elsewhere it runs op by op, as PyTorch's single-tensor Adam.
+The arithmetic is the same, op for op, as PyTorch's single-tensor Adam (no weight
+decay, no amsgrad) and centred RMSprop (no momentum), so results match them (tested).
 
 `capturable=True` keeps the step count and the learning rate in tensors on the
 parameters' device, as PyTorch's own `capturable` option does: the step then reads no
@@ -30,12 +25,8 @@ from collections.abc import Iterable
 from typing import Any
 
 import torch
-from torch.optim.adam import adam
 
 from pararl.errors import UsageError
-
-# devices where Adam's step as written is PyTorch's fused kernel (`FlatAdam.step`)
-FUSED_DEVICES = ("cpu", "cuda")
 
 
 def is_transposed(t: torch.Tensor) -> bool:
@@ -60,9 +51,7 @@ class FlatAdam:
     """Adam whose parameters are views into one vector (and gradients into another).
 
     Build it after the model is on its device: moving the model later would detach
-    its parameters from the flat vector. `fused`: Adam's step as written through
-    PyTorch's fused kernel (None: on the CPU and CUDA; False: op by op). A capturable
-    optimizer always steps op by op on device tensors.
+    its parameters from the flat vector.
     """
 
     def __init__(
@@ -72,7 +61,6 @@ class FlatAdam:
         betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,
         capturable: bool = False,
-        fused: bool | None = None,
     ) -> None:
         self.params = [p for p in params if p.requires_grad]
         if not self.params:
@@ -97,8 +85,6 @@ class FlatAdam:
         self.exp_avg = torch.zeros_like(self.flat)
         self.exp_avg_sq = torch.zeros_like(self.flat)
         self.capturable = capturable
-        # the step as written through PyTorch's fused kernel (None: where it has one)
-        self.fused = first.device.type in FUSED_DEVICES if fused is None else fused
         self._steps = 0
         # capturable: the step count and lr the step reads, on the parameters' device
         self.step_t = torch.zeros((), device=first.device, dtype=first.dtype)
@@ -160,38 +146,13 @@ class FlatAdam:
         beta1, beta2 = group["betas"]
         lr, step = self._tick()
         grad = self.flat_grad
+        self.exp_avg.lerp_(grad, 1 - beta1)
+        self.exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
         if isinstance(step, torch.Tensor):  # capturable: the same arithmetic on tensors
-            self.exp_avg.lerp_(grad, 1 - beta1)
-            self.exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
             step_size = lr / (1 - beta1**step)
             denom = (self.exp_avg_sq.sqrt() / (1 - beta2**step).sqrt()).add_(group["eps"])
             self.flat.sub_(step_size * self.exp_avg / denom)
             return
-        if self.fused:
-            # PyTorch's own fused kernel on the one vector: it counts the step in
-            # `step_t` itself (kept equal to `_steps`)
-            adam(
-                [self.flat],
-                [grad],
-                [self.exp_avg],
-                [self.exp_avg_sq],
-                [],
-                [self.step_t],
-                fused=True,
-                grad_scale=None,
-                found_inf=None,
-                has_complex=False,
-                amsgrad=False,
-                beta1=beta1,
-                beta2=beta2,
-                lr=float(lr),
-                weight_decay=0.0,
-                eps=group["eps"],
-                maximize=False,
-            )
-            return
-        self.exp_avg.lerp_(grad, 1 - beta1)
-        self.exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
         step_size = lr / (1 - beta1**step)
         bias_correction2_sqrt = math.sqrt(1 - beta2**step)
         denom = (self.exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(group["eps"])
