@@ -40,7 +40,7 @@ def one_thread() -> None:
 
 def every_core_threads(given: int = 0) -> int:
     """Threads for an update that every other process waits for (PPO's update of a
-    large network in serial or sync mode, MAML's outer step): `given`
+    large or convolutional network in serial or sync mode, MAML's outer step): `given`
     (`--learner-threads`) if not 0, else every physical core."""
     return given or physical_cores()
 

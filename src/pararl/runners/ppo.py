@@ -32,6 +32,7 @@ from pararl.models import num_params
 from pararl.mp.threads import (
     SMALL_MODEL_PARAMS,
     every_core_threads,
+    is_convolutional,
     learner_threads,
     torch_threads,
 )
@@ -168,7 +169,9 @@ def plan(p: Prepared) -> Plan:
         (`learner_threads`), and every core for an update the env workers wait for."""
         size = num_params(model)
         threads = learner_threads(size, 0 if mode == "serial" else workers, cfg.learner_threads)
-        big = size >= SMALL_MODEL_PARAMS and not cfg.learner_threads
+        # a convolutional network's update is wide however few its parameters: MinAtar's
+        # PPO minibatch (133k parameters, 240 MFLOP) ran 1.22x faster on two threads
+        big = (size >= SMALL_MODEL_PARAMS or is_convolutional(model)) and not cfg.learner_threads
         if big and mode in ("serial", "sync") and not cfg.double_buffer:
             # the env workers wait while the update runs: it takes every core; acting
             # keeps `threads`, not to fight the workers for them
