@@ -640,6 +640,18 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
+def replay_updates(state: Any, device: str) -> Callable[[int], int]:
+    """`k` -> `k` replay updates of `state` (DQN or SAC), waited for on the device."""
+
+    def run(k: int) -> int:
+        for _ in range(k):
+            state.update()
+        _sync(device)
+        return k
+
+    return run
+
+
 def replay_learners(case: str, c: Config, device: str, settings: dict[str, str]) -> list[Learner]:
     """pararl's DQN or SAC under each step mode (`settings`: mode -> --compile), then
     SB3's: one replay batch per update."""
@@ -652,36 +664,18 @@ def replay_learners(case: str, c: Config, device: str, settings: dict[str, str])
             make = pararl_sac if sac else pararl_dqn
             state = make(case, setting, prioritized, c, device)
 
-            def run(k: int, state: Any = state) -> int:
-                for _ in range(k):
-                    state.update()
-                _sync(device)
-                return k
-
             row = Row(case, sampling, f"pararl {mode}", state.settings.batch_size)
-            out.append(Learner(row, run, 1, functools.partial(setup_s, state.learner)))
+            setup = functools.partial(setup_s, state.learner)
+            out.append(Learner(row, replay_updates(state, device), 1, setup))
         if c.row_major and not sac and not prioritized and shape_of(case).model != "mlp":
             state = row_major(pararl_dqn(case, "off", False, c, device))
-
-            def run_rows(k: int, state: Any = state) -> int:
-                for _ in range(k):
-                    state.update()
-                _sync(device)
-                return k
-
             row = Row(case, sampling, "pararl eager, row-major", state.settings.batch_size)
-            out.append(Learner(row, run_rows, 1))
+            out.append(Learner(row, replay_updates(state, device), 1))
         if minatar_on_cpu(case, c, device) and not prioritized:
             state = pararl_dqn(case, "off", False, c, device)
             channels_last(state.learner.q, state.learner.q_target)
-
-            def run_cl(k: int, state: Any = state) -> int:
-                for _ in range(k):
-                    state.update()
-                return k
-
             row = Row(case, sampling, "pararl eager, channels-last", state.settings.batch_size)
-            out.append(Learner(row, run_cl, 1))
+            out.append(Learner(row, replay_updates(state, device), 1))
         if c.sb3 and not prioritized:
             model = sb3_sac(case, c, device) if sac else sb3_dqn(case, c, device)
 
