@@ -15,7 +15,6 @@ import pytest
 
 from pararl import train
 from pararl.config import DQNConfig, PPOConfig
-from pararl.mp.threads import every_core_threads
 from tests.runners.saved import final_state
 
 pytestmark = pytest.mark.timeout(120)
@@ -94,9 +93,10 @@ def test_minatar_ppo_learns_breakout_above_random_and_is_evaluated_and_recorded(
     )  # fmt: skip
     session = train(config)
     assert saved(tmp_path / "ppo")["model"] == "minatar-cnn"
-    # a convolutional update takes every core while the envs wait for it; acting keeps one
+    # MinAtar's small network acts and updates on one thread: on several, two runs side
+    # by side on the same cores slowed each other down 6.6x (README, threads)
     resolved = saved(tmp_path / "ppo")["resolved"]
-    assert (resolved["learner_threads"], resolved["update_threads"]) == (1, every_core_threads())
+    assert (resolved["learner_threads"], resolved["update_threads"]) == (1, 1)
     assert session.last_eval is not None
     assert session.last_eval >= ABOVE_RANDOM
 

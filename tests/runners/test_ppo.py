@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import itertools
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +13,7 @@ import pytest
 import torch
 
 from pararl import PPOConfig, train
+from pararl.algos.ppo import PPOLearner
 from pararl.cli import main
 from pararl.config.saved import saved_facts
 from pararl.devices import choose_devices
@@ -18,7 +21,9 @@ from pararl.envs.make import env_factory
 from pararl.errors import UsageError
 from pararl.evaluation.episodes import Evaluator
 from pararl.models import ActorCritic
+from pararl.mp.threads import AdaptiveThreads
 from pararl.rundir import RunDir
+from pararl.runners import ppo as ppo_runner
 from pararl.runners.session import TrainSession
 from tests.procs import alive_after, interrupt_training, new_shm_entries, shm_entries
 
@@ -49,6 +54,49 @@ def test_serial_is_bit_for_bit_reproducible(tmp_path: Path) -> None:
         train(PPOConfig(mode="serial", seed=5, run_dir=tmp_path / name, **SMALL))  # type: ignore[arg-type]
     a, b = final_model(tmp_path / "a"), final_model(tmp_path / "b")
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+@pytest.mark.parametrize("given", [0, 2])
+def test_a_large_networks_update_leaves_a_second_thread_that_is_busy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: int
+) -> None:
+    """A network of 1M+ parameters updates on every core while the envs wait; when
+    updates on two threads run slower than on one (as beside another run on the same
+    cores: made so here, deterministically), the update drops to one at the next
+    rollout, and metrics.csv says so. A count given with --learner-threads holds."""
+    threads_seen: list[int] = []
+    real_update = PPOLearner.update
+
+    def update(self: PPOLearner, batch: Any, rng: Any) -> dict[str, float]:
+        threads_seen.append(torch.get_num_threads())
+        return real_update(self, batch, rng)
+
+    class Busy(AdaptiveThreads):
+        def record(self, updates: int, seconds: float) -> None:
+            # 20x slower on two threads than on one, measured per window of 1 update
+            super().record(updates, updates * (20.0 if self.threads > 1 else 1.0))
+
+    def busy(*args: Any, **kwargs: Any) -> AdaptiveThreads:
+        ticks = itertools.count()  # a clock that advances a second at each reading
+        return Busy(*args, **kwargs, clock=lambda: float(next(ticks)), window_s=1e-9, probe_s=1)
+
+    monkeypatch.setattr(PPOLearner, "update", update)
+    monkeypatch.setattr(ppo_runner, "AdaptiveThreads", busy)
+    monkeypatch.setattr(ppo_runner, "every_core_threads", lambda given=0: given or 2)
+    monkeypatch.setattr(ppo_runner, "SMALL_MODEL_PARAMS", 0)  # SMALL's network counts as large
+    run = tmp_path / "run"
+    config = {**SMALL, "eval_every": 10**9, "learner_threads": given}
+    train(PPOConfig(mode="serial", seed=0, run_dir=run, **config))  # type: ignore[arg-type]
+    with (run / "metrics.csv").open() as f:
+        logged = [int(float(row["update_threads"])) for row in csv.DictReader(f)]
+    if given:
+        assert set(threads_seen) == set(logged) == {2}
+        return
+    assert threads_seen[0] == 2
+    assert 1 in threads_seen
+    # after the first switch, two threads only in probes, each rarer than the last
+    assert threads_seen.count(1) > 2 * threads_seen.count(2), threads_seen
+    assert 1 in logged
 
 
 @pytest.mark.parametrize(("env", "mode"), [("CartPole-v1", "sync"), ("Pendulum-v1", "serial")])

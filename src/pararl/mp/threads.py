@@ -40,7 +40,7 @@ def one_thread() -> None:
 
 def every_core_threads(given: int = 0) -> int:
     """Threads for an update that every other process waits for (PPO's update of a
-    large or convolutional network in serial or sync mode, MAML's outer step): `given`
+    large network in serial or sync mode, MAML's outer step): `given`
     (`--learner-threads`) if not 0, else every physical core."""
     return given or physical_cores()
 
@@ -96,8 +96,9 @@ def _set_torch_threads(threads: int) -> None:
 
 
 class AdaptiveThreads:
-    """A learner's intra-op threads while it runs: `wide` (its count on idle cores)
-    or one, whichever makes updates faster now, measured.
+    """A learner's intra-op threads while it runs (an off-policy learner's, PPO's
+    update's): `wide` (its count on idle cores) or one, whichever makes updates
+    faster now, measured.
 
     Why: every parallel region of an update on several threads ends at a barrier, and
     waits there for any of its threads that the scheduler has given to another

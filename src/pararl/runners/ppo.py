@@ -16,6 +16,7 @@ optionally double-buffered) through `samplers.rollout.collect`, or Ray actors
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -31,8 +32,8 @@ from pararl.errors import UsageError
 from pararl.models import num_params
 from pararl.mp.threads import (
     SMALL_MODEL_PARAMS,
+    AdaptiveThreads,
     every_core_threads,
-    is_convolutional,
     learner_threads,
     torch_threads,
 )
@@ -46,13 +47,28 @@ from pararl.vector import ParallelVectorEnv, SerialVectorEnv
 RolloutSource = Callable[[], dict[str, np.ndarray]]  # the next rollout, flattened
 
 # metrics.csv columns of a PPO run, beside the session's: the update's losses and
-# how far it moved the policy (`algos.ppo`), the normalisation (`models.normalize`)
-METRICS = ("pg_loss", "v_loss", "entropy", "approx_kl", "clipfrac", "obs_std", "reward_scale")
+# how far it moved the policy (`algos.ppo`), the normalisation (`models.normalize`),
+# the update's torch threads now (`AdaptiveThreads`)
+METRICS = (
+    "pg_loss",
+    "v_loss",
+    "entropy",
+    "approx_kl",
+    "clipfrac",
+    "obs_std",
+    "reward_scale",
+    "update_threads",
+)
 
 
 def train_loop(state: PPOState, session: TrainSession, next_rollout: RolloutSource) -> None:
     """See the module docstring."""
     cfg = state.config
+    # the update's threads: on several, it drops to one while something else uses the
+    # cores (two runs side by side), at rollout boundaries; a given count holds
+    wide = state.update_threads or torch.get_num_threads()
+    hold = state.devices.learn.type != "cpu" or bool(cfg.learner_threads)
+    governor = AdaptiveThreads(wide, session.console.message, hold, set_threads=_leave)
     while not session.done(state.env_steps):
         remaining = max(0.0, 1 - state.env_steps / cfg.budget)
         if cfg.anneal_lr:
@@ -62,8 +78,11 @@ def train_loop(state: PPOState, session: TrainSession, next_rollout: RolloutSour
         rollout = next_rollout()
         state.env_steps += len(rollout["advantages"])
         discounted = rollout.pop("discounted")
-        with torch_threads(state.update_threads):
+        updates, start = state.learner.updates, time.perf_counter()
+        with torch_threads(governor.threads):
             stats = state.learner.update(rollout, state.rng)
+        governor.record(state.learner.updates - updates, time.perf_counter() - start)
+        stats["update_threads"] = governor.threads
         state.learner.model.norm.update(rollout["obs"], discounted)  # after: see normalize
         stats.update(state.learner.model.norm.stats())
         state.sync_actor()
@@ -74,6 +93,11 @@ def train_loop(state: PPOState, session: TrainSession, next_rollout: RolloutSour
             lambda: state.state(session.wall_s),
             stats,
         )
+
+
+def _leave(threads: int) -> None:
+    """The governor's count is applied around each update (`torch_threads`), so that
+    acting keeps its own."""
 
 
 def run_local(
@@ -169,9 +193,7 @@ def plan(p: Prepared) -> Plan:
         (`learner_threads`), and every core for an update the env workers wait for."""
         size = num_params(model)
         threads = learner_threads(size, 0 if mode == "serial" else workers, cfg.learner_threads)
-        # a convolutional network's update is wide however few its parameters: MinAtar's
-        # PPO minibatch (133k parameters, 240 MFLOP) ran 1.22x faster on two threads
-        big = (size >= SMALL_MODEL_PARAMS or is_convolutional(model)) and not cfg.learner_threads
+        big = size >= SMALL_MODEL_PARAMS and not cfg.learner_threads
         if big and mode in ("serial", "sync") and not cfg.double_buffer:
             # the env workers wait while the update runs: it takes every core; acting
             # keeps `threads`, not to fight the workers for them
