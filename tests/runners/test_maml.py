@@ -8,13 +8,17 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 
 from pararl import train
+from pararl.algos.maml import MAMLLearner
 from pararl.cli import main
 from pararl.config import MAMLConfig
+from pararl.runners import maml as maml_runner
+from tests.busy_cores import BusyCores, assert_moved_to_one
 from tests.procs import alive_after, interrupt_training
 
 NAV = "pararl/Navigation2D-v0"
@@ -57,6 +61,28 @@ def test_post_adaptation_return_rises_above_pre_adaptation(trained: Path) -> Non
     state = torch.load(trained / "checkpoints" / "final.pt", weights_only=False)
     assert state["iteration"] == 5
     assert state["env_steps"] == 5 * 8 * 8 * 20 * 2
+
+
+def test_the_outer_step_leaves_a_second_thread_that_is_busy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The outer step takes every core while the env workers wait; when it runs slower
+    on two threads than on one (made so here, deterministically), it drops to one from
+    the next meta-iteration, and metrics.csv says so."""
+    threads_seen: list[int] = []
+    real_step = MAMLLearner._step
+
+    def step(self: MAMLLearner, batch: Any) -> dict[str, float]:
+        threads_seen.append(torch.get_num_threads())
+        return real_step(self, batch)
+
+    monkeypatch.setattr(MAMLLearner, "_step", step)
+    monkeypatch.setattr(maml_runner, "AdaptiveThreads", BusyCores)
+    monkeypatch.setattr(maml_runner, "every_core_threads", lambda given=0: given or 2)
+    run = tmp_path / "run"
+    train(MAMLConfig(meta_iterations=12, seed=1, run_dir=run, **SMALL))  # type: ignore[arg-type]
+    assert_moved_to_one(threads_seen)
+    assert [int(r["learner_threads"]) for r in iterations(run)] == threads_seen
 
 
 def test_resume_and_evaluate(trained: Path, capsys: pytest.CaptureFixture[str]) -> None:

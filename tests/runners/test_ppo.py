@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import itertools
 import subprocess
 import sys
 from pathlib import Path
@@ -21,10 +20,10 @@ from pararl.envs.make import env_factory
 from pararl.errors import UsageError
 from pararl.evaluation.episodes import Evaluator
 from pararl.models import ActorCritic
-from pararl.mp.threads import AdaptiveThreads
 from pararl.rundir import RunDir
 from pararl.runners import ppo as ppo_runner
 from pararl.runners.session import TrainSession
+from tests.busy_cores import BusyCores, assert_moved_to_one
 from tests.procs import alive_after, interrupt_training, new_shm_entries, shm_entries
 
 SMALL = dict(
@@ -71,17 +70,8 @@ def test_a_large_networks_update_leaves_a_second_thread_that_is_busy(
         threads_seen.append(torch.get_num_threads())
         return real_update(self, batch, rng)
 
-    class Busy(AdaptiveThreads):
-        def record(self, updates: int, seconds: float) -> None:
-            # 20x slower on two threads than on one, measured per window of 1 update
-            super().record(updates, updates * (20.0 if self.threads > 1 else 1.0))
-
-    def busy(*args: Any, **kwargs: Any) -> AdaptiveThreads:
-        ticks = itertools.count()  # a clock that advances a second at each reading
-        return Busy(*args, **kwargs, clock=lambda: float(next(ticks)), window_s=1e-9, probe_s=1)
-
     monkeypatch.setattr(PPOLearner, "update", update)
-    monkeypatch.setattr(ppo_runner, "AdaptiveThreads", busy)
+    monkeypatch.setattr(ppo_runner, "AdaptiveThreads", BusyCores)
     monkeypatch.setattr(ppo_runner, "every_core_threads", lambda given=0: given or 2)
     monkeypatch.setattr(ppo_runner, "SMALL_MODEL_PARAMS", 0)  # SMALL's network counts as large
     run = tmp_path / "run"
@@ -92,10 +82,7 @@ def test_a_large_networks_update_leaves_a_second_thread_that_is_busy(
     if given:
         assert set(threads_seen) == set(logged) == {2}
         return
-    assert threads_seen[0] == 2
-    assert 1 in threads_seen
-    # after the first switch, two threads only in probes, each rarer than the last
-    assert threads_seen.count(1) > 2 * threads_seen.count(2), threads_seen
+    assert_moved_to_one(threads_seen)
     assert 1 in logged
 
 

@@ -33,7 +33,7 @@ from pararl.devices import resolve_device
 from pararl.errors import UsageError
 from pararl.evaluation.reported import ReportedReturns
 from pararl.models.gaussian import TaskPolicy
-from pararl.mp.threads import every_core_threads
+from pararl.mp.threads import AdaptiveThreads, every_core_threads
 from pararl.mp.topology import physical_cores
 from pararl.runners.session import TrainSession
 from pararl.runners.setup import Plan, Prepared
@@ -42,7 +42,8 @@ from pararl.weights.local import LocalCopy
 
 # metrics.csv columns of a MAML run, beside the session's: the meta-iteration, the
 # return before and after adaptation, the outer TRPO step (`algos.maml`), env steps
-# stepped (episodes may end early) and the iteration's time split
+# stepped (episodes may end early), the iteration's time split and the outer step's
+# torch threads now (`AdaptiveThreads`)
 METRICS = (
     "iteration",
     "pre_return",
@@ -56,6 +57,7 @@ METRICS = (
     "time_sampling_s",
     "time_adaptation_s",
     "time_outer_s",
+    "learner_threads",
 )
 
 
@@ -166,9 +168,21 @@ def train_loop(
     state: MAMLState, session: TrainSession, sampler: MultiTaskSampler, reported: ReportedReturns
 ) -> None:
     """Meta-iterations until the budget is spent (or `--target-return` is reached)."""
-    per_iteration = state.config.steps_per_iteration()
+    cfg, learner = state.config, state.learner
+    per_iteration = cfg.steps_per_iteration()
+    # the outer step's threads: on several, it drops to one while something else uses
+    # the cores (two runs side by side), between meta-iterations; a given count holds
+    governor = AdaptiveThreads(
+        learner.threads or 1,
+        session.console.message,
+        hold=state.device.type != "cpu" or bool(cfg.learner_threads),
+        set_threads=lambda threads: setattr(learner, "threads", threads),
+    )
     while not session.done(state.env_steps):
+        threads = learner.threads or 1  # this iteration's, before the governor's say
         stats, post_returns = meta_iteration(state, sampler)
+        stats["learner_threads"] = float(threads)
+        governor.record(1, stats["time_outer_s"])
         state.env_steps += per_iteration
         reported.report(post_returns)
         session.tick(

@@ -78,11 +78,11 @@ def train_loop(state: PPOState, session: TrainSession, next_rollout: RolloutSour
         rollout = next_rollout()
         state.env_steps += len(rollout["advantages"])
         discounted = rollout.pop("discounted")
-        updates, start = state.learner.updates, time.perf_counter()
-        with torch_threads(governor.threads):
+        threads, updates, start = governor.threads, state.learner.updates, time.perf_counter()
+        with torch_threads(threads):
             stats = state.learner.update(rollout, state.rng)
         governor.record(state.learner.updates - updates, time.perf_counter() - start)
-        stats["update_threads"] = governor.threads
+        stats["update_threads"] = threads
         state.learner.model.norm.update(rollout["obs"], discounted)  # after: see normalize
         stats.update(state.learner.model.norm.stats())
         state.sync_actor()

@@ -1,0 +1,40 @@
+"""A thread governor that sees busy cores, deterministically: for the tests that check
+how a runner wires `pararl.mp.threads.AdaptiveThreads` (its count reaching the update,
+and metrics.csv), without timing anything."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from pararl.mp.threads import AdaptiveThreads
+
+SLOWER_ON_SEVERAL = 20.0  # an update on several threads looks this much slower than on one
+
+
+class BusyCores(AdaptiveThreads):
+    """Every update takes 1 s on one thread and 20 s on several (as beside another run
+    on the same cores), in windows of one update; its clock advances a second at each
+    reading, so the first probe comes at the first update and each later one twice as
+    late as the last."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        ticks = itertools.count()
+        super().__init__(
+            *args, **kwargs, clock=lambda: float(next(ticks)), window_s=1e-9, probe_s=1
+        )
+
+    def record(self, updates: int, seconds: float) -> None:
+        super().record(updates, updates * (SLOWER_ON_SEVERAL if self.threads > 1 else 1.0))
+
+
+def assert_moved_to_one(threads_seen: list[int]) -> None:
+    """The updates' thread counts in order: several for the first, one for the next,
+    and several again only in the governor's probes, each later than the last."""
+    several = [i for i, threads in enumerate(threads_seen) if threads > 1]
+    assert several[0] == 0, threads_seen
+    assert threads_seen[1] == 1, threads_seen
+    gaps = [b - a for a, b in itertools.pairwise(several)]
+    assert len(gaps) >= 2, threads_seen
+    assert all(b >= a for a, b in itertools.pairwise(gaps)), threads_seen
+    assert gaps[-1] > gaps[0], threads_seen
