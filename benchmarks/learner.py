@@ -734,7 +734,7 @@ def ppo_learners(case: str, c: Config, device: str, settings: dict[str, str]) ->
 
 def setup_s(learner: Any) -> float:
     """Seconds a pararl learner's fused steps spent compiling and recording."""
-    return sum(step.setup_s for step in learner._steps.values())
+    return float(learner.steps.setup_s)
 
 
 # past a fused step's warm-up (3 calls) and its recording (the 4th): six updates, or

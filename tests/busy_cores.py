@@ -20,9 +20,8 @@ class BusyCores(AdaptiveThreads):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         ticks = itertools.count()
-        super().__init__(
-            *args, **kwargs, clock=lambda: float(next(ticks)), window_s=1e-9, probe_s=1
-        )
+        clock = {"clock": lambda: float(next(ticks)), "window_s": 1e-9, "probe_s": 1.0}
+        super().__init__(*args, **{**kwargs, **clock})
 
     def record(self, updates: int, seconds: float) -> None:
         super().record(updates, updates * (SLOWER_ON_SEVERAL if self.threads > 1 else 1.0))
@@ -30,11 +29,7 @@ class BusyCores(AdaptiveThreads):
 
 def assert_moved_to_one(threads_seen: list[int]) -> None:
     """The updates' thread counts in order: several for the first, one for the next,
-    and several again only in the governor's probes, each later than the last."""
-    several = [i for i, threads in enumerate(threads_seen) if threads > 1]
-    assert several[0] == 0, threads_seen
+    and one for most of the rest (several again only in the governor's probes)."""
+    assert threads_seen[0] > 1, threads_seen
     assert threads_seen[1] == 1, threads_seen
-    gaps = [b - a for a, b in itertools.pairwise(several)]
-    assert len(gaps) >= 2, threads_seen
-    assert all(b >= a for a, b in itertools.pairwise(gaps)), threads_seen
-    assert gaps[-1] > gaps[0], threads_seen
+    assert threads_seen.count(1) > 2 * sum(t > 1 for t in threads_seen[1:]), threads_seen

@@ -63,12 +63,14 @@ def test_post_adaptation_return_rises_above_pre_adaptation(trained: Path) -> Non
     assert state["env_steps"] == 5 * 8 * 8 * 20 * 2
 
 
+@pytest.mark.parametrize("given", [0, 2])
 def test_the_outer_step_leaves_a_second_thread_that_is_busy(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: int
 ) -> None:
     """The outer step takes every core while the env workers wait; when it runs slower
     on two threads than on one (made so here, deterministically), it drops to one from
-    the next meta-iteration, and metrics.csv says so."""
+    the next meta-iteration, and metrics.csv says so. A count given with
+    --learner-threads holds."""
     threads_seen: list[int] = []
     real_step = MAMLLearner._step
 
@@ -80,9 +82,13 @@ def test_the_outer_step_leaves_a_second_thread_that_is_busy(
     monkeypatch.setattr(maml_runner, "AdaptiveThreads", BusyCores)
     monkeypatch.setattr(maml_runner, "every_core_threads", lambda given=0: given or 2)
     run = tmp_path / "run"
-    train(MAMLConfig(meta_iterations=12, seed=1, run_dir=run, **SMALL))  # type: ignore[arg-type]
-    assert_moved_to_one(threads_seen)
+    config = MAMLConfig(meta_iterations=8, seed=1, run_dir=run, learner_threads=given, **SMALL)  # type: ignore[arg-type]
+    train(config)
     assert [int(r["learner_threads"]) for r in iterations(run)] == threads_seen
+    if given:
+        assert set(threads_seen) == {2}
+    else:
+        assert_moved_to_one(threads_seen)
 
 
 def test_resume_and_evaluate(trained: Path, capsys: pytest.CaptureFixture[str]) -> None:

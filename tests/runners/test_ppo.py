@@ -62,28 +62,36 @@ def test_a_large_networks_update_leaves_a_second_thread_that_is_busy(
     """A network of 1M+ parameters updates on every core while the envs wait; when
     updates on two threads run slower than on one (as beside another run on the same
     cores: made so here, deterministically), the update drops to one at the next
-    rollout, and metrics.csv says so. A count given with --learner-threads holds."""
-    threads_seen: list[int] = []
-    real_update = PPOLearner.update
+    rollout, and metrics.csv says so; acting keeps its own count throughout. A count
+    given with --learner-threads holds."""
+    updating: list[int] = []
+    acting: list[int] = []
+    real_update, real_collect = PPOLearner.update, ppo_runner.collect
 
     def update(self: PPOLearner, batch: Any, rng: Any) -> dict[str, float]:
-        threads_seen.append(torch.get_num_threads())
+        updating.append(torch.get_num_threads())
         return real_update(self, batch, rng)
 
+    def collect(*args: Any, **kwargs: Any) -> Any:
+        acting.append(torch.get_num_threads())
+        return real_collect(*args, **kwargs)
+
     monkeypatch.setattr(PPOLearner, "update", update)
+    monkeypatch.setattr(ppo_runner, "collect", collect)
     monkeypatch.setattr(ppo_runner, "AdaptiveThreads", BusyCores)
     monkeypatch.setattr(ppo_runner, "every_core_threads", lambda given=0: given or 2)
     monkeypatch.setattr(ppo_runner, "SMALL_MODEL_PARAMS", 0)  # SMALL's network counts as large
     run = tmp_path / "run"
-    config = {**SMALL, "eval_every": 10**9, "learner_threads": given}
+    config = {**SMALL, "eval_every": 10**9, "learner_threads": given, "log_every_s": 0.0}
     train(PPOConfig(mode="serial", seed=0, run_dir=run, **config))  # type: ignore[arg-type]
     with (run / "metrics.csv").open() as f:
         logged = [int(float(row["update_threads"])) for row in csv.DictReader(f)]
+    assert logged == updating  # a row per rollout: the count its update ran with
+    assert set(acting) == {saved_facts(run)["learner_threads"]}
     if given:
-        assert set(threads_seen) == set(logged) == {2}
-        return
-    assert_moved_to_one(threads_seen)
-    assert 1 in logged
+        assert set(updating) == set(acting) == {2}
+    else:
+        assert_moved_to_one(updating)
 
 
 @pytest.mark.parametrize(("env", "mode"), [("CartPole-v1", "sync"), ("Pendulum-v1", "serial")])

@@ -18,7 +18,7 @@ import torch.nn.functional as F  # noqa: N812 - the usual name
 
 from pararl import seeding
 from pararl.algos import offpolicy
-from pararl.algos.fused import FusedStep, Mode, resolve_step_mode
+from pararl.algos.fused import FusedSteps, Mode, resolve_step_mode
 from pararl.checkpoint import Header
 from pararl.config import DQNConfig, Filled
 from pararl.errors import UsageError
@@ -56,7 +56,7 @@ class DQNLearner:
             self.q, self.settings.optimizer, self.settings.lr, capturable=step_mode != "eager"
         )
         # one program per kind of batch: with and without importance weights
-        self._steps: dict[bool, FusedStep] = {}
+        self.steps: FusedSteps[bool] = FusedSteps(step_mode, device)
         self.updates = 0
 
     def _tensor(self, array: Any, dtype: torch.dtype | None = None) -> torch.Tensor:
@@ -79,11 +79,7 @@ class DQNLearner:
         ]
         if weights is not None:
             inputs.append(self._tensor(weights, torch.float32))
-        step = self._steps.get(weights is not None)
-        if step is None:
-            step = self._steps[weights is not None] = FusedStep(
-                self._step, self.step_mode, self.device
-            )
+        step = self.steps.get(weights is not None, lambda: self._step)
         loss, q_mean, td_error = step(*inputs)
         self.updates += 1
         self._update_target()

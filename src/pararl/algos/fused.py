@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, Literal, get_args
+from typing import Any, Generic, Literal, TypeVar, get_args
 
 import torch
 
@@ -37,6 +37,7 @@ import torch
 # takes seconds where inductor takes tens of them on a small CPU
 BACKEND = "inductor"
 Mode = Literal["eager", "compile", "graph", "compile+graph"]
+K = TypeVar("K")  # what tells a learner's step variants apart
 MODES: tuple[Mode, ...] = get_args(Mode)
 StepFn = Callable[..., tuple[torch.Tensor, ...]]
 
@@ -102,6 +103,28 @@ class FusedStep:
         return tuple(out.clone() for out in self._outputs)
 
 
+class FusedSteps(Generic[K]):
+    """A learner's fused steps, one per variant of its update (with importance weights
+    or not, ...), each made at its first use, in `mode` on `device`."""
+
+    def __init__(self, mode: Mode, device: torch.device) -> None:
+        self.mode, self.device = mode, device
+        self._steps: dict[K, FusedStep] = {}
+
+    def get(self, key: K, fn: Callable[[], StepFn]) -> FusedStep:
+        """The step of variant `key`, made from `fn()` the first time."""
+        step = self._steps.get(key)
+        if step is None:
+            step = self._steps[key] = FusedStep(fn(), self.mode, self.device)
+        return step
+
+    @property
+    def setup_s(self) -> float:
+        """The seconds all of them took so far beyond plain steps (compiling,
+        recording): a benchmark keeps them apart, a thread governor leaves them out."""
+        return sum(step.setup_s for step in self._steps.values())
+
+
 def _options(device: torch.device) -> dict[str, Any] | None:
     """Inductor's options for a step on `device`. On a CPU with several threads, its
     kernels read the thread count when they run instead of having the count at
@@ -144,4 +167,12 @@ def resolve_step_mode(setting: str, device: torch.device, compile_pays: bool = F
     raise ValueError(f"--compile must be auto, on or off, not {setting!r}")
 
 
-__all__ = ["MODES", "FusedStep", "Mode", "StepFn", "program_boundary", "resolve_step_mode"]
+__all__ = [
+    "MODES",
+    "FusedStep",
+    "FusedSteps",
+    "Mode",
+    "StepFn",
+    "program_boundary",
+    "resolve_step_mode",
+]

@@ -19,7 +19,7 @@ from torch import nn
 
 from pararl import seeding
 from pararl.algos import ppo_grad
-from pararl.algos.fused import FusedStep, Mode, resolve_step_mode
+from pararl.algos.fused import FusedSteps, Mode, resolve_step_mode
 from pararl.checkpoint import Header
 from pararl.config import Filled, PPOConfig
 from pararl.devices import choose_devices
@@ -76,7 +76,7 @@ class PPOLearner:
         self.manual_grad = hyper.manual_grad and ppo_grad.supports(self.model)
         # one program per kind of step: advantages normalised before or not, statistics
         # of the policy's move (approx_kl, clipfrac) or not
-        self._steps: dict[tuple[bool, bool], FusedStep] = {}
+        self.steps: FusedSteps[tuple[bool, bool]] = FusedSteps(self.step_mode, self.device)
 
     def set_lr_fraction(self, fraction: float) -> None:
         """Learning-rate annealing: lr * fraction (1 at the start, towards 0 at the end)."""
@@ -134,10 +134,10 @@ class PPOLearner:
     ) -> dict[str, torch.Tensor]:
         """One gradient step; `normalized`: the advantages are normalised already;
         `with_kl`: also return approx_kl and clipfrac."""
-        step = self._steps.get((normalized, with_kl))
-        if step is None:
-            fn = functools.partial(self._step, normalized=normalized, with_kl=with_kl)
-            step = self._steps[(normalized, with_kl)] = FusedStep(fn, self.step_mode, self.device)
+        step = self.steps.get(
+            (normalized, with_kl),
+            lambda: functools.partial(self._step, normalized=normalized, with_kl=with_kl),
+        )
         # an annealed clip range changes every update: a compiled or recorded step reads
         # it from a tensor, so that one program serves all of them
         clip = self.clip if self.step_mode == "eager" else self.clip_t

@@ -29,7 +29,7 @@ from torch import nn
 
 from pararl import seeding
 from pararl.algos import offpolicy
-from pararl.algos.fused import FusedStep, Mode, program_boundary, resolve_step_mode
+from pararl.algos.fused import FusedSteps, Mode, program_boundary, resolve_step_mode
 from pararl.checkpoint import Header
 from pararl.config import Filled, SACConfig
 from pararl.errors import UsageError
@@ -86,7 +86,7 @@ class SACLearner:
         self.generator = torch.Generator(device=device)
         self.generator.manual_seed(noise_seed)
         # one program per kind of batch: with and without importance weights
-        self._steps: dict[bool, FusedStep] = {}
+        self.steps: FusedSteps[bool] = FusedSteps(step_mode, device)
         self.updates = 0
 
     def seed_noise(self, seed: int) -> None:
@@ -114,11 +114,7 @@ class SACLearner:
         ]
         if weights is not None:
             inputs.append(self._tensor(weights))
-        step = self._steps.get(weights is not None)
-        if step is None:
-            step = self._steps[weights is not None] = FusedStep(
-                self._step, self.step_mode, self.device
-            )
+        step = self.steps.get(weights is not None, lambda: self._step)
         critic_loss, actor_loss, alpha_loss, alpha, q_mean, entropy, td_error = step(*inputs)
         self.updates += 1
         # tensors, not floats: converting would wait for the GPU on every update

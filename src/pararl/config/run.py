@@ -91,7 +91,9 @@ class RunConfig:
     """Torch threads of the learning process. 0: pararl's choice: every core for a
     convolutional learner beside actor processes (async, Ray); otherwise one for
     networks under 1M parameters, and for larger ones the cores the workers leave
-    (all of them where the workers wait while it learns)."""
+    (all of them where the workers wait while it learns); a learner on several drops
+    to one while something else uses the cores. A count given here holds, so a
+    seeded run repeats bit for bit."""
     run_dir: Path | None = None
     """Where config, metrics, checkpoints and plots go (default: runs/<algo>-<env>-<time>)."""
     resume: Path | None = None

@@ -78,6 +78,14 @@ def learner_threads(
     return max(1, physical_cores() - busy_processes)
 
 
+def held(learns_on: str, given: int) -> bool:
+    """Whether a learner's torch threads stay as they are for the whole run: a count
+    given with `--learner-threads`, or a learner on an accelerator (`learns_on`, a
+    device type), whose host threads only launch its kernels. pararl's own count on
+    a CPU is re-decided while the run goes (`AdaptiveThreads`)."""
+    return learns_on != "cpu" or bool(given)
+
+
 def set_learner_threads(
     num_params: int, busy_processes: int, given: int = 0, every_core: bool = False
 ) -> int:
@@ -97,8 +105,8 @@ def _set_torch_threads(threads: int) -> None:
 
 class AdaptiveThreads:
     """A learner's intra-op threads while it runs (an off-policy learner's, PPO's
-    update's): `wide` (its count on idle cores) or one, whichever makes updates
-    faster now, measured.
+    update's, MAML's outer step's): `wide` (its count on idle cores) or one, whichever
+    makes updates faster now, measured.
 
     Why: every parallel region of an update on several threads ends at a barrier, and
     waits there for any of its threads that the scheduler has given to another
@@ -114,8 +122,8 @@ class AdaptiveThreads:
     latest window on the count in use. A quiet machine pays a window on one thread
     every ten minutes at most; a busy one, a window on `wide` threads as often.
 
-    `wide` 1, or `hold` (a count given with `--learner-threads`): nothing to decide,
-    `threads` stays `wide`. `report` gets a line at each switch."""
+    `wide` 1, or `hold` (`held`): nothing to decide, `threads` stays `wide`. `report`
+    gets a line at each switch, which calls the learner `name`."""
 
     def __init__(
         self,
@@ -129,9 +137,11 @@ class AdaptiveThreads:
         max_probe_s: float = 600.0,
         slowdown: float = 3.0,
         margin: float = 0.9,
+        name: str = "learner",
     ) -> None:
         self.wide, self.threads, self.hold = wide, wide, hold
         self.report, self.set_threads, self.clock = report, set_threads, clock
+        self.name = name
         self.window_s, self.slowdown, self.margin = window_s, slowdown, margin
         self.probe_s, self.max_probe_s = probe_s, max_probe_s
         self.every = probe_s  # seconds between probes now
@@ -187,7 +197,7 @@ class AdaptiveThreads:
         rate_now, rate_before = 1 / self.per_update[now], 1 / self.per_update[before]
         why = "something else is using the cores" if now == 1 else "the cores are free again"
         return (
-            f"pararl: learner on {now} thread(s) from here ({rate_now:,.1f} updates/s "
+            f"pararl: {self.name} on {now} thread(s) from here ({rate_now:,.1f} updates/s "
             f"against {rate_before:,.1f} on {before}): {why}"
         )
 
@@ -201,6 +211,7 @@ __all__ = [
     "WIDE_BATCH",
     "AdaptiveThreads",
     "every_core_threads",
+    "held",
     "is_convolutional",
     "learner_threads",
     "one_thread",

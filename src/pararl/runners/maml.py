@@ -33,7 +33,7 @@ from pararl.devices import resolve_device
 from pararl.errors import UsageError
 from pararl.evaluation.reported import ReportedReturns
 from pararl.models.gaussian import TaskPolicy
-from pararl.mp.threads import AdaptiveThreads, every_core_threads
+from pararl.mp.threads import AdaptiveThreads, every_core_threads, held
 from pararl.mp.topology import physical_cores
 from pararl.runners.session import TrainSession
 from pararl.runners.setup import Plan, Prepared
@@ -42,8 +42,8 @@ from pararl.weights.local import LocalCopy
 
 # metrics.csv columns of a MAML run, beside the session's: the meta-iteration, the
 # return before and after adaptation, the outer TRPO step (`algos.maml`), env steps
-# stepped (episodes may end early), the iteration's time split and the outer step's
-# torch threads now (`AdaptiveThreads`)
+# stepped (episodes may end early), the iteration's time split and the torch threads
+# its outer step ran with (`AdaptiveThreads`)
 METRICS = (
     "iteration",
     "pre_return",
@@ -175,7 +175,8 @@ def train_loop(
     governor = AdaptiveThreads(
         learner.threads or 1,
         session.console.message,
-        hold=state.device.type != "cpu" or bool(cfg.learner_threads),
+        hold=held(state.device.type, cfg.learner_threads),
+        name="MAML's outer step",
         set_threads=lambda threads: setattr(learner, "threads", threads),
     )
     while not session.done(state.env_steps):

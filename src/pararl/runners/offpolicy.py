@@ -38,11 +38,13 @@ import numpy as np
 import torch
 from torch import nn
 
+from pararl.algos.fused import FusedSteps
 from pararl.config import RunConfig
 from pararl.envs.make import env_factory
 from pararl.errors import UsageError
 from pararl.mp.threads import (
     AdaptiveThreads,
+    held,
     is_convolutional,
     set_learner_threads,
     takes_every_core,
@@ -86,6 +88,10 @@ class Learner(Protocol):
     @property
     def step_mode(self) -> str:
         """How its gradient step runs (`algos.fused`)."""
+
+    @property
+    def steps(self) -> FusedSteps[Any]:
+        """Its fused steps (their compile and record seconds)."""
 
 
 class Learning(Protocol):
@@ -290,9 +296,11 @@ class OffPolicyLoop:
         if count == 0:
             return
         state, start = self.state, time.monotonic()
+        setup = state.learner.steps.setup_s
         for _ in range(count):
             self.stats = state.update()
-        self.threads.record(count, time.monotonic() - start)
+        # the updates' own time: a compiled step's first call is no measure of threads
+        self.threads.record(count, time.monotonic() - start - state.learner.steps.setup_s + setup)
         self.source.publish(state.acting_net, state.learner.updates)
         self.meter.learner_busy += time.monotonic() - start
 
@@ -365,8 +373,7 @@ def plan(
     conv = is_convolutional(state.acting_net)
     every_core = takes_every_core(mode, conv, state.settings.batch_size)
     threads = set_learner_threads(num_params, busy, cfg.learner_threads, every_core)
-    # pararl's own count on a CPU is re-decided while the run goes; a given one is held
-    hold = device.type != "cpu" or bool(cfg.learner_threads)
+    hold = held(device.type, cfg.learner_threads)
     step_mode = state.learner.step_mode
     resolved = {
         "mode": mode,

@@ -34,6 +34,7 @@ from pararl.mp.threads import (
     SMALL_MODEL_PARAMS,
     AdaptiveThreads,
     every_core_threads,
+    held,
     learner_threads,
     torch_threads,
 )
@@ -48,7 +49,7 @@ RolloutSource = Callable[[], dict[str, np.ndarray]]  # the next rollout, flatten
 
 # metrics.csv columns of a PPO run, beside the session's: the update's losses and
 # how far it moved the policy (`algos.ppo`), the normalisation (`models.normalize`),
-# the update's torch threads now (`AdaptiveThreads`)
+# the torch threads the update ran with (`AdaptiveThreads`)
 METRICS = (
     "pg_loss",
     "v_loss",
@@ -66,9 +67,13 @@ def train_loop(state: PPOState, session: TrainSession, next_rollout: RolloutSour
     cfg = state.config
     # the update's threads: on several, it drops to one while something else uses the
     # cores (two runs side by side), at rollout boundaries; a given count holds
-    wide = state.update_threads or torch.get_num_threads()
-    hold = state.devices.learn.type != "cpu" or bool(cfg.learner_threads)
-    governor = AdaptiveThreads(wide, session.console.message, hold, set_threads=_leave)
+    governor = AdaptiveThreads(
+        state.update_threads or torch.get_num_threads(),
+        session.console.message,
+        hold=held(state.devices.learn.type, cfg.learner_threads),
+        name="PPO's update",
+        set_threads=_leave,
+    )
     while not session.done(state.env_steps):
         remaining = max(0.0, 1 - state.env_steps / cfg.budget)
         if cfg.anneal_lr:
@@ -78,10 +83,13 @@ def train_loop(state: PPOState, session: TrainSession, next_rollout: RolloutSour
         rollout = next_rollout()
         state.env_steps += len(rollout["advantages"])
         discounted = rollout.pop("discounted")
-        threads, updates, start = governor.threads, state.learner.updates, time.perf_counter()
+        learner, threads = state.learner, governor.threads
+        updates, setup, start = learner.updates, learner.steps.setup_s, time.perf_counter()
         with torch_threads(threads):
-            stats = state.learner.update(rollout, state.rng)
-        governor.record(state.learner.updates - updates, time.perf_counter() - start)
+            stats = learner.update(rollout, state.rng)
+        # the update's own time: a compiled step's first call is no measure of threads
+        seconds = time.perf_counter() - start - learner.steps.setup_s + setup
+        governor.record(learner.updates - updates, seconds)
         stats["update_threads"] = threads
         state.learner.model.norm.update(rollout["obs"], discounted)  # after: see normalize
         stats.update(state.learner.model.norm.stats())
@@ -190,7 +198,8 @@ def plan(p: Prepared) -> Plan:
 
     def threads_for(model: nn.Module) -> tuple[int, int]:
         """The torch threads to act and to update `model` with: the learner's count
-        (`learner_threads`), and every core for an update the env workers wait for."""
+        (`learner_threads`), and every core for an update of a network of 1M parameters
+        or more that the env workers wait for."""
         size = num_params(model)
         threads = learner_threads(size, 0 if mode == "serial" else workers, cfg.learner_threads)
         big = size >= SMALL_MODEL_PARAMS and not cfg.learner_threads
