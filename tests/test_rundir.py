@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from pararl.errors import UsageError
 from pararl.rundir import RunDir, safe_name
 
 
@@ -25,3 +27,26 @@ def test_two_runs_in_the_same_second_get_their_own_directory(
     assert first.root.name.startswith("dqn-pkg.mod_Env-v0-")
     assert first.root != second.root
     assert second.root.name.startswith(first.root.name)
+
+
+def test_a_new_run_into_a_run_directory_is_refused_and_the_run_there_kept(
+    tmp_path: Path, pararl: Any
+) -> None:
+    """`--run-dir` naming a run's directory: one line, exit 2, and the run there as it
+    was (its metrics and checkpoints would have mixed with the new run's)."""
+    run = tmp_path / "run"
+    args = ("train", "dqn", "--env", "CartPole-v1", "--total-steps", "600",
+            "--learning-starts", "100", "--mode", "serial", "--eval-every", "1000000",
+            "--progress", "none", "--no-tensorboard", "--run-dir", str(run))  # fmt: skip
+    assert pararl(*args).returncode == 0
+    before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
+    again = pararl(*args)
+    assert again.returncode == 2
+    assert again.stderr.strip().count("\n") == 0, again.stderr
+    assert "--resume" in again.stderr
+    assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before
+    # an empty directory, or one of the user's own files, takes a new run
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UsageError):
+        RunDir.new(run, "dqn", "CartPole-v1")
+    assert RunDir.new(tmp_path / "empty", "dqn", "CartPole-v1").root == tmp_path / "empty"

@@ -75,15 +75,26 @@ class Agent:
 
     def make_env(self, render_mode: str | None = None) -> gym.Env:
         """The env as the run was evaluated: the same id, keyword arguments and
-        preprocessing (Atari's frames), with the true reward."""
-        if isinstance(self.config, MAMLConfig):
-            from pararl.samplers.meta.sampler import make_task_env
+        preprocessing (Atari's frames), with the true reward. A `render_mode` the env's
+        constructor does not take is a UsageError that says so."""
+        try:
+            if isinstance(self.config, MAMLConfig):
+                from pararl.samplers.meta.sampler import make_task_env
 
-            kwargs = {**self.config.env_kwargs}
-            if render_mode is not None:
-                kwargs["render_mode"] = render_mode
-            return make_task_env(self.env_id, self.config.episode_length, kwargs)
-        return env_factory(self.env_id, render_mode=render_mode, kwargs=self.config.env_kwargs)()
+                kwargs = {**self.config.env_kwargs}
+                if render_mode is not None:
+                    kwargs["render_mode"] = render_mode
+                return make_task_env(self.env_id, self.config.episode_length, kwargs)
+            make = env_factory(self.env_id, render_mode=render_mode, kwargs=self.config.env_kwargs)
+            return make()
+        except TypeError as exc:
+            if render_mode is None or "render_mode" not in str(exc):
+                raise
+            raise UsageError(
+                f"env '{self.env_id}' does not take render_mode='{render_mode}', which "
+                "a video or an on-screen play needs: give its constructor a render_mode "
+                "argument and a render() that returns it (Gymnasium's Env API)"
+            ) from exc
 
     @torch.no_grad()
     def act(self, obs: Any, deterministic: bool = True) -> Any:

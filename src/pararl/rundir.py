@@ -9,6 +9,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from pararl.errors import UsageError
+
+# what a run writes that a new run in the same directory would mix with its own
+RUN_FILES = ("config.json", "metrics.csv", "eval.csv", "checkpoints")
+
 
 def safe_name(text: str) -> str:
     """`text` as a file name on any file system: every run of characters other than
@@ -22,9 +27,16 @@ class RunDir:
 
     @staticmethod
     def new(base: Path | None, algo: str, env_id: str) -> RunDir:
-        """`base`, or `runs/<algo>-<env>-<time>` (a new one: `-2`, `-3`, ... when two
-        runs start in the same second)."""
+        """`base` (refused if a run is there already: its metrics and checkpoints
+        would mix with the new run's), or `runs/<algo>-<env>-<time>` (a new one: `-2`,
+        `-3`, ... when two runs start in the same second)."""
         if base is not None:
+            held = [name for name in RUN_FILES if (base / name).exists()]
+            if held:
+                raise UsageError(
+                    f"--run-dir {base} already holds a run ({', '.join(held)}): continue "
+                    f"it with `pararl train --resume {base}`, or give a new --run-dir"
+                )
             base.mkdir(parents=True, exist_ok=True)
             return RunDir(base)
         name = f"{algo}-{safe_name(env_id)}-{time.strftime('%Y%m%d-%H%M%S')}"

@@ -96,7 +96,7 @@ class TrainSession:
         self.console = Console(config.budget, config.progress, title or config.env, start_steps)
         self._t0 = time.monotonic() - start_wall
         self._last_log = 0.0
-        self._logged_steps = start_steps  # env steps of the last metrics row
+        self._logged_steps = start_steps if start_steps else -1  # of the last metrics row
         self._latest: tuple[int, int, Stats] | None = None  # the last tick's numbers
         every = config.eval_interval
         self._next_eval = (start_steps // every + 1) * every
@@ -235,7 +235,8 @@ class TrainSession:
     def log(
         self, env_steps: int, updates: int, stats: dict[str, Any] | None, console: bool = True
     ) -> dict[str, Any]:
-        """Write a metrics row (and show it on the console unless `console` is False)."""
+        """Write a metrics row, unless one has this step count already (and show it on
+        the console unless `console` is False)."""
         row: dict[str, Any] = {
             "env_steps": env_steps,
             "wall_s": round(self.wall_s, 3),
@@ -249,8 +250,11 @@ class TrainSession:
             "eval_return": self.last_eval,
         }
         row.update({k: float(v) for k, v in (stats or {}).items()})  # tensors -> floats here
-        self._logged_steps = env_steps
-        self.metrics.write({k: v for k, v in row.items() if k != "eval_return"})
+        if env_steps > self._logged_steps:  # one row per step count: an evaluation's row
+            # and a console line's can fall on the same step, and so can a resumed run's
+            # first tick and the row its checkpoint's run ended with
+            self._logged_steps = env_steps
+            self.metrics.write({k: v for k, v in row.items() if k != "eval_return"})
         if console:
             self.console.update(row)
         return row
