@@ -100,3 +100,18 @@ def test_usage_lists_every_command_without_importing_torch() -> None:
 
     for key in COMMANDS:
         assert any(line.split()[1 : 1 + len(key)] == list(key) for line in usage if line.strip())
+
+
+def test_help_into_a_closed_pipe_ends_without_a_traceback() -> None:
+    """`pararl train dqn --help | head`: the reader is gone before the help is written."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pararl.cli", "train", "dqn", "--help"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    proc.stdout.close()  # before the interpreter has started: every write finds no reader
+    _, err = proc.communicate(timeout=60)
+    assert "Traceback" not in err, err
+    assert proc.returncode == 1

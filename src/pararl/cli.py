@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -208,7 +209,15 @@ def _unknown(args: list[str]) -> int:
 
 def entry() -> None:
     """The `pararl` program: `main`, then exit with its code."""
-    sys.exit(main())
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # what reads the output went away (`pararl train dqn --help | head`): no
+        # traceback, and no second error when the interpreter flushes stdout at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 1
+    sys.exit(code)
 
 
 if __name__ == "__main__":
