@@ -93,7 +93,7 @@ class Agent:
             raise UsageError(
                 f"env '{self.env_id}' does not take render_mode='{render_mode}', which "
                 "a video or an on-screen play needs: give its constructor a render_mode "
-                "argument and a render() that returns it (Gymnasium's Env API)"
+                "argument and a render() that returns the frame (Gymnasium's Env API)"
             ) from exc
 
     @torch.no_grad()

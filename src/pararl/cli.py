@@ -209,6 +209,7 @@ def _unknown(args: list[str]) -> int:
 
 def entry() -> None:
     """The `pararl` program: `main`, then exit with its code."""
+    code = 1
     try:
         code = main()
         sys.stdout.flush()
@@ -216,7 +217,7 @@ def entry() -> None:
         # what reads the output went away (`pararl train dqn --help | head`): no
         # traceback, and no second error when the interpreter flushes stdout at exit
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        code = 1
+        code = code or 1
     sys.exit(code)
 
 

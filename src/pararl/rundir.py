@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import re
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +36,8 @@ class RunDir:
             if held:
                 raise UsageError(
                     f"--run-dir {base} already holds a run ({', '.join(held)}): continue "
-                    f"it with `pararl train --resume {base}`, or give a new --run-dir"
+                    f"it with `pararl train --resume {base}`, or give a new --run-dir "
+                    "(or remove that one)"
                 )
             base.mkdir(parents=True, exist_ok=True)
             return RunDir(base)
@@ -48,6 +50,16 @@ class RunDir:
                 continue
             return RunDir(root)
         raise AssertionError("unreachable")
+
+    def discard(self) -> None:
+        """Remove what a run wrote here (`RUN_FILES`, its TensorBoard events and plot),
+        then the directory if nothing else is in it."""
+        for path in (*(self.root / name for name in RUN_FILES), self.tensorboard, self.curve):
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+        self.remove_if_empty()
 
     def remove_if_empty(self) -> None:
         """Remove the directory if nothing was written into it (a start that failed)."""

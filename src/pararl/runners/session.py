@@ -96,7 +96,11 @@ class TrainSession:
         self.console = Console(config.budget, config.progress, title or config.env, start_steps)
         self._t0 = time.monotonic() - start_wall
         self._last_log = 0.0
-        self._logged_steps = start_steps if start_steps else -1  # of the last metrics row
+        # (env steps, updates) of the last metrics row: rows only move forward
+        steps, updates = column(run.metrics, "env_steps"), column(run.metrics, "updates")
+        kept = (int(steps[-1]), int(updates[-1])) if start_steps and steps and updates else None
+        self._logged: tuple[int, int] = kept or (start_steps - 1, -1)
+        self._fresh = not start_steps
         self._latest: tuple[int, int, Stats] | None = None  # the last tick's numbers
         every = config.eval_interval
         self._next_eval = (start_steps // every + 1) * every
@@ -235,8 +239,8 @@ class TrainSession:
     def log(
         self, env_steps: int, updates: int, stats: dict[str, Any] | None, console: bool = True
     ) -> dict[str, Any]:
-        """Write a metrics row, unless one has this step count already (and show it on
-        the console unless `console` is False)."""
+        """Write a metrics row, unless nothing moved since the last (and show it on the
+        console unless `console` is False)."""
         row: dict[str, Any] = {
             "env_steps": env_steps,
             "wall_s": round(self.wall_s, 3),
@@ -250,10 +254,11 @@ class TrainSession:
             "eval_return": self.last_eval,
         }
         row.update({k: float(v) for k, v in (stats or {}).items()})  # tensors -> floats here
-        if env_steps > self._logged_steps:  # one row per step count: an evaluation's row
-            # and a console line's can fall on the same step, and so can a resumed run's
-            # first tick and the row its checkpoint's run ended with
-            self._logged_steps = env_steps
+        # a row per (env steps, updates) moved on: a tick with nothing new since the last
+        # row (an evaluation's row, then a console line's; a resumed run's first tick
+        # where its checkpoint's run ended) adds none
+        if (env_steps, updates) > self._logged:
+            self._logged = (env_steps, updates)
             self.metrics.write({k: v for k, v in row.items() if k != "eval_return"})
         if console:
             self.console.update(row)
@@ -292,13 +297,16 @@ class TrainSession:
 
     def finish(self, env_steps: int, state_fn: StateFn, status: str) -> None:
         """Final checkpoint and plot; says how the run ended and where it is."""
+        if self._fresh and self._latest is None:
+            self._discard(status)
+            return
         name = "final" if status in ("solved", "step budget reached") else "interrupted"
         # what `--resume` reads (`runners.resume`)
         state = {**self._state(state_fn), "status": status}
         checkpoints.save(self.run, name, state)  # first: nothing is lost
         if status != "failed" and self._latest is not None:
             steps, updates, stats = self._latest
-            if steps > self._logged_steps:  # metrics.csv ends where training did
+            if (steps, updates) > self._logged:  # metrics.csv ends where training did
                 self.log(steps, updates, stats() if callable(stats) else stats, console=False)
         try:
             if name == "final":
@@ -310,6 +318,19 @@ class TrainSession:
                 self._wrap_up(env_steps, state_fn, status)
             finally:
                 self.close()  # idempotent: the runners' own close() is then a no-op
+
+    def _discard(self, status: str) -> None:
+        """A new run that ended before its first iteration (Ctrl-C at start, an env
+        that fails at once) trained nothing and has nothing to resume: what it wrote
+        goes, so that the same command can run again in the same directory."""
+        try:
+            self.evaluations.close()
+            self.metrics.close()
+            self.console.close()
+        finally:
+            self.close()
+        self.run.discard()
+        print(f"pararl: {status} before its first iteration; nothing saved", file=sys.stderr)
 
     def _wrap_up(self, env_steps: int, state_fn: StateFn, status: str) -> None:
         if not self.run.checkpoint("best").exists():
