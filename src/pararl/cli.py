@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pararl.errors import RunFinished, Terminated, UsageError, sigterm_as_interrupt
+from pararl.errors import RunFinished, Terminated, UsageError, said, sigterm_as_interrupt
 from pararl.registry import ALGORITHMS, Algorithm, algorithm_of_run
 
 
@@ -187,8 +187,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Terminated:
         print("pararl: terminated (SIGTERM)", file=sys.stderr)
         return 143
-    except KeyboardInterrupt:
-        print("pararl: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        if not said(exc):
+            print("pararl: interrupted", file=sys.stderr)
         return 130
     return 0
 

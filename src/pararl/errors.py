@@ -23,6 +23,18 @@ class Terminated(KeyboardInterrupt):
     command line exits with 143."""
 
 
+_SAID = "pararl_said"
+
+
+def said(exc: BaseException, mark: bool = False) -> bool:
+    """Whether a run's own last line has told the user how `exc` ended it ("pararl:
+    interrupted after N env steps ...; run saved in DIR"), so that the command line
+    adds no second line; `mark`: it has."""
+    if mark:
+        setattr(exc, _SAID, True)
+    return bool(getattr(exc, _SAID, False))
+
+
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM raises `Terminated` in the main thread while the block runs (elsewhere,

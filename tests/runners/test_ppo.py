@@ -228,6 +228,9 @@ def test_ctrl_c_saves_and_leaves_nothing(tmp_path: Path) -> None:
     )
     children, err = interrupt_training(proc)
     assert proc.returncode == 130, err
+    # one line says how it ended, how far it got and where it is saved; no second one
+    assert err.count("pararl: interrupted") == 1, err
+    assert "pararl: interrupted after " in err
     assert (run / "checkpoints" / "interrupted.pt").is_file()
     assert alive_after(children, 0.5) == []
     assert new_shm_entries(shm_before) == set()

@@ -16,7 +16,7 @@ from pararl.config import KIND_TEXT, EnvKind, Filled, RunConfig, config_from_jso
 from pararl.config.saved import saved_facts
 from pararl.envs.make import check_env_id, env_factory, probe_env
 from pararl.envs.modules import module_dir, split_env_id
-from pararl.errors import UsageError
+from pararl.errors import UsageError, said
 from pararl.evaluation.background import BackgroundEvaluator
 from pararl.evaluation.child import EvalChild, evaluates_in_process
 from pararl.evaluation.episodes import Evaluator, episode_cap
@@ -262,8 +262,9 @@ def compose(
         try:
             plan.run(session)
             status = "solved" if session.solved else "step budget reached"
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             status = "interrupted"
+            said(exc, mark=True)  # by `finish`, next: how far it got, where it is saved
             raise
         finally:
             session.finish(plan.steps(), lambda: plan.checkpoint(session.wall_s), status)
