@@ -4,6 +4,8 @@ silenced and its other warnings kept."""
 
 from __future__ import annotations
 
+import gymnasium as gym
+import numpy as np
 import pytest
 
 from pararl.envs.make import env_factory, make_env, probe_env
@@ -45,3 +47,18 @@ def test_mujoco_settotalmass_warning_is_dropped_and_others_kept(
     assert "settotalmass" not in capfd.readouterr().err
     mujoco.get_mju_user_warning()("something else went wrong")
     assert capfd.readouterr().err == "WARNING: something else went wrong\n\n"
+
+
+def test_box_actions_are_clipped_to_bounds_the_space_still_states() -> None:
+    """A Gaussian policy's action beyond Pendulum's torque limit of 2 reaches the env
+    as 2; the env's action space keeps its bounds (random actions sampled from it are
+    the env's own), as the spaces pararl probes do."""
+    env = make_env("Pendulum-v1")
+    space = env.action_space
+    assert isinstance(space, gym.spaces.Box)
+    assert (space.low.tolist(), space.high.tolist()) == ([-2.0], [2.0])
+    assert probe_env("Pendulum-v1")[1] == space
+    env.reset(seed=0)
+    env.step(np.array([50.0], np.float32))
+    assert env.unwrapped.last_u == 2.0  # type: ignore[attr-defined]
+    env.close()

@@ -22,7 +22,7 @@ from pararl.envs.atari import AtariOptions, is_atari, make_atari, register_atari
 from pararl.envs.minatar import is_minatar, make_minatar, register_minatar
 from pararl.envs.modules import added_paths, import_env_module, split_env_id
 from pararl.envs.quiet import compiles_mujoco, quiet_mujoco
-from pararl.envs.wrappers import CartPoleShapedReward
+from pararl.envs.wrappers import CartPoleShapedReward, ClipToBounds
 from pararl.errors import UsageError
 
 WRAPPERS = {"none": None, "cartpole-shaped": CartPoleShapedReward}
@@ -53,8 +53,8 @@ def install_hint(env_id: str) -> str | None:
 def probe_env(
     env_id: str, wrapper: str = "none", kwargs: Mapping[str, Any] | None = None
 ) -> tuple[gym.Space, gym.Space]:
-    """Build the env once for its spaces (its actions' declared bounds: see
-    `declared_action_space`); a missing optional package is a UsageError that names
+    """Build the env once for its spaces (Box actions with the env's own bounds:
+    `ClipToBounds`); a missing optional package is a UsageError that names
     what to install, keyword arguments the env does not take one that names them."""
     try:
         env = make_env(env_id, wrapper, kwargs=kwargs)
@@ -73,20 +73,9 @@ def probe_env(
             "its constructor takes (--env-kwargs KEY=VALUE ...)"
         ) from exc
     try:
-        return env.observation_space, declared_action_space(env)
+        return env.observation_space, env.action_space
     finally:
         env.close()
-
-
-def declared_action_space(env: gym.Env) -> gym.Space:
-    """The action space as the env declares it: under the `ClipAction` that pararl
-    puts on Box actions (whose space Gymnasium makes unbounded), with its bounds."""
-    inner: gym.Env = env
-    while isinstance(inner, gym.Wrapper):
-        if isinstance(inner, gym.wrappers.ClipAction):
-            return inner.env.action_space
-        inner = inner.env
-    return env.action_space
 
 
 def check_env_id(
@@ -161,7 +150,7 @@ def make_env(
             quiet_mujoco()
         env = gym.make(env_id, **made)
         if isinstance(env.action_space, gym.spaces.Box):
-            env = gym.wrappers.ClipAction(env)  # Gaussian policies sample beyond the bounds
+            env = ClipToBounds(env)  # Gaussian policies sample beyond the bounds
         env = gym.wrappers.RecordEpisodeStatistics(env)  # true return, before shaping
     wrapper_cls = WRAPPERS[wrapper]
     if wrapper_cls is not None:

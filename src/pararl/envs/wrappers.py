@@ -8,6 +8,23 @@ import gymnasium as gym
 import numpy as np
 
 
+class ClipToBounds(gym.ActionWrapper):
+    """Box actions clipped to the env's bounds before they reach it: a Gaussian policy
+    samples beyond them. The action space stays the env's own, bounds and all
+    (Gymnasium's `ClipAction` makes it unbounded, which tells whoever samples random
+    actions from it, or reads the bounds off it, something the env never said)."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        space = env.action_space
+        if not isinstance(space, gym.spaces.Box):
+            raise TypeError(f"ClipToBounds needs Box actions, not {space}")
+        self._low, self._high = space.low, space.high
+
+    def action(self, action: Any) -> np.ndarray:
+        return np.clip(action, self._low, self._high)
+
+
 class CartPoleShapedReward(gym.RewardWrapper):
     """The CartPole shaping of the multi-process DQN post (README, Sources): reward
     staying near the centre and upright.
