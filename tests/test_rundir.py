@@ -45,8 +45,12 @@ def test_a_new_run_into_a_run_directory_is_refused_and_the_run_there_kept(
     assert again.stderr.strip().count("\n") == 0, again.stderr
     assert "--resume" in again.stderr
     assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before
-    # an empty directory, or one of the user's own files, takes a new run
-    (tmp_path / "empty").mkdir()
-    with pytest.raises(UsageError):
-        RunDir.new(run, "dqn", "CartPole-v1")
-    assert RunDir.new(tmp_path / "empty", "dqn", "CartPole-v1").root == tmp_path / "empty"
+    # an empty directory, or one with the user's own files, takes a new run; one with
+    # what a run writes (TensorBoard's events, say) does not
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("mine")
+    assert RunDir.new(tmp_path / "mine", "dqn", "CartPole-v1").root == tmp_path / "mine"
+    (tmp_path / "events" / "tb").mkdir(parents=True)
+    for held in (run, tmp_path / "events"):
+        with pytest.raises(UsageError):
+            RunDir.new(held, "dqn", "CartPole-v1")

@@ -13,7 +13,7 @@ from pathlib import Path
 from pararl.errors import UsageError
 
 # what a run writes that a new run in the same directory would mix with its own
-RUN_FILES = ("config.json", "metrics.csv", "eval.csv", "checkpoints")
+RUN_FILES = ("config.json", "metrics.csv", "eval.csv", "checkpoints", "tb", "learning_curve.png")
 
 
 def safe_name(text: str) -> str:
@@ -52,9 +52,10 @@ class RunDir:
         raise AssertionError("unreachable")
 
     def discard(self) -> None:
-        """Remove what a run wrote here (`RUN_FILES`, its TensorBoard events and plot),
-        then the directory if nothing else is in it."""
-        for path in (*(self.root / name for name in RUN_FILES), self.tensorboard, self.curve):
+        """Remove what a new run wrote here (`RUN_FILES`: none of them was here before
+        it, or `new` would have refused the directory), then the directory if nothing
+        else is in it."""
+        for path in (self.root / name for name in RUN_FILES):
             if path.is_dir():
                 shutil.rmtree(path, ignore_errors=True)
             else:

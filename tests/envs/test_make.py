@@ -62,3 +62,7 @@ def test_box_actions_are_clipped_to_bounds_the_space_still_states() -> None:
     env.step(np.array([50.0], np.float32))
     assert env.unwrapped.last_u == 2.0  # type: ignore[attr-defined]
     env.close()
+    assert env.spec is not None
+    again = gym.make(env.spec)  # the spec rebuilds it, wrapper included
+    assert again.action_space == space
+    again.close()

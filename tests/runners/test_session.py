@@ -26,9 +26,11 @@ def state() -> dict[str, object]:
     return {"q": MODEL.state_dict()}
 
 
-def session(run: RunDir, start: int) -> TrainSession:
+def session(run: RunDir, start: int, resumed: bool | None = None) -> TrainSession:
     evaluator = Evaluator(env_factory(CONFIG.env), 1, 0, max_steps=20)
-    return TrainSession(CONFIG, run, evaluator, None, start_steps=start, start_wall=1.0)
+    return TrainSession(
+        CONFIG, run, evaluator, None, start_steps=start, start_wall=1.0, resumed=resumed
+    )
 
 
 def logged(run: RunDir) -> list[tuple[int, int]]:
@@ -69,3 +71,10 @@ def test_a_new_run_that_ends_before_its_first_iteration_leaves_nothing(
     (run.root / "notes.txt").unlink()
     session(run, 0).finish(0, state, "failed")
     assert not run.root.exists()
+    # a resumed run is never discarded, even one resumed from a checkpoint at 0 steps
+    run = RunDir.new(tmp_path / "zero", "dqn", CONFIG.env)
+    first = session(run, 0)
+    first.tick(0, 0, MODEL, state)
+    first.finish(0, state, "interrupted")
+    session(run, 0, resumed=True).finish(0, state, "interrupted")
+    assert (run.checkpoints / "interrupted.pt").is_file()

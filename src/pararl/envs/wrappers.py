@@ -8,14 +8,15 @@ import gymnasium as gym
 import numpy as np
 
 
-class ClipToBounds(gym.ActionWrapper):
+class ClipToBounds(gym.ActionWrapper, gym.utils.RecordConstructorArgs):
     """Box actions clipped to the env's bounds before they reach it: a Gaussian policy
     samples beyond them. The action space stays the env's own, bounds and all
     (Gymnasium's `ClipAction` makes it unbounded, which tells whoever samples random
     actions from it, or reads the bounds off it, something the env never said)."""
 
     def __init__(self, env: gym.Env) -> None:
-        super().__init__(env)
+        gym.utils.RecordConstructorArgs.__init__(self)  # `gym.make(env.spec)` rebuilds it
+        gym.ActionWrapper.__init__(self, env)
         space = env.action_space
         if not isinstance(space, gym.spaces.Box):
             raise TypeError(f"ClipToBounds needs Box actions, not {space}")

@@ -82,6 +82,7 @@ class TrainSession:
         title: str = "",
         metrics: Sequence[str] = (),
         recent_returns: Sequence[float] = (),
+        resumed: bool | None = None,
     ) -> None:
         self.config, self.run, self.evaluator = config, run, evaluator
         self.target_return = target_return
@@ -100,7 +101,9 @@ class TrainSession:
         steps, updates = column(run.metrics, "env_steps"), column(run.metrics, "updates")
         kept = (int(steps[-1]), int(updates[-1])) if start_steps and steps and updates else None
         self._logged: tuple[int, int] = kept or (start_steps - 1, -1)
-        self._fresh = not start_steps
+        # a new run (not one resumed, even from a checkpoint at 0 steps; None: one that
+        # starts past 0 is): if it ends before its first tick, what it wrote goes
+        self._fresh = not (bool(start_steps) if resumed is None else resumed)
         self._latest: tuple[int, int, Stats] | None = None  # the last tick's numbers
         every = config.eval_interval
         self._next_eval = (start_steps // every + 1) * every
@@ -328,8 +331,10 @@ class TrainSession:
             self.metrics.close()
             self.console.close()
         finally:
-            self.close()
-        self.run.discard()
+            try:
+                self.close()
+            finally:
+                self.run.discard()
         print(f"pararl: {status} before its first iteration; nothing saved", file=sys.stderr)
 
     def _wrap_up(self, env_steps: int, state_fn: StateFn, status: str) -> None:

@@ -114,6 +114,7 @@ def open_session(
             title=f"{algo} {p.config.env}",
             metrics=plan.metrics,
             recent_returns=(p.resume_state or {}).get("episode_returns", ()),
+            resumed=p.resume_state is not None,
         )
     except BaseException:
         evaluator.close()
@@ -218,6 +219,27 @@ class Plan:
     notes: tuple[str, ...] = ()  # said at start, after the banner (warnings, replay memory)
 
 
+def _say_start(p: Prepared, plan: Plan, session: TrainSession) -> None:
+    """The start-up lines: the banner and run dir, where a resumed run starts, the
+    plan's notes, the defaults filled in, and a warning for too many workers."""
+    session.console.message(f"{plan.banner}, run dir {p.run.root}")
+    if p.resumed_from is not None and p.resume_state is not None:
+        session.console.message(resume.summary(p.resumed_from, p.resume_state, session.dropped))
+    for note in plan.notes:
+        session.console.message(note)
+    if p.filled.defaults:
+        settings = ", ".join(f"{k} {v}" for k, v in p.filled.defaults.items())
+        tuned = p.filled.tuned_for
+        source = KIND_TEXT[p.kind] + (f", tuned for {tuned}" if tuned else "")
+        session.console.message(f"pararl: defaults for {source}: {settings}")
+    workers, cores = p.config.workers, physical_cores()
+    if workers is not None and workers > cores:
+        session.console.message(
+            f"pararl: warning: --workers {workers} is more than the {cores} cores here; "
+            "they share them, each runs slower (leave --workers out to use one per core)"
+        )
+
+
 def compose(
     config: RunConfig,
     algo: str,
@@ -242,24 +264,9 @@ def compose(
         raise
     try:
         session = open_session(p, algo, plan, eval_child)
-        session.console.message(f"{plan.banner}, run dir {p.run.root}")
-        if p.resumed_from is not None and p.resume_state is not None:
-            session.console.message(resume.summary(p.resumed_from, p.resume_state, session.dropped))
-        for note in plan.notes:
-            session.console.message(note)
-        if p.filled.defaults:
-            settings = ", ".join(f"{k} {v}" for k, v in p.filled.defaults.items())
-            tuned = p.filled.tuned_for
-            source = KIND_TEXT[p.kind] + (f", tuned for {tuned}" if tuned else "")
-            session.console.message(f"pararl: defaults for {source}: {settings}")
-        workers, cores = p.config.workers, physical_cores()
-        if workers is not None and workers > cores:
-            session.console.message(
-                f"pararl: warning: --workers {workers} is more than the {cores} cores here; "
-                "they share them, each runs slower (leave --workers out to use one per core)"
-            )
         status = "failed"
         try:
+            _say_start(p, plan, session)
             plan.run(session)
             status = "solved" if session.solved else "step budget reached"
         except KeyboardInterrupt as exc:
