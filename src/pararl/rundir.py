@@ -12,9 +12,6 @@ from pathlib import Path
 
 from pararl.errors import UsageError
 
-# what a run writes that a new run in the same directory would mix with its own
-RUN_FILES = ("config.json", "metrics.csv", "eval.csv", "checkpoints", "tb", "learning_curve.png")
-
 
 def safe_name(text: str) -> str:
     """`text` as a file name on any file system: every run of characters other than
@@ -32,7 +29,7 @@ class RunDir:
         would mix with the new run's), or `runs/<algo>-<env>-<time>` (a new one: `-2`,
         `-3`, ... when two runs start in the same second)."""
         if base is not None:
-            held = [name for name in RUN_FILES if (base / name).exists()]
+            held = [path.name for path in RunDir(base).files if path.exists()]
             if held:
                 raise UsageError(
                     f"--run-dir {base} already holds a run ({', '.join(held)}): continue "
@@ -52,15 +49,28 @@ class RunDir:
         raise AssertionError("unreachable")
 
     def discard(self) -> None:
-        """Remove what a new run wrote here (`RUN_FILES`: none of them was here before
-        it, or `new` would have refused the directory), then the directory if nothing
-        else is in it."""
-        for path in (self.root / name for name in RUN_FILES):
+        """Remove what a new run wrote here (`files`: none of them was here before it,
+        or `new` would have refused the directory), then the directory if nothing else
+        is in it."""
+        for path in self.files:
             if path.is_dir():
                 shutil.rmtree(path, ignore_errors=True)
             else:
                 path.unlink(missing_ok=True)
         self.remove_if_empty()
+
+    @property
+    def files(self) -> tuple[Path, ...]:
+        """What a run writes here, which a new run in the same directory would mix
+        with its own."""
+        return (
+            self.config,
+            self.metrics,
+            self.evaluations,
+            self.checkpoints,
+            self.tensorboard,
+            self.curve,
+        )
 
     def remove_if_empty(self) -> None:
         """Remove the directory if nothing was written into it (a start that failed)."""

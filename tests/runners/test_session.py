@@ -26,7 +26,7 @@ def state() -> dict[str, object]:
     return {"q": MODEL.state_dict()}
 
 
-def session(run: RunDir, start: int, resumed: bool | None = None) -> TrainSession:
+def session(run: RunDir, start: int, resumed: bool = False) -> TrainSession:
     evaluator = Evaluator(env_factory(CONFIG.env), 1, 0, max_steps=20)
     return TrainSession(
         CONFIG, run, evaluator, None, start_steps=start, start_wall=1.0, resumed=resumed

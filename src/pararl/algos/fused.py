@@ -124,6 +124,13 @@ class FusedSteps(Generic[K]):
         recording): a benchmark keeps them apart, a thread governor leaves them out."""
         return sum(step.setup_s for step in self._steps.values())
 
+    def stopwatch(self) -> Callable[[], float]:
+        """A clock started now of the steps' own time: the seconds since, less what
+        compiling and recording took in them (a first compiled call is no measure of
+        how fast the updates run)."""
+        setup, start = self.setup_s, time.perf_counter()
+        return lambda: time.perf_counter() - start - (self.setup_s - setup)
+
 
 def _options(device: torch.device) -> dict[str, Any] | None:
     """Inductor's options for a step on `device`. On a CPU with several threads, its

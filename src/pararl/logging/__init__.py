@@ -2,7 +2,13 @@
 
 from pararl.logging.console import Console
 from pararl.logging.meters import RateMeter
-from pararl.logging.writers import MetricsWriter, UnknownMetricError, column, truncate_after
+from pararl.logging.writers import (
+    MetricsWriter,
+    UnknownMetricError,
+    column,
+    last_row,
+    truncate_after,
+)
 
 __all__ = [
     "Console",
@@ -10,5 +16,6 @@ __all__ = [
     "RateMeter",
     "UnknownMetricError",
     "column",
+    "last_row",
     "truncate_after",
 ]

@@ -72,6 +72,17 @@ def column(csv_path: Path, name: str) -> list[float]:
     return [float(r[name]) for r in _read(csv_path)[1] if r.get(name)]
 
 
+def last_row(csv_path: Path, names: Sequence[str]) -> tuple[float, ...] | None:
+    """The values of `names` in the last row of a CSV file this package wrote that
+    has all of them (None: no such row, or no file)."""
+    if not csv_path.is_file():
+        return None
+    rows = _read(csv_path)[1]
+    full = (r for r in reversed(rows) if all(r.get(n) for n in names))
+    row = next(full, None)
+    return None if row is None else tuple(float(row[n]) for n in names)
+
+
 def _read(csv_path: Path) -> tuple[list[str], list[dict[str, str]]]:
     with csv_path.open(newline="") as f:
         reader = csv.DictReader(f)

@@ -296,11 +296,10 @@ class OffPolicyLoop:
         if count == 0:
             return
         state, start = self.state, time.monotonic()
-        setup = state.learner.steps.setup_s
+        elapsed = state.learner.steps.stopwatch()
         for _ in range(count):
             self.stats = state.update()
-        # the updates' own time: a compiled step's first call is no measure of threads
-        self.threads.record(count, time.monotonic() - start - state.learner.steps.setup_s + setup)
+        self.threads.record(count, elapsed())
         self.source.publish(state.acting_net, state.learner.updates)
         self.meter.learner_busy += time.monotonic() - start
 

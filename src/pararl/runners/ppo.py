@@ -16,7 +16,6 @@ optionally double-buffered) through `samplers.rollout.collect`, or Ray actors
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -84,12 +83,10 @@ def train_loop(state: PPOState, session: TrainSession, next_rollout: RolloutSour
         state.env_steps += len(rollout["advantages"])
         discounted = rollout.pop("discounted")
         learner, threads = state.learner, governor.threads
-        updates, setup, start = learner.updates, learner.steps.setup_s, time.perf_counter()
+        updates, elapsed = learner.updates, learner.steps.stopwatch()
         with torch_threads(threads):
             stats = learner.update(rollout, state.rng)
-        # the update's own time: a compiled step's first call is no measure of threads
-        seconds = time.perf_counter() - start - learner.steps.setup_s + setup
-        governor.record(learner.updates - updates, seconds)
+        governor.record(learner.updates - updates, elapsed())
         stats["update_threads"] = threads
         state.learner.model.norm.update(rollout["obs"], discounted)  # after: see normalize
         stats.update(state.learner.model.norm.stats())

@@ -28,7 +28,14 @@ from pararl.evaluation.episodes import (
     progress_notes,
 )
 from pararl.evaluation.reported import ReportedReturns
-from pararl.logging import Console, MetricsWriter, RateMeter, column, truncate_after
+from pararl.logging import (
+    Console,
+    MetricsWriter,
+    RateMeter,
+    column,
+    last_row,
+    truncate_after,
+)
 from pararl.plots import learning_curve
 from pararl.rundir import RunDir
 from pararl.runners import checkpoints
@@ -82,7 +89,7 @@ class TrainSession:
         title: str = "",
         metrics: Sequence[str] = (),
         recent_returns: Sequence[float] = (),
-        resumed: bool | None = None,
+        resumed: bool = False,
     ) -> None:
         self.config, self.run, self.evaluator = config, run, evaluator
         self.target_return = target_return
@@ -98,12 +105,11 @@ class TrainSession:
         self._t0 = time.monotonic() - start_wall
         self._last_log = 0.0
         # (env steps, updates) of the last metrics row: rows only move forward
-        steps, updates = column(run.metrics, "env_steps"), column(run.metrics, "updates")
-        kept = (int(steps[-1]), int(updates[-1])) if start_steps and steps and updates else None
-        self._logged: tuple[int, int] = kept or (start_steps - 1, -1)
-        # a new run (not one resumed, even from a checkpoint at 0 steps; None: one that
-        # starts past 0 is): if it ends before its first tick, what it wrote goes
-        self._fresh = not (bool(start_steps) if resumed is None else resumed)
+        kept = last_row(run.metrics, ("env_steps", "updates")) if start_steps else None
+        self._logged = (int(kept[0]), int(kept[1])) if kept else (start_steps - 1, -1)
+        # a new run (not one resumed, even from a checkpoint at 0 steps): if it ends
+        # before its first tick, what it wrote goes
+        self._fresh = not (resumed or start_steps)
         self._latest: tuple[int, int, Stats] | None = None  # the last tick's numbers
         every = config.eval_interval
         self._next_eval = (start_steps // every + 1) * every
