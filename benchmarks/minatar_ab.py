@@ -122,7 +122,7 @@ def train_pararl(env: str, seed: int, budget: int, variant: str, workdir: Path) 
     import torch
 
     from pararl import PPOConfig, checkpoint, train
-    from pararl.algos.ppo import greedy_policy
+    from pararl.algos.ppo import load_policy
     from pararl.config import config_from_json
 
     extra = {"clip_vloss": False} if variant == "no-value-clip" else {}
@@ -135,14 +135,14 @@ def train_pararl(env: str, seed: int, budget: int, variant: str, workdir: Path) 
     session = train(cfg)
     assert session is not None
     config = config_from_json(session.run.config.read_text())
-    model = greedy_policy(config, checkpoint.load(session.run.checkpoint("final")))  # type: ignore[arg-type]
+    model = load_policy(config, checkpoint.load(session.run.checkpoint("final")))  # type: ignore[arg-type]
     with (session.run.root / "metrics.csv").open() as f:
         rows = [r for r in csv.DictReader(f) if r.get("episode_return")]
     last20 = float(rows[-1]["episode_return"])  # the session's mean of its last 20
 
     @torch.no_grad()
     def act(obs: np.ndarray, deterministic: bool) -> np.ndarray:
-        return model.act(torch.as_tensor(obs), deterministic=deterministic)[0].numpy()
+        return model.act_tensors(torch.as_tensor(obs), deterministic=deterministic)[0].numpy()
 
     @torch.no_grad()
     def probs(obs: np.ndarray) -> np.ndarray:

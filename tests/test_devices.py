@@ -32,9 +32,9 @@ def test_the_cpu_is_timed_with_the_threads_the_run_will_use(
     seen: list[tuple[str, int]] = []
 
     class Probe(ActorCritic):
-        def act(self, obs: torch.Tensor) -> Any:
+        def act_tensors(self, obs: torch.Tensor, deterministic: bool = False) -> Any:
             seen.append(("act", torch.get_num_threads()))
-            return super().act(obs)
+            return super().act_tensors(obs, deterministic)
 
         def value(self, obs: torch.Tensor) -> torch.Tensor:
             seen.append(("value", torch.get_num_threads()))

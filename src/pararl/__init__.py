@@ -1,7 +1,8 @@
 """pararl: fast deep RL on every core.
 
-`train`, `load`, `evaluate` and the configs are imported lazily, so that importing
-`pararl.vector` (as every env worker does) does not pay for PyTorch.
+`train`, `load`, `evaluate` and every algorithm's config (`pararl.PPOConfig`,
+`pararl.TD3Config`, ...: each one `pararl.config` knows) are imported lazily, so that
+importing `pararl.vector` (as every env worker does) does not pay for PyTorch.
 """
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("DQNConfig", "PPOConfig", "MAMLConfig", "SACConfig"):
-        import pararl.config
-
-        return getattr(pararl.config, name)
     if name in ("train", "load", "evaluate"):
         import pararl.api
 
         return getattr(pararl.api, name)
+    if name.endswith("Config"):
+        import pararl.config
+
+        found = pararl.config.configs().get(name)
+        if found is not None:
+            return found
     raise AttributeError(f"module 'pararl' has no attribute {name!r}")

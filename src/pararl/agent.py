@@ -1,16 +1,17 @@
 """A trained agent, loaded from a run directory: `pararl.load(run_dir)`, then
 `agent.act(obs)`.
 
-The agent is the run's network with the run's config: a Q-network (DQN), an
-actor-critic with its observation-normalisation statistics inside (PPO), or a
-Gaussian meta-policy (MAML, which `adapt` turns into a task's policy). It acts on
-one observation or a batch of them, as the env pararl builds gives them
-(`agent.make_env()`: Atari's preprocessing included), on the CPU.
+The agent is the run's policy (what its algorithm's spec loads from a checkpoint: a
+Q-network, an actor-critic with its observation-normalisation statistics inside, an
+actor, a Gaussian meta-policy that `adapt` turns into a task's) with the run's config.
+It acts through the one acting call every policy has (`models.acting`), on one
+observation or a batch of them, as the env pararl builds gives them
+(`agent.make_env()`: Atari's preprocessing included), on the CPU; a policy with
+memory carries its state from call to call (`reset()` starts new episodes).
 """
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 from typing import Any
 
@@ -20,22 +21,21 @@ import torch
 
 from pararl import checkpoint as ckpt
 from pararl import seeding
-from pararl.config import DQNConfig, MAMLConfig, RunConfig, saved_config
+from pararl.config import RunConfig, saved_config
 from pararl.config.saved import saved_facts
 from pararl.envs.make import check_env_id, env_factory
 from pararl.envs.modules import split_env_id
 from pararl.errors import UsageError
-from pararl.models import ActorCritic, QNetwork
-from pararl.models.gaussian import GaussianMLP
-from pararl.models.squashed import SquashedGaussianActor
-from pararl.registry import algorithm_of
+from pararl.models.acting import Draws, Mode, Policy, starts
+from pararl.registry import Algorithm, algorithm_of
 from pararl.rundir import RunDir
 
 
 class Agent:
     """A run's trained policy. `network` is the torch module itself (its
-    `state_dict` is the checkpoint's weights); `config` the run's config; `source`
-    the checkpoint file; `env_steps` how far the run had trained when it was saved."""
+    `state_dict` is the checkpoint's weights), which acts through the one acting
+    call (`models.acting.Policy`); `config` the run's config; `source` the checkpoint
+    file; `env_steps` how far the run had trained when it was saved."""
 
     def __init__(
         self,
@@ -45,7 +45,11 @@ class Agent:
         source: Path,
         seed: int = 0,
     ) -> None:
+        if not isinstance(network, Policy):
+            raise TypeError(f"a {type(network).__name__} has no acting call (models.acting)")
         self.config, self.network, self.source = config, network.cpu().eval(), source
+        self.policy: Policy = network
+        self.algorithm: Algorithm = algorithm_of(config)
         self.env_steps = ckpt.Header.of(state).env_steps
         self.obs_shape = tuple(state["obs_shape"])
         self.obs_dtype = np.dtype(state.get("obs_dtype", "<f4"))
@@ -54,8 +58,14 @@ class Agent:
         # the checkpoint's description of the network (shapes, bounds), not its weights
         self._state = {k: v for k, v in state.items() if k not in ("learner", "replay")}
         # for `act(..., deterministic=False)`: numpy's draws and torch's
-        self.rng = seeding.generator(seed, "eval-actions", 1)
-        self.generator = torch.Generator().manual_seed(seeding.integer(seed, "eval-actions", 2))
+        self.draws = Draws(
+            seeding.generator(seed, "eval-actions", 1),
+            torch.Generator().manual_seed(seeding.integer(seed, "eval-actions", 2)),
+            self.algorithm.sampled_epsilon(config),
+        )
+        self.seed = seed
+        self.state: Any = None  # what a policy with memory carries between calls
+        self._first: np.ndarray | None = None  # episodes start at the next call
         self.task: Any = None  # MAML: the task this agent was adapted to (None: meta-policy)
         self.adaptation_returns: np.ndarray | None = None  # before adapting, after each step
 
@@ -78,13 +88,9 @@ class Agent:
         preprocessing (Atari's frames), with the true reward. A `render_mode` the env's
         constructor does not take is a UsageError that says so."""
         try:
-            if isinstance(self.config, MAMLConfig):
-                from pararl.samplers.meta.sampler import make_task_env
-
-                kwargs = {**self.config.env_kwargs}
-                if render_mode is not None:
-                    kwargs["render_mode"] = render_mode
-                return make_task_env(self.env_id, self.config.episode_length, kwargs)
+            if self.algorithm.make_env is not None:  # the algorithm's own (MAML's tasks)
+                env: gym.Env = self.algorithm.make_env(self.config, render_mode)
+                return env
             make = env_factory(self.env_id, render_mode=render_mode, kwargs=self.config.env_kwargs)
             return make()
         except TypeError as exc:
@@ -96,20 +102,30 @@ class Agent:
                 "argument and a render() that returns the frame (Gymnasium's Env API)"
             ) from exc
 
-    @torch.no_grad()
     def act(self, obs: Any, deterministic: bool = True) -> Any:
         """The action for one observation (an int for discrete actions, an array
         for continuous ones), or an array of actions for a batch `[N, *obs_shape]`.
         `deterministic`: the greedy action (argmax, or the Gaussian's mean); else one
-        sampled from the policy (DQN: epsilon-greedy at the run's final epsilon)."""
+        sampled from the policy (DQN: epsilon-greedy at the run's final epsilon).
+        A policy with memory carries it on from the last call (`reset()` first at
+        new episodes)."""
         batch, single = self._as_batch(obs)
-        actions = self._actions(torch.as_tensor(batch), deterministic)
+        if self._first is None or len(self._first) != len(batch):
+            self.state, self._first = self.policy.initial_state(len(batch)), starts(len(batch))
+        mode: Mode = "greedy" if deterministic else "sampled"
+        acted = self.policy.act(batch, self.state, self._first, mode, self.draws)
+        self.state, self._first = acted.state, np.zeros(len(batch), bool)
+        actions = acted.action
         if self.action_bounds is not None:
             actions = np.clip(actions, *self.action_bounds).astype(actions.dtype)
         if not single:
             return actions
         action = actions[0]
         return int(action) if action.ndim == 0 else action
+
+    def reset(self) -> None:
+        """New episodes start at the next `act` (a policy with memory forgets)."""
+        self._first = None
 
     def _as_batch(self, obs: Any) -> tuple[np.ndarray, bool]:
         array = np.asarray(obs)
@@ -125,60 +141,20 @@ class Agent:
             "agent.make_env() builds the env as it was trained)"
         )
 
-    def _actions(self, obs: torch.Tensor, deterministic: bool) -> np.ndarray:
-        net = self.network
-        if isinstance(net, QNetwork):
-            greedy = net(obs).argmax(dim=1).numpy()
-            if deterministic:
-                return greedy
-            eps = self.config.settings.eps_end if isinstance(self.config, DQNConfig) else 0.0
-            explore = self.rng.random(len(greedy)) < eps
-            random = self.rng.integers(0, net.num_actions, len(greedy))
-            return np.where(explore, random, greedy)
-        if isinstance(net, ActorCritic):
-            return (
-                net.greedy(obs.numpy())
-                if deterministic
-                else net.stochastic(obs.numpy(), self.generator)
-            )
-        if isinstance(net, GaussianMLP):
-            mean, log_std = net(obs.float())
-            if deterministic:
-                return mean.numpy()
-            noise = self.rng.standard_normal(tuple(mean.shape)).astype(np.float32)
-            return (mean + log_std.exp() * torch.from_numpy(noise)).numpy()
-        if isinstance(net, SquashedGaussianActor):  # SAC: within the env's bounds already
-            if deterministic:
-                return net.greedy(obs.float().numpy())
-            return net.stochastic(obs.float().numpy(), self.generator)
-        raise TypeError(f"no way to act with a {type(net).__name__}")
-
     def adapt(self, task: Any, episodes: int | None = None, steps: int = 1, seed: int = 0) -> Agent:
         """MAML: this meta-policy adapted to `task` (one of the env's
         `sample_tasks(n)`), by `steps` inner gradient steps, each on `episodes` new
         episodes (default: the run's `--fast-batch-size`) of the policy adapted so
         far, as in training. The adapted agent acts with the task's parameters."""
-        if not isinstance(self.config, MAMLConfig) or not isinstance(self.network, GaussianMLP):
+        if self.algorithm.adapt is None:
             raise UsageError(
-                f"adapt() is for MAML runs; this is a {type(self.config).__name__} run"
+                f"adapt() is for MAML runs (meta-RL); this is a {type(self.config).__name__} run"
             )
-        from pararl.mp.topology import physical_cores
-        from pararl.runners.maml_eval import adaptation_returns
-
-        cfg = self.config
-        out = adaptation_returns(
-            cfg,
-            self.network,
-            [task],
-            episodes or cfg.fast_batch_size,
-            steps,
-            seed,
-            physical_cores(),
+        adapted, returns = self.algorithm.adapt(
+            self.network, self.config, task, episodes, steps, seed
         )
-        adapted = copy.deepcopy(self.network)
-        adapted.load_state_dict({name: p[0] for name, p in out.params.items()})
-        agent = Agent(cfg, adapted, self._state, self.source, seed)
-        agent.task, agent.adaptation_returns = task, out.returns[:, 0]
+        agent = Agent(self.config, adapted, self._state, self.source, seed)
+        agent.task, agent.adaptation_returns = task, returns
         return agent
 
 
@@ -204,9 +180,7 @@ def load(run_dir: str | Path, checkpoint: str = "best", seed: int = 0) -> Agent:
             + (f"; it has {', '.join(names)}" if names else " (no checkpoints/ yet)")
         )
     state = ckpt.load(path)
-    policy = algorithm_of(config).greedy_policy(config, state)
-    network = getattr(policy, "model", policy)  # MAML's greedy policy wraps its network
-    return Agent(config, network, state, path, seed)
+    return Agent(config, algorithm_of(config).policy(config, state), state, path, seed)
 
 
 __all__ = ["Agent", "load"]

@@ -101,7 +101,7 @@ def time_forward(
 
     @torch.no_grad()
     def step() -> object:
-        return model.act(obs.to(device))[0].cpu()  # type: ignore[operator]
+        return model.act_tensors(obs.to(device))[0].cpu()  # type: ignore[operator]
 
     return _time_it(step, device, repeats, threads)
 

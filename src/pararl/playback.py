@@ -50,6 +50,7 @@ def _play(
         # the same episodes as a training run's first evaluation with this seed
         for ep, ep_seed in enumerate(eval_seeds(seed, episodes, FIRST_RUN)):
             obs, _ = env.reset(seed=ep_seed)
+            agent.reset()
             total, steps, ended, cut = 0.0, 0, False, False
             while not ended:
                 if render_mode == "rgb_array" and ep == 0:
@@ -142,11 +143,14 @@ def run(cfg: EvaluateConfig) -> dict[str, float]:
             print(f"video of episode 1 written to {cfg.video}")
     else:
         env_fn = env_factory(config.env, kwargs=config.env_kwargs)
-        evaluator = Evaluator(env_fn, cfg.episodes, cfg.seed, stream=FIRST_RUN, max_steps=cap)
+        evaluator = Evaluator(
+            env_fn, cfg.episodes, cfg.seed, stream=FIRST_RUN, max_steps=cap, actions=actions
+        )
+        evaluator.draws.epsilon = agent.draws.epsilon  # a Q-policy's sampled actions
         try:
             say = functools.partial(print, file=sys.stderr, flush=True)
             progress = progress_notes(say, f"{cfg.episodes} episodes of {config.env}")
-            episodes = evaluator.run(lambda obs: agent.act(obs, deterministic), progress)
+            episodes = evaluator.run(agent.policy, progress)
         finally:
             evaluator.close()
     truncated = int(episodes.truncated.sum())

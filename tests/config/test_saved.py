@@ -58,7 +58,7 @@ def test_every_algorithm_round_trips(cls: type) -> None:
 def test_a_directory_without_a_known_config_is_refused(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"no config\.json there"):
         saved_config(tmp_path)
-    (tmp_path / "config.json").write_text(json.dumps({"algo": "TD3Config"}))
+    (tmp_path / "config.json").write_text(json.dumps({"algo": "NoSuchConfig"}))
     with pytest.raises(UsageError, match="no known algorithm"):
         saved_config(tmp_path)
 

@@ -55,7 +55,7 @@ def test_same_returns_as_inline_and_snapshot_taken_at_submit() -> None:
     background = BackgroundEvaluator(env_factory("CartPole-v1"), 3, 5, MODEL_FN)
     try:
         model = _model(0)
-        expected = inline.run(model.greedy).returns
+        expected = inline.run(model).returns
         background.submit(model)
         assert background.busy
         with torch.no_grad():  # changing the weights now must not change the result
@@ -165,7 +165,7 @@ def test_started_child_is_adopted_by_the_evaluator() -> None:
     try:
         assert background._group is child.group
         model = _model(3)
-        expected = Evaluator(env_factory("CartPole-v1"), 2, seed=3).run(model.greedy).returns
+        expected = Evaluator(env_factory("CartPole-v1"), 2, seed=3).run(model).returns
         background.submit(model)
         np.testing.assert_array_equal(_wait(background), expected)
         # it evaluates at a lower priority than training (`evaluation.child`)
@@ -257,7 +257,7 @@ AC_FN = functools.partial(ActorCritic, 4, 2, True, (16,))
 def test_sampled_evaluations_draw_their_own_stream_alike_in_process_and_in_the_child() -> None:
     """`--eval-actions sampled`: the actions come from the evaluations' own seeded
     stream (the same returns inline and in the child, evaluation after evaluation),
-    not the greedy ones; a Q-network cannot sample."""
+    not the greedy ones."""
     torch.manual_seed(0)
     model = AC_FN()  # near-uniform: the actor's head initialised at 0.01
     envs = env_factory("CartPole-v1")
@@ -265,21 +265,19 @@ def test_sampled_evaluations_draw_their_own_stream_alike_in_process_and_in_the_c
     inline = Evaluator(envs, 8, seed=5, stream=(3,), actions="sampled")
     background = BackgroundEvaluator(envs, 8, 5, AC_FN, stream=(3,), actions="sampled")
     try:
-        first = inline.run(inline.policy(model))
-        second = inline.run(inline.policy(model))
+        first = inline.run(model)
+        second = inline.run(model)
         for expected in (first.returns, second.returns):
             background.submit(model)
             np.testing.assert_array_equal(_wait(background), expected)
         # not the greedy actions (this random network balances the pole greedily)
-        assert greedy.run(greedy.policy(model)).lengths.mean() > 2 * first.lengths.mean()
+        assert greedy.run(model).lengths.mean() > 2 * first.lengths.mean()
         torch.manual_seed(1)
         again = Evaluator(envs, 8, seed=5, stream=(3,), actions="sampled")
         try:  # the global torch stream plays no part
-            np.testing.assert_array_equal(again.run(again.policy(model)).returns, first.returns)
+            np.testing.assert_array_equal(again.run(model).returns, first.returns)
         finally:
             again.close()
-        with pytest.raises(TypeError, match="cannot sample"):
-            inline.policy(_model(0))
     finally:
         greedy.close()
         inline.close()

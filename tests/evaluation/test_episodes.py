@@ -20,6 +20,7 @@ from pararl.evaluation import episodes
 from pararl.evaluation.background import BackgroundEvaluator
 from pararl.evaluation.episodes import DEFAULT_EPISODE_CAP, Evaluator, Progress, episode_cap
 from pararl.models import QNetwork
+from pararl.models.acting import Stateless
 from pararl.rundir import RunDir
 from pararl.runners.session import TrainSession
 
@@ -38,7 +39,7 @@ def test_an_episode_that_never_ends_is_cut_and_reported_truncated() -> None:
     evaluator = Evaluator(env_factory(NEVER_ENDS), 3, seed=0, max_steps=200)
     try:
         start = time.monotonic()
-        episodes = evaluator.run(lambda obs: np.zeros(len(obs), np.int64))
+        episodes = evaluator.run(Stateless(lambda obs: np.zeros(len(obs), np.int64)))
         assert time.monotonic() - start < 10
     finally:
         evaluator.close()
@@ -54,7 +55,7 @@ def test_an_env_time_limit_is_truncation_but_not_the_cap() -> None:
         env_factory("CartPole-v1", kwargs={"max_episode_steps": 5}), 2, seed=0, max_steps=500
     )
     try:
-        episodes = evaluator.run(lambda obs: np.zeros(len(obs), np.int64))
+        episodes = evaluator.run(Stateless(lambda obs: np.zeros(len(obs), np.int64)))
     finally:
         evaluator.close()
     assert episodes.truncated.all() or (episodes.lengths < 5).any()
@@ -67,7 +68,7 @@ def test_a_long_evaluation_reports_progress(monkeypatch: pytest.MonkeyPatch) -> 
     seen: list[Progress] = []
     evaluator = Evaluator(env_factory(NEVER_ENDS), 2, seed=0, max_steps=20)
     try:
-        evaluator.run(lambda obs: np.zeros(len(obs), np.int64), seen.append)
+        evaluator.run(Stateless(lambda obs: np.zeros(len(obs), np.int64)), seen.append)
     finally:
         evaluator.close()
     assert [p.steps for p in seen] == list(range(1, 21))

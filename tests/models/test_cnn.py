@@ -58,7 +58,7 @@ def test_networks_run_on_raw_observations(model: str, space: gym.spaces.Box) -> 
     tensor = torch.as_tensor(obs)
     assert tensor.dtype in (torch.uint8, torch.bool)  # what samplers and replay hand over
     assert q(tensor).shape == dueling(tensor).shape == (5, 3)
-    action, logprob, value = ac.act(tensor)
+    action, logprob, value = ac.act_tensors(tensor)
     assert action.shape == logprob.shape == value.shape == (5,)
     assert q.greedy(obs).shape == ac.greedy(obs).shape == (5,)
     assert torch.isfinite(q(tensor)).all()

@@ -35,12 +35,12 @@ def test_discrete_log_probs_and_entropy_match_categorical() -> None:
     torch.testing.assert_close(log_prob, dist.log_prob(actions))
     torch.testing.assert_close(entropy, dist.entropy())
     torch.testing.assert_close(value, model.value(obs))
-    sampled, sampled_log_prob, _ = model.act(obs)
+    sampled, sampled_log_prob, _ = model.act_tensors(obs)
     torch.testing.assert_close(sampled_log_prob, dist.log_prob(sampled))
-    greedy, _, _ = model.act(obs, deterministic=True)
+    greedy, _, _ = model.act_tensors(obs, deterministic=True)
     assert torch.equal(greedy, dist.probs.argmax(-1))
     assert torch.equal(torch.from_numpy(model.greedy(obs.numpy())), greedy)
-    many = model.act(obs[:1].expand(20_000, 4))[0]  # sampling follows the probabilities
+    many = model.act_tensors(obs[:1].expand(20_000, 4))[0]  # sampling follows the probabilities
     freq = torch.bincount(many, minlength=3) / len(many)
     torch.testing.assert_close(freq, dist.probs[0], atol=0.015, rtol=0)
 
@@ -53,7 +53,7 @@ def test_continuous_log_probs_sum_over_action_dims() -> None:
     log_prob, entropy, _ = model.evaluate(obs, actions)
     torch.testing.assert_close(log_prob, dist.log_prob(actions).sum(-1))
     torch.testing.assert_close(entropy, dist.entropy().sum(-1))
-    action, action_log_prob, _ = model.act(obs, deterministic=True)
+    action, action_log_prob, _ = model.act_tensors(obs, deterministic=True)
     torch.testing.assert_close(action, dist.mean)
     torch.testing.assert_close(torch.from_numpy(model.greedy(obs.numpy())), action)
     torch.testing.assert_close(action_log_prob, dist.log_prob(action).sum(-1))

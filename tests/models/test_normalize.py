@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pararl import PPOConfig, train
-from pararl.algos.ppo import PPOState, greedy_policy
+from pararl.algos.ppo import PPOState, load_policy
 from pararl.config import config_from_json, to_json
 from pararl.models.normalize import DiscountedReturns, Normalizer, NormSettings, merge_moments
 
@@ -107,7 +107,7 @@ def test_evaluation_applies_frozen_statistics(tmp_path: Path) -> None:
     session = train(PPOConfig(mode="serial", total_steps=256, run_dir=run, **SMALL))
     saved = torch.load(session.run.checkpoint("final"), weights_only=False)
     config = config_from_json((run / "config.json").read_text())
-    policy = greedy_policy(config, saved)
+    policy = load_policy(config, saved)
     before = {k: v.clone() for k, v in policy.state_dict().items()}
     obs = np.random.default_rng(0).normal(size=(8, 3)).astype(np.float32)
     actions = policy.greedy(obs)

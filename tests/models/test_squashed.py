@@ -74,7 +74,7 @@ def test_greedy_is_tanh_of_the_mean_scaled_to_the_bounds() -> None:
     got = actor.greedy(np.zeros((2, 1), np.float32))
     want = (HIGH - LOW) / 2 * np.tanh([0.3, -3.0]) + (HIGH + LOW) / 2
     np.testing.assert_allclose(got, np.stack([want, want]), rtol=1e-5, atol=1e-7)
-    draws = actor.act(
+    draws = actor.with_noise(
         np.zeros((1000, 1), np.float32),
         np.random.default_rng(0).standard_normal((1000, 2), np.float32),
     )

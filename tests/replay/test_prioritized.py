@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pararl.algos.dqn import EpsilonSchedule
 from pararl.replay.frame_memory import FrameReplay
 from pararl.replay.nstep import Transitions
 from pararl.replay.prioritized import PRIORITY_EPS, PrioritizedReplay, importance_weights
 from pararl.replay.sumtree import SumTree
 from pararl.replay.uniform import ReplayBuffer
-from pararl.samplers.chunks.explore import EpsilonSchedule
 from tests.replay.test_frame_memory import FRAME, fill
 
 

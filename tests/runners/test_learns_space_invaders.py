@@ -20,7 +20,7 @@ pytest.importorskip("minatar")
 from benchmarks.minatar_ab import evaluate
 
 from pararl import PPOConfig, checkpoint, train
-from pararl.algos.ppo import greedy_policy
+from pararl.algos.ppo import load_policy
 
 ENV, BUDGET, EPISODES, THRESHOLD = "MinAtar/SpaceInvaders-v1", 40_960, 100, 5.0
 NEVER = 10**12
@@ -36,11 +36,11 @@ def test_ppo_learns_space_invaders(tmp_path: Path) -> None:
     )  # fmt: skip
     session = train(cfg)
     assert session is not None
-    model = greedy_policy(session.config, checkpoint.load(session.run.checkpoint("final")))  # type: ignore[arg-type]
+    model = load_policy(session.config, checkpoint.load(session.run.checkpoint("final")))  # type: ignore[arg-type]
 
     @torch.no_grad()
     def act(obs: np.ndarray, deterministic: bool) -> np.ndarray:
-        return model.act(torch.as_tensor(obs), deterministic=deterministic)[0].numpy()
+        return model.act_tensors(torch.as_tensor(obs), deterministic=deterministic)[0].numpy()
 
     @torch.no_grad()
     def probs(obs: np.ndarray) -> np.ndarray:

@@ -1,5 +1,7 @@
-"""DQN: the run's state (networks, replay memory, counters, checkpoint format) and
-the learner: double-DQN targets on n-step returns, Huber loss, target network.
+"""DQN: the learner (double-DQN targets on n-step returns, Huber loss, target
+network), how its actors explore (epsilon-greedy; Ape-X's per-actor epsilons and
+first priorities), and the run's state (networks, replay memory, counters,
+checkpoint format).
 
 References: Mnih et al. 2015 (DQN), van Hasselt et al. 2016 (double DQN),
 Hessel et al. 2018 (n-step returns in Rainbow).
@@ -9,26 +11,28 @@ from __future__ import annotations
 
 import copy
 import functools
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import torch
 import torch.nn.functional as F  # noqa: N812 - the usual name
+from torch import nn
 
 from pararl import seeding
-from pararl.algos import offpolicy
 from pararl.algos.fused import FusedSteps, Mode, resolve_step_mode
-from pararl.checkpoint import Header
+from pararl.algos.offpolicy import ReplayState
 from pararl.config import DQNConfig, Filled
 from pararl.errors import UsageError
 from pararl.images import check_model
 from pararl.models import QNetwork
+from pararl.models.acting import Acted, Draws, Policy, State
 from pararl.models.build import q_network
 from pararl.optim import FlatAdam, FlatRMSprop
 from pararl.replay.make import make_replay
 from pararl.replay.nstep import Transitions
-from pararl.samplers.chunks.explore import EpsilonGreedy, EpsilonSchedule
 
 
 def make_optimizer(q: torch.nn.Module, name: str, lr: float, capturable: bool = False) -> FlatAdam:
@@ -158,12 +162,96 @@ def check_spaces(config: DQNConfig, observation_space: gym.Space, action_space: 
     check_model(config.model, config.env, observation_space)
 
 
-class DQNState:
+@dataclass(frozen=True)
+class EpsilonSchedule:
+    """Linear from `start` to `end` over `decay_steps` env steps of the whole run;
+    or a constant `fixed` epsilon (an Ape-X actor's own)."""
+
+    start: float
+    end: float
+    decay_steps: int
+    fixed: float | None = None
+
+    def __call__(self, env_steps: int) -> float:
+        if self.fixed is not None:
+            return self.fixed
+        frac = min(1.0, env_steps / self.decay_steps)
+        return self.start + frac * (self.end - self.start)
+
+    def for_actor(self, index: int, num_actors: int) -> EpsilonSchedule:
+        """Ape-X's per-actor constant: eps_i = 0.4 ** (1 + 7 i / (N - 1))
+        (Horgan et al. 2018)."""
+        eps = 0.4 ** (1 + 7 * index / max(1, num_actors - 1))
+        return EpsilonSchedule(self.start, self.end, self.decay_steps, eps)
+
+
+@torch.no_grad()
+def initial_priorities(
+    q: nn.Module,
+    obs: np.ndarray,
+    action: np.ndarray,
+    ret: np.ndarray,
+    next_obs: np.ndarray,
+    discount: np.ndarray,
+) -> np.ndarray:
+    """Ape-X's actor-side priorities: each transition's n-step TD error under the
+    actor's own Q copy, |G + gamma^n max_a Q(s', a) - Q(s, a)|."""
+    if len(action) == 0:
+        return np.zeros(0, np.float32)
+    q_obs = q(torch.as_tensor(obs)).gather(1, torch.as_tensor(action).view(-1, 1)).squeeze(1)
+    next_value = q(torch.as_tensor(next_obs)).max(dim=1).values
+    target = (
+        torch.as_tensor(ret, dtype=torch.float32)
+        + torch.as_tensor(discount, dtype=torch.float32) * next_value
+    )
+    return (target - q_obs).abs().numpy().astype(np.float32)
+
+
+@dataclass(frozen=True)
+class EpsilonGreedy:
+    """DQN's acting: epsilon-greedy on a Q-network copy; `apex`: also the first
+    priorities of its transitions."""
+
+    make_q: Callable[[], QNetwork]  # the run's Q-network constructor (picklable)
+    schedule: EpsilonSchedule  # of the run's env steps
+    apex: bool = False
+
+    @property
+    def action_shape(self) -> tuple[int, ...]:
+        return ()
+
+    @property
+    def action_dtype(self) -> np.dtype:
+        return np.dtype(np.int64)
+
+    @property
+    def priorities(self) -> Callable[..., np.ndarray] | None:
+        return initial_priorities if self.apex else None
+
+    def make_net(self) -> nn.Module:
+        return self.make_q()
+
+    def act(
+        self,
+        net: nn.Module,
+        obs: np.ndarray,
+        state: State,
+        first: np.ndarray,
+        env_steps: int,
+        rng: np.random.Generator,
+    ) -> Acted:
+        assert isinstance(net, Policy)
+        return net.act(obs, state, first, "sampled", Draws(rng, epsilon=self.schedule(env_steps)))
+
+
+class DQNState(ReplayState[DQNLearner]):
     """What a DQN run is made of, and how it is checkpointed: from a config filled
     in for the env's kind (`RunConfig.for_env`). `rank` names the replica's
     replay-sampling stream (parameter averaging; 0 otherwise);
     `frame_stack` > 0: observations are stacks of that many `uint8` frames, stored
     frame by frame (`replay.frame_steps.stack_size` of the env)."""
+
+    ALGO = "dqn"
 
     def __init__(
         self,
@@ -206,8 +294,6 @@ class DQNState:
             cfg.prioritized,
             cfg.priority_alpha,
         )
-        self.env_steps = 0
-        self.wall_s = 0.0
         if resume_state is not None:
             self.load(resume_state)
         self.replay_rng = seeding.generator(cfg.seed, "replay", rank, self.env_steps)
@@ -237,57 +323,15 @@ class DQNState:
         """The exploration now, for the log: the schedule's epsilon."""
         return {"epsilon": self.epsilon()(self.env_steps)}
 
-    def updates_due(self) -> int:
-        """Gradient updates the replay ratio allows now, beyond those done; the ratio
-        counts env steps after `learning_starts` (`algos.offpolicy`)."""
-        s = self.settings
-        return offpolicy.updates_due(
-            s.replay_ratio,
-            s.learning_starts,
-            self.env_steps,
-            self.learner.updates,
-            self.can_learn(),
-        )
-
-    def beta(self) -> float:
-        """Importance-sampling exponent: `priority_beta` annealed linearly to 1 over
-        the step budget."""
-        return offpolicy.importance_beta(
-            self.config.priority_beta, self.env_steps, self.config.budget
-        )
-
-    def update(self) -> dict[str, torch.Tensor]:
-        """One gradient update on a replay batch (prioritized: weighted, and the
-        batch's priorities set to its new TD errors)."""
-        s = self.settings
-        return offpolicy.replay_update(
-            self.replay, s.batch_size, self.replay_rng, self.beta(), self.learner.update
-        )
-
-    def can_learn(self) -> bool:
-        """A batch is there, and `learning_starts` transitions went into this memory."""
-        s = self.settings
-        return offpolicy.can_learn(self.replay, s.batch_size, s.learning_starts)
-
-    def state(self, with_replay: bool = True, wall_s: float = 0.0) -> dict[str, Any]:
+    def described(self) -> dict[str, Any]:
         return {
-            **Header("dqn", 1, self.env_steps, wall_s).as_dict(),
-            "learner": self.learner.state_dict(),
-            "replay": self.replay.state_dict() if with_replay else None,
             "obs_shape": self.obs_shape,
             "obs_dtype": self.obs_dtype.str,
             "num_actions": self.num_actions,
         }
 
-    def load(self, state: dict[str, Any]) -> None:
-        self.learner.load_state_dict(state["learner"])
-        if state.get("replay") is not None:
-            self.replay.load_state_dict(state["replay"])
-        header = Header.of(state)
-        self.env_steps, self.wall_s = header.env_steps, header.wall_s
 
-
-def greedy_policy(config: DQNConfig, state: dict[str, Any]) -> QNetwork:
+def load_policy(config: DQNConfig, state: dict[str, Any]) -> QNetwork:
     """The greedy Q-network of a checkpoint (`pararl evaluate`), of the run's model
     (runs saved before `--model` existed are MLPs)."""
     model = "mlp" if config.model == "auto" else config.model

@@ -40,7 +40,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import gymnasium as gym
-import numpy as np
 import torch
 from torch.nn.utils import parameters_to_vector
 
@@ -322,34 +321,14 @@ def make_model(config: MAMLConfig, obs_dim: int, action_dim: int) -> GaussianMLP
     return GaussianMLP(obs_dim, action_dim, config.hidden, config.init_std)
 
 
-class MeanAction:
-    """The meta-policy's mean action (`pararl evaluate`'s greedy policy, unadapted)."""
-
-    def __init__(self, model: GaussianMLP) -> None:
-        self.model = model
-
-    @torch.no_grad()
-    def greedy(self, obs: np.ndarray) -> np.ndarray:
-        mean, _ = self.model(torch.as_tensor(np.asarray(obs, np.float32)))
-        return mean.numpy()
-
-    def state_dict(self) -> dict[str, Any]:
-        return self.model.state_dict()
-
-
 def load_model(config: MAMLConfig, state: dict[str, Any]) -> GaussianMLP:
     model = make_model(config, int(math.prod(state["obs_shape"])), int(state["action_dim"]))
     model.load_state_dict(state["learner"]["model"])
     return model
 
 
-def greedy_policy(config: MAMLConfig, state: dict[str, Any]) -> MeanAction:
-    return MeanAction(load_model(config, state))
-
-
 __all__ = [
     "MAMLLearner",
-    "MeanAction",
     "MetaBatch",
     "adapt",
     "adapted_outputs",
@@ -358,7 +337,6 @@ __all__ = [
     "episode_mean",
     "gauss_newton_fisher",
     "gaussian_kl",
-    "greedy_policy",
     "load_model",
     "make_model",
     "reinforce_loss",

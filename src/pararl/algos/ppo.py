@@ -386,7 +386,7 @@ def norm_settings(cfg: PPOConfig) -> NormSettings:
     return NormSettings(bool(cfg.norm_obs), bool(cfg.norm_reward), cfg.clip_obs, cfg.clip_reward)
 
 
-def greedy_policy(config: PPOConfig, state: dict[str, Any]) -> ActorCritic:
+def load_policy(config: PPOConfig, state: dict[str, Any]) -> ActorCritic:
     """The greedy actor-critic of a checkpoint (`pararl evaluate`), with the run's
     normalisation statistics, frozen."""
     model = actor_critic(

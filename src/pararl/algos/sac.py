@@ -1,6 +1,7 @@
-"""SAC: the run's state (actor, twin critics and their targets, entropy temperature,
-replay memory, counters, checkpoint format) and the learner, whose one gradient
-step updates the critics, the actor, the temperature and the target critics.
+"""SAC: the learner, whose one gradient step updates the critics, the actor, the
+temperature and the target critics; how its actors act (`SquashedSampling`); and the
+run's state (actor, twin critics and their targets, entropy temperature, replay
+memory, counters, checkpoint format).
 
     y     = G + gamma^n (min_j Q'_j(s', a') - alpha log pi(a'|s')),  a' ~ pi(.|s')
     J_Q   = 1/2 sum_j E[(Q_j(s, a) - y)^2]
@@ -20,6 +21,8 @@ from __future__ import annotations
 import copy
 import functools
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -28,19 +31,18 @@ import torch
 from torch import nn
 
 from pararl import seeding
-from pararl.algos import offpolicy
-from pararl.algos.fused import FusedSteps, Mode, program_boundary, resolve_step_mode
-from pararl.checkpoint import Header
+from pararl.algos.fused import FusedSteps, Mode, program_boundary
+from pararl.algos.offpolicy import ReplayState
 from pararl.config import Filled, SACConfig
 from pararl.errors import UsageError
 from pararl.images import is_image
 from pararl.models import SquashedGaussianActor, TwinQ, squashed_actor
+from pararl.models.acting import Acted, Draws, State
 from pararl.mp.threads import takes_every_core
 from pararl.mp.topology import physical_cores
 from pararl.optim import FlatAdam, flat_view
 from pararl.replay.make import make_replay
 from pararl.replay.nstep import Transitions
-from pararl.samplers.chunks.explore import SquashedSampling
 
 
 def _flat_views(module: nn.Module, flat: torch.Tensor) -> None:
@@ -281,9 +283,51 @@ def compile_pays(cfg: SACConfig, mode: str, device: torch.device) -> bool:
     return cfg.learner_threads > 1 or (cfg.learner_threads == 0 and wide)
 
 
-class SACState:
+@dataclass(frozen=True)
+class SquashedSampling:
+    """SAC's acting: uniform random actions within the bounds while the run has taken
+    fewer than `random_steps` env steps (the learner's `learning_starts`, as SB3 does),
+    then a ~ pi(.|s) of the actor copy, its noise drawn from the actor's stream."""
+
+    make_actor: Callable[[], SquashedGaussianActor]  # the run's actor constructor
+    action_dim: int
+    random_steps: int
+
+    @property
+    def action_shape(self) -> tuple[int, ...]:
+        return (self.action_dim,)
+
+    @property
+    def action_dtype(self) -> np.dtype:
+        return np.dtype(np.float32)
+
+    @property
+    def priorities(self) -> None:
+        return None  # new transitions get the memory's largest priority
+
+    def make_net(self) -> nn.Module:
+        return self.make_actor()
+
+    def act(
+        self,
+        net: nn.Module,
+        obs: np.ndarray,
+        state: State,
+        first: np.ndarray,
+        env_steps: int,
+        rng: np.random.Generator,
+    ) -> Acted:
+        assert isinstance(net, SquashedGaussianActor)
+        if env_steps < self.random_steps:
+            return Acted(net.uniform(len(obs), rng), state)
+        return net.act(obs, state, first, "sampled", Draws(rng))
+
+
+class SACState(ReplayState[SACLearner]):
     """What a SAC run is made of, and how it is checkpointed: from a config filled
     in for the env's kind (`RunConfig.for_env`)."""
+
+    ALGO = "sac"
 
     def __init__(
         self,
@@ -292,10 +336,10 @@ class SACState:
         action_space: gym.Space,
         device: torch.device,
         resume_state: dict[str, Any] | None = None,
-        mode: str = "serial",
+        step_mode: Mode = "eager",
     ) -> None:
-        """`mode`: the run's mode, which with the budget decides whether `--compile
-        auto` compiles the step (`compile_pays`)."""
+        """`step_mode`: how the gradient step runs (`algos.fused`; the run decides,
+        e.g. by `compile_pays`)."""
         cfg = filled.config
         check_spaces(cfg, observation_space, action_space)
         assert isinstance(action_space, gym.spaces.Box)
@@ -316,7 +360,7 @@ class SACState:
             TwinQ(obs_dim, self.action_dim, cfg.hidden),
             cfg,
             device,
-            resolve_step_mode(cfg.compile, device, compile_pays(cfg, mode, device)),
+            step_mode,
         )
         s = self.settings
         self.replay = make_replay(
@@ -329,8 +373,6 @@ class SACState:
             (self.action_dim,),
             np.float32,
         )
-        self.env_steps = 0
-        self.wall_s = 0.0
         if resume_state is not None:
             self.load(resume_state)
         # a resumed run draws its batches and noise from new streams
@@ -354,50 +396,15 @@ class SACState:
         """Nothing beyond the update's statistics (the temperature is among them)."""
         return {}
 
-    def can_learn(self) -> bool:
-        s = self.settings
-        return offpolicy.can_learn(self.replay, s.batch_size, s.learning_starts)
-
-    def updates_due(self) -> int:
-        """Gradient updates the update-to-data ratio allows now, beyond those done."""
-        s = self.settings
-        return offpolicy.updates_due(
-            s.replay_ratio,
-            s.learning_starts,
-            self.env_steps,
-            self.learner.updates,
-            self.can_learn(),
-        )
-
-    def update(self) -> dict[str, torch.Tensor]:
-        """One gradient update on a replay batch (prioritized: weighted, and the
-        batch's priorities set to its new TD errors)."""
-        beta = offpolicy.importance_beta(
-            self.config.priority_beta, self.env_steps, self.config.budget
-        )
-        return offpolicy.replay_update(
-            self.replay, self.settings.batch_size, self.replay_rng, beta, self.learner.update
-        )
-
-    def state(self, with_replay: bool = True, wall_s: float = 0.0) -> dict[str, Any]:
+    def described(self) -> dict[str, Any]:
         return {
-            **Header("sac", 1, self.env_steps, wall_s).as_dict(),
-            "learner": self.learner.state_dict(),
-            "replay": self.replay.state_dict() if with_replay else None,
             "obs_shape": self.obs_shape,
             "action_low": self.low.tolist(),
             "action_high": self.high.tolist(),
         }
 
-    def load(self, state: dict[str, Any]) -> None:
-        self.learner.load_state_dict(state["learner"])
-        if state.get("replay") is not None:
-            self.replay.load_state_dict(state["replay"])
-        header = Header.of(state)
-        self.env_steps, self.wall_s = header.env_steps, header.wall_s
 
-
-def greedy_policy(config: SACConfig, state: dict[str, Any]) -> SquashedGaussianActor:
+def load_policy(config: SACConfig, state: dict[str, Any]) -> SquashedGaussianActor:
     """The deterministic actor of a checkpoint (`pararl evaluate`): tanh of the mean,
     scaled to the env's bounds."""
     low = np.asarray(state["action_low"], np.float32)
@@ -412,7 +419,8 @@ __all__ = [
     "COMPILE_PAYS_UPDATES",
     "SACLearner",
     "SACState",
+    "SquashedSampling",
     "check_spaces",
     "compile_pays",
-    "greedy_policy",
+    "load_policy",
 ]

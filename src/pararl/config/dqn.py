@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from pararl.config.kinds import DQNSettings, EnvKind, ModelChoice, settings_of
+from pararl.config.kinds import EnvKind, ModelChoice
 from pararl.config.offpolicy import replay_checks
 from pararl.config.run import RunConfig, raise_first, unset_or
 
@@ -145,11 +145,6 @@ class DQNConfig(RunConfig):
                 ),
             ]
         )
-
-    @property
-    def settings(self) -> DQNSettings:
-        """The kind-dependent fields, once filled in (`for_env`)."""
-        return settings_of(self, DQNSettings)
 
 
 __all__ = ["DQNConfig"]

@@ -2,23 +2,22 @@
 
 A run's kind of env comes from its spaces (`env_kind`); each config's `BY_KIND` table
 (`pararl.config`) gives, per kind, the values of the fields left unset, and
-`settings_of` reads them back, all set, as one frozen record per algorithm.
+`settings_of` reads them back, all set, as one frozen record whose fields are the
+table's own (no list of them is kept anywhere else).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import gymnasium as gym
 
 from pararl.errors import UsageError
-from pararl.images import ModelName, default_model
+from pararl.images import default_model
 
 EnvKind = Literal["discrete", "continuous", "image", "minatar"]
 ModelChoice = Literal["auto", "mlp", "nature-cnn", "minatar-cnn"]
-S = TypeVar("S")
 
 KIND_TEXT: dict[EnvKind, str] = {
     "discrete": "discrete actions",
@@ -38,9 +37,12 @@ def env_kind(observation_space: gym.Space, action_space: gym.Space) -> EnvKind:
     return "discrete" if isinstance(action_space, gym.spaces.Discrete) else "continuous"
 
 
-def settings_of(config: Any, cls: type[S]) -> S:
-    """`cls` (a frozen dataclass of kind-dependent fields) from `config`'s values."""
-    values = {f.name: getattr(config, f.name) for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+def settings_of(config: Any) -> Any:
+    """The fields of `config` whose defaults depend on the kind of env (those its
+    `BY_KIND` rows fill, beyond the budget and intervals every run has), all set, as
+    one frozen record (`<Algo>Settings`, made once from the config class's own table)."""
+    cls = settings_class(type(config))
+    values = {f.name: getattr(config, f.name) for f in dataclasses.fields(cls)}
     unset = [name for name, value in values.items() if value in (None, "auto")]
     if unset:
         raise UsageError(
@@ -49,65 +51,26 @@ def settings_of(config: Any, cls: type[S]) -> S:
     return cls(**values)
 
 
-@dataclass(frozen=True)
-class DQNSettings:
-    """The DQN fields whose defaults depend on the kind of env, all set."""
-
-    lr: float
-    gamma: float
-    buffer_size: int
-    batch_size: int
-    learning_starts: int
-    replay_ratio: float
-    n_step: int
-    double_dqn: bool
-    target_update: int
-    eps_end: float
-    eps_decay_steps: int
-    model: ModelName
-    optimizer: Literal["adam", "rmsprop"]
+_SETTINGS: dict[type, type] = {}
 
 
-@dataclass(frozen=True)
-class PPOSettings:
-    """The PPO fields whose defaults depend on the kind of env, all set."""
-
-    num_steps: int
-    lr: float
-    gamma: float
-    gae_lambda: float
-    minibatch_size: int
-    update_epochs: int
-    clip_vloss: bool
-    vf_coef: float
-    norm_obs: bool
-    norm_reward: bool
-    clip_coef: float
-    ent_coef: float
-    model: ModelName
-
-
-@dataclass(frozen=True)
-class SACSettings:
-    """The SAC fields whose defaults depend on the kind of env, all set."""
-
-    lr: float
-    gamma: float
-    buffer_size: int
-    batch_size: int
-    learning_starts: int
-    replay_ratio: float
-    n_step: int
-    tau: float
+def settings_class(config_cls: type) -> type:
+    """The frozen record of `config_cls`'s kind-dependent fields, in field order (made
+    once per config class)."""
+    if config_cls in _SETTINGS:
+        return _SETTINGS[config_cls]
+    run = next(c for c in reversed(config_cls.__mro__) if "BY_KIND" in vars(c))
+    every_run = {name for row in run.BY_KIND.values() for name in row}  # type: ignore[attr-defined]
+    by_kind = {name for row in config_cls.BY_KIND.values() for name in row}  # type: ignore[attr-defined]
+    names = [
+        f.name
+        for f in dataclasses.fields(config_cls)
+        if f.name in by_kind and f.name not in every_run
+    ]
+    name = config_cls.__name__.removesuffix("Config") + "Settings"
+    made = dataclasses.make_dataclass(name, [(n, Any) for n in names], frozen=True)
+    _SETTINGS[config_cls] = made
+    return made
 
 
-__all__ = [
-    "KIND_TEXT",
-    "DQNSettings",
-    "EnvKind",
-    "ModelChoice",
-    "PPOSettings",
-    "SACSettings",
-    "env_kind",
-    "settings_of",
-]
+__all__ = ["KIND_TEXT", "EnvKind", "ModelChoice", "env_kind", "settings_class", "settings_of"]

@@ -8,7 +8,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 import tyro
 
-from pararl.config.kinds import EnvKind, ModelChoice, PPOSettings, settings_of
+from pararl.config.kinds import EnvKind, ModelChoice
 from pararl.config.run import RunConfig, raise_first, unset_or
 from pararl.errors import UsageError
 
@@ -182,11 +182,6 @@ class PPOConfig(RunConfig):
         raise_first(checks)
         if self.workers is not None:  # the split needs no machine then: check it now
             self.split_envs(self.workers)
-
-    @property
-    def settings(self) -> PPOSettings:
-        """The kind-dependent fields, once filled in (`for_env`)."""
-        return settings_of(self, PPOSettings)
 
 
 __all__ = ["PPOConfig"]

@@ -19,7 +19,7 @@ import gymnasium as gym
 
 from pararl import extras
 from pararl.config.env_kwargs import EnvKwargs, check_env_kwargs
-from pararl.config.kinds import EnvKind, env_kind
+from pararl.config.kinds import EnvKind, env_kind, settings_of
 from pararl.errors import UsageError
 
 C = TypeVar("C", bound="RunConfig")
@@ -171,6 +171,13 @@ class RunConfig:
         return self.checkpoint_every
 
     @property
+    def settings(self) -> Any:
+        """The fields whose defaults depend on the kind of env, all set (a frozen
+        record made from `BY_KIND`'s own names: `kinds.settings_of`), once filled in
+        (`for_env`)."""
+        return settings_of(self)
+
+    @property
     def budget(self) -> int:
         """`total_steps`, once filled in (`for_env`)."""
         if self.total_steps is None:
@@ -236,4 +243,16 @@ class RunConfig:
             raise UsageError(extras.hint("Ray", "ray", "--backend ray"))
 
 
-__all__ = ["Filled", "RunConfig"]
+def configs() -> dict[str, type[RunConfig]]:
+    """Every algorithm's config class (each subclass of `RunConfig`) by its name, the
+    name `config.json` keeps (`config.saved`)."""
+    found: dict[str, type[RunConfig]] = {}
+    todo = list(RunConfig.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo += cls.__subclasses__()
+        found[cls.__name__] = cls
+    return found
+
+
+__all__ = ["Filled", "RunConfig", "configs"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from pararl.config.kinds import EnvKind, SACSettings, settings_of
+from pararl.config.kinds import EnvKind
 from pararl.config.offpolicy import replay_checks
 from pararl.config.run import RunConfig, raise_first, unset_or
 
@@ -95,11 +95,6 @@ class SACConfig(RunConfig):
                 (self.alpha > 0, "--alpha must be > 0"),
             ]
         )
-
-    @property
-    def settings(self) -> SACSettings:
-        """The kind-dependent fields, once filled in (`for_env`)."""
-        return settings_of(self, SACSettings)
 
 
 __all__ = ["SACConfig"]

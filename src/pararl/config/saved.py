@@ -9,17 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pararl.config.dqn import DQNConfig
-from pararl.config.maml import MAMLConfig
-from pararl.config.ppo import PPOConfig
-from pararl.config.run import RunConfig
-from pararl.config.sac import SACConfig
+from pararl.config.run import RunConfig, configs
 from pararl.errors import UsageError
-
-# every config a run directory can hold, by the class name `to_json` writes
-SAVED: dict[str, type[RunConfig]] = {
-    c.__name__: c for c in (DQNConfig, SACConfig, PPOConfig, MAMLConfig)
-}
 
 
 def to_json(config: RunConfig, extra: dict[str, Any] | None = None) -> str:
@@ -32,7 +23,7 @@ def to_json(config: RunConfig, extra: dict[str, Any] | None = None) -> str:
 def config_from_json(text: str) -> RunConfig:
     """A config saved by `to_json` (unknown keys, e.g. derived facts, are ignored)."""
     data = json.loads(text)
-    cls = SAVED.get(data.pop("algo", ""))
+    cls = configs().get(data.pop("algo", ""))
     if cls is None:
         raise UsageError("config.json names no known algorithm; is this a pararl run dir?")
     names = {f.name for f in dataclasses.fields(cls)}
@@ -67,4 +58,4 @@ def saved_config(run_dir: Path) -> RunConfig:
     return config_from_json(path.read_text())
 
 
-__all__ = ["SAVED", "config_from_json", "saved_config", "saved_facts", "to_json"]
+__all__ = ["config_from_json", "saved_config", "saved_facts", "to_json"]

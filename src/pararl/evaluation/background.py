@@ -28,7 +28,7 @@ import torch
 from gymnasium.envs.registration import EnvSpec
 
 from pararl.evaluation.child import EvalChild
-from pararl.evaluation.episodes import DEFAULT_EPISODE_CAP, EvalActions, GreedyModel, Progress
+from pararl.evaluation.episodes import DEFAULT_EPISODE_CAP, EvalActions, Progress
 from pararl.mp.errors import WorkerTimeoutError
 from pararl.weights.base import numpy_state
 
@@ -73,7 +73,7 @@ class BackgroundEvaluator:
     def busy(self) -> bool:
         return self._sent_at is not None
 
-    def submit(self, policy: GreedyModel) -> None:
+    def submit(self, policy: torch.nn.Module) -> None:
         self._request(("eval", numpy_state(policy)))
 
     def _request(self, message: tuple[str, Any]) -> None:

@@ -18,17 +18,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 from pararl import seeding
 from pararl.envs.modules import split_env_id
+from pararl.models.acting import Draws, Mode, Policy, starts
 from pararl.vector import SerialVectorEnv
 
-Policy = Callable[[np.ndarray], np.ndarray]  # batch of observations -> batch of actions
-EvalActions = Literal["greedy", "sampled"]
+EvalActions = Mode
 
 # The longest evaluation episode of an env without a time limit of its own: an
 # Atari game's cap (108,000 frames at frame skip 4, Machado et al. 2018).
@@ -126,34 +126,15 @@ def progress_notes(say: Callable[[str], None], what: str) -> ProgressFn:
     return note
 
 
-class GreedyModel(Protocol):
-    """A network that can act greedily and be copied (QNetwork, ActorCritic)."""
+def action_draws(actions: EvalActions, seed: int, stream: tuple[int, ...]) -> Draws:
+    """The streams sampled evaluations draw from, seeded by the stream
+    `("eval-actions", *stream)` of the run's seed (greedy ones draw nothing)."""
+    import torch  # the evaluations' own torch stream
 
-    def greedy(self, obs: np.ndarray) -> np.ndarray: ...
-
-    def state_dict(self) -> dict: ...
-
-
-def as_policy(policy: Policy | GreedyModel, generator: Any = None) -> Policy:
-    """The function of observations a model acts by: its greedy actions, or, given
-    a torch `generator`, actions sampled from it (`stochastic`, drawn from there)."""
-    if generator is not None:
-        stochastic = getattr(policy, "stochastic", None)
-        if not callable(stochastic):
-            raise TypeError(f"a {type(policy).__name__} cannot sample its actions")
-        return lambda obs: stochastic(obs, generator)
-    greedy = getattr(policy, "greedy", None)
-    return greedy if callable(greedy) else policy  # type: ignore[return-value]
-
-
-def action_generator(actions: EvalActions, seed: int, stream: tuple[int, ...]) -> Any:
-    """The torch generator sampled evaluations draw from (None: greedy), seeded by
-    the stream `("eval-actions", *stream)` of the run's seed."""
     if actions == "greedy":
-        return None
-    import torch  # only sampled evaluations need it here
-
-    return torch.Generator().manual_seed(seeding.integer(seed, "eval-actions", *stream))
+        return Draws()
+    generator = torch.Generator().manual_seed(seeding.integer(seed, "eval-actions", *stream))
+    return Draws(seeding.generator(seed, "eval-actions", *stream), generator)
 
 
 def eval_seeds(seed: int, episodes: int, stream: tuple[int, ...] = (), call: int = 0) -> list[int]:
@@ -183,24 +164,30 @@ class Evaluator:
     ) -> None:
         self.episodes, self.max_steps = episodes, max_steps
         self.seed, self.stream = seed, stream
-        self.generator = action_generator(actions, seed, stream)
+        self.mode: Mode = actions
+        self.draws = action_draws(actions, seed, stream)
         self.calls = 0
         self.envs = SerialVectorEnv([env_fn] * episodes)
         self._result: Episodes | None = None
         self.progress: ProgressFn | None = None  # told how far a running evaluation is
 
     def run(self, policy: Policy, progress: ProgressFn | None = None) -> Episodes:
-        """One episode per env (undiscounted true env reward); `progress` is told
-        how far it is every `PROGRESS_EVERY_S` seconds."""
+        """One episode per env (undiscounted true env reward), `policy` acting through
+        its one acting call, greedy or sampled as this evaluator says; `progress` is
+        told how far it is every `PROGRESS_EVERY_S` seconds."""
         obs, _ = self.envs.reset(seed=eval_seeds(self.seed, self.episodes, self.stream, self.calls))
         self.calls += 1
         returns = np.zeros(self.episodes)
         lengths = np.zeros(self.episodes, np.int64)
         truncated = np.zeros(self.episodes, bool)
         running = np.ones(self.episodes, dtype=bool)
+        state, first = policy.initial_state(self.episodes), starts(self.episodes)
         next_report = time.monotonic() + PROGRESS_EVERY_S
         for step in range(1, self.max_steps + 1):
-            obs, reward, term, trunc, _ = self.envs.step(policy(obs))
+            acted = policy.act(obs, state, first, self.mode, self.draws)
+            state = acted.state
+            obs, reward, term, trunc, _ = self.envs.step(acted.action)
+            first = term | trunc
             returns += np.where(running, reward, 0.0)
             lengths += running
             truncated |= running & trunc & ~term
@@ -218,12 +205,8 @@ class Evaluator:
     def busy(self) -> bool:
         return False
 
-    def policy(self, model: Policy | GreedyModel) -> Policy:
-        """How `model` acts in these evaluations (greedy, or sampled)."""
-        return as_policy(model, self.generator)
-
-    def submit(self, policy: Policy | GreedyModel) -> None:
-        self._result = self.run(self.policy(policy), self.progress)
+    def submit(self, policy: Policy) -> None:
+        self._result = self.run(policy, self.progress)
 
     def poll(self, timeout: float = 0.0) -> Episodes | None:
         """The episodes of the last `submit`, once (None if already taken)."""

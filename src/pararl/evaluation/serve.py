@@ -15,6 +15,7 @@ import torch
 from gymnasium.envs.registration import EnvSpec
 
 from pararl.evaluation.episodes import EvalActions, Evaluator
+from pararl.models.acting import Policy
 from pararl.mp.threads import one_thread
 from pararl.weights.base import load_numpy_state
 
@@ -35,6 +36,7 @@ def serve(
     one_thread()
     evaluator = Evaluator(env_fn, episodes, seed, stream, max_steps, actions)
     model = model_fn()
+    assert isinstance(model, Policy), f"a {type(model).__name__} has no acting call"
     warm = False
     try:
         while True:
@@ -50,8 +52,7 @@ def serve(
                 conn.send((True, learning_curve(*payload)))
                 continue
             load_numpy_state(model, payload)
-            policy = evaluator.policy(model)
-            conn.send((True, evaluator.run(policy, lambda p: conn.send((True, p)))))
+            conn.send((True, evaluator.run(model, lambda p: conn.send((True, p)))))
     finally:
         evaluator.close()
 

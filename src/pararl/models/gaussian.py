@@ -35,6 +35,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from pararl.models.acting import Acted, Draws, FeedForward, Mode, State
 from pararl.models.networks import ActorCritic, mlp
 
 Params = dict[str, torch.Tensor]
@@ -55,7 +56,7 @@ def gaussian_log_likelihood(
     return gaussian_log_prob((actions - mean) * torch.exp(-log_std), log_std)
 
 
-class GaussianMLP(nn.Module):
+class GaussianMLP(FeedForward, nn.Module):
     """mean = MLP(obs) (tanh hidden layers), std = exp(log_std), state-independent.
 
     Weights Xavier-uniform, biases zero, initial std `init_std` (1.0 in MAML's
@@ -83,6 +84,19 @@ class GaussianMLP(nn.Module):
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The Gaussian's mean [..., action_dim] and log-std [action_dim]."""
         return self.body(obs), self.log_std.clamp(min=self.min_log_std)
+
+    @torch.no_grad()
+    def act(
+        self, obs: np.ndarray, state: State, first: np.ndarray, mode: Mode, draws: Draws
+    ) -> Acted:
+        """The policy protocol (`models.acting`): the mean, or mean + std * noise with
+        the noise drawn from `draws.rng` (numpy's stream, as the sampler draws it)."""
+        del first
+        mean, log_std = self(torch.as_tensor(np.asarray(obs, np.float32)))
+        if mode == "greedy":
+            return Acted(mean.numpy(), state)
+        noise = draws.numpy.standard_normal(tuple(mean.shape)).astype(np.float32)
+        return Acted((mean + log_std.exp() * torch.from_numpy(noise)).numpy(), state)
 
     def params(self) -> Params:
         """The module's own parameters by name (the meta-parameters)."""

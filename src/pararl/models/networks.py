@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from pararl.intraop import torch_threads
+from pararl.models.acting import Acted, Draws, FeedForward, Mode, State, device_of
 from pararl.models.normalize import OFF, Normalizer, NormSettings
 
 
@@ -27,7 +28,7 @@ def mlp(
     return nn.Sequential(*layers)
 
 
-class QNetwork(nn.Module):
+class QNetwork(FeedForward, nn.Module):
     """Q(s, ·) for a discrete action set: an MLP on the flattened observation, or a
     `trunk` (an image network, `models.cnn`) with a linear head. `dueling`: the head
     is a value and an advantage stream, Q = V + A - mean(A) (Wang et al. 2016)."""
@@ -65,9 +66,20 @@ class QNetwork(nn.Module):
     @torch.no_grad()
     def greedy(self, obs: np.ndarray) -> np.ndarray:
         """Greedy actions for a batch of observations (numpy in, numpy out)."""
-        device = next(self.parameters()).device
-        q = self(torch.as_tensor(obs, device=device))
+        q = self(torch.as_tensor(obs, device=device_of(self)))
         return q.argmax(dim=1).cpu().numpy()
+
+    def act(
+        self, obs: np.ndarray, state: State, first: np.ndarray, mode: Mode, draws: Draws
+    ) -> Acted:
+        """The policy protocol (`models.acting`): greedy actions; `sampled`, each
+        replaced by a uniform one with probability `draws.epsilon`."""
+        del first
+        actions = self.greedy(obs)
+        if mode == "sampled":
+            explore = draws.numpy.random(len(actions)) < draws.epsilon
+            actions[explore] = draws.numpy.integers(0, self.num_actions, size=int(explore.sum()))
+        return Acted(actions, state)
 
 
 class Trunk(nn.Module):
@@ -121,7 +133,7 @@ def _orthogonal(module: nn.Module, out_gain: float) -> None:
                 nn.init.zeros_(layer.bias)
 
 
-class ActorCritic(nn.Module):
+class ActorCritic(FeedForward, nn.Module):
     """Policy and value MLPs (separate by default, or one shared body) for PPO; or,
     given a `trunk` (an image network, `models.cnn`), one shared trunk with a linear
     policy head and a linear value head.
@@ -184,7 +196,7 @@ class ActorCritic(nn.Module):
             out, self.log_std.exp().expand_as(out), validate_args=False
         )
 
-    def act(
+    def act_tensors(
         self, obs: torch.Tensor, deterministic: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Actions, their log-probabilities and the state values."""
@@ -224,19 +236,35 @@ class ActorCritic(nn.Module):
     def greedy(self, obs: np.ndarray) -> np.ndarray:
         """Deterministic actions (argmax / mean) for a batch of observations; the
         actor alone (no values, no log-probabilities: evaluation steps call this)."""
-        device = next(self.parameters()).device
-        out = self.actor(self._features(torch.as_tensor(obs, device=device)))
+        out = self.actor(self._features(torch.as_tensor(obs, device=device_of(self))))
         return (out.argmax(-1) if self.discrete else out).cpu().numpy()
 
     @torch.no_grad()
-    def stochastic(self, obs: np.ndarray, generator: torch.Generator) -> np.ndarray:
-        """Actions sampled from the policy for a batch of observations, drawn from
-        `generator` (the evaluations' own stream); the actor alone."""
-        device = next(self.parameters()).device
-        out = self.actor(self._features(torch.as_tensor(obs, device=device)))
-        out = out.cpu()  # drawn on the CPU, where the generator is
+    def act(
+        self, obs: np.ndarray, state: State, first: np.ndarray, mode: Mode, draws: Draws
+    ) -> Acted:
+        """The policy protocol (`models.acting`). `greedy`: the actor alone. `sampled`:
+        from `draws.generator`, with the log-probabilities and the state values a
+        rollout stores; without a generator, from torch's global stream on the
+        network's device, as a seeded training rollout (and SB3) draws."""
+        del first
+        if mode == "greedy":
+            return Acted(self.greedy(obs), state)
+        tensor = torch.as_tensor(obs, device=device_of(self))
+        if draws.generator is None:
+            action, logprob, value = self.act_tensors(tensor)
+            return Acted(action.cpu().numpy(), state, logprob.cpu().numpy(), value.cpu().numpy())
+        features = self._features(tensor)
+        out = self.actor(features).cpu()  # drawn on the CPU, where the generator is
         if self.discrete:
-            probs = torch.softmax(out, -1)
-            return torch.multinomial(probs, 1, True, generator=generator).squeeze(-1).numpy()
-        noise = torch.randn(out.shape, generator=generator)
-        return (out + self.log_std.detach().cpu().exp() * noise).numpy()
+            log_probs = torch.log_softmax(out, -1)
+            action = torch.multinomial(log_probs.exp(), 1, True, generator=draws.generator)
+            logprob = log_probs.gather(-1, action).squeeze(-1)
+            action = action.squeeze(-1)
+        else:
+            std = self.log_std.detach().cpu().exp()
+            noise = torch.randn(out.shape, generator=draws.generator)
+            action = out + std * noise
+            logprob = torch.distributions.Normal(out, std).log_prob(action).sum(-1)
+        value = self.critic(features).squeeze(-1).cpu()
+        return Acted(action.numpy(), state, logprob.numpy(), value.numpy())

@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812 - the usual name
 from torch import nn
 
+from pararl.models.acting import Acted, Draws, FeedForward, Mode, State
 from pararl.models.gaussian import gaussian_log_prob
 from pararl.models.networks import mlp
 
@@ -37,7 +38,7 @@ def squash_log_det(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     return (log_dtanh + torch.log(scale)).sum(-1)
 
 
-class SquashedGaussianActor(nn.Module):
+class SquashedGaussianActor(FeedForward, nn.Module):
     """pi(a|s) for a Box action space with finite bounds `low`, `high`: an MLP (ReLU
     hidden layers, SB3's and CleanRL's SAC actor) gives the mean and the log standard
     deviation of x, whose tanh is scaled to the bounds."""
@@ -78,25 +79,31 @@ class SquashedGaussianActor(nn.Module):
         return action, log_prob
 
     @torch.no_grad()
-    def act(self, obs: np.ndarray, noise: np.ndarray) -> np.ndarray:
-        """Sampled actions for acting (numpy in, numpy out), `noise` ~ N(0, I) [B, A]."""
-        action, _ = self.sample(torch.as_tensor(obs), torch.as_tensor(noise))
-        return action.numpy()
+    def with_noise(self, obs: np.ndarray, noise: np.ndarray) -> np.ndarray:
+        """Sampled actions (numpy in, numpy out), `noise` ~ N(0, I) [B, A]."""
+        device = self.scale.device
+        action, _ = self.sample(
+            torch.as_tensor(obs, device=device), torch.as_tensor(noise, device=device)
+        )
+        return action.cpu().numpy()
 
     @torch.no_grad()
     def greedy(self, obs: np.ndarray) -> np.ndarray:
         """The deterministic actions scale * tanh(mean) + bias (evaluation)."""
-        device = self.scale.device
-        mean, _ = self(torch.as_tensor(obs, device=device))
+        mean, _ = self(torch.as_tensor(obs, device=self.scale.device))
         return (self.scale * torch.tanh(mean) + self.bias).cpu().numpy()
 
-    @torch.no_grad()
-    def stochastic(self, obs: np.ndarray, generator: torch.Generator) -> np.ndarray:
-        """Actions sampled from the squashed Gaussian, drawn from `generator`."""
-        device = self.scale.device
-        mean, log_std = self(torch.as_tensor(obs, device=device))
-        noise = torch.randn(mean.shape, generator=generator).to(device)  # the CPU's stream
-        return (self.scale * torch.tanh(mean + log_std.exp() * noise) + self.bias).cpu().numpy()
+    def act(
+        self, obs: np.ndarray, state: State, first: np.ndarray, mode: Mode, draws: Draws
+    ) -> Acted:
+        """The policy protocol (`models.acting`): the deterministic action, or a
+        sample with its noise drawn from `draws.rng` (numpy's stream)."""
+        del first
+        obs = np.asarray(obs, np.float32)
+        if mode == "greedy":
+            return Acted(self.greedy(obs), state)
+        noise = draws.numpy.standard_normal((len(obs), self.action_dim), dtype=np.float32)
+        return Acted(self.with_noise(obs, noise), state)
 
     @torch.no_grad()
     def uniform(self, count: int, rng: np.random.Generator) -> np.ndarray:

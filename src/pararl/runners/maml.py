@@ -26,7 +26,7 @@ import torch
 
 from pararl import seeding
 from pararl.algos.baseline import TaskBatch, task_batch
-from pararl.algos.maml import MAMLLearner, MeanAction, MetaBatch, make_model
+from pararl.algos.maml import MAMLLearner, MetaBatch, make_model
 from pararl.checkpoint import Header
 from pararl.config import MAMLConfig
 from pararl.devices import resolve_device
@@ -189,7 +189,7 @@ def train_loop(
         session.tick(
             state.env_steps,
             state.learner.updates,
-            MeanAction(state.learner.model),
+            state.learner.model,
             lambda: state.state(session.wall_s),
             stats,
         )

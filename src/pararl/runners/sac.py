@@ -1,10 +1,11 @@
 """SAC on the off-policy engine (`runners.offpolicy`): the same learner loop, chunk
 sources, replay and weight shipping as DQN, with SAC's run state (`algos.sac`), whose
-actors sample the squashed Gaussian (`samplers.chunks.explore.SquashedSampling`)."""
+actors sample the squashed Gaussian (`algos.sac.SquashedSampling`)."""
 
 from __future__ import annotations
 
-from pararl.algos.sac import SACState
+from pararl.algos.fused import resolve_step_mode
+from pararl.algos.sac import SACState, compile_pays
 from pararl.config import SACConfig
 from pararl.devices import resolve_device
 from pararl.models import num_params
@@ -21,8 +22,9 @@ def plan(p: Prepared) -> Plan:
     cfg: SACConfig = p.config
     device = resolve_device(cfg.device)
     mode = offpolicy.resolve_mode(cfg)
+    step_mode = resolve_step_mode(cfg.compile, device, compile_pays(cfg, mode, device))
     state = SACState(
-        p.filled, p.observation_space, p.action_space, device, p.resume_state, mode=mode
+        p.filled, p.observation_space, p.action_space, device, p.resume_state, step_mode
     )
     learner = state.learner
     params = num_params(learner.actor) + num_params(learner.critic)

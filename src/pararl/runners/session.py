@@ -19,14 +19,7 @@ import numpy as np
 
 from pararl.config import RunConfig, to_json
 from pararl.evaluation.background import BackgroundEvaluator
-from pararl.evaluation.episodes import (
-    Episodes,
-    Evaluator,
-    GreedyModel,
-    Policy,
-    Progress,
-    progress_notes,
-)
+from pararl.evaluation.episodes import Episodes, Evaluator, Progress, progress_notes
 from pararl.evaluation.reported import ReportedReturns
 from pararl.logging import (
     Console,
@@ -128,7 +121,7 @@ class TrainSession:
         self.last_eval: float | None = evaluated[-1] if evaluated else None
         self.solved = False
         self._pending: tuple[int, float, StateFn] | None = None  # the evaluation in flight
-        self._policy: Policy | GreedyModel | None = None  # the last one `tick` was given
+        self._policy: Any = None  # the network `tick` was last given
         self._step_rate, self._update_rate = RateMeter(), RateMeter()
 
     def _state(self, state_fn: StateFn) -> dict[str, Any]:
@@ -153,13 +146,13 @@ class TrainSession:
         self,
         env_steps: int,
         updates: int,
-        policy: Policy | GreedyModel,
+        policy: Any,
         state_fn: StateFn,
         stats: Stats = None,
     ) -> None:
         """Log, evaluate and checkpoint when due. `stats` may be a function: it is
-        called only when a log line is written. `policy` is the greedy network (or a
-        function of observations; then evaluation runs in this process)."""
+        called only when a log line is written. `policy` is the acting network
+        (`models.acting`), whose weights a background evaluator is sent."""
         now = self.wall_s
         self._policy = policy
         self._latest = (env_steps, updates, stats)
@@ -196,12 +189,14 @@ class TrainSession:
     def _start_eval(
         self,
         env_steps: int,
-        policy: Policy | GreedyModel,
+        policy: Any,
         state_fn: StateFn,
         weights_move_on: bool = True,
     ) -> None:
         if self.evaluator.deferred and not hasattr(policy, "state_dict"):
-            raise TypeError("a background evaluator needs the network, not a function")
+            raise TypeError(
+                "a background evaluator needs the network, not a policy without weights"
+            )
         if self.evaluator.deferred and weights_move_on:
             # the weights move on while the episodes run: keep the evaluated state
             snapshot = copy.deepcopy(state_fn())
@@ -210,7 +205,7 @@ class TrainSession:
             self._pending = (env_steps, self.wall_s, state_fn)
         if isinstance(self.evaluator, Evaluator):  # in this process: it says how far it is
             self.evaluator.progress = self._progress_note(env_steps)
-        self.evaluator.submit(policy)  # type: ignore[arg-type]
+        self.evaluator.submit(policy)
         self._collect_eval()  # inline: the returns are in already
 
     def _collect_eval(self, timeout: float = 0.0) -> float | None:

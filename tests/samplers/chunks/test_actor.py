@@ -15,6 +15,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from pararl.algos.dqn import EpsilonGreedy, EpsilonSchedule
 from pararl.models import QNetwork
 from pararl.mp.shared import SharedArrays
 from pararl.replay.frame_memory import FrameReplay
@@ -24,7 +25,6 @@ from pararl.replay.prioritized import PrioritizedReplay
 from pararl.replay.uniform import ReplayBuffer
 from pararl.samplers.chunks.actor import _write_slot, outbox_specs, read_slot
 from pararl.samplers.chunks.actor_pool import ActorPool
-from pararl.samplers.chunks.explore import EpsilonGreedy, EpsilonSchedule
 from pararl.samplers.chunks.sampler import ActorSpec, ChunkSampler
 from pararl.samplers.chunks.source import Chunk
 

@@ -9,14 +9,15 @@ import functools
 import numpy as np
 import torch
 
+from pararl.algos.sac import SquashedSampling
 from pararl.envs.make import env_factory
 from pararl.models import squashed_actor
 from pararl.replay.nstep import Transitions
-from pararl.samplers.chunks.explore import SquashedSampling
 from pararl.samplers.chunks.sampler import ActorSpec, ChunkSampler
 
 LOW, HIGH = np.array([-2.0], np.float32), np.array([2.0], np.float32)
 MAKE = functools.partial(squashed_actor, 3, 1, (8,), LOW, HIGH)
+FIRST = np.ones(500, bool)
 
 
 def test_random_first_then_the_actors_samples() -> None:
@@ -24,15 +25,19 @@ def test_random_first_then_the_actors_samples() -> None:
     torch.manual_seed(0)
     a, b = policy.make_net(), policy.make_net()  # two different networks
     obs = np.random.default_rng(0).standard_normal((500, 3)).astype(np.float32)
-    first = policy.act(a, obs, 99, np.random.default_rng(1))
-    np.testing.assert_array_equal(first, policy.act(b, obs, 99, np.random.default_rng(1)))
+    first = policy.act(a, obs, None, FIRST, 99, np.random.default_rng(1)).action
+    np.testing.assert_array_equal(
+        first, policy.act(b, obs, None, FIRST, 99, np.random.default_rng(1)).action
+    )
     assert (first >= LOW).all()
     assert (first <= HIGH).all()
     assert first.std() > 1.0  # uniform on [-2, 2]: std 1.15
-    later = policy.act(a, obs, 100, np.random.default_rng(1))
+    later = policy.act(a, obs, None, FIRST, 100, np.random.default_rng(1)).action
     noise = np.random.default_rng(1).standard_normal((500, 1), dtype=np.float32)
-    np.testing.assert_array_equal(later, a.act(obs, noise))  # the actor's own sample
-    assert not np.array_equal(later, policy.act(b, obs, 100, np.random.default_rng(1)))
+    np.testing.assert_array_equal(later, a.with_noise(obs, noise))  # the actor's own sample
+    assert not np.array_equal(
+        later, policy.act(b, obs, None, FIRST, 100, np.random.default_rng(1)).action
+    )
 
 
 def test_chunks_of_continuous_transitions() -> None:

@@ -16,6 +16,7 @@ import numpy as np
 from torch import nn
 
 from pararl import seeding
+from pararl.models.acting import Policy
 from pararl.replay.frame_steps import FrameStepBuilder, FrameSteps
 from pararl.replay.nstep import NStepBuilder, Transitions
 from pararl.samplers.chunks.explore import ActingPolicy
@@ -97,6 +98,10 @@ class ChunkSampler:
             )
             self.frames.reset(self.obs)
         self.steps = 0  # vector steps taken
+        # what the acting network carries between steps, and where episodes start
+        assert isinstance(self.net, Policy)
+        self.state = self.net.initial_state(spec.num_envs)
+        self.first = np.ones(spec.num_envs, bool)
 
     def sample(
         self, env_steps: Callable[[], int], every_step: Callable[[int], None] = lambda _: None
@@ -107,8 +112,10 @@ class ChunkSampler:
         start, parts, returns = time.monotonic(), [], []
         policy = self.spec.policy
         for _ in range(self.spec.chunk_steps):
-            actions = policy.act(self.net, self.obs, env_steps(), self.rng)
+            acted = policy.act(self.net, self.obs, self.state, self.first, env_steps(), self.rng)
+            actions, self.state = acted.action, acted.state
             next_obs, reward, term, trunc, infos = self.envs.step(actions)
+            self.first = term | trunc
             if self.frames is not None:
                 self.frames.add(self.obs, actions, reward, next_obs, term, trunc)
             else:

@@ -24,6 +24,7 @@ import torch
 
 from pararl.gae import gae
 from pararl.models import ActorCritic
+from pararl.models.acting import Draws, State
 from pararl.models.normalize import DiscountedReturns
 from pararl.vector import ParallelVectorEnv
 
@@ -71,14 +72,22 @@ def advantages_and_returns(
 @dataclass
 class EnvStream:
     """Where a sampler's envs are between rollouts: the observations to act on next,
-    and each env's running discounted return."""
+    each env's running discounted return, where an episode starts with those
+    observations (`first`), and what the policy carries between steps (`state`;
+    None for a feed-forward policy)."""
 
     obs: np.ndarray
     returns: DiscountedReturns
+    first: np.ndarray
+    state: State = None
 
     @classmethod
-    def start(cls, obs: np.ndarray, gamma: float) -> EnvStream:
-        return cls(obs, DiscountedReturns(len(obs), gamma))
+    def start(cls, obs: np.ndarray, gamma: float, state: State = None) -> EnvStream:
+        return cls(obs, DiscountedReturns(len(obs), gamma), np.ones(len(obs), bool), state)
+
+    def stepped(self, ids: np.ndarray, terminated: np.ndarray, truncated: np.ndarray) -> None:
+        """Envs `ids` took a step: those whose episode ended start anew (SAME_STEP)."""
+        self.first[ids] = terminated | truncated
 
 
 class Rollout:
@@ -101,13 +110,17 @@ class Rollout:
         self.final_values = np.zeros((steps, n))
         self.terminated = np.zeros((steps, n), bool)
         self.truncated = np.zeros((steps, n), bool)
+        self.draws = Draws()  # torch's global stream (seeded per process)
 
-    @torch.no_grad()
-    def act(self, t: int, ids: np.ndarray, obs: np.ndarray) -> np.ndarray:
-        """Sample actions for envs `ids` at step `t` with the acting copy; store them."""
-        action, logprob, value = self.actor.act(torch.as_tensor(obs, device=self.device))
-        self.obs[t, ids], self.actions[t, ids] = obs, action.cpu().numpy()
-        self.logprobs[t, ids], self.values[t, ids] = logprob.cpu().numpy(), value.cpu().numpy()
+    def act(self, t: int, ids: np.ndarray, obs: np.ndarray, stream: EnvStream) -> np.ndarray:
+        """Sample actions for envs `ids` at step `t` with the acting copy (through its
+        one acting call, carrying `stream`'s state); store them."""
+        acted = self.actor.act(obs, stream.state, stream.first[ids], "sampled", self.draws)
+        assert acted.logprob is not None
+        assert acted.value is not None
+        stream.state = acted.state
+        self.obs[t, ids], self.actions[t, ids] = obs, acted.action
+        self.logprobs[t, ids], self.values[t, ids] = acted.logprob, acted.value
         return self.actions[t, ids]
 
     @torch.no_grad()
@@ -178,8 +191,9 @@ def collect(
     n = envs.num_envs
     rollout, ids, obs = Rollout(actor, spec, n, stream.returns), np.arange(n), stream.obs
     for t in range(spec.num_steps):
-        actions = rollout.act(t, ids, obs)
+        actions = rollout.act(t, ids, obs, stream)
         obs, reward, terminated, truncated, infos = envs.step(actions)
+        stream.stepped(ids, terminated, truncated)
         rollout.record(
             t, ids, reward, terminated, truncated, _truncated_final_obs(infos, truncated)
         )
@@ -209,7 +223,7 @@ def collect_double(
     )
     finals: dict[int, Any] = {}
     for ids in halves:
-        envs.send(rollout.act(0, ids, obs[ids]), ids)
+        envs.send(rollout.act(0, ids, obs[ids], stream), ids)
     while min(t) < steps:
         o, r, term, trunc, infos, ids = envs.recv(min_envs=1)
         pending_obs[ids], pending["rew"][ids] = o, r
@@ -221,6 +235,7 @@ def collect_double(
             if t[h] >= steps or not back[group].all():
                 continue
             truncated = pending["trunc"][group]
+            stream.stepped(group, pending["term"][group], truncated)
             rollout.record(
                 t[h],
                 group,
@@ -232,7 +247,7 @@ def collect_double(
             back[group] = False
             t[h] += 1
             if t[h] < steps:
-                envs.send(rollout.act(t[h], group, pending_obs[group]), group)
+                envs.send(rollout.act(t[h], group, pending_obs[group], stream), group)
     stream.obs = pending_obs
     return rollout.finish(pending_obs)
 

@@ -1,0 +1,125 @@
+"""How every pararl policy acts: one call, for every network, wherever it acts.
+
+    acted = policy.act(obs, state, first, mode, draws)
+
+- `obs`: a batch of observations `[B, *obs_shape]` (numpy);
+- `state`: what the policy carries from one step to the next, per env (None for a
+  feed-forward policy; `initial_state(B)` gives a new one);
+- `first`: `[B]` bools, True where an env's episode starts with `obs` (a policy with
+  state resets those rows; a feed-forward one ignores it);
+- `mode`: `greedy` (the most likely action: argmax, the Gaussian's mean) or `sampled`
+  (drawn from the policy; a Q-network's is epsilon-greedy);
+- `draws`: where a sampled action's randomness comes from (`Draws`).
+
+It returns an `Acted`: the actions `[B, ...]` (numpy) and the next state, and, from an
+actor-critic, the log-probabilities and values its training needs.
+
+The callers are training's actors (off-policy chunks, PPO's rollouts), evaluations (in
+the training process and in the evaluation child), `pararl.load(run).act(...)` and
+playback. SB3's `predict(obs, state, episode_start, deterministic)` is the same idea.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import numpy as np
+import torch
+
+Mode = Literal["greedy", "sampled"]
+State = Any  # None for feed-forward policies
+
+
+@dataclass
+class Draws:
+    """The random streams a `sampled` action draws from, and a Q-policy's epsilon.
+
+    - `rng`: numpy's stream (Gaussian noise of SAC's and MAML's policies, TD3's
+      exploration noise, epsilon-greedy's coin and uniform actions);
+    - `generator`: torch's stream (an actor-critic's categorical or Gaussian draws);
+      None: torch's global stream, as a training rollout seeded with `torch.manual_seed`
+      draws (and SB3 does), so the two can be compared draw for draw;
+    - `epsilon`: the probability of a uniform action of a `sampled` Q-policy.
+    """
+
+    rng: np.random.Generator | None = None
+    generator: torch.Generator | None = None
+    epsilon: float = 0.0
+
+    @property
+    def numpy(self) -> np.random.Generator:
+        """`rng`, which a policy that draws with numpy needs."""
+        if self.rng is None:
+            raise ValueError("this policy samples with numpy: give Draws an rng")
+        return self.rng
+
+
+@dataclass(frozen=True)
+class Acted:
+    """What one `act` call gives: actions and the next state; an actor-critic's
+    sampled actions also carry their log-probabilities and the state values."""
+
+    action: np.ndarray
+    state: State = None
+    logprob: np.ndarray | None = None
+    value: np.ndarray | None = None
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """Anything that acts: every network pararl trains acts through this one call."""
+
+    def initial_state(self, batch: int) -> State:
+        """The state of `batch` envs at their episodes' starts (None: feed-forward)."""
+
+    def act(
+        self, obs: np.ndarray, state: State, first: np.ndarray, mode: Mode, draws: Draws
+    ) -> Acted:
+        """Actions for the batch `obs` (see the module docstring)."""
+
+
+class FeedForward:
+    """The part of `Policy` every policy without memory shares: no state to carry."""
+
+    def initial_state(self, batch: int) -> State:
+        del batch
+        return None
+
+
+class Stateless(FeedForward):
+    """A function of a batch of observations as a `Policy` (the same actions in
+    either mode): a scripted or random policy to evaluate, a baseline."""
+
+    def __init__(self, fn: Callable[[np.ndarray], np.ndarray]) -> None:
+        self.fn = fn
+
+    def act(
+        self, obs: np.ndarray, state: State, first: np.ndarray, mode: Mode, draws: Draws
+    ) -> Acted:
+        del first, mode, draws
+        return Acted(np.asarray(self.fn(obs)), state)
+
+
+def starts(batch: int) -> np.ndarray:
+    """`first` for `batch` envs whose episodes all start now."""
+    return np.ones(batch, bool)
+
+
+def device_of(module: torch.nn.Module) -> torch.device:
+    """Where a network's parameters are (its acting device)."""
+    return next(module.parameters()).device
+
+
+__all__ = [
+    "Acted",
+    "Draws",
+    "FeedForward",
+    "Mode",
+    "Policy",
+    "State",
+    "Stateless",
+    "device_of",
+    "starts",
+]
