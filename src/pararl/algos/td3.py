@@ -1,0 +1,420 @@
+"""TD3: the deterministic actor, the learner, how its actors explore, and the run's
+state (actor, twin critics and their targets, replay memory, counters, checkpoint).
+
+    a'    = clip(pi'(s') + clip(eps, -c, c), low, high),      eps ~ N(0, sigma~^2)
+    y     = G + gamma^n min_j Q'_j(s', a')
+    J_Q   = sum_j E[(Q_j(s, a) - y)^2]
+    J_pi  = -E[Q_1(s, pi(s))]                       every `policy_delay` critic steps,
+    theta' <- tau theta + (1 - tau) theta'           then the targets, actor's and critics'
+
+`G` and `gamma^n` are the replay's n-step return and discount: the discount is 0 only
+after a termination, so a time-limit truncation bootstraps from `s'`. Noise scales
+(`exploration_noise`, `target_noise`, `target_noise_clip`) are fractions of half the
+action range, as SB3 applies them to actions rescaled to [-1, 1].
+
+References: Fujimoto et al. 2018, "Addressing Function Approximation Error in
+Actor-Critic Methods" (Algorithm 1); settings are rl-zoo's MuJoCo TD3 (`config.td3`).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+
+from pararl import seeding
+from pararl.algos.fused import FusedSteps, Mode, program_boundary
+from pararl.algos.offpolicy import ReplayState
+from pararl.config import Filled
+from pararl.config.td3 import TD3Config
+from pararl.errors import UsageError
+from pararl.images import is_image
+from pararl.models.acting import Acted, Draws, FeedForward, State
+from pararl.models.critics import TwinQ
+from pararl.models.networks import mlp
+from pararl.optim import FlatAdam
+from pararl.replay.make import make_replay
+from pararl.replay.nstep import Transitions
+
+# metrics.csv columns of a TD3 run, beside the session's and the off-policy loop's
+METRICS = ("critic_loss", "actor_loss", "q_mean")
+
+
+class DeterministicActor(FeedForward, nn.Module):
+    """pi(s) = scale * tanh(MLP(s)) + bias: a ReLU MLP squashed into the env's bounds.
+    Its `sampled` actions are TD3's exploration: pi(s) plus Gaussian noise of standard
+    deviation `noise * scale`, clipped to the bounds."""
+
+    low: torch.Tensor
+    high: torch.Tensor
+    scale: torch.Tensor
+    bias: torch.Tensor
+
+    def __init__(
+        self,
+        obs_dim: int,
+        action_dim: int,
+        hidden: Sequence[int],
+        low: np.ndarray,
+        high: np.ndarray,
+        noise: float = 0.1,
+    ) -> None:
+        super().__init__()
+        self.obs_dim, self.action_dim, self.hidden = obs_dim, action_dim, tuple(hidden)
+        self.noise = noise
+        self.body = mlp(obs_dim, hidden, action_dim)
+        self.register_buffer("low", torch.as_tensor(np.asarray(low, np.float32)))
+        self.register_buffer("high", torch.as_tensor(np.asarray(high, np.float32)))
+        self.register_buffer("scale", (self.high - self.low) / 2)
+        self.register_buffer("bias", (self.high + self.low) / 2)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.scale * torch.tanh(self.body(obs.flatten(1).float())) + self.bias
+
+    @torch.no_grad()
+    def act(
+        self, obs: np.ndarray, state: State, first: np.ndarray, mode: Any, draws: Draws
+    ) -> Acted:
+        """The policy protocol (`models.acting`): pi(s), or pi(s) plus exploration
+        noise drawn from `draws.rng`, within the bounds."""
+        del first
+        action = self(torch.as_tensor(np.asarray(obs, np.float32), device=self.scale.device))
+        action = action.cpu().numpy()
+        if mode == "sampled":
+            scale = self.scale.cpu().numpy()
+            action = action + self.noise * scale * draws.numpy.standard_normal(action.shape)
+            action = np.clip(action, self.low.cpu().numpy(), self.high.cpu().numpy())
+        return Acted(action.astype(np.float32), state)
+
+    def uniform(self, count: int, rng: np.random.Generator) -> np.ndarray:
+        """`count` actions drawn uniformly within the bounds (the first env steps)."""
+        u = rng.uniform(-1.0, 1.0, (count, self.action_dim)).astype(np.float32)
+        return (self.scale.cpu().numpy() * u + self.bias.cpu().numpy()).astype(np.float32)
+
+
+def make_actor(
+    obs_dim: int,
+    action_dim: int,
+    hidden: Sequence[int],
+    low: np.ndarray,
+    high: np.ndarray,
+    noise: float,
+) -> DeterministicActor:
+    """The actor constructor actors and evaluations call (picklable by `functools.partial`)."""
+    return DeterministicActor(obs_dim, action_dim, hidden, low, high, noise)
+
+
+class TD3Learner:
+    """Owns the actor, the twin critics, their target copies and two flat Adams on one
+    device. A critic step runs every update; the actor's and the targets' every
+    `policy_delay`-th (two fused programs: `algos.fused`). The smoothing noise is
+    drawn before the step from the learner's own generator."""
+
+    def __init__(
+        self,
+        actor: DeterministicActor,
+        critic: TwinQ,
+        config: TD3Config,
+        device: torch.device,
+        step_mode: Mode = "eager",
+        noise_seed: int = 0,
+    ) -> None:
+        self.config, self.settings = config, config.settings
+        self.device, self.step_mode = device, step_mode
+        self.actor = actor.to(device)
+        self.critic = critic.to(device)
+        self.actor_target = copy.deepcopy(self.actor).requires_grad_(False)
+        self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
+        capturable = step_mode != "eager"
+        lr = self.settings.lr
+        self.actor_optimizer = FlatAdam(self.actor.parameters(), lr=lr, capturable=capturable)
+        self.critic_optimizer = FlatAdam(self.critic.parameters(), lr=lr, capturable=capturable)
+        self.generator = torch.Generator(device=device)
+        self.generator.manual_seed(noise_seed)
+        # variants: (importance weights given, the actor's turn)
+        self.steps: FusedSteps[tuple[bool, bool]] = FusedSteps(step_mode, device)
+        self.updates = 0
+        self._last_actor_loss = torch.zeros((), device=device)
+
+    def seed_noise(self, seed: int) -> None:
+        """Start the smoothing noise on a new stream (a resumed run)."""
+        self.generator.manual_seed(seed)
+
+    def _tensor(self, array: Any) -> torch.Tensor:
+        return torch.as_tensor(array, dtype=torch.float32).to(self.device, non_blocking=True)
+
+    def update(
+        self, batch: Transitions, weights: np.ndarray | None = None
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        """One critic step on a minibatch (and, every `policy_delay`-th, an actor step
+        and the target networks' Polyak update); each sample's critic loss weighted by
+        `weights` if given. Returns the statistics and each sample's TD error."""
+        noise = torch.randn(
+            (len(batch), self.actor.action_dim), generator=self.generator, device=self.device
+        )
+        inputs = [
+            self._tensor(batch.obs),
+            self._tensor(batch.action),
+            self._tensor(batch.ret),
+            self._tensor(batch.next_obs),
+            self._tensor(batch.discount),
+            noise,
+        ]
+        if weights is not None:
+            inputs.append(self._tensor(weights))
+        self.updates += 1
+        actor_turn = self.updates % self.config.policy_delay == 0
+        key = (weights is not None, actor_turn)
+        step = self.steps.get(key, lambda: functools.partial(self._step, actor_turn=actor_turn))
+        critic_loss, actor_loss, q_mean, td_error = step(*inputs)
+        if actor_turn:
+            self._last_actor_loss = actor_loss
+        stats = {"critic_loss": critic_loss, "actor_loss": self._last_actor_loss, "q_mean": q_mean}
+        return stats, td_error
+
+    @torch.no_grad()
+    def td_target(
+        self, ret: torch.Tensor, next_obs: torch.Tensor, discount: torch.Tensor, noise: torch.Tensor
+    ) -> torch.Tensor:
+        """y = G + gamma^n min_j Q'_j(s', a'), a' the target actor's action smoothed by
+        clipped noise and kept within the bounds."""
+        scale = self.actor.scale
+        c = self.config.target_noise_clip
+        smoothing = (noise * self.config.target_noise).clamp(-c, c) * scale
+        next_action = torch.max(
+            torch.min(self.actor_target(next_obs) + smoothing, self.actor.high), self.actor.low
+        )
+        next_q = self.critic_target(next_obs, next_action).min(dim=0).values
+        return ret + discount * next_q
+
+    def _step(
+        self,
+        obs: torch.Tensor,
+        action: torch.Tensor,
+        ret: torch.Tensor,
+        next_obs: torch.Tensor,
+        discount: torch.Tensor,
+        noise: torch.Tensor,
+        weights: torch.Tensor | None = None,
+        *,
+        actor_turn: bool,
+    ) -> tuple[torch.Tensor, ...]:
+        """Algorithm 1's update: the critics toward the clipped double-Q target; on the
+        actor's turn, the deterministic policy gradient through Q_1, then the targets."""
+        td_target = self.td_target(ret, next_obs, discount, noise)
+
+        # critic loss: the squared TD error of each critic, summed over the two
+        q = self.critic(obs, action)
+        per_sample = ((q - td_target) ** 2).sum(dim=0)
+        if weights is not None:  # importance sampling corrects prioritized draws
+            per_sample = per_sample * weights
+        critic_loss = per_sample.mean()
+        self.critic_optimizer.zero_grad()
+        critic_loss.backward()
+        self.critic_optimizer.step()
+        actor_loss = torch.zeros((), device=obs.device)
+        if actor_turn:
+            program_boundary()  # compiled: the critics, just changed in place, are read next
+            # actor loss: -Q_1(s, pi(s)), the deterministic policy gradient
+            actor_loss = -self.critic.critic(0, obs, self.actor(obs)).mean()
+            self.actor_optimizer.zero_grad()
+            actor_loss.backward(inputs=self.actor_optimizer.params)
+            self.actor_optimizer.step()
+            # targets: theta' <- tau theta + (1 - tau) theta'
+            with torch.no_grad():
+                tau = self.settings.tau
+                for target, online in (
+                    (self.actor_target, self.actor),
+                    (self.critic_target, self.critic),
+                ):
+                    for t, p in zip(target.parameters(), online.parameters(), strict=True):
+                        t.lerp_(p, tau)
+        td_error = (td_target - q.detach()).abs().mean(dim=0)
+        return critic_loss.detach(), actor_loss.detach(), q.detach().mean(), td_error
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "actor": self.actor.state_dict(),
+            "critic": self.critic.state_dict(),
+            "actor_target": self.actor_target.state_dict(),
+            "critic_target": self.critic_target.state_dict(),
+            "actor_optimizer": self.actor_optimizer.state_dict(),
+            "critic_optimizer": self.critic_optimizer.state_dict(),
+            "updates": self.updates,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.actor.load_state_dict(state["actor"])
+        self.critic.load_state_dict(state["critic"])
+        self.actor_target.load_state_dict(state["actor_target"])
+        self.critic_target.load_state_dict(state["critic_target"])
+        self.actor_optimizer.load_state_dict(state["actor_optimizer"])
+        self.critic_optimizer.load_state_dict(state["critic_optimizer"])
+        self.updates = int(state["updates"])
+
+
+@dataclass(frozen=True)
+class GaussianExploration:
+    """TD3's acting (`samplers.chunks.explore.ActingPolicy`): uniform random actions
+    within the bounds for the run's first `random_steps` env steps, then the actor
+    copy's action plus its Gaussian noise, drawn from the actor's stream."""
+
+    make_actor: Callable[[], DeterministicActor]
+    action_dim: int
+    random_steps: int
+
+    @property
+    def action_shape(self) -> tuple[int, ...]:
+        return (self.action_dim,)
+
+    @property
+    def action_dtype(self) -> np.dtype:
+        return np.dtype(np.float32)
+
+    @property
+    def priorities(self) -> None:
+        return None  # new transitions get the memory's largest priority
+
+    def make_net(self) -> nn.Module:
+        return self.make_actor()
+
+    def act(
+        self,
+        net: nn.Module,
+        obs: np.ndarray,
+        state: State,
+        first: np.ndarray,
+        env_steps: int,
+        rng: np.random.Generator,
+    ) -> Acted:
+        assert isinstance(net, DeterministicActor)
+        if env_steps < self.random_steps:
+            return Acted(net.uniform(len(obs), rng), state)
+        return net.act(obs, state, first, "sampled", Draws(rng))
+
+
+def check_spaces(config: TD3Config, observation_space: gym.Space, action_space: gym.Space) -> None:
+    """TD3's spaces: a 1-D Box of actions with finite bounds, vector observations."""
+    if not isinstance(action_space, gym.spaces.Box) or len(action_space.shape) != 1:
+        raise UsageError(
+            f"TD3 needs a 1-D continuous (Box) action space; {config.env} has {action_space}. "
+            "Train DQN or PPO for discrete actions."
+        )
+    if not (np.isfinite(action_space.low).all() and np.isfinite(action_space.high).all()):
+        raise UsageError(
+            f"TD3 keeps actions within the env's bounds, and {config.env}'s are not finite "
+            f"({action_space}); wrap it with gymnasium.wrappers.RescaleAction"
+        )
+    if not isinstance(observation_space, gym.spaces.Box) or is_image(observation_space):
+        raise UsageError(
+            f"TD3 here learns from vector observations (MLPs); {config.env} has "
+            f"{observation_space}. Train PPO for image observations."
+        )
+
+
+class TD3State(ReplayState[TD3Learner]):
+    """What a TD3 run is made of, and how it is checkpointed: from a config filled in
+    for the env's kind (`RunConfig.for_env`)."""
+
+    ALGO = "td3"
+
+    def __init__(
+        self,
+        filled: Filled[TD3Config],
+        observation_space: gym.Space,
+        action_space: gym.Space,
+        device: torch.device,
+        resume_state: dict[str, Any] | None = None,
+        step_mode: Mode = "eager",
+    ) -> None:
+        cfg = filled.config
+        check_spaces(cfg, observation_space, action_space)
+        assert isinstance(action_space, gym.spaces.Box)
+        assert observation_space.shape is not None
+        self.filled, self.config, self.settings = filled, cfg, cfg.settings
+        self.obs_shape = tuple(observation_space.shape)
+        self.obs_dtype = np.dtype(np.float32)
+        self.frame_stack = 0
+        self.action_dim = int(action_space.shape[0])
+        self.low = action_space.low.astype(np.float32)
+        self.high = action_space.high.astype(np.float32)
+        obs_dim = int(np.prod(self.obs_shape))
+        self.make_model = functools.partial(
+            make_actor,
+            obs_dim,
+            self.action_dim,
+            cfg.hidden,
+            self.low,
+            self.high,
+            self.settings.exploration_noise,
+        )
+        critic = TwinQ(obs_dim, self.action_dim, cfg.hidden)
+        self.learner = TD3Learner(self.make_model(), critic, cfg, device, step_mode)
+        s = self.settings
+        self.replay = make_replay(
+            s.buffer_size,
+            self.obs_shape,
+            self.obs_dtype,
+            0,
+            cfg.prioritized,
+            cfg.priority_alpha,
+            (self.action_dim,),
+            np.float32,
+        )
+        if resume_state is not None:
+            self.load(resume_state)
+        # a resumed run draws its batches and noise from new streams
+        self.replay_rng = seeding.generator(cfg.seed, "replay", 0, self.env_steps)
+        self.learner.seed_noise(seeding.integer(cfg.seed, "noise", 0, self.env_steps))
+
+    @property
+    def acting_net(self) -> DeterministicActor:
+        """The network actors act with and evaluations run: the actor."""
+        return self.learner.actor
+
+    def acting_policy(
+        self, index: int = 0, num_actors: int = 1, apex: bool = False
+    ) -> GaussianExploration:
+        """How every actor acts (`apex` has no meaning here)."""
+        del index, num_actors, apex
+        return GaussianExploration(self.make_model, self.action_dim, self.settings.learning_starts)
+
+    def acting_stats(self) -> dict[str, float]:
+        return {}
+
+    def described(self) -> dict[str, Any]:
+        return {
+            "obs_shape": self.obs_shape,
+            "action_low": self.low.tolist(),
+            "action_high": self.high.tolist(),
+        }
+
+
+def load_policy(config: TD3Config, state: dict[str, Any]) -> DeterministicActor:
+    """The actor of a checkpoint (`pararl evaluate`, `pararl.load`)."""
+    low = np.asarray(state["action_low"], np.float32)
+    high = np.asarray(state["action_high"], np.float32)
+    obs_dim = int(np.prod(state["obs_shape"]))
+    noise = config.exploration_noise if config.exploration_noise is not None else 0.1
+    actor = make_actor(obs_dim, len(low), config.hidden, low, high, noise)
+    actor.load_state_dict(state["learner"]["actor"])
+    return actor
+
+
+__all__ = [
+    "METRICS",
+    "DeterministicActor",
+    "GaussianExploration",
+    "TD3Learner",
+    "TD3State",
+    "check_spaces",
+    "load_policy",
+    "make_actor",
+]
