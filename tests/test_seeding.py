@@ -71,7 +71,26 @@ def test_bad_names_are_refused() -> None:
         seeding.stream(0, "nope", 1)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="non-negative"):
         seeding.stream(0, "env", -1)
-    assert np.random.SeedSequence(0).spawn(1)[0].spawn_key == (0,)  # what spawn_key means
+
+
+def test_a_stream_is_the_child_spawn_would_give() -> None:
+    """The stream `(role, *path)` is the seed sequence reached by `spawn` from the
+    run's seed: the role's child, then each path index's child in turn."""
+    for role, path in [("env", (3, 1, 400)), ("explore", (2,)), ("eval-actions", ())]:
+        node = np.random.SeedSequence(11)
+        for index in (seeding.ROLES.index(role), *path):
+            node = node.spawn(index + 1)[index]
+        got = seeding.stream(11, role, *path)  # type: ignore[arg-type]
+        assert got.generate_state(4).tolist() == node.generate_state(4).tolist()
+
+
+def test_stream_names_do_not_change_between_versions() -> None:
+    """A role's index is part of every stream name under it (new roles go last),
+    and a run resumed by a later version draws what it drew before."""
+    assert seeding.ROLES[:4] == ("env", "explore", "torch", "replay")
+    assert seeding.stream(0, "replay", 2, 7).spawn_key == (3, 2, 7)
+    assert seeding.env_seeds(0, 2, "env", 0, 0, 0) == [5886404972436038331, 7160252823571740321]
+    assert seeding.integer(0, "torch", 0, 0) == 1315215616313072011
 
 
 SEEDLOG_RUN = dict(

@@ -9,7 +9,7 @@ import torch
 from pararl.algos.dqn import DQNLearner
 from pararl.config import DQNConfig
 from pararl.models import QNetwork, num_params
-from pararl.replay.nstep import Transitions
+from pararl.replay.nstep import NStepBuilder, Transitions
 from pararl.weights.shared import flat_to_params, params_to_flat
 
 
@@ -101,3 +101,78 @@ def test_flat_params_round_trip() -> None:
     flat_to_params(flat, b)
     x = torch.randn(4, 3)
     assert torch.equal(a(x), b(x))
+
+
+# States are one-hot rows of 8, so a net without hidden layers and bias is a table
+# Q[s] (the columns of its weight). Online and target tables differ where it matters:
+# at the states bootstrapped from (2, 6, 7) the online argmax is not the target's.
+Q_ONLINE = {0: [0.5, 0, 0], 1: [0, 1.5, 0], 2: [1, 3, 2], 3: [0, 1, 0], 4: [0, 0, -2], 5: [1, 0, 0],
+            6: [2, 0, 1], 7: [0, 0.5, 3]}  # fmt: skip
+Q_TARGET = {2: [4, 0.5, 6], 3: [10, 20, 30], 6: [-1, 5, 2], 7: [2, 7, 1]}
+
+
+def table_q(values: dict[int, list[float]]) -> QNetwork:
+    q = QNetwork(8, 3, hidden=())
+    with torch.no_grad():
+        q.net[0].weight.zero_()
+        q.net[0].bias.zero_()
+        for state, row in values.items():
+            q.net[0].weight[:, state] = torch.tensor(row)
+    return q
+
+
+def two_episodes() -> Transitions:
+    """2-step transitions (gamma 0.9) of two envs stepping together, through pararl's
+    n-step builder: env 0 goes 0 -> 1 -> 2 -> 3 and terminates, env 1 goes
+    4 -> 5 -> 6 -> 7 and is truncated."""
+    builder = NStepBuilder(2, (8,), n=2, gamma=0.9)
+    one_hot = np.eye(8, dtype=np.float32)
+    actions, rewards = [[0, 2], [1, 0], [2, 1]], [[1.0, -1.0], [2.0, 0.5], [3.0, 2.0]]
+    parts = []
+    for t in range(3):
+        last = np.array([t == 2, t == 2])
+        parts.append(
+            builder.add(
+                obs=one_hot[[t, 4 + t]],
+                action=np.array(actions[t]),
+                reward=np.array(rewards[t]),
+                next_obs=one_hot[[t + 1, 5 + t]],
+                terminated=last & [True, False],
+                truncated=last & [False, True],
+            )
+        )
+    return Transitions.concat(parts)
+
+
+@pytest.mark.parametrize("double_dqn", [True, False])
+def test_double_dqn_target_by_hand(double_dqn: bool) -> None:
+    """target = R + gamma^k Q_target(s', argmax_a Q_online(s', a)), with R the k-step
+    return and gamma^k 0 after termination (the vanilla target: max_a Q_target(s', a))."""
+    cfg = DQNConfig(lr=1e-3, gamma=0.9, n_step=2, double_dqn=double_dqn).for_env("discrete")
+    learner = DQNLearner(table_q(Q_ONLINE), cfg.config, torch.device("cpu"))
+    learner.q_target.load_state_dict(table_q(Q_TARGET).state_dict())
+    batch = two_episodes()
+    states = batch.obs.argmax(axis=1).tolist()
+    assert states == [0, 4, 1, 2, 5, 6]  # 2 steps full, then each episode's end flushed
+    stats, td_error = learner.update(batch)
+
+    # by state: (k-step return, discount, double value at s', max value at s')
+    by_hand = {
+        0: (1 + 0.9 * 2, 0.81, 0.5, 6),  # s' = 2: online picks 1, the target values it 0.5
+        1: (2 + 0.9 * 3, 0.0, 20, 30),  # terminated at 3: no bootstrap
+        2: (3.0, 0.0, 20, 30),
+        4: (-1 + 0.9 * 0.5, 0.81, -1, 5),  # s' = 6: online picks 0
+        5: (0.5 + 0.9 * 2, 0.81, 1, 7),  # truncated at 7: bootstrapped; online picks 2
+        6: (2.0, 0.9, 1, 7),  # one step before the truncation
+    }
+    target = [r + g * (double if double_dqn else best) for r, g, double, best in
+              (by_hand[s] for s in states)]  # fmt: skip
+    taken = [Q_ONLINE[s][a] for s, a in zip(states, batch.action.tolist(), strict=True)]
+    td = np.subtract(target, taken)
+    assert (td_error.numpy() + taken).tolist() == pytest.approx(target, rel=1e-6)
+    huber = np.where(np.abs(td) < 1, 0.5 * td**2, np.abs(td) - 0.5)
+    assert float(stats["loss"]) == pytest.approx(huber.mean(), rel=1e-6)
+    assert float(stats["q_mean"]) == pytest.approx(np.mean(taken), rel=1e-6)
+    if double_dqn:  # the two targets differ on this batch: the test tells them apart
+        vanilla = [r + g * best for r, g, _, best in (by_hand[s] for s in states)]
+        assert not np.allclose(target, vanilla)

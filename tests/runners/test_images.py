@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import torch
 
 from pararl import train
 from pararl.config import DQNConfig, PPOConfig
@@ -24,8 +25,16 @@ QUIET = ("--progress", "plain", "--no-tensorboard", "--eval-in", "inline", "--ev
 ABOVE_RANDOM = 2.0
 
 
+# Mnih et al. 2015: three convolutions on 4 stacked 84x84 frames, then 512 units
+NATURE_CNN = [(32, 4, 8, 8), (64, 32, 4, 4), (64, 64, 3, 3), (512, 64 * 7 * 7)]
+
+
 def saved(run_dir: Path) -> dict[str, Any]:
     return json.loads((run_dir / "config.json").read_text())
+
+
+def weight_shapes(state_dict: dict[str, torch.Tensor]) -> list[tuple[int, ...]]:
+    return [tuple(v.shape) for k, v in state_dict.items() if k.endswith("weight")]
 
 
 def test_dqn_on_atari_frames_runs_with_the_nature_cnn(pararl: Any, tmp_path: Path) -> None:
@@ -44,9 +53,18 @@ def test_dqn_on_atari_frames_runs_with_the_nature_cnn(pararl: Any, tmp_path: Pat
     assert config["lr"] == 1e-4
     assert config["n_step"] == 1
     state = final_state(run_dir)
-    assert state["learner"]["updates"] > 0
+    q, q_target = state["learner"]["q"], state["learner"]["q_target"]
+    assert weight_shapes(q) == [*NATURE_CNN, (4, 512)]  # Breakout's 4 actions
+    # a quarter of an update per env step after the first 32, up to step 62: the last
+    # vector step's update falls due after the budget is spent
+    assert (state["env_steps"], state["learner"]["updates"]) == (64, int(0.25 * (62 - 32)))
+    # the target net is still the initial one (copied every 250 updates): every
+    # layer of the online net has moved from it
+    assert all(not torch.equal(q[k], q_target[k]) for k in q)
+    assert state["obs_dtype"] == "|u1"
     assert state["replay"]["kind"] == "frames"  # each frame once, as bytes
     assert state["replay"]["frames"].dtype == np.uint8
+    assert state["replay"]["frames"].shape[1:] == (84, 84)
 
 
 def test_ppo_on_atari_frames_runs_with_the_nature_cnn(pararl: Any, tmp_path: Path) -> None:
@@ -62,6 +80,13 @@ def test_ppo_on_atari_frames_runs_with_the_nature_cnn(pararl: Any, tmp_path: Pat
     config = saved(run_dir)
     assert (config["model"], config["clip_coef"], config["ent_coef"]) == ("nature-cnn", 0.1, 0.01)
     assert config["norm_obs"] is False
+    state = final_state(run_dir)
+    model = state["learner"]["model"]
+    assert weight_shapes(model) == [*NATURE_CNN, (4, 512), (1, 512)]  # actor, critic
+    assert state["obs_dtype"] == "|u1"
+    # one rollout of 16 steps x 2 envs, one epoch of 2 minibatches of 16
+    assert (state["env_steps"], state["learner"]["updates"]) == (32, 2)
+    assert state["learner"]["optimizer"]["steps"] == 2
 
 
 @pytest.mark.slow

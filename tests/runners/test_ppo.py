@@ -8,17 +8,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
+import numpy as np
 import pytest
 import torch
 
-from pararl import PPOConfig, train
-from pararl.algos.ppo import PPOLearner
+from pararl import PPOConfig, evaluate, train
+from pararl.algos.ppo import PPOLearner, greedy_policy
 from pararl.cli import main
-from pararl.config.saved import saved_facts
+from pararl.config.saved import saved_config, saved_facts
 from pararl.devices import choose_devices
 from pararl.envs.make import env_factory
 from pararl.errors import UsageError
-from pararl.evaluation.episodes import Evaluator
+from pararl.evaluation.episodes import Evaluator, eval_seeds
 from pararl.models import ActorCritic
 from pararl.rundir import RunDir
 from pararl.runners import ppo as ppo_runner
@@ -96,12 +98,29 @@ def test_a_large_networks_update_leaves_a_second_thread_that_is_busy(
 
 @pytest.mark.parametrize(("env", "mode"), [("CartPole-v1", "sync"), ("Pendulum-v1", "serial")])
 def test_discrete_and_continuous_train(tmp_path: Path, env: str, mode: str) -> None:
-    run = tmp_path / "run"
+    run, discrete = tmp_path / "run", env == "CartPole-v1"
     session = train(PPOConfig(env=env, mode=mode, run_dir=run, **SMALL))  # type: ignore[arg-type]
     state = torch.load(session.run.checkpoint("final"), weights_only=False)
-    assert state["env_steps"] >= 1_024
-    assert state["discrete"] == (env == "CartPole-v1")
-    assert main(["evaluate", str(run), "--episodes", "2"]) == 0
+    # 16 rollouts of 16 steps x 4 envs, each 2 epochs of one minibatch of 64
+    assert (state["env_steps"], state["learner"]["updates"]) == (1_024, 32)
+    assert (state["discrete"], state["action_dim"]) == ((True, 2) if discrete else (False, 1))
+    # `pararl evaluate`'s return is the final policy's own, played here by hand on the
+    # episodes of a run's first evaluation
+    result = evaluate(run, episodes=2, checkpoint="final")
+    policy = greedy_policy(saved_config(run), state)  # type: ignore[arg-type]
+    returns = []
+    with gym.make(env) as played:
+        for episode_seed in eval_seeds(12_345, 2, (0,)):
+            obs, _ = played.reset(seed=episode_seed)
+            total, ended = 0.0, False
+            while not ended:
+                action = policy.greedy(obs[None].astype(np.float32))[0]
+                action = action if discrete else np.clip(action, -2.0, 2.0)
+                obs, reward, terminated, truncated, _ = played.step(action)
+                total, ended = total + float(reward), terminated or truncated
+            returns.append(total)
+    assert (result["episodes"], result["truncated"]) == (2, 2 * (not discrete))
+    assert result["mean"] == pytest.approx(np.mean(returns), rel=1e-4)
 
 
 def test_resume_keeps_its_envs_and_its_best_evaluation(
