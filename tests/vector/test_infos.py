@@ -4,6 +4,7 @@ layout Gymnasium's own `VectorEnv._add_info` builds, env by env."""
 from __future__ import annotations
 
 import pickle
+import pickletools
 from types import SimpleNamespace
 from typing import Any
 
@@ -76,8 +77,8 @@ def test_uniform_scalars_go_as_one_table_and_match_gymnasium() -> None:
     pairs = uniform([0, 1, 3, 4])
     packed = pack_infos(pairs)
     assert packed is not None
-    assert packed[1] is not None
-    assert not packed[2]
+    assert packed.table is not None
+    assert not packed.rows
     assert_same(merged([(pairs, np.arange(6))], 6), reference(pairs, 6))
 
 
@@ -85,7 +86,7 @@ def test_a_table_of_every_env_in_order_sends_no_positions() -> None:
     pairs = uniform([0, 1, 2])
     packed = pack_infos(pairs)
     assert packed is not None
-    assert packed[0] is None
+    assert packed.positions is None
     at = np.array([4, 5, 6])  # the command's envs sit at rows 4-6 of the batch
     want = reference([(int(at[p]), info) for p, info in pairs], 7)
     assert_same(merged([(pairs, at)], 7), want)
@@ -100,7 +101,7 @@ def test_irregular_infos_go_as_rows_and_match_gymnasium() -> None:
     ]
     packed = pack_infos(pairs)
     assert packed is not None
-    assert packed[1] is None
+    assert packed.table is None
     assert_same(merged([(pairs, np.arange(5))], 5), reference(pairs, 5))
 
 
@@ -118,7 +119,7 @@ def test_irregular_infos_go_as_rows_and_match_gymnasium() -> None:
 def test_what_a_table_cannot_hold_goes_as_rows(pairs: Pairs) -> None:
     packed = pack_infos(pairs)
     assert packed is not None
-    assert packed[1] is None
+    assert packed.table is None
     if pairs[1][1].get("a") == 2**70:
         return  # Gymnasium itself fails on this one (int64 overflow)
     assert_same(merged([(pairs, np.arange(3))], 3), reference(pairs, 3))
@@ -175,11 +176,11 @@ def final(info: dict[str, Any]) -> FinalEntry:
 def test_final_entries_go_as_one_block_and_match_gymnasium(pairs: Pairs) -> None:
     packed = pack_infos(pairs)
     assert packed is not None
-    finals = packed[3]
+    finals = packed.finals
     assert finals is not None
     ended = [p for p, info in pairs if isinstance(info, FinalEntry)]
-    np.testing.assert_array_equal(finals[1], ended)
-    assert not any(isinstance(info, FinalEntry) for _, info in packed[2])
+    assert finals.ended == ended
+    assert not any(isinstance(info, FinalEntry) for _, info in packed.rows)
     assert_same(merged([(pairs, np.arange(5))], 5), reference(pairs, 5))
     # A reply merged after another worker's: keys already there keep their place.
     other = [(0, final({"x": 9.0})), *uniform([1])]
@@ -196,3 +197,31 @@ def test_record_dtypes_are_cached_but_bounded(monkeypatch: pytest.MonkeyPatch) -
         pairs: Pairs = [(p, {f"k{step}": float(p)}) for p in range(3)]
         assert_same(merged([(pairs, np.arange(3))], 3), reference(pairs, 3))
         assert len(infos._DTYPES) <= 4
+
+
+def test_packed_infos_cross_a_pipe_as_the_same_named_records() -> None:
+    """A table with a final entry, after pickling, is still a `Packed` holding a
+    `Finals`, field for field; the pickle names one function, and no class."""
+    pairs = [(0, final({"x": 1.0})), *uniform([0, 1, 2])]
+    packed = pack_infos(pairs)
+    assert packed is not None
+    assert packed.finals is not None
+    data = pickle.dumps(packed)
+    back = pickle.loads(data)
+    assert type(back) is infos.Packed
+    assert type(back.finals) is infos.Finals
+    assert back.positions is None
+    assert back.rows == []
+    assert back.table is not None
+    assert packed.table is not None
+    assert back.table.dtype == packed.table.dtype
+    np.testing.assert_array_equal(back.table, packed.table)
+    assert back.finals.lead == packed.finals.lead == 0
+    assert back.finals.ended == [0]
+    assert back.finals.observations is None
+    assert back.finals.infos is not None
+    assert packed.finals.infos is not None
+    np.testing.assert_array_equal(back.finals.infos.table, packed.finals.infos.table)
+    names = [arg for op, arg, _ in pickletools.genops(data) if op.name == "SHORT_BINUNICODE"]
+    assert names.count("_unpickle_packed") == 1
+    assert not {"Packed", "Finals"} & set(names)

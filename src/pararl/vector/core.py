@@ -174,15 +174,9 @@ class BatchVectorEnv(gym.vector.VectorEnv):
     ) -> None:
         self._commands.submit(command, ids, data)
 
-    def _collect(
-        self,
-        *,
-        min_envs: int | None = None,
-        window: float | None = None,
-        timeout: float | None = None,
-    ) -> list[Reply]:
+    def _wait_all(self, timeout: float | None = None) -> list[Reply]:
         call = ENDS.get(self._state, "recv")
-        return self._commands.collect(self.worker_timeout, call, min_envs, window, timeout)
+        return self._commands.wait_all(self.worker_timeout, call, timeout)
 
     def _results(
         self, replies: list[Reply], full: bool
@@ -236,7 +230,7 @@ class BatchVectorEnv(gym.vector.VectorEnv):
     def reset_wait(self, timeout: float | None = None) -> tuple[Any, dict[str, Any]]:
         with self._guard():
             self._require("reset", "reset_wait")
-            replies = self._collect(timeout=timeout)
+            replies = self._wait_all(timeout)
             self._state = "default"
             obs, _, _, _, infos, _ = self._results(replies, full=True)
             return obs, infos
@@ -259,7 +253,7 @@ class BatchVectorEnv(gym.vector.VectorEnv):
     ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
         with self._guard():
             self._require("step", "step_wait")
-            replies = self._collect(timeout=timeout)
+            replies = self._wait_all(timeout)
             self._state = "default"
             return self._results(replies, full=True)[:5]
 
@@ -298,12 +292,18 @@ class BatchVectorEnv(gym.vector.VectorEnv):
 
         Policies: both None -> wait for every env in flight; `min_envs=k` -> return
         once at least k envs are back; `timeout=t` -> block for the first worker, then
-        also take those that finish within t seconds.
+        also take those that finish within t seconds (with `min_envs` too: whichever
+        comes first).
         Returns `(obs, rewards, terminations, truncations, infos, env_ids)`.
         """
         with self._guard():
             self._require("partial", "recv")
-            replies = self._collect(min_envs=min_envs, window=timeout)
+            if timeout is not None:
+                replies = self._commands.wait_window(self.worker_timeout, timeout, min_envs)
+            elif min_envs is not None:
+                replies = self._commands.wait_envs(self.worker_timeout, min_envs)
+            else:
+                replies = self._wait_all()
             if not self._commands.in_flight.any():
                 self._state = "default"
             return self._results(replies, full=False)
@@ -331,7 +331,7 @@ class BatchVectorEnv(gym.vector.VectorEnv):
     def call_wait(self, timeout: float | None = None) -> tuple[Any, ...]:
         with self._guard():
             self._require("call", "call_wait")
-            replies = self._collect(timeout=timeout)
+            replies = self._wait_all(timeout)
             self._state = "default"
             return self._ordered(replies)
 
@@ -388,7 +388,7 @@ class BatchVectorEnv(gym.vector.VectorEnv):
         with self._guard():
             self._require("default", command)
             self._submit(command, ids, data)
-            return self._ordered(self._collect())
+            return self._ordered(self._wait_all())
 
     @staticmethod
     def _ordered(replies: list[Reply]) -> tuple[Any, ...]:

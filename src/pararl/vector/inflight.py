@@ -1,11 +1,12 @@
 """Commands in flight to the workers of a vector env, and their replies.
 
 Each worker has a queue of pending commands (the env ids each one covers); a reply
-answers the oldest. `collect` waits for replies under one of three policies (all
-pending; at least `min_envs` envs back; the first, then whatever else arrives
-within a window) and never blocks without a bound: `worker_timeout` runs per
-worker from when it started on its oldest command, so a hung worker is caught
-even while others reply, and a caller's `timeout` ends the wait with the call
+answers the oldest. Three waits collect replies: `wait_all` (every pending one),
+`wait_envs` (until at least `min_envs` envs are back) and `wait_window` (the
+first, then whatever else arrives within a window). They share one bounded step,
+`_receive_next`: `worker_timeout` runs per worker from when it started on its
+oldest command, so a hung worker is caught even while others reply; a dead
+worker is reported at once; a caller's `timeout` ends `wait_all` with the call
 still pending.
 """
 
@@ -15,7 +16,7 @@ import multiprocessing as mp
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -42,6 +43,7 @@ class Commands:
         # reply's arrival here): free per-worker step times for recv policies.
         self.reply_seconds = np.full(len(slices), np.nan)
         self.arrived: list[Reply] = []  # replies received but not yet returned
+        self.last_arrival = 0.0  # when the latest replies were received
         self.in_flight = np.zeros(num_envs, dtype=np.bool_)
 
     def submit(
@@ -71,66 +73,115 @@ class Commands:
                 self.pending[w].append(mine)
                 self.in_flight[mine] = True
 
-    def collect(
-        self,
-        worker_timeout: float | None,
-        call: str,
-        min_envs: int | None = None,
-        window: float | None = None,
-        timeout: float | None = None,
+    # --- the three wait policies ----------------------------------------------------
+
+    def wait_all(
+        self, worker_timeout: float | None, call: str, timeout: float | None = None
     ) -> list[Reply]:
-        """Wait for replies: all pending ones; or until `min_envs` envs are back; or
-        for the first, then whatever else arrives within `window` seconds."""
-        start = time.monotonic()
-        first_at: float | None = None if not self.arrived else start
-        got = sum(ids.size for ids, _ in self.arrived)
-        while True:
-            busy = [w for w, q in enumerate(self.pending) if q]
-            if not busy or (min_envs is not None and got >= min_envs):
+        """Every pending reply. Past `timeout` s, `mp.TimeoutError`, with the call
+        still pending (replies that came stay for the next wait)."""
+        limit = None if timeout is None else CallLimit(call, timeout, time.monotonic() + timeout)
+        while busy := self._busy():
+            self._receive_next(busy, worker_timeout, limit=limit)
+        return self._take()
+
+    def wait_envs(self, worker_timeout: float | None, min_envs: int) -> list[Reply]:
+        """Replies until at least `min_envs` envs are back (or none is pending)."""
+        got = self._envs_back()
+        while got < min_envs and (busy := self._busy()):
+            got += self._receive_next(busy, worker_timeout)
+        return self._take()
+
+    def wait_window(
+        self, worker_timeout: float | None, window: float, min_envs: int | None = None
+    ) -> list[Reply]:
+        """The first reply, then whatever else arrives within `window` s of it (of
+        this call, if replies were already back); sooner once `min_envs` envs are
+        back, if given."""
+        first_at = time.monotonic() if self.arrived else None
+        got = self._envs_back()
+        while (busy := self._busy()) and (min_envs is None or got < min_envs):
+            until = None if first_at is None else first_at + window
+            if until is not None and time.monotonic() >= until:
                 break
-            now = time.monotonic()
-            if window is not None and first_at is not None and now >= first_at + window:
-                break
-            stalled = min(busy, key=self.busy_since.__getitem__)
-            stall_deadline = (
-                None if worker_timeout is None else self.busy_since[stalled] + worker_timeout
-            )
-            deadlines = [
-                t
-                for t in (
-                    None if timeout is None else start + timeout,
-                    stall_deadline,
-                    None if window is None or first_at is None else first_at + window,
-                )
-                if t is not None
-            ]
-            wait = max(0.0, min(deadlines) - now) if deadlines else None
-            ready = self.transport.ready(busy, wait)
-            if ready:
-                arrived = time.monotonic()
-                for w in ready:
-                    self.reply_seconds[w] = arrived - self.busy_since[w]
-                    payload = self.transport.receive(w)
-                    ids = self.pending[w].popleft()
-                    self.in_flight[ids] = False
-                    self.arrived.append((ids, payload))
-                    got += ids.size
-                    self.busy_since[w] = arrived  # on to its next command, if any
-                first_at = first_at or arrived
-                continue
-            now = time.monotonic()
-            if timeout is not None and now >= start + timeout:
-                raise mp.TimeoutError(
-                    f"The call to `{call}` has timed out after {timeout} second(s). "
-                    f"(Still pending: call `{call}` again to keep waiting.)"
-                )
-            if stall_deadline is not None and now >= stall_deadline:
-                raise WorkerTimeoutError(
-                    stalled,
-                    f"no reply within worker_timeout={worker_timeout} s; its env hangs",
-                )
+            got += self._receive_next(busy, worker_timeout, until=until)
+            if first_at is None and self.arrived:
+                first_at = self.last_arrival
+        return self._take()
+
+    # --- what every wait shares ------------------------------------------------------
+
+    def _busy(self) -> list[int]:
+        return [w for w, q in enumerate(self.pending) if q]
+
+    def _envs_back(self) -> int:
+        return sum(ids.size for ids, _ in self.arrived)
+
+    def _take(self) -> list[Reply]:
         done, self.arrived = self.arrived, []
         return done
+
+    def _receive_next(
+        self,
+        busy: list[int],
+        worker_timeout: float | None,
+        until: float | None = None,
+        limit: CallLimit | None = None,
+    ) -> int:
+        """Wait until one of the `busy` workers replies, or the earliest deadline, then
+        receive every reply that is ready; returns how many envs came back (0 once
+        `until` has passed, or on an early wake-up).
+
+        Every wait is bounded and checks the workers: past the caller's `limit`,
+        `mp.TimeoutError`; the longest-busy worker past `worker_timeout`,
+        `WorkerTimeoutError` with its index; a worker that died, the transport's
+        `WorkerError` with its index and traceback."""
+        stalled = min(busy, key=self.busy_since.__getitem__)
+        stall_at = None if worker_timeout is None else self.busy_since[stalled] + worker_timeout
+        deadlines = [
+            t for t in (None if limit is None else limit.at, stall_at, until) if t is not None
+        ]
+        wait = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
+        ready = self.transport.ready(busy, wait)
+        if ready:
+            return self._receive(ready)
+        now = time.monotonic()
+        if limit is not None and now >= limit.at:
+            raise limit.error()
+        if stall_at is not None and now >= stall_at:
+            raise WorkerTimeoutError(
+                stalled, f"no reply within worker_timeout={worker_timeout} s; its env hangs"
+            )
+        return 0
+
+    def _receive(self, ready: list[int]) -> int:
+        """Take the next reply of each worker in `ready`; returns how many envs it covers."""
+        arrived = self.last_arrival = time.monotonic()
+        got = 0
+        for w in ready:
+            self.reply_seconds[w] = arrived - self.busy_since[w]
+            payload = self.transport.receive(w)
+            ids = self.pending[w].popleft()
+            self.in_flight[ids] = False
+            self.arrived.append((ids, payload))
+            got += ids.size
+            self.busy_since[w] = arrived  # on to its next command, if any
+        return got
+
+
+class CallLimit(NamedTuple):
+    """A caller's bound on a wait: past `at` (monotonic s), the call to `call`
+    times out after `seconds`."""
+
+    call: str
+    seconds: float
+    at: float
+
+    def error(self) -> mp.TimeoutError:
+        return mp.TimeoutError(
+            f"The call to `{self.call}` has timed out after {self.seconds} second(s). "
+            f"(Still pending: call `{self.call}` again to keep waiting.)"
+        )
 
 
 def returned_rows(replies: list[Reply]) -> tuple[np.ndarray, np.ndarray | slice]:

@@ -14,7 +14,7 @@ the order Gymnasium's `_add_info`, env by env, would.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -64,22 +64,6 @@ class FinalEntry(dict[str, Any]):
         super().__init__(final_obs=final_obs, final_info=final_info)
 
 
-class Table:
-    """Every env's scalar infos as one record array (a field per key), pickled as
-    its raw bytes and field list: numpy's own pickling of a record array costs
-    several times more on both ends of the pipe."""
-
-    __slots__ = ("array",)
-
-    def __init__(self, array: np.ndarray) -> None:
-        self.array = array
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        dtype = self.array.dtype
-        fields = tuple((name, dtype[name].str) for name in dtype.names or ())
-        return _table_from_bytes, (fields, self.array.tobytes())
-
-
 _DTYPES: dict[Any, np.dtype] = {}  # record dtypes by their fields: built once each
 _DTYPES_MAX = 256  # infos whose keys keep changing must not grow the cache forever
 
@@ -93,28 +77,72 @@ def _record_dtype(key: Any, fields: Any) -> np.dtype:
     return dtype
 
 
-def _table_from_bytes(fields: tuple[tuple[str, str], ...], data: bytes) -> Table:
-    return Table(np.frombuffer(data, dtype=_record_dtype(fields, fields)))
-
-
 Pairs = list[tuple[int, dict[str, Any]]]
-# What a worker sends for its envs' infos: None when none reported anything; else
-# (positions, table, rows, finals). `table` holds one row per env, for the env at
-# `positions[j]` (None: at j), when every env reported the same scalar keys
-# (MuJoCo's reward terms, each step); otherwise `rows` holds the (position, info)
-# pairs to merge in order (irregular infos). Either pickles in a few µs, where
-# batched columns (object arrays above all) took tens on both ends of the pipe.
-# `finals` holds the final entries (see `Finals`).
-Packed = tuple[np.ndarray | None, Table | None, Pairs, "Finals | None"] | None
-# (lead, ended, final infos packed, final observations): the positions of the envs
-# that ended, their final infos packed like any infos, their final observations
-# (None: all in the shared array; else a list with None for those), and how many
-# of the reply's other infos come before its first final entry (the final keys join
-# the batch at that point).
-Finals = tuple[int, np.ndarray, Packed, list[Any] | None]
 
 
-def _scalar_table(pairs: Pairs) -> tuple[np.ndarray | None, Table] | None:
+class Finals(NamedTuple):
+    """The final entries of a reply's envs whose episodes ended (SAME_STEP mode),
+    sent as one block."""
+
+    lead: int
+    """How many of the reply's other infos come before its first final entry: the
+    final keys join the batch at that point."""
+    ended: list[int]
+    """The positions of the envs that ended (a list: it pickles in a tenth of the
+    time an array takes)."""
+    infos: Packed | None
+    """Their final infos, packed like any infos."""
+    observations: list[Any] | None
+    """Their final observations: None when all are in the shared array (the reader
+    fills them in); else a list with None for those that are."""
+
+
+class Packed(NamedTuple):
+    """What a worker sends for its envs' infos (None when none reported anything).
+
+    `table` or `rows` carries the infos. Either pickles in a few µs, where batched
+    columns (object arrays above all) took tens on both ends of the pipe."""
+
+    positions: np.ndarray | None
+    """Which env each record of `table` is for: record j is the env at
+    `positions[j]` (None: at j)."""
+    table: np.ndarray | None
+    """Every env's infos as one record array (a field per key), when every env
+    reported the same scalar keys (MuJoCo's reward terms, each step)."""
+    rows: Pairs
+    """Otherwise (irregular infos) the (position, info) pairs to merge, in order."""
+    finals: Finals | None
+    """The final entries, if any env's episode ended."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Through one module-level function, with the table as its field list and
+        # raw bytes and `finals` as a plain tuple: numpy's own pickling of a record
+        # array costs several times more on both ends of the pipe, and each class
+        # a pickle names by reference adds about 2 µs on each end to every reply.
+        # (The table comes back read-only: a view of the received bytes.)
+        positions, records, rows, finals = self
+        table = None
+        if records is not None:
+            dtype = records.dtype
+            fields = tuple((name, dtype[name].str) for name in dtype.names or ())
+            table = (fields, records.tobytes())
+        return _unpickle_packed, (positions, table, rows, None if finals is None else tuple(finals))
+
+
+def _unpickle_packed(
+    positions: np.ndarray | None,
+    table: tuple[tuple[tuple[str, str], ...], bytes] | None,
+    rows: Pairs,
+    finals: tuple[Any, ...] | None,
+) -> Packed:
+    records = None
+    if table is not None:
+        fields, data = table
+        records = np.frombuffer(data, dtype=_record_dtype(fields, fields))
+    return Packed(positions, records, rows, None if finals is None else Finals._make(finals))
+
+
+def _scalar_table(pairs: Pairs) -> tuple[np.ndarray | None, np.ndarray] | None:
     """Positions and a table of `pairs`, if every info has the same scalar keys in
     the same order and every position is distinct; else None."""
     first = pairs[0][1]
@@ -139,10 +167,10 @@ def _scalar_table(pairs: Pairs) -> tuple[np.ndarray | None, Table] | None:
         table = np.array([tuple(info.values()) for _, info in pairs], dtype=dtype)
     except (TypeError, ValueError, OverflowError):
         return None  # a later env's value does not fit the first's type
-    return positions, Table(table)
+    return positions, table
 
 
-def pack_infos(rows: Iterable[tuple[int, dict[str, Any]]]) -> Packed:
+def pack_infos(rows: Iterable[tuple[int, dict[str, Any]]]) -> Packed | None:
     """A worker's `(position, info)` pairs, ready to send (see `Packed`)."""
     pairs: Pairs = []
     ended: list[int] = []
@@ -163,18 +191,13 @@ def pack_infos(rows: Iterable[tuple[int, dict[str, Any]]]) -> Packed:
         # None: every final observation is in the shared array (the reader fills them
         # in); else the env's own objects, None where one is in the array.
         sent = None if all(o is None for o in final_obs) else final_obs
-        finals = (
-            lead,
-            np.array(ended, dtype=np.int64),
-            pack_infos(enumerate(final_infos)),
-            sent,
-        )
+        finals = Finals(lead, ended, pack_infos(enumerate(final_infos)), sent)
     elif not pairs:
         return None
     table = _scalar_table(pairs) if pairs else None
     if table is not None:
-        return table[0], table[1], [], finals
-    return None, None, pairs, finals
+        return Packed(table[0], table[1], [], finals)
+    return Packed(None, None, pairs, finals)
 
 
 def _mask(dst: dict[str, Any], key: str, size: int) -> np.ndarray:
@@ -185,9 +208,12 @@ def _mask(dst: dict[str, Any], key: str, size: int) -> np.ndarray:
 
 
 def _unpack_table(
-    dst: dict[str, Any], positions: np.ndarray | None, table: Table, at: np.ndarray, size: int
+    dst: dict[str, Any],
+    positions: np.ndarray | None,
+    records: np.ndarray,
+    at: np.ndarray,
+    size: int,
 ) -> None:
-    records = table.array
     where = at[: len(records)] if positions is None else at[positions]
     for key in records.dtype.names or ():
         column = dst.get(key)
@@ -198,21 +224,20 @@ def _unpack_table(
 
 
 def _unpack_finals(dst: dict[str, Any], finals: Finals, at: np.ndarray, size: int) -> None:
-    _, ended, final_infos, final_obs = finals
-    where = at[ended]
+    where = at[finals.ended]
     column = dst.get("final_obs")
     if column is None:  # None entries: final observations the reader takes from shm
         column = dst["final_obs"] = np.full(size, fill_value=None, dtype=object)
-    if final_obs is not None:
-        for row, value in zip(where.tolist(), final_obs, strict=True):
+    if finals.observations is not None:
+        for row, value in zip(where.tolist(), finals.observations, strict=True):
             column[row] = value  # one by one: an array value must not be broadcast
     _mask(dst, "final_obs", size)[where] = True
     nested = dst.setdefault("final_info", {})
-    unpack_infos(nested, final_infos, where, size)
+    unpack_infos(nested, finals.infos, where, size)
     _mask(dst, "final_info", size)[where] = True
 
 
-def unpack_infos(dst: dict[str, Any], packed: Packed, at: np.ndarray, size: int) -> None:
+def unpack_infos(dst: dict[str, Any], packed: Packed | None, at: np.ndarray, size: int) -> None:
     """Merge a worker's packed infos into `dst`, batched over `size` envs: the env
     at position p of the worker's command goes to row `at[p]`."""
     if packed is None:
@@ -220,7 +245,7 @@ def unpack_infos(dst: dict[str, Any], packed: Packed, at: np.ndarray, size: int)
     positions, table, rows, finals = packed
     # Infos before the first final entry, the final entries, then the rest: the
     # order in which Gymnasium's env-by-env merge adds their keys.
-    lead = len(rows) if finals is None else finals[0]
+    lead = len(rows) if finals is None else finals.lead
     if table is not None:
         if finals is not None and lead == 0:
             _unpack_finals(dst, finals, at, size)

@@ -68,7 +68,7 @@ class WithActions(NamedTuple):
 class WithObservations(NamedTuple):
     """A step or reset reply when observation leaves travel with it (pickled)."""
 
-    infos: Packed
+    infos: Packed | None
     observations: list[list[Any]]
 
 
@@ -99,7 +99,7 @@ def execute(batch: EnvBatch, command: str, data: Any) -> Any:
 
 def _batched(
     batch: EnvBatch, rows: InfoRows, local_ids: Sequence[int] | None
-) -> Packed | WithObservations:
+) -> Packed | WithObservations | None:
     infos = _packed(batch, rows, local_ids)
     pickled = batch.arrays.pickled
     if not pickled:
@@ -107,7 +107,7 @@ def _batched(
     return WithObservations(infos, collect(pickled, batch.rows_of(local_ids)))
 
 
-def _packed(batch: EnvBatch, rows: InfoRows, local_ids: Sequence[int] | None) -> Packed:
+def _packed(batch: EnvBatch, rows: InfoRows, local_ids: Sequence[int] | None) -> Packed | None:
     if not rows:
         return None
     if local_ids is None:
