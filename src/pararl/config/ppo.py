@@ -107,9 +107,6 @@ class PPOConfig(RunConfig):
     """Compute the PPO gradient with pararl's hand-written backward pass for its MLP
     actor-critic (autograd's numbers to float rounding, a third less time per
     minibatch step); --no-manual-grad uses torch autograd."""
-    double_buffer: bool = False
-    """Sync mode: split the workers into two groups of envs; while one group steps, this
-    process computes the other's actions (partial send/recv)."""
 
     # discrete: rl-zoo's CartPole settings; continuous: CleanRL's MuJoCo settings
     # (one env x 2048 steps there; 8 envs x 256 steps here) without its value

@@ -8,8 +8,8 @@
         normalisation statistics += the rollout's; weights -> the acting copy
         log, evaluate, checkpoint (session.tick)
 
-Sources: envs in this process (`serial`) or in `ParallelVectorEnv` workers (`sync`,
-optionally double-buffered) through `samplers.rollout.collect`, or Ray actors
+Sources: envs in this process (`serial`) or in `ParallelVectorEnv` workers (`sync`)
+through `samplers.rollout.collect`, or Ray actors
 (`samplers.rollout.ray`); acting and learning each on the device measured to be faster.
 """
 
@@ -41,7 +41,7 @@ from pararl.mp.topology import physical_cores
 from pararl.runners.ppo_mode import ModeChoice, choose_mode
 from pararl.runners.session import TrainSession
 from pararl.runners.setup import Plan, Prepared
-from pararl.samplers.rollout.collect import EnvStream, collect, collect_double
+from pararl.samplers.rollout.collect import EnvStream, collect
 from pararl.vector import ParallelVectorEnv, SerialVectorEnv
 
 RolloutSource = Callable[[], dict[str, np.ndarray]]  # the next rollout, flattened
@@ -116,13 +116,12 @@ def run_local(
         if mode == "serial"
         else ParallelVectorEnv(fns, num_workers=workers, autoreset_mode="SameStep")
     )
-    gather = collect_double if cfg.double_buffer else collect
     try:
         seeds = seeding.env_seeds(cfg.seed, num_envs, "env", 0, 0, state.env_steps)
         stream = EnvStream.start(envs.reset(seed=seeds)[0], state.rollout_spec.gamma)
 
         def next_rollout() -> dict[str, np.ndarray]:
-            return gather(state.actor, state.rollout_spec, envs, stream, session.record_episodes)
+            return collect(state.actor, state.rollout_spec, envs, stream, session.record_episodes)
 
         train_loop(state, session, next_rollout)
     finally:
@@ -163,27 +162,19 @@ def choose(cfg: PPOConfig) -> tuple[ModeChoice, int, int]:
     if cfg.backend == "ray":
         from pararl.samplers.ray.cluster import ray_actors
 
-        if cfg.mode == "serial" or cfg.double_buffer:  # checked before Ray starts
-            raise UsageError(
-                "--backend ray runs Ray actors; drop --mode serial and --double-buffer"
-            )
+        if cfg.mode == "serial":  # checked before Ray starts
+            raise UsageError("--backend ray runs Ray actors; drop --mode serial")
         workers, per = cfg.split_envs(ray_actors(cfg.workers, cfg.ray_address, 0))
         return ModeChoice("ray", None, f"{workers} Ray actors"), workers, per
     workers, per = cfg.split_envs(physical_cores())
-    requested = "sync" if cfg.double_buffer and cfg.mode == "auto" else cfg.mode
     env_fn = env_factory(cfg.env, cfg.wrapper, training=True, kwargs=cfg.env_kwargs)
-    return choose_mode(requested, env_fn, workers * per, workers), workers, per
+    return choose_mode(cfg.mode, env_fn, workers * per, workers), workers, per
 
 
 def plan(p: Prepared) -> Plan:
     cfg: PPOConfig = p.config
     choice, workers, per_worker = choose(cfg)
     mode, num_envs = choice.mode, workers * per_worker
-    if cfg.double_buffer and (mode != "sync" or workers < 2):
-        raise UsageError(
-            "--double-buffer needs --mode sync and at least 2 workers "
-            f"(got mode {mode}, {workers} worker(s))"
-        )
     settings = cfg.settings
     rollout = num_envs * settings.num_steps
     if settings.minibatch_size > rollout:
@@ -200,7 +191,7 @@ def plan(p: Prepared) -> Plan:
         size = num_params(model)
         threads = learner_threads(size, 0 if mode == "serial" else workers, cfg.learner_threads)
         big = size >= SMALL_MODEL_PARAMS and not cfg.learner_threads
-        if big and mode in ("serial", "sync") and not cfg.double_buffer:
+        if big and mode in ("serial", "sync"):
             # the env workers wait while the update runs: it takes every core; acting
             # keeps `threads`, not to fight the workers for them
             return threads, every_core_threads()
