@@ -13,6 +13,7 @@ import torch
 from pararl.models.build import q_network
 from pararl.mp.threads import (
     AdaptiveThreads,
+    Probing,
     every_core_threads,
     is_convolutional,
     set_learner_threads,
@@ -75,7 +76,11 @@ class Simulated:
         self.now, self.cost, self.lines = 0.0, cost, list[str]()
         self.set_calls: list[int] = []
         self.governor = AdaptiveThreads(
-            wide, self.lines.append, hold, self.set_calls.append, clock=lambda: self.now
+            wide,
+            self.lines.append,
+            hold,
+            set_threads=self.set_calls.append,
+            settings=Probing(clock=lambda: self.now),
         )
         self.updates = 0
 
@@ -101,7 +106,7 @@ def test_on_idle_cores_the_learner_keeps_its_threads_and_probes_ever_less_often(
     assert gov.threads == 2
     assert gov.switches == 0
     assert sim.lines == []
-    assert gov.every == gov.max_probe_s  # each probe that changed nothing doubled the wait
+    assert gov.every == gov.settings.max_probe_s  # each probe that changed nothing doubled the wait
     probes = sim.set_calls.count(1)
     assert 5 <= probes <= 12  # 30, 60, 120, ... then every 600 s
     # what the probes cost: the updates lost against two threads all the time

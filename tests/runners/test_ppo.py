@@ -20,6 +20,7 @@ from pararl.envs.make import env_factory
 from pararl.errors import UsageError
 from pararl.evaluation.episodes import Evaluator
 from pararl.models import ActorCritic
+from pararl.mp import threads as threads_rules
 from pararl.rundir import RunDir
 from pararl.runners import ppo as ppo_runner
 from pararl.runners.session import TrainSession
@@ -79,8 +80,8 @@ def test_a_large_networks_update_leaves_a_second_thread_that_is_busy(
     monkeypatch.setattr(PPOLearner, "update", update)
     monkeypatch.setattr(ppo_runner, "collect", collect)
     monkeypatch.setattr(ppo_runner, "AdaptiveThreads", BusyCores)
-    monkeypatch.setattr(ppo_runner, "every_core_threads", lambda given=0: given or 2)
-    monkeypatch.setattr(ppo_runner, "SMALL_MODEL_PARAMS", 0)  # SMALL's network counts as large
+    monkeypatch.setattr(threads_rules, "every_core_threads", lambda given=0: given or 2)
+    monkeypatch.setattr(threads_rules, "SMALL_MODEL_PARAMS", 0)  # SMALL's network counts as large
     run = tmp_path / "run"
     config = {**SMALL, "eval_every": 10**9, "learner_threads": given, "log_every_s": 0.0}
     train(PPOConfig(mode="serial", seed=0, run_dir=run, **config))  # type: ignore[arg-type]

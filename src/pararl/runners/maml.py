@@ -33,7 +33,7 @@ from pararl.devices import resolve_device
 from pararl.errors import UsageError
 from pararl.evaluation.reported import ReportedReturns
 from pararl.models.gaussian import TaskPolicy
-from pararl.mp.threads import AdaptiveThreads, every_core_threads, held
+from pararl.mp.threads import AdaptiveThreads, held, maml_threads
 from pararl.mp.topology import physical_cores
 from pararl.runners.session import TrainSession
 from pararl.runners.setup import Plan, Prepared
@@ -220,13 +220,9 @@ def plan(p: Prepared) -> Plan:
     workers = cfg.workers or physical_cores()
     per_worker = layout(cfg, workers)
     state = MAMLState(cfg, obs_dim, action_dim, p.resume_state)
-    # the small policy's size says little here: the outer step works on every valid
-    # step of every task (80,000 rows for HalfCheetah) while the env workers wait, so
-    # it takes every core (HalfCheetahDir's outer step: 4.8 s on one thread, 2.9 s on
-    # two); the acting forward passes stay on one, not to fight the workers (with two,
-    # HalfCheetahDir's sampling took 4.9 s instead of 3.6)
-    torch.set_num_threads(1)  # acting: small forward passes, next to the env workers
-    threads = state.learner.threads = every_core_threads(cfg.learner_threads)
+    acting, threads = maml_threads(cfg.learner_threads)
+    torch.set_num_threads(acting)
+    state.learner.threads = threads
     sampler = MultiTaskSampler(
         cfg.env,
         state.acting,
