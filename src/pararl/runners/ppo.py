@@ -9,8 +9,8 @@
         log, evaluate, checkpoint (session.tick)
 
 Sources: envs in this process (`serial`) or in `ParallelVectorEnv` workers (`sync`)
-through `samplers.rollout.collect`, or Ray actors
-(`samplers.rollout.ray`); acting and learning each on the device measured to be faster.
+through `samplers.rollout.collect`, or Ray actors (`samplers.rollout.ray`); acting
+and learning each on the device measured to be faster (`runners.ppo_state`).
 """
 
 from __future__ import annotations
