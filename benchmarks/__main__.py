@@ -20,7 +20,7 @@ from pararl.errors import Terminated, UsageError, sigterm_as_interrupt
 BENCHMARKS = {
     "vector": "vector env stepping throughput against Gymnasium, SB3 and one env",
     "dqn": "DQN: time to solve vs SB3, transitions/s vs the DQN post's design, overlap",
-    "ppo": "PPO: time to solve vs SB3, double-buffered sampling throughput",
+    "ppo": "PPO: time to solve vs SB3",
     "devices": "PPO wall time per device placement and net width (the CPU/GPU placement post)",
     "mujoco": "PPO on MuJoCo (1M steps) against SB3 + VecNormalize, CleanRL's figures",
     "sac": "SAC on MuJoCo (300k steps, async) against SB3's SAC, rl-zoo's figures",

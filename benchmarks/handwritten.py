@@ -7,10 +7,7 @@ library code buy, each against the library it replaces, on runs of minutes.
    DQN updates (forward, backward, clip, step) with the default Q-network and
    batch, as many as a default 100k-step DQN run does; and the optimizer's
    construction in a fresh interpreter (torch's imports `torch._dynamo` then).
-2. `ppo_grad`: `pararl train ppo` whole processes with the hand-written PPO backward
-   pass against `--no-manual-grad` (torch autograd), fixed step budgets (no early
-   stop), on a discrete (CartPole-v1) and a continuous (HalfCheetah-v5) env.
-3. `tensorboard`: pararl's own event-file writer against
+2. `tensorboard`: pararl's own event-file writer against
    `torch.utils.tensorboard.SummaryWriter`: a metrics row (20 scalars, flushed, as
    the session writes one), the import in a fresh interpreter, and the installed
    size of the `tensorboard` distribution and what it pulls in.
@@ -32,7 +29,6 @@ from typing import Literal
 import numpy as np
 
 from benchmarks.lib import harness as h
-from benchmarks.lib import training
 
 NAME = "handwritten"
 ADAMS = ("FlatAdam", "torch Adam (fused)", "torch Adam (foreach)")
@@ -40,14 +36,10 @@ ADAMS = ("FlatAdam", "torch Adam (fused)", "torch Adam (foreach)")
 
 @dataclass(frozen=True)
 class Config(h.Options):
-    """Hand-written replacements (FlatAdam, the PPO backward pass, the TensorBoard
-    event writer) against the library code they replace. --quick: tiny spells."""
+    """Hand-written replacements (FlatAdam, the TensorBoard event writer) against the
+    library code they replace. --quick: tiny spells."""
 
-    parts: tuple[Literal["adam", "ppo_grad", "tensorboard"], ...] = (
-        "adam",
-        "ppo_grad",
-        "tensorboard",
-    )
+    parts: tuple[Literal["adam", "tensorboard"], ...] = ("adam", "tensorboard")
     """Parts to run."""
 
     repeats: int = 3
@@ -56,27 +48,16 @@ class Config(h.Options):
     dqn_updates: int = 25_000
     """adam: DQN updates per spell (a default 100k-step DQN run does 24,750)."""
 
-    ppo_steps: tuple[int, ...] = (200_000, 50_000)
-    """ppo_grad: env steps of each run, per env of --ppo-envs."""
-
-    ppo_envs: tuple[str, ...] = ("CartPole-v1", "HalfCheetah-v5")
-    """ppo_grad: env ids."""
-
     tb_rows: int = 2_000
     """tensorboard: metrics rows written per spell."""
 
 
-QUICK = {"repeats": 1, "dqn_updates": 300, "ppo_steps": (4_096, 2_048), "tb_rows": 50}
+QUICK = {"repeats": 1, "dqn_updates": 300, "tb_rows": 50}
 
 
 def resolve(config: Config) -> Config:
     c = h.apply_quick(config, QUICK)
-    h.check(
-        [
-            (c.repeats < 1, "--repeats must be >= 1"),
-            (len(c.ppo_steps) != len(c.ppo_envs), "--ppo-steps needs one budget per --ppo-envs"),
-        ]
-    )
+    h.check([(c.repeats < 1, "--repeats must be >= 1")])
     return c
 
 
@@ -187,34 +168,6 @@ def _fresh_seconds(code: str) -> float:
     return float(out.stdout.split()[-1])
 
 
-# --- ppo_grad --------------------------------------------------------------------------
-
-
-def _ppo_run_s(env: str, steps: int, manual: bool) -> float:
-    with tempfile.TemporaryDirectory() as tmp:
-        args = training.train_command(
-            "ppo", env=env, total_steps=steps, target_return="1e9", progress="none",
-            eval_every=10 * steps, tensorboard=False, run_dir=tmp + "/r",
-            **({} if manual else {"manual_grad": False}),
-        )  # fmt: skip
-        start = time.perf_counter()
-        subprocess.run(args, check=True, capture_output=True, cwd=tmp)
-        return time.perf_counter() - start
-
-
-def measure_ppo_grad(c: Config) -> dict[str, dict[str, h.Summary]]:
-    out: dict[str, dict[str, h.Summary]] = {}
-    for env, steps in zip(c.ppo_envs, c.ppo_steps, strict=True):
-        tasks = {
-            label: (lambda m=manual, e=env, s=steps: _ppo_run_s(e, s, m))
-            for label, manual in (("hand-written", True), ("autograd", False))
-        }
-        runs = h.interleaved(tasks, c.repeats)
-        h.progress(f"ppo_grad: {env}: {runs}")
-        out[env] = {k: h.summarize(v) for k, v in runs.items()}
-    return out
-
-
 # --- tensorboard -----------------------------------------------------------------------
 
 ROW = {f"metric_{i}": float(i) for i in range(20)}
@@ -299,7 +252,6 @@ def measure_tensorboard(c: Config) -> dict[str, dict[str, h.Summary | float]]:
 @dataclass
 class Results:
     adam: dict[str, dict[str, h.Summary]] = dataclasses.field(default_factory=dict)
-    ppo_grad: dict[str, dict[str, h.Summary]] = dataclasses.field(default_factory=dict)
     tensorboard: dict[str, dict[str, h.Summary | float]] = dataclasses.field(default_factory=dict)
     dqn_updates: int = 0
 
@@ -308,8 +260,6 @@ def measure(c: Config, meta: h.Metadata) -> Results:
     r = Results(dqn_updates=c.dqn_updates)
     if "adam" in c.parts:
         r.adam = measure_adam(c)
-    if "ppo_grad" in c.parts:
-        r.ppo_grad = measure_ppo_grad(c)
     if "tensorboard" in c.parts:
         r.tensorboard = measure_tensorboard(c)
     return r
@@ -355,30 +305,6 @@ def report(r: Results, meta: h.Metadata) -> h.Report:
         )
         fused = r.adam["torch Adam (fused)"]["update_s"]
         keys.append(f"FlatAdam update time ÷ torch fused Adam {h.fmt_ratio(h.ratio(flat, fused))}")
-    if r.ppo_grad:
-        rows2 = [(env, v) for env, v in r.ppo_grad.items()]
-        blocks.append(
-            "### PPO: the hand-written backward pass against autograd\n\n"
-            "`pararl train ppo` whole processes (launch to exit) with defaults, a fixed step "
-            "budget and no early stop, with and without `--no-manual-grad`, interleaved.\n\n"
-            + h.table(
-                [
-                    h.Col[tuple]("env", lambda x: x[0], "l"),
-                    h.Col[tuple]("hand-written s (min–max)", lambda x: _s(x[1]["hand-written"], 1)),
-                    h.Col[tuple]("autograd s (min–max)", lambda x: _s(x[1]["autograd"], 1)),
-                    h.Col[tuple](
-                        "hand-written ÷ autograd",
-                        lambda x: h.fmt_ratio(h.ratio(x[1]["hand-written"], x[1]["autograd"])),
-                    ),
-                ],
-                rows2,
-            )
-        )
-        keys += [
-            f"PPO {env} run time, hand-written ÷ autograd "
-            f"{h.fmt_ratio(h.ratio(v['hand-written'], v['autograd']))}"
-            for env, v in r.ppo_grad.items()
-        ]
     if r.tensorboard:
         rows3 = list(r.tensorboard.items())
         blocks.append(

@@ -399,8 +399,8 @@ def pararl_ppo(case: str, mode: str, c: Config, device: str) -> Any:
     """A PPOState of this case (its run's defaults) and a rollout of random data."""
     import torch
 
-    from pararl.algos.ppo import PPOState
     from pararl.config import PPOConfig, env_kind
+    from pararl.runners.ppo_state import PPOState
 
     shape = shape_of(case)
     obs_space, act_space = _spaces(shape)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from pararl.mp.threads import AdaptiveThreads
+from pararl.mp.threads import AdaptiveThreads, Probing
 
 SLOWER_ON_SEVERAL = 20.0  # an update on several threads looks this much slower than on one
 
@@ -20,8 +20,8 @@ class BusyCores(AdaptiveThreads):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         ticks = itertools.count()
-        clock = {"clock": lambda: float(next(ticks)), "window_s": 1e-9, "probe_s": 1.0}
-        super().__init__(*args, **{**kwargs, **clock})
+        settings = Probing(window_s=1e-9, probe_s=1.0, clock=lambda: float(next(ticks)))
+        super().__init__(*args, **{**kwargs, "settings": settings})
 
     def record(self, updates: int, seconds: float) -> None:
         super().record(updates, updates * (SLOWER_ON_SEVERAL if self.threads > 1 else 1.0))

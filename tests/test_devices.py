@@ -42,11 +42,12 @@ def test_the_cpu_is_timed_with_the_threads_the_run_will_use(
 
     cpu = torch.device("cpu")
     monkeypatch.setattr(devices, "available_devices", lambda: [cpu, cpu])  # two to choose from
-    before = torch.get_num_threads()
+    before, stream = torch.get_num_threads(), torch.get_rng_state()
     choice = devices.choose_devices(
-        lambda: Probe(4, 2, True, (8,)), 4, 8, 32, "auto", "auto", threads=lambda m: (1, 2)
+        lambda: Probe(4, 2, True, (8,)), 4, 8, 32, "auto", "auto", act_threads=1, update_threads=2
     )
     assert choice.reason == "fastest measured"
     assert {n for kind, n in seen if kind == "act"} == {1}
     assert {n for kind, n in seen if kind == "value"} == {2}
     assert torch.get_num_threads() == before
+    assert torch.equal(torch.get_rng_state(), stream)  # the run's stream untouched

@@ -1,79 +1,95 @@
-"""The table of algorithms: every row's functions are the algorithm's own, imported
-when called, so listing the commands imports no torch."""
+"""The table of algorithms is the spec modules of `pararl.registry`, and every
+algorithm works from its spec alone: `pararl train NAME` on the command line, its
+saved config read back by class name, `pararl.load(run).act()` greedy and sampled
+within the env's action space, `pararl evaluate`; listing the commands imports no
+torch."""
 
 from __future__ import annotations
 
+import importlib
+import json
+import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-import torch
 
-from pararl.config import DQNConfig, MAMLConfig, PPOConfig, RunConfig, SACConfig
+import pararl as package
+import pararl.registry
+from pararl import load
+from pararl.config import RunConfig, configs, saved_config
 from pararl.errors import UsageError
-from pararl.models import actor_critic
-from pararl.registry import ALGORITHMS, algorithm_of
+from pararl.registry import ALGORITHMS, Algorithm, algorithm_of
+
+# short evaluations; and what an algorithm's defaults would make too long for a test
+# (MAML's default is 40 HalfCheetah tasks of 20 episodes an iteration; its
+# evaluations are its own returns after adaptation)
+EVALUATIONS = ["--eval-episodes", "1", "--eval-in", "inline"]
+SMALLER: dict[str, list[str]] = {
+    "maml": [
+        "--env", "pararl/Navigation2D-v0", "--meta-batch-size", "2", "--fast-batch-size", "2",
+        "--episode-length", "10", "--meta-iterations", "1",
+    ],
+}  # fmt: skip
 
 
-def test_rows_name_their_algorithms_and_configs() -> None:
-    configs = {"dqn": DQNConfig, "sac": SACConfig, "ppo": PPOConfig, "maml": MAMLConfig}
-    assert {name: row.config for name, row in ALGORITHMS.items()} == configs
-    assert all(row.name == name for name, row in ALGORITHMS.items())
-    for name, config in configs.items():
-        assert algorithm_of(config()) is ALGORITHMS[name]
-    with pytest.raises(UsageError, match="RunConfig"):
+def test_the_table_is_the_spec_modules() -> None:
+    modules = [m.name for m in pkgutil.iter_modules(pararl.registry.__path__)]
+    specs = {
+        m: spec
+        for m in modules
+        if isinstance(
+            spec := getattr(importlib.import_module(f"pararl.registry.{m}"), "SPEC", None),
+            Algorithm,
+        )
+    }
+    assert set(specs) == set(ALGORITHMS) >= {"dqn", "sac", "td3", "ppo", "maml"}
+    for name, spec in ALGORITHMS.items():
+        assert specs[name] is spec
+        assert spec.name == name
+        assert configs()[spec.config.__name__] is spec.config  # config.json's name for it
+        assert algorithm_of(spec.config()) is spec
+        assert getattr(package, spec.config.__name__) is spec.config  # `pararl.TD3Config`
+    with pytest.raises(UsageError, match="no algorithm trains a RunConfig"):
         algorithm_of(RunConfig())
     assert [n for n, row in ALGORITHMS.items() if row.evaluation is not None] == ["maml"]
+    assert [n for n, row in ALGORITHMS.items() if row.adapt is not None] == ["maml"]
 
 
-@pytest.mark.parametrize(
-    ("name", "trains", "loads"),
-    [
-        ("dqn", "train_dqn", "pararl.algos.dqn"),
-        ("sac", "train_sac", "pararl.algos.sac"),
-        ("ppo", "train_ppo", "pararl.algos.ppo"),
-        ("maml", "train_maml", "pararl.algos.maml"),
-    ],
-)
-def test_each_rows_functions_are_its_algorithms_own(
-    monkeypatch: pytest.MonkeyPatch, name: str, trains: str, loads: str
+@pytest.mark.parametrize("name", sorted(ALGORITHMS))
+def test_each_algorithm_trains_saves_loads_and_acts_from_its_spec(
+    name: str, tmp_path: Path, pararl: Any
 ) -> None:
-    """A row's `train` and `greedy_policy` reach that algorithm's functions (stand-ins
-    here that record their arguments), with the config and arguments unchanged."""
-    calls: list[tuple[str, Any, Any]] = []
-
-    def stand_in(what: str) -> Any:
-        return lambda config, *args, **kwargs: calls.append((what, config, (args, kwargs))) or what
-
-    monkeypatch.setattr(f"pararl.runners.train.{trains}", stand_in("train"))
-    monkeypatch.setattr(f"{loads}.greedy_policy", stand_in("policy"))
-    row, config, state = ALGORITHMS[name], ALGORITHMS[name].config(), {"learner": {}}
-    assert row.train(config, stop="now") == "train"
-    assert row.greedy_policy(config, state) == "policy"
-    assert calls == [("train", config, ((), {"stop": "now"})), ("policy", config, ((state,), {}))]
-
-
-def test_mamls_evaluation_is_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
-    seen: list[Any] = []
-    monkeypatch.setattr("pararl.runners.maml_eval.run", lambda *args: seen.append(args) or {})
-    cfg, write_video = object(), print
-    evaluation = ALGORITHMS["maml"].evaluation
-    assert evaluation is not None
-    assert evaluation(cfg, write_video) == {}  # type: ignore[arg-type]
-    assert seen == [(cfg, write_video)]
-
-
-def test_the_ppo_row_loads_a_checkpoints_model() -> None:
-    torch.manual_seed(0)
-    model = actor_critic("mlp", (4,), np.float32, 2, True, PPOConfig().hidden)
-    state = {"obs_shape": (4,), "action_dim": 2, "discrete": True, "format": 2}
-    state["learner"] = {"model": model.state_dict()}
-    loaded = ALGORITHMS["ppo"].greedy_policy(PPOConfig(), state)
-    saved, got = model.state_dict(), loaded.state_dict()
-    assert saved.keys() == got.keys()
-    assert all(torch.equal(saved[k], got[k]) for k in saved)
+    run = tmp_path / name
+    done = pararl(
+        "train", name, "--total-steps", "150", "--workers", "1", "--progress", "none",
+        "--no-tensorboard", "--run-dir", str(run), *SMALLER.get(name, EVALUATIONS),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    spec = ALGORITHMS[name]
+    assert json.loads((run / "config.json").read_text())["algo"] == spec.config.__name__
+    assert type(saved_config(run)) is spec.config
+    agent = load(run, "final")
+    assert agent.algorithm is spec
+    env = agent.make_env()
+    try:
+        obs, _ = env.reset(seed=0)
+        greedy = agent.act(obs)
+        assert env.action_space.contains(np.asarray(greedy, env.action_space.dtype))
+        assert np.array_equal(greedy, agent.act(obs))  # greedy is deterministic
+        batch = np.stack([obs] * 64)
+        sampled = agent.act(batch, deterministic=False)
+        assert len(sampled) == 64
+        assert all(
+            env.action_space.contains(np.asarray(a, env.action_space.dtype)) for a in sampled
+        )
+    finally:
+        env.close()
+    evaluated = pararl("evaluate", str(run), "--episodes", "1", "--checkpoint", "final")
+    assert evaluated.returncode == 0, evaluated.stderr
 
 
 def test_listing_the_commands_imports_no_torch() -> None:
@@ -82,3 +98,4 @@ def test_listing_the_commands_imports_no_torch() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "False"
+    assert "pararl train td3" in out.stdout

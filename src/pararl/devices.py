@@ -140,35 +140,40 @@ def choose_devices(
     act: str,
     learn: str,
     obs_dtype: npt.DTypeLike = np.float32,
-    threads: Callable[[nn.Module], tuple[int, int]] | None = None,
+    act_threads: int | None = None,
+    update_threads: int | None = None,
 ) -> DeviceChoice:
     """Resolve `act`/`learn` (cpu | cuda | auto); `auto` takes the faster measured device.
     `obs_shape` (or a flat size) and `obs_dtype`: the observations timed with.
-    `threads(model)`: the torch threads the run will act and update with for a model
-    like it; the timings use them (None: torch's current count). Timed on all 16
-    threads of a GPU host at start-up, CartPole's 64-wide MLP took 39.9 ms per CPU
-    forward (0.30 ms on another such host), so acting went to CUDA, though the run
-    then acts on one thread."""
+    `act_threads`, `update_threads`: the torch threads the run will act and update
+    with; the timings use them (None: torch's current count), since a small network's
+    forward timed on every thread of a large host can look slower on the CPU than on
+    a GPU when the run then acts on one. The timing builds its own models and draws
+    nothing from the run's random streams (they are forked around it)."""
     devices = available_devices()
     for flag, value in (("--act-device", act), ("--learn-device", learn)):
         if value != "auto":
             resolve_device(value, flag)  # refuses CUDA where there is none
     timings: dict[str, float] = {}
     if "auto" in (act, learn) and len(devices) > 1:
-        for device in devices:
-            model = make_model()
-            act_threads, update_threads = threads(model) if threads else (None, None)
-            timings[f"forward_{device.type}"] = 1e3 * time_forward(
-                model, obs_shape, act_batch, device, obs_dtype=obs_dtype, threads=act_threads
-            )
-            timings[f"update_{device.type}"] = 1e3 * time_update(
-                make_model(),
-                obs_shape,
-                learn_batch,
-                device,
-                obs_dtype=obs_dtype,
-                threads=update_threads,
-            )
+        with torch.random.fork_rng():
+            for device in devices:
+                timings[f"forward_{device.type}"] = 1e3 * time_forward(
+                    make_model(),
+                    obs_shape,
+                    act_batch,
+                    device,
+                    obs_dtype=obs_dtype,
+                    threads=act_threads,
+                )
+                timings[f"update_{device.type}"] = 1e3 * time_update(
+                    make_model(),
+                    obs_shape,
+                    learn_batch,
+                    device,
+                    obs_dtype=obs_dtype,
+                    threads=update_threads,
+                )
 
     def pick(value: str, kind: str) -> torch.device:
         if value != "auto":

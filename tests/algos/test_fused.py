@@ -102,24 +102,23 @@ def test_dqn_step_compiled_by_inductor_is_the_plain_step() -> None:
     )
 
 
-def _ppo(model: str, discrete: bool, setting_mode: str, manual: bool) -> PPOLearner:
+def _ppo(model: str, discrete: bool, setting_mode: str) -> PPOLearner:
     space, actions = SPACES[model] if model != "mlp" else (gym.spaces.Box(-1, 1, (5,)), 3)
     torch.manual_seed(0)
     net = actor_critic(model, space.shape, space.dtype, actions, discrete, (16, 16))  # type: ignore[arg-type]
     hyper = PPOHyper(
         clip_coef=0.2, clip_vloss=True, ent_coef=0.01, vf_coef=0.5, update_epochs=2,
-        num_minibatches=2, manual_grad=manual,
+        num_minibatches=2,
     )  # fmt: skip
     return PPOLearner(net, hyper, 1e-3, CPU, setting_mode)  # type: ignore[arg-type]
 
 
 @pytest.mark.usefixtures("aot_eager")
 @pytest.mark.parametrize(
-    ("model", "discrete", "manual"),
-    [("mlp", False, True), ("mlp", True, False), ("minatar-cnn", True, False)],
+    ("model", "discrete"), [("mlp", False), ("mlp", True), ("minatar-cnn", True)]
 )
-def test_ppo_compiled_step_is_the_plain_step(model: str, discrete: bool, manual: bool) -> None:
-    learners = [_ppo(model, discrete, mode, manual) for mode in ("eager", "compile")]
+def test_ppo_compiled_step_is_the_plain_step(model: str, discrete: bool) -> None:
+    learners = [_ppo(model, discrete, mode) for mode in ("eager", "compile")]
     space = SPACES[model][0] if model != "mlp" else gym.spaces.Box(-1, 1, (5,))
     rng, n = np.random.default_rng(2), 64
     batch = {

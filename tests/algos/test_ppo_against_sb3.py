@@ -23,9 +23,9 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 
-from pararl.algos.ppo import PPOState
 from pararl.config import PPOConfig, env_kind
 from pararl.envs.make import env_factory
+from pararl.runners.ppo_state import PPOState
 from pararl.samplers.rollout.collect import EnvStream, Rollout, collect
 from pararl.vector import ParallelVectorEnv, SerialVectorEnv
 

@@ -1,6 +1,5 @@
 """`python -m benchmarks handwritten`: the adam and tensorboard parts end to end in
-this process (their fresh-interpreter timings stubbed: seconds each; the PPO part
-runs whole training processes and is left to the benchmark run itself)."""
+this process (their fresh-interpreter timings stubbed: seconds each)."""
 
 from __future__ import annotations
 

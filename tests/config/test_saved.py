@@ -55,6 +55,14 @@ def test_every_algorithm_round_trips(cls: type) -> None:
     assert any(a.config is cls for a in ALGORITHMS.values())
 
 
+def test_a_ppo_config_with_a_removed_option_reads_back(tmp_path: Path) -> None:
+    saved = {"algo": "PPOConfig", "env": "CartPole-v1", "seed": 5}
+    saved |= {"double_buffer": True, "manual_grad": False}  # options since removed
+    (tmp_path / "config.json").write_text(json.dumps(saved))
+    config = saved_config(tmp_path)
+    assert config == PPOConfig(env="CartPole-v1", seed=5)
+
+
 def test_a_directory_without_a_known_config_is_refused(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"no config\.json there"):
         saved_config(tmp_path)

@@ -16,9 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pararl import PPOConfig, train
-from pararl.algos.ppo import PPOState, load_policy
+from pararl.algos.ppo import load_policy
 from pararl.config import config_from_json, to_json
 from pararl.models.normalize import DiscountedReturns, Normalizer, NormSettings, merge_moments
+from pararl.runners.ppo_state import PPOState
 
 SMALL: dict[str, Any] = dict(
     env="Pendulum-v1",

@@ -8,18 +8,38 @@ import sys
 from collections.abc import Callable
 
 import numpy as np
+import pytest
 import torch
 
 from pararl.models.build import q_network
+from pararl.mp import threads
 from pararl.mp.threads import (
     AdaptiveThreads,
+    Probing,
     every_core_threads,
     is_convolutional,
+    maml_threads,
+    ppo_threads,
     set_learner_threads,
     takes_every_core,
     torch_threads,
 )
 from pararl.mp.topology import physical_cores
+
+
+def test_an_update_the_env_workers_wait_for_takes_every_core(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(threads, "physical_cores", lambda: 4)
+    small, large = 10_000, 2_000_000
+    assert ppo_threads(small, "sync", 2) == (1, 1)  # small networks keep one thread
+    # acting gets the cores the 2 workers leave; the update, which they wait for, all
+    assert ppo_threads(large, "sync", 2) == (2, 4)
+    assert ppo_threads(large, "serial", 2) == (4, 4)  # no workers beside it
+    assert ppo_threads(large, "ray", 2) == (2, 2)  # Ray actors do not wait for it
+    assert ppo_threads(large, "sync", 2, given=3) == (3, 3)  # --learner-threads holds
+    assert maml_threads() == (1, 4)  # MAML acts on one, its outer step on every core
+    assert maml_threads(2) == (1, 2)
 
 
 def test_a_convolutional_or_wide_learner_beside_actors_takes_every_core() -> None:
@@ -75,7 +95,11 @@ class Simulated:
         self.now, self.cost, self.lines = 0.0, cost, list[str]()
         self.set_calls: list[int] = []
         self.governor = AdaptiveThreads(
-            wide, self.lines.append, hold, self.set_calls.append, clock=lambda: self.now
+            wide,
+            self.lines.append,
+            hold,
+            set_threads=self.set_calls.append,
+            settings=Probing(clock=lambda: self.now),
         )
         self.updates = 0
 
@@ -101,7 +125,7 @@ def test_on_idle_cores_the_learner_keeps_its_threads_and_probes_ever_less_often(
     assert gov.threads == 2
     assert gov.switches == 0
     assert sim.lines == []
-    assert gov.every == gov.max_probe_s  # each probe that changed nothing doubled the wait
+    assert gov.every == gov.settings.max_probe_s  # each probe that changed nothing doubled the wait
     probes = sim.set_calls.count(1)
     assert 5 <= probes <= 12  # 30, 60, 120, ... then every 600 s
     # what the probes cost: the updates lost against two threads all the time

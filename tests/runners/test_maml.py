@@ -17,6 +17,7 @@ from pararl import train
 from pararl.algos.maml import MAMLLearner
 from pararl.cli import main
 from pararl.config import MAMLConfig
+from pararl.mp import threads as threads_rules
 from pararl.runners import maml as maml_runner
 from tests.busy_cores import BusyCores, assert_moved_to_one
 from tests.procs import alive_after, interrupt_training
@@ -80,7 +81,7 @@ def test_the_outer_step_leaves_a_second_thread_that_is_busy(
 
     monkeypatch.setattr(MAMLLearner, "_step", step)
     monkeypatch.setattr(maml_runner, "AdaptiveThreads", BusyCores)
-    monkeypatch.setattr(maml_runner, "every_core_threads", lambda given=0: given or 2)
+    monkeypatch.setattr(threads_rules, "every_core_threads", lambda given=0: given or 2)
     run = tmp_path / "run"
     config = MAMLConfig(meta_iterations=8, seed=1, run_dir=run, learner_threads=given, **SMALL)  # type: ignore[arg-type]
     train(config)

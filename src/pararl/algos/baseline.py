@@ -13,12 +13,28 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import torch
 
 from pararl.gae import gae
-from pararl.samplers.meta.episodes import TaskEpisodes
+
+
+class EpisodeArrays(Protocol):
+    """What this module reads of one task's episodes, arrays [episodes, steps, ...]
+    (the meta sampler's `TaskEpisodes` is one)."""
+
+    @property
+    def observations(self) -> np.ndarray: ...
+    @property
+    def actions(self) -> np.ndarray: ...
+    @property
+    def rewards(self) -> np.ndarray: ...
+    @property
+    def mask(self) -> np.ndarray: ...  # True for real steps, False for padding
+    @property
+    def returns(self) -> np.ndarray: ...  # undiscounted return of every episode
 
 
 @dataclass(frozen=True)
@@ -49,7 +65,7 @@ class TaskBatch:
 
 
 def task_batch(
-    episodes: Sequence[TaskEpisodes], gamma: float, gae_lambda: float, device: torch.device
+    episodes: Sequence[EpisodeArrays], gamma: float, gae_lambda: float, device: torch.device
 ) -> TaskBatch:
     """The tensors of `episodes` (one entry per task) with their advantages."""
 

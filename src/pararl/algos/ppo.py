@@ -1,4 +1,6 @@
-"""PPO learner: GAE(lambda) advantages and the clipped surrogate objective.
+"""PPO: the clipped surrogate loss and its learner (minibatch epochs over a rollout
+whose GAE(lambda) advantages the sampler computed). A run's state around it (the
+devices, the acting copy, the checkpoint) is `pararl.runners.ppo_state`.
 
 References: Schulman et al. 2016 (GAE), Schulman et al. 2017 (PPO); implementation
 details as catalogued by Huang et al. 2022 ("The 37 implementation details of PPO").
@@ -6,31 +8,24 @@ details as catalogued by Huang et al. 2022 ("The 37 implementation details of PP
 
 from __future__ import annotations
 
-import copy
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import torch
-from torch import nn
 
-from pararl import seeding
-from pararl.algos import ppo_grad
-from pararl.algos.fused import FusedSteps, Mode, resolve_step_mode
+from pararl.algos.fused import FusedSteps, Mode
 from pararl.checkpoint import Header
-from pararl.config import Filled, PPOConfig
-from pararl.devices import choose_devices
+from pararl.config import PPOConfig
 from pararl.errors import UsageError
 from pararl.images import check_model, is_image
 from pararl.models import ActorCritic
 from pararl.models.build import actor_critic
 from pararl.models.normalize import NormSettings
 from pararl.optim import FlatAdam
-from pararl.samplers.rollout.collect import RolloutSpec
-from pararl.weights.local import LocalCopy
 
 
 def _normalized(advantages: torch.Tensor) -> torch.Tensor:
@@ -47,7 +42,6 @@ class PPOHyper:
     norm_adv: bool = True
     update_epochs: int = 4
     num_minibatches: int = 4
-    manual_grad: bool = True  # hand-written backward pass (`ppo_grad`) when it applies
 
 
 class PPOLearner:
@@ -73,7 +67,6 @@ class PPOLearner:
         self.clip = hyper.clip_coef  # the surrogate's clip range now (may be annealed)
         # ... and on the device, for compiled or recorded steps (one program for all)
         self.clip_t = torch.tensor(self.clip, dtype=torch.float32, device=device)
-        self.manual_grad = hyper.manual_grad and ppo_grad.supports(self.model)
         # one program per kind of step: advantages normalised before or not, statistics
         # of the policy's move (approx_kl, clipfrac) or not
         self.steps: FusedSteps[tuple[bool, bool]] = FusedSteps(self.step_mode, self.device)
@@ -91,10 +84,11 @@ class PPOLearner:
         self.clip_t.fill_(self.clip)
 
     def update(self, batch: dict[str, np.ndarray], rng: np.random.Generator) -> dict[str, float]:
-        """Epochs of minibatch steps on one flattened rollout. Returns the losses and
-        entropy averaged over every step, and approx_kl and clipfrac averaged over the
-        last epoch (how far the whole update moved the policy; computing them at every
-        step cost ~3% of it)."""
+        """Epochs of minibatch steps on one flattened rollout, each epoch's minibatches
+        in an order drawn from `rng` (the run's own stream: nothing here draws from a
+        global one). Returns the losses and entropy averaged over every step, and
+        approx_kl and clipfrac averaged over the last epoch (how far the whole update
+        moved the policy; computing them at every step cost more than it told)."""
         hp = self.hyper
         b = {k: torch.as_tensor(v).to(self.device) for k, v in batch.items()}
         size = len(b["advantages"])
@@ -166,10 +160,8 @@ class PPOLearner:
         mb = {"obs": obs, "actions": actions, "logprobs": logprobs, "returns": returns}
         mb["values"] = values
         self.optimizer.zero_grad(set_to_none=True)
-        if self.manual_grad:
-            out = ppo_grad.loss_and_grad(self.model, self._terms(mb, advantages, clip))
-        else:
-            out = self._autograd_loss(mb, advantages, clip)
+        out = self._loss(mb, advantages, clip)
+        out["loss"].backward()
         self.optimizer.clip_grad_norm_(hp.max_grad_norm)
         self.optimizer.step()
         stats = tuple(out[k].detach() for k in ("pg_loss", "v_loss", "entropy"))
@@ -181,29 +173,11 @@ class PPOLearner:
             clipfrac = ((ratio - 1.0).abs() > clip).float().mean()
         return (*stats, approx_kl, clipfrac)
 
-    def _terms(
-        self, mb: dict[str, torch.Tensor], advantages: torch.Tensor, clip: float | torch.Tensor
-    ) -> ppo_grad.LossTerms:
-        hp = self.hyper
-        return ppo_grad.LossTerms(
-            obs=mb["obs"],
-            actions=mb["actions"],
-            old_logprobs=mb["logprobs"],
-            advantages=advantages,
-            returns=mb["returns"],
-            old_values=mb["values"],
-            clip=clip,
-            clip_vloss=hp.clip_vloss,
-            value_clip=hp.clip_coef,
-            ent_coef=hp.ent_coef,
-            vf_coef=hp.vf_coef,
-        )
-
-    def _autograd_loss(
+    def _loss(
         self, mb: dict[str, torch.Tensor], mb_adv: torch.Tensor, clip: float | torch.Tensor
     ) -> dict[str, torch.Tensor]:
-        """The loss through torch autograd (the reference the hand-written gradient is
-        tested against, and the path for models it does not cover); backpropagates."""
+        """The PPO loss of one minibatch (`loss`, for autograd), its parts, and the
+        importance ratios (detached)."""
         hp = self.hyper
         new_logprob, entropy, new_value = self.model.evaluate(mb["obs"], mb["actions"])
         log_ratio = new_logprob - mb["logprobs"]
@@ -228,8 +202,8 @@ class PPOLearner:
 
         entropy_loss = entropy.mean()
         loss = pg_loss - hp.ent_coef * entropy_loss + hp.vf_coef * v_loss
-        loss.backward()
         return {
+            "loss": loss,
             "pg_loss": pg_loss,
             "v_loss": v_loss,
             "entropy": entropy_loss,
@@ -264,122 +238,6 @@ def check_spaces(config: PPOConfig, observation_space: gym.Space, action_space: 
             f"--norm-obs: {config.env} gives images, which the CNN scales instead of "
             "normalising; drop --norm-obs"
         )
-
-
-class PPOState:
-    """The model on both devices, the learner, and the run's counters: from a config
-    filled in for the env's kind (`RunConfig.for_env`)."""
-
-    def __init__(
-        self,
-        filled: Filled[PPOConfig],
-        obs_space: gym.Space,
-        act_space: gym.Space,
-        num_envs: int,
-        resume_state: dict[str, Any] | None = None,
-        threads: Callable[[nn.Module], tuple[int, int]] | None = None,
-    ) -> None:
-        """`threads(model)`: the torch threads the run acts and updates with (the
-        runner's rule), which `--act-device`/`--learn-device auto` time with."""
-        self.filled = filled
-        self.config = cfg = filled.config
-        self.settings = s = cfg.settings
-        self.update_threads: int | None = None  # torch threads for updates (None: as set)
-        self.obs_shape = tuple(obs_space.shape or ())
-        self.obs_dtype = rollout_dtype(obs_space)
-        self.discrete = isinstance(act_space, gym.spaces.Discrete)
-        # Box bounds, saved so that a loaded agent clips its actions as the env does
-        self.action_bounds: tuple[np.ndarray, np.ndarray] | None = None
-        if isinstance(act_space, gym.spaces.Discrete):
-            self.action_dim = int(act_space.n)
-        else:
-            self.action_dim = int(np.prod(act_space.shape or (1,)))
-            if isinstance(act_space, gym.spaces.Box):
-                self.action_bounds = (act_space.low.ravel(), act_space.high.ravel())
-
-        self.make_model = functools.partial(
-            actor_critic,
-            s.model,
-            self.obs_shape,
-            self.obs_dtype,
-            self.action_dim,
-            self.discrete,
-            cfg.hidden,
-            cfg.shared_body,
-            norm_settings(cfg),
-        )
-        self.devices = choose_devices(
-            self.make_model,
-            self.obs_shape,
-            num_envs,
-            s.minibatch_size,
-            cfg.act_device,
-            cfg.learn_device,
-            self.obs_dtype,
-            threads,
-        )
-        model = self.make_model()  # initialised from the seeded global torch stream
-        hyper = PPOHyper(
-            clip_coef=s.clip_coef,
-            clip_vloss=s.clip_vloss,
-            ent_coef=s.ent_coef,
-            vf_coef=s.vf_coef,
-            max_grad_norm=cfg.max_grad_norm,
-            norm_adv=cfg.norm_adv,
-            manual_grad=cfg.manual_grad,
-            update_epochs=s.update_epochs,
-            num_minibatches=max(1, num_envs * s.num_steps // s.minibatch_size),
-        )
-        learn = self.devices.learn
-        self.learner = PPOLearner(model, hyper, s.lr, learn, resolve_step_mode(cfg.compile, learn))
-        # the acting copy lives on the acting device; weights are copied once per update
-        self.actor = (
-            self.learner.model
-            if self.devices.act == self.devices.learn
-            else copy.deepcopy(self.learner.model).to(self.devices.act)
-        )
-        self.weights = LocalCopy(self.actor)
-        self.env_steps, self.wall_s = 0, 0.0
-        if resume_state is not None:
-            self.learner.load_state_dict(resume_state["learner"])
-            self.sync_actor()
-            header = Header.of(resume_state)
-            self.env_steps, self.wall_s = header.env_steps, header.wall_s
-        self.rng = seeding.generator(cfg.seed, "replay", 0, self.env_steps)  # minibatches
-
-    def sync_actor(self) -> None:
-        self.weights.publish(self.learner.model, self.learner.updates)
-
-    def state(self, wall_s: float) -> dict[str, Any]:
-        return {
-            # format 2: the model holds normalisation statistics
-            **Header("ppo", 2, self.env_steps, wall_s).as_dict(),
-            "learner": self.learner.state_dict(),
-            "obs_shape": self.obs_shape,
-            "obs_dtype": self.obs_dtype.str,
-            "action_dim": self.action_dim,
-            "discrete": self.discrete,
-            "action_bounds": self.action_bounds,
-        }
-
-    @property
-    def rollout_spec(self) -> RolloutSpec:
-        s = self.settings
-        return RolloutSpec(
-            self.obs_shape,
-            self.action_dim,
-            self.discrete,
-            s.num_steps,
-            s.gamma,
-            s.gae_lambda,
-            self.obs_dtype,
-        )
-
-
-def rollout_dtype(space: gym.Space) -> np.dtype:
-    """How observations are stored: images in their own dtype (a quarter of the
-    memory for uint8, and converted on the learner's device), others as float32."""
-    return np.dtype(space.dtype) if is_image(space) else np.dtype(np.float32)
 
 
 def norm_settings(cfg: PPOConfig) -> NormSettings:

@@ -103,13 +103,6 @@ class PPOConfig(RunConfig):
     """Normalised observations are clipped to +-this."""
     clip_reward: float = 10.0
     """Scaled rewards are clipped to +-this."""
-    manual_grad: bool = True
-    """Compute the PPO gradient with pararl's hand-written backward pass for its MLP
-    actor-critic (autograd's numbers to float rounding, a third less time per
-    minibatch step); --no-manual-grad uses torch autograd."""
-    double_buffer: bool = False
-    """Sync mode: split the workers into two groups of envs; while one group steps, this
-    process computes the other's actions (partial send/recv)."""
 
     # discrete: rl-zoo's CartPole settings; continuous: CleanRL's MuJoCo settings
     # (one env x 2048 steps there; 8 envs x 256 steps here) without its value

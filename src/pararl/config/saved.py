@@ -26,6 +26,10 @@ def config_from_json(text: str) -> RunConfig:
     cls = configs().get(data.pop("algo", ""))
     if cls is None:
         raise UsageError("config.json names no known algorithm; is this a pararl run dir?")
+    # options since removed are dropped with the other unknown keys, whatever their
+    # value: PPO's `double_buffer` changed only how a rollout's work overlapped, not
+    # the rollout, and `manual_grad` only how the same gradient was computed, so a run
+    # that set them resumes and evaluates as it was
     names = {f.name for f in dataclasses.fields(cls)}
     kwargs: dict[str, Any] = {}
     for key, value in data.items():

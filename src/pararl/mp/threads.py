@@ -3,10 +3,11 @@
 N processes with N intra-op threads each would fight for N cores, so every child
 process (env workers, actors, Ray actors, the evaluation process) runs one thread
 (`one_thread`). The learner's count follows what else runs beside it
-(`set_learner_threads`), and a learner on several threads drops to one while
-something else takes the cores (`AdaptiveThreads`); an update the env workers wait for
-takes every core (`every_core_threads`); `torch_threads` (from `pararl.intraop`) holds
-a count for one block of code. Like the rest of `mp`, this module never imports torch itself
+(`learner_threads`, `takes_every_core`), and a learner on several threads drops to
+one while something else takes the cores (`AdaptiveThreads`); an update the env
+workers wait for takes every core (`every_core_threads`: PPO's, `ppo_threads`;
+MAML's, `maml_threads`); `torch_threads` (from `pararl.intraop`) holds a count for
+one block of code. Like the rest of `mp`, this module never imports torch itself
 (the vector envs run without it): each function imports it when called.
 """
 
@@ -17,6 +18,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pararl.intraop import torch_threads
@@ -48,12 +50,10 @@ def every_core_threads(given: int = 0) -> int:
 def takes_every_core(mode: str, convolutional: bool, batch_size: int) -> bool:
     """Whether an off-policy learner in `mode` takes every core: beside actor
     processes, a convolutional network or a batch of `WIDE_BATCH` rows or more.
-    Actors held to the replay ratio idle most of the time (6-22% of a core on MinAtar
-    and Pong, 3-7% on HalfCheetah), and on 2 cores two learner threads ran MinAtar
-    Breakout's async DQN 1.14x (1.07-1.22x) and Pong's 1.18x as many updates/s as
-    one, and SAC's update at HalfCheetah's sizes (batch 256, 256x256 networks)
-    1.17-1.32x. DQN's MLP step on CartPole's batch of 64 gained nothing from a second
-    thread (0.92x alone), so it keeps one."""
+    Actors held to the replay ratio leave most of their cores idle, and such updates
+    have enough work per operation to gain from a second thread (measured on 2 cores:
+    README, the learner's torch threads); a small MLP's step on a small batch gains
+    nothing, so it keeps one."""
     return mode in ("async", "ray") and (convolutional or batch_size >= WIDE_BATCH)
 
 
@@ -76,6 +76,27 @@ def learner_threads(
     if num_params < SMALL_MODEL_PARAMS:
         return 1
     return max(1, physical_cores() - busy_processes)
+
+
+def ppo_threads(num_params: int, mode: str, workers: int, given: int = 0) -> tuple[int, int]:
+    """PPO's torch threads to act and to update a network of `num_params` with, in
+    `mode` beside `workers` env workers: both the learner's count
+    (`learner_threads`), except that the update of a network of `SMALL_MODEL_PARAMS`
+    or more in serial or sync mode, which the env workers wait for, takes every core;
+    acting then keeps the learner's count, not to fight the workers for the cores."""
+    threads = learner_threads(num_params, 0 if mode == "serial" else workers, given)
+    waited_for = mode in ("serial", "sync")
+    if num_params >= SMALL_MODEL_PARAMS and not given and waited_for:
+        return threads, every_core_threads()
+    return threads, threads
+
+
+def maml_threads(given: int = 0) -> tuple[int, int]:
+    """MAML's torch threads to act and for its outer step. The small policy's size says
+    little there: the outer step works on every valid step of every task while the
+    env workers wait, so it takes every core (`every_core_threads`); acting's small
+    forward passes stay on one, not to fight the workers."""
+    return 1, every_core_threads(given)
 
 
 def held(learns_on: str, given: int) -> bool:
@@ -103,6 +124,26 @@ def _set_torch_threads(threads: int) -> None:
     torch.set_num_threads(threads)
 
 
+@dataclass(frozen=True)
+class Probing:
+    """How `AdaptiveThreads` times the updates and probes the other count."""
+
+    window_s: float = 2.0
+    """Seconds of updating timed as one window (waiting for data is not counted)."""
+    probe_s: float = 30.0
+    """The first probe comes this long after the start, and again after a switch."""
+    max_probe_s: float = 600.0
+    """A probe that changed nothing doubles the wait for the next, up to this."""
+    slowdown: float = 3.0
+    """A window on `wide` threads this many times slower than the fastest so far
+    probes at once."""
+    margin: float = 0.9
+    """The probed count is kept when its time per update is at most this fraction of
+    the count in use."""
+    clock: Callable[[], float] = field(default=time.monotonic, compare=False)
+    """Seconds, for when the next probe is due (tests give a simulated one)."""
+
+
 class AdaptiveThreads:
     """A learner's intra-op threads while it runs (an off-policy learner's, PPO's
     update's, MAML's outer step's): `wide` (its count on idle cores) or one, whichever
@@ -110,42 +151,35 @@ class AdaptiveThreads:
 
     Why: every parallel region of an update on several threads ends at a barrier, and
     waits there for any of its threads that the scheduler has given to another
-    process. On 2 cores with one busy Python process beside it, SAC's two-thread
-    learner at HalfCheetah's sizes fell from 110 updates/s to 1-2 (per-minute rates
-    from a run's metrics.csv); on one thread, sharing slows an update only in
-    proportion. So the governor times the updates (`record`) in windows of
-    `window_s` seconds of updating, and runs one window on the other count now and
-    then (a probe): first after `probe_s`, then twice as long after each probe that
-    changed nothing, up to `max_probe_s`; and at once when a window on `wide`
-    threads is `slowdown` times slower than the fastest window on `wide` so far.
-    It switches when the probe ran at most `margin` of the time per update of the
-    latest window on the count in use. A quiet machine pays a window on one thread
-    every ten minutes at most; a busy one, a window on `wide` threads as often.
+    process. With a busy process beside it on a small machine, a learner on several
+    threads can fall to a small fraction of its rate, while on one thread sharing
+    slows an update only in proportion. So the governor times the updates (`record`)
+    in windows, and runs one window on the other count now and then (a probe), first
+    soon, then ever less often while probes change nothing, and at once when a window
+    on `wide` threads collapses against the fastest one so far (`Probing`). It
+    switches when the probe was clearly faster than the latest window on the count in
+    use. A quiet machine pays an occasional window on one thread; a busy one, an
+    occasional window on `wide` threads.
 
     `wide` 1, or `hold` (`held`): nothing to decide, `threads` stays `wide`. `report`
-    gets a line at each switch, which calls the learner `name`."""
+    gets a line at each switch, which calls the learner `name`; `set_threads` applies
+    a new count (torch's, by default)."""
 
     def __init__(
         self,
         wide: int,
         report: Callable[[str], None] = lambda text: None,
         hold: bool = False,
-        set_threads: Callable[[int], None] = _set_torch_threads,
-        clock: Callable[[], float] = time.monotonic,
-        window_s: float = 2.0,
-        probe_s: float = 30.0,
-        max_probe_s: float = 600.0,
-        slowdown: float = 3.0,
-        margin: float = 0.9,
+        *,
         name: str = "learner",
+        set_threads: Callable[[int], None] = _set_torch_threads,
+        settings: Probing = Probing(),
     ) -> None:
         self.wide, self.threads, self.hold = wide, wide, hold
-        self.report, self.set_threads, self.clock = report, set_threads, clock
-        self.name = name
-        self.window_s, self.slowdown, self.margin = window_s, slowdown, margin
-        self.probe_s, self.max_probe_s = probe_s, max_probe_s
-        self.every = probe_s  # seconds between probes now
-        self.next_probe = clock() + probe_s
+        self.report, self.set_threads, self.name = report, set_threads, name
+        self.settings = p = settings
+        self.every = p.probe_s  # seconds between probes now
+        self.next_probe = p.clock() + p.probe_s
         self.per_update: dict[int, float] = {}  # seconds per update, latest window
         self.best_wide = math.inf
         self.probing = False
@@ -159,7 +193,8 @@ class AdaptiveThreads:
             return
         self._updates += updates
         self._seconds += seconds
-        if self._seconds < self.window_s:
+        p = self.settings
+        if self._seconds < p.window_s:
             return
         per = self._seconds / self._updates
         self._updates, self._seconds = 0, 0.0
@@ -169,8 +204,8 @@ class AdaptiveThreads:
         self.per_update[self.threads] = per
         if self.threads == self.wide:
             self.best_wide = min(self.best_wide, per)
-        collapsed = self.threads == self.wide and per > self.slowdown * self.best_wide
-        if collapsed or self.clock() >= self.next_probe:
+        collapsed = self.threads == self.wide and per > p.slowdown * self.best_wide
+        if collapsed or p.clock() >= self.next_probe:
             self.probing = True
             self._use(self._other())
 
@@ -179,19 +214,20 @@ class AdaptiveThreads:
 
     def _decide(self, per: float) -> None:
         """The probe's window ended: keep its count if it was clearly faster."""
+        p = self.settings
         self.probing = False
         probed, before = self.threads, self._other()
         self.per_update[probed] = per
-        if per <= self.margin * self.per_update[before]:
+        if per <= p.margin * self.per_update[before]:
             self.switches += 1
-            self.every = self.probe_s
+            self.every = p.probe_s
             self.report(self._switch_line(probed, before))
         else:
-            self.every = min(2 * self.every, self.max_probe_s)
+            self.every = min(2 * self.every, p.max_probe_s)
             self._use(before)
         if self.threads == self.wide:  # the newest normal on `wide` threads
             self.best_wide = self.per_update[self.wide]
-        self.next_probe = self.clock() + self.every
+        self.next_probe = p.clock() + self.every
 
     def _switch_line(self, now: int, before: int) -> str:
         rate_now, rate_before = 1 / self.per_update[now], 1 / self.per_update[before]
@@ -210,11 +246,14 @@ __all__ = [
     "SMALL_MODEL_PARAMS",
     "WIDE_BATCH",
     "AdaptiveThreads",
+    "Probing",
     "every_core_threads",
     "held",
     "is_convolutional",
     "learner_threads",
+    "maml_threads",
     "one_thread",
+    "ppo_threads",
     "set_learner_threads",
     "takes_every_core",
     "torch_threads",

@@ -21,6 +21,7 @@ import math
 import time
 from typing import Any, Protocol
 
+import gymnasium as gym
 import numpy as np
 import torch
 
@@ -33,7 +34,7 @@ from pararl.devices import resolve_device
 from pararl.errors import UsageError
 from pararl.evaluation.reported import ReportedReturns
 from pararl.models.gaussian import TaskPolicy
-from pararl.mp.threads import AdaptiveThreads, every_core_threads, held
+from pararl.mp.threads import AdaptiveThreads, held, maml_threads
 from pararl.mp.topology import physical_cores
 from pararl.runners.session import TrainSession
 from pararl.runners.setup import Plan, Prepared
@@ -76,10 +77,18 @@ class MAMLState:
     """The meta-policy (learning device), its CPU acting copy, and the counters."""
 
     def __init__(
-        self, cfg: MAMLConfig, obs_dim: int, action_dim: int, resume: dict[str, Any] | None
+        self,
+        cfg: MAMLConfig,
+        obs_dim: int,
+        action_dim: int,
+        resume: dict[str, Any] | None,
+        action_bounds: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> None:
+        """`action_bounds`: the env's (low, high), kept in checkpoints so that a
+        loaded agent's actions stay within them (the Gaussian's do not)."""
         self.config = cfg
         self.obs_dim, self.action_dim = obs_dim, action_dim
+        self.action_bounds = action_bounds
         self.device = resolve_device(cfg.device)
         model = make_model(cfg, obs_dim, action_dim)  # from the seeded global torch stream
         self.learner = MAMLLearner(model, cfg, self.device)
@@ -103,6 +112,7 @@ class MAMLState:
             "learner": self.learner.state_dict(),
             "obs_shape": (self.obs_dim,),
             "action_dim": self.action_dim,
+            "action_bounds": self.action_bounds,
         }
 
 
@@ -219,14 +229,12 @@ def plan(p: Prepared) -> Plan:
     action_dim = int(math.prod(p.action_space.shape or (1,)))
     workers = cfg.workers or physical_cores()
     per_worker = layout(cfg, workers)
-    state = MAMLState(cfg, obs_dim, action_dim, p.resume_state)
-    # the small policy's size says little here: the outer step works on every valid
-    # step of every task (80,000 rows for HalfCheetah) while the env workers wait, so
-    # it takes every core (HalfCheetahDir's outer step: 4.8 s on one thread, 2.9 s on
-    # two); the acting forward passes stay on one, not to fight the workers (with two,
-    # HalfCheetahDir's sampling took 4.9 s instead of 3.6)
-    torch.set_num_threads(1)  # acting: small forward passes, next to the env workers
-    threads = state.learner.threads = every_core_threads(cfg.learner_threads)
+    space = p.action_space
+    bounds = (space.low.ravel(), space.high.ravel()) if isinstance(space, gym.spaces.Box) else None
+    state = MAMLState(cfg, obs_dim, action_dim, p.resume_state, bounds)
+    acting, threads = maml_threads(cfg.learner_threads)
+    torch.set_num_threads(acting)
+    state.learner.threads = threads
     sampler = MultiTaskSampler(
         cfg.env,
         state.acting,

@@ -8,40 +8,33 @@
         normalisation statistics += the rollout's; weights -> the acting copy
         log, evaluate, checkpoint (session.tick)
 
-Sources: envs in this process (`serial`) or in `ParallelVectorEnv` workers (`sync`,
-optionally double-buffered) through `samplers.rollout.collect`, or Ray actors
-(`samplers.rollout.ray`); acting and learning each on the device measured to be faster.
+Sources: envs in this process (`serial`) or in `ParallelVectorEnv` workers (`sync`)
+through `samplers.rollout.collect`, or Ray actors (`samplers.rollout.ray`); acting
+and learning each on the device measured to be faster (`runners.ppo_state`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
-from torch import nn
 
 from pararl import seeding
-from pararl.algos.ppo import PPOState
 from pararl.config import PPOConfig
 from pararl.envs.make import env_factory
 from pararl.errors import UsageError
-from pararl.models import num_params
-from pararl.mp.threads import (
-    SMALL_MODEL_PARAMS,
-    AdaptiveThreads,
-    every_core_threads,
-    held,
-    learner_threads,
-    torch_threads,
-)
+from pararl.mp.threads import AdaptiveThreads, held, ppo_threads, torch_threads
 from pararl.mp.topology import physical_cores
 from pararl.runners.ppo_mode import ModeChoice, choose_mode
+from pararl.runners.ppo_state import PPOState, ThreadRule
 from pararl.runners.session import TrainSession
 from pararl.runners.setup import Plan, Prepared
-from pararl.samplers.rollout.collect import EnvStream, collect, collect_double
+from pararl.samplers.rollout.collect import EnvStream, collect
 from pararl.vector import ParallelVectorEnv, SerialVectorEnv
 
 RolloutSource = Callable[[], dict[str, np.ndarray]]  # the next rollout, flattened
@@ -67,7 +60,7 @@ def train_loop(state: PPOState, session: TrainSession, next_rollout: RolloutSour
     # the update's threads: on several, it drops to one while something else uses the
     # cores (two runs side by side), at rollout boundaries; a given count holds
     governor = AdaptiveThreads(
-        state.update_threads or torch.get_num_threads(),
+        state.update_threads,
         session.console.message,
         hold=held(state.devices.learn.type, cfg.learner_threads),
         name="PPO's update",
@@ -116,13 +109,12 @@ def run_local(
         if mode == "serial"
         else ParallelVectorEnv(fns, num_workers=workers, autoreset_mode="SameStep")
     )
-    gather = collect_double if cfg.double_buffer else collect
     try:
         seeds = seeding.env_seeds(cfg.seed, num_envs, "env", 0, 0, state.env_steps)
         stream = EnvStream.start(envs.reset(seed=seeds)[0], state.rollout_spec.gamma)
 
         def next_rollout() -> dict[str, np.ndarray]:
-            return gather(state.actor, state.rollout_spec, envs, stream, session.record_episodes)
+            return collect(state.actor, state.rollout_spec, envs, stream, session.record_episodes)
 
         train_loop(state, session, next_rollout)
     finally:
@@ -156,94 +148,123 @@ def run_ray(state: PPOState, session: TrainSession, num_actors: int, per_actor: 
         pool.close()
 
 
-def choose(cfg: PPOConfig) -> tuple[ModeChoice, int, int]:
-    """The mode (serial, sync or ray), the number of workers or Ray actors, and the
-    envs each steps (`PPOConfig.split_envs`: the envs stay 8 by default whatever the
-    machine, on as many of its cores as split them evenly)."""
+@dataclass(frozen=True)
+class Layout:
+    """Where a run's envs step: the mode (serial, sync or ray) and why, and the
+    workers (Ray: actors) with the envs each steps."""
+
+    choice: ModeChoice
+    workers: int
+    per_worker: int
+
+    @property
+    def mode(self) -> str:
+        return self.choice.mode
+
+    @property
+    def num_envs(self) -> int:
+        return self.workers * self.per_worker
+
+
+def choose(cfg: PPOConfig) -> Layout:
+    """The mode, the number of workers or Ray actors, and the envs each steps
+    (`PPOConfig.split_envs`: the envs stay 8 by default whatever the machine, on as
+    many of its cores as split them evenly)."""
     if cfg.backend == "ray":
         from pararl.samplers.ray.cluster import ray_actors
 
-        if cfg.mode == "serial" or cfg.double_buffer:  # checked before Ray starts
-            raise UsageError(
-                "--backend ray runs Ray actors; drop --mode serial and --double-buffer"
-            )
+        if cfg.mode == "serial":  # checked before Ray starts
+            raise UsageError("--backend ray runs Ray actors; drop --mode serial")
         workers, per = cfg.split_envs(ray_actors(cfg.workers, cfg.ray_address, 0))
-        return ModeChoice("ray", None, f"{workers} Ray actors"), workers, per
+        return Layout(ModeChoice("ray", None, f"{workers} Ray actors"), workers, per)
     workers, per = cfg.split_envs(physical_cores())
-    requested = "sync" if cfg.double_buffer and cfg.mode == "auto" else cfg.mode
     env_fn = env_factory(cfg.env, cfg.wrapper, training=True, kwargs=cfg.env_kwargs)
-    return choose_mode(requested, env_fn, workers * per, workers), workers, per
+    return Layout(choose_mode(cfg.mode, env_fn, workers * per, workers), workers, per)
 
 
-def plan(p: Prepared) -> Plan:
-    cfg: PPOConfig = p.config
-    choice, workers, per_worker = choose(cfg)
-    mode, num_envs = choice.mode, workers * per_worker
-    if cfg.double_buffer and (mode != "sync" or workers < 2):
+def check_minibatch(cfg: PPOConfig, num_envs: int) -> None:
+    """A minibatch must fit in a rollout."""
+    s = cfg.settings
+    rollout = num_envs * s.num_steps
+    if s.minibatch_size > rollout:
         raise UsageError(
-            "--double-buffer needs --mode sync and at least 2 workers "
-            f"(got mode {mode}, {workers} worker(s))"
-        )
-    settings = cfg.settings
-    rollout = num_envs * settings.num_steps
-    if settings.minibatch_size > rollout:
-        raise UsageError(
-            f"--minibatch-size {settings.minibatch_size} is larger than a rollout "
-            f"({rollout:,} = {num_envs} envs x {settings.num_steps} steps); give at most "
+            f"--minibatch-size {s.minibatch_size} is larger than a rollout "
+            f"({rollout:,} = {num_envs} envs x {s.num_steps} steps); give at most "
             f"{rollout}, or more --num-envs or --num-steps"
         )
 
-    def threads_for(model: nn.Module) -> tuple[int, int]:
-        """The torch threads to act and to update `model` with: the learner's count
-        (`learner_threads`), and every core for an update of a network of 1M parameters
-        or more that the env workers wait for."""
-        size = num_params(model)
-        threads = learner_threads(size, 0 if mode == "serial" else workers, cfg.learner_threads)
-        big = size >= SMALL_MODEL_PARAMS and not cfg.learner_threads
-        if big and mode in ("serial", "sync") and not cfg.double_buffer:
-            # the env workers wait while the update runs: it takes every core; acting
-            # keeps `threads`, not to fight the workers for them
-            return threads, every_core_threads()
-        return threads, threads
 
-    state = PPOState(
-        p.filled, p.observation_space, p.action_space, num_envs, p.resume_state, threads_for
+def thread_rule(cfg: PPOConfig, layout: Layout) -> ThreadRule:
+    """The run's torch threads for a network of a given size (`ppo_threads`)."""
+    return functools.partial(
+        ppo_threads, mode=layout.mode, workers=layout.workers, given=cfg.learner_threads
     )
-    count = state.learner.hyper.num_minibatches
-    uneven = (
+
+
+def banner(cfg: PPOConfig, layout: Layout, state: PPOState) -> str:
+    """The start-up line: the mode and why, the envs, the devices and why, an uneven
+    minibatch split, a step that is not run as written."""
+    d, step_mode = state.devices, state.learner.step_mode
+    return (
+        f"pararl: PPO on {cfg.env}, mode {layout.mode} ({layout.choice.reason}), "
+        f"{layout.num_envs} envs, act on {d.act}, learn on {d.learn} ({d.reason})"
+        + _uneven_minibatches(state, layout.num_envs)
+        + (f", step: {step_mode}" if step_mode != "eager" else "")
+    )
+
+
+def _uneven_minibatches(state: PPOState, num_envs: int) -> str:
+    size, count = state.settings.minibatch_size, state.learner.hyper.num_minibatches
+    rollout = num_envs * state.settings.num_steps
+    if rollout % size == 0:
+        return ""
+    return (
         f", {count} minibatch{'es' if count > 1 else ''} of {rollout // count} (the rollout "
-        f"of {rollout:,} is not a multiple of --minibatch-size {settings.minibatch_size})"
-        if rollout % settings.minibatch_size
-        else ""
+        f"of {rollout:,} is not a multiple of --minibatch-size {size})"
     )
-    threads, update_threads = threads_for(state.learner.model)
-    torch.set_num_threads(threads)
-    state.update_threads = update_threads
-    resolved: dict[str, Any] = {
-        "mode": mode,
-        "mode_reason": choice.reason,
-        "num_envs": num_envs,
-        "workers": workers,
-        "envs_per_worker": per_worker,
+
+
+def resolved(layout: Layout, state: PPOState) -> dict[str, Any]:
+    """What the run resolved at start-up, for config.json."""
+    return {
+        "mode": layout.mode,
+        "mode_reason": layout.choice.reason,
+        "num_envs": layout.num_envs,
+        "workers": layout.workers,
+        "envs_per_worker": layout.per_worker,
         "devices": state.devices.as_dict(),
         "step_mode": state.learner.step_mode,
-        "learner_threads": threads,
-        "update_threads": update_threads,
+        "learner_threads": state.act_threads,
+        "update_threads": state.update_threads,
     }
-    d = state.devices
+
+
+def plan(p: Prepared) -> Plan:
+    """Lay the envs out, check the minibatch fits, build the state with its thread
+    rule, and set acting's threads; the loop runs on that."""
+    cfg: PPOConfig = p.config
+    layout = choose(cfg)
+    check_minibatch(cfg, layout.num_envs)
+    state = PPOState(
+        p.filled,
+        p.observation_space,
+        p.action_space,
+        layout.num_envs,
+        p.resume_state,
+        thread_rule(cfg, layout),
+    )
+    torch.set_num_threads(state.act_threads)  # an update sets its own around it
 
     def run(session: TrainSession) -> None:
-        if mode == "ray":
-            run_ray(state, session, workers, per_worker)
+        if layout.mode == "ray":
+            run_ray(state, session, layout.workers, layout.per_worker)
         else:
-            run_local(state, session, mode, workers, num_envs)
+            run_local(state, session, layout.mode, layout.workers, layout.num_envs)
 
     return Plan(
-        banner=f"pararl: PPO on {cfg.env}, mode {mode} ({choice.reason}), {num_envs} envs, "
-        f"act on {d.act}, learn on {d.learn} ({d.reason}){uneven}"
-        + (f", step: {state.learner.step_mode}" if state.learner.step_mode != "eager" else ""),
+        banner=banner(cfg, layout, state),
         metrics=METRICS,
-        resolved=resolved,
+        resolved=resolved(layout, state),
         make_model=state.make_model,
         start=(state.env_steps, state.wall_s),
         run=run,

@@ -3,7 +3,7 @@
 - `chunks`: DQN's actors, in this process, in actor processes or on Ray, handing
   the learner chunks of n-step transitions (`ChunkSource`);
 - `rollout`: PPO's on-policy rollouts [T, B] with their advantages, from a vector
-  env in this process's lock-step, double-buffered, or from Ray actors;
+  env in this process's lock-step, or from Ray actors;
 - `meta`: the multi-task (meta-RL) sampler, `MultiTaskSampler`, with its recv
   policies (wait for all, timeout, min_envs, auto);
 - `ray`: the Ray backend the chunk and rollout families run on.

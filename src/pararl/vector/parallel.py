@@ -7,7 +7,6 @@ infos and autoreset modes), plus partial stepping (`send`/`recv`).
 
 from __future__ import annotations
 
-import itertools
 import multiprocessing as mp
 from collections.abc import Callable, Sequence
 
@@ -131,17 +130,6 @@ class ParallelVectorEnv(BatchVectorEnv):
             start_timeout=self._start_timeout,
             spin_s=self._spin_s,
         )
-
-    def worker_groups(self, count: int) -> list[np.ndarray]:
-        """Env ids split into `count` groups of whole workers (for double-buffering:
-        a group's envs always come back together from `recv`)."""
-        if not 1 <= count <= self.num_workers:
-            raise ValueError(f"cannot split {self.num_workers} workers into {count} groups")
-        slices = self._transport.slices
-        bounds = [round(i * len(slices) / count) for i in range(count + 1)]
-        return [
-            np.arange(slices[a].start, slices[b - 1].stop) for a, b in itertools.pairwise(bounds)
-        ]
 
     @property
     def worker_pids(self) -> list[int]:

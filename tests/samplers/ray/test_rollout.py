@@ -40,7 +40,7 @@ def test_ppo_trains_with_ray_actors(ray_kind: str, tmp_path: Path) -> None:
 
 
 def test_actor_killed_mid_rollout_is_replaced(two_nodes: str) -> None:
-    from pararl.algos.ppo import PPOState
+    from pararl.runners.ppo_state import PPOState
     from pararl.samplers.rollout.ray import RayPPOPool
 
     config = dataclasses.replace(TINY, env="pararl/SlowStep-v0", num_steps=128)
@@ -77,7 +77,7 @@ def test_ray_actors_act_with_the_learners_statistics(ray_kind: str) -> None:
     import numpy as np
     import torch
 
-    from pararl.algos.ppo import PPOState
+    from pararl.runners.ppo_state import PPOState
     from pararl.samplers.rollout.ray import RayPPOPool
 
     config = dataclasses.replace(TINY, env="Pendulum-v1")

@@ -1,7 +1,6 @@
 """On-policy rollouts for PPO: storage [T, B] filled step by step, finished into a
-flat batch with GAE advantages and returns; `collect` (all envs in lock-step) and
-`collect_double` (two groups of workers, one stepping while the other's actions
-are computed) fill one from a vector env in SAME_STEP autoreset mode.
+flat batch with GAE advantages and returns; `collect` fills one from a vector env
+in SAME_STEP autoreset mode, all envs in lock-step.
 
 The rollout holds raw observations (the policy normalises them itself, with
 statistics frozen for the rollout: `pararl.models.normalize`), the rewards as learned from
@@ -26,7 +25,6 @@ from pararl.gae import gae
 from pararl.models import ActorCritic
 from pararl.models.acting import Draws, State
 from pararl.models.normalize import DiscountedReturns
-from pararl.vector import ParallelVectorEnv
 
 FLOAT32 = np.dtype(np.float32)
 
@@ -85,20 +83,21 @@ class EnvStream:
     def start(cls, obs: np.ndarray, gamma: float, state: State = None) -> EnvStream:
         return cls(obs, DiscountedReturns(len(obs), gamma), np.ones(len(obs), bool), state)
 
-    def stepped(self, ids: np.ndarray, terminated: np.ndarray, truncated: np.ndarray) -> None:
-        """Envs `ids` took a step: those whose episode ended start anew (SAME_STEP)."""
-        self.first[ids] = terminated | truncated
+    def stepped(self, terminated: np.ndarray, truncated: np.ndarray) -> None:
+        """The envs took a step: those whose episode ended start anew (SAME_STEP)."""
+        self.first = terminated | truncated
 
 
 class Rollout:
-    """Rollout storage [T, B] for one update, filled step by step (per env group when
-    double-buffered), finished into a flat batch with advantages and returns."""
+    """Rollout storage [T, B] for one update, filled step by step, finished into a flat
+    batch with advantages and returns."""
 
     def __init__(
         self, actor: ActorCritic, spec: RolloutSpec, n: int, returns: DiscountedReturns
     ) -> None:
         steps = spec.num_steps
         self.actor, self.spec, self.returns = actor, spec, returns
+        self.ids = np.arange(n)
         self.device = next(actor.parameters()).device
         act_shape = (steps, n) if spec.discrete else (steps, n, spec.action_dim)
         self.obs = np.zeros((steps, n, *spec.obs_shape), spec.obs_dtype)
@@ -112,22 +111,21 @@ class Rollout:
         self.truncated = np.zeros((steps, n), bool)
         self.draws = Draws()  # torch's global stream (seeded per process)
 
-    def act(self, t: int, ids: np.ndarray, obs: np.ndarray, stream: EnvStream) -> np.ndarray:
-        """Sample actions for envs `ids` at step `t` with the acting copy (through its
+    def act(self, t: int, obs: np.ndarray, stream: EnvStream) -> np.ndarray:
+        """Sample actions for every env at step `t` with the acting copy (through its
         one acting call, carrying `stream`'s state); store them."""
-        acted = self.actor.act(obs, stream.state, stream.first[ids], "sampled", self.draws)
+        acted = self.actor.act(obs, stream.state, stream.first, "sampled", self.draws)
         assert acted.logprob is not None
         assert acted.value is not None
         stream.state = acted.state
-        self.obs[t, ids], self.actions[t, ids] = obs, acted.action
-        self.logprobs[t, ids], self.values[t, ids] = acted.logprob, acted.value
-        return self.actions[t, ids]
+        self.obs[t], self.actions[t] = obs, acted.action
+        self.logprobs[t], self.values[t] = acted.logprob, acted.value
+        return self.actions[t]
 
     @torch.no_grad()
     def record(
         self,
         t: int,
-        ids: np.ndarray,
         rewards: np.ndarray,
         terminated: np.ndarray,
         truncated: np.ndarray,
@@ -135,12 +133,12 @@ class Rollout:
     ) -> None:
         """Store the step's outcome; `final_obs` holds the truncated envs' last
         observations, in order, to bootstrap from."""
-        self.discounted[t, ids] = self.returns.step(ids, rewards, terminated | truncated)
-        self.rewards[t, ids] = self.actor.norm.scale_rewards(rewards)
-        self.terminated[t, ids], self.truncated[t, ids] = terminated, truncated
+        self.discounted[t] = self.returns.step(self.ids, rewards, terminated | truncated)
+        self.rewards[t] = self.actor.norm.scale_rewards(rewards)
+        self.terminated[t], self.truncated[t] = terminated, truncated
         if final_obs:
             final = torch.as_tensor(np.stack(final_obs), device=self.device)
-            self.final_values[t, ids[truncated]] = self.actor.value(final).cpu().numpy()
+            self.final_values[t, truncated] = self.actor.value(final).cpu().numpy()
 
     @torch.no_grad()
     def finish(self, last_obs: np.ndarray) -> dict[str, np.ndarray]:
@@ -188,68 +186,15 @@ def collect(
     """One rollout of `spec.num_steps` vector steps acted by `actor` from `stream`
     (moved on to where the envs are after it); returns the flattened batch for the
     update (advantages and returns included)."""
-    n = envs.num_envs
-    rollout, ids, obs = Rollout(actor, spec, n, stream.returns), np.arange(n), stream.obs
+    rollout, obs = Rollout(actor, spec, envs.num_envs, stream.returns), stream.obs
     for t in range(spec.num_steps):
-        actions = rollout.act(t, ids, obs, stream)
+        actions = rollout.act(t, obs, stream)
         obs, reward, terminated, truncated, infos = envs.step(actions)
-        stream.stepped(ids, terminated, truncated)
-        rollout.record(
-            t, ids, reward, terminated, truncated, _truncated_final_obs(infos, truncated)
-        )
+        stream.stepped(terminated, truncated)
+        rollout.record(t, reward, terminated, truncated, _truncated_final_obs(infos, truncated))
         episodes(infos.get("final_info", {}))
     stream.obs = obs
     return rollout.finish(obs)
-
-
-def collect_double(
-    actor: ActorCritic,
-    spec: RolloutSpec,
-    envs: gym.vector.VectorEnv,
-    stream: EnvStream,
-    episodes: EpisodeSink,
-) -> dict[str, np.ndarray]:
-    """`collect` with the workers split in two groups: while one group steps, this
-    process computes the other's actions. Same rollout, different overlap."""
-    if not isinstance(envs, ParallelVectorEnv):
-        raise TypeError("double-buffered sampling needs a ParallelVectorEnv (worker processes)")
-    steps, n = spec.num_steps, envs.num_envs
-    halves = envs.worker_groups(2)
-    rollout, obs = Rollout(actor, spec, n, stream.returns), stream.obs
-    t, back = [0, 0], np.zeros(n, bool)
-    pending_obs, pending = (
-        obs.copy(),
-        {k: np.zeros(n, d) for k, d in (("rew", float), ("term", bool), ("trunc", bool))},
-    )
-    finals: dict[int, Any] = {}
-    for ids in halves:
-        envs.send(rollout.act(0, ids, obs[ids], stream), ids)
-    while min(t) < steps:
-        o, r, term, trunc, infos, ids = envs.recv(min_envs=1)
-        pending_obs[ids], pending["rew"][ids] = o, r
-        pending["term"][ids], pending["trunc"][ids], back[ids] = term, trunc, True
-        for p in np.flatnonzero(infos.get("_final_obs", np.zeros(0, bool))):
-            finals[int(ids[p])] = infos["final_obs"][p]
-        episodes(infos.get("final_info", {}))
-        for h, group in enumerate(halves):
-            if t[h] >= steps or not back[group].all():
-                continue
-            truncated = pending["trunc"][group]
-            stream.stepped(group, pending["term"][group], truncated)
-            rollout.record(
-                t[h],
-                group,
-                pending["rew"][group],
-                pending["term"][group],
-                truncated,
-                [finals.pop(int(i)) for i in group[truncated]],
-            )
-            back[group] = False
-            t[h] += 1
-            if t[h] < steps:
-                envs.send(rollout.act(t[h], group, pending_obs[group], stream), group)
-    stream.obs = pending_obs
-    return rollout.finish(pending_obs)
 
 
 __all__ = [
@@ -259,5 +204,4 @@ __all__ = [
     "RolloutSpec",
     "advantages_and_returns",
     "collect",
-    "collect_double",
 ]

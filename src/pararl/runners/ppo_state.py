@@ -1,0 +1,153 @@
+"""A PPO run's state around its learner (`pararl.algos.ppo`): the model built from the
+config, acting and learning each placed on the device measured to be faster, the
+acting copy and the sender that keeps it current, the minibatches' random stream,
+the counters, and what a checkpoint holds."""
+
+from __future__ import annotations
+
+import copy
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from pararl import seeding
+from pararl.algos.fused import resolve_step_mode
+from pararl.algos.ppo import PPOHyper, PPOLearner, norm_settings
+from pararl.checkpoint import Header
+from pararl.config import Filled, PPOConfig
+from pararl.devices import choose_devices
+from pararl.images import is_image
+from pararl.models import num_params
+from pararl.models.build import actor_critic
+from pararl.samplers.rollout.collect import RolloutSpec
+from pararl.weights.local import LocalCopy
+
+# a model's parameter count -> the torch threads to act and to update it with
+ThreadRule = Callable[[int], tuple[int, int]]
+
+
+class PPOState:
+    """The model on both devices, the learner, and the run's counters: from a config
+    filled in for the env's kind (`RunConfig.for_env`)."""
+
+    def __init__(
+        self,
+        filled: Filled[PPOConfig],
+        obs_space: gym.Space,
+        act_space: gym.Space,
+        num_envs: int,
+        resume_state: dict[str, Any] | None = None,
+        threads: ThreadRule | None = None,
+    ) -> None:
+        """`threads`: the run's rule for its torch threads (`pararl.mp.threads.ppo_threads`),
+        which `--act-device`/`--learn-device auto` time with; None: torch's count."""
+        self.filled = filled
+        self.config = cfg = filled.config
+        self.settings = s = cfg.settings
+        self.obs_shape = tuple(obs_space.shape or ())
+        self.obs_dtype = rollout_dtype(obs_space)
+        self.discrete = isinstance(act_space, gym.spaces.Discrete)
+        # Box bounds, saved so that a loaded agent clips its actions as the env does
+        self.action_bounds: tuple[np.ndarray, np.ndarray] | None = None
+        if isinstance(act_space, gym.spaces.Discrete):
+            self.action_dim = int(act_space.n)
+        else:
+            self.action_dim = int(np.prod(act_space.shape or (1,)))
+            if isinstance(act_space, gym.spaces.Box):
+                self.action_bounds = (act_space.low.ravel(), act_space.high.ravel())
+
+        self.make_model = functools.partial(
+            actor_critic,
+            s.model,
+            self.obs_shape,
+            self.obs_dtype,
+            self.action_dim,
+            self.discrete,
+            cfg.hidden,
+            cfg.shared_body,
+            norm_settings(cfg),
+        )
+        model = self.make_model()  # initialised from the seeded global torch stream
+        # torch threads to act and to update with (no rule: torch's count for both)
+        self.act_threads, self.update_threads = (
+            threads(num_params(model)) if threads else (torch.get_num_threads(),) * 2
+        )
+        self.devices = choose_devices(
+            self.make_model,
+            self.obs_shape,
+            num_envs,
+            s.minibatch_size,
+            cfg.act_device,
+            cfg.learn_device,
+            self.obs_dtype,
+            act_threads=self.act_threads,
+            update_threads=self.update_threads,
+        )
+        hyper = PPOHyper(
+            clip_coef=s.clip_coef,
+            clip_vloss=s.clip_vloss,
+            ent_coef=s.ent_coef,
+            vf_coef=s.vf_coef,
+            max_grad_norm=cfg.max_grad_norm,
+            norm_adv=cfg.norm_adv,
+            update_epochs=s.update_epochs,
+            num_minibatches=max(1, num_envs * s.num_steps // s.minibatch_size),
+        )
+        learn = self.devices.learn
+        self.learner = PPOLearner(model, hyper, s.lr, learn, resolve_step_mode(cfg.compile, learn))
+        # the acting copy lives on the acting device; weights are copied once per update
+        self.actor = (
+            self.learner.model
+            if self.devices.act == self.devices.learn
+            else copy.deepcopy(self.learner.model).to(self.devices.act)
+        )
+        self.weights = LocalCopy(self.actor)
+        self.env_steps, self.wall_s = 0, 0.0
+        if resume_state is not None:
+            self.learner.load_state_dict(resume_state["learner"])
+            self.sync_actor()
+            header = Header.of(resume_state)
+            self.env_steps, self.wall_s = header.env_steps, header.wall_s
+        self.rng = seeding.generator(cfg.seed, "replay", 0, self.env_steps)  # minibatches
+
+    def sync_actor(self) -> None:
+        self.weights.publish(self.learner.model, self.learner.updates)
+
+    def state(self, wall_s: float) -> dict[str, Any]:
+        """The checkpoint (`load_policy` in `pararl.algos.ppo` reads it back)."""
+        return {
+            # format 2: the model holds normalisation statistics
+            **Header("ppo", 2, self.env_steps, wall_s).as_dict(),
+            "learner": self.learner.state_dict(),
+            "obs_shape": self.obs_shape,
+            "obs_dtype": self.obs_dtype.str,
+            "action_dim": self.action_dim,
+            "discrete": self.discrete,
+            "action_bounds": self.action_bounds,
+        }
+
+    @property
+    def rollout_spec(self) -> RolloutSpec:
+        s = self.settings
+        return RolloutSpec(
+            self.obs_shape,
+            self.action_dim,
+            self.discrete,
+            s.num_steps,
+            s.gamma,
+            s.gae_lambda,
+            self.obs_dtype,
+        )
+
+
+def rollout_dtype(space: gym.Space) -> np.dtype:
+    """How observations are stored: images in their own dtype (a quarter of the
+    memory for uint8, and converted on the learner's device), others as float32."""
+    return np.dtype(space.dtype) if is_image(space) else np.dtype(np.float32)
+
+
+__all__ = ["PPOState", "ThreadRule", "rollout_dtype"]
