@@ -47,6 +47,16 @@ def flat_view(
     return flat[offset : offset + n].view(like.shape)
 
 
+def views_into(module: torch.nn.Module, flat: torch.Tensor) -> None:
+    """Make `module`'s parameters views of `flat` (laid out as FlatAdam lays out a
+    module's parameters), so that one op on `flat` updates all of them (a target
+    network's Polyak update)."""
+    offset = 0
+    for p in module.parameters():
+        p.data = flat_view(flat, offset, p)
+        offset += p.numel()
+
+
 class FlatAdam:
     """Adam whose parameters are views into one vector (and gradients into another).
 
@@ -224,4 +234,4 @@ class FlatRMSprop(FlatAdam):
             self.flat.addcdiv_(grad, avg.add_(group["eps"]), value=-lr)
 
 
-__all__ = ["FlatAdam", "FlatRMSprop"]
+__all__ = ["FlatAdam", "FlatRMSprop", "flat_view", "views_into"]

@@ -40,18 +40,9 @@ from pararl.models import SquashedGaussianActor, TwinQ, squashed_actor
 from pararl.models.acting import Acted, Draws, State
 from pararl.mp.threads import takes_every_core
 from pararl.mp.topology import physical_cores
-from pararl.optim import FlatAdam, flat_view
+from pararl.optim import FlatAdam, views_into
 from pararl.replay.make import make_replay
 from pararl.replay.nstep import Transitions
-
-
-def _flat_views(module: nn.Module, flat: torch.Tensor) -> None:
-    """Make `module`'s parameters views of `flat` (laid out as FlatAdam lays out a
-    module's parameters), so that one op on `flat` updates all of them."""
-    offset = 0
-    for p in module.parameters():
-        p.data = flat_view(flat, offset, p)
-        offset += p.numel()
 
 
 class SACLearner:
@@ -81,7 +72,7 @@ class SACLearner:
         self.critic_optimizer = FlatAdam(self.critic.parameters(), lr=lr, capturable=capturable)
         # the target critics in one vector too: their Polyak update is one op
         self.target_flat = self.critic_optimizer.flat.detach().clone()
-        _flat_views(self.critic_target, self.target_flat)
+        views_into(self.critic_target, self.target_flat)
         self.log_alpha = nn.Parameter(torch.tensor(math.log(config.alpha), device=device))
         self.alpha_optimizer = FlatAdam([self.log_alpha], lr=lr, capturable=capturable)
         self.target_entropy = -float(actor.action_dim)  # H = -|A|

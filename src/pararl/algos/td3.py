@@ -39,7 +39,7 @@ from pararl.images import is_image
 from pararl.models.acting import Acted, Draws, FeedForward, State
 from pararl.models.critics import TwinQ
 from pararl.models.networks import mlp
-from pararl.optim import FlatAdam
+from pararl.optim import FlatAdam, views_into
 from pararl.replay.make import make_replay
 from pararl.replay.nstep import Transitions
 
@@ -136,6 +136,17 @@ class TD3Learner:
         lr = self.settings.lr
         self.actor_optimizer = FlatAdam(self.actor.parameters(), lr=lr, capturable=capturable)
         self.critic_optimizer = FlatAdam(self.critic.parameters(), lr=lr, capturable=capturable)
+        # each target network in one vector: its Polyak update is one op
+        self.targets = [
+            (self.actor_optimizer.flat.detach().clone(), self.actor_optimizer, self.actor_target),
+            (
+                self.critic_optimizer.flat.detach().clone(),
+                self.critic_optimizer,
+                self.critic_target,
+            ),
+        ]
+        for flat, _, target in self.targets:
+            views_into(target, flat)
         self.generator = torch.Generator(device=device)
         self.generator.manual_seed(noise_seed)
         # variants: (importance weights given, the actor's turn)
@@ -229,13 +240,8 @@ class TD3Learner:
             self.actor_optimizer.step()
             # targets: theta' <- tau theta + (1 - tau) theta'
             with torch.no_grad():
-                tau = self.settings.tau
-                for target, online in (
-                    (self.actor_target, self.actor),
-                    (self.critic_target, self.critic),
-                ):
-                    for t, p in zip(target.parameters(), online.parameters(), strict=True):
-                        t.lerp_(p, tau)
+                for flat, optimizer, _ in self.targets:
+                    flat.lerp_(optimizer.flat, self.settings.tau)
         td_error = (td_target - q.detach()).abs().mean(dim=0)
         return critic_loss.detach(), actor_loss.detach(), q.detach().mean(), td_error
 
