@@ -122,9 +122,6 @@ class Options:
     """Run every ENV:SEED again, also one that is kept (the kept file is then replaced)."""
 
 
-KEPT_SETTINGS = ("systems", "budget", "eval_every", "eval_episodes")  # a kept run shares these
-
-
 def resolve(row: Comparison, config: Any) -> Any:
     """`config` (an `Options`) with --quick applied and every option left at its default
     filled from the table; bad options raise UsageError."""
@@ -214,13 +211,16 @@ def pararl_command(row: Comparison, c: Any, s: System, env: str, seed: int, out:
 
 
 def anchor_command(row: Comparison, c: Any, s: System, env: str, seed: int, out: Path) -> list[str]:
-    """The SB3 anchor `s` on ENV:SEED (`lib.sb3 ALGO learn`), its model saved in `out`."""
+    """The SB3 anchor `s` on ENV:SEED (`lib.sb3 ALGO learn`), its model saved in `out`;
+    its flags over the anchor's settings, but `threads`: its torch threads."""
     every = 0 if c.eval_every >= NEVER else c.eval_every
-    settings = [f"{k}={json.dumps(v)}" for k, v in s.flags.items()]
+    flags = dict(s.flags)
+    threads = flags.pop("threads", None)
+    settings = [f"{k}={json.dumps(v)}" for k, v in flags.items()]
     return sb3.command(
         s.algo, "learn", anchor=s.anchor, env=env, seed=seed, budget=c.budget, eval_every=every,
         eval_episodes=c.eval_episodes, target=row.target, save=out / "model.zip",
-        set=settings or None,
+        threads=threads, set=settings or None,
     )  # fmt: skip
 
 
@@ -310,9 +310,12 @@ class Outcome:
     sittings: dict[str, str] = field(default_factory=dict)
 
 
-def settings(c: Any) -> dict[str, Any]:
-    """The options a kept ENV:SEED was run with, as JSON has them."""
-    return json.loads(json.dumps({name: getattr(c, name) for name in KEPT_SETTINGS}))
+def settings(row: Comparison, c: Any) -> dict[str, Any]:
+    """What a kept ENV:SEED was run with (a later invocation reads it back only if the
+    same), as JSON has it: the budget, the evaluations, each system and its flags."""
+    systems = {name: dict(row.system(name).flags) for name in c.systems}
+    kept = {"budget": c.budget, "eval_every": c.eval_every, "eval_episodes": c.eval_episodes}
+    return json.loads(json.dumps({**kept, "systems": systems}))
 
 
 def sitting(meta: h.Metadata) -> str:
@@ -324,13 +327,13 @@ def kept_path(directory: Path, env: str, seed: int) -> Path:
     return directory / f"{env.replace('/', '_')}-seed{seed}.json"
 
 
-def kept_runs(c: Any, env: str, seed: int) -> tuple[dict[str, Any] | None, bool]:
+def kept_runs(row: Comparison, c: Any, env: str, seed: int) -> tuple[dict[str, Any] | None, bool]:
     """The runs kept for ENV:SEED with this invocation's settings (None: run them), and
     whether new runs may be kept in their place: never over runs kept with other
     settings, which this invocation does not replace."""
     if c.keep_dir is None:
         return None, False
-    path, mine = kept_path(c.keep_dir, env, seed), settings(c)
+    path, mine = kept_path(c.keep_dir, env, seed), settings(row, c)
     kept = None
     with contextlib.suppress(OSError, ValueError):
         kept = json.loads(path.read_text())
@@ -359,7 +362,7 @@ def measure(row: Comparison, c: Any, meta: h.Metadata, after: After | None = Non
         for spec in c.runs:
             env, _, seed_text = spec.rpartition(":")
             seed, key = int(seed_text), spec
-            kept, may_keep = kept_runs(c, env, seed)
+            kept, may_keep = kept_runs(row, c, env, seed)
             if kept is not None:
                 h.progress(
                     f"{row.name}: {env} seed {seed}: kept ({kept['sitting']}), not run again"
@@ -385,7 +388,7 @@ def measure(row: Comparison, c: Any, meta: h.Metadata, after: After | None = Non
             outcome.runs += ran
             outcome.sittings[key] = sitting(meta)
             if may_keep and c.keep_dir is not None and all(r.ok for r in ran):
-                data = {"settings": settings(c), "sitting": sitting(meta),
+                data = {"settings": settings(row, c), "sitting": sitting(meta),
                         "runs": [dataclasses.asdict(r) for r in ran]}  # fmt: skip
                 h.write_atomic(kept_path(c.keep_dir, env, seed), json.dumps(data, indent=1) + "\n")
     return outcome
@@ -489,8 +492,8 @@ def key_ratios(row: Comparison, table: Sequence[Line]) -> str:
             text += f" vs {anchor.label} {whole(line.anchor_final)}"
             walls = h.ratio(h.med(line.wall), h.med(theirs.wall))
             text += f", wall ÷ {anchor.label} {h.fmt_ratio(walls)}"
-            reach = "not reached" if line.vs_anchor is None else h.fmt_ratio(line.vs_anchor)
-            text += f", {anchor.label}'s final reached in {reach} its wall time"
+            reach = f"reached in {h.fmt_ratio(line.vs_anchor)} its wall time"
+            text += f", {anchor.label}'s final {'not reached' if line.vs_anchor is None else reach}"
         parts.append(text + f", {line.runs} seed(s)")
     return "; ".join(parts) or "nothing measured"
 
