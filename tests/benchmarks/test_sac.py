@@ -80,7 +80,7 @@ def test_bad_options_are_refused() -> None:
     assert main(["sac", "--runs", "HalfCheetah-v5"]) == 2
     assert main(["sac", "--budget", "0"]) == 2
     assert main(["sac", "--hidden", "0"]) == 2
-    assert main(["sac", "--runs"]) == 2
+    assert main(["sac", "--systems", "cleanrl"]) == 2
 
 
 def test_time_to_sb3s_final_is_taken_per_seed_against_that_seeds_sb3_run() -> None:
