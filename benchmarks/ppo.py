@@ -1,7 +1,7 @@
 """`python -m benchmarks ppo`: PPO end to end, in two parts (--parts).
 
 1. `solve`: time to solve CartPole-v1, `pararl train ppo` with its defaults against
-   SB3 PPO with the rl-baselines3-zoo settings (`lib.solve`).
+   SB3 PPO with the rl-baselines3-zoo settings (a row of `lib.compare`).
 2. `double_buffer`: env steps/s of rollout collection alone, `samplers.rollout.collect`
    against `collect_double` (while one group of workers steps, this process acts for
    the other), for a cheap and an expensive policy, on one `ParallelVectorEnv` per env;
@@ -13,37 +13,33 @@ from __future__ import annotations
 import functools
 import time
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
 
+from benchmarks.lib import compare
 from benchmarks.lib import harness as h
-from benchmarks.lib import solve
+from benchmarks.lib.compare import Outcome, System
 from benchmarks.lib.figures import Panel, grouped_bars
 
 STEP_COST = "pararl/StepCost-v0"
-LABELS = {
-    "pararl": "pararl PPO (defaults)",
-    "pararl-serial": "pararl PPO serial",
-    "pararl-sync": "pararl PPO sync",
-    "sb3": "SB3 PPO (zoo)",
-}
+SOLVE = compare.solve_cartpole("ppo", (
+    System("pararl", "pararl PPO (defaults)", "ppo"),
+    System("pararl-serial", "pararl PPO serial", "ppo", {"mode": "serial"}, default=False),
+    System("pararl-sync", "pararl PPO sync", "ppo", {"mode": "sync"}, default=False),
+), budget=100_000, quick=2_048)  # fmt: skip
 
 
 @dataclass(frozen=True)
-class Config(solve.SolveOptions, h.Options):
+class Config(compare.Options, h.Options):
     """PPO: time to solve CartPole against SB3 PPO (zoo settings), and the sampling
     throughput of double-buffered collection. --quick: 1 seed, 2,048-step budget, short
     spells (< 1 min)."""
 
     parts: tuple[Literal["solve", "double_buffer"], ...] = ("solve", "double_buffer")
     """Parts to run."""
-    systems: tuple[Literal["pararl", "pararl-serial", "pararl-sync", "sb3"], ...] = (
-        "pararl",
-        "sb3",
-    )
-    """solve: systems to time; `pararl` is `pararl train ppo` with its defaults."""
     envs: tuple[str, ...] = ("CartPole-v1", STEP_COST)
     """double_buffer: env ids."""
     step_cost_us: float = 50.0
@@ -71,9 +67,6 @@ class Config(solve.SolveOptions, h.Options):
 
 
 QUICK = {
-    **solve.QUICK,
-    "budget": 2_048,
-    "eval_every": 1_024,
     "num_steps": 8,
     "rollouts": 2,
     "repeats": 2,
@@ -81,9 +74,7 @@ QUICK = {
 
 
 def resolve(config: Config) -> Config:
-    c = h.apply_quick(config, QUICK)
-    if "solve" in c.parts:
-        solve.check(c)
+    c = h.apply_quick(compare.resolve(SOLVE, config), QUICK)
     h.require(c, ">= 0: parts step_cost_us warmup_rollouts", ">= 2: workers")
     h.require(c, ">= 1: cheap_hidden expensive_hidden envs_per_worker num_steps rollouts repeats")
     if "double_buffer" in c.parts:
@@ -113,7 +104,7 @@ class SamplingRow:
 
 @dataclass
 class Results:
-    solve: solve.SolveResult | None = None
+    solve: Outcome | None = None
     sampling: list[SamplingRow] = field(default_factory=list)
 
 
@@ -199,7 +190,7 @@ def measure(c: Config, meta: h.Metadata) -> Results:
 
     out = Results()
     if "solve" in c.parts:
-        out.solve = solve.measure(c.systems, c, "ppo", LABELS)
+        out.solve = compare.measure(SOLVE, c, meta)
     for env_id in c.envs if "double_buffer" in c.parts else ():
         h.progress(f"double_buffer: {env_id}, {c.workers} workers × {c.envs_per_worker} envs ...")
         fn = functools.partial(make_env, env_id, c.step_cost_us)
@@ -240,9 +231,10 @@ def report(r: Results, meta: h.Metadata) -> h.Report:
     p = meta.params
     blocks, panels, ratios = [], [], []
     if r.solve:
-        blocks.append(solve.block(r.solve, p))
-        panels.append(solve.panel(r.solve))
-        ratios.append(f"PPO time to solve ÷ SB3 (target ≤ 0.5): {solve.ratios_text(r.solve)}")
+        text, solved, curves = compare.report(SOLVE, r.solve, SimpleNamespace(**p))
+        blocks += solved
+        panels += curves
+        ratios.append(f"time to solve (target ≤ 0.5): {text}")
     if r.sampling:
         notes = (
             f"Env steps/s of rollout collection alone (no update): {p['workers']} workers × "

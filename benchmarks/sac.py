@@ -44,7 +44,7 @@ ROW = Comparison(
         eval_episodes=1,
         final_evals=1,
         run_timeout_s=900.0,
-    ),  # fmt: skip
+    ),
     notes=(
         "Both systems: rl-zoo's MuJoCo SAC settings from pararl's config (lr 3e-4, batch 256, "
         "tau 0.005, gamma 0.99, one update per env step, temperature tuned toward -|A| from "

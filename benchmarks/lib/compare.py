@@ -72,7 +72,7 @@ class Comparison:
     eval_episodes: int = 10
     final_evals: int = 3
     target: float | None = None  # time to solve: each run stops at its first evaluation here
-    verify_episodes: int = 0  # with a target: the untimed check of the saved policy
+    verify_episodes: int = 20  # with a target: the untimed check of the saved policy
     run_timeout_s: float = 7_200.0
     anchor_envs: tuple[str, ...] = ()  # the envs an anchor runs on (empty: every env)
     keep_dir: str = ""  # kept ENV:SEEDs, under the checkout (empty: none kept)
@@ -114,6 +114,9 @@ class Options:
     """The final return is the mean of this many last evaluations (default: the table's)."""
     run_timeout_s: float | None = None
     """A run is killed after this long, and reported as failed (default: the table's)."""
+    verify_episodes: int | None = None
+    """With a target: episodes of the untimed check of each solved run's saved policy
+    (default: the table's)."""
     keep_dir: Path | None = None
     """Folder where each ENV:SEED whose runs all ended is kept (ENV-seedSEED.json) and
     read back, not run again, by an invocation with the same settings (default: the
@@ -128,7 +131,7 @@ def resolve(row: Comparison, config: Any) -> Any:
     quick = getattr(config, "quick", False)
     changes: dict[str, Any] = dict(row.quick) if quick else {}
     for name in ("runs", "systems", "budget", "eval_every", "eval_episodes", "final_evals",
-                 "run_timeout_s"):  # fmt: skip
+                 "run_timeout_s", "verify_episodes"):  # fmt: skip
         if getattr(config, name) in ((), None):
             table = tuple(s.name for s in row.systems if s.default) if name == "systems" else None
             changes.setdefault(name, table or getattr(row, name))
@@ -137,7 +140,8 @@ def resolve(row: Comparison, config: Any) -> Any:
     if config.keep_dir is None and row.keep_dir and not quick:
         changes["keep_dir"] = h.ROOT / row.keep_dir
     c = dataclasses.replace(config, **changes)
-    h.require(c, ">= 1: budget eval_every eval_episodes final_evals", "> 0: run_timeout_s")
+    h.require(c, ">= 1: budget eval_every eval_episodes final_evals verify_episodes")
+    h.require(c, "> 0: run_timeout_s")
     known = [s.name for s in row.systems]
     for name in c.systems:
         h.check([(name not in known, f"--systems: '{name}' is not one of {', '.join(known)}")])
@@ -245,6 +249,8 @@ def run_one(row: Comparison, c: Any, s: System, env: str, seed: int, workdir: Pa
     """One whole run of `s`, launch to exit, its curve on that clock; with a target, its
     saved policy checked afterwards (untimed)."""
     out = directory(workdir, s.name, env, seed)
+    if s.anchor:  # pararl makes its own run directory
+        out.mkdir(parents=True, exist_ok=True)
     command = anchor_command if s.anchor else pararl_command
     done = training.run_process(command(row, c, s, env, seed, out), c.run_timeout_s, workdir)
     run, own_s = Run(s.name, env, seed, done.wall_s, done.returncode == 0), None
@@ -270,12 +276,13 @@ def run_one(row: Comparison, c: Any, s: System, env: str, seed: int, workdir: Pa
         final = training.parse_final(done.stderr)
         if final is not None:
             run.status, own_s = final["status"], final["train_s"]
+            run.env_steps = run.env_steps or final["env_steps"]
         run.note = learner_note(out) if run.ok else ""
     if not run.ok:
         run.status, run.note = ("timeout" if done.timed_out else "failed"), done.tail
     launch_clock(run.curve, run.wall_s, own_s)
     if row.target is not None and run.status == "solved":
-        run.check = check(s, env, out, row.verify_episodes, workdir)
+        run.check = check(s, env, out, c.verify_episodes, workdir)
         run.note = run.note if run.check is not None else "the check of its saved policy failed"
     return run
 
@@ -557,7 +564,7 @@ def tables(row: Comparison, outcome: Outcome, c: Any) -> list[str]:
         run_cols.append(h.Col("ran", lambda r: outcome.sittings.get(f"{r.env}:{r.seed}", ""), "l"))
     target = "" if row.target is None else (
         f" Each run stops at its first evaluation of {row.target:g} or more; solved: stopped "
-        f"there and a {row.verify_episodes}-episode check of its saved policy agrees; an "
+        f"there and a {c.verify_episodes}-episode check of its saved policy agrees; an "
         "unsolved run counts as never solved in the median."
     )  # fmt: skip
     protocol = (
@@ -604,6 +611,20 @@ def report(row: Comparison, outcome: Outcome, c: Any) -> tuple[str, list[str], l
     """Key ratios, blocks and panels of one comparison."""
     table = lines(row, outcome.runs, c.final_evals)
     return key_ratios(row, table), tables(row, outcome, c), panels(row, outcome.runs)
+
+
+def solve_cartpole(algo: str, systems: tuple[System, ...], budget: int, quick: int) -> Comparison:
+    """Time to solve CartPole-v1 (475), pararl's `systems` against SB3's `algo` with
+    rl-baselines3-zoo's settings; `quick`: --quick's budget."""
+    anchor = System("sb3", f"SB3 {algo.upper()} (zoo)", algo, anchor="zoo")
+    return Comparison(
+        name=algo, title="Time to solve CartPole-v1", systems=(*systems, anchor),
+        runs=tuple(f"CartPole-v1:{seed}" for seed in range(3)), budget=budget,
+        eval_every=5_000, target=475.0, run_timeout_s=1800.0,
+        quick=dict(runs=("CartPole-v1:0",), budget=quick, eval_every=quick // 2,
+                   eval_episodes=5, verify_episodes=5, run_timeout_s=120.0),
+        notes=f"SB3: rl-baselines3-zoo's CartPole-v1 {algo.upper()} settings.",
+    )  # fmt: skip
 
 
 def one(row: Comparison, title: str) -> tuple[Any, Any, Any]:

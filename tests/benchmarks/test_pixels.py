@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 import tyro
 from benchmarks.__main__ import main
-from benchmarks.lib import compare
 from benchmarks.lib.compare import Outcome, Run, time_to_reach
 from benchmarks.lib.harness import Metadata
 from benchmarks.pixels import Slice, window_rate
 
 from benchmarks import pixels
+from benchmarks.lib import compare
 from pararl.config import DQNConfig
 from tests.benchmarks.conftest import PNG
 

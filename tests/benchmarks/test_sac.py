@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 from benchmarks.__main__ import main
-from benchmarks.lib import compare
 from benchmarks.lib.compare import Outcome, Run
 from benchmarks.lib.harness import ROOT, Metadata
 
 from benchmarks import sac
+from benchmarks.lib import compare
 from tests.benchmarks.conftest import PNG
 
 pytest.importorskip("mujoco")
