@@ -16,8 +16,17 @@ gives the tables, the curves and the ratios:
   and an untimed check of its saved policy must agree; time to solve over the
   anchor's.
 
-Two benchmarks of many hours (`sac`) keep each ENV:SEED whose runs all ended in the
-repository (`--keep-dir`) and read it back instead of running it again.
+A benchmark of many hours (`sac`) keeps each ENV:SEED whose runs all ended in the
+repository (`--keep-dir`) and reads it back instead of running it again.
+
+A new comparison is one row, and a module that is that row alone is its `Config` and
+`one(ROW, title)`. TD3 against SB3's TD3 with rl-zoo's settings, once pararl trains it:
+
+    Comparison("td3", "TD3 on MuJoCo against SB3 at the same budget",
+               (System("pararl", "pararl TD3", "td3"),
+                System("sb3", "SB3 TD3", "td3", anchor="rl-zoo")),
+               runs=tuple(f"HalfCheetah-v5:{seed}" for seed in range(3)), budget=200_000,
+               eval_every=10_000, run_timeout_s=4 * 3600.0, keep_dir="results/td3")
 """
 
 from __future__ import annotations

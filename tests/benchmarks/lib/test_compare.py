@@ -196,3 +196,21 @@ def test_sb3_anchor_tiny_budget(tmp_path: Path) -> None:
     assert checked is not None
     assert checked["episodes"] == 2
     assert checked["mean"] >= 8  # a CartPole pole falls in no fewer steps, whatever the policy
+
+
+def test_sb3_td3_anchor_learns_with_the_zoo_settings(tmp_path: Path) -> None:
+    """The anchor a TD3 row would run: SB3's TD3 with rl-zoo's MuJoCo settings (here on
+    Pendulum, its first update at 100 steps and a tiny network)."""
+    assert sb3.ZOO_TD3["policy_kwargs"] == {"net_arch": [400, 300]}
+    assert sb3.ZOO_TD3["learning_starts"] == 10_000
+    cmd = sb3.command(
+        "td3", "learn", anchor="rl-zoo", env="Pendulum-v1", budget=300, eval_every=150,
+        eval_episodes=1, set=["learning_starts=100", "net=[16]"],
+    )  # fmt: skip
+    done = training.run_process(cmd, 120.0, tmp_path)
+    assert done.returncode == 0, done.stderr
+    result = sb3.parse(done.stdout, "td3")
+    assert result is not None
+    assert (result["env_steps"], result["status"]) == (300, "step budget reached")
+    assert result["updates"] == 300 - 100  # one update per env step after the random ones
+    assert [p["env_steps"] for p in result["curve"]] == [150, 300]
