@@ -622,6 +622,18 @@ def report(row: Comparison, outcome: Outcome, c: Any) -> tuple[str, list[str], l
     return key_ratios(row, table), tables(row, outcome, c), panels(row, outcome.runs)
 
 
+def describe(row: Comparison) -> str:
+    """The table's defaults in words, for `--help`."""
+    systems = ", ".join(s.name + ("" if s.default else " (not by default)") for s in row.systems)
+    return (
+        f"Its table: runs {' '.join(row.runs)}; systems {systems}; budget {row.budget:,}; "
+        f"eval every {row.eval_every:,}, {row.eval_episodes} episodes; final evals "
+        f"{row.final_evals}; timeout {row.run_timeout_s:g} s"
+        + ("" if row.target is None else f"; target {row.target:g}")
+        + "."
+    )
+
+
 def solve_cartpole(algo: str, systems: tuple[System, ...], budget: int, quick: int) -> Comparison:
     """Time to solve CartPole-v1 (475), pararl's `systems` against SB3's `algo` with
     rl-baselines3-zoo's settings; `quick`: --quick's budget."""
