@@ -136,7 +136,8 @@ class Options:
 
 def resolve(row: Comparison, config: Any) -> Any:
     """`config` (an `Options`) with --quick applied and every option left at its default
-    filled from the table; bad options raise UsageError."""
+    filled from the table; bad options raise UsageError. What it returns, every value
+    set, is the `c` the functions below take."""
     quick = getattr(config, "quick", False)
     changes: dict[str, Any] = dict(row.quick) if quick else {}
     for name in ("runs", "systems", "budget", "eval_every", "eval_episodes", "final_evals",
@@ -254,39 +255,42 @@ def learner_note(out: Path) -> str:
     )
 
 
+def read_anchor(run: Run, s: System, done: training.Finished) -> float | None:
+    """What an anchor's result line says of its run; its own clock (None: no line)."""
+    result = sb3.parse(done.stdout, s.algo)
+    if result is None:
+        run.ok = False
+        return None
+    run.curve, run.env_steps, run.updates = result["curve"], result["env_steps"], result["updates"]
+    run.status, run.train_return = result["status"], result["train_return"]
+    return float(result["train_s"])
+
+
+def read_pararl(run: Run, out: Path, done: training.Finished) -> float | None:
+    """What a pararl run leaves (its run directory, its last line); its own clock."""
+    rows = training.read_metrics(out)
+    run.curve = training.evaluations(training.read_metrics(out, "eval.csv"))
+    run.env_steps, run.updates = training.totals(rows)
+    run.train_return = train_return(rows)
+    run.note = learner_note(out) if run.ok else ""
+    final = training.parse_final(done.stderr)
+    if final is None:
+        return None
+    run.status, run.env_steps = final["status"], run.env_steps or final["env_steps"]
+    return float(final["train_s"])
+
+
 def run_one(row: Comparison, c: Any, s: System, env: str, seed: int, workdir: Path) -> Run:
     """One whole run of `s`, launch to exit, its curve on that clock; with a target, its
     saved policy checked afterwards (untimed)."""
     out = directory(workdir, s.name, env, seed)
     if s.anchor:  # pararl makes its own run directory
         out.mkdir(parents=True, exist_ok=True)
-    command = anchor_command if s.anchor else pararl_command
-    done = training.run_process(command(row, c, s, env, seed, out), c.run_timeout_s, workdir)
-    run, own_s = Run(s.name, env, seed, done.wall_s, done.returncode == 0), None
-    if s.anchor:
-        result = sb3.parse(done.stdout, s.algo)
-        run.ok = run.ok and result is not None
-        if result is not None:
-            run.curve, run.env_steps, run.updates = (
-                result["curve"],
-                result["env_steps"],
-                result["updates"],
-            )
-            run.status, run.train_return, own_s = (
-                result["status"],
-                result["train_return"],
-                result["train_s"],
-            )
-    else:
-        rows = training.read_metrics(out)
-        run.curve = training.evaluations(training.read_metrics(out, "eval.csv"))
-        run.env_steps, run.updates = training.totals(rows)
-        run.train_return = train_return(rows)
-        final = training.parse_final(done.stderr)
-        if final is not None:
-            run.status, own_s = final["status"], final["train_s"]
-            run.env_steps = run.env_steps or final["env_steps"]
-        run.note = learner_note(out) if run.ok else ""
+    command = anchor_command(row, c, s, env, seed, out) if s.anchor else pararl_command(
+        row, c, s, env, seed, out)  # fmt: skip
+    done = training.run_process(command, c.run_timeout_s, workdir)
+    run = Run(s.name, env, seed, done.wall_s, done.returncode == 0)
+    own_s = read_anchor(run, s, done) if s.anchor else read_pararl(run, out, done)
     if not run.ok:
         run.status, run.note = ("timeout" if done.timed_out else "failed"), done.tail
     launch_clock(run.curve, run.wall_s, own_s)
