@@ -37,6 +37,7 @@ ROW = Comparison(
     eval_every=10_000,
     run_timeout_s=4 * 3600.0,
     keep_dir="results/sac",
+    kept=("learning_starts", "hidden", "sb3_threads"),
     quick=dict(
         runs=("HalfCheetah-v5:0",),
         budget=3_000,

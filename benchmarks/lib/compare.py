@@ -85,6 +85,7 @@ class Comparison:
     run_timeout_s: float = 7_200.0
     anchor_envs: tuple[str, ...] = ()  # the envs an anchor runs on (empty: every env)
     keep_dir: str = ""  # kept ENV:SEEDs, under the checkout (empty: none kept)
+    kept: tuple[str, ...] = ()  # the benchmark's own options a kept ENV:SEED shares
     quick: Mapping[str, object] = field(default_factory=dict)  # Options' --quick values
     notes: str = ""  # the settings, in words
     published: tuple[str, ...] = ()  # the published table's heads: "env", then sources
@@ -180,7 +181,7 @@ class Run:
     updates: int = 0
     curve: list[dict[str, float]] = field(default_factory=list)  # env_steps, wall_s, return
     note: str = ""
-    status: str = "failed"  # the trainer's own word: solved, step budget reached, ...
+    status: str = ""  # the trainer's own word: solved, step budget reached, failed, ...
     train_return: float | None = None  # the mean of its last 20 training episodes
     check: float | None = None  # the untimed check of its saved policy (a target's)
     extra: dict[str, Any] = field(default_factory=dict)  # what a benchmark adds (`after`)
@@ -332,10 +333,9 @@ class Outcome:
 
 def settings(row: Comparison, c: Any) -> dict[str, Any]:
     """What a kept ENV:SEED was run with (a later invocation reads it back only if the
-    same), as JSON has it: the budget, the evaluations, each system and its flags."""
-    systems = {name: dict(row.system(name).flags) for name in c.systems}
-    kept = {"budget": c.budget, "eval_every": c.eval_every, "eval_episodes": c.eval_episodes}
-    return json.loads(json.dumps({**kept, "systems": systems}))
+    same), as JSON has it: the systems, the budget, the evaluations and `row.kept`."""
+    names = ("systems", "budget", "eval_every", "eval_episodes", *row.kept)
+    return json.loads(json.dumps({name: getattr(c, name) for name in names}))
 
 
 def sitting(meta: h.Metadata) -> str:
@@ -562,7 +562,7 @@ def tables(row: Comparison, outcome: Outcome, c: Any) -> list[str]:
         h.Col("env", lambda r: r.env, "l"),
         h.Col("system", lambda r: label.get(r.system, r.system), "l"),
         h.Col("seed", lambda r: r.seed),
-        h.Col("trainer says", lambda r: r.status, "l"),
+        h.Col("trainer says", lambda r: r.status or "–", "l"),
         h.Col("final", lambda r: h.fmt_num(r.final(n))),
         h.Col("best eval", lambda r: h.fmt_num(r.best())),
         h.Col("training return", lambda r: h.fmt_num(r.train_return)),

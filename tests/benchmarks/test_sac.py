@@ -180,3 +180,21 @@ def test_quick_keeps_nothing_and_a_full_run_keeps_in_the_repository() -> None:
     assert sac.resolve(sac.Config(quick=True)).keep_dir is None
     assert sac.resolve(sac.Config(quick=True)).learning_starts == 1_000
     assert sac.resolve(sac.Config()).keep_dir == ROOT / "results" / "sac"
+
+
+def test_the_seeds_kept_in_the_repository_are_read_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runs `results/sac` holds were kept by earlier code: this code's settings
+    match theirs, so they are read back, not run again."""
+    kept = sorted((ROOT / "results" / "sac").glob("*.json"))
+    if not kept:
+        pytest.skip("no kept seeds in this checkout")
+    calls: list[tuple[str, str, int]] = []
+    monkeypatch.setattr(compare, "run_one", fake_runs(calls))
+    config = sac.resolve(sac.Config())
+    outcome = sac.measure(config, Metadata("x", {}))
+    assert calls == []
+    assert {f"{r.env}:{r.seed}" for r in outcome.runs} == set(config.runs)
+    assert all(r.ok and r.curve for r in outcome.runs)
+    report = sac.report(outcome, Metadata("x", dataclasses.asdict(config)))
+    assert report.key_ratios.startswith("HalfCheetah pararl SAC (async): final ")
+    assert "3 seed(s)" in report.key_ratios
