@@ -486,8 +486,9 @@ def family(env: str) -> str:
     return env.split("/")[-1].split("-")[0]
 
 
-def whole(v: float) -> str:
-    return f"{v:.0f}" if abs(v) >= 100 else f"{v:.1f}"
+def whole(v: float | None) -> str:
+    """A return: whole above 100, one decimal below."""
+    return "–" if v is None else f"{v:.0f}" if abs(v) >= 100 else f"{v:.1f}"
 
 
 def key_ratios(row: Comparison, table: Sequence[Line]) -> str:
@@ -501,12 +502,14 @@ def key_ratios(row: Comparison, table: Sequence[Line]) -> str:
             continue
         name = f"{family(line.env)} {label[line.system]}"
         if row.target is not None:
-            ratio = "not solved" if line.vs_anchor is None else h.fmt_ratio(line.vs_anchor)
+            ratio = h.fmt_ratio(line.vs_anchor)
+            if line.vs_anchor is None:
+                ratio = "not solved" if line.solve_s is None else f"– ({anchor.label} not solved)"
             parts.append(
                 f"{name}: time to solve ÷ {anchor.label} {ratio} ({line.solved}/{line.runs} solved)"
             )
             continue
-        text = f"{name}: final {h.fmt_spread(line.final, whole).split(' ')[0]}"
+        text = f"{name}: final {whole(h.med(line.final))}"
         if line.anchor_final is not None:
             theirs = next(x for x in table if (x.env, x.system) == (line.env, anchor.name))
             text += f" vs {anchor.label} {whole(line.anchor_final)}"

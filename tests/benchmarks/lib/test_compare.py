@@ -155,6 +155,8 @@ def test_solve_harness_on_fake_processes(monkeypatch: pytest.MonkeyPatch) -> Non
     c = SimpleNamespace(**dataclasses.asdict(c))
     ratios, blocks, _ = compare.report(dqn.SOLVE, Outcome("dqn", runs), c)
     assert ratios.startswith("CartPole pararl serial: time to solve ÷ SB3 DQN (zoo) not solved")
+    # pararl async solved both seeds, SB3 only one: no ratio, and the ratios say why
+    assert "pararl async: time to solve ÷ SB3 DQN (zoo) – (SB3 DQN (zoo) not solved)" in ratios
     assert "| CartPole-v1 | pararl async | 2 |" in blocks[0]
     assert "| 2/2 |" in blocks[0]
 
