@@ -216,3 +216,30 @@ def test_sb3_td3_anchor_learns_with_the_zoo_settings(tmp_path: Path) -> None:
     assert (result["env_steps"], result["status"]) == (300, "step budget reached")
     assert result["updates"] == 300 - 100  # one update per env step after the random ones
     assert [p["env_steps"] for p in result["curve"]] == [150, 300]
+
+
+def test_options_take_the_tables_values_and_anchors_run_where_the_row_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from benchmarks import mujoco
+
+    c = mujoco.resolve(mujoco.Config(quick=True, budget=2_048))
+    # --quick's values for what was left alone, the table's for the rest, the user's first
+    assert (c.runs, c.budget, c.eval_every, c.final_evals) == (("HalfCheetah-v5:0",), 2_048,
+                                                                4_096, 1)  # fmt: skip
+    assert (c.systems, c.run_timeout_s) == (("pararl", "sb3"), mujoco.ROW.run_timeout_s)
+    calls: list[tuple[str, str]] = []
+
+    def run_one(row: Any, c: Any, s: compare.System, env: str, seed: int, workdir: Path) -> Any:
+        calls.append((s.name, env))
+        return compare.Run(s.name, env, seed, 1.0, True)
+
+    monkeypatch.setattr(compare, "run_one", run_one)
+    c = dataclasses.replace(c, runs=("HalfCheetah-v5:0", "Hopper-v5:0"))
+    compare.measure(mujoco.ROW, c, Metadata("x", {}))
+    # SB3 runs on HalfCheetah alone (`anchor_envs`): Hopper is held against the papers
+    assert calls == [
+        ("pararl", "HalfCheetah-v5"),
+        ("sb3", "HalfCheetah-v5"),
+        ("pararl", "Hopper-v5"),
+    ]
