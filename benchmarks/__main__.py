@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from benchmarks.lib import harness as h
+from benchmarks.lib.compare import Comparison, describe
 from pararl.errors import Terminated, UsageError, sigterm_as_interrupt
 
 BENCHMARKS = {
@@ -46,6 +47,15 @@ def usage() -> str:
     return "\n".join([*lines, "", "Never run two benchmarks at once."])
 
 
+def rows(module: object) -> list[Comparison]:
+    """A benchmark's learning comparisons (`ROW`, `SOLVE`), whose defaults its help names."""
+    return [
+        row
+        for name in ("ROW", "SOLVE")
+        if isinstance(row := getattr(module, name, None), Comparison)
+    ]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args == ["--list"]:
@@ -65,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 module.Config,
                 args=args[1:],
                 prog=f"python -m benchmarks {name}",
-                description=BENCHMARKS[name],
+                description=". ".join([BENCHMARKS[name], *map(describe, rows(module))]),
             )
             results = h.execute(name, config, module.resolve, module.measure, module.report)
     except UsageError as exc:

@@ -1,7 +1,8 @@
 """`python -m benchmarks dqn`: DQN end to end, in three parts (--parts).
 
 1. `solve`: time to solve CartPole-v1: `pararl train dqn` in each mode (averaging with
-   2 replicas) against SB3 DQN with the rl-baselines3-zoo settings (`lib.solve`).
+   2 replicas) against SB3 DQN with the rl-baselines3-zoo settings (a row of
+   `lib.compare`).
 2. `throughput`: transitions/s of the multi-process DQN post's design against pararl's async loop
    with as many actor processes, with its replay ratio and free-running.
 3. `overlap`: pararl's actors alone, learner alone, and both in the loop.
@@ -10,22 +11,26 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from types import SimpleNamespace
 from typing import Literal
 
+from benchmarks.lib import compare
 from benchmarks.lib import dqn_spells as drivers
 from benchmarks.lib import harness as h
-from benchmarks.lib import solve
+from benchmarks.lib.compare import Outcome, System
 from benchmarks.lib.figures import Panel, Series
 from pararl.runners.offpolicy import default_actors
 
 Part = Literal["solve", "throughput", "overlap"]
-System = Literal["pararl-serial", "pararl-sync", "pararl-async", "pararl-averaging", "sb3"]
+SOLVE = compare.solve_cartpole("dqn", (
+    System("pararl-serial", "pararl serial", "dqn", {"mode": "serial"}),
+    System("pararl-sync", "pararl sync", "dqn", {"mode": "sync"}),
+    System("pararl-async", "pararl async", "dqn", {"mode": "async"}),
+    # `--mode averaging --workers 2`, whatever the machine
+    System("pararl-averaging", "pararl averaging, 2 replicas", "dqn",
+           {"mode": "averaging", "workers": 2}),
+), budget=100_000, quick=1_200)  # fmt: skip
 LABELS = {
-    "pararl-serial": "pararl serial",
-    "pararl-sync": "pararl sync",
-    "pararl-async": "pararl async",
-    "pararl-averaging": "pararl averaging, 2 replicas",
-    "sb3": "SB3 DQN (zoo)",
     "seed_design": "DQN post's design (net per step)",
     "pararl_seed": "pararl async, seed's workload",
     "pararl_defaults": "pararl async, defaults",
@@ -39,15 +44,13 @@ LABELS = {
 
 
 @dataclass(frozen=True)
-class Config(solve.SolveOptions, h.Options):
+class Config(compare.Options, h.Options):
     """DQN: time to solve CartPole against SB3, transitions/s against the DQN post's design,
     and the overlap of acting and learning. --quick: 1 seed, 1,200-step budget, short
     spells (1-2 min)."""
 
     parts: tuple[Part, ...] = ("solve", "throughput", "overlap")
     """Parts to run."""
-    systems: tuple[System, ...] = tuple(LABELS)[:5]  # type: ignore[assignment]
-    """solve: systems to time."""
     actors: tuple[int, ...] = (1, 2)
     """throughput: actor process counts (the DQN post's children, pararl's actors)."""
     workloads: tuple[drivers.Workload, ...] = ("seed", "defaults")
@@ -71,9 +74,6 @@ class Config(solve.SolveOptions, h.Options):
 
 
 QUICK = {
-    **solve.QUICK,
-    "budget": 1_200,
-    "eval_every": 600,
     "workloads": ("seed",),
     "repeats": 2,
     "block_s": 0.6,
@@ -82,9 +82,7 @@ QUICK = {
 
 
 def resolve(config: Config) -> Config:
-    config = h.apply_quick(config, QUICK)
-    if "solve" in config.parts:
-        solve.check(config)
+    config = h.apply_quick(compare.resolve(SOLVE, config), QUICK)
     h.require(config, ">= 0: parts warmup_s", ">= 1: actors overlap_actors repeats learner_threads")
     h.require(config, "> 0: block_s")
     if "throughput" in config.parts:
@@ -112,7 +110,7 @@ class Overlap:
 
 @dataclass
 class Results:
-    solve: solve.SolveResult | None = None
+    solve: Outcome | None = None
     throughput: list[drivers.RateRow] = field(default_factory=list)
     overlap: list[drivers.RateRow] = field(default_factory=list)
     efficiency: Overlap | None = None
@@ -201,7 +199,7 @@ def measure(c: Config, meta: h.Metadata) -> Results:
     meta.machine_note = f"; learner process torch threads: {torch.get_num_threads()}"
     out = Results()
     if "solve" in c.parts:
-        out.solve = solve.measure(c.systems, c, "dqn", LABELS)
+        out.solve = compare.measure(SOLVE, c, meta)
     if "throughput" in c.parts:
         out.throughput = [r for n in sorted(set(c.actors)) for r in throughput(n, c)]
     if "overlap" in c.parts:
@@ -271,9 +269,10 @@ def report(r: Results, meta: h.Metadata) -> h.Report:
     p = meta.params
     blocks, panels, ratios = [], [], []
     if r.solve:
-        blocks.append(solve.block(r.solve, p))
-        panels.append(solve.panel(r.solve))
-        ratios.append(f"time to solve ÷ SB3 (target ≤ 0.5): {solve.ratios_text(r.solve)}")
+        text, solved, curves = compare.report(SOLVE, r.solve, SimpleNamespace(**p))
+        blocks += solved
+        panels += curves
+        ratios.append(f"time to solve (target ≤ 0.5): {text}")
     if r.throughput:
         blocks.append(
             "### Transitions/s: the DQN post's design against pararl async\n\nTransitions stored "

@@ -34,8 +34,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from benchmarks import pixels
 from benchmarks.lib import harness as h
 from benchmarks.lib import sb3, training
+from benchmarks.lib.compare import System
 from benchmarks.lib.figures import Panel, Series, save_figure
 from benchmarks.maml_curves import read_curve
 from pararl.config.run import RunConfig
@@ -57,30 +59,33 @@ class Published:
 
 @dataclass(frozen=True)
 class Entry:
-    """One whole run: `pararl train ALGO --env ENV` with `flags` beyond its defaults
-    (or the SB3 anchor of `group`), its seed 0."""
+    """One whole run of a learning comparison's system (`lib.compare.System`: `pararl
+    train ALGO` with its flags beyond the defaults, or the SB3 anchor of `group`) on
+    `env`, its seed 0, for the field's budget."""
 
     name: str
     group: str  # entries of a group share a figure and sit together in the table
-    system: Literal["pararl", "sb3"]
-    algo: str
+    system: System
     env: str
     budget: int  # env steps (MAML: meta-iterations)
-    flags: Mapping[str, object] = field(default_factory=dict)
     published: tuple[Published, ...] = ()
     check_budget: int = 0  # the prefix `--check` reruns (0: not checked)
     quick: Mapping[str, object] = field(default_factory=dict)  # --quick: a tiny run
 
     @property
     def label(self) -> str:
-        mode = f" ({self.flags['mode']})" if "mode" in self.flags else ""
-        return f"{'pararl' if self.system == 'pararl' else 'SB3'} {self.algo.upper()}{mode}"
+        return self.system.label
+
+    @property
+    def algo(self) -> str:
+        return self.system.algo
 
     @property
     def maml(self) -> bool:
         return self.algo == "maml"
 
 
+PARARL_PPO = System("pararl-ppo", "pararl PPO", "ppo")  # its MinAtar defaults (8 envs)
 MINATAR_PAPER = (
     "MinAtar paper (Young & Tian 2019), 5M frames, sticky actions 0.1, read off its plots"
 )
@@ -110,20 +115,19 @@ def _minatar_ppo(
     if dqn:  # where the paper's actor-critic figure is not given here
         paper = MINATAR_PAPER + ", DQN"
         published.append(Published(paper, float(dqn[1:]), dqn, "MinAtar paper DQN, 5M"))
-    return Entry(
-        f"minatar-ppo-{game.lower()}", f"minatar-ppo-{game.lower()}", "pararl", "ppo",
-        f"MinAtar/{game}-v1", 5_000_000, {}, tuple(published), 300_000, MINATAR_PPO_QUICK,
-    )  # fmt: skip
+    name = f"minatar-ppo-{game.lower()}"
+    return Entry(name, name, PARARL_PPO, f"MinAtar/{game}-v1", 5_000_000, tuple(published),
+                 300_000, MINATAR_PPO_QUICK)  # fmt: skip
 
 
 def _minatar_dqn(game: str, dqn: str) -> tuple[Entry, Entry]:
     group, env = f"minatar-dqn-{game.lower()}", f"MinAtar/{game}-v1"
     published = (Published(MINATAR_PAPER + ", DQN", float(dqn[1:]), dqn, "MinAtar paper DQN, 5M"),)
     return (
-        Entry(group, group, "pararl", "dqn", env, 1_000_000, {"mode": "async"}, published,
+        Entry(group, group, pixels.ROW.system("pararl-dqn"), env, 1_000_000, published,
               200_000, MINATAR_DQN_QUICK),
-        Entry(f"{group}-sb3", group, "sb3", "dqn", env, 1_000_000, {}, published, 0,
-              MINATAR_DQN_QUICK),
+        Entry(f"{group}-sb3", group, pixels.ROW.system("sb3-dqn"), env, 1_000_000, published,
+              0, MINATAR_DQN_QUICK),
     )  # fmt: skip
 
 
@@ -135,8 +139,8 @@ def _pong_ppo(name: str, budget: int, check_budget: int = 0) -> Entry:
     )  # fmt: skip
     quick = {"total_steps": 4_096, "eval_every": 1_024, "eval_episodes": 1,
              "eval_max_steps": 500, "eval_in": "inline"}  # fmt: skip
-    return Entry(name, name, "pararl", "ppo", "ALE/Pong-v5", budget, {"target_return": 18.0},
-                 (cleanrl,), check_budget, quick)  # fmt: skip
+    pong = System("pararl-ppo", "pararl PPO", "ppo", {"target_return": 18.0})
+    return Entry(name, name, pong, "ALE/Pong-v5", budget, (cleanrl,), check_budget, quick)
 
 
 ENTRIES: tuple[Entry, ...] = (
@@ -148,8 +152,8 @@ ENTRIES: tuple[Entry, ...] = (
     *_minatar_dqn("Breakout", "~10"),
     *_minatar_dqn("SpaceInvaders", "~43"),
     Entry(
-        "maml-halfcheetahdir", "maml-halfcheetahdir", "pararl", "maml",
-        "pararl/HalfCheetahDir-v0", 200, {},
+        "maml-halfcheetahdir", "maml-halfcheetahdir", System("pararl", "pararl MAML", "maml"),
+        "pararl/HalfCheetahDir-v0", 200,
         (Published("MAML paper, Fig. 5; pytorch-maml-rl's curve", None,
                    "after-adaptation return pulls away from before over meta-training"),),
         20, {"meta_iterations": 4, "meta_batch_size": 2, "fast_batch_size": 2,
@@ -325,7 +329,7 @@ def _maml_points(points: list[dict[str, float]], key: str) -> list[Point]:
 
 
 def pararl_command(e: Entry, run_dir: Path, budget: int, quick: bool) -> list[str]:
-    flags: dict[str, object] = {"env": e.env, "seed": 0, **e.flags}
+    flags: dict[str, object] = {"env": e.env, "seed": 0, **e.system.flags}
     flags["meta_iterations" if e.maml else "total_steps"] = budget
     if quick:
         flags |= e.quick
@@ -438,7 +442,7 @@ def advance(
         return saved
     if deadline is not None and deadline - time.monotonic() < MIN_PIECE_S:
         raise StoppedError
-    if e.system == "sb3":
+    if e.system.anchor:
         return sb3_run(e, c, deadline, until)
     run_dir = c.state_dir / e.name
     fresh = pararl_command(e, run_dir, e.budget, c.quick)
@@ -519,7 +523,7 @@ def sb3_run(
     budget = int(str(e.quick["total_steps"])) if c.quick else e.budget
     if c.quick:
         flags |= {k: v for k, v in e.quick.items() if k in ("eval_every", "eval_episodes")}
-    cmd = sb3.command(e.algo, "minatar", env=e.env, budget=budget, **flags)
+    cmd = sb3.command(e.algo, "learn", anchor=e.system.anchor, env=e.env, budget=budget, **flags)
     typed = "python -m " + " ".join(cmd[2:])
     previous = Saved.load(c.saved_dir, e.name)
     if not (c.state_dir / e.name / sb3.CURVE).exists():  # no saved state: a fresh run
@@ -655,7 +659,7 @@ def check_all(chosen: Sequence[Entry], c: Config, results: Results) -> None:
     assert c.saved_dir is not None
     for e in chosen:
         saved = Saved.load(c.saved_dir, e.name)
-        if e.system == "pararl" and e.check_budget and saved is not None:
+        if not e.system.anchor and e.check_budget and saved is not None:
             try:
                 results.checked.append(check_entry(e, saved, c))
             except KeyboardInterrupt:
@@ -709,7 +713,7 @@ def result_cell(s: Saved, last: int) -> str:
             return "–"
         gap = statistics.fmean(p[2] for p in post) - statistics.fmean(p[2] for p in pre)
         return f"after − before: {gap:+.1f} (last {len(pre)})"
-    target = e.flags.get("target_return")
+    target = e.system.flags.get("target_return")
     if isinstance(target, float) and (hit := first_at(s, target)) is not None:
         return f"{hit[2]:.1f} at {hit[0]:,.0f} steps, {_hours(hit[1])}"
     value = final(s, last)

@@ -1,19 +1,18 @@
 """The Stable-Baselines3 anchors, each run as its own process (`command` launches one,
 `parse` reads its result line, `sb3-ALGO: {json}`, last on its stdout):
 
-    python -m benchmarks.lib.sb3 dqn train --seed 0 --budget 100000 --save model.zip
-    python -m benchmarks.lib.sb3 ppo verify model.zip --episodes 20
-    python -m benchmarks.lib.sb3 ppo curve --env HalfCheetah-v5 --budget 1000000
-    python -m benchmarks.lib.sb3 sac curve --env HalfCheetah-v5 --budget 300000
-    python -m benchmarks.lib.sb3 dqn minatar --env MinAtar/Breakout-v1 --budget 100000
-    python -m benchmarks.lib.sb3 dqn minatar --budget 1000000 --state DIR  # in pieces
-    python -m benchmarks.lib.sb3 ppo pong --slice-s 60 --learning-starts 1000
+    python -m benchmarks.lib.sb3 dqn learn --anchor zoo --env CartPole-v1 --target 475 --save m.zip
+    python -m benchmarks.lib.sb3 dqn verify m.zip --anchor zoo --env CartPole-v1 --episodes 20
+    python -m benchmarks.lib.sb3 sac learn --anchor rl-zoo --env HalfCheetah-v5 --budget 300000
+    python -m benchmarks.lib.sb3 dqn learn --anchor minatar --budget 1000000 --state DIR
+    python -m benchmarks.lib.sb3 ppo pong --slice-s 60
 
-CartPole with rl-baselines3-zoo's settings (`train` stops at the first evaluation
-reaching `--target`); MuJoCo and MinAtar with pararl's own settings, read from
-`pararl.config` where they can be (`curve`, `minatar`: every evaluation with its wall
-time); Pong with the zoo's Atari settings (`pong`: the clock, a slice of wall time
-after the first update). SB3 is imported only in the process that runs it.
+`learn` is every learning comparison's anchor (`lib.compare`): `ANCHORS` names how SB3
+runs each (its envs and its settings: rl-baselines3-zoo's for CartPole and MuJoCo's
+TD3, pararl's own read from `pararl.config` for MuJoCo PPO and SAC and for MinAtar);
+every deterministic evaluation comes back with its wall time. `pong` times the zoo's
+Atari settings over a slice of wall time after the first update. SB3 is imported only
+in the process that runs it.
 """
 
 from __future__ import annotations
@@ -27,11 +26,10 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-from benchmarks.lib import training
 
 
 def silent(model: Any) -> Any:
@@ -43,7 +41,6 @@ def silent(model: Any) -> Any:
     return model
 
 
-ENV_ID = "CartPole-v1"
 # rl-baselines3-zoo hyperparams/dqn.yml, CartPole-v1 (exploration set in `dqn_hyper`)
 ZOO_DQN: dict[str, Any] = {
     "learning_rate": 2.3e-3,
@@ -114,7 +111,7 @@ def ppo_hyper() -> dict[str, Any]:
 # CleanRL's ppo_continuous_action settings, laid out as pararl's continuous defaults
 # (8 envs x 256 steps = CleanRL's 2048-step rollout; 64-sample minibatches); value loss
 # weight 0.25 on SB3's mean squared error = CleanRL's 0.5 on half of it; no value
-# clipping (SB3's default, and pararl's continuous default)
+# clipping (SB3's default, and pararl's continuous default); lr 3e-4 annealed
 MUJOCO_PPO: dict[str, Any] = {
     "n_steps": 256,
     "batch_size": 64,
@@ -128,43 +125,19 @@ MUJOCO_PPO: dict[str, Any] = {
     "clip_range_vf": None,
 }
 MUJOCO_ENVS, MUJOCO_LR = 8, 3e-4
-
-
-def curve(algo: str, args: argparse.Namespace) -> dict[str, Any]:
-    """PPO with VecNormalize, or SAC (`sac_curve`), for the whole budget; every
-    deterministic evaluation (PPO's on an env with the training statistics, frozen,
-    and true rewards) with its wall time."""
-    if algo == "sac":
-        return sac_curve(args)
-    from stable_baselines3 import PPO
-    from stable_baselines3.common.env_util import make_vec_env
-    from stable_baselines3.common.vec_env import VecNormalize
-
-    start = time.perf_counter()
-    envs = VecNormalize(
-        make_vec_env(args.env, n_envs=MUJOCO_ENVS, seed=args.seed), gamma=MUJOCO_PPO["gamma"]
-    )
-    lr = functools.partial(linear, MUJOCO_LR)
-    model = PPO("MlpPolicy", envs, seed=args.seed, device="cpu", verbose=0,
-                learning_rate=lr, **MUJOCO_PPO)  # fmt: skip
-    eval_env = VecNormalize(
-        make_vec_env(args.env, n_envs=1, seed=args.seed + 10_000),
-        training=False,
-        norm_reward=False,
-    )
-    points: list[dict[str, float]] = []
-    evaluate = timed_evaluation(
-        eval_env, args.eval_episodes, max(args.eval_every // MUJOCO_ENVS, 1), start, points
-    )
-    silent(model)
-    model.learn(total_timesteps=args.budget, callback=evaluate)
-    updates = model.n_epochs * (model.num_timesteps // model.batch_size)
-    return {
-        "env_steps": int(model.num_timesteps),
-        "train_s": round(time.perf_counter() - start, 3),
-        "updates": int(updates),
-        "curve": points,
-    }
+# rl-baselines3-zoo hyperparams/td3.yml, MuJoCo (HalfCheetah, Hopper, Walker2d, Ant):
+# SB3's TD3 defaults (lr 1e-3, batch 256, tau 0.005, gamma 0.99, policy delay 2, target
+# noise 0.2 clipped at 0.5, a 1M memory), 400x300 networks, 10k random steps, one
+# update per env step, Gaussian exploration noise of 0.1
+ZOO_TD3: dict[str, Any] = {
+    "learning_rate": 1e-3,
+    "batch_size": 256,
+    "learning_starts": 10_000,
+    "train_freq": 1,
+    "gradient_steps": 1,
+    "policy_kwargs": {"net_arch": [400, 300]},
+}
+ZOO_TD3_NOISE = 0.1
 
 
 def mujoco_sac(learning_starts: int, net: list[int], env: str = "HalfCheetah-v5") -> dict[str, Any]:
@@ -193,39 +166,105 @@ def mujoco_sac(learning_starts: int, net: list[int], env: str = "HalfCheetah-v5"
     }
 
 
-def sac_curve(args: argparse.Namespace) -> dict[str, Any]:
-    """SAC on one env (as rl-zoo runs it) for the whole budget, SB3's deterministic
-    evaluations with their wall time; `--threads` torch threads (0: torch's default)."""
-    import torch
-    from stable_baselines3 import SAC
-    from stable_baselines3.common.env_util import make_vec_env
+def zoo_td3(envs: Any) -> dict[str, Any]:
+    """The zoo's TD3 settings with its exploration noise for `envs`' actions."""
+    import numpy as np
+    from stable_baselines3.common.noise import NormalActionNoise
 
-    start = time.perf_counter()
-    if args.threads > 0:
-        torch.set_num_threads(args.threads)
-    net = [int(w) for w in args.net.split(",")]
-    envs = make_vec_env(args.env, n_envs=1, seed=args.seed)
-    model = SAC("MlpPolicy", envs, seed=args.seed, device="cpu", verbose=0,
-                **mujoco_sac(args.learning_starts, net, args.env))  # fmt: skip
-    eval_env = make_vec_env(args.env, n_envs=1, seed=args.seed + 10_000)
-    points: list[dict[str, float]] = []
-    evaluate = timed_evaluation(eval_env, args.eval_episodes, args.eval_every, start, points)
-    silent(model)
-    model.learn(total_timesteps=args.budget, callback=evaluate)
-    return {
-        "env_steps": int(model.num_timesteps),
-        "train_s": round(time.perf_counter() - start, 3),
-        "updates": int(model._n_updates),
-        "curve": points,
-        "threads": torch.get_num_threads(),
-    }
+    n = envs.action_space.shape[0]
+    noise = NormalActionNoise(np.zeros(n), ZOO_TD3_NOISE * np.ones(n))
+    return {**ZOO_TD3, "action_noise": noise}
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """How SB3 runs one kind of comparison: its training envs (`n_envs(algo)` of them,
+    seeded), its evaluation env (seeded apart, as pararl's) and its settings (`algo`,
+    the training envs, the budget)."""
+
+    text: str
+    n_envs: Callable[[str], int]
+    make: Callable[[str, bool], Any]  # (env id, training) -> an env factory or id
+    settings: Callable[[str, Any, int], dict[str, Any]]
+    normalize: bool = False  # VecNormalize over the training envs (the eval env frozen)
+
+
+def _zoo(algo: str, envs: Any, budget: int) -> dict[str, Any]:
+    return dqn_hyper(budget) if algo == "dqn" else ppo_hyper()
+
+
+def _mujoco(algo: str, envs: Any, budget: int) -> dict[str, Any]:
+    if algo == "ppo":
+        return {**MUJOCO_PPO, "learning_rate": functools.partial(linear, MUJOCO_LR)}
+    if algo == "td3":
+        return zoo_td3(envs)
+    return mujoco_sac(10_000, [256, 256], envs.envs[0].spec.id)
+
+
+def _minatar(algo: str, envs: Any, budget: int) -> dict[str, Any]:
+    return minatar_dqn(budget) if algo == "dqn" else minatar_ppo()
+
+
+def _pararl_env(env: str, training: bool) -> Any:
+    from pararl.envs.make import env_factory
+
+    return env_factory(env, training=training)
+
+
+ANCHORS: dict[str, Anchor] = {
+    "zoo": Anchor("rl-baselines3-zoo's CartPole-v1 settings",
+                  lambda a: 1 if a == "dqn" else ZOO_PPO_ENVS, lambda e, t: e, _zoo),
+    "vecnormalize": Anchor("pararl's continuous PPO settings (CleanRL's), VecNormalize",
+                           lambda a: MUJOCO_ENVS, lambda e, t: e, _mujoco, normalize=True),
+    "rl-zoo": Anchor("rl-zoo's MuJoCo settings, one env", lambda a: 1, lambda e, t: e, _mujoco),
+    "minatar": Anchor("pararl's MinAtar settings and envs, the MinAtar paper's network",
+                      lambda a: 1 if a == "dqn" else PPO_ENVS, _pararl_env, _minatar),
+}  # fmt: skip
+MODELS = {"dqn": "DQN", "ppo": "PPO", "sac": "SAC", "td3": "TD3"}
+
+
+def model_class(algo: str) -> Any:
+    import stable_baselines3
+
+    return getattr(stable_baselines3, MODELS[algo])
+
+
+def make_envs(anchor: Anchor, algo: str, env: str, seed: int) -> tuple[Any, Any]:
+    """The training envs and the evaluation env of `anchor`."""
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    envs = make_vec_env(anchor.make(env, True), n_envs=anchor.n_envs(algo), seed=seed)
+    evals = make_vec_env(anchor.make(env, False), n_envs=1, seed=seed + 10_000)
+    if anchor.normalize:
+        envs = VecNormalize(envs, gamma=MUJOCO_PPO["gamma"])
+        evals = VecNormalize(evals, training=False, norm_reward=False)
+    return envs, evals
+
+
+def overrides(pairs: Sequence[str]) -> dict[str, Any]:
+    """`--set KEY=JSON ...` as settings (`clip_range_vf=null`, `learning_starts=300`);
+    `net=[16]` sets the policy's `net_arch`."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, _, value = pair.partition("=")
+        out[key] = json.loads(value)
+    if "net" in out:
+        out["policy_kwargs"] = {"net_arch": out.pop("net")}
+    return out
 
 
 def timed_evaluation(
-    eval_env: Any, episodes: int, every: int, start: float, points: list[dict[str, float]]
+    eval_env: Any,
+    episodes: int,
+    every: int,
+    start: float,
+    points: list[dict[str, float]],
+    target: float | None = None,
 ) -> Any:
     """SB3's deterministic `EvalCallback` every `every` calls, each evaluation also
-    appended to `points` with its env steps and wall time since `start`."""
+    appended to `points` with its env steps and wall time since `start`; training stops
+    at the first one reaching `target`."""
     from stable_baselines3.common.callbacks import EvalCallback
 
     class Timed(EvalCallback):
@@ -235,66 +274,95 @@ def timed_evaluation(
                 wall = round(time.perf_counter() - start, 3)
                 steps, mean = self.num_timesteps, float(self.last_mean_reward)
                 points.append({"env_steps": steps, "wall_s": wall, "eval_return": mean})
+                go_on = go_on and (target is None or mean < target)
             return go_on
 
     return Timed(eval_env, n_eval_episodes=episodes, eval_freq=every, deterministic=True, verbose=0)
 
 
-def train(algo: str, args: argparse.Namespace) -> dict[str, Any]:
-    """Train until an evaluation reaches the target (or the budget is spent), save."""
-    import gymnasium as gym
-    from stable_baselines3 import DQN, PPO
-    from stable_baselines3.common.callbacks import EvalCallback, StopTrainingOnRewardThreshold
-    from stable_baselines3.common.env_util import make_vec_env
-    from stable_baselines3.common.monitor import Monitor
+def learn(algo: str, args: argparse.Namespace) -> dict[str, Any]:
+    """`algo` as `--anchor` runs it on `--env`, for the budget or until an evaluation
+    reaches `--target`; every deterministic evaluation with its wall time.
+
+    With `--state DIR` the run goes in pieces: SIGTERM, Ctrl-C or `--stop-at` stop it at
+    the next env step (that step's transition is not stored), and it saves its model
+    with the optimizer, its replay memory, its counters and its curve in DIR; run again
+    with the same DIR, it carries on to the budget on the same clock and evaluation
+    schedule. A piece's envs start afresh (the episode in flight is cut)."""
+    import numpy as np
+    import torch
+    from stable_baselines3.common.callbacks import CallbackList
 
     start = time.perf_counter()
-    common = {"seed": args.seed, "device": "cpu", "verbose": 0}
-    if algo == "dqn":
-        model: Any = DQN("MlpPolicy", gym.make(ENV_ID), **common, **dqn_hyper(args.budget))
-        n_envs = 1
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    anchor, cls = ANCHORS[args.anchor], model_class(algo)
+    state = Path(args.state) if args.state else None
+    saved = load_state(state)
+    pieces = 0 if saved is None else int(saved["pieces"])
+    seed = args.seed + 1_000 * pieces  # a resumed piece does not replay the first's episodes
+    envs, eval_env = make_envs(anchor, algo, args.env, seed)
+    hyper = {**anchor.settings(algo, envs, args.budget), **overrides(args.set)}
+    if saved is not None and state is not None:
+        kept = {"policy_kwargs": hyper.get("policy_kwargs", {})}  # its network class, made here
+        model: Any = cls.load(state / MODEL, env=envs, device="cpu", custom_objects=kept)
+        model.set_random_seed(seed)
+        model.load_replay_buffer(state / REPLAY)
+        if model.num_timesteps != saved["env_steps"]:
+            raise SystemExit(f"sb3: {state} holds a model and a curve of different runs; "
+                             "remove it to start over")  # fmt: skip
     else:
-        envs = make_vec_env(ENV_ID, n_envs=ZOO_PPO_ENVS, seed=args.seed)
-        model, n_envs = PPO("MlpPolicy", envs, **common, **ppo_hyper()), ZOO_PPO_ENVS
-    # SB3 counts eval_freq in calls, one per vector step of n_envs env steps (as the zoo)
-    eval_freq = max(args.eval_every // n_envs, 1)
-    eval_env = Monitor(gym.make(ENV_ID))
-    eval_env.reset(seed=args.seed + 10_000)  # seeded apart from training, as pararl's
-    evaluate = EvalCallback(
-        eval_env,
-        callback_on_new_best=StopTrainingOnRewardThreshold(reward_threshold=args.target),
-        n_eval_episodes=args.eval_episodes,
-        eval_freq=eval_freq,
-        deterministic=True,
-        verbose=0,
-    )
+        model = cls("MlpPolicy", envs, seed=seed, device="cpu", verbose=0, **hyper)
+    points: list[dict[str, float]] = [] if saved is None else saved["curve"]
+    clock = start - (0.0 if saved is None else float(saved["train_s"]))  # the run's own
+    callbacks = [stopper()(STOP, args.stop_at)]
+    if args.eval_every > 0:
+        every = max(args.eval_every // envs.num_envs, 1)  # SB3 counts calls of n_envs steps
+        evaluate = timed_evaluation(eval_env, args.eval_episodes, every, clock, points, args.target)
+        evaluate.n_calls = model.num_timesteps // envs.num_envs  # the schedule goes on
+        callbacks.insert(0, evaluate)
+    from_steps = int(model.num_timesteps)
     silent(model)
-    model.learn(total_timesteps=args.budget, callback=evaluate)
-    train_s = time.perf_counter() - start
+    print(f"sb3: learning from {from_steps:,} env steps to {args.budget:,}", file=sys.stderr)
+    model.learn(total_timesteps=args.budget - from_steps, callback=CallbackList(callbacks),
+                reset_num_timesteps=saved is None)  # fmt: skip
+    train_s = round(time.perf_counter() - clock, 3)
+    best = max((p["eval_return"] for p in points), default=None)
+    solved = args.target is not None and best is not None and best >= args.target
+    paused = not solved and model.num_timesteps < args.budget
+    if state is not None and paused:
+        save_state(model, state, points, train_s, pieces + 1)
+    elif state is not None:  # the memory is no longer needed; the model and the curve stay
+        (state / REPLAY).unlink(missing_ok=True)
     if args.save:
         model.save(args.save)
-    best = float(evaluate.best_mean_reward)
+    episodes = [e["r"] for e in list(model.ep_info_buffer or [])[-20:]]
+    updates = model._n_updates  # PPO: minibatch steps, as pararl counts them
+    if algo == "ppo":
+        updates = model.n_epochs * (model.num_timesteps // model.batch_size)
+    status = "solved" if solved else "paused" if paused else "step budget reached"
     return {
-        "solved": best >= args.target,
+        "status": status,
         "env_steps": int(model.num_timesteps),
-        "train_s": round(train_s, 3),
-        "best_eval": best if best > -float("inf") else None,
-        "last_eval": float(evaluate.last_mean_reward),
-        "evaluations": evaluate.n_calls // eval_freq,
+        "from_steps": from_steps,
+        "train_s": train_s,
+        "updates": int(updates),
+        "curve": points,
+        "best_eval": best,
+        "train_return": float(np.mean(episodes)) if episodes else None,
+        "paused": paused,
+        "threads": torch.get_num_threads(),
     }
 
 
 def verify(algo: str, args: argparse.Namespace) -> dict[str, Any]:
-    """Deterministic mean return of the model saved at `args.model`."""
-    import gymnasium as gym
+    """Deterministic mean return of the model saved at `args.model`, on the anchor's
+    evaluation env."""
     import numpy as np
-    from stable_baselines3 import DQN, PPO
     from stable_baselines3.common.evaluation import evaluate_policy
-    from stable_baselines3.common.monitor import Monitor
 
-    model = (DQN if algo == "dqn" else PPO).load(args.model, device="cpu")
-    env = Monitor(gym.make(ENV_ID))
-    env.reset(seed=args.seed)
+    model = model_class(algo).load(args.model, device="cpu")
+    _, env = make_envs(ANCHORS[args.anchor], algo, args.env, args.seed)
     returns, _ = evaluate_policy(
         model, env, n_eval_episodes=args.episodes, deterministic=True, return_episode_rewards=True
     )
@@ -309,8 +377,12 @@ def prefix(algo: str) -> str:
 
 def command(algo: str, part: str, *args: str, **flags: object) -> list[str]:
     """The process that runs `part` of the `algo` anchor: `args` as given, each flag
-    `name=value` as `--name value`."""
-    options = [str(x) for k, v in flags.items() for x in ("--" + k.replace("_", "-"), v)]
+    `name=value` as `--name value` (a list: its values; None: left out)."""
+    options: list[str] = []
+    for key, value in flags.items():
+        if value is not None:
+            values = value if isinstance(value, (list, tuple)) else [value]
+            options += ["--" + key.replace("_", "-"), *map(str, values)]
     return [sys.executable, "-m", "benchmarks.lib.sb3", algo, part, *args, *options]
 
 
@@ -318,24 +390,6 @@ def parse(stdout: str, algo: str) -> dict[str, Any] | None:
     """The JSON of the anchor's last `sb3-ALGO: {...}` line."""
     lines = [line for line in stdout.splitlines() if line.startswith(prefix(algo))]
     return json.loads(lines[-1][len(prefix(algo)) :]) if lines else None
-
-
-def curve_run(
-    system: str, env: str, seed: int, algo: str, cmd: list[str], timeout_s: float, cwd: Path
-) -> tuple[training.Run, dict[str, Any] | None]:
-    """A whole `curve` or `minatar` run: its evaluations and totals as a pararl run's
-    (`training.Run`), and its result line."""
-    done = training.run_process(cmd, timeout_s, cwd)
-    result = parse(done.stdout, algo)
-    run = training.Run(system, env, seed, done.wall_s, done.returncode == 0 and result is not None)
-    if result is not None:
-        run.curve, run.env_steps, run.updates = (
-            result["curve"],
-            result["env_steps"],
-            result["updates"],
-        )
-    run.note = "" if run.ok else done.tail
-    return run, result
 
 
 @functools.cache
@@ -431,74 +485,6 @@ def minatar_ppo() -> dict[str, Any]:
         "vf_coef": s["vf_coef"],
         "max_grad_norm": config.max_grad_norm,
         "policy_kwargs": minatar_policy(),
-    }
-
-
-def minatar(algo: str, args: argparse.Namespace) -> dict[str, Any]:
-    """The whole budget on pararl's MinAtar env (training and evaluation envs as
-    pararl makes them); every deterministic evaluation with its wall time.
-
-    With `--state DIR` (DQN) the run goes in pieces: SIGTERM, Ctrl-C or `--stop-at`
-    stop it at the next env step (that step's transition is not stored), and it saves
-    its model with the optimizer, its replay memory, its counters and its curve in DIR;
-    run again with the same DIR, it carries on to the budget on the same clock and
-    evaluation schedule. A piece's envs start afresh (the episode in flight is cut)."""
-    from stable_baselines3 import DQN, PPO
-    from stable_baselines3.common.callbacks import CallbackList
-    from stable_baselines3.common.env_util import make_vec_env
-    from stable_baselines3.common.monitor import Monitor
-
-    from pararl.envs.make import env_factory
-
-    start = time.perf_counter()
-    state = Path(args.state) if args.state else None
-    saved = load_state(state)
-    pieces = 0 if saved is None else int(saved["pieces"])
-    n_envs = 1 if algo == "dqn" else PPO_ENVS
-    seed = args.seed + 1_000 * pieces  # a resumed piece does not replay the first's episodes
-    envs = make_vec_env(env_factory(args.env, training=True), n_envs=n_envs, seed=seed)
-    common = {"seed": seed, "device": "cpu", "verbose": 0}
-    if algo == "dqn":
-        hyper = minatar_dqn(args.budget)
-        if saved is not None and state is not None:
-            kept = {"policy_kwargs": hyper["policy_kwargs"]}  # its network class, made here
-            model: Any = DQN.load(state / MODEL, env=envs, device="cpu", custom_objects=kept)
-            model.set_random_seed(seed)
-            model.load_replay_buffer(state / REPLAY)
-            if model.num_timesteps != saved["env_steps"]:
-                raise SystemExit(f"sb3: {state} holds a model and a curve of different runs; "
-                                 "remove it to start over")  # fmt: skip
-        else:
-            model = DQN("MlpPolicy", envs, **common, **hyper)
-    else:
-        model = PPO("MlpPolicy", envs, **common, **minatar_ppo())
-    eval_env = Monitor(env_factory(args.env, training=False)())
-    eval_env.reset(seed=seed + 10_000)  # seeded apart from training, as pararl's
-    points: list[dict[str, float]] = [] if saved is None else saved["curve"]
-    clock = start - (0.0 if saved is None else float(saved["train_s"]))  # the run's own
-    every = max(args.eval_every // n_envs, 1)
-    evaluate = timed_evaluation(eval_env, args.eval_episodes, every, clock, points)
-    evaluate.n_calls = model.num_timesteps // n_envs  # the schedule goes on where it was
-    from_steps = int(model.num_timesteps)
-    silent(model)
-    callbacks = CallbackList([evaluate, stopper()(STOP, args.stop_at)])
-    print(f"sb3: learning from {from_steps:,} env steps to {args.budget:,}", file=sys.stderr)
-    model.learn(total_timesteps=args.budget - from_steps, callback=callbacks,
-                reset_num_timesteps=saved is None)  # fmt: skip
-    paused = model.num_timesteps < args.budget
-    train_s = round(time.perf_counter() - clock, 3)
-    if state is not None:
-        if paused:
-            save_state(model, state, points, train_s, pieces + 1)
-        else:  # the memory is no longer needed; the model and the curve stay
-            (state / REPLAY).unlink(missing_ok=True)
-    return {
-        "env_steps": int(model.num_timesteps),
-        "from_steps": from_steps,
-        "train_s": train_s,
-        "updates": int(model._n_updates),
-        "curve": points,
-        "paused": paused,
     }
 
 
@@ -617,15 +603,11 @@ def pong(algo: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 PARTS: dict[str, tuple[str, dict[str, Any]]] = {  # command: help, its options' defaults
-    "train": ("CartPole: train until solved or out of budget", dict(
-        seed=0, budget=100_000, eval_every=5_000, eval_episodes=10, target=475.0, save="")),
-    "verify": ("deterministic mean return of a saved model", dict(episodes=20, seed=12_345)),
-    "curve": ("PPO or SAC on a MuJoCo env for the whole budget (ppo, sac)", dict(
-        env="HalfCheetah-v5", seed=0, budget=1_000_000, eval_every=20_000, eval_episodes=10,
-        learning_starts=10_000, net="256,256", threads=0)),  # the last three: SAC's
-    "minatar": ("learning curve on a MinAtar game", dict(
-        env="MinAtar/Breakout-v1", seed=0, budget=100_000, eval_every=10_000, eval_episodes=10,
-        state="", stop_at=0)),  # the last two: DQN in pieces (`minatar`)
+    "learn": ("train for the budget (or to --target), evaluating on the way", dict(
+        anchor="zoo", env="CartPole-v1", seed=0, budget=100_000, eval_every=5_000,
+        eval_episodes=10, target=None, save="", state="", stop_at=0, threads=0, set=[])),
+    "verify": ("deterministic mean return of a saved model", dict(
+        anchor="zoo", env="CartPole-v1", episodes=20, seed=12_345)),
     "pong": ("training throughput on Pong (zoo settings)", dict(
         env="PongNoFrameskip-v4", seed=0, slice_s=60.0, learning_starts=1_000)),
 }  # fmt: skip
@@ -633,28 +615,35 @@ PARTS: dict[str, tuple[str, dict[str, Any]]] = {  # command: help, its options' 
 
 def main(argv: Sequence[str] | None = None) -> int:
     top = argparse.ArgumentParser(prog="python -m benchmarks.lib.sb3", description=__doc__)
-    top.add_argument("algo", choices=("dqn", "ppo", "sac"))
+    top.add_argument("algo", choices=tuple(MODELS))
     sub = top.add_subparsers(dest="command", required=True)
     for name, (text, defaults) in PARTS.items():
         part = sub.add_parser(name, help=text)
         if name == "verify":
             part.add_argument("model")
         for key, default in defaults.items():
-            part.add_argument("--" + key.replace("_", "-"), type=type(default), default=default)
+            flag = "--" + key.replace("_", "-")
+            if isinstance(default, list):
+                part.add_argument(flag, nargs="*", default=default)
+            else:
+                kind = float if default is None else type(default)
+                part.add_argument(flag, type=kind, default=default)
     args = top.parse_args(argv)
-    if args.algo == "sac" and args.command != "curve":
-        print("sb3: sac runs `curve` only", file=sys.stderr)
+    if args.command != "pong" and args.anchor not in ANCHORS:
+        print(f"sb3: --anchor: one of {', '.join(ANCHORS)}", file=sys.stderr)
         return 2
-    if args.command == "minatar" and args.state and args.algo != "dqn":
-        print("sb3: --state (a run in pieces) is for dqn", file=sys.stderr)
+    if args.command == "learn" and (args.budget < 1 or args.eval_every < 0):
+        print("sb3: --budget must be >= 1 and --eval-every >= 0", file=sys.stderr)
         return 2
-    if args.command == "train" and (args.budget < 1 or args.eval_every < 1):
-        print("sb3: --budget and --eval-every must be >= 1", file=sys.stderr)
+    if args.command == "learn" and args.state and args.algo == "ppo":
+        print("sb3: --state (a run in pieces) is for the off-policy algorithms", file=sys.stderr)
         return 2
-    parts = {"train": train, "verify": verify, "curve": curve, "minatar": minatar, "pong": pong}
-    pieces = args.command == "minatar"
-    with stop_signals() if pieces else contextlib.nullcontext():
-        result = parts[args.command](args.algo, args)
+    if args.command == "pong" and args.algo not in ("dqn", "ppo"):
+        print("sb3: pong runs dqn or ppo", file=sys.stderr)
+        return 2
+    run = {"learn": learn, "verify": verify, "pong": pong}[args.command]
+    with stop_signals() if args.command == "learn" else contextlib.nullcontext():
+        result = run(args.algo, args)
     print(prefix(args.algo) + json.dumps(result), flush=True)
     return 0
 

@@ -1,23 +1,22 @@
 """Whole training processes: start `pararl train` (or an anchor, `lib.sb3`) as its own
 process, timed from launch to exit, and read what it leaves: its last line, its
 run directory's `metrics.csv` (the clock of steps and updates) and `eval.csv` (the
-evaluation curve), `pararl evaluate`'s mean return.
+evaluation curve), `pararl evaluate`'s mean return. `lib.compare` builds the learning
+comparisons on them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import csv
-import math
 import os
 import re
 import signal
-import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -160,56 +159,3 @@ def clock(rows: list[dict[str, str]]) -> list[Point]:
             updates = int(float(row.get("updates") or 0))
             points.append((float(row["wall_s"]), int(float(row["env_steps"])), updates))
     return points
-
-
-@dataclass
-class Run:
-    """A whole training run for a budget: its evaluation curve, launch to exit."""
-
-    system: str
-    env: str
-    seed: int
-    wall_s: float
-    ok: bool
-    env_steps: int = 0
-    updates: int = 0
-    curve: list[dict[str, float]] = field(default_factory=list)  # env_steps, wall_s, return
-    note: str = ""
-
-    def final(self, last: int) -> float | None:
-        returns = [p["eval_return"] for p in self.curve[-last:]]
-        return statistics.fmean(returns) if returns else None
-
-    @classmethod
-    def of(
-        cls, system: str, env: str, seed: int, cmd: list[str], timeout_s: float, cwd: Path
-    ) -> tuple[Run, Finished]:
-        """`pararl train` run to its end (`cmd`, writing into `cwd / system-env-seed`):
-        its curve and totals read from its run directory, and how the process ended."""
-        done = run_process(cmd, timeout_s, cwd)
-        run = cls(system, env, seed, done.wall_s, done.returncode == 0)
-        directory = cls.directory(system, env, seed, cwd)
-        rows = read_metrics(directory)
-        run.curve = evaluations(read_metrics(directory, "eval.csv"))
-        run.env_steps, run.updates = totals(rows)
-        run.note = "" if run.ok else done.tail
-        return run, done
-
-    @staticmethod
-    def directory(system: str, env: str, seed: int, cwd: Path) -> Path:
-        return cwd / f"{system}-{env.replace('/', '_')}-{seed}"
-
-
-def time_to_reach(run: Run, target: float) -> float:
-    """Wall s (the run's own clock) of its first evaluation at `target` or above; inf
-    when none reaches it."""
-    return next((p["wall_s"] for p in run.curve if p["eval_return"] >= target), math.inf)
-
-
-def launch_clock(curve: list[dict[str, float]], wall_s: float, own_s: float | None) -> None:
-    """Put a curve on the launch-to-exit clock: each system's clock starts at its own
-    point of its start-up, so what its process spent outside it (imports, building
-    envs and networks, shutting down) is added to every point, all as if start-up."""
-    offset = 0.0 if own_s is None else max(wall_s - own_s, 0.0)
-    for point in curve:
-        point["wall_s"] = round(point["wall_s"] + offset, 3)

@@ -39,10 +39,6 @@ def _entry(module: str) -> Callable[[list[str]], int] | None:
         from benchmarks.lib import sb3
 
         return sb3.main
-    if module == "benchmarks.minatar_ab":
-        from benchmarks.minatar_ab import run_main
-
-        return run_main
     return None
 
 

@@ -79,7 +79,8 @@ def test_bad_options_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["dqn", "--repeats", "0"]) == 2
     assert "--repeats must be >= 1" in capsys.readouterr().err
     assert main(["dqn", "--parts", "throughput", "--actors", "0"]) == 2
-    assert main(["dqn", "--parts", "solve", "--seeds"]) == 2
+    assert main(["dqn", "--parts", "solve", "--runs", "CartPole-v1"]) == 2
+    assert main(["dqn", "--parts", "solve", "--systems", "pararl-ray"]) == 2
 
 
 def test_throughput_workloads_have_no_step_budget() -> None:

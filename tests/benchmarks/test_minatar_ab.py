@@ -15,22 +15,27 @@ def test_tiny_run(bench: Callable[..., dict[str, Any]]) -> None:
     data = bench(
         "minatar_ab", "--quick", "--budget", "2048", "--episodes", "2", "--variants", "defaults"
     )
-    runs = data["results"]["runs"]
-    assert [(r["system"], r["variant"], r["seed"]) for r in runs] == [
-        ("pararl", "defaults", 0),
-        ("sb3", "defaults", 0),
+    runs = data["results"]["outcome"]["runs"]
+    assert [(r["system"], r["env"], r["seed"]) for r in runs] == [
+        ("pararl-defaults", "MinAtar/Breakout-v1", 0),
+        ("sb3-defaults", "MinAtar/Breakout-v1", 0),
     ]
     for run in runs:
         assert run["ok"], run["note"]
-        assert run["greedy"] is not None
-        assert run["sampled"] is not None
-        assert 0 < run["entropy"] <= 1.1 + 1e-6  # Breakout-v1: 3 actions, ln 3 = 1.099
-        assert run["train"] >= 0
+        assert run["curve"] == []  # no evaluation while it trained
+        assert run["env_steps"] >= 2048
+        extra = run["extra"]
+        assert extra["greedy"] is not None
+        assert extra["sampled"] is not None
+        assert 0 < extra["entropy"] <= 1.1 + 1e-6  # Breakout-v1: 3 actions, ln 3 = 1.099
+        assert extra["train"] >= 0
     cells = {c["system"]: c for c in data["results"]["cells"]}
-    assert cells["pararl"]["stats"]["sampled"]["median"] == runs[0]["sampled"]
+    assert cells["pararl-defaults"]["stats"]["sampled"]["median"] == runs[0]["extra"]["sampled"]
     assert "defaults: pararl vs SB3 medians" in data["key_ratios"]
 
 
-@pytest.mark.parametrize("args", [["--seeds", "0"], ["--episodes", "0"], ["--variants"]])
+@pytest.mark.parametrize(
+    "args", [["--runs", "MinAtar/Breakout-v1"], ["--episodes", "0"], ["--variants"]]
+)
 def test_bad_options_exit_with_code_2(args: list[str]) -> None:
     assert main(["minatar_ab", "--quick", *args]) == 2

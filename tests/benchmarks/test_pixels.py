@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 import tyro
 from benchmarks.__main__ import main
+from benchmarks.lib.compare import Outcome, Run, time_to_reach
 from benchmarks.lib.harness import Metadata
-from benchmarks.lib.training import Run, time_to_reach
 from benchmarks.pixels import Slice, window_rate
 
 from benchmarks import pixels
+from benchmarks.lib import compare
 from pararl.config import DQNConfig
 from tests.benchmarks.conftest import PNG
 
@@ -29,20 +30,20 @@ def test_quick_minatar_runs_pararl_and_sb3(
 ) -> None:
     args = ("--parts", "minatar", "--systems", "pararl-ppo", "sb3-ppo")
     data = bench("pixels", "--quick", *args, "--budget", "1024", "--eval-every", "512")
-    runs = data["results"]["runs"]
+    runs = data["results"]["minatar"]["runs"]
     assert [r["system"] for r in runs] == ["pararl-ppo", "sb3-ppo"]
     for run in runs:
         assert run["ok"], run["note"]
         assert run["env_steps"] >= 1024
-        # MinAtar's PPO: 4 epochs over every rollout of 8 envs x 128 steps; pararl counts
-        # each 256-sample minibatch step, SB3 (`_n_updates`) each epoch
-        per = 256 if run["system"] == "pararl-ppo" else 8 * 128
-        assert run["updates"] == 4 * run["env_steps"] // per
+        # MinAtar's PPO: 4 epochs of 256-sample minibatches over every rollout of 8 envs
+        # x 128 steps, each minibatch step counted
+        assert run["updates"] == 4 * run["env_steps"] // 256
         walls = [p["wall_s"] for p in run["curve"]]
         assert walls == sorted(walls)
         assert 0 < walls[-1] <= run["wall_s"]  # on the launch-to-exit clock
     assert (tmp_path / "bench_pixels.png").read_bytes().startswith(PNG)
-    assert "Breakout pararl PPO: time to SB3's final" in data["key_ratios"]
+    assert "Breakout pararl PPO: final" in data["key_ratios"]
+    assert "vs SB3 PPO" in data["key_ratios"]
 
 
 def test_sb3_gets_pararls_minatar_settings_and_network() -> None:
@@ -85,9 +86,11 @@ def test_report_times_pararl_to_sb3s_final_return() -> None:
     env = "MinAtar/Breakout-v1"
     runs = [
         Run("pararl-dqn", env, 0, 50.0, True, 2_000, 10, curve((10, 1.0), (30, 6.0), (45, 7.0))),
-        Run("pararl-dqn", env, 1, 50.0, True, 2_000, 10, curve((10, 1.0), (40, 5.0), (45, 5.0))),
-        Run("pararl-dqn", env, 2, 50.0, True, 2_000, 10, curve((10, 1.0), (30, 2.0), (45, 3.0))),
         Run("sb3-dqn", env, 0, 100.0, True, 2_000, 10, curve((50, 2.0), (90, 5.0))),
+        Run("pararl-dqn", env, 1, 50.0, True, 2_000, 10, curve((10, 1.0), (40, 5.0), (45, 5.0))),
+        Run("sb3-dqn", env, 1, 80.0, True, 2_000, 10, curve((50, 2.0), (80, 5.0))),
+        Run("pararl-dqn", env, 2, 50.0, True, 2_000, 10, curve((10, 1.0), (30, 2.0), (45, 3.0))),
+        Run("sb3-dqn", env, 2, 100.0, True, 2_000, 10, curve((50, 2.0), (100, 5.0))),
         Run("pararl-ppo", env, 0, 30.0, True, 2_000, 10, curve((10, 4.0))),
     ]
     slices = [
@@ -100,19 +103,22 @@ def test_report_times_pararl_to_sb3s_final_return() -> None:
             0,
             0,
         )
-    result = pixels.Result(runs, slices)
-    params = {"final_evals": 1, "budget": 2_000, "seeds": [0, 1, 2], "eval_every": 1_000}
+    result = pixels.Result(Outcome("pixels", runs), slices)
+    params = {"final_evals": 1, "budget": 2_000, "eval_every": 1_000, "keep_dir": None}
     params |= {"eval_episodes": 5, "slice_s": 10.0, "pong_env": "p", "sb3_pong_env": "q"}
     params["learning_starts"] = 100
     report = pixels.report(result, Metadata("x", params))
-    # SB3 ends at 5.0 after 100 s; pararl reaches it at 30 and 40 s, seed 2 never: the
-    # median of (30, 40, never) is 40 s, 0.40x SB3's wall
-    assert "pararl DQN (async): time to SB3's final 5.0 ÷ SB3 wall 0.40×" in report.key_ratios
+    # each seed's SB3 run ends at 5.0 (after 100, 80 and 100 s); pararl reaches it at
+    # 30 s (0.30), 40 s (0.50) and never: the medians are 40 s and 0.50
+    assert (
+        "Breakout pararl DQN (async): final 5.0 vs SB3 DQN 5.0, wall ÷ SB3 DQN 0.50×, "
+        "SB3 DQN's final reached in 0.50× its wall time, 3 seed(s)" in report.key_ratios
+    )
     assert "Pong pararl PPO agent steps/s ÷ SB3 zoo 3.00×" in report.key_ratios
     text = "\n".join(report.blocks)
     assert "| 2/3 |" in text
     assert "~17.5" in text  # the MinAtar paper's actor-critic on Breakout
-    assert "pararl PPO: time to SB3's final" not in report.key_ratios  # no SB3 PPO run
+    assert "Breakout pararl PPO: final 4.0, 1 seed(s)" in report.key_ratios  # no SB3 PPO run
     assert len(report.panels) == 2
 
 
@@ -126,7 +132,7 @@ def test_time_to_reach_and_window_rate_edges() -> None:
 
 
 def test_bad_options_are_refused() -> None:
-    assert main(["pixels", "--envs", "ALE/Pong-v5"]) == 2
+    assert main(["pixels", "--runs", "ALE/Pong-v5:0"]) == 2
     assert main(["pixels", "--budget", "0"]) == 2
     assert main(["pixels", "--parts", "pong", "--slice-s", "0"]) == 2
 
@@ -139,7 +145,9 @@ def test_bad_options_are_refused() -> None:
 def test_dqn_systems_differ_by_their_mode_envs_and_lag_alone(
     system: str, mode: str, workers: int | None, envs: int, lag: int, tmp_path: Path
 ) -> None:
-    cmd = pixels.pararl_command(system, "MinAtar/SpaceInvaders-v1", tmp_path, seed=3)
+    c = pixels.resolve(pixels.Config())
+    env = "MinAtar/SpaceInvaders-v1"
+    cmd = compare.pararl_command(pixels.ROW, c, pixels.ROW.system(system), env, 3, tmp_path)
     assert cmd[3:5] == ["train", "dqn"]
     config = tyro.cli(DQNConfig, args=cmd[5:])
     assert (config.mode, config.workers, config.envs_per_worker) == (mode, workers, envs)

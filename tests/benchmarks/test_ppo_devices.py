@@ -83,24 +83,15 @@ def test_devices_harness_on_fake_runs(
 def test_ppo_quick_end_to_end(bench: Callable[..., dict[str, Any]], no_warm_up: None) -> None:
     data = bench(
         *("ppo", "--quick", "--budget", "512", "--eval-every", "256"),
-        *("--envs", "pararl/StepCost-v0", "--expensive-hidden", "256", "256"),
-        *("--rollouts", "1", "--repeats", "1"),
     )
     runs = {r["system"]: r for r in data["results"]["solve"]["runs"]}
     assert set(runs) == {"pararl", "sb3"}
     for run in runs.values():
-        assert run["returncode"] == 0, run["note"]
+        assert run["ok"], run["note"]
         assert run["env_steps"] >= 256
-        assert run["verify_mean"] is not None  # the check ran and was read
-    assert "pararl PPO (defaults)" in data["key_ratios"]
-    rows = data["results"]["sampling"]
-    assert [r["hidden"] for r in rows] == [[64, 64], [256, 256]]
-    for row in rows:
-        double_over_plain = row["double"]["median"] / row["plain"]["median"]
-        assert row["double_over_plain"] == pytest.approx(double_over_plain)
-    # each policy's forward pass over all envs was timed (which is faster is the
-    # benchmark's to say, not a test's: on a loaded machine either can be)
-    assert all(0 < row["forward_full_ms"] < 1e3 for row in rows)
+        # the check runs only after a run stopped on the target
+        assert (run["check"] is not None) == (run["status"] == "solved")
+    assert "CartPole pararl PPO (defaults): time to solve ÷ SB3 PPO (zoo)" in data["key_ratios"]
 
 
 def test_devices_quick_end_to_end(
@@ -123,7 +114,6 @@ def test_devices_quick_end_to_end(
 
 
 def test_bad_options_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["ppo", "--workers", "1"]) == 2
-    assert "--workers must be >= 2" in capsys.readouterr().err
+    assert main(["ppo", "--budget", "0"]) == 2
     assert main(["devices", "--widths", "0"]) == 2
     assert main(["devices", "--repeats", "0"]) == 2

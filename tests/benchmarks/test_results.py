@@ -62,7 +62,7 @@ def test_quick_runs_write_the_page_and_are_not_run_twice(
     [piece] = ppo["pieces"]
     assert (piece["from_x"], piece["to_x"], piece["status"]) == (0, 4096, "step budget reached")
     assert anchor["status"] == "step budget reached"
-    assert anchor["command"].startswith("python -m benchmarks.lib.sb3 dqn minatar --env")
+    assert anchor["command"].startswith("python -m benchmarks.lib.sb3 dqn learn --anchor minatar")
     assert "--state" not in anchor["command"]
     # the evaluation schedule went on where the first piece left it, on one clock
     curve = anchor["curves"]["evaluation (deterministic)"]

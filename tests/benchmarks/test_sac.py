@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 from benchmarks.__main__ import main
+from benchmarks.lib.compare import Outcome, Run
 from benchmarks.lib.harness import ROOT, Metadata
-from benchmarks.lib.training import Run
 
 from benchmarks import sac
+from benchmarks.lib import compare
 from tests.benchmarks.conftest import PNG
 
 pytest.importorskip("mujoco")
@@ -42,11 +43,16 @@ def test_quick_runs_both_systems(bench: Callable[..., dict[str, Any]], tmp_path:
     assert sb3_run["updates"] == 600 - 300
     assert 600 - 300 - 64 <= pararl["updates"] <= pararl["env_steps"] - 300
     assert (tmp_path / "bench_sac.png").read_bytes().startswith(PNG)
-    assert "HalfCheetah-v5: pararl final" in data["key_ratios"]
+    assert "HalfCheetah pararl SAC (async): final" in data["key_ratios"]
 
 
 def curve(*points: tuple[float, float, float]) -> list[dict[str, float]]:
     return [{"env_steps": s, "wall_s": w, "eval_return": r} for s, w, r in points]
+
+
+def report(runs: list[Run]) -> Any:
+    params = {**dataclasses.asdict(sac.resolve(sac.Config(final_evals=1))), "keep_dir": None}
+    return sac.report(Outcome("sac", runs), Metadata("x", params))
 
 
 def test_report_reaches_sb3s_final_and_names_the_published_figures() -> None:
@@ -57,24 +63,24 @@ def test_report_reaches_sb3s_final_and_names_the_published_figures() -> None:
             curve((1e5, 130.0, 1500.0), (2e5, 260.0, 3000.0), (3e5, 400.0, 4000.0))),
         Run("pararl", "Hopper-v5", 0, 90.0, False, note="Traceback: boom"),
     ]  # fmt: skip
-    config = sac.Config(final_evals=1)
-    report = sac.report(sac.Result(config, runs), Metadata("x", {}))
+    got = report(runs)
     # SB3 ends at 4000; pararl's first evaluation there is at 60 s: 0.15 of SB3's 400 s
-    assert report.key_ratios.startswith(
-        "HalfCheetah-v5: pararl final 5000 vs SB3 4000, wall ÷ SB3 0.25×, "
-        "SB3's final reached in 0.15× SB3's wall time"
+    assert got.key_ratios.startswith(
+        "HalfCheetah pararl SAC (async): final 5000 vs SB3 SAC 4000, wall ÷ SB3 SAC 0.25×, "
+        "SB3 SAC's final reached in 0.15× its wall time"
     )
-    text = "\n".join(report.blocks)
+    text = "\n".join(got.blocks)
     assert "9535 ± 100" in text  # rl-zoo's HalfCheetah
     assert "2310 ± 343" in text  # CleanRL's Hopper
     assert "boom" in text
-    assert len(report.panels) == 4  # return against steps and wall time, per env
+    assert len(got.panels) == 4  # return against steps and wall time, per env
 
 
 def test_bad_options_are_refused() -> None:
     assert main(["sac", "--runs", "HalfCheetah-v5"]) == 2
     assert main(["sac", "--budget", "0"]) == 2
     assert main(["sac", "--hidden", "0"]) == 2
+    assert main(["sac", "--systems", "cleanrl"]) == 2
 
 
 def test_time_to_sb3s_final_is_taken_per_seed_against_that_seeds_sb3_run() -> None:
@@ -91,21 +97,21 @@ def test_time_to_sb3s_final_is_taken_per_seed_against_that_seeds_sb3_run() -> No
         Run("pararl", "HalfCheetah-v5", 2, 300.0, True, curve=curve((3e5, 300.0, 5900.0))),
         Run("sb3", "HalfCheetah-v5", 2, 900.0, True, curve=curve((3e5, 900.0, 6000.0))),
     ]  # fmt: skip
-    ours = sac.rows(runs, 1)[0]
+    ours = compare.lines(sac.ROW, runs, 1)[0]
     assert (ours.system, ours.paired, ours.reached) == ("pararl", 3, 2)
     assert ours.reach_s == 300.0  # median of 100, 300 and never
-    assert ours.vs_sb3 == pytest.approx(0.3)  # median of 0.25, 0.3 and never
-    assert ours.sb3_final == 5000.0  # shown: SB3's median final
-    never = sac.rows([runs[4], runs[5]], 1)[0]
+    assert ours.vs_anchor == pytest.approx(0.3)  # median of 0.25, 0.3 and never
+    assert ours.anchor_final == 5000.0  # shown: SB3's median final
+    never = compare.lines(sac.ROW, [runs[4], runs[5]], 1)[0]
     assert never.reach_s is None
-    assert never.vs_sb3 is None
+    assert never.vs_anchor is None
 
 
 def fake_runs(calls: list[tuple[str, str, int]], fail: str = "") -> Callable[..., Run]:
-    def run_one(system: str, env: str, seed: int, c: sac.Config, workdir: Path) -> Run:
-        calls.append((system, env, seed))
-        ok = system != fail
-        return Run(system, env, seed, 10.0 + len(calls), ok, curve=curve((600, 5.0, 1.0 * seed)))
+    def run_one(row: Any, c: Any, s: compare.System, env: str, seed: int, workdir: Path) -> Run:
+        calls.append((s.name, env, seed))
+        ok = s.name != fail
+        return Run(s.name, env, seed, 10.0 + len(calls), ok, curve=curve((600, 5.0, 1.0 * seed)))
 
     return run_one
 
@@ -114,8 +120,10 @@ def test_a_seed_whose_runs_ended_is_kept_and_read_back_not_run_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[tuple[str, str, int]] = []
-    monkeypatch.setattr(sac, "run_one", fake_runs(calls))
-    config = sac.Config(runs=("HalfCheetah-v5:0", "Hopper-v5:3"), budget=600, keep_dir=tmp_path)
+    monkeypatch.setattr(compare, "run_one", fake_runs(calls))
+    config = sac.resolve(
+        sac.Config(runs=("HalfCheetah-v5:0", "Hopper-v5:3"), budget=600, keep_dir=tmp_path)
+    )
     first = sac.measure(config, Metadata("x", {}, date="2026-01-02T03:04:05", git_commit="abc"))
     assert calls == [(s, e, n) for e, n in (("HalfCheetah-v5", 0), ("Hopper-v5", 3))
                      for s in ("pararl", "sb3")]  # fmt: skip
@@ -128,7 +136,8 @@ def test_a_seed_whose_runs_ended_is_kept_and_read_back_not_run_again(
     assert calls == []  # read back, nothing run
     assert again.runs == first.runs
     assert again.sittings == first.sittings
-    table = "\n".join(sac.report(again, Metadata("y", {})).blocks)
+    params = {**dataclasses.asdict(config), "keep_dir": tmp_path}
+    table = "\n".join(sac.report(again, Metadata("y", params)).blocks)
     assert "2026-01-02, commit abc" in table  # the table says when each seed ran
 
     sac.measure(dataclasses.replace(config, fresh=True, runs=("Hopper-v5:3",)), Metadata("z", {}))
@@ -141,8 +150,8 @@ def test_kept_runs_with_other_settings_are_neither_used_nor_replaced(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[tuple[str, str, int]] = []
-    monkeypatch.setattr(sac, "run_one", fake_runs(calls))
-    config = sac.Config(runs=("HalfCheetah-v5:0",), budget=600, keep_dir=tmp_path)
+    monkeypatch.setattr(compare, "run_one", fake_runs(calls))
+    config = sac.resolve(sac.Config(runs=("HalfCheetah-v5:0",), budget=600, keep_dir=tmp_path))
     sac.measure(config, Metadata("x", {}))
     path = tmp_path / "HalfCheetah-v5-seed0.json"
     before = path.read_text()
@@ -156,17 +165,36 @@ def test_a_seed_with_a_failed_run_is_not_kept_and_an_unreadable_file_is_replaced
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[tuple[str, str, int]] = []
-    monkeypatch.setattr(sac, "run_one", fake_runs(calls, fail="sb3"))
-    config = sac.Config(runs=("HalfCheetah-v5:0",), budget=600, keep_dir=tmp_path)
+    monkeypatch.setattr(compare, "run_one", fake_runs(calls, fail="sb3"))
+    config = sac.resolve(sac.Config(runs=("HalfCheetah-v5:0",), budget=600, keep_dir=tmp_path))
     sac.measure(config, Metadata("x", {}))
     path = tmp_path / "HalfCheetah-v5-seed0.json"
     assert not path.exists()
     path.write_text("{ cut short")
-    monkeypatch.setattr(sac, "run_one", fake_runs(calls))
+    monkeypatch.setattr(compare, "run_one", fake_runs(calls))
     sac.measure(config, Metadata("x", {}))
     assert json.loads(path.read_text())["settings"]["budget"] == 600
 
 
 def test_quick_keeps_nothing_and_a_full_run_keeps_in_the_repository() -> None:
     assert sac.resolve(sac.Config(quick=True)).keep_dir is None
+    assert sac.resolve(sac.Config(quick=True)).learning_starts == 1_000
     assert sac.resolve(sac.Config()).keep_dir == ROOT / "results" / "sac"
+
+
+def test_the_seeds_kept_in_the_repository_are_read_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runs `results/sac` holds were kept by earlier code: this code's settings
+    match theirs, so they are read back, not run again."""
+    kept = sorted((ROOT / "results" / "sac").glob("*.json"))
+    if not kept:
+        pytest.skip("no kept seeds in this checkout")
+    calls: list[tuple[str, str, int]] = []
+    monkeypatch.setattr(compare, "run_one", fake_runs(calls))
+    config = sac.resolve(sac.Config())
+    outcome = sac.measure(config, Metadata("x", {}))
+    assert calls == []
+    assert {f"{r.env}:{r.seed}" for r in outcome.runs} == set(config.runs)
+    assert all(r.ok and r.curve for r in outcome.runs)
+    report = sac.report(outcome, Metadata("x", dataclasses.asdict(config)))
+    assert report.key_ratios.startswith("HalfCheetah pararl SAC (async): final ")
+    assert "3 seed(s)" in report.key_ratios

@@ -1,0 +1,677 @@
+"""The one learning comparison: train pararl and its SB3 anchor at a budget on an env
+and compare what they learned, and how fast.
+
+A benchmark states its comparisons as data: a `Comparison` (a row) names the
+algorithm's systems (`System`: `pararl train ALGO` with its flags, or the SB3 anchor
+`lib.sb3` runs with its settings), the ENV:SEED runs, the budget, the evaluations and
+what to hold the results against (published figures). `measure` runs every system on
+every ENV:SEED, whole processes timed launch to exit and interleaved (ENV:SEED 0:
+every system; ENV:SEED 1: ...), each run's evaluation curve put on that clock; `report`
+gives the tables, the curves and the ratios:
+
+- the final return (the mean of the last evaluations) and the wall time;
+- a run without a target: the time to reach the final return of its anchor's run of
+  the same ENV:SEED, over that run's wall time (median over seeds);
+- a run with a target (time to solve): it stops at its first evaluation reaching it,
+  and an untimed check of its saved policy must agree; time to solve over the
+  anchor's.
+
+A benchmark of many hours (`sac`) keeps each ENV:SEED whose runs all ended in the
+repository (`--keep-dir`) and reads it back instead of running it again.
+
+A new comparison is one row, and a module that is that row alone is its `Config` and
+`one(ROW, title)`. TD3 against SB3's TD3 with rl-zoo's settings, once pararl trains it:
+
+    Comparison("td3", "TD3 on MuJoCo against SB3 at the same budget",
+               (System("pararl", "pararl TD3", "td3"),
+                System("sb3", "SB3 TD3", "td3", anchor="rl-zoo")),
+               runs=tuple(f"HalfCheetah-v5:{seed}" for seed in range(3)), budget=200_000,
+               eval_every=10_000, run_timeout_s=4 * 3600.0, keep_dir="results/td3")
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import math
+import statistics
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from benchmarks.lib import harness as h
+from benchmarks.lib import sb3, training
+from benchmarks.lib.figures import Panel, Series
+from benchmarks.lib.stats import censored_median
+
+NEVER = 10**12  # a step count or return no run reaches: the whole budget, no evaluation
+
+
+@dataclass(frozen=True)
+class System:
+    """One side of a comparison. pararl: `pararl train ALGO` with `flags` beyond the
+    comparison's own; an anchor: SB3's `algo` run as `lib.sb3.ANCHORS[anchor]` says,
+    with `flags` over its settings (`--set`). `vs`: the anchor a pararl system is held
+    against (default: the first anchor of its algorithm)."""
+
+    name: str
+    label: str
+    algo: str
+    flags: Mapping[str, object] = field(default_factory=dict)
+    anchor: str = ""
+    vs: str = ""
+    default: bool = True  # run unless --systems says otherwise
+    color: str | None = None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A row: its systems, ENV:SEED runs, budget and evaluations, what it is held against."""
+
+    name: str
+    title: str
+    systems: tuple[System, ...]
+    runs: tuple[str, ...]
+    budget: int
+    eval_every: int
+    eval_episodes: int = 10
+    final_evals: int = 3
+    target: float | None = None  # time to solve: each run stops at its first evaluation here
+    verify_episodes: int = 20  # with a target: the untimed check of the saved policy
+    run_timeout_s: float = 7_200.0
+    anchor_envs: tuple[str, ...] = ()  # the envs an anchor runs on (empty: every env)
+    keep_dir: str = ""  # kept ENV:SEEDs, under the checkout (empty: none kept)
+    kept: tuple[str, ...] = ()  # the benchmark's own options a kept ENV:SEED shares
+    quick: Mapping[str, object] = field(default_factory=dict)  # Options' --quick values
+    notes: str = ""  # the settings, in words
+    published: tuple[str, ...] = ()  # the published table's heads: "env", then sources
+    figures: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # env family: row
+    lines: Mapping[str, tuple[float, str]] = field(default_factory=dict)  # family: y, label
+    published_note: str = ""
+
+    def system(self, name: str) -> System:
+        return next(s for s in self.systems if s.name == name)
+
+    def anchor_of(self, s: System) -> System | None:
+        """The anchor `s` is held against (None: an anchor itself, or none here)."""
+        if s.anchor:
+            return None
+        anchors = [a for a in self.systems if a.anchor]
+        if s.vs:
+            return self.system(s.vs)
+        return next((a for a in anchors if a.algo == s.algo), anchors[0] if anchors else None)
+
+
+@dataclass(frozen=True)
+class Options:
+    """The options of a comparison (each default: its table's)."""
+
+    runs: tuple[str, ...] = ()
+    """ENV:SEED pairs, run in this order, each by every system (default: the table's)."""
+    systems: tuple[str, ...] = ()
+    """Systems to run (default: the table's)."""
+    budget: int | None = None
+    """Env steps per run (default: the table's)."""
+    eval_every: int | None = None
+    """Env steps between deterministic evaluations (default: the table's)."""
+    eval_episodes: int | None = None
+    """Episodes per evaluation (default: the table's)."""
+    final_evals: int | None = None
+    """The final return is the mean of this many last evaluations (default: the table's)."""
+    run_timeout_s: float | None = None
+    """A run is killed after this long, and reported as failed (default: the table's)."""
+    verify_episodes: int | None = None
+    """With a target: episodes of the untimed check of each solved run's saved policy
+    (default: the table's)."""
+    keep_dir: Path | None = None
+    """Folder where each ENV:SEED whose runs all ended is kept (ENV-seedSEED.json) and
+    read back, not run again, by an invocation with the same settings (default: the
+    table's; with --quick, nothing is kept unless a folder is given)."""
+    fresh: bool = False
+    """Run every ENV:SEED again, also one that is kept (the kept file is then replaced)."""
+
+
+def resolve(row: Comparison, config: Any) -> Any:
+    """`config` (an `Options`) with --quick applied and every option left at its default
+    filled from the table; bad options raise UsageError. What it returns, every value
+    set, is the `c` the functions below take."""
+    quick = getattr(config, "quick", False)
+    changes: dict[str, Any] = dict(row.quick) if quick else {}
+    for name in ("runs", "systems", "budget", "eval_every", "eval_episodes", "final_evals",
+                 "run_timeout_s", "verify_episodes"):  # fmt: skip
+        if getattr(config, name) in ((), None):
+            table = tuple(s.name for s in row.systems if s.default) if name == "systems" else None
+            changes.setdefault(name, table or getattr(row, name))
+        else:
+            changes.pop(name, None)
+    if config.keep_dir is None and row.keep_dir and not quick:
+        changes["keep_dir"] = h.ROOT / row.keep_dir
+    c = dataclasses.replace(config, **changes)
+    h.require(c, ">= 1: budget eval_every eval_episodes final_evals verify_episodes")
+    h.require(c, "> 0: run_timeout_s")
+    known = [s.name for s in row.systems]
+    for name in c.systems:
+        h.check([(name not in known, f"--systems: '{name}' is not one of {', '.join(known)}")])
+    for run in c.runs:
+        env, _, seed = run.rpartition(":")
+        h.check([(not env or not seed.isdigit(), f"--runs: '{run}' is not ENV:SEED")])
+    h.check([(not c.runs, "--runs needs at least one value"),
+             (not c.systems, "--systems needs at least one value")])  # fmt: skip
+    return c
+
+
+# --- one run ----------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    """A whole training run of one system on one ENV:SEED: launch to exit, its
+    evaluation curve on that clock, what it ended with."""
+
+    system: str
+    env: str
+    seed: int
+    wall_s: float
+    ok: bool
+    env_steps: int = 0
+    updates: int = 0
+    curve: list[dict[str, float]] = field(default_factory=list)  # env_steps, wall_s, return
+    note: str = ""
+    status: str = ""  # the trainer's own word: solved, step budget reached, failed, ...
+    train_return: float | None = None  # the mean of its last 20 training episodes
+    check: float | None = None  # the untimed check of its saved policy (a target's)
+    extra: dict[str, Any] = field(default_factory=dict)  # what a benchmark adds (`after`)
+
+    def final(self, last: int) -> float | None:
+        returns = [p["eval_return"] for p in self.curve[-last:]]
+        return statistics.fmean(returns) if returns else None
+
+    def best(self) -> float | None:
+        return max((p["eval_return"] for p in self.curve), default=None)
+
+
+def time_to_reach(run: Run, target: float) -> float:
+    """Wall s (the launch-to-exit clock) of the run's first evaluation at `target` or
+    above; inf when none reaches it."""
+    return next((p["wall_s"] for p in run.curve if p["eval_return"] >= target), math.inf)
+
+
+def launch_clock(curve: list[dict[str, float]], wall_s: float, own_s: float | None) -> None:
+    """Put a curve on the launch-to-exit clock: each system's clock starts at its own
+    point of its start-up, so what its process spent outside it (imports, building
+    envs and networks, shutting down) is added to every point, all as if start-up."""
+    offset = 0.0 if own_s is None else max(wall_s - own_s, 0.0)
+    for point in curve:
+        point["wall_s"] = round(point["wall_s"] + offset, 3)
+
+
+def directory(workdir: Path, system: str, env: str, seed: int) -> Path:
+    return workdir / f"{system}-{env.replace('/', '_')}-{seed}"
+
+
+def pararl_command(row: Comparison, c: Any, s: System, env: str, seed: int, out: Path) -> list[str]:
+    """`pararl train ALGO` of `s` on ENV:SEED, writing its run into `out`: the budget and
+    the evaluations (none with `eval_every` NEVER), the target (none: the whole
+    budget), `s.flags`."""
+    flags: dict[str, object] = {
+        "env": env, "seed": seed, "total_steps": c.budget, "eval_every": c.eval_every,
+        "eval_episodes": c.eval_episodes, "target_return": row.target or NEVER,
+        "run_dir": out, "progress": "plain", "tensorboard": False, **s.flags,
+    }  # fmt: skip
+    return training.train_command(s.algo, **flags)
+
+
+def anchor_command(row: Comparison, c: Any, s: System, env: str, seed: int, out: Path) -> list[str]:
+    """The SB3 anchor `s` on ENV:SEED (`lib.sb3 ALGO learn`), its model saved in `out`;
+    its flags over the anchor's settings, but `threads`: its torch threads."""
+    every = 0 if c.eval_every >= NEVER else c.eval_every
+    flags = dict(s.flags)
+    threads = flags.pop("threads", None)
+    settings = [f"{k}={json.dumps(v)}" for k, v in flags.items()]
+    return sb3.command(
+        s.algo, "learn", anchor=s.anchor, env=env, seed=seed, budget=c.budget, eval_every=every,
+        eval_episodes=c.eval_episodes, target=row.target, save=out / "model.zip",
+        threads=threads, set=settings or None,
+    )  # fmt: skip
+
+
+def train_return(rows: list[dict[str, str]]) -> float | None:
+    """A pararl run's last mean of 20 training episodes (its metrics.csv)."""
+    values = [float(r["episode_return"]) for r in rows if r.get("episode_return")]
+    return values[-1] if values else None
+
+
+def learner_note(out: Path) -> str:
+    """What pararl chose for an off-policy run: its learner's threads and step mode."""
+    from pararl.config.saved import saved_facts
+
+    facts = saved_facts(out)
+    threads = facts.get("learner_threads")
+    return (
+        "" if threads is None else f"learner on {threads} thread(s), step {facts.get('step_mode')}"
+    )
+
+
+def read_anchor(run: Run, s: System, done: training.Finished) -> float | None:
+    """What an anchor's result line says of its run; its own clock (None: no line)."""
+    result = sb3.parse(done.stdout, s.algo)
+    if result is None:
+        run.ok = False
+        return None
+    run.curve, run.env_steps, run.updates = result["curve"], result["env_steps"], result["updates"]
+    run.status, run.train_return = result["status"], result["train_return"]
+    return float(result["train_s"])
+
+
+def read_pararl(run: Run, out: Path, done: training.Finished) -> float | None:
+    """What a pararl run leaves (its run directory, its last line); its own clock."""
+    rows = training.read_metrics(out)
+    run.curve = training.evaluations(training.read_metrics(out, "eval.csv"))
+    run.env_steps, run.updates = training.totals(rows)
+    run.train_return = train_return(rows)
+    run.note = learner_note(out) if run.ok else ""
+    final = training.parse_final(done.stderr)
+    if final is None:
+        return None
+    run.status, run.env_steps = final["status"], run.env_steps or final["env_steps"]
+    return float(final["train_s"])
+
+
+def run_one(row: Comparison, c: Any, s: System, env: str, seed: int, workdir: Path) -> Run:
+    """One whole run of `s`, launch to exit, its curve on that clock; with a target, its
+    saved policy checked afterwards (untimed)."""
+    out = directory(workdir, s.name, env, seed)
+    if s.anchor:  # pararl makes its own run directory
+        out.mkdir(parents=True, exist_ok=True)
+    command = anchor_command(row, c, s, env, seed, out) if s.anchor else pararl_command(
+        row, c, s, env, seed, out)  # fmt: skip
+    done = training.run_process(command, c.run_timeout_s, workdir)
+    run = Run(s.name, env, seed, done.wall_s, done.returncode == 0)
+    own_s = read_anchor(run, s, done) if s.anchor else read_pararl(run, out, done)
+    if not run.ok:
+        run.status, run.note = ("timeout" if done.timed_out else "failed"), done.tail
+    launch_clock(run.curve, run.wall_s, own_s)
+    if row.target is not None and run.status == "solved":
+        run.check = check(s, env, out, c.verify_episodes, workdir)
+        run.note = run.note if run.check is not None else "the check of its saved policy failed"
+    return run
+
+
+def check(s: System, env: str, out: Path, episodes: int, workdir: Path) -> float | None:
+    """The mean greedy return of a run's saved policy over `episodes` episodes."""
+    if s.anchor:
+        cmd = sb3.command(s.algo, "verify", str(out / "model.zip"), anchor=s.anchor, env=env,
+                          episodes=episodes)  # fmt: skip
+        done = training.run_process(cmd, 300.0, workdir)
+        result = sb3.parse(done.stdout, s.algo)
+        return None if result is None else float(result["mean"])
+    done = training.run_process(training.evaluate_command(out, episodes), 300.0, workdir)
+    return training.parse_evaluate(done.stdout)
+
+
+def solved(row: Comparison, run: Run) -> bool:
+    """Stopped on the target, and the check of its saved policy agrees."""
+    target = row.target if row.target is not None else math.inf
+    return run.status == "solved" and (run.check if run.check is not None else -math.inf) >= target
+
+
+# --- every run of a comparison ----------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """A comparison's runs (in the order run) and, per ENV:SEED, its sitting."""
+
+    name: str
+    runs: list[Run]
+    sittings: dict[str, str] = field(default_factory=dict)
+
+
+def settings(row: Comparison, c: Any) -> dict[str, Any]:
+    """What a kept ENV:SEED was run with (a later invocation reads it back only if the
+    same), as JSON has it: the systems, the budget, the evaluations and `row.kept`."""
+    names = ("systems", "budget", "eval_every", "eval_episodes", *row.kept)
+    return json.loads(json.dumps({name: getattr(c, name) for name in names}))
+
+
+def sitting(meta: h.Metadata) -> str:
+    dirty = " (with uncommitted changes)" if meta.git_dirty else ""
+    return f"{meta.date[:10]}, commit {meta.git_commit}{dirty}, {meta.physical_cores} cores"
+
+
+def kept_path(directory: Path, env: str, seed: int) -> Path:
+    return directory / f"{env.replace('/', '_')}-seed{seed}.json"
+
+
+def kept_runs(row: Comparison, c: Any, env: str, seed: int) -> tuple[dict[str, Any] | None, bool]:
+    """The runs kept for ENV:SEED with this invocation's settings (None: run them), and
+    whether new runs may be kept in their place: never over runs kept with other
+    settings, which this invocation does not replace."""
+    if c.keep_dir is None:
+        return None, False
+    path, mine = kept_path(c.keep_dir, env, seed), settings(row, c)
+    kept = None
+    with contextlib.suppress(OSError, ValueError):
+        kept = json.loads(path.read_text())
+    if not isinstance(kept, dict) or "runs" not in kept:
+        if path.exists():
+            h.progress(f"{path} cannot be read; {env} seed {seed} is run again")
+        return None, True
+    if kept.get("settings") != mine:
+        other = {k: v for k, v in kept.get("settings", {}).items() if mine.get(k) != v}
+        h.progress(f"{path} was run with other settings ({other}); {env} seed {seed} is run "
+                   "again, and that file is left as it is")  # fmt: skip
+        return None, False
+    return (None, True) if c.fresh else (kept, False)
+
+
+After = Callable[[System, Run, Path], None]
+
+
+def measure(row: Comparison, c: Any, meta: h.Metadata, after: After | None = None) -> Outcome:
+    """Every chosen system on every ENV:SEED of `c.runs`, interleaved; `after(system,
+    run, its run directory)` once each run has ended (untimed)."""
+    outcome = Outcome(row.name, [])
+    chosen = [row.system(name) for name in c.systems]
+    warmed = c.quick  # timed claims only: the first run should not pay for a cold cache
+    with tempfile.TemporaryDirectory(prefix=f"pararl-bench-{row.name}-") as tmp:
+        for spec in c.runs:
+            env, _, seed_text = spec.rpartition(":")
+            seed, key = int(seed_text), spec
+            kept, may_keep = kept_runs(row, c, env, seed)
+            if kept is not None:
+                h.progress(
+                    f"{row.name}: {env} seed {seed}: kept ({kept['sitting']}), not run again"
+                )
+                outcome.runs += [Run(**run) for run in kept["runs"]]
+                outcome.sittings[key] = kept["sitting"]
+                continue
+            if not warmed:
+                training.warm_up(Path(tmp))
+                warmed = True
+            ran = []
+            for s in chosen:
+                if s.anchor and row.anchor_envs and env not in row.anchor_envs:
+                    continue
+                h.progress(f"{row.name}: {s.name} {env} seed {seed} ...")
+                run = run_one(row, c, s, env, seed, Path(tmp))
+                if after is not None and run.ok:
+                    after(s, run, directory(Path(tmp), s.name, env, seed))
+                final = run.final(c.final_evals)
+                shown = run.status if final is None else f"{run.status}, final {final:.1f}"
+                h.progress(f"{row.name}: {s.name} {env} seed {seed}: {shown}, {run.wall_s:.0f} s")
+                ran.append(run)
+            outcome.runs += ran
+            outcome.sittings[key] = sitting(meta)
+            if may_keep and c.keep_dir is not None and all(r.ok for r in ran):
+                data = {"settings": settings(row, c), "sitting": sitting(meta),
+                        "runs": [dataclasses.asdict(r) for r in ran]}  # fmt: skip
+                h.write_atomic(kept_path(c.keep_dir, env, seed), json.dumps(data, indent=1) + "\n")
+    return outcome
+
+
+# --- what they show ---------------------------------------------------------------------
+
+
+@dataclass
+class Line:
+    """One system on one env over its seeds, against its anchor."""
+
+    env: str
+    system: str
+    runs: int
+    final: h.Summary | None
+    wall: h.Summary | None  # launch to exit, of the runs that ended well
+    solved: int = 0  # with a target
+    solve_s: float | None = None  # with a target: median wall, a run not solved as never
+    anchor_final: float | None = None  # its anchor's median final on this env
+    reach_s: float | None = None  # median over seeds of the time to reach its seed's one
+    reached: int = 0
+    paired: int = 0  # seeds with an anchor run to compare with
+    vs_anchor: float | None = None  # that time ÷ that anchor run's wall (median over seeds)
+
+
+def paired(runs: Sequence[Run], run: Run, anchor: str, last: int) -> tuple[float, float] | None:
+    """When `run` first reached the final return of `anchor`'s run of its env and seed,
+    and that time over the anchor run's wall time (inf when never); None without one."""
+    other = next(
+        (r for r in runs if (r.system, r.env, r.seed) == (anchor, run.env, run.seed)), None
+    )
+    if other is None or not other.ok or (target := other.final(last)) is None:
+        return None
+    reach = time_to_reach(run, target)
+    return reach, reach / other.wall_s
+
+
+def lines(row: Comparison, runs: Sequence[Run], last: int) -> list[Line]:
+    out: list[Line] = []
+    for env in dict.fromkeys(r.env for r in runs):
+        for name in dict.fromkeys(r.system for r in runs if r.env == env):
+            mine = [r for r in runs if r.env == env and r.system == name]
+            finals = [f for r in mine if (f := r.final(last)) is not None]
+            line = Line(
+                env, name, len(mine), h.maybe(finals), h.maybe([r.wall_s for r in mine if r.ok])
+            )
+            if row.target is not None:
+                line.solved = sum(solved(row, r) for r in mine)
+                line.solve_s = censored_median(
+                    [r.wall_s if solved(row, r) else math.inf for r in mine]
+                )
+            out.append(line)
+    for line in out:
+        anchor = row.anchor_of(row.system(line.system))
+        theirs = next(
+            (x for x in out if anchor and (x.env, x.system) == (line.env, anchor.name)), None
+        )
+        if anchor is None or theirs is None:
+            continue
+        if row.target is not None:
+            line.vs_anchor = h.ratio(line.solve_s, theirs.solve_s)
+            continue
+        line.anchor_final = h.med(theirs.final)
+        mine = [r for r in runs if (r.env, r.system) == (line.env, line.system)]
+        pairs = [p for r in mine if (p := paired(runs, r, anchor.name, last)) is not None]
+        line.paired, line.reached = len(pairs), sum(t != math.inf for t, _ in pairs)
+        line.reach_s = censored_median([t for t, _ in pairs])
+        line.vs_anchor = censored_median([share for _, share in pairs])
+    return out
+
+
+def family(env: str) -> str:
+    """`MinAtar/Breakout-v1` -> `Breakout`."""
+    return env.split("/")[-1].split("-")[0]
+
+
+def whole(v: float | None) -> str:
+    """A return: whole above 100, one decimal below."""
+    return "–" if v is None else f"{v:.0f}" if abs(v) >= 100 else f"{v:.1f}"
+
+
+def key_ratios(row: Comparison, table: Sequence[Line]) -> str:
+    """The claim of each pararl system against its anchor, env by env."""
+    label = {s.name: s.label for s in row.systems}
+    parts = []
+    for line in table:
+        s = row.system(line.system)
+        anchor = row.anchor_of(s)
+        if anchor is None:
+            continue
+        name = f"{family(line.env)} {label[line.system]}"
+        if row.target is not None:
+            ratio = h.fmt_ratio(line.vs_anchor)
+            if line.vs_anchor is None:
+                ratio = "not solved" if line.solve_s is None else f"– ({anchor.label} not solved)"
+            parts.append(
+                f"{name}: time to solve ÷ {anchor.label} {ratio} ({line.solved}/{line.runs} solved)"
+            )
+            continue
+        text = f"{name}: final {whole(h.med(line.final))}"
+        if line.anchor_final is not None:
+            theirs = next(x for x in table if (x.env, x.system) == (line.env, anchor.name))
+            text += f" vs {anchor.label} {whole(line.anchor_final)}"
+            walls = h.ratio(h.med(line.wall), h.med(theirs.wall))
+            text += f", wall ÷ {anchor.label} {h.fmt_ratio(walls)}"
+            reach = f"reached in {h.fmt_ratio(line.vs_anchor)} its wall time"
+            text += f", {anchor.label}'s final {'not reached' if line.vs_anchor is None else reach}"
+        parts.append(text + f", {line.runs} seed(s)")
+    return "; ".join(parts) or "nothing measured"
+
+
+def tables(row: Comparison, outcome: Outcome, c: Any) -> list[str]:
+    """The summary over seeds, every run, and the published figures."""
+    label = {s.name: s.label for s in row.systems}
+    n, table = c.final_evals, lines(row, outcome.runs, c.final_evals)
+
+    def reach(x: Line) -> str:
+        if x.anchor_final is None:
+            return ""
+        return h.fmt_num(x.reach_s, 0) if x.reach_s is not None else "not reached"
+
+    cols: list[h.Col[Line]] = [
+        h.Col("env", lambda x: x.env, "l"),
+        h.Col("system", lambda x: label[x.system], "l"),
+        h.Col("runs", lambda x: x.runs),
+        h.Col(f"final (last {n} evals), median (min–max)", lambda x: h.fmt_spread(x.final, whole)),
+        h.Col("wall s, launch to exit", lambda x: h.fmt_spread(x.wall, whole)),
+    ]
+    if row.target is not None:
+        cols += [
+            h.Col("solved", lambda x: f"{x.solved}/{x.runs}", "c"),
+            h.Col(
+                "time to solve, median (s)",
+                lambda x: h.fmt_num(x.solve_s).replace("–", "not solved"),
+            ),
+            h.Col("÷ anchor (target ≤ 0.5)", lambda x: h.fmt_ratio(x.vs_anchor)),
+        ]
+    else:
+        cols += [
+            h.Col("anchor's final", lambda x: h.fmt_num(x.anchor_final)),
+            h.Col("time to reach its seed's (s), median", reach),
+            h.Col(
+                "seeds reaching it",
+                lambda x: "" if x.anchor_final is None else f"{x.reached}/{x.paired}",
+            ),
+            h.Col("÷ that run's wall, median (target ≤ 0.5)", lambda x: h.fmt_ratio(x.vs_anchor)),
+        ]
+
+    def per_s(count: int, r: Run) -> str:
+        return h.fmt_rate(count / r.wall_s if r.wall_s and r.ok else None)
+
+    run_cols: list[h.Col[Run]] = [
+        h.Col("env", lambda r: r.env, "l"),
+        h.Col("system", lambda r: label.get(r.system, r.system), "l"),
+        h.Col("seed", lambda r: r.seed),
+        h.Col("trainer says", lambda r: r.status or "–", "l"),
+        h.Col("final", lambda r: h.fmt_num(r.final(n))),
+        h.Col("best eval", lambda r: h.fmt_num(r.best())),
+        h.Col("training return", lambda r: h.fmt_num(r.train_return)),
+        h.Col("wall (s)", lambda r: h.fmt_num(r.wall_s, 0)),
+        h.Col("env steps/s", lambda r: per_s(r.env_steps, r)),
+        h.Col("updates", lambda r: f"{r.updates:,}"),
+        h.Col("note", lambda r: r.note[-80:], "l"),
+    ]
+    if row.target is not None:
+        run_cols.insert(5, h.Col("check mean", lambda r: h.fmt_num(r.check)))
+    if outcome.sittings and c.keep_dir is not None:
+        run_cols.append(h.Col("ran", lambda r: outcome.sittings.get(f"{r.env}:{r.seed}", ""), "l"))
+    target = "" if row.target is None else (
+        f" Each run stops at its first evaluation of {row.target:g} or more; solved: stopped "
+        f"there and a {c.verify_episodes}-episode check of its saved policy agrees; an "
+        "unsolved run counts as never solved in the median."
+    )  # fmt: skip
+    protocol = (
+        f"Budget {c.budget:,} env steps per run; deterministic evaluation every "
+        f"{c.eval_every:,} steps ({c.eval_episodes} episodes); final return: the mean of the "
+        f"last {n} evaluations. {row.notes} Wall times are launch to exit (start-up "
+        "included); each curve is on that clock. Time to reach the anchor's final, per "
+        "seed: the first evaluation at or above the final of the anchor's run of the same "
+        f"env and seed, over that run's wall time; medians over seeds.{target}"
+    )
+    blocks = [f"### {row.title}\n\n{protocol}\n\n{h.table(cols, table)}\n\n"
+              f"Runs, in the order run:\n\n{h.table(run_cols, outcome.runs)}"]  # fmt: skip
+    rows = [[f, *row.figures[f]] for f in dict.fromkeys(family(r.env) for r in outcome.runs)
+            if f in row.figures]  # fmt: skip
+    if rows:
+        blocks.append(f"{row.published_note}\n\n{h.text_table(row.published, rows)}")
+    return blocks
+
+
+def panels(row: Comparison, runs: Sequence[Run]) -> list[Panel]:
+    """Return against env steps and against wall time, per env: one line per run, each
+    system named once in the legend."""
+    out = []
+    colors = {s.name: s.color or f"C{i}" for i, s in enumerate(row.systems)}
+    label = {s.name: s.label for s in row.systems}
+    for env in dict.fromkeys(r.env for r in runs):
+        mine = [r for r in runs if r.env == env and r.curve]
+        first = {r.system: r for r in reversed(mine)}
+        line = row.lines.get(family(env))
+        hlines: list[tuple[float, str, str | None]] = [(line[0], ":", line[1])] if line else []
+        for axis, name in (("env_steps", "env steps"), ("wall_s", "wall time, launch to exit (s)")):
+            series = [
+                Series(label[r.system] if first[r.system] is r else None,
+                       [p[axis] for p in r.curve], [p["eval_return"] for p in r.curve],
+                       fmt="--" if row.system(r.system).anchor else "-", color=colors[r.system])
+                for r in mine
+            ]  # fmt: skip
+            title = f"{env}: return vs {name.split(',')[0]}"
+            out.append(Panel(title, series, name, "eval return", hlines=hlines))
+    return out
+
+
+def report(row: Comparison, outcome: Outcome, c: Any) -> tuple[str, list[str], list[Panel]]:
+    """Key ratios, blocks and panels of one comparison."""
+    table = lines(row, outcome.runs, c.final_evals)
+    return key_ratios(row, table), tables(row, outcome, c), panels(row, outcome.runs)
+
+
+def describe(row: Comparison) -> str:
+    """The table's defaults in words, for `--help`."""
+    systems = ", ".join(s.name + ("" if s.default else " (not by default)") for s in row.systems)
+    return (
+        f"Its table: runs {' '.join(row.runs)}; systems {systems}; budget {row.budget:,}; "
+        f"eval every {row.eval_every:,}, {row.eval_episodes} episodes; final evals "
+        f"{row.final_evals}; timeout {row.run_timeout_s:g} s"
+        + ("" if row.target is None else f"; target {row.target:g}")
+        + "."
+    )
+
+
+def solve_cartpole(algo: str, systems: tuple[System, ...], budget: int, quick: int) -> Comparison:
+    """Time to solve CartPole-v1 (475), pararl's `systems` against SB3's `algo` with
+    rl-baselines3-zoo's settings; `quick`: --quick's budget."""
+    anchor = System("sb3", f"SB3 {algo.upper()} (zoo)", algo, anchor="zoo")
+    return Comparison(
+        name=algo, title="Time to solve CartPole-v1", systems=(*systems, anchor),
+        runs=tuple(f"CartPole-v1:{seed}" for seed in range(3)), budget=budget,
+        eval_every=5_000, target=475.0, run_timeout_s=1800.0,
+        quick=dict(runs=("CartPole-v1:0",), budget=quick, eval_every=quick // 2,
+                   eval_episodes=5, verify_episodes=5, run_timeout_s=120.0),
+        notes=f"SB3: rl-baselines3-zoo's CartPole-v1 {algo.upper()} settings.",
+    )  # fmt: skip
+
+
+def one(row: Comparison, title: str) -> tuple[Any, Any, Any]:
+    """`resolve`, `measure` and `report` of a benchmark that is `row` alone."""
+
+    def resolve_one(config: Any) -> Any:
+        return resolve(row, config)
+
+    def measure_one(c: Any, meta: h.Metadata) -> Outcome:
+        return measure(row, c, meta)
+
+    def report_one(outcome: Outcome, meta: h.Metadata) -> h.Report:
+        c = SimpleNamespace(**meta.params)
+        ratios, blocks, figs = report(row, outcome, c)
+        return h.Report(
+            title, ratios, blocks, figs, figure_alt=f"{row.name} benchmark", legend_below=True
+        )
+
+    return resolve_one, measure_one, report_one
+
+
+__all__ = ["Comparison", "Options", "Outcome", "Run", "System", "measure", "report", "resolve"]
