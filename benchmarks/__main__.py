@@ -25,6 +25,7 @@ BENCHMARKS = {
     "devices": "PPO wall time per device placement and net width (the CPU/GPU placement post)",
     "mujoco": "PPO on MuJoCo (1M steps) against SB3 + VecNormalize, CleanRL's figures",
     "sac": "SAC on MuJoCo (300k steps, async) against SB3's SAC, rl-zoo's figures",
+    "td3": "TD3 on MuJoCo (200k steps, async) against SB3's TD3, rl-zoo's figure",
     "partial": "multi-task sampler: wait for all vs timeout vs min_envs vs auto",
     "maml": "MAML-TRPO meta-iteration time split, pararl vs the sampling post's design",
     "maml_curves": "MAML-TRPO meta-training curves: return before and after adaptation",
