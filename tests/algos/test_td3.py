@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 import torch
 
-from pararl.algos.td3 import GaussianExploration, TD3Learner, check_spaces, make_actor
+from pararl.algos.offpolicy import UniformFirst
+from pararl.algos.td3 import TD3Learner, check_spaces, make_actor
 from pararl.config.td3 import TD3Config
 from pararl.errors import UsageError
 from pararl.models import TwinQ
@@ -157,7 +158,7 @@ def test_acting_explores_within_the_bounds_and_greedy_is_the_actor() -> None:
     inside = (np.abs(sampled) < 1.9).ravel()
     # the noise: 0.5 of half the range (2) = standard deviation 1 where not clipped
     assert np.std((sampled - greedy).ravel()[inside]) == pytest.approx(0.9, abs=0.15)
-    policy = GaussianExploration(lambda: actor, ACT, random_steps=10)
+    policy = UniformFirst(lambda: actor, ACT, random_steps=10)
     uniform = policy.act(actor, obs, None, first, 9, np.random.default_rng(2)).action
     assert uniform.std() == pytest.approx(4 / np.sqrt(12), rel=0.05)  # U(-2, 2)
     after = policy.act(actor, obs, None, first, 10, np.random.default_rng(1)).action

@@ -2,17 +2,25 @@
 their gradient step: when a batch may be learned from, how many updates the replay
 ratio allows, and one update on a batch drawn uniformly or in proportion to
 priority (importance-weighted, its priorities then set to its new TD errors); and
-`ReplayState`, the part of every off-policy run's state these make up."""
+`ReplayState`, the part of every off-policy run's state these make up, with
+`ActorCriticState` and `UniformFirst` for those that act with an actor on a Box of
+actions (SAC, TD3)."""
 
 from __future__ import annotations
 
-from typing import Any, Generic, Protocol, TypeVar
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
+import gymnasium as gym
 import numpy as np
 import torch
+from torch import nn
 
+from pararl import seeding
 from pararl.checkpoint import Header
-from pararl.replay.make import Replay
+from pararl.models.acting import Acted, Draws, Policy, State
+from pararl.replay.make import Replay, make_replay
 from pararl.replay.nstep import Transitions
 from pararl.replay.prioritized import PrioritizedReplay
 
@@ -133,9 +141,139 @@ class ReplayState(Generic[L]):
         self.env_steps, self.wall_s = header.env_steps, header.wall_s
 
 
+class ActorLearner(Learner, Protocol):
+    """A learner whose acting network is an actor, and which draws noise of its own."""
+
+    actor: nn.Module
+
+    def seed_noise(self, seed: int) -> None: ...
+
+
+A = TypeVar("A", bound=ActorLearner)
+
+
+class ActorCriticState(ReplayState[A]):
+    """The run state of an off-policy learner that acts with an actor on a 1-D Box of
+    actions from vector observations (SAC, TD3): the spaces (`_spaces`), the replay
+    memory of action vectors and the streams of batches and noise (`_memory`), which
+    a resumed run draws from anew, and the acting (`UniformFirst`)."""
+
+    obs_shape: tuple[int, ...]
+    obs_dtype: np.dtype
+    frame_stack: int
+    action_dim: int
+    low: np.ndarray
+    high: np.ndarray
+    make_model: Callable[[], nn.Module]
+
+    def _spaces(self, observation_space: gym.Space, action_space: gym.Space) -> int:
+        """Read the spaces; the observation size (the networks' input)."""
+        assert isinstance(action_space, gym.spaces.Box)
+        assert observation_space.shape is not None
+        self.obs_shape = tuple(observation_space.shape)
+        self.obs_dtype = np.dtype(np.float32)  # learned from as float32, stored so
+        self.frame_stack = 0  # vector observations only
+        self.action_dim = int(action_space.shape[0])
+        self.low = action_space.low.astype(np.float32)
+        self.high = action_space.high.astype(np.float32)
+        return int(np.prod(self.obs_shape))
+
+    def _memory(self, resume_state: dict[str, Any] | None) -> None:
+        """The replay memory, the resumed state if any, and the streams of batches and
+        of the learner's noise (new ones for a resumed run)."""
+        cfg, s = self.config, self.settings
+        self.replay = make_replay(
+            s.buffer_size,
+            self.obs_shape,
+            self.obs_dtype,
+            0,
+            cfg.prioritized,
+            cfg.priority_alpha,
+            (self.action_dim,),
+            np.float32,
+        )
+        if resume_state is not None:
+            self.load(resume_state)
+        self.replay_rng = seeding.generator(cfg.seed, "replay", 0, self.env_steps)
+        self.learner.seed_noise(seeding.integer(cfg.seed, "noise", 0, self.env_steps))
+
+    @property
+    def acting_net(self) -> nn.Module:
+        """The network actors act with and evaluations run: the actor."""
+        return self.learner.actor
+
+    def acting_policy(
+        self, index: int = 0, num_actors: int = 1, apex: bool = False
+    ) -> UniformFirst:
+        """How every actor acts (`apex` has no meaning here)."""
+        del index, num_actors, apex
+        return UniformFirst(self.make_model, self.action_dim, self.settings.learning_starts)
+
+    def acting_stats(self) -> dict[str, float]:
+        return {}
+
+    def described(self) -> dict[str, Any]:
+        return {
+            "obs_shape": self.obs_shape,
+            "action_low": self.low.tolist(),
+            "action_high": self.high.tolist(),
+        }
+
+
+@runtime_checkable
+class Uniform(Policy, Protocol):
+    """An actor that can also act uniformly within its bounds."""
+
+    def uniform(self, count: int, rng: np.random.Generator) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class UniformFirst:
+    """An actor's acting (`samplers.chunks.explore.ActingPolicy`): uniform random
+    actions within the bounds while the run has taken fewer than `random_steps` env
+    steps (the learner's `learning_starts`, as SB3 does), then the actor copy's
+    sampled action (SAC's squashed Gaussian, TD3's action plus noise), drawn from the
+    actor's own stream."""
+
+    make_actor: Callable[[], nn.Module]  # the run's actor constructor (picklable)
+    action_dim: int
+    random_steps: int
+
+    @property
+    def action_shape(self) -> tuple[int, ...]:
+        return (self.action_dim,)
+
+    @property
+    def action_dtype(self) -> np.dtype:
+        return np.dtype(np.float32)
+
+    @property
+    def priorities(self) -> None:
+        return None  # new transitions get the memory's largest priority
+
+    def make_net(self) -> nn.Module:
+        return self.make_actor()
+
+    def act(
+        self,
+        net: nn.Module,
+        obs: np.ndarray,
+        state: State,
+        first: np.ndarray,
+        env_steps: int,
+        rng: np.random.Generator,
+    ) -> Acted:
+        assert isinstance(net, Uniform)
+        if env_steps < self.random_steps:
+            return Acted(net.uniform(len(obs), rng), state)
+        return net.act(obs, state, first, "sampled", Draws(rng))
+
+
 __all__ = [
+    "ActorCriticState",
     "Learner",
     "ReplayState",
+    "UniformFirst",
     "can_learn",
     "importance_beta",
     "updates_due",

@@ -1,7 +1,6 @@
 """SAC: the learner, whose one gradient step updates the critics, the actor, the
-temperature and the target critics; how its actors act (`SquashedSampling`); and the
-run's state (actor, twin critics and their targets, entropy temperature, replay
-memory, counters, checkpoint format).
+temperature and the target critics; and the run's state (actor, twin critics and
+their targets, entropy temperature, replay memory, counters, checkpoint format).
 
     y     = G + gamma^n (min_j Q'_j(s', a') - alpha log pi(a'|s')),  a' ~ pi(.|s')
     J_Q   = 1/2 sum_j E[(Q_j(s, a) - y)^2]
@@ -21,8 +20,6 @@ from __future__ import annotations
 import copy
 import functools
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -30,18 +27,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from pararl import seeding
 from pararl.algos.fused import FusedSteps, Mode, program_boundary
-from pararl.algos.offpolicy import ReplayState
+from pararl.algos.offpolicy import ActorCriticState
 from pararl.config import Filled, SACConfig
 from pararl.errors import UsageError
 from pararl.images import is_image
 from pararl.models import SquashedGaussianActor, TwinQ, squashed_actor
-from pararl.models.acting import Acted, Draws, State
 from pararl.mp.threads import takes_every_core
 from pararl.mp.topology import physical_cores
 from pararl.optim import FlatAdam, views_into
-from pararl.replay.make import make_replay
 from pararl.replay.nstep import Transitions
 
 
@@ -274,49 +268,10 @@ def compile_pays(cfg: SACConfig, mode: str, device: torch.device) -> bool:
     return cfg.learner_threads > 1 or (cfg.learner_threads == 0 and wide)
 
 
-@dataclass(frozen=True)
-class SquashedSampling:
-    """SAC's acting: uniform random actions within the bounds while the run has taken
-    fewer than `random_steps` env steps (the learner's `learning_starts`, as SB3 does),
-    then a ~ pi(.|s) of the actor copy, its noise drawn from the actor's stream."""
-
-    make_actor: Callable[[], SquashedGaussianActor]  # the run's actor constructor
-    action_dim: int
-    random_steps: int
-
-    @property
-    def action_shape(self) -> tuple[int, ...]:
-        return (self.action_dim,)
-
-    @property
-    def action_dtype(self) -> np.dtype:
-        return np.dtype(np.float32)
-
-    @property
-    def priorities(self) -> None:
-        return None  # new transitions get the memory's largest priority
-
-    def make_net(self) -> nn.Module:
-        return self.make_actor()
-
-    def act(
-        self,
-        net: nn.Module,
-        obs: np.ndarray,
-        state: State,
-        first: np.ndarray,
-        env_steps: int,
-        rng: np.random.Generator,
-    ) -> Acted:
-        assert isinstance(net, SquashedGaussianActor)
-        if env_steps < self.random_steps:
-            return Acted(net.uniform(len(obs), rng), state)
-        return net.act(obs, state, first, "sampled", Draws(rng))
-
-
-class SACState(ReplayState[SACLearner]):
+class SACState(ActorCriticState[SACLearner]):
     """What a SAC run is made of, and how it is checkpointed: from a config filled
-    in for the env's kind (`RunConfig.for_env`)."""
+    in for the env's kind (`RunConfig.for_env`); its actors sample the squashed
+    Gaussian after uniform first steps (`algos.offpolicy.UniformFirst`)."""
 
     ALGO = "sac"
 
@@ -333,66 +288,14 @@ class SACState(ReplayState[SACLearner]):
         e.g. by `compile_pays`)."""
         cfg = filled.config
         check_spaces(cfg, observation_space, action_space)
-        assert isinstance(action_space, gym.spaces.Box)
-        assert observation_space.shape is not None
         self.filled, self.config, self.settings = filled, cfg, cfg.settings
-        self.obs_shape = tuple(observation_space.shape)
-        self.obs_dtype = np.dtype(np.float32)  # learned from as float32, stored so
-        self.frame_stack = 0  # vector observations only
-        self.action_dim = int(action_space.shape[0])
-        self.low = action_space.low.astype(np.float32)
-        self.high = action_space.high.astype(np.float32)
-        obs_dim = int(np.prod(self.obs_shape))
+        obs_dim = self._spaces(observation_space, action_space)
         self.make_model = functools.partial(
             squashed_actor, obs_dim, self.action_dim, cfg.hidden, self.low, self.high
         )
-        self.learner = SACLearner(
-            self.make_model(),
-            TwinQ(obs_dim, self.action_dim, cfg.hidden),
-            cfg,
-            device,
-            step_mode,
-        )
-        s = self.settings
-        self.replay = make_replay(
-            s.buffer_size,
-            self.obs_shape,
-            self.obs_dtype,
-            0,
-            cfg.prioritized,
-            cfg.priority_alpha,
-            (self.action_dim,),
-            np.float32,
-        )
-        if resume_state is not None:
-            self.load(resume_state)
-        # a resumed run draws its batches and noise from new streams
-        self.replay_rng = seeding.generator(cfg.seed, "replay", 0, self.env_steps)
-        self.learner.seed_noise(seeding.integer(cfg.seed, "noise", 0, self.env_steps))
-
-    @property
-    def acting_net(self) -> SquashedGaussianActor:
-        """The network actors act with and evaluations run: the actor."""
-        return self.learner.actor
-
-    def acting_policy(
-        self, index: int = 0, num_actors: int = 1, apex: bool = False
-    ) -> SquashedSampling:
-        """How every actor acts: uniform random actions for the first `learning_starts`
-        env steps, then samples of its actor copy (`apex` has no meaning here)."""
-        del index, num_actors, apex
-        return SquashedSampling(self.make_model, self.action_dim, self.settings.learning_starts)
-
-    def acting_stats(self) -> dict[str, float]:
-        """Nothing beyond the update's statistics (the temperature is among them)."""
-        return {}
-
-    def described(self) -> dict[str, Any]:
-        return {
-            "obs_shape": self.obs_shape,
-            "action_low": self.low.tolist(),
-            "action_high": self.high.tolist(),
-        }
+        critic = TwinQ(obs_dim, self.action_dim, cfg.hidden)
+        self.learner = SACLearner(self.make_model(), critic, cfg, device, step_mode)
+        self._memory(resume_state)
 
 
 def load_policy(config: SACConfig, state: dict[str, Any]) -> SquashedGaussianActor:
@@ -410,7 +313,6 @@ __all__ = [
     "COMPILE_PAYS_UPDATES",
     "SACLearner",
     "SACState",
-    "SquashedSampling",
     "check_spaces",
     "compile_pays",
     "load_policy",

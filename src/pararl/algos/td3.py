@@ -1,5 +1,6 @@
-"""TD3: the deterministic actor, the learner, how its actors explore, and the run's
-state (actor, twin critics and their targets, replay memory, counters, checkpoint).
+"""TD3: the deterministic actor (whose sampled actions are its exploration), the
+learner, and the run's state (actor, twin critics and their targets, replay memory,
+counters, checkpoint).
 
     a'    = clip(pi'(s') + clip(eps, -c, c), low, high),      eps ~ N(0, sigma~^2)
     y     = G + gamma^n min_j Q'_j(s', a')
@@ -20,8 +21,7 @@ from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -29,9 +29,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from pararl import seeding
 from pararl.algos.fused import FusedSteps, Mode, program_boundary
-from pararl.algos.offpolicy import ReplayState
+from pararl.algos.offpolicy import ActorCriticState
 from pararl.config import Filled
 from pararl.config.td3 import TD3Config
 from pararl.errors import UsageError
@@ -40,7 +39,6 @@ from pararl.models.acting import Acted, Draws, FeedForward, State
 from pararl.models.critics import TwinQ
 from pararl.models.networks import mlp
 from pararl.optim import FlatAdam, views_into
-from pararl.replay.make import make_replay
 from pararl.replay.nstep import Transitions
 
 # metrics.csv columns of a TD3 run, beside the session's and the off-policy loop's
@@ -266,46 +264,6 @@ class TD3Learner:
         self.updates = int(state["updates"])
 
 
-@dataclass(frozen=True)
-class GaussianExploration:
-    """TD3's acting (`samplers.chunks.explore.ActingPolicy`): uniform random actions
-    within the bounds for the run's first `random_steps` env steps, then the actor
-    copy's action plus its Gaussian noise, drawn from the actor's stream."""
-
-    make_actor: Callable[[], DeterministicActor]
-    action_dim: int
-    random_steps: int
-
-    @property
-    def action_shape(self) -> tuple[int, ...]:
-        return (self.action_dim,)
-
-    @property
-    def action_dtype(self) -> np.dtype:
-        return np.dtype(np.float32)
-
-    @property
-    def priorities(self) -> None:
-        return None  # new transitions get the memory's largest priority
-
-    def make_net(self) -> nn.Module:
-        return self.make_actor()
-
-    def act(
-        self,
-        net: nn.Module,
-        obs: np.ndarray,
-        state: State,
-        first: np.ndarray,
-        env_steps: int,
-        rng: np.random.Generator,
-    ) -> Acted:
-        assert isinstance(net, DeterministicActor)
-        if env_steps < self.random_steps:
-            return Acted(net.uniform(len(obs), rng), state)
-        return net.act(obs, state, first, "sampled", Draws(rng))
-
-
 def check_spaces(config: TD3Config, observation_space: gym.Space, action_space: gym.Space) -> None:
     """TD3's spaces: a 1-D Box of actions with finite bounds, vector observations."""
     if not isinstance(action_space, gym.spaces.Box) or len(action_space.shape) != 1:
@@ -325,9 +283,10 @@ def check_spaces(config: TD3Config, observation_space: gym.Space, action_space: 
         )
 
 
-class TD3State(ReplayState[TD3Learner]):
+class TD3State(ActorCriticState[TD3Learner]):
     """What a TD3 run is made of, and how it is checkpointed: from a config filled in
-    for the env's kind (`RunConfig.for_env`)."""
+    for the env's kind (`RunConfig.for_env`); its actors act with the actor plus its
+    noise after uniform first steps (`algos.offpolicy.UniformFirst`)."""
 
     ALGO = "td3"
 
@@ -342,16 +301,8 @@ class TD3State(ReplayState[TD3Learner]):
     ) -> None:
         cfg = filled.config
         check_spaces(cfg, observation_space, action_space)
-        assert isinstance(action_space, gym.spaces.Box)
-        assert observation_space.shape is not None
         self.filled, self.config, self.settings = filled, cfg, cfg.settings
-        self.obs_shape = tuple(observation_space.shape)
-        self.obs_dtype = np.dtype(np.float32)
-        self.frame_stack = 0
-        self.action_dim = int(action_space.shape[0])
-        self.low = action_space.low.astype(np.float32)
-        self.high = action_space.high.astype(np.float32)
-        obs_dim = int(np.prod(self.obs_shape))
+        obs_dim = self._spaces(observation_space, action_space)
         self.make_model = functools.partial(
             make_actor,
             obs_dim,
@@ -363,44 +314,7 @@ class TD3State(ReplayState[TD3Learner]):
         )
         critic = TwinQ(obs_dim, self.action_dim, cfg.hidden)
         self.learner = TD3Learner(self.make_model(), critic, cfg, device, step_mode)
-        s = self.settings
-        self.replay = make_replay(
-            s.buffer_size,
-            self.obs_shape,
-            self.obs_dtype,
-            0,
-            cfg.prioritized,
-            cfg.priority_alpha,
-            (self.action_dim,),
-            np.float32,
-        )
-        if resume_state is not None:
-            self.load(resume_state)
-        # a resumed run draws its batches and noise from new streams
-        self.replay_rng = seeding.generator(cfg.seed, "replay", 0, self.env_steps)
-        self.learner.seed_noise(seeding.integer(cfg.seed, "noise", 0, self.env_steps))
-
-    @property
-    def acting_net(self) -> DeterministicActor:
-        """The network actors act with and evaluations run: the actor."""
-        return self.learner.actor
-
-    def acting_policy(
-        self, index: int = 0, num_actors: int = 1, apex: bool = False
-    ) -> GaussianExploration:
-        """How every actor acts (`apex` has no meaning here)."""
-        del index, num_actors, apex
-        return GaussianExploration(self.make_model, self.action_dim, self.settings.learning_starts)
-
-    def acting_stats(self) -> dict[str, float]:
-        return {}
-
-    def described(self) -> dict[str, Any]:
-        return {
-            "obs_shape": self.obs_shape,
-            "action_low": self.low.tolist(),
-            "action_high": self.high.tolist(),
-        }
+        self._memory(resume_state)
 
 
 def load_policy(config: TD3Config, state: dict[str, Any]) -> DeterministicActor:
@@ -417,7 +331,6 @@ def load_policy(config: TD3Config, state: dict[str, Any]) -> DeterministicActor:
 __all__ = [
     "METRICS",
     "DeterministicActor",
-    "GaussianExploration",
     "TD3Learner",
     "TD3State",
     "check_spaces",

@@ -1,6 +1,6 @@
 """SAC on the off-policy engine (`runners.offpolicy`): the same learner loop, chunk
 sources, replay and weight shipping as DQN, with SAC's run state (`algos.sac`), whose
-actors sample the squashed Gaussian (`algos.sac.SquashedSampling`)."""
+actors sample the squashed Gaussian (`algos.offpolicy.UniformFirst`)."""
 
 from __future__ import annotations
 

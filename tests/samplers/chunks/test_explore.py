@@ -9,7 +9,7 @@ import functools
 import numpy as np
 import torch
 
-from pararl.algos.sac import SquashedSampling
+from pararl.algos.offpolicy import UniformFirst
 from pararl.envs.make import env_factory
 from pararl.models import squashed_actor
 from pararl.replay.nstep import Transitions
@@ -21,7 +21,7 @@ FIRST = np.ones(500, bool)
 
 
 def test_random_first_then_the_actors_samples() -> None:
-    policy = SquashedSampling(MAKE, 1, random_steps=100)
+    policy = UniformFirst(MAKE, 1, random_steps=100)
     torch.manual_seed(0)
     a, b = policy.make_net(), policy.make_net()  # two different networks
     obs = np.random.default_rng(0).standard_normal((500, 3)).astype(np.float32)
@@ -41,7 +41,7 @@ def test_random_first_then_the_actors_samples() -> None:
 
 
 def test_chunks_of_continuous_transitions() -> None:
-    policy = SquashedSampling(MAKE, 1, random_steps=0)
+    policy = UniformFirst(MAKE, 1, random_steps=0)
     spec = ActorSpec(
         env_fn=env_factory("Pendulum-v1", training=True),
         num_envs=2,
