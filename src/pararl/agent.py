@@ -64,7 +64,7 @@ class Agent:
             self.algorithm.sampled_epsilon(config),
         )
         self.seed = seed
-        self.state: Any = None  # what a policy with memory carries between calls
+        self.policy_state: Any = None  # what a policy with memory carries between calls
         self._first: np.ndarray | None = None  # episodes start at the next call
         self.task: Any = None  # MAML: the task this agent was adapted to (None: meta-policy)
         self.adaptation_returns: np.ndarray | None = None  # before adapting, after each step
@@ -111,10 +111,11 @@ class Agent:
         new episodes)."""
         batch, single = self._as_batch(obs)
         if self._first is None or len(self._first) != len(batch):
-            self.state, self._first = self.policy.initial_state(len(batch)), starts(len(batch))
+            self.policy_state = self.policy.initial_state(len(batch))
+            self._first = starts(len(batch))
         mode: Mode = "greedy" if deterministic else "sampled"
-        acted = self.policy.act(batch, self.state, self._first, mode, self.draws)
-        self.state, self._first = acted.state, np.zeros(len(batch), bool)
+        acted = self.policy.act(batch, self.policy_state, self._first, mode, self.draws)
+        self.policy_state, self._first = acted.state, np.zeros(len(batch), bool)
         actions = acted.action
         if self.action_bounds is not None:
             actions = np.clip(actions, *self.action_bounds).astype(actions.dtype)

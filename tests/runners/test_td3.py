@@ -63,7 +63,7 @@ def test_the_command_line_trains_it_and_saves_what_it_said(tmp_path: Path, parar
     assert list((run / "tb").glob("events.out.tfevents.*"))
     refused = pararl("train", "td3", "--env", "CartPole-v1", "--run-dir", str(tmp_path / "x"))
     assert refused.returncode == 2
-    assert refused.stderr.startswith("pararl: error: TD3 needs a 1-D continuous")
+    assert refused.stderr.startswith("pararl: error: TD3 needs a continuous (Box)")
 
 
 def test_serial_and_sync_give_the_same_parameters(tmp_path: Path) -> None:

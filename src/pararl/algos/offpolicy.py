@@ -19,6 +19,8 @@ from torch import nn
 
 from pararl import seeding
 from pararl.checkpoint import Header
+from pararl.errors import UsageError
+from pararl.images import is_image
 from pararl.models.acting import Acted, Draws, Policy, State
 from pararl.replay.make import Replay, make_replay
 from pararl.replay.nstep import Transitions
@@ -139,6 +141,33 @@ class ReplayState(Generic[L]):
             self.replay.load_state_dict(state["replay"])
         header = Header.of(state)
         self.env_steps, self.wall_s = header.env_steps, header.wall_s
+
+
+def check_box_actions(
+    algo: str, env: str, observation_space: gym.Space, action_space: gym.Space
+) -> None:
+    """The spaces an actor-critic learner here takes (SAC, TD3): a 1-D Box of actions
+    with finite bounds, vector observations; else a one-line UsageError."""
+    if not isinstance(action_space, gym.spaces.Box):
+        raise UsageError(
+            f"{algo} needs a continuous (Box) action space; {env} has {action_space}. "
+            "Train DQN or PPO for discrete actions."
+        )
+    if len(action_space.shape) != 1:
+        raise UsageError(
+            f"{algo} here takes a 1-D Box of actions; {env} has shape "
+            f"{action_space.shape}; wrap it so that it steps with a flat vector of actions"
+        )
+    if not (np.isfinite(action_space.low).all() and np.isfinite(action_space.high).all()):
+        raise UsageError(
+            f"{algo} keeps its actions within the env's bounds, and {env}'s are not finite "
+            f"({action_space}); wrap it with gymnasium.wrappers.RescaleAction"
+        )
+    if not isinstance(observation_space, gym.spaces.Box) or is_image(observation_space):
+        raise UsageError(
+            f"{algo} here learns from vector observations (MLPs); {env} has "
+            f"{observation_space}. Train PPO for image observations."
+        )
 
 
 class ActorLearner(Learner, Protocol):
@@ -275,6 +304,7 @@ __all__ = [
     "ReplayState",
     "UniformFirst",
     "can_learn",
+    "check_box_actions",
     "importance_beta",
     "updates_due",
 ]

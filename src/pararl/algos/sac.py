@@ -28,10 +28,8 @@ import torch
 from torch import nn
 
 from pararl.algos.fused import FusedSteps, Mode, program_boundary
-from pararl.algos.offpolicy import ActorCriticState
+from pararl.algos.offpolicy import ActorCriticState, check_box_actions
 from pararl.config import Filled, SACConfig
-from pararl.errors import UsageError
-from pararl.images import is_image
 from pararl.models import SquashedGaussianActor, TwinQ, squashed_actor
 from pararl.mp.threads import takes_every_core
 from pararl.mp.topology import physical_cores
@@ -221,26 +219,7 @@ class SACLearner:
 
 def check_spaces(config: SACConfig, observation_space: gym.Space, action_space: gym.Space) -> None:
     """SAC's spaces: a 1-D Box of actions with finite bounds, vector observations."""
-    if not isinstance(action_space, gym.spaces.Box):
-        raise UsageError(
-            f"SAC needs a continuous (Box) action space; {config.env} has {action_space}. "
-            "Train DQN or PPO for discrete actions."
-        )
-    if len(action_space.shape) != 1:
-        raise UsageError(
-            f"SAC here takes a 1-D Box of actions; {config.env} has shape "
-            f"{action_space.shape}; wrap it so that it steps with a flat vector of actions"
-        )
-    if not (np.isfinite(action_space.low).all() and np.isfinite(action_space.high).all()):
-        raise UsageError(
-            f"SAC squashes actions into the env's bounds, and {config.env}'s are not finite "
-            f"({action_space}); wrap it with gymnasium.wrappers.RescaleAction"
-        )
-    if not isinstance(observation_space, gym.spaces.Box) or is_image(observation_space):
-        raise UsageError(
-            f"SAC here learns from vector observations (MLPs); {config.env} has "
-            f"{observation_space}. Train PPO for image observations."
-        )
+    check_box_actions("SAC", config.env, observation_space, action_space)
 
 
 COMPILE_PAYS_UPDATES = 100_000  # planned updates from which `--compile auto` compiles

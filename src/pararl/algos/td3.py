@@ -30,12 +30,11 @@ import torch
 from torch import nn
 
 from pararl.algos.fused import FusedSteps, Mode, program_boundary
-from pararl.algos.offpolicy import ActorCriticState
+from pararl.algos.offpolicy import ActorCriticState, check_box_actions
 from pararl.config import Filled
 from pararl.config.td3 import TD3Config
-from pararl.errors import UsageError
-from pararl.images import is_image
 from pararl.models.acting import Acted, Draws, FeedForward, State
+from pararl.models.acting import Mode as ActMode
 from pararl.models.critics import TwinQ
 from pararl.models.networks import mlp
 from pararl.optim import FlatAdam, views_into
@@ -78,7 +77,7 @@ class DeterministicActor(FeedForward, nn.Module):
 
     @torch.no_grad()
     def act(
-        self, obs: np.ndarray, state: State, first: np.ndarray, mode: Any, draws: Draws
+        self, obs: np.ndarray, state: State, first: np.ndarray, mode: ActMode, draws: Draws
     ) -> Acted:
         """The policy protocol (`models.acting`): pi(s), or pi(s) plus exploration
         noise drawn from `draws.rng`, within the bounds."""
@@ -266,21 +265,7 @@ class TD3Learner:
 
 def check_spaces(config: TD3Config, observation_space: gym.Space, action_space: gym.Space) -> None:
     """TD3's spaces: a 1-D Box of actions with finite bounds, vector observations."""
-    if not isinstance(action_space, gym.spaces.Box) or len(action_space.shape) != 1:
-        raise UsageError(
-            f"TD3 needs a 1-D continuous (Box) action space; {config.env} has {action_space}. "
-            "Train DQN or PPO for discrete actions."
-        )
-    if not (np.isfinite(action_space.low).all() and np.isfinite(action_space.high).all()):
-        raise UsageError(
-            f"TD3 keeps actions within the env's bounds, and {config.env}'s are not finite "
-            f"({action_space}); wrap it with gymnasium.wrappers.RescaleAction"
-        )
-    if not isinstance(observation_space, gym.spaces.Box) or is_image(observation_space):
-        raise UsageError(
-            f"TD3 here learns from vector observations (MLPs); {config.env} has "
-            f"{observation_space}. Train PPO for image observations."
-        )
+    check_box_actions("TD3", config.env, observation_space, action_space)
 
 
 class TD3State(ActorCriticState[TD3Learner]):
