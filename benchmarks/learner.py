@@ -1,36 +1,6 @@
-"""`python -m benchmarks learner`: the learners alone, against SB3 and the FLOP floor.
-
-No envs and no actors: each case fills a replay memory (DQN) or a rollout (PPO) with
-random data in pararl's own formats, then times gradient updates on it, as a run does
-them (replay sampling, host-to-device copies and minibatch gathers included):
-
-- DQN: `DQNState.update()`, one batch each, uniform and prioritized;
-- PPO: `PPOLearner.update()` over a whole rollout (epochs x minibatches), per
-  minibatch step;
-- SAC: `SACState.update()`, one batch each (twin critics, actor, temperature, target
-  critics), at HalfCheetah's sizes with rl-zoo's 256x256 networks, uniform and
-  prioritized.
-
-Side by side, interleaved in one run, with the same network, batch and optimizer:
-
-- pararl with each `--compile` step mode asked for (`eager` is the path before the
-  fused steps existed; `compile`, and on a GPU `graph` and `compile+graph`,
-  `pararl.algos.fused`);
-- for DQN on images, pararl's step as written with the trunk's hidden layer stored
-  row-major (`--row-major`; the layout before `models.networks.weights_in_out`);
-- for MinAtar on the CPU, pararl's step as written with the planes handed to the
-  convolution channels-last in memory (`--channels-last`; the layout before
-  `models.cnn` handed MinAtar's planes channels-first);
-- SB3's own `DQN.train(gradient_steps, batch_size)`, `PPO.train()` and
-  `SAC.train(gradient_steps, batch_size)` on a model whose
-  replay or rollout buffer is already full: exactly SB3's update, its sampling
-  included.
-
-Also: FLOPs per update (`torch.utils.flop_counter.FlopCounterMode`: matrix products
-and convolutions, forward and backward), the achieved GFLOP/s, and this machine's
-fp32 GEMM peak (a square matmul) on one thread and on all, so that each update's
-time reads against its floor (FLOPs / peak). The one-time cost of compiling or
-recording a step (and SB3's first call) is measured apart, never in the rates.
+"""`python -m benchmarks learner`: the learners alone (DQN, PPO, SAC updates on random
+data in pararl's formats) against SB3's own `train()` with the same network, batch and
+optimizer, and against the FLOP floor of this machine's GEMM peak.
 """
 
 from __future__ import annotations

@@ -1,19 +1,7 @@
-"""`python -m benchmarks results`: whole training runs with pararl's defaults at the
-field's budgets, beside the published numbers: the results page, RESULTS.md.
-
-Each entry is one run of one command. Its run directory lives in
-`bench_results/results/NAME` and is carried on with `pararl train --resume` by the
-next invocation when one ends mid-run (`--hours`, Ctrl-C, SIGTERM: the run saves and
-stops), so a run of many hours can span sessions; a finished run is not run again.
-What the page shows of a run (its curves, totals, the commits and dates of each piece
-of it) is kept in `results/NAME.json`, in the repository. An SB3 anchor goes in pieces
-alike: its process saves its model, replay memory and curve when asked to stop
-(`benchmarks.lib.sb3`, `--state`), and the next invocation carries it on.
-
-`--check` is the everyday guard: it reruns the first `check_steps` of every pararl
-entry that has a saved curve, from scratch with the same seed, and compares its
-evaluations with the saved curve's over that prefix; it exits with 1 when one falls
-clearly below (by more than twice the standard error of the difference of the means).
+"""`python -m benchmarks results`: whole runs with pararl's defaults at the field's
+budgets beside published numbers (RESULTS.md), carried on across invocations with
+`--resume`; `--check` reruns short prefixes against the saved curves (exit 1 on a
+clear regression).
 """
 
 from __future__ import annotations

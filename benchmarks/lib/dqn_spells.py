@@ -1,18 +1,6 @@
-"""What the DQN throughput, overlap and Ray benchmarks drive in timed spells.
-
-`SeedDesign`: the design of the multi-process DQN post (README, Sources), as it was: each child
-steps one CartPole env with the net it was last sent (rebuilding an unused Adam every
-step) and sends ONE shaped transition per pipe message; the main process stores it
-(memory 2000), learns every 5 transitions (batch 64, lr 0.01, gamma 0.9, target sync
-every 200) and pickles the whole net back through the pipe after every step: the cost
-measured. Changes, none faster: CPU only, no model saving, one torch thread per child,
-`None` stops it, and the net goes back only to the child just heard from (the post's
-loop sends it to every child, and with 2+ children both pipes of a child fill up).
-
-`Pararl`: `runners.offpolicy.OffPolicyLoop` over the source `pararl train` uses in async mode
-(`make_source`: actor processes, or Ray actors), no evaluation, checkpoints or logs.
-Spells: `actors` (chunks into the replay only), `learner` (updates only), `loop` (the
-production loop, with the config's replay ratio or, at 0, free-running).
+"""What the DQN throughput, overlap and Ray benchmarks drive in timed spells:
+`SeedDesign` (the multi-process DQN post's design, the whole net pickled back through a
+pipe after every step: the cost measured) and `Pararl` (the async off-policy loop).
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """The Stable-Baselines3 anchors, each run as its own process (`command` launches one,
-`parse` reads its result line, `sb3-ALGO: {json}`, last on its stdout):
+`parse` reads its last line, `sb3-ALGO: {json}`), e.g.:
 
-    python -m benchmarks.lib.sb3 dqn learn --anchor zoo --env CartPole-v1 --target 475 --save m.zip
-    python -m benchmarks.lib.sb3 dqn verify m.zip --anchor zoo --env CartPole-v1 --episodes 20
-    python -m benchmarks.lib.sb3 sac learn --anchor rl-zoo --env HalfCheetah-v5 --budget 300000
-    python -m benchmarks.lib.sb3 dqn learn --anchor minatar --budget 1000000 --state DIR
+    python -m benchmarks.lib.sb3 dqn learn --anchor zoo --env CartPole-v1 --target 475
     python -m benchmarks.lib.sb3 ppo pong --slice-s 60
 
-`learn` is every learning comparison's anchor (`lib.compare`): `ANCHORS` names how SB3
-runs each (its envs and its settings: rl-baselines3-zoo's for CartPole and MuJoCo's
-TD3, pararl's own read from `pararl.config` for MuJoCo PPO and SAC and for MinAtar);
-every deterministic evaluation comes back with its wall time. `pong` times the zoo's
-Atari settings over a slice of wall time after the first update. SB3 is imported only
-in the process that runs it.
+`ANCHORS` names each anchor's envs and settings. SB3 is imported only in that process.
 """
 
 from __future__ import annotations
