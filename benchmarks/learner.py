@@ -12,7 +12,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import numpy as np
 
@@ -22,15 +22,7 @@ from benchmarks.lib.figures import Panel, Series
 Case = Literal[
     "dqn-mlp", "dqn-minatar", "dqn-nature", "ppo-mlp", "ppo-minatar", "ppo-nature", "sac-mlp"
 ]
-CASES: tuple[Case, ...] = (
-    "dqn-mlp",
-    "dqn-minatar",
-    "dqn-nature",
-    "ppo-mlp",
-    "ppo-minatar",
-    "ppo-nature",
-    "sac-mlp",
-)
+CASES: tuple[Case, ...] = get_args(Case)
 Setting = Literal["off", "on", "auto"]
 
 
@@ -119,12 +111,8 @@ def resolve(config: Config) -> Config:
 
 @dataclass
 class Split:
-    """Where one update's time goes, from a profile of a few hundred milliseconds of
-    updates (the profiler's own cost is in it: the parts add up to more than an
-    unprofiled update): ms in matrix kernels (matrix products, convolutions, forward
-    and backward), ms in every other operator, ms outside operators (Python, the
-    replay's sampling on the host, the framework between calls), and how many
-    operator calls an update makes (nested calls counted)."""
+    """Where one update's time goes, from a profiled spell (the report's intro says
+    what each part holds); the profiler's own cost is in it."""
 
     matrix_ms: float
     other_ms: float
@@ -344,14 +332,13 @@ def pararl_sac(case: str, mode: str, prioritized: bool, c: Config, device: str) 
     return state
 
 
-def rollout_batch(case: str, shape: Shape, n: int, seed: int) -> dict[str, np.ndarray]:
+def rollout_batch(shape: Shape, n: int, seed: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     actions = (
         rng.integers(0, shape.actions, n)
         if shape.discrete
         else rng.standard_normal((n, shape.actions)).astype(np.float32)
     )
-    del case
     return {
         "obs": _random_obs(shape, n, rng),
         "actions": actions,
@@ -671,7 +658,7 @@ def ppo_learners(case: str, c: Config, device: str, settings: dict[str, str]) ->
             channels_last(state.learner.model)
         s = state.settings
         n = PPO_ENVS * s.num_steps
-        batch = rollout_batch(case, shape, n, c.seed)
+        batch = rollout_batch(shape, n, c.seed)
         per_rollout = s.update_epochs * max(1, n // s.minibatch_size)
         rng = np.random.default_rng(c.seed)
 
@@ -817,7 +804,9 @@ def _fill(learners: list[Learner], peak: float, peaks: dict[str, float]) -> None
         eager = next((r for r in rows if r.system == "pararl eager"), None)
         flops = eager.flops if eager else None
         for r in rows:
-            r.flops = flops if r.system.startswith("pararl") else (sb3_flops(eager, r))
+            # SB3's update does the same matrix work (one forward fewer where pararl
+            # computes double-DQN targets): the eager row's count, as an estimate
+            r.flops = flops
             rate = h.med(r.updates_per_s)
             if r.flops and rate:
                 r.gflops = r.flops * rate / 1e9
@@ -825,13 +814,6 @@ def _fill(learners: list[Learner], peak: float, peaks: dict[str, float]) -> None
                 r.floor_ms = r.flops / (at * 1e9) * 1e3
             r.vs_sb3 = h.ratio(r.updates_per_s, sb3.updates_per_s) if sb3 else None
             r.vs_eager = h.ratio(r.updates_per_s, eager.updates_per_s) if eager else None
-
-
-def sb3_flops(eager: Row | None, row: Row) -> float | None:
-    """SB3's update does the same matrix work as pararl's (one forward fewer where
-    pararl computes double-DQN targets): the eager row's count, as an estimate."""
-    del row
-    return None if eager is None else eager.flops
 
 
 # --- report -------------------------------------------------------------------------

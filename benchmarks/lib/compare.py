@@ -24,6 +24,7 @@ from benchmarks.lib.figures import Panel, Series
 from benchmarks.lib.stats import censored_median
 
 NEVER = 10**12  # a step count or return no run reaches: the whole budget, no evaluation
+Flags = Callable[[Any], tuple[dict[str, Any], dict[str, Any]]]  # options -> pararl, anchor flags
 
 
 @dataclass(frozen=True)
@@ -630,25 +631,27 @@ def solve_cartpole(algo: str, systems: tuple[System, ...], budget: int, quick: i
     )  # fmt: skip
 
 
+def with_flags(row: Comparison, flags: Flags | None, c: Any) -> Comparison:
+    """`row` with its two systems' flags set from the benchmark's options `c`."""
+    if flags is None:
+        return row
+    ours, theirs = flags(c)
+    pararl, anchor = row.systems
+    return dataclasses.replace(row, systems=(
+        dataclasses.replace(pararl, flags=ours), dataclasses.replace(anchor, flags=theirs)
+    ))  # fmt: skip
+
+
 def one(
     row: Comparison,
     title: str,
-    flags: Callable[[Any], tuple[dict[str, Any], dict[str, Any]]] | None = None,
+    flags: Flags | None = None,
     quick: Mapping[str, Any] | None = None,
     checks: Sequence[str] = (),
 ) -> tuple[Any, Any, Any]:
     """`resolve`, `measure` and `report` of a benchmark that is `row` alone; `flags(c)`
     gives pararl and the anchor the flags the benchmark's own options set, `quick` its
     own options' --quick values and `checks` their `h.require` rules."""
-
-    def set_flags(c: Any) -> Comparison:
-        if flags is None:
-            return row
-        ours, theirs = flags(c)
-        pararl, anchor = row.systems
-        return dataclasses.replace(row, systems=(
-            dataclasses.replace(pararl, flags=ours), dataclasses.replace(anchor, flags=theirs)
-        ))  # fmt: skip
 
     def resolve_one(config: Any) -> Any:
         c = h.apply_quick(resolve(row, config), quick or {})
@@ -657,11 +660,11 @@ def one(
         return c
 
     def measure_one(c: Any, meta: h.Metadata) -> Outcome:
-        return measure(set_flags(c), c, meta)
+        return measure(with_flags(row, flags, c), c, meta)
 
     def report_one(outcome: Outcome, meta: h.Metadata) -> h.Report:
         c = SimpleNamespace(**meta.params)
-        ratios, blocks, figs = report(set_flags(c), outcome, c)
+        ratios, blocks, figs = report(with_flags(row, flags, c), outcome, c)
         return h.Report(
             title, ratios, blocks, figs, figure_alt=f"{row.name} benchmark", legend_below=True
         )
