@@ -47,7 +47,7 @@ QUICK = {"repeats": 1, "dqn_updates": 300, "tb_rows": 50}
 
 def resolve(config: Config) -> Config:
     c = h.apply_quick(config, QUICK)
-    h.check([(c.repeats < 1, "--repeats must be >= 1")])
+    h.require(c, ">= 1: repeats")
     return c
 
 

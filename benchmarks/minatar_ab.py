@@ -50,7 +50,9 @@ class Config(compare.Options, h.Options):
     sampled on the same episodes. --quick: Breakout, 1 seed, 8,192 steps."""
 
     variants: tuple[Variant, ...] = ("defaults", "no-value-clip")
-    """Variants (see the module doc)."""
+    """`defaults`: each side's MinAtar settings (the one difference in the loss: SB3 keeps
+    the clipped value error alone, pararl the larger of clipped and unclipped, as
+    CleanRL); `no-value-clip`: both unclipped, the same loss."""
     episodes: int = 50
     """Evaluation episodes per final policy, greedy and again sampled."""
 

@@ -77,8 +77,7 @@ QUICK = {"envs": ("CartPole-v1",), "envs_per_worker": (4,), "repeats": 2, "block
 
 def resolve(config: Config) -> Config:
     config = h.apply_quick(config, QUICK)
-    h.require(config, ">= 1: envs_per_worker repeats warmup_steps", "> 0: block_s")
-    h.check([(config.workers is not None and config.workers < 1, "--workers must be >= 1")])
+    h.require(config, ">= 1: envs_per_worker repeats warmup_steps workers", "> 0: block_s")
     h.check([(commit(config.base) is None, f"--base: {config.base!r} is not a git ref here")])
     return config
 
