@@ -87,7 +87,9 @@ def seed_child(pipe: Connection, seed: int) -> None:
 
 
 class SeedDesign:
-    """The post's main process with `num_actors` children. Its memory starts full of
+    """The post's main process with `num_actors` children, as written but for: CPU
+    only, no model saving, one torch thread per child, `None` stops a child, and the net
+    goes back only to the child just heard from. Its memory starts full of
     random-policy transitions, so learning (every 5 transitions) runs from the first
     measured step, as in steady state."""
 
@@ -143,7 +145,7 @@ class SeedDesign:
                 if self.stored > MEMORY and self.stored % LEARN_EVERY == 0:
                     self.learn()
                 self.net.load_state_dict(self.real_net.state_dict())
-                pipe.send(self.net)  # only to this child: see the module docstring
+                pipe.send(self.net)  # the post sends it to all: with 2+ children, pipes fill up
         return self.stored - before
 
     def close(self, grace: float = 2.0) -> None:
@@ -203,7 +205,10 @@ class Spell:
 
 
 class Pararl:
-    """pararl's learner loop over `actors` async actors (see the module docstring)."""
+    """`OffPolicyLoop` over the source `pararl train` uses in async mode (`make_source`:
+    actor processes, or Ray actors), with no evaluation, checkpoints or logs. Spells:
+    `actors` (chunks into the replay only), `learner` (updates only), `loop` (the
+    production loop, with the config's replay ratio or, at 0, free-running)."""
 
     def __init__(
         self,
