@@ -1,11 +1,7 @@
-"""`python -m benchmarks NAME [--quick] [options]`: run one benchmark;
-`python -m benchmarks --list`: their names, one a line (what `make bench` runs).
+"""`python -m benchmarks NAME [--quick] [options]`, or `--list`: the one list of benchmarks.
 
-`BENCHMARKS` is the one list of them. Each benchmark module has a tyro dataclass
-`Config` (field docstrings are the --help) and `resolve`, `measure` and `report`,
-which `lib.harness.execute` runs. Bad input prints one line and exits with code 2;
-Ctrl-C exits with 130 and SIGTERM with 143, each after stopping the processes the
-benchmark started.
+Each module has a tyro `Config` and `resolve`, `measure`, `report` (`lib.harness.execute`).
+Bad input exits 2; Ctrl-C 130 and SIGTERM 143, after stopping what the benchmark started.
 """
 
 from __future__ import annotations

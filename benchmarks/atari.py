@@ -1,19 +1,6 @@
-"""`python -m benchmarks atari`: Atari samplers stepped with random actions, pararl's
-`ParallelVectorEnv` (full steps, and send/recv of half the envs, EnvPool's async
-pattern) against EnvPool (sync and async), ale-py's own C++ vector env (sync and
-async), Gymnasium's `AsyncVectorEnv` and SB3's `SubprocVecEnv` over their own
-preprocessing with the same settings, and one of pararl's envs in a plain loop; per
-game, per worker count (threads for EnvPool and ale-py) and envs per worker.
-
-Each backend of a case runs in a driver process of its own (`atari_runners.driver`),
-built, warmed up and calibrated to blocks of about `block_s`; then the drivers are
-timed one block at a time, round after round, so the machine's drifts hit all alike.
-Reported per cell: agent steps/s and frames/s (4 per agent step), the caller's CPU
-time per agent step (its thread, and its whole process, which for EnvPool and ale-py
-holds the env threads as well), and the pickled bytes through its pipes per agent
-step (process-based backends; counted on the pipes' parent ends, outside the
-libraries). EnvPool 1.2.5 is in the `bench` extra: it installs beside this project's
-NumPy and Gymnasium without changing them.
+"""`python -m benchmarks atari`: Atari samplers stepped with random actions, pararl
+against EnvPool, ale-py, Gymnasium and SB3 with the same preprocessing; each backend in
+a driver process of its own (`atari_runners`), timed in interleaved blocks.
 """
 
 from __future__ import annotations

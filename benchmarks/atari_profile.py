@@ -1,15 +1,5 @@
-"""Where the microseconds of one Atari agent step go, for `python -m benchmarks atari`.
-
-One preprocessed env (the benchmark's), peeled layer by layer and each layer timed in
-its own loop in this process, with the same pre-drawn random actions: the emulator
-alone (4 frames, 2 grayscale screen reads, as `AtariPreprocessing` asks for them), the
-max-pool and area resize, the preprocessing wrapper's step (an `AtariPreprocessing`),
-the env under `FrameStackObservation` (what a pararl worker steps), the whole env;
-then the same env in pararl's `ParallelVectorEnv` (1 worker, 1 env, full steps: the
-caller's CPU and its worker's), in its serial twin (the same batch code without
-pipes) and in EnvPool (1 thread, 1 env). The parts are differences of these loops'
-CPU time per step (the machine's other load inflates wall time, not CPU time), timed
-interleaved, median of the repeats.
+"""Where the microseconds of one Atari agent step go: one env peeled layer by layer,
+each layer timed in its own loop (CPU time, interleaved), for `benchmarks atari`.
 """
 
 from __future__ import annotations

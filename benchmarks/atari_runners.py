@@ -1,18 +1,6 @@
-"""The samplers `python -m benchmarks atari` times, each stepped with random actions
-in a driver process of its own, and what it counts around each timed block.
-
-Every backend is built with the same preprocessing settings (EnvPool's and ale-py's
-defaults, as `pararl.envs.atari` states them: frame skip 4 with a max over the last
-two frames, up to 30 no-ops at reset, FIRE at reset, 84×84 grayscale, a stack of 4,
-no sticky actions, no episodic life, no reward clipping): pararl and the single env
-with pararl's (`pararl.envs.make.env_factory`), AsyncVectorEnv with Gymnasium's own
-wrappers, SB3 with its `AtariWrapper`, EnvPool and ale-py in C++. A driver owns one
-backend for one case: its process time is the caller's CPU, and nothing else (another
-library's threads, a patched pipe) can touch the others. The bytes through pipes are
-counted here, on the parent ends of each process-based backend's pipes, by wrapping
-the `Connection` methods that write and read a pickled message; the libraries are
-not changed, and reading their private attributes to find the pipes is a benchmark's
-licence, not an API.
+"""The samplers `benchmarks atari` times, each in a driver process of its own (so its
+process time is the caller's CPU alone), with the bytes through its pipes counted on
+the parent ends; all with the preprocessing `pararl.envs.atari` states.
 """
 
 from __future__ import annotations

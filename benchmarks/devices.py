@@ -1,11 +1,5 @@
 """`python -m benchmarks devices`: where PPO should act and learn (the CPU/GPU
-placement post, README's Sources).
-
-That post found CPU-only fastest for 64-wide nets and CPU acting + GPU learning from
-128 wide up. This times whole `pararl train ppo` processes (CUDA start-up and the
-device choice are part of what a placement costs; each starts clean) for a fixed
-number of env steps per hidden width and placement (cpu/cpu, cuda/cuda, cpu/cuda,
-auto/auto, reporting what auto picked and on which timings), interleaved by round.
+placement post): whole `pararl train ppo` processes per width and placement.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""`python -m benchmarks dqn`: DQN end to end, in three parts (--parts).
-
-1. `solve`: time to solve CartPole-v1: `pararl train dqn` in each mode (averaging with
-   2 replicas) against SB3 DQN with the rl-baselines3-zoo settings (a row of
-   `lib.compare`).
-2. `throughput`: transitions/s of the multi-process DQN post's design against pararl's async loop
-   with as many actor processes, with its replay ratio and free-running.
-3. `overlap`: pararl's actors alone, learner alone, and both in the loop.
+"""`python -m benchmarks dqn`: DQN's time to solve against SB3 (`solve`, a row of
+`lib.compare`), transitions/s against the DQN post's design (`throughput`) and the
+overlap of acting and learning (`overlap`).
 """
 
 from __future__ import annotations

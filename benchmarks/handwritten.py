@@ -1,16 +1,6 @@
-"""`python -m benchmarks handwritten`: what pararl's hand-written replacements of
-library code buy, each against the library it replaces, on runs of minutes.
-
-1. `adam`: `pararl.optim.FlatAdam` (parameters and gradients as views of two flat
-   vectors; one grad-norm and one Adam update over whole vectors) against
-   `torch.optim.Adam` (fused, and foreach), as the DQN learner uses it: spells of
-   DQN updates (forward, backward, clip, step) with the default Q-network and
-   batch, as many as a default 100k-step DQN run does; and the optimizer's
-   construction in a fresh interpreter (torch's imports `torch._dynamo` then).
-2. `tensorboard`: pararl's own event-file writer against
-   `torch.utils.tensorboard.SummaryWriter`: a metrics row (20 scalars, flushed, as
-   the session writes one), the import in a fresh interpreter, and the installed
-   size of the `tensorboard` distribution and what it pulls in.
+"""`python -m benchmarks handwritten`: what pararl's hand-written replacements buy
+against the libraries they replace: FlatAdam (`adam`) and the event writer
+(`tensorboard`).
 """
 
 from __future__ import annotations
@@ -57,7 +47,7 @@ QUICK = {"repeats": 1, "dqn_updates": 300, "tb_rows": 50}
 
 def resolve(config: Config) -> Config:
     c = h.apply_quick(config, QUICK)
-    h.check([(c.repeats < 1, "--repeats must be >= 1")])
+    h.require(c, ">= 1: repeats")
     return c
 
 

@@ -1,36 +1,6 @@
-"""`python -m benchmarks learner`: the learners alone, against SB3 and the FLOP floor.
-
-No envs and no actors: each case fills a replay memory (DQN) or a rollout (PPO) with
-random data in pararl's own formats, then times gradient updates on it, as a run does
-them (replay sampling, host-to-device copies and minibatch gathers included):
-
-- DQN: `DQNState.update()`, one batch each, uniform and prioritized;
-- PPO: `PPOLearner.update()` over a whole rollout (epochs x minibatches), per
-  minibatch step;
-- SAC: `SACState.update()`, one batch each (twin critics, actor, temperature, target
-  critics), at HalfCheetah's sizes with rl-zoo's 256x256 networks, uniform and
-  prioritized.
-
-Side by side, interleaved in one run, with the same network, batch and optimizer:
-
-- pararl with each `--compile` step mode asked for (`eager` is the path before the
-  fused steps existed; `compile`, and on a GPU `graph` and `compile+graph`,
-  `pararl.algos.fused`);
-- for DQN on images, pararl's step as written with the trunk's hidden layer stored
-  row-major (`--row-major`; the layout before `models.networks.weights_in_out`);
-- for MinAtar on the CPU, pararl's step as written with the planes handed to the
-  convolution channels-last in memory (`--channels-last`; the layout before
-  `models.cnn` handed MinAtar's planes channels-first);
-- SB3's own `DQN.train(gradient_steps, batch_size)`, `PPO.train()` and
-  `SAC.train(gradient_steps, batch_size)` on a model whose
-  replay or rollout buffer is already full: exactly SB3's update, its sampling
-  included.
-
-Also: FLOPs per update (`torch.utils.flop_counter.FlopCounterMode`: matrix products
-and convolutions, forward and backward), the achieved GFLOP/s, and this machine's
-fp32 GEMM peak (a square matmul) on one thread and on all, so that each update's
-time reads against its floor (FLOPs / peak). The one-time cost of compiling or
-recording a step (and SB3's first call) is measured apart, never in the rates.
+"""`python -m benchmarks learner`: the learners alone (DQN, PPO, SAC updates on random
+data in pararl's formats) against SB3's own `train()` with the same network, batch and
+optimizer, and against the FLOP floor of this machine's GEMM peak.
 """
 
 from __future__ import annotations
@@ -42,7 +12,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import numpy as np
 
@@ -52,15 +22,7 @@ from benchmarks.lib.figures import Panel, Series
 Case = Literal[
     "dqn-mlp", "dqn-minatar", "dqn-nature", "ppo-mlp", "ppo-minatar", "ppo-nature", "sac-mlp"
 ]
-CASES: tuple[Case, ...] = (
-    "dqn-mlp",
-    "dqn-minatar",
-    "dqn-nature",
-    "ppo-mlp",
-    "ppo-minatar",
-    "ppo-nature",
-    "sac-mlp",
-)
+CASES: tuple[Case, ...] = get_args(Case)
 Setting = Literal["off", "on", "auto"]
 
 
@@ -149,12 +111,8 @@ def resolve(config: Config) -> Config:
 
 @dataclass
 class Split:
-    """Where one update's time goes, from a profile of a few hundred milliseconds of
-    updates (the profiler's own cost is in it: the parts add up to more than an
-    unprofiled update): ms in matrix kernels (matrix products, convolutions, forward
-    and backward), ms in every other operator, ms outside operators (Python, the
-    replay's sampling on the host, the framework between calls), and how many
-    operator calls an update makes (nested calls counted)."""
+    """Where one update's time goes, from a profiled spell (the report's intro says
+    what each part holds); the profiler's own cost is in it."""
 
     matrix_ms: float
     other_ms: float
@@ -374,14 +332,13 @@ def pararl_sac(case: str, mode: str, prioritized: bool, c: Config, device: str) 
     return state
 
 
-def rollout_batch(case: str, shape: Shape, n: int, seed: int) -> dict[str, np.ndarray]:
+def rollout_batch(shape: Shape, n: int, seed: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     actions = (
         rng.integers(0, shape.actions, n)
         if shape.discrete
         else rng.standard_normal((n, shape.actions)).astype(np.float32)
     )
-    del case
     return {
         "obs": _random_obs(shape, n, rng),
         "actions": actions,
@@ -701,7 +658,7 @@ def ppo_learners(case: str, c: Config, device: str, settings: dict[str, str]) ->
             channels_last(state.learner.model)
         s = state.settings
         n = PPO_ENVS * s.num_steps
-        batch = rollout_batch(case, shape, n, c.seed)
+        batch = rollout_batch(shape, n, c.seed)
         per_rollout = s.update_epochs * max(1, n // s.minibatch_size)
         rng = np.random.default_rng(c.seed)
 
@@ -847,7 +804,9 @@ def _fill(learners: list[Learner], peak: float, peaks: dict[str, float]) -> None
         eager = next((r for r in rows if r.system == "pararl eager"), None)
         flops = eager.flops if eager else None
         for r in rows:
-            r.flops = flops if r.system.startswith("pararl") else (sb3_flops(eager, r))
+            # SB3's update does the same matrix work (one forward fewer where pararl
+            # computes double-DQN targets): the eager row's count, as an estimate
+            r.flops = flops
             rate = h.med(r.updates_per_s)
             if r.flops and rate:
                 r.gflops = r.flops * rate / 1e9
@@ -855,13 +814,6 @@ def _fill(learners: list[Learner], peak: float, peaks: dict[str, float]) -> None
                 r.floor_ms = r.flops / (at * 1e9) * 1e3
             r.vs_sb3 = h.ratio(r.updates_per_s, sb3.updates_per_s) if sb3 else None
             r.vs_eager = h.ratio(r.updates_per_s, eager.updates_per_s) if eager else None
-
-
-def sb3_flops(eager: Row | None, row: Row) -> float | None:
-    """SB3's update does the same matrix work as pararl's (one forward fewer where
-    pararl computes double-DQN targets): the eager row's count, as an estimate."""
-    del row
-    return None if eager is None else eager.flops
 
 
 # --- report -------------------------------------------------------------------------

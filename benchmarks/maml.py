@@ -1,26 +1,8 @@
-"""`python -m benchmarks maml`: time per MAML-TRPO meta-iteration, split into sampling,
-adaptation and the outer step, with pararl's multi-task sampler against the sampler
-design of the parallel-sampling post (README, Sources; re-implemented in
-`benchmarks.maml_seed`).
-
-Per env, two meta-learners start from the same seed and run the same meta-iteration
-code (`pararl.runners.maml.meta_iteration`: the reference configuration's tasks,
-episodes, policy, inner step and TRPO step). They differ in the sampler, pararl's
-(`recv=auto`, one env per episode over the workers) or the post's (the same envs
-and workers, queues + RawArray + a deep copy of the worker's block per answer), and
-in the outer step's Fisher-vector products: pararl's Gauss-Newton form
-(`pararl.algos.maml`, a few tasks at a time) or the post's codebase's
-(pytorch-maml-rl's: the KL's gradient differentiated again through the inner step,
-one task at a time as its loop over tasks takes them). Both compute the same
-products (tests check it), so both take the same steps. Iterations alternate between the two,
-the order rotated every round, after one warm-up iteration each. As in `pararl train
-maml`, the main process acts on one torch thread and takes the outer step on every
-core (the workers wait while it runs).
-
-The floor row times the envs alone: the iteration's env steps (both batches) in
-`--workers` processes stepping their share of the envs with random actions, with no
-policy, no data moved and no learning. No sampler on these workers can take less,
-so the post's time per iteration divided by it bounds what any sampler can gain.
+"""`python -m benchmarks maml`: time per MAML-TRPO meta-iteration (sampling,
+adaptation, outer step), pararl's multi-task sampler and Fisher-vector products against
+the parallel-sampling post's design (`maml_seed`), alternating iterations. The floor
+row times the envs alone (the iteration's steps with random actions in `--workers`
+processes: no policy, no data moved), which no sampler can beat.
 """
 
 from __future__ import annotations
@@ -71,16 +53,7 @@ QUICK = {
 
 def resolve(config: Config) -> Config:
     c = h.apply_quick(config, QUICK)
-    h.require(c, ">= 1: workers fast_batch_size episode_length iterations")
-    h.check(
-        [
-            (not c.envs, "--envs needs at least one env"),
-            (
-                c.meta_batch_size is not None and c.meta_batch_size < 1,
-                "--meta-batch-size must be >= 1",
-            ),
-        ]
-    )
+    h.require(c, ">= 1: envs workers meta_batch_size fast_batch_size episode_length iterations")
     return c
 
 

@@ -1,23 +1,7 @@
-"""The MAML sampler of the parallel-sampling post (README, Sources), re-implemented
-as the benchmark's anchor.
-
-Its design, as written in the post: `SynVectorEnv` starts one process per worker,
-each owning a slice of the envs; commands go down one `Queue` per worker
-(`(instruction, data)`: 0 reset, 1 reset_task, 2 step, None exit), every answer
-comes back on one shared "barrier" `Queue`; observations, actions, rewards and
-flags live in `RawArray`s, and every answer is read as a `copy.deepcopy` of the
-worker's whole shared block. `step_recv` blocks for one answer, then takes the
-others that arrive within `timeout=0.0001` s each. The sampler keeps, per worker,
-the list of those copies (one per step) and runs `max_length` steps; envs reset
-themselves in the worker when an episode ends.
-
-What is added to run it inside MAML's loop with pararl's: the `sample_tasks` /
-`sample` interface of `MultiTaskSampler` (one env per episode, `max_length` =
-the episode length, so every env runs one episode), the per-task policy forward
-pass (`act_tasks`, the same as pararl's: the post's `policy(obs, params=params)`
-takes one parameter set), the conversion of the step copies into per-task arrays
-(the post's `collect` is unfinished; steps after an early end are masked out),
-and a timeout on every wait (the post's blocks forever if a worker dies).
+"""The MAML sampler of the parallel-sampling post, re-implemented as the anchor:
+`SynVectorEnv` with one command `Queue` per worker, one shared answer `Queue`,
+`RawArray`s read back as a `copy.deepcopy` per answer; with `MultiTaskSampler`'s
+interface and a timeout on every wait added so it runs in MAML's loop.
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
 """`python -m benchmarks minatar_ab`: pararl's PPO against SB3's on a MinAtar game,
-with every final policy evaluated the same way, greedy and sampled.
-
-Why: `benchmarks pixels` found pararl's PPO below SB3's on Space Invaders at 300k
-steps (9.9 against 15.2; SB3's EvalCallback and pararl's evaluation child both act
-greedily, 10 episodes, the mean of the last two evaluations). Here each run trains
-for the whole budget with no evaluation (a row of `lib.compare`), then its final
-policy plays the same episodes (same seeds, sticky actions as in training) twice:
-taking the most likely action (greedy) and sampling its actions (the policy as it was
-trained). Also: the mean return of the run's last 20 training episodes, and the
-policy's mean entropy over the states of its sampled episodes.
-
-Variants, one difference at a time: `defaults` (pararl's MinAtar settings; the one
-difference in the loss is value clipping: SB3 clips the value and keeps the clipped
-error alone, pararl keeps the larger of the clipped and unclipped errors, as CleanRL),
-and `no-value-clip` (both unclipped: the same loss; `tests/algos/test_ppo_against_sb3.py`
-shows that, from the same weights and random draws, the two give the same rollouts
-and the same update).
+each final policy evaluated alike, greedy and sampled, to see why `pixels` found
+pararl below SB3 on Space Invaders; variants `defaults` and `no-value-clip`.
 """
 
 from __future__ import annotations
@@ -65,7 +50,9 @@ class Config(compare.Options, h.Options):
     sampled on the same episodes. --quick: Breakout, 1 seed, 8,192 steps."""
 
     variants: tuple[Variant, ...] = ("defaults", "no-value-clip")
-    """Variants (see the module doc)."""
+    """`defaults`: each side's MinAtar settings (the one difference in the loss: SB3 keeps
+    the clipped value error alone, pararl the larger of clipped and unclipped, as
+    CleanRL); `no-value-clip`: both unclipped, the same loss."""
     episodes: int = 50
     """Evaluation episodes per final policy, greedy and again sampled."""
 

@@ -1,12 +1,6 @@
-"""`python -m benchmarks partial`: the parallel-sampling post's question — wait for every worker, or
-take whatever has finished (timeout / min_envs)? — on the multi-task sampler.
-
-Per case (envs per worker × policy size) one `MultiTaskSampler` (one task per env, as
-in the seed) serves every recv policy on the same tasks and seeds: a warm-up sample
-each (more for `auto` while it decides; it is one object for the case, as in
-training), then timed samples in rounds, the order rotated every round, as many as
-fit in `case_seconds`. A sample is one episode of L steps per env, so time per
-iteration = sample wall time / L. The main process runs torch on one thread.
+"""`python -m benchmarks partial`: wait for every worker, or take what has finished
+(timeout, min_envs, auto)? Each recv policy on one `MultiTaskSampler` per case,
+timed in rotated rounds.
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
-"""`python -m benchmarks pixels`: learning from images against SB3, in two parts.
-
-1. `minatar`: MinAtar games (10x10 object planes), a learning comparison
-   (`lib.compare`): pararl DQN (async, uniform and prioritized replay) and PPO with
-   their MinAtar defaults against SB3 DQN and PPO with the same settings and the
-   MinAtar paper's network, for the same env-step budget.
-2. `pong`: agent steps/s of the whole training pipeline (acting and learning) on
-   Pong, pararl's Atari defaults against SB3 zoo's Atari settings, over a slice of
-   wall time that starts at each run's first gradient update (pararl stopped by
-   SIGTERM, which it answers by finishing cleanly; SB3 by its callback), agent steps/s
-   read over that slice the same way for both (`window_rate`).
+"""`python -m benchmarks pixels`: learning from images against SB3: `minatar` (a
+learning comparison on MinAtar games) and `pong` (agent steps/s of the whole training
+pipeline over a slice of wall time after the first update).
 """
 
 from __future__ import annotations

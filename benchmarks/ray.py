@@ -1,10 +1,5 @@
 """`python -m benchmarks ray`: DQN sampling throughput of Ray actors against local
-actor processes, and a scaling model built from the rates measured.
-
-On a simulated Ray cluster of `nodes` nodes on this machine: env steps/s of acting and
-taking the chunks into the replay (no learning) with `workers` Ray actors and with
-`workers` local actor processes, and the learner's updates/s alone, interleaved; then
-the ingest cost of one chunk (`ray.put` + `ray.get`, and its copy into the replay).
+actor processes on a simulated cluster, and a scaling model from the rates measured.
 """
 
 from __future__ import annotations

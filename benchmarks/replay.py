@@ -1,14 +1,6 @@
-"""`python -m benchmarks replay`: the replay memories for stacked image observations.
-
-Bytes per transition and time per sampled batch of the frame-deduplicated memory
-(`replay.frame_memory`, each frame stored once) against the naive one
-(`replay.uniform`, whole 4x84x84 `uint8` observations in `obs` and `next_obs`),
-each sampled uniformly and prioritized (`replay.prioritized`, sum tree). The rings
-are filled as an actor fills them: several envs interleaved, episodes ending by
-termination or truncation, n-step transitions. Frames are random bytes (the
-memory's cost does not depend on what the pixels show). Bytes per transition are
-`nbytes` of every array held / capacity (the sum tree included when prioritized).
-Prioritized sampling is timed with the priority update that follows each batch.
+"""`python -m benchmarks replay`: bytes per transition and time per batch of the
+frame-deduplicated memory against whole stacked observations, uniform and
+prioritized.
 """
 
 from __future__ import annotations

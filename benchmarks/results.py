@@ -1,19 +1,7 @@
-"""`python -m benchmarks results`: whole training runs with pararl's defaults at the
-field's budgets, beside the published numbers: the results page, RESULTS.md.
-
-Each entry is one run of one command. Its run directory lives in
-`bench_results/results/NAME` and is carried on with `pararl train --resume` by the
-next invocation when one ends mid-run (`--hours`, Ctrl-C, SIGTERM: the run saves and
-stops), so a run of many hours can span sessions; a finished run is not run again.
-What the page shows of a run (its curves, totals, the commits and dates of each piece
-of it) is kept in `results/NAME.json`, in the repository. An SB3 anchor goes in pieces
-alike: its process saves its model, replay memory and curve when asked to stop
-(`benchmarks.lib.sb3`, `--state`), and the next invocation carries it on.
-
-`--check` is the everyday guard: it reruns the first `check_steps` of every pararl
-entry that has a saved curve, from scratch with the same seed, and compares its
-evaluations with the saved curve's over that prefix; it exits with 1 when one falls
-clearly below (by more than twice the standard error of the difference of the means).
+"""`python -m benchmarks results`: whole runs with pararl's defaults at the field's
+budgets beside published numbers (RESULTS.md), carried on across invocations with
+`--resume`; `--check` reruns short prefixes against the saved curves (exit 1 on a
+clear regression).
 """
 
 from __future__ import annotations
@@ -97,24 +85,21 @@ MINATAR_DQN_QUICK = {"total_steps": 3_000, "learning_starts": 1_000, "eval_every
                      "eval_episodes": 2, "eval_in": "inline"}  # fmt: skip
 
 
+def _paper(kind: str, figure: str) -> Published:
+    """The MinAtar paper's `kind` ("DQN", "actor-critic") figure, "~N" read off its plots."""
+    short = "AC" if kind == "actor-critic" else kind
+    return Published(f"{MINATAR_PAPER}, {kind}", float(figure[1:]), figure,
+                     f"MinAtar paper {short}, 5M")  # fmt: skip
+
+
 def _minatar_ppo(
     game: str, actor_critic: str | None, gymnax: str | None, dqn: str | None = None
 ) -> Entry:
-    published = []
-    if actor_critic:
-        published.append(
-            Published(
-                MINATAR_PAPER + ", actor-critic",
-                float(actor_critic[1:]),
-                actor_critic,
-                "MinAtar paper AC, 5M",
-            )
-        )
+    published = [_paper("actor-critic", actor_critic)] if actor_critic else []
     if gymnax:
         published.append(Published(GYMNAX, float(gymnax), gymnax, "gymnax PPO, 10M"))
     if dqn:  # where the paper's actor-critic figure is not given here
-        paper = MINATAR_PAPER + ", DQN"
-        published.append(Published(paper, float(dqn[1:]), dqn, "MinAtar paper DQN, 5M"))
+        published.append(_paper("DQN", dqn))
     name = f"minatar-ppo-{game.lower()}"
     return Entry(name, name, PARARL_PPO, f"MinAtar/{game}-v1", 5_000_000, tuple(published),
                  300_000, MINATAR_PPO_QUICK)  # fmt: skip
@@ -122,7 +107,7 @@ def _minatar_ppo(
 
 def _minatar_dqn(game: str, dqn: str) -> tuple[Entry, Entry]:
     group, env = f"minatar-dqn-{game.lower()}", f"MinAtar/{game}-v1"
-    published = (Published(MINATAR_PAPER + ", DQN", float(dqn[1:]), dqn, "MinAtar paper DQN, 5M"),)
+    published = (_paper("DQN", dqn),)
     return (
         Entry(group, group, pixels.ROW.system("pararl-dqn"), env, 1_000_000, published,
               200_000, MINATAR_DQN_QUICK),

@@ -1,29 +1,14 @@
-"""`python -m benchmarks sac`: SAC on MuJoCo, pararl (async actors + learner, its
-defaults) against SB3's SAC with the same settings (`lib.compare`).
-
-Both run rl-zoo's MuJoCo SAC settings, read from pararl's config
-(`SACConfig.BY_KIND["continuous"]`): 256x256 networks, lr 3e-4, batch 256, tau 0.005,
-gamma 0.99, 10k uniformly random steps, then one update per env step, a 1M memory,
-the temperature tuned toward -|A|. pararl acts in an actor process while it learns;
-SB3 alternates one env step and one update on one env. rl-zoo's, CleanRL's and the
-SAC paper's published 1M-step figures stand beside (not re-measured).
-
-An env and seed takes about two hours on two cores (both systems), so each one whose
-runs all ended is kept in the repository (`results/sac/ENV-seedSEED.json`) and read
-back by a later invocation with the same settings: the default three HalfCheetah seeds
-and Hopper can be run in different sittings. Both systems of one seed always run in
-the same sitting, since only times measured together compare.
+"""`python -m benchmarks sac`: SAC on MuJoCo, pararl (async) against SB3's SAC with
+rl-zoo's settings (`lib.compare`); finished seeds are kept in `results/sac`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
-from types import SimpleNamespace
 
 from benchmarks.lib import compare
 from benchmarks.lib import harness as h
-from benchmarks.lib.compare import Comparison, Outcome, System
+from benchmarks.lib.compare import Comparison, System
 
 ROW = Comparison(
     name="sac",
@@ -89,32 +74,16 @@ class Config(compare.Options, h.Options):
     beside other work on a 2-core machine ran SB3's update ~10x slower than one."""
 
 
-QUICK = {"learning_starts": 1_000, "sb3_threads": 1}
+def flags(c: Config) -> tuple[dict[str, object], dict[str, object]]:
+    """The settings the options give both systems: pararl's flags, then the anchor's."""
+    anchor = {"learning_starts": c.learning_starts, "net": list(c.hidden), "threads": c.sb3_threads}
+    return {"learning_starts": c.learning_starts, "hidden": c.hidden}, anchor
 
 
-def row(c: Config) -> Comparison:
-    """The table's row with the settings the options give both systems."""
-    pararl = {"learning_starts": c.learning_starts, "hidden": c.hidden}
-    anchor = {"learning_starts": c.learning_starts, "net": list(c.hidden)}
-    ours, theirs = ROW.systems
-    return dataclasses.replace(ROW, systems=(
-        dataclasses.replace(ours, flags=pararl),
-        dataclasses.replace(theirs, flags={**anchor, "threads": c.sb3_threads}),
-    ))  # fmt: skip
-
-
-def resolve(config: Config) -> Config:
-    c = h.apply_quick(compare.resolve(ROW, config), QUICK)
-    h.require(c, ">= 1: hidden", ">= 0: learning_starts sb3_threads")
-    return c
-
-
-def measure(c: Config, meta: h.Metadata) -> Outcome:
-    return compare.measure(row(c), c, meta)
-
-
-def report(outcome: Outcome, meta: h.Metadata) -> h.Report:
-    c = SimpleNamespace(**meta.params)
-    ratios, blocks, panels = compare.report(row(Config(**meta.params)), outcome, c)
-    return h.Report(f"SAC on MuJoCo against SB3 (`{h.PROG} sac`)", ratios, blocks, panels,
-                    figure_alt="SAC MuJoCo benchmark", legend_below=True)  # fmt: skip
+resolve, measure, report = compare.one(
+    ROW,
+    f"SAC on MuJoCo against SB3 (`{h.PROG} sac`)",
+    flags,
+    quick={"learning_starts": 1_000, "sb3_threads": 1},
+    checks=(">= 1: hidden", ">= 0: learning_starts sb3_threads"),
+)

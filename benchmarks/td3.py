@@ -1,23 +1,14 @@
-"""`python -m benchmarks td3`: TD3 on MuJoCo, pararl (async actors + learner, its
-defaults) against SB3's TD3 with the same settings (`lib.compare`).
-
-Both run rl-zoo's MuJoCo TD3 (hyperparams/td3.yml over SB3's TD3 defaults): 400x300
-ReLU networks, lr 1e-3, batch 256, tau 0.005, gamma 0.99, policy delay 2, target noise
-0.2 clipped at 0.5, 10k uniformly random steps, then one update per env step with
-Gaussian exploration noise of 0.1 (of half the action range), a 1M memory. pararl acts
-in an actor process while it learns; SB3 alternates one env step and one update on one
-env. Kept runs: `results/td3/ENV-seedSEED.json`, as `sac` keeps its own.
+"""`python -m benchmarks td3`: TD3 on MuJoCo, pararl (async) against SB3's TD3 with
+rl-zoo's settings (`lib.compare`); finished seeds are kept in `results/td3`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
-from types import SimpleNamespace
 
 from benchmarks.lib import compare
 from benchmarks.lib import harness as h
-from benchmarks.lib.compare import Comparison, Outcome, System
+from benchmarks.lib.compare import Comparison, System
 
 ROW = Comparison(
     name="td3",
@@ -65,32 +56,16 @@ class Config(compare.Options, h.Options):
     """Torch threads of the SB3 process (0: torch's default, one per core)."""
 
 
-QUICK = {"learning_starts": 1_000, "sb3_threads": 1}
+def flags(c: Config) -> tuple[dict[str, object], dict[str, object]]:
+    """The settings the options give both systems: pararl's flags, then the anchor's."""
+    anchor: dict[str, object] = {"learning_starts": c.learning_starts, "threads": c.sb3_threads}
+    return {"learning_starts": c.learning_starts}, anchor
 
 
-def row(c: Config) -> Comparison:
-    """The table's row with the settings the options give both systems."""
-    ours, theirs = ROW.systems
-    return dataclasses.replace(ROW, systems=(
-        dataclasses.replace(ours, flags={"learning_starts": c.learning_starts}),
-        dataclasses.replace(
-            theirs, flags={"learning_starts": c.learning_starts, "threads": c.sb3_threads}
-        ),
-    ))  # fmt: skip
-
-
-def resolve(config: Config) -> Config:
-    c = h.apply_quick(compare.resolve(ROW, config), QUICK)
-    h.require(c, ">= 0: learning_starts sb3_threads")
-    return c
-
-
-def measure(c: Config, meta: h.Metadata) -> Outcome:
-    return compare.measure(row(c), c, meta)
-
-
-def report(outcome: Outcome, meta: h.Metadata) -> h.Report:
-    c = SimpleNamespace(**meta.params)
-    ratios, blocks, panels = compare.report(row(Config(**meta.params)), outcome, c)
-    return h.Report(f"TD3 on MuJoCo against SB3 (`{h.PROG} td3`)", ratios, blocks, panels,
-                    figure_alt="TD3 MuJoCo benchmark", legend_below=True)  # fmt: skip
+resolve, measure, report = compare.one(
+    ROW,
+    f"TD3 on MuJoCo against SB3 (`{h.PROG} td3`)",
+    flags,
+    quick={"learning_starts": 1_000, "sb3_threads": 1},
+    checks=(">= 0: learning_starts sb3_threads",),
+)

@@ -1,9 +1,5 @@
-"""`python -m benchmarks vector`: env-stepping throughput of pararl's
-`ParallelVectorEnv` (full steps and partial stepping) against Gymnasium's and SB3's
-vector envs, one env's raw step rate and one such loop per worker, over envs per worker.
-Each case's backends are warmed up and calibrated to blocks of about `block_s`, then
-timed interleaved; ratios are to AsyncVectorEnv's best setting, workers × the single
-env's rate (efficiency), and the parallel loops of the same case.
+"""`python -m benchmarks vector`: env-stepping throughput of `ParallelVectorEnv`
+against Gymnasium's and SB3's vector envs and one env's raw rate, interleaved blocks.
 """
 
 from __future__ import annotations

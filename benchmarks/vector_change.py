@@ -1,10 +1,5 @@
-"""`python -m benchmarks vector_change --base REF`: did a change to the vector env
-cost throughput? `ParallelVectorEnv` of this checkout against that of git ref `REF`
-(default HEAD: the uncommitted changes), on the same envs and sizes, interleaved
-(base, this, base, this, ...). Each timed block runs in a fresh interpreter that
-imports one of the two source trees, so both versions run in the same session on
-the same machine state; start-up is not timed. Actions are pre-drawn arrays of the
-action space's dtype: the path pararl's own samplers take.
+"""`python -m benchmarks vector_change --base REF`: `ParallelVectorEnv` of this
+checkout against git ref REF's, each block in a fresh interpreter, interleaved.
 """
 
 from __future__ import annotations
@@ -82,8 +77,7 @@ QUICK = {"envs": ("CartPole-v1",), "envs_per_worker": (4,), "repeats": 2, "block
 
 def resolve(config: Config) -> Config:
     config = h.apply_quick(config, QUICK)
-    h.require(config, ">= 1: envs_per_worker repeats warmup_steps", "> 0: block_s")
-    h.check([(config.workers is not None and config.workers < 1, "--workers must be >= 1")])
+    h.require(config, ">= 1: envs_per_worker repeats warmup_steps workers", "> 0: block_s")
     h.check([(commit(config.base) is None, f"--base: {config.base!r} is not a git ref here")])
     return config
 

@@ -1,32 +1,7 @@
-"""The one learning comparison: train pararl and its SB3 anchor at a budget on an env
-and compare what they learned, and how fast.
-
-A benchmark states its comparisons as data: a `Comparison` (a row) names the
-algorithm's systems (`System`: `pararl train ALGO` with its flags, or the SB3 anchor
-`lib.sb3` runs with its settings), the ENV:SEED runs, the budget, the evaluations and
-what to hold the results against (published figures). `measure` runs every system on
-every ENV:SEED, whole processes timed launch to exit and interleaved (ENV:SEED 0:
-every system; ENV:SEED 1: ...), each run's evaluation curve put on that clock; `report`
-gives the tables, the curves and the ratios:
-
-- the final return (the mean of the last evaluations) and the wall time;
-- a run without a target: the time to reach the final return of its anchor's run of
-  the same ENV:SEED, over that run's wall time (median over seeds);
-- a run with a target (time to solve): it stops at its first evaluation reaching it,
-  and an untimed check of its saved policy must agree; time to solve over the
-  anchor's.
-
-A benchmark of many hours (`sac`) keeps each ENV:SEED whose runs all ended in the
-repository (`--keep-dir`) and reads it back instead of running it again.
-
-A new comparison is one row, and a module that is that row alone is its `Config` and
-`one(ROW, title)`. TD3 against SB3's TD3 with rl-zoo's settings, once pararl trains it:
-
-    Comparison("td3", "TD3 on MuJoCo against SB3 at the same budget",
-               (System("pararl", "pararl TD3", "td3"),
-                System("sb3", "SB3 TD3", "td3", anchor="rl-zoo")),
-               runs=tuple(f"HalfCheetah-v5:{seed}" for seed in range(3)), budget=200_000,
-               eval_every=10_000, run_timeout_s=4 * 3600.0, keep_dir="results/td3")
+"""The one learning comparison: pararl and its SB3 anchor trained at a budget on each
+ENV:SEED, whole processes interleaved; final returns, wall times and ratios (time to
+the anchor's final return, or time to solve against a target). A benchmark states its
+comparisons as rows (`Comparison`) of `System`s.
 """
 
 from __future__ import annotations
@@ -49,6 +24,7 @@ from benchmarks.lib.figures import Panel, Series
 from benchmarks.lib.stats import censored_median
 
 NEVER = 10**12  # a step count or return no run reaches: the whole budget, no evaluation
+Flags = Callable[[Any], tuple[dict[str, Any], dict[str, Any]]]  # options -> pararl, anchor flags
 
 
 @dataclass(frozen=True)
@@ -655,18 +631,40 @@ def solve_cartpole(algo: str, systems: tuple[System, ...], budget: int, quick: i
     )  # fmt: skip
 
 
-def one(row: Comparison, title: str) -> tuple[Any, Any, Any]:
-    """`resolve`, `measure` and `report` of a benchmark that is `row` alone."""
+def with_flags(row: Comparison, flags: Flags | None, c: Any) -> Comparison:
+    """`row` with its two systems' flags set from the benchmark's options `c`."""
+    if flags is None:
+        return row
+    ours, theirs = flags(c)
+    pararl, anchor = row.systems
+    return dataclasses.replace(row, systems=(
+        dataclasses.replace(pararl, flags=ours), dataclasses.replace(anchor, flags=theirs)
+    ))  # fmt: skip
+
+
+def one(
+    row: Comparison,
+    title: str,
+    flags: Flags | None = None,
+    quick: Mapping[str, Any] | None = None,
+    checks: Sequence[str] = (),
+) -> tuple[Any, Any, Any]:
+    """`resolve`, `measure` and `report` of a benchmark that is `row` alone; `flags(c)`
+    gives pararl and the anchor the flags the benchmark's own options set, `quick` its
+    own options' --quick values and `checks` their `h.require` rules."""
 
     def resolve_one(config: Any) -> Any:
-        return resolve(row, config)
+        c = h.apply_quick(resolve(row, config), quick or {})
+        if checks:
+            h.require(c, *checks)
+        return c
 
     def measure_one(c: Any, meta: h.Metadata) -> Outcome:
-        return measure(row, c, meta)
+        return measure(with_flags(row, flags, c), c, meta)
 
     def report_one(outcome: Outcome, meta: h.Metadata) -> h.Report:
         c = SimpleNamespace(**meta.params)
-        ratios, blocks, figs = report(row, outcome, c)
+        ratios, blocks, figs = report(with_flags(row, flags, c), outcome, c)
         return h.Report(
             title, ratios, blocks, figs, figure_alt=f"{row.name} benchmark", legend_below=True
         )

@@ -1,18 +1,6 @@
-"""What the DQN throughput, overlap and Ray benchmarks drive in timed spells.
-
-`SeedDesign`: the design of the multi-process DQN post (README, Sources), as it was: each child
-steps one CartPole env with the net it was last sent (rebuilding an unused Adam every
-step) and sends ONE shaped transition per pipe message; the main process stores it
-(memory 2000), learns every 5 transitions (batch 64, lr 0.01, gamma 0.9, target sync
-every 200) and pickles the whole net back through the pipe after every step: the cost
-measured. Changes, none faster: CPU only, no model saving, one torch thread per child,
-`None` stops it, and the net goes back only to the child just heard from (the post's
-loop sends it to every child, and with 2+ children both pipes of a child fill up).
-
-`Pararl`: `runners.offpolicy.OffPolicyLoop` over the source `pararl train` uses in async mode
-(`make_source`: actor processes, or Ray actors), no evaluation, checkpoints or logs.
-Spells: `actors` (chunks into the replay only), `learner` (updates only), `loop` (the
-production loop, with the config's replay ratio or, at 0, free-running).
+"""What the DQN throughput, overlap and Ray benchmarks drive in timed spells:
+`SeedDesign` (the multi-process DQN post's design, the whole net pickled back through a
+pipe after every step: the cost measured) and `Pararl` (the async off-policy loop).
 """
 
 from __future__ import annotations
@@ -99,7 +87,9 @@ def seed_child(pipe: Connection, seed: int) -> None:
 
 
 class SeedDesign:
-    """The post's main process with `num_actors` children. Its memory starts full of
+    """The post's main process with `num_actors` children, as written but for: CPU
+    only, no model saving, one torch thread per child, `None` stops a child, and the net
+    goes back only to the child just heard from. Its memory starts full of
     random-policy transitions, so learning (every 5 transitions) runs from the first
     measured step, as in steady state."""
 
@@ -155,7 +145,7 @@ class SeedDesign:
                 if self.stored > MEMORY and self.stored % LEARN_EVERY == 0:
                     self.learn()
                 self.net.load_state_dict(self.real_net.state_dict())
-                pipe.send(self.net)  # only to this child: see the module docstring
+                pipe.send(self.net)  # the post sends it to all: with 2+ children, pipes fill up
         return self.stored - before
 
     def close(self, grace: float = 2.0) -> None:
@@ -215,7 +205,10 @@ class Spell:
 
 
 class Pararl:
-    """pararl's learner loop over `actors` async actors (see the module docstring)."""
+    """`OffPolicyLoop` over the source `pararl train` uses in async mode (`make_source`:
+    actor processes, or Ray actors), with no evaluation, checkpoints or logs. Spells:
+    `actors` (chunks into the replay only), `learner` (updates only), `loop` (the
+    production loop, with the config's replay ratio or, at 0, free-running)."""
 
     def __init__(
         self,

@@ -1,13 +1,5 @@
-"""The one harness every benchmark runs on.
-
-A benchmark supplies its cases (data), a `measure` that returns typed result rows
-(dataclasses), and a `report` that turns them into a `Report`: markdown tables built
-with `table`, figure panels (`lib.figures`). `execute` does the rest the same
-way for all: --quick defaults, the reproducing command, metadata (commit, cores,
-affinity, versions), wall time, JSON, PNG, the printed tables and the benchmark's own
-section of BENCHMARKS.md. Benchmarks on shared machines are noisy, so pararl and its
-anchors are measured side by side, `interleaved`, and reported as median, min and max
-(`lib.stats`, whose names every benchmark reaches through here).
+"""The one harness every benchmark runs on: options, interleaving, tables, metadata,
+JSON, figures and its section of BENCHMARKS.md.
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """The Stable-Baselines3 anchors, each run as its own process (`command` launches one,
-`parse` reads its result line, `sb3-ALGO: {json}`, last on its stdout):
+`parse` reads its last line, `sb3-ALGO: {json}`), e.g.:
 
-    python -m benchmarks.lib.sb3 dqn learn --anchor zoo --env CartPole-v1 --target 475 --save m.zip
-    python -m benchmarks.lib.sb3 dqn verify m.zip --anchor zoo --env CartPole-v1 --episodes 20
-    python -m benchmarks.lib.sb3 sac learn --anchor rl-zoo --env HalfCheetah-v5 --budget 300000
-    python -m benchmarks.lib.sb3 dqn learn --anchor minatar --budget 1000000 --state DIR
+    python -m benchmarks.lib.sb3 dqn learn --anchor zoo --env CartPole-v1 --target 475
     python -m benchmarks.lib.sb3 ppo pong --slice-s 60
 
-`learn` is every learning comparison's anchor (`lib.compare`): `ANCHORS` names how SB3
-runs each (its envs and its settings: rl-baselines3-zoo's for CartPole and MuJoCo's
-TD3, pararl's own read from `pararl.config` for MuJoCo PPO and SAC and for MinAtar);
-every deterministic evaluation comes back with its wall time. `pong` times the zoo's
-Atari settings over a slice of wall time after the first update. SB3 is imported only
-in the process that runs it.
+`ANCHORS` names each anchor's envs and settings. SB3 is imported only in that process.
 """
 
 from __future__ import annotations
@@ -42,51 +34,27 @@ def silent(model: Any) -> Any:
 
 
 # rl-baselines3-zoo hyperparams/dqn.yml, CartPole-v1 (exploration set in `dqn_hyper`)
-ZOO_DQN: dict[str, Any] = {
-    "learning_rate": 2.3e-3,
-    "batch_size": 64,
-    "buffer_size": 100_000,
-    "learning_starts": 1000,
-    "gamma": 0.99,
-    "target_update_interval": 10,
-    "train_freq": 256,
-    "gradient_steps": 128,
-    "exploration_final_eps": 0.04,
-    "policy_kwargs": {"net_arch": [256, 256]},
-}
+ZOO_DQN: dict[str, Any] = {"learning_rate": 2.3e-3, "batch_size": 64,
+                           "buffer_size": 100_000, "learning_starts": 1000, "gamma": 0.99,
+                           "target_update_interval": 10, "train_freq": 256,
+                           "gradient_steps": 128, "exploration_final_eps": 0.04,
+                           "policy_kwargs": {"net_arch": [256, 256]}}  # fmt: skip
 ZOO_DQN_TIMESTEPS, ZOO_DQN_EXPLORATION = 50_000, 0.16
 # hyperparams/ppo.yml, CartPole-v1: 8 envs, lr and clip linear from 1e-3 and 0.2 to 0
 # over the steps given to `learn` (pararl's --anneal-lr anneals over --total-steps alike)
-ZOO_PPO: dict[str, Any] = {
-    "n_steps": 32,
-    "batch_size": 256,
-    "gae_lambda": 0.8,
-    "gamma": 0.98,
-    "n_epochs": 20,
-    "ent_coef": 0.0,
-}
+ZOO_PPO: dict[str, Any] = {"n_steps": 32, "batch_size": 256, "gae_lambda": 0.8,
+                           "gamma": 0.98, "n_epochs": 20, "ent_coef": 0.0}  # fmt: skip
 ZOO_PPO_ENVS, ZOO_PPO_LR, ZOO_PPO_CLIP = 8, 1e-3, 0.2
 PPO_ENVS = 8  # CleanRL's ppo_atari and the zoo's Atari PPO; pararl runs 2 workers x 4 envs
 # rl-baselines3-zoo hyperparams/dqn.yml and ppo.yml, atari (learning_starts is the
 # benchmark's, so that the slice measures learning)
-ZOO_ATARI_DQN: dict[str, Any] = {
-    "buffer_size": 100_000,
-    "learning_rate": 1e-4,
-    "batch_size": 32,
-    "target_update_interval": 1_000,
-    "train_freq": 4,
-    "gradient_steps": 1,
-    "exploration_fraction": 0.1,
-    "exploration_final_eps": 0.01,
-    "optimize_memory_usage": False,
-}
-ZOO_ATARI_PPO: dict[str, Any] = {
-    "n_steps": 128,
-    "n_epochs": 4,
-    "batch_size": 256,
-    "vf_coef": 0.5,
-    "ent_coef": 0.01,
-}
+ZOO_ATARI_DQN: dict[str, Any] = {"buffer_size": 100_000, "learning_rate": 1e-4,
+                                 "batch_size": 32, "target_update_interval": 1_000,
+                                 "train_freq": 4, "gradient_steps": 1,
+                                 "exploration_fraction": 0.1, "exploration_final_eps": 0.01,
+                                 "optimize_memory_usage": False}  # fmt: skip
+ZOO_ATARI_PPO: dict[str, Any] = {"n_steps": 128, "n_epochs": 4, "batch_size": 256,
+                                 "vf_coef": 0.5, "ent_coef": 0.01}  # fmt: skip
 ZOO_ATARI_STEPS, ZOO_ATARI_PPO_LR, ZOO_ATARI_PPO_CLIP = 10_000_000, 2.5e-4, 0.1
 
 
@@ -112,31 +80,18 @@ def ppo_hyper() -> dict[str, Any]:
 # (8 envs x 256 steps = CleanRL's 2048-step rollout; 64-sample minibatches); value loss
 # weight 0.25 on SB3's mean squared error = CleanRL's 0.5 on half of it; no value
 # clipping (SB3's default, and pararl's continuous default); lr 3e-4 annealed
-MUJOCO_PPO: dict[str, Any] = {
-    "n_steps": 256,
-    "batch_size": 64,
-    "n_epochs": 10,
-    "gamma": 0.99,
-    "gae_lambda": 0.95,
-    "ent_coef": 0.0,
-    "vf_coef": 0.25,
-    "max_grad_norm": 0.5,
-    "clip_range": 0.2,
-    "clip_range_vf": None,
-}
+MUJOCO_PPO: dict[str, Any] = {"n_steps": 256, "batch_size": 64, "n_epochs": 10,
+                              "gamma": 0.99, "gae_lambda": 0.95, "ent_coef": 0.0,
+                              "vf_coef": 0.25, "max_grad_norm": 0.5, "clip_range": 0.2,
+                              "clip_range_vf": None}  # fmt: skip
 MUJOCO_ENVS, MUJOCO_LR = 8, 3e-4
 # rl-baselines3-zoo hyperparams/td3.yml, MuJoCo (HalfCheetah, Hopper, Walker2d, Ant):
 # SB3's TD3 defaults (lr 1e-3, batch 256, tau 0.005, gamma 0.99, policy delay 2, target
 # noise 0.2 clipped at 0.5, a 1M memory), 400x300 networks, 10k random steps, one
 # update per env step, Gaussian exploration noise of 0.1
-ZOO_TD3: dict[str, Any] = {
-    "learning_rate": 1e-3,
-    "batch_size": 256,
-    "learning_starts": 10_000,
-    "train_freq": 1,
-    "gradient_steps": 1,
-    "policy_kwargs": {"net_arch": [400, 300]},
-}
+ZOO_TD3: dict[str, Any] = {"learning_rate": 1e-3, "batch_size": 256,
+                           "learning_starts": 10_000, "train_freq": 1, "gradient_steps": 1,
+                           "policy_kwargs": {"net_arch": [400, 300]}}  # fmt: skip
 ZOO_TD3_NOISE = 0.1
 
 

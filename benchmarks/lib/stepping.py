@@ -1,8 +1,5 @@
-"""The stepping loops the `vector` and `atari` benchmarks time, one per backend, all with
-`unit` (env steps per iteration), `reset()`, `run(steps) -> steps done`, `close()`.
-
-Actions are drawn once, before timing: sampling in the hot loop would add the same
-cost to every backend and shrink the differences we want to see.
+"""The stepping loops `vector` and `atari` time, one per backend: `unit`, `reset()`,
+`run(steps)`, `close()`; actions drawn before timing, so sampling costs no backend.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Whole training processes: start `pararl train` (or an anchor, `lib.sb3`) as its own
-process, timed from launch to exit, and read what it leaves: its last line, its
-run directory's `metrics.csv` (the clock of steps and updates) and `eval.csv` (the
-evaluation curve), `pararl evaluate`'s mean return. `lib.compare` builds the learning
-comparisons on them.
+"""Whole training processes (`pararl train` or an anchor), timed launch to exit, and
+what they leave: last line, `metrics.csv`, `eval.csv`, `pararl evaluate`'s return.
 """
 
 from __future__ import annotations

@@ -84,7 +84,7 @@ def test_ppo_quick_end_to_end(bench: Callable[..., dict[str, Any]], no_warm_up: 
     data = bench(
         *("ppo", "--quick", "--budget", "512", "--eval-every", "256"),
     )
-    runs = {r["system"]: r for r in data["results"]["solve"]["runs"]}
+    runs = {r["system"]: r for r in data["results"]["runs"]}
     assert set(runs) == {"pararl", "sb3"}
     for run in runs.values():
         assert run["ok"], run["note"]

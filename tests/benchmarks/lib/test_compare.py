@@ -80,7 +80,7 @@ def test_an_anchors_flags_go_over_its_settings(tmp_path: Path) -> None:
     from benchmarks import sac
 
     c = sac.resolve(sac.Config(hidden=(16,), learning_starts=300, sb3_threads=1))
-    row = sac.row(c)
+    row = compare.with_flags(sac.ROW, sac.flags, c)
     cmd = compare.anchor_command(row, c, row.system("sb3"), "Hopper-v5", 0, tmp_path)
     settings = cmd[cmd.index("--set") + 1 :]
     assert settings == ["learning_starts=300", "net=[16]"]
