@@ -17,6 +17,12 @@ if TYPE_CHECKING:
     from pararl.config import DQNConfig, MAMLConfig, PPOConfig, SACConfig
 
 
+def __dir__() -> list[str]:
+    import pararl.config
+
+    return sorted({*globals(), *__all__, *pararl.config.configs()})
+
+
 def __getattr__(name: str) -> Any:
     if name in ("train", "load", "evaluate"):
         import pararl.api

@@ -20,13 +20,13 @@ import numpy as np
 import torch
 
 from pararl import checkpoint as ckpt
-from pararl import seeding
 from pararl.config import RunConfig, saved_config
 from pararl.config.saved import saved_facts
 from pararl.envs.make import check_env_id, env_factory
 from pararl.envs.modules import split_env_id
 from pararl.errors import UsageError
-from pararl.models.acting import Draws, Mode, Policy, starts
+from pararl.evaluation.episodes import action_draws
+from pararl.models.acting import Mode, Policy, starts
 from pararl.registry import Algorithm, algorithm_of
 from pararl.rundir import RunDir
 
@@ -57,12 +57,8 @@ class Agent:
         self.action_bounds = None if bounds is None else tuple(np.asarray(b) for b in bounds)
         # the checkpoint's description of the network (shapes, bounds), not its weights
         self._state = {k: v for k, v in state.items() if k not in ("learner", "replay")}
-        # for `act(..., deterministic=False)`: numpy's draws and torch's
-        self.draws = Draws(
-            seeding.generator(seed, "eval-actions", 1),
-            torch.Generator().manual_seed(seeding.integer(seed, "eval-actions", 2)),
-            self.algorithm.sampled_epsilon(config),
-        )
+        # for `act(..., deterministic=False)`: the streams `pararl evaluate` draws from
+        self.draws = action_draws("sampled", seed, (0,), self.algorithm.sampled_epsilon(config))
         self.seed = seed
         self.policy_state: Any = None  # what a policy with memory carries between calls
         self._first: np.ndarray | None = None  # episodes start at the next call

@@ -62,9 +62,9 @@ def _evaluate() -> Command:
         from pararl import playback
 
         maml_only = sorted(given & {"tasks", "adapt_steps"})
-        if maml_only and (algo := algorithm_of_run(config.run_dir).name) != "maml":
+        if maml_only and (algo := algorithm_of_run(config.run_dir)).adapt is None:
             flags = " and ".join("--" + name.replace("_", "-") for name in maml_only)
-            raise UsageError(f"{flags}: for MAML runs; {config.run_dir} is a {algo} run")
+            raise UsageError(f"{flags}: for MAML runs; {config.run_dir} is a {algo.name} run")
 
         return playback.run(config)
 

@@ -144,9 +144,14 @@ def run(cfg: EvaluateConfig) -> dict[str, float]:
     else:
         env_fn = env_factory(config.env, kwargs=config.env_kwargs)
         evaluator = Evaluator(
-            env_fn, cfg.episodes, cfg.seed, stream=FIRST_RUN, max_steps=cap, actions=actions
+            env_fn,
+            cfg.episodes,
+            cfg.seed,
+            stream=FIRST_RUN,
+            max_steps=cap,
+            actions=actions,
+            epsilon=agent.draws.epsilon,
         )
-        evaluator.draws.epsilon = agent.draws.epsilon  # a Q-policy's sampled actions
         try:
             say = functools.partial(print, file=sys.stderr, flush=True)
             progress = progress_notes(say, f"{cfg.episodes} episodes of {config.env}")

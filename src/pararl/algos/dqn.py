@@ -13,7 +13,7 @@ import copy
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -240,8 +240,8 @@ class EpsilonGreedy:
         env_steps: int,
         rng: np.random.Generator,
     ) -> Acted:
-        assert isinstance(net, Policy)
-        return net.act(obs, state, first, "sampled", Draws(rng, epsilon=self.schedule(env_steps)))
+        q = cast(Policy, net)  # a `make_net` network; not checked at every step
+        return q.act(obs, state, first, "sampled", Draws(rng, epsilon=self.schedule(env_steps)))
 
 
 class DQNState(ReplayState[DQNLearner]):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 import gymnasium as gym
 import numpy as np
@@ -249,7 +249,6 @@ class ActorCriticState(ReplayState[A]):
         }
 
 
-@runtime_checkable
 class Uniform(Policy, Protocol):
     """An actor that can also act uniformly within its bounds."""
 
@@ -292,10 +291,10 @@ class UniformFirst:
         env_steps: int,
         rng: np.random.Generator,
     ) -> Acted:
-        assert isinstance(net, Uniform)
-        if env_steps < self.random_steps:
-            return Acted(net.uniform(len(obs), rng), state)
-        return net.act(obs, state, first, "sampled", Draws(rng))
+        actor = cast(Uniform, net)  # a `make_net` network; not checked at every step
+        if env_steps < self.random_steps:  # the state is left as it was
+            return Acted(actor.uniform(len(obs), rng), state)
+        return actor.act(obs, state, first, "sampled", Draws(rng))
 
 
 __all__ = [

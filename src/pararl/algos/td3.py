@@ -307,7 +307,7 @@ def load_policy(config: TD3Config, state: dict[str, Any]) -> DeterministicActor:
     low = np.asarray(state["action_low"], np.float32)
     high = np.asarray(state["action_high"], np.float32)
     obs_dim = int(np.prod(state["obs_shape"]))
-    noise = config.exploration_noise if config.exploration_noise is not None else 0.1
+    noise = config.settings.exploration_noise  # a saved config is filled in
     actor = make_actor(obs_dim, len(low), config.hidden, low, high, noise)
     actor.load_state_dict(state["learner"]["actor"])
     return actor

@@ -244,14 +244,18 @@ class RunConfig:
 
 
 def configs() -> dict[str, type[RunConfig]]:
-    """Every algorithm's config class (each subclass of `RunConfig`) by its name, the
-    name `config.json` keeps (`config.saved`)."""
+    """Every algorithm's config class (each subclass of `RunConfig` in this package) by
+    its name, the name `config.json` keeps (`config.saved`). A subclass defined
+    elsewhere (a test's, a user's) never stands in for one of them."""
     found: dict[str, type[RunConfig]] = {}
     todo = list(RunConfig.__subclasses__())
     while todo:
         cls = todo.pop()
         todo += cls.__subclasses__()
-        found[cls.__name__] = cls
+        if not cls.__module__.startswith("pararl.config."):
+            continue
+        if found.setdefault(cls.__name__, cls) is not cls:
+            raise TypeError(f"two algorithm configs are named {cls.__name__}")
     return found
 
 

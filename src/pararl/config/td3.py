@@ -78,7 +78,7 @@ class TD3Config(RunConfig):
             exploration_noise=0.1, eval_every=10_000, checkpoint_every=50_000,
         ),
     }  # fmt: skip
-    # Pendulum-v1: rl-zoo's row (20k steps, 64x64 in its zoo; the noise 0.1 as above)
+    # Pendulum-v1: pararl's own (a short run of the MuJoCo row, 1k random steps first)
     BY_ENV: ClassVar[dict[str, dict[str, Any]]] = {
         "Pendulum-v1": dict(
             total_steps=20_000, learning_starts=1_000, eval_every=1_000,

@@ -126,15 +126,18 @@ def progress_notes(say: Callable[[str], None], what: str) -> ProgressFn:
     return note
 
 
-def action_draws(actions: EvalActions, seed: int, stream: tuple[int, ...]) -> Draws:
-    """The streams sampled evaluations draw from, seeded by the stream
-    `("eval-actions", *stream)` of the run's seed (greedy ones draw nothing)."""
+def action_draws(
+    actions: EvalActions, seed: int, stream: tuple[int, ...], epsilon: float = 0.0
+) -> Draws:
+    """The streams sampled evaluations draw from: numpy's and torch's, the sub-streams
+    0 and 1 of `("eval-actions", *stream)` of the run's seed; `epsilon`: a Q-policy's
+    (greedy ones draw nothing)."""
     import torch  # the evaluations' own torch stream
 
     if actions == "greedy":
-        return Draws()
-    generator = torch.Generator().manual_seed(seeding.integer(seed, "eval-actions", *stream))
-    return Draws(seeding.generator(seed, "eval-actions", *stream), generator)
+        return Draws(epsilon=epsilon)
+    generator = torch.Generator().manual_seed(seeding.integer(seed, "eval-actions", *stream, 1))
+    return Draws(seeding.generator(seed, "eval-actions", *stream, 0), generator, epsilon)
 
 
 def eval_seeds(seed: int, episodes: int, stream: tuple[int, ...] = (), call: int = 0) -> list[int]:
@@ -161,11 +164,13 @@ class Evaluator:
         stream: tuple[int, ...] = (),
         max_steps: int = DEFAULT_EPISODE_CAP,
         actions: EvalActions = "greedy",
+        epsilon: float = 0.0,
     ) -> None:
+        """`epsilon`: a Q-policy's, when its actions are sampled."""
         self.episodes, self.max_steps = episodes, max_steps
         self.seed, self.stream = seed, stream
         self.mode: Mode = actions
-        self.draws = action_draws(actions, seed, stream)
+        self.draws = action_draws(actions, seed, stream, epsilon)
         self.calls = 0
         self.envs = SerialVectorEnv([env_fn] * episodes)
         self._result: Episodes | None = None
@@ -187,7 +192,7 @@ class Evaluator:
             acted = policy.act(obs, state, first, self.mode, self.draws)
             state = acted.state
             obs, reward, term, trunc, _ = self.envs.step(acted.action)
-            first = term | trunc
+            first = np.zeros(self.episodes, bool)  # one episode per env: none starts again
             returns += np.where(running, reward, 0.0)
             lengths += running
             truncated |= running & trunc & ~term

@@ -48,7 +48,7 @@ class TwinQ(nn.Module):
         return h.squeeze(-1)
 
     def critic(self, index: int, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
-        """Critic `index` alone, as a plain MLP would compute it: [B] (tests)."""
+        """Critic `index` alone, as a plain MLP would compute it: [B] (TD3's actor loss: Q_1)."""
         h = torch.cat([obs.flatten(1).float(), action], dim=-1)
         last = len(self.weights) - 1
         for i, (w, b) in enumerate(zip(self.weights, self.biases, strict=True)):

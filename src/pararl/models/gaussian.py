@@ -35,7 +35,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from pararl.models.acting import Acted, Draws, FeedForward, Mode, State
+from pararl.models.acting import Acted, Draws, FeedForward, Mode, State, device_of
 from pararl.models.networks import ActorCritic, mlp
 
 Params = dict[str, torch.Tensor]
@@ -92,11 +92,12 @@ class GaussianMLP(FeedForward, nn.Module):
         """The policy protocol (`models.acting`): the mean, or mean + std * noise with
         the noise drawn from `draws.rng` (numpy's stream, as the sampler draws it)."""
         del first
-        mean, log_std = self(torch.as_tensor(np.asarray(obs, np.float32)))
+        mean, log_std = self(torch.as_tensor(np.asarray(obs, np.float32), device=device_of(self)))
+        mean, std = mean.cpu(), log_std.exp().cpu()
         if mode == "greedy":
             return Acted(mean.numpy(), state)
         noise = draws.numpy.standard_normal(tuple(mean.shape)).astype(np.float32)
-        return Acted((mean + log_std.exp() * torch.from_numpy(noise)).numpy(), state)
+        return Acted((mean + std * torch.from_numpy(noise)).numpy(), state)
 
     def params(self) -> Params:
         """The module's own parameters by name (the meta-parameters)."""

@@ -35,7 +35,8 @@ class Algorithm:
     evaluation: Evaluation | None = None
     # (config, render_mode) -> its env as evaluated (None: the env factory's)
     make_env: Callable[[Any, str | None], Any] | None = None
-    # (agent, task, episodes, steps, seed) -> an agent adapted to a task (meta-RL)
+    # (network, config, task, episodes, steps, seed) -> (the network adapted to the
+    # task, the returns before and after each step): meta-RL
     adapt: Callable[..., Any] | None = None
 
 

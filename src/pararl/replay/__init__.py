@@ -1,4 +1,4 @@
-"""Replay: what off-policy actors (DQN, SAC) hand the learner and what the learner
+"""Replay: what off-policy actors (DQN, SAC, TD3) hand the learner and what the learner
 samples from.
 
 - `nstep`: n-step transitions (`Transitions`: discrete action indices or continuous

@@ -1,4 +1,4 @@
-"""The replay memory an off-policy run (DQN, SAC) learns from, chosen from its
+"""The replay memory an off-policy run (DQN, SAC, TD3) learns from, chosen from its
 observations: each frame stored once when they are stacked `uint8` images, whole
 observations otherwise; prioritized sampling over either on request."""
 

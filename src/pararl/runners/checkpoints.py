@@ -2,7 +2,7 @@
 
 `checkpoints/` holds `best` (the best evaluated weights), `final` or `interrupted`
 (how the run ended), `step_N` (every `--checkpoint-every` env steps), `latest`
-(every `--checkpoint-every-s` seconds, replaced each time) and, for DQN and SAC, `replay.pt`.
+(every `--checkpoint-every-s` seconds, replaced each time) and, for DQN, SAC and TD3, `replay.pt`.
 
 A replay memory is the bulk of a DQN run's state (an Atari one is 0.7 GB), so it is
 written once, to `replay.pt`, and only with the checkpoint a resume needs it for:

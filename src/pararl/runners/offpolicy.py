@@ -1,4 +1,4 @@
-"""The off-policy learner loop, one for DQN and SAC (the multi-process DQN post's
+"""The off-policy learner loop, one for DQN, SAC and TD3 (the multi-process DQN post's
 actors + one learner, README's Sources):
 
     while not done:
@@ -23,7 +23,7 @@ within a bound: the learner never runs ahead of the data it has taken (an update
 made only when due), and takes new data only once it has caught up, so it is behind
 by at most the updates one turn's chunks allow: ratio x (serial/sync: the envs of one
 vector step; async: actors x one chunk, `CHUNK_UPDATES` updates' worth: 256
-transitions at DQN's quarter update per step, 64 at MinAtar DQN's and SAC's one;
+transitions at DQN's quarter update per step, 64 at MinAtar DQN's, SAC's and TD3's one;
 Ray: 2 x actors x twice that). Actors wait on full outboxes beyond that (back-pressure);
 nothing is dropped. `updates_behind` in the metrics is the lag at each log line.
 """
@@ -95,7 +95,7 @@ class Learner(Protocol):
 
 
 class Learning(Protocol):
-    """The learner's side of the loop: what DQN's and SAC's run states share."""
+    """The learner's side of the loop: what DQN's, SAC's and TD3's run states share."""
 
     config: Any  # a RunConfig with the off-policy fields (mode, sync_every, ...)
     settings: Any  # the kind-dependent fields: replay_ratio, n_step, gamma, ...
@@ -194,7 +194,7 @@ def local_source(
 def chunk_for(replay_ratio: float) -> int:
     """Transitions in an actor process's chunk: `CHUNK_UPDATES` updates' worth at the
     run's replay ratio (256 at a quarter of an update per env step, DQN's on vectors and
-    Atari frames; 64 at one, MinAtar DQN's and SAC's), so that the data trails the
+    Atari frames; 64 at one, MinAtar DQN's, SAC's and TD3's), so that the data trails the
     learner by about as many updates whatever the ratio. An actor fills both outbox
     slots and waits: it acts up to three chunks' updates behind the learner, ~200.
     Without a ratio (`--replay-ratio 0`), `CHUNK_TRANSITIONS`."""

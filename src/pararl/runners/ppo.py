@@ -111,7 +111,9 @@ def run_local(
     )
     try:
         seeds = seeding.env_seeds(cfg.seed, num_envs, "env", 0, 0, state.env_steps)
-        stream = EnvStream.start(envs.reset(seed=seeds)[0], state.rollout_spec.gamma)
+        stream = EnvStream.start(
+            envs.reset(seed=seeds)[0], state.rollout_spec.gamma, state.actor.initial_state(num_envs)
+        )
 
         def next_rollout() -> dict[str, np.ndarray]:
             return collect(state.actor, state.rollout_spec, envs, stream, session.record_episodes)

@@ -1,4 +1,4 @@
-"""Actor processes of the off-policy learners (DQN, SAC): each steps a batch of envs
+"""Actor processes of the off-policy learners (DQN, SAC, TD3): each steps a batch of envs
 with its own CPU copy of the acting network, builds n-step transitions, and hands
 them to the learner in chunks through a two-slot shared-memory outbox. Only slot
 numbers and counts travel on the pipe. It samples through a `ChunkSampler`

@@ -1,4 +1,4 @@
-"""Off-policy actor processes (DQN, SAC) as a `ChunkSource`: each actor
+"""Off-policy actor processes (DQN, SAC, TD3) as a `ChunkSource`: each actor
 (`samplers.chunks.actor`) steps its envs with its own CPU copy of the acting network
 and hands chunks of transitions over through a two-slot shared-memory outbox;
 weights come back through shared memory (`weights.shared`). Only slot numbers,

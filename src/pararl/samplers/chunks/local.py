@@ -1,5 +1,5 @@
 """Acting in this process as a `ChunkSource`: the serial and sync modes of the
-off-policy learners (DQN, SAC).
+off-policy learners (DQN, SAC, TD3).
 
 The same `ChunkSampler` as an actor process, over a vector env this process holds
 (`SerialVectorEnv`, or `ParallelVectorEnv` whose workers step the envs), acting
@@ -7,7 +7,7 @@ with the learner's own acting network (Q-network, SAC's actor) when it is on the
 CPU (or a CPU copy refreshed at each publication; or, with `--acting-lag`, a copy
 that trails the learner by that many updates, as an async actor does). A chunk is
 one vector step, so the learner loop alternates one step of every env with the
-updates the replay ratio allows, as in the DQN and SAC papers.
+updates the replay ratio allows, as in the DQN, SAC and TD3 papers.
 """
 
 from __future__ import annotations

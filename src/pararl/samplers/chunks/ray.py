@@ -1,4 +1,4 @@
-"""Off-policy learning (DQN, SAC) on Ray: actors that act and return chunks of n-step
+"""Off-policy learning (DQN, SAC, TD3) on Ray: actors that act and return chunks of n-step
 transitions through the object store, and the pool the learner loop takes them from
 (a `ChunkSource`).
 
@@ -45,7 +45,7 @@ class ChunkActor:
 
     def sample(self, weights: list[Any], version: int, env_steps: int) -> tuple[Payload, Chunk]:
         """One chunk acted with weights `version`; `env_steps` (the run's count when
-        the request was sent) sets the exploration (epsilon, SAC's random phase)."""
+        the request was sent) sets the exploration (epsilon, the uniform first steps)."""
         self.weights.refresh(self.sampler.net, weights, version)
         batch, returns, busy = self.sampler.sample(lambda: env_steps)
         steps = self.sampler.env_steps_per_chunk

@@ -1,4 +1,4 @@
-"""The acting half of every off-policy actor (DQN, SAC), whatever carries its chunks:
+"""The acting half of every off-policy actor (DQN, SAC, TD3), whatever carries its chunks:
 `ActorSpec` (everything an actor needs, picklable) and `ChunkSampler`, which steps a
 vector env with the acting network as the spec's `ActingPolicy` says and hands out
 n-step transitions (or, for stacked frames, each new frame once) in chunks. Actor
@@ -102,12 +102,14 @@ class ChunkSampler:
         assert isinstance(self.net, Policy)
         self.state = self.net.initial_state(spec.num_envs)
         self.first = np.ones(spec.num_envs, bool)
+        # NEXT_STEP autoreset: the step after an episode's end returns its first obs
+        self._ended = np.zeros(spec.num_envs, bool)
 
     def sample(
         self, env_steps: Callable[[], int], every_step: Callable[[int], None] = lambda _: None
     ) -> tuple[Payload, list[float], float]:
         """One chunk: (its payload, returns of episodes that ended, seconds it took).
-        `env_steps` reads the run's step count (epsilon, SAC's random phase);
+        `env_steps` reads the run's step count (epsilon, the uniform first steps);
         `every_step` is called with this actor's vector-step count after each step."""
         start, parts, returns = time.monotonic(), [], []
         policy = self.spec.policy
@@ -115,7 +117,7 @@ class ChunkSampler:
             acted = policy.act(self.net, self.obs, self.state, self.first, env_steps(), self.rng)
             actions, self.state = acted.action, acted.state
             next_obs, reward, term, trunc, infos = self.envs.step(actions)
-            self.first = term | trunc
+            self.first, self._ended = self._ended, term | trunc
             if self.frames is not None:
                 self.frames.add(self.obs, actions, reward, next_obs, term, trunc)
             else:

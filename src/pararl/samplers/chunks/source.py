@@ -1,4 +1,4 @@
-"""The interface between off-policy acting and learning (DQN, SAC): chunks of
+"""The interface between off-policy acting and learning (DQN, SAC, TD3): chunks of
 n-step transitions.
 
 Every way of acting — in this process on a vector env (`samplers.chunks.local`), in actor

@@ -63,7 +63,7 @@ class PPOActor:
         ] * cfg.envs_per_worker
         self.envs = SerialVectorEnv(fns, autoreset_mode="SameStep")
         obs, _ = self.envs.reset(seed=seeding.env_seeds(seed, len(fns), "env", *path))
-        self.stream = EnvStream.start(obs, spec.gamma)
+        self.stream = EnvStream.start(obs, spec.gamma, self.actor.initial_state(len(fns)))
         self.weights = RayReceiver()
 
     def rollout(self, weights: list[Any], version: int) -> Segment:
