@@ -18,15 +18,15 @@ pytest.importorskip("stable_baselines3")
 @pytest.mark.slow
 def test_quick_runs_both_systems(bench: Callable[..., dict[str, Any]], tmp_path: Path) -> None:
     data = bench(
-        "td3", "--quick", "--budget", "600", "--learning-starts", "300", "--eval-every", "300"
+        "td3", "--quick", "--budget", "400", "--learning-starts", "300", "--eval-every", "200"
     )  # fmt: skip
     runs = data["results"]["runs"]
     assert [r["system"] for r in runs] == ["pararl", "sb3"]
     for run in runs:
         assert run["ok"], run["note"]
-        assert run["env_steps"] >= 600
+        assert run["env_steps"] >= 400
     pararl, sb3_run = runs
-    assert sb3_run["updates"] == 600 - 300  # one update per env step after the random ones
-    assert 600 - 300 - 64 <= pararl["updates"] <= pararl["env_steps"] - 300
+    assert sb3_run["updates"] == 400 - 300  # one update per env step after the random ones
+    assert 0 < pararl["updates"] <= pararl["env_steps"] - 300
     assert (tmp_path / "bench_td3.png").read_bytes().startswith(PNG)
     assert "HalfCheetah pararl TD3 (async): final" in data["key_ratios"]
