@@ -14,11 +14,12 @@ import pytest
 import torch
 
 from pararl.algos.offpolicy import UniformFirst
-from pararl.algos.td3 import TD3Learner, check_spaces, make_actor
+from pararl.algos.td3 import TD3Learner, check_spaces
 from pararl.config.td3 import TD3Config
 from pararl.errors import UsageError
 from pararl.models import TwinQ
 from pararl.models.acting import Draws
+from pararl.models.deterministic import make_actor
 from pararl.replay.nstep import Transitions
 
 CPU = torch.device("cpu")

@@ -1,8 +1,9 @@
 """Every network: MLP bodies, the Q-network and the actor-critic (`networks`) with
 the normalisation statistics they carry (`normalize`), image trunks (`cnn`), a run's
 networks built from `--model` (`build`), the Gaussian policies of MAML and the
-multi-task sampler (`gaussian`), and SAC's tanh-squashed Gaussian actor (`squashed`)
-and twin Q(s, a) critics (`critics`)."""
+multi-task sampler (`gaussian`), SAC's tanh-squashed Gaussian actor (`squashed`),
+TD3's deterministic actor (`deterministic`), their twin Q(s, a) critics (`critics`),
+and the one acting call they all answer (`acting`)."""
 
 from pararl.models.build import actor_critic, q_network
 from pararl.models.critics import TwinQ

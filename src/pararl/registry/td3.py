@@ -17,22 +17,11 @@ def train(config: TD3Config, **kwargs: Any) -> Any:
 
 
 def plan(p: Any) -> Any:
-    """A TD3 run on the off-policy engine: its state, on the device asked for."""
-    from pararl.algos.fused import resolve_step_mode
+    """A TD3 run on the off-policy engine (serial, sync, async, Ray)."""
     from pararl.algos.td3 import METRICS, TD3State
-    from pararl.devices import resolve_device
-    from pararl.models import num_params
-    from pararl.runners import offpolicy
+    from pararl.runners.offpolicy import plan_actor_critic
 
-    cfg: TD3Config = p.config
-    device = resolve_device(cfg.device)
-    mode = offpolicy.resolve_mode(cfg)
-    step_mode = resolve_step_mode(cfg.compile, device)
-    state = TD3State(
-        p.filled, p.observation_space, p.action_space, device, p.resume_state, step_mode
-    )
-    params = num_params(state.learner.actor) + num_params(state.learner.critic)
-    return offpolicy.plan(p, state, "TD3", mode, METRICS, params)
+    return plan_actor_critic(p, TD3State, "TD3", METRICS)
 
 
 def policy(config: TD3Config, checkpoint: dict[str, Any]) -> Any:

@@ -38,10 +38,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from pararl.algos.fused import FusedSteps
+from pararl.algos.fused import FusedSteps, resolve_step_mode
+from pararl.algos.fused import Mode as StepMode
 from pararl.config import RunConfig
+from pararl.devices import resolve_device
 from pararl.envs.make import env_factory
 from pararl.errors import UsageError
+from pararl.models import num_params
 from pararl.mp.threads import (
     AdaptiveThreads,
     held,
@@ -354,6 +357,34 @@ def start_notes(state: Learning, resumed: bool) -> tuple[str, ...]:
             "learns again"
         )
     return tuple(notes)
+
+
+# (filled config, observation space, action space, device, resumed state, step mode)
+StateFactory = Callable[[Any, Any, Any, torch.device, Any, StepMode], Learning]
+CompilePays = Callable[[Any, str, torch.device], bool]
+
+
+def plan_actor_critic(
+    p: Prepared,
+    make_state: StateFactory,
+    name: str,
+    metrics: tuple[str, ...],
+    compile_pays: CompilePays | None = None,
+) -> Plan:
+    """A run of an actor-critic learner on this engine (SAC, TD3): its device and
+    mode, its step mode (`--compile auto` compiles where `compile_pays` says so), its
+    state, and the threads its actor's and critics' parameters call for."""
+    cfg = p.config
+    device = resolve_device(cfg.device)
+    mode = resolve_mode(cfg)
+    pays = compile_pays is not None and compile_pays(cfg, mode, device)
+    step_mode = resolve_step_mode(cfg.compile, device, pays)
+    state = make_state(
+        p.filled, p.observation_space, p.action_space, device, p.resume_state, step_mode
+    )
+    learner: Any = state.learner
+    params = num_params(learner.actor) + num_params(learner.critic)
+    return plan(p, state, name, mode, metrics, params)
 
 
 def plan(
