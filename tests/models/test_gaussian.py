@@ -39,7 +39,9 @@ def test_act_tasks_equals_each_rows_own_forward_pass() -> None:
         want = -(0.5 * noise[i] ** 2 + log_std.numpy() + 0.5 * np.log(2 * np.pi)).sum()
         assert log_probs[i] == pytest.approx(want, rel=1e-5)
     policy.set_task_params(None)  # back to the meta-parameters for every row
-    np.testing.assert_allclose(policy.act_tasks(obs, noise, tasks)[0], policy.act(obs, noise)[0])
+    np.testing.assert_allclose(
+        policy.act_tasks(obs, noise, tasks)[0], policy.with_noise(obs, noise)[0]
+    )
     policy.set_task_params({n: torch.stack([p[n] for p in params[:2]]) for n in params[0]})
     with pytest.raises(ValueError, match="no parameters"):
         policy.act_tasks(obs, noise, tasks)

@@ -11,9 +11,11 @@ through `torch.func.functional_call`, or a set per task stacked along a first ax
 through `forward_tasks`, so the same module runs the meta-parameters or any task's
 adapted parameters.
 
-Acting policies (`NoisePolicy`) give actions mean(obs) + std * noise: the sampler
-passes the noise in (drawn per env, per step, from the sample seed), so a policy
-itself is deterministic. `MLPGaussianPolicy` runs the actor of an `ActorCritic`;
+The multi-task sampler's policies (`NoisePolicy`) give actions mean(obs) + std *
+noise through `with_noise`: the sampler passes the noise in (drawn per env, per step,
+from the sample seed), so a policy itself is deterministic. (This is the sampler's own
+call, batched by task; `GaussianMLP.act` is the acting call every policy has,
+`models.acting`.) `MLPGaussianPolicy` runs the actor of an `ActorCritic`;
 BLAS kernels may round a row differently for different batch sizes, so its actions
 agree across recv policies to float rounding. `LinearGaussianPolicy` computes every
 row on its own with NumPy and is bit-for-bit independent of the batch (the
@@ -126,7 +128,7 @@ class GaussianMLP(FeedForward, nn.Module):
 class NoisePolicy(Protocol):
     action_dim: int
 
-    def act(self, obs: np.ndarray, noise: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def with_noise(self, obs: np.ndarray, noise: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Actions [B, action_dim] and their log-probabilities [B] for `obs` [B, ...]."""
 
 
@@ -155,7 +157,7 @@ class MLPGaussianPolicy:
         self.hidden = tuple(hidden)
 
     @torch.no_grad()
-    def act(self, obs: np.ndarray, noise: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def with_noise(self, obs: np.ndarray, noise: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         mean = self.model.actor(torch.from_numpy(np.asarray(obs, np.float32))).numpy()
         log_std = self.model.log_std.numpy()
         actions = (mean + np.exp(log_std) * noise).astype(np.float32)
@@ -172,7 +174,7 @@ class LinearGaussianPolicy:
         self.log_std = np.full(action_dim, log_std)
         self.action_dim = action_dim
 
-    def act(self, obs: np.ndarray, noise: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def with_noise(self, obs: np.ndarray, noise: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         flat = np.asarray(obs, np.float64).reshape(len(obs), -1)
         # Elementwise product and a sum over one axis: the same operations, in the
         # same order, for a row whatever the batch (no BLAS blocking).
@@ -203,7 +205,7 @@ class TaskPolicy:
         return 0 if self._stacked is None else len(next(iter(self._stacked.values())))
 
     @torch.no_grad()
-    def act(self, obs: np.ndarray, noise: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def with_noise(self, obs: np.ndarray, noise: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Every row with the meta-parameters."""
         mean, log_std = self.model(torch.from_numpy(np.asarray(obs, np.float32)))
         return self._sample(mean.numpy(), log_std.numpy(), noise)
@@ -214,7 +216,7 @@ class TaskPolicy:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Row i with the parameters of task `tasks[i]` (see the module docstring)."""
         if self._stacked is None:
-            return self.act(obs, noise)
+            return self.with_noise(obs, noise)
         if tasks.max() >= self.num_task_params:
             raise ValueError(
                 f"task {int(tasks.max())} has no parameters ({self.num_task_params} set)"

@@ -50,5 +50,5 @@ class GoalSeeker:
     def __init__(self, target: tuple[float, float]) -> None:
         self.target = np.asarray(target)
 
-    def act(self, obs: np.ndarray, noise: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def with_noise(self, obs: np.ndarray, noise: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return (self.target - obs).astype(np.float32), np.zeros(len(obs), np.float32)

@@ -245,7 +245,7 @@ class MultiTaskSampler:
         """The policy's actions for the envs `ids` (with their tasks, if it takes them)."""
         act_tasks = getattr(self.policy, "act_tasks", None)
         if act_tasks is None:
-            return self.policy.act(obs, noise)
+            return self.policy.with_noise(obs, noise)
         return act_tasks(obs, noise, self._task_of[ids])
 
     def _forward_cost(self, obs: np.ndarray) -> Any:
@@ -257,7 +257,7 @@ class MultiTaskSampler:
             times = []
             for _ in range(4):
                 t0 = time.perf_counter()
-                self.policy.act(rows, noise)
+                self.policy.with_noise(rows, noise)
                 times.append(time.perf_counter() - t0)
             return float(np.median(times[1:]))
 
