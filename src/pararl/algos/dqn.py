@@ -22,7 +22,7 @@ import torch.nn.functional as F  # noqa: N812 - the usual name
 from torch import nn
 
 from pararl import seeding
-from pararl.algos.fused import FusedSteps, Mode, resolve_step_mode
+from pararl.algos.fused import FusedSteps, StepMode, resolve_step_mode
 from pararl.algos.offpolicy import ReplayState
 from pararl.config import DQNConfig, Filled
 from pararl.errors import UsageError
@@ -49,7 +49,7 @@ class DQNLearner:
     (`step_mode`, `pararl.algos.fused`): the same math either way."""
 
     def __init__(
-        self, q: QNetwork, config: DQNConfig, device: torch.device, step_mode: Mode = "eager"
+        self, q: QNetwork, config: DQNConfig, device: torch.device, step_mode: StepMode = "eager"
     ) -> None:
         self.config, self.settings = config, config.settings
         self.device = device

@@ -36,9 +36,9 @@ import torch
 # "aot_eager" (the same graph capture and autograd, without generating kernels), which
 # takes seconds where inductor takes tens of them on a small CPU
 BACKEND = "inductor"
-Mode = Literal["eager", "compile", "graph", "compile+graph"]
+StepMode = Literal["eager", "compile", "graph", "compile+graph"]
 K = TypeVar("K")  # what tells a learner's step variants apart
-MODES: tuple[Mode, ...] = get_args(Mode)
+MODES: tuple[StepMode, ...] = get_args(StepMode)
 StepFn = Callable[..., tuple[torch.Tensor, ...]]
 
 
@@ -47,7 +47,7 @@ class FusedStep:
     CUDA graph (`mode`). `setup_s`: the seconds the first calls took beyond a plain
     step (compiling, recording), so that a benchmark can keep them apart."""
 
-    def __init__(self, fn: StepFn, mode: Mode, device: torch.device, warmup: int = 3) -> None:
+    def __init__(self, fn: StepFn, mode: StepMode, device: torch.device, warmup: int = 3) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown step mode {mode!r}; one of {', '.join(MODES)}")
         if "graph" in mode and device.type != "cuda":
@@ -107,7 +107,7 @@ class FusedSteps(Generic[K]):
     """A learner's fused steps, one per variant of its update (with importance weights
     or not, ...), each made at its first use, in `mode` on `device`."""
 
-    def __init__(self, mode: Mode, device: torch.device) -> None:
+    def __init__(self, mode: StepMode, device: torch.device) -> None:
         self.mode, self.device = mode, device
         self._steps: dict[K, FusedStep] = {}
 
@@ -156,7 +156,7 @@ def program_boundary() -> None:
         dynamo.graph_break()
 
 
-def resolve_step_mode(setting: str, device: torch.device, compile_pays: bool = False) -> Mode:
+def resolve_step_mode(setting: str, device: torch.device, compile_pays: bool = False) -> StepMode:
     """The step mode for `--compile auto|on|off` on `device`: `off` runs the step as
     written; `on` compiles it, and on a GPU also records it; `auto` compiles it only
     where the algorithm says compiling repays its cost at the run's budget
@@ -178,8 +178,8 @@ __all__ = [
     "MODES",
     "FusedStep",
     "FusedSteps",
-    "Mode",
     "StepFn",
+    "StepMode",
     "program_boundary",
     "resolve_step_mode",
 ]

@@ -17,7 +17,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from pararl.algos.fused import FusedSteps, Mode
+from pararl.algos.fused import FusedSteps, StepMode
 from pararl.checkpoint import Header
 from pararl.config import PPOConfig
 from pararl.errors import UsageError
@@ -55,7 +55,7 @@ class PPOLearner:
         hyper: PPOHyper,
         lr: float,
         device: torch.device,
-        step_mode: Mode = "eager",
+        step_mode: StepMode = "eager",
     ) -> None:
         self.model = model.to(device)
         self.hyper, self.device, self.lr = hyper, device, lr

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from pararl.algos.fused import FusedSteps, Mode, program_boundary
+from pararl.algos.fused import FusedSteps, StepMode, program_boundary
 from pararl.algos.offpolicy import ActorCriticState, check_box_actions
 from pararl.config import Filled, SACConfig
 from pararl.models import SquashedGaussianActor, TwinQ, squashed_actor
@@ -50,7 +50,7 @@ class SACLearner:
         critic: TwinQ,
         config: SACConfig,
         device: torch.device,
-        step_mode: Mode = "eager",
+        step_mode: StepMode = "eager",
         noise_seed: int = 0,
     ) -> None:
         self.config, self.settings = config, config.settings
@@ -261,7 +261,7 @@ class SACState(ActorCriticState[SACLearner]):
         action_space: gym.Space,
         device: torch.device,
         resume_state: dict[str, Any] | None = None,
-        step_mode: Mode = "eager",
+        step_mode: StepMode = "eager",
     ) -> None:
         """`step_mode`: how the gradient step runs (`algos.fused`; the run decides,
         e.g. by `compile_pays`)."""

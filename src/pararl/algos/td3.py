@@ -27,7 +27,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from pararl.algos.fused import FusedSteps, Mode, program_boundary
+from pararl.algos.fused import FusedSteps, StepMode, program_boundary
 from pararl.algos.offpolicy import ActorCriticState, check_box_actions
 from pararl.config import Filled
 from pararl.config.td3 import TD3Config
@@ -52,7 +52,7 @@ class TD3Learner:
         critic: TwinQ,
         config: TD3Config,
         device: torch.device,
-        step_mode: Mode = "eager",
+        step_mode: StepMode = "eager",
         noise_seed: int = 0,
     ) -> None:
         self.config, self.settings = config, config.settings
@@ -214,7 +214,7 @@ class TD3State(ActorCriticState[TD3Learner]):
         action_space: gym.Space,
         device: torch.device,
         resume_state: dict[str, Any] | None = None,
-        step_mode: Mode = "eager",
+        step_mode: StepMode = "eager",
     ) -> None:
         cfg = filled.config
         check_spaces(cfg, observation_space, action_space)

@@ -38,8 +38,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from pararl.algos.fused import FusedSteps, resolve_step_mode
-from pararl.algos.fused import Mode as StepMode
+from pararl.algos.fused import FusedSteps, StepMode, resolve_step_mode
 from pararl.config import RunConfig
 from pararl.devices import resolve_device
 from pararl.envs.make import env_factory
