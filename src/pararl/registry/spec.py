@@ -10,9 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pararl.config import EvaluateConfig, RunConfig
+
+if TYPE_CHECKING:  # torch's side: imported only when a spec's functions run
+    from torch import nn
+
+    from pararl.runners.session import TrainSession
 
 Evaluation = Callable[[EvaluateConfig, Callable[..., None]], dict[str, float]]
 
@@ -25,10 +30,10 @@ class Algorithm:
     name: str  # `pararl train NAME`
     help: str  # its line in `pararl --help`
     config: type[RunConfig]
-    # (config, **kwargs) -> the finished TrainSession (None on an averaging rank > 0)
-    train: Callable[..., Any]
-    # (config, checkpoint) -> its policy (`models.acting.Policy`), on the CPU
-    policy: Callable[[Any, dict[str, Any]], Any]
+    # (config, **kwargs) -> the finished session (None on an averaging rank > 0)
+    train: Callable[..., TrainSession | None]
+    # (config, checkpoint) -> its network, which acts through `models.acting.Policy`
+    policy: Callable[[Any, dict[str, Any]], nn.Module]
     # a `sampled` action's epsilon when the policy is a Q-network (the agent's)
     sampled_epsilon: Callable[[Any], float] = lambda config: 0.0
     # its own `pararl evaluate` (None: episodes of its policy)

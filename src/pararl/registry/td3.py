@@ -3,10 +3,13 @@ it acts with its deterministic actor (plus Gaussian noise while it explores)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pararl.config.td3 import TD3Config
 from pararl.registry.spec import Algorithm
+
+if TYPE_CHECKING:
+    from pararl.runners.setup import Plan, Prepared
 
 
 def train(config: TD3Config, **kwargs: Any) -> Any:
@@ -16,7 +19,7 @@ def train(config: TD3Config, **kwargs: Any) -> Any:
     return compose(config, "td3", check_spaces, plan, **kwargs)
 
 
-def plan(p: Any) -> Any:
+def plan(p: Prepared) -> Plan:
     """A TD3 run on the off-policy engine (serial, sync, async, Ray)."""
     from pararl.algos.td3 import METRICS, TD3State
     from pararl.runners.offpolicy import plan_actor_critic
