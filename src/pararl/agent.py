@@ -59,7 +59,6 @@ class Agent:
         self._state = {k: v for k, v in state.items() if k not in ("learner", "replay")}
         # for `act(..., deterministic=False)`: the streams `pararl evaluate` draws from
         self.draws = action_draws("sampled", seed, (0,), self.algorithm.sampled_epsilon(config))
-        self.seed = seed
         self.policy_state: Any = None  # what a policy with memory carries between calls
         self._first: np.ndarray | None = None  # episodes start at the next call
         self.task: Any = None  # MAML: the task this agent was adapted to (None: meta-policy)

@@ -187,12 +187,13 @@ class Evaluator:
         truncated = np.zeros(self.episodes, bool)
         running = np.ones(self.episodes, dtype=bool)
         state, first = policy.initial_state(self.episodes), starts(self.episodes)
+        none_starts = np.zeros(self.episodes, bool)  # one episode per env: none starts again
         next_report = time.monotonic() + PROGRESS_EVERY_S
         for step in range(1, self.max_steps + 1):
             acted = policy.act(obs, state, first, self.mode, self.draws)
             state = acted.state
             obs, reward, term, trunc, _ = self.envs.step(acted.action)
-            first = np.zeros(self.episodes, bool)  # one episode per env: none starts again
+            first = none_starts
             returns += np.where(running, reward, 0.0)
             lengths += running
             truncated |= running & trunc & ~term
