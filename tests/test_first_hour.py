@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import torch
 
+from pararl import checkpoint
 from pararl.logging.console import Console
 from pararl.mp.topology import physical_cores
 from tests.procs import alive_after, interrupt_training, new_shm_entries, shm_entries
@@ -30,7 +31,7 @@ TINY = [
 
 
 def steps_of(path: Path) -> int:
-    return int(torch.load(path, weights_only=False)["env_steps"])
+    return int(checkpoint.load(path)["env_steps"])
 
 
 def metric_steps(run: Path) -> list[tuple[int, int]]:

@@ -154,10 +154,15 @@ class Agent:
         return agent
 
 
-def load(run_dir: str | Path, checkpoint: str = "best", seed: int = 0) -> Agent:
+def load(
+    run_dir: str | Path, checkpoint: str = "best", seed: int = 0, trust_checkpoint: bool = False
+) -> Agent:
     """The agent saved in `run_dir` (a `pararl train` run directory) at `checkpoint`
     (best, final, interrupted, latest, step_N). A `module:EnvId` run imports its
-    module as training did (from the working directory, or where the run found it)."""
+    module as training did (from the working directory, or where the run found it),
+    after saying which file that is. The checkpoint is read weights-only;
+    `trust_checkpoint` unpickles one the weights-only loader refuses (a file from an
+    earlier pararl version), which runs any code it holds: only for a trusted file."""
     run = RunDir(Path(run_dir))
     if not run.config.is_file():
         raise UsageError(
@@ -167,7 +172,7 @@ def load(run_dir: str | Path, checkpoint: str = "best", seed: int = 0) -> Agent:
     config = saved_config(run.root)
     if split_env_id(config.env)[0] is not None:
         found = saved_facts(run.root).get("env_module_dir")
-        check_env_id(config.env, [found] if found else [])
+        check_env_id(config.env, [found] if found else [], named_by=run.root)
     path = run.checkpoint(checkpoint)
     if not path.is_file():
         names = sorted(p.stem for p in run.checkpoints.glob("*.pt") if p.stem != "replay")
@@ -175,8 +180,9 @@ def load(run_dir: str | Path, checkpoint: str = "best", seed: int = 0) -> Agent:
             f"{run.root} has no checkpoint '{checkpoint}'"
             + (f"; it has {', '.join(names)}" if names else " (no checkpoints/ yet)")
         )
-    state = ckpt.load(path)
-    return Agent(config, algorithm_of(config).policy(config, state), state, path, seed)
+    algo = algorithm_of(config)
+    state = ckpt.load(path, trust_checkpoint, algo.name)
+    return Agent(config, algo.policy(config, state), state, path, seed)
 
 
 __all__ = ["Agent", "load"]

@@ -1,17 +1,40 @@
 """Checkpoints: one header for every algorithm's, written atomically (temp file +
-rename), read with a clear error."""
+rename), read weights-only, with a clear error.
+
+A checkpoint holds tensors, numbers, strings, and lists, tuples and dicts of them,
+so `torch.load(weights_only=True)` reads it, and reading one cannot run code: a
+shared run directory is data, not a program. The one other thing states hold,
+numpy arrays (replay memories, action bounds), is stored as a tensor under
+`NDARRAY` and given back as an array. A file the weights-only loader refuses (one
+written before pararl loaded checkpoints weights-only, or not by pararl) is refused
+with what to do; `trust=True` (`--trust-checkpoint`) unpickles it the old
+way, after a warning, for a file whose source the user trusts.
+
+`torch.load` over safetensors: optimizer states, counters and nested dicts go
+through it as they are, in the file format checkpoints always had; safetensors
+would need them flattened beside a JSON file, for the same load time
+(BENCHMARKS.md, "Checkpoints").
+"""
 
 from __future__ import annotations
 
 import os
+import pickle
+import re
+import sys
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from pararl.errors import UsageError
+
+NDARRAY = "__ndarray__"  # the key of a dict that stands for a numpy array
+TRUST_FLAG = "--trust-checkpoint"
 
 
 @dataclass(frozen=True)
@@ -47,13 +70,54 @@ class Header:
         )
 
 
+def encode(value: Any, where: str = "state") -> Any:
+    """`value` in the forms the weights-only loader takes: numpy arrays become
+    `{NDARRAY: tensor}` (sharing memory: no copy of a contiguous replay memory),
+    numpy scalars Python numbers. Anything else that is not a tensor, number, string,
+    None, list, tuple or dict is a TypeError naming where it is: a state must not
+    need code to be read back."""
+    if isinstance(value, torch.Tensor | str | bool | int | float | None):
+        return value
+    if isinstance(value, np.ndarray):
+        if value.dtype == object:
+            raise TypeError(f"{where} is a numpy array of Python objects; store numbers")
+        return {NDARRAY: torch.from_numpy(np.ascontiguousarray(value))}
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Mapping):
+        if NDARRAY in value:
+            raise TypeError(f"{where} has the key {NDARRAY!r}, which checkpoints reserve")
+        return {k: encode(v, f"{where}[{k!r}]") for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        items = [encode(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return items if isinstance(value, list) else tuple(items)
+    raise TypeError(
+        f"{where} is a {type(value).__qualname__}, which a weights-only checkpoint cannot "
+        "hold; store tensors, numbers, strings, and lists or dicts of them"
+    )
+
+
+def decode(value: Any) -> Any:
+    """What `encode` made, back: `{NDARRAY: tensor}` is a numpy array again."""
+    if isinstance(value, dict):
+        if len(value) == 1 and NDARRAY in value:
+            return value[NDARRAY].numpy()
+        return {k: decode(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [decode(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(decode(v) for v in value)
+    return value
+
+
 def save(path: Path, state: dict[str, Any]) -> None:
     """Write `state` to `path` so that a crash mid-write never leaves a broken file."""
+    encoded = encode(state)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            torch.save(state, f)
+            torch.save(encoded, f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -62,21 +126,56 @@ def save(path: Path, state: dict[str, Any]) -> None:
         raise
 
 
-def load(path: Path) -> dict[str, Any]:
+def _corrupt(path: Path, exc: Exception) -> UsageError:
+    return UsageError(
+        f"checkpoint {path} is corrupt or unreadable ({type(exc).__name__}); "
+        "use another checkpoint of the run (checkpoints/) or retrain"
+    )
+
+
+def _refused(path: Path, exc: pickle.UnpicklingError) -> UsageError:
+    """The weights-only loader refused `path`: what it found, and what to do."""
+    found = re.search(r"GLOBAL ([\w.]+)", str(exc))
+    what = f"the Python object {found.group(1)}" if found else "Python objects"
+    return UsageError(
+        f"checkpoint {path} holds {what}, which pararl does not load: unpickling it could "
+        "run any code (a checkpoint of an earlier pararl version holds numpy arrays so); "
+        f"if you trust where the file came from, pass {TRUST_FLAG} "
+        "(pararl.load(..., trust_checkpoint=True)) to load it the old way"
+    )
+
+
+def load(path: Path, trust: bool = False, algo: str | None = None) -> dict[str, Any]:
+    """The state saved at `path`, read weights-only; `trust` unpickles it instead (a
+    file from an earlier pararl version or another trusted source), with a warning.
+    `algo`: the algorithm the caller reads it as (another algorithm's is refused)."""
     if not path.is_file():
         raise UsageError(
             f"no checkpoint at {path}; pass a run directory that holds "
             "checkpoints/ (from pararl train)"
         )
+    if trust:
+        print(
+            f"pararl: warning: {TRUST_FLAG}: unpickling {path}, which runs any code it "
+            "holds; do this only with a file whose source you trust",
+            file=sys.stderr,
+        )
     try:
-        state = torch.load(path, map_location="cpu", weights_only=False)
+        state = torch.load(path, map_location="cpu", weights_only=not trust)
+    except pickle.UnpicklingError as exc:
+        if not trust and "GLOBAL" in str(exc):  # a pickle that names Python code
+            raise _refused(path, exc) from exc
+        raise _corrupt(path, exc) from exc
     except Exception as exc:
-        raise UsageError(
-            f"checkpoint {path} is corrupt or unreadable ({type(exc).__name__}); "
-            "use another checkpoint of the run (checkpoints/) or retrain"
-        ) from exc
+        raise _corrupt(path, exc) from exc
     if not isinstance(state, dict) or "format" not in state:
         raise UsageError(
             f"{path} is not a pararl checkpoint; use a file from a run's checkpoints/ directory"
         )
-    return state
+    saved = Header.of(state).algo
+    if algo is not None and saved and saved != algo:
+        raise UsageError(
+            f"checkpoint {path} is a {saved.upper()} checkpoint, not {algo.upper()}; use "
+            "a checkpoint of this run (its checkpoints/ directory)"
+        )
+    return decode(state)

@@ -128,7 +128,7 @@ def run(cfg: EvaluateConfig) -> dict[str, float]:
     own = algorithm_of_run(cfg.run_dir).evaluation if RunDir(cfg.run_dir).config.is_file() else None
     if own is not None:  # an algorithm with an evaluation of its own (MAML: adaptation)
         return own(cfg, write_video)
-    agent = load(cfg.run_dir, cfg.checkpoint, seed=cfg.seed)
+    agent = load(cfg.run_dir, cfg.checkpoint, seed=cfg.seed, trust_checkpoint=cfg.trust_checkpoint)
     config = agent.config
     actions = config.eval_actions if cfg.actions == "run" else cfg.actions
     deterministic = actions == "greedy"

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from pararl import DQNConfig, PPOConfig, train
+from pararl import DQNConfig, PPOConfig, checkpoint, train
 from pararl.algos.dqn import DQNState
 from pararl.algos.fused import resolve_step_mode
 from pararl.algos.ppo import PPOHyper, PPOLearner
@@ -170,7 +170,7 @@ def test_dqn_trains_with_the_learner_on_cuda(tmp_path: Path, mode: str) -> None:
     resolved = _resolved(run)
     assert resolved["device"].startswith("cuda")
     assert resolved["step_mode"] == "graph"
-    state = torch.load(run / "checkpoints" / "final.pt", weights_only=False)
+    state = checkpoint.load(run / "checkpoints" / "final.pt")
     assert state["env_steps"] >= 3_000
     assert state["learner"]["updates"] > 100
 
@@ -181,7 +181,7 @@ def test_ppo_trains_with_the_learner_on_cuda(tmp_path: Path) -> None:
     resolved = _resolved(run)
     assert resolved["devices"]["learn"].startswith("cuda")
     assert resolved["step_mode"] == "graph"
-    assert torch.load(run / "checkpoints" / "final.pt", weights_only=False)["env_steps"] >= 3_000
+    assert checkpoint.load(run / "checkpoints" / "final.pt")["env_steps"] >= 3_000
 
 
 def test_maml_trains_on_cuda(tmp_path: Path) -> None:
@@ -192,7 +192,7 @@ def test_maml_trains_on_cuda(tmp_path: Path) -> None:
         tensorboard=False,
     )  # fmt: skip
     train(cfg)
-    assert torch.load(run / "checkpoints" / "final.pt", weights_only=False)["env_steps"] > 0
+    assert checkpoint.load(run / "checkpoints" / "final.pt")["env_steps"] > 0
 
 
 def _sac(setting: str) -> SACLearner:

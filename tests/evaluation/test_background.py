@@ -106,7 +106,7 @@ def test_session_records_and_keeps_the_evaluated_state(tmp_path: Path) -> None:
         session.close()
     assert session.last_eval is not None  # the pending evaluation was waited for
     assert session.run.curve.is_file()  # drawn by the evaluation process
-    best = torch.load(session.run.checkpoint("best"), weights_only=False)
+    best = torch.load(session.run.checkpoint("best"), weights_only=True)  # no header here
     for name, value in evaluated.items():
         torch.testing.assert_close(best["q"][name], value)
 

@@ -15,7 +15,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pararl import PPOConfig, train
+from pararl import PPOConfig, checkpoint, train
 from pararl.algos.ppo import load_policy
 from pararl.config import config_from_json, to_json
 from pararl.models.normalize import DiscountedReturns, Normalizer, NormSettings, merge_moments
@@ -82,7 +82,7 @@ def test_serial_and_workers_learn_the_same_statistics(tmp_path: Path) -> None:
     finals = []
     for mode in ("serial", "sync"):
         session = train(PPOConfig(mode=mode, total_steps=256, run_dir=tmp_path / mode, **SMALL))
-        finals.append(torch.load(session.run.checkpoint("final"), weights_only=False))
+        finals.append(checkpoint.load(session.run.checkpoint("final")))
     a, b = (f["learner"]["model"] for f in finals)
     assert float(a["norm.obs_count"]) == 256
     norm_keys = [k for k in a if k.startswith("norm.")]
@@ -92,7 +92,7 @@ def test_serial_and_workers_learn_the_same_statistics(tmp_path: Path) -> None:
 def test_statistics_survive_save_and_resume_bit_for_bit(tmp_path: Path) -> None:
     run = tmp_path / "run"
     session = train(PPOConfig(mode="serial", total_steps=256, run_dir=run, **SMALL))
-    saved = torch.load(session.run.checkpoint("final"), weights_only=False)
+    saved = checkpoint.load(session.run.checkpoint("final"))
     config = config_from_json((run / "config.json").read_text())
     env = gym.make("Pendulum-v1")
     spaces = env.observation_space, env.action_space
@@ -106,7 +106,7 @@ def test_statistics_survive_save_and_resume_bit_for_bit(tmp_path: Path) -> None:
 def test_evaluation_applies_frozen_statistics(tmp_path: Path) -> None:
     run = tmp_path / "run"
     session = train(PPOConfig(mode="serial", total_steps=256, run_dir=run, **SMALL))
-    saved = torch.load(session.run.checkpoint("final"), weights_only=False)
+    saved = checkpoint.load(session.run.checkpoint("final"))
     config = config_from_json((run / "config.json").read_text())
     policy = load_policy(config, saved)
     before = {k: v.clone() for k, v in policy.state_dict().items()}

@@ -24,7 +24,7 @@ import pytest
 import torch
 from torch import nn
 
-from pararl import DQNConfig, train
+from pararl import DQNConfig, checkpoint, train
 from pararl.distributed.launch import Rendezvous, from_environment, join, leave, local_rendezvous
 from pararl.errors import UsageError
 from pararl.mp.procs import ProcessGroup
@@ -159,7 +159,7 @@ def test_averaging_mode_trains_and_leaves_no_process(tmp_path: Path, workers: in
     before = _alive_children(me)
     session = train(DQNConfig(mode="averaging", workers=workers, run_dir=tmp_path, **TINY))  # type: ignore[arg-type]
     assert session is not None
-    state = torch.load(session.run.checkpoint("final"), weights_only=False)
+    state = checkpoint.load(session.run.checkpoint("final"))
     assert state["replicas"] == workers
     # each replica's own steps: the budget's share, a whole number of averaging spans
     # (4 updates at 0.25 per step: 16 steps of its 2 envs)
@@ -176,10 +176,10 @@ def test_averaging_mode_trains_and_leaves_no_process(tmp_path: Path, workers: in
 
 def test_resume_continues_an_averaging_run(tmp_path: Path) -> None:
     train(DQNConfig(mode="averaging", workers=2, run_dir=tmp_path, **TINY))  # type: ignore[arg-type]
-    first = torch.load(tmp_path / "checkpoints" / "final.pt", weights_only=False)
+    first = checkpoint.load(tmp_path / "checkpoints" / "final.pt")
     session = train(DQNConfig(resume=tmp_path, total_steps=3_200))
     assert session is not None
-    second = torch.load(session.run.checkpoint("final"), weights_only=False)
+    second = checkpoint.load(session.run.checkpoint("final"))
     assert second["replicas"] == 2
     assert second["env_steps"] * 2 >= 3_200 > first["env_steps"] * 2
     assert second["learner"]["updates"] > first["learner"]["updates"]
@@ -319,6 +319,6 @@ def test_ranks_started_like_torchrun_train_together(tmp_path: Path) -> None:
     outputs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outputs
     assert "step budget reached after" in outputs[0][1]
-    state = torch.load(tmp_path / "rank0" / "checkpoints" / "final.pt", weights_only=False)
+    state = checkpoint.load(tmp_path / "rank0" / "checkpoints" / "final.pt")
     assert state["replicas"] == 2
     assert not (tmp_path / "rank1").exists()

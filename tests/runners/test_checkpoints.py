@@ -12,8 +12,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from pararl import checkpoint
 from pararl.rundir import RunDir
 from pararl.runners.resume import latest_checkpoint
@@ -29,7 +27,7 @@ def holding_replay(run: Path) -> list[str]:
     """The files of `run/checkpoints` that hold a replay memory."""
     held = []
     for path in sorted((run / "checkpoints").glob("*.pt")):
-        state = torch.load(path, weights_only=False)
+        state = checkpoint.load(path)
         if state.get("replay") is not None:
             held.append(path.name)
     return held
@@ -49,12 +47,12 @@ def test_the_replay_memory_is_saved_once_and_never_in_best(tmp_path: Path, parar
         "collects transitions and never learns" in result.stderr
     )
     assert holding_replay(run) == ["replay.pt"]
-    assert torch.load(run / "checkpoints" / "replay.pt", weights_only=False)["env_steps"] == 1000
+    assert checkpoint.load(run / "checkpoints" / "replay.pt")["env_steps"] == 1000
     resumed = pararl("train", "--resume", str(run), "--total-steps", "1400")
     assert resumed.returncode == 0, resumed.stderr
     assert "replay memory restored (" in resumed.stderr
     assert holding_replay(run) == ["replay.pt"]  # replaced, not added to
-    saved = torch.load(run / "checkpoints" / "replay.pt", weights_only=False)
+    saved = checkpoint.load(run / "checkpoints" / "replay.pt")
     assert saved["env_steps"] == checkpoint.load(run / "checkpoints" / "final.pt")["env_steps"]
 
 
@@ -63,7 +61,7 @@ def test_resume_says_where_it_starts_and_what_it_dropped(tmp_path: Path, pararl:
     args = ("--eval-every", "500", "--log-every-s", "0", "--run-dir", str(run))
     assert pararl("train", "dqn", *TINY, *args).returncode == 0
     (run / "checkpoints" / "final.pt").unlink()  # as if killed after step_800
-    path, state = latest_checkpoint(RunDir(run))
+    path, state = latest_checkpoint(RunDir(run), "dqn")
     assert path.name == "step_800.pt"
     assert state["replay"] is None  # replay.pt is the final checkpoint's, at 1,000 steps
     resumed = pararl("train", "--resume", str(run))
@@ -108,7 +106,7 @@ def test_kill_9_loses_at_most_the_checkpoint_interval(tmp_path: Path, pararl: An
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=30)
     assert proc.returncode == -signal.SIGKILL
-    path, state = latest_checkpoint(RunDir(run))
+    path, state = latest_checkpoint(RunDir(run), "dqn")
     assert path.name == "latest.pt"
     saved = checkpoint.Header.of(state)
     logged_wall, logged_steps = last_logged(run)

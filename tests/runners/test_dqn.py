@@ -15,7 +15,7 @@ import psutil
 import pytest
 import torch
 
-from pararl import DQNConfig, train
+from pararl import DQNConfig, checkpoint, train
 from pararl.runners import offpolicy
 from pararl.vector import WorkerError
 from tests.procs import alive_after, interrupt_training, new_shm_entries, shm_entries
@@ -41,7 +41,7 @@ SMALL = dict(
 
 
 def final_weights(run_dir: Path) -> dict[str, torch.Tensor]:
-    state = torch.load(run_dir / "checkpoints" / "final.pt", weights_only=False)
+    state = checkpoint.load(run_dir / "checkpoints" / "final.pt")
     return state["learner"]["q"]
 
 
@@ -130,7 +130,7 @@ def test_restart_actors_replaces_a_failed_actor(
 
     config = faulty(progress="plain", restart_actors=True)
     session = train(DQNConfig(mode="async", run_dir=tmp_path / "run", **config))  # type: ignore[arg-type]
-    state = torch.load(session.run.checkpoint("final"), weights_only=False)
+    state = checkpoint.load(session.run.checkpoint("final"))
     assert state["env_steps"] >= 3_000  # the run went on past the failures
     assert "restarting it, replay data kept" in capsys.readouterr().err
 
@@ -207,6 +207,6 @@ def test_killed_actor_is_replaced_when_asked(
     )
     killer.join(5)
     assert killed
-    state = torch.load(session.run.checkpoint("final"), weights_only=False)
+    state = checkpoint.load(session.run.checkpoint("final"))
     assert state["env_steps"] >= 6_000
     assert "killed by signal SIGKILL" in capsys.readouterr().err

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import torch
 
-from pararl import train
+from pararl import checkpoint, train
 from pararl.algos.maml import MAMLLearner
 from pararl.cli import main
 from pararl.config import MAMLConfig
@@ -59,7 +59,7 @@ def test_post_adaptation_return_rises_above_pre_adaptation(trained: Path) -> Non
         assert r["step_accepted"] == 1
         assert 1 <= r["ls_steps"] <= 15
         assert min(r["time_sampling_s"], r["time_adaptation_s"], r["time_outer_s"]) > 0
-    state = torch.load(trained / "checkpoints" / "final.pt", weights_only=False)
+    state = checkpoint.load(trained / "checkpoints" / "final.pt")
     assert state["iteration"] == 5
     assert state["env_steps"] == 5 * 8 * 8 * 20 * 2
 

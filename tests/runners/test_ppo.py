@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from pararl import PPOConfig, evaluate, train
+from pararl import PPOConfig, checkpoint, evaluate, train
 from pararl.algos.ppo import PPOLearner, load_policy
 from pararl.cli import main
 from pararl.config.saved import saved_config, saved_facts
@@ -47,7 +47,7 @@ SMALL = dict(
 
 
 def final_model(run: Path) -> dict[str, torch.Tensor]:
-    state = torch.load(run / "checkpoints" / "final.pt", weights_only=False)
+    state = checkpoint.load(run / "checkpoints" / "final.pt")
     return state["learner"]["model"]
 
 
@@ -101,7 +101,7 @@ def test_a_large_networks_update_leaves_a_second_thread_that_is_busy(
 def test_discrete_and_continuous_train(tmp_path: Path, env: str, mode: str) -> None:
     run, discrete = tmp_path / "run", env == "CartPole-v1"
     session = train(PPOConfig(env=env, mode=mode, run_dir=run, **SMALL))  # type: ignore[arg-type]
-    state = torch.load(session.run.checkpoint("final"), weights_only=False)
+    state = checkpoint.load(session.run.checkpoint("final"))
     # 16 rollouts of 16 steps x 4 envs, each 2 epochs of one minibatch of 64
     assert (state["env_steps"], state["learner"]["updates"]) == (1_024, 32)
     assert (state["discrete"], state["action_dim"]) == ((True, 2) if discrete else (False, 1))
@@ -132,10 +132,10 @@ def test_resume_keeps_its_envs_and_its_best_evaluation(
     train(PPOConfig(mode="serial", run_dir=run, **{**SMALL, "workers": None}))  # type: ignore[arg-type]
     monkeypatch.setattr("pararl.runners.ppo.physical_cores", lambda: 3)  # resumed elsewhere
     assert main(["train", "--resume", str(run), "--total-steps", "2048"]) == 0
-    state = torch.load(run / "checkpoints" / "final.pt", weights_only=False)
+    state = checkpoint.load(run / "checkpoints" / "final.pt")
     assert state["env_steps"] >= 2_048
     assert saved_facts(run)["num_envs"] == 4  # its batch's envs, not 3 workers' 12
-    window = torch.load(run / "checkpoints" / "final.pt", weights_only=False)["episode_returns"]
+    window = checkpoint.load(run / "checkpoints" / "final.pt")["episode_returns"]
     assert 0 < len(window) <= 20
 
     # a resumed run keeps its best evaluation: `best` is not replaced by a poorer one
@@ -188,7 +188,7 @@ def test_resumed_session_goes_on_with_its_episode_window_and_evaluations(tmp_pat
         session.finish(310, dict, "interrupted")
     finally:
         session.close()
-    state = torch.load(run.checkpoint("interrupted"), weights_only=False)
+    state = torch.load(run.checkpoint("interrupted"), weights_only=True)  # no header here
     assert state["episode_returns"] == [9.0, 11.0]
 
 

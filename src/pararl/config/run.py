@@ -100,6 +100,11 @@ class RunConfig:
     """Continue the run saved in this directory from its newest checkpoint, with its
     settings; run options (--total-steps, --eval-every, --workers, ...) may change,
     the others may not."""
+    trust_checkpoint: bool = False
+    """With --resume: load the run's checkpoints even where the weights-only loader
+    refuses them, by unpickling them as pararl did before (a warning is printed).
+    Unpickling runs any code the file holds: only for a run whose source you trust,
+    e.g. one trained with an earlier pararl version."""
     eval_every: int | None = None
     """Evaluate the greedy policy every this many env steps. Default: by algorithm
     and kind of env (e.g. 2,500 on CartPole; Atari-sized images 50,000, MinAtar
@@ -229,6 +234,11 @@ class RunConfig:
                 "--eval-max-steps must be >= 1",
             ),
             (self.ray_timeout_s > 0, "--ray-timeout-s must be > 0"),
+            (
+                not self.trust_checkpoint or self.resume is not None,
+                "--trust-checkpoint is about loading a saved run's checkpoints: use it "
+                "with --resume",
+            ),
             (
                 self.ray_address is None or self.backend == "ray",
                 "--ray-address needs --backend ray",

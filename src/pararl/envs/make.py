@@ -79,14 +79,15 @@ def probe_env(
 
 
 def check_env_id(
-    env_id: str, module_dirs: Sequence[str | Path] = ()
+    env_id: str, module_dirs: Sequence[str | Path] = (), named_by: Path | None = None
 ) -> gym.envs.registration.EnvSpec:
     """The env's spec, or a UsageError that says what to do. A `module:EnvId`
     imports its module (which registers its envs), also from the working directory
-    and then from `module_dirs` (where a saved run found it)."""
+    and then from `module_dirs` (where a saved run found it); `named_by`: the run
+    directory that names it, said with the module's file before the import."""
     module, env_id = split_env_id(env_id)
     if module is not None:
-        import_env_module(module, f"{module}:{env_id}", module_dirs)
+        import_env_module(module, f"{module}:{env_id}", module_dirs, named_by)
     if env_id.startswith("ALE/"):  # Atari ids are registered by importing ale_py
         try:
             importlib.import_module("ale_py")

@@ -9,11 +9,17 @@ module in when it trained (saved in its config.json, so that `pararl evaluate` a
 `--resume` work from elsewhere too). A directory added is appended to `sys.path`
 (it never shadows an installed package) and remembered: env factories carry the
 list to processes that did not inherit it.
+
+Importing a module runs it. When the module is named by a run directory (its
+config.json), which may come from anyone, the module and the file it resolves to
+are said before the import (`named_by`), found without running any of it.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
+import importlib.util
 import os
 import sys
 import traceback
@@ -54,8 +60,41 @@ def _failed(module: str, env_id: str, exc: BaseException) -> UsageError:
     )
 
 
-def _try_import(module: str, env_id: str) -> bool:
-    """Import `module`; False when it is not on `sys.path`."""
+def locate(module: str) -> Path | None:
+    """The file `module` would be imported from (a package's `__init__.py`, or a
+    namespace package's directory), found on `sys.path` without importing anything;
+    None when it is not there."""
+    top, *rest = module.split(".")
+    try:
+        spec = importlib.util.find_spec(top)  # a top-level name: found, not run
+    except (ImportError, ValueError):
+        return None
+    name = top
+    for part in rest:
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        name = f"{name}.{part}"
+        spec = importlib.machinery.PathFinder.find_spec(name, list(spec.submodule_search_locations))
+    if spec is None:
+        return None
+    if spec.origin and spec.has_location:
+        return Path(spec.origin).resolve()
+    locations = list(spec.submodule_search_locations or [])
+    return Path(locations[0]).resolve() if locations else None
+
+
+def _try_import(module: str, env_id: str, named_by: Path | None = None) -> bool:
+    """Import `module`; False when it is not on `sys.path`. `named_by`: the run
+    directory that names it, said with the module's file before it runs."""
+    if named_by is not None and module not in sys.modules:
+        where = locate(module)
+        if where is None:
+            return False
+        print(
+            f"pararl: run {named_by} names env module '{module}' ({env_id}): importing {where}",
+            file=sys.stderr,
+            flush=True,
+        )
     try:
         importlib.import_module(module)
     except ModuleNotFoundError as exc:
@@ -67,11 +106,14 @@ def _try_import(module: str, env_id: str) -> bool:
     return True
 
 
-def import_env_module(module: str, env_id: str, also: Sequence[str | Path] = ()) -> None:
+def import_env_module(
+    module: str, env_id: str, also: Sequence[str | Path] = (), named_by: Path | None = None
+) -> None:
     """Import `module` from `sys.path`, else from the working directory, else from
     each directory of `also` (the first that has it stays on `sys.path`). A
-    UsageError that says what to put on PYTHONPATH when none has it."""
-    if _try_import(module, env_id):
+    UsageError that says what to put on PYTHONPATH when none has it. `named_by`:
+    the run directory whose config names the module (said before importing it)."""
+    if _try_import(module, env_id, named_by):
         return
     tried: list[str] = []
     for directory in (os.getcwd(), *(str(d) for d in also)):
@@ -81,7 +123,7 @@ def import_env_module(module: str, env_id: str, also: Sequence[str | Path] = ())
         tried.append(directory)
         sys.path.append(directory)
         importlib.invalidate_caches()
-        if _try_import(module, env_id):
+        if _try_import(module, env_id, named_by):
             _ADDED.append(directory)
             return
         sys.path.remove(directory)
@@ -114,4 +156,4 @@ def module_dir(module: str) -> Path | None:
     return Path(locations[0]).resolve().parent if locations else None
 
 
-__all__ = ["added_paths", "import_env_module", "module_dir", "split_env_id"]
+__all__ = ["added_paths", "import_env_module", "locate", "module_dir", "split_env_id"]

@@ -36,14 +36,15 @@ def save(run: RunDir, name: str, state: dict[str, Any]) -> None:
     checkpoint.save(run.checkpoint(name), {**state, "replay": None})
 
 
-def replay_for(run: RunDir, state: dict[str, Any]) -> dict[str, Any] | None:
+def replay_for(run: RunDir, state: dict[str, Any], trust: bool = False) -> dict[str, Any] | None:
     """The replay memory saved with the checkpoint `state`, or None when there is
-    none for its env steps (a run resumed after a crash refills its memory)."""
+    none for its env steps (a run resumed after a crash refills its memory). `trust`:
+    unpickle a file the weights-only loader refuses (`checkpoint.load`)."""
     if state.get("replay") is not None:  # a checkpoint from before replay.pt
         return dict(state["replay"])
     if not run.replay.is_file():
         return None
-    saved = checkpoint.load(run.replay)
+    saved = checkpoint.load(run.replay, trust)
     if int(saved.get("env_steps", -1)) != checkpoint.Header.of(state).env_steps:
         return None
     return dict(saved["replay"])

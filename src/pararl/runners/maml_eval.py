@@ -23,6 +23,8 @@ from pararl import checkpoint, seeding
 from pararl.algos.baseline import TaskBatch, task_batch
 from pararl.algos.maml import adapt, load_model, stack
 from pararl.config import EvaluateConfig, MAMLConfig, config_from_json
+from pararl.config.saved import saved_facts
+from pararl.envs.make import check_env_id
 from pararl.errors import UsageError
 from pararl.models.gaussian import GaussianMLP, Params, TaskPolicy
 from pararl.mp.topology import physical_cores
@@ -128,13 +130,17 @@ def run(cfg: EvaluateConfig, write_video: Callable[..., None]) -> dict[str, floa
     config = config_from_json(run_dir.config.read_text())
     if not isinstance(config, MAMLConfig):
         raise UsageError(f"{cfg.run_dir} is not a MAML run")
+    found = saved_facts(run_dir.root).get("env_module_dir")
+    check_env_id(config.env, [found] if found else [], named_by=run_dir.root)
     if cfg.video is not None:
         probe = make_task_env(config.env, config.episode_length, config.env_kwargs)
         modes = probe.metadata.get("render_modes") or []
         probe.close()
         if "rgb_array" not in modes:
             raise UsageError(f"{config.env} cannot render frames; --video needs an env that can")
-    model = load_model(config, checkpoint.load(run_dir.checkpoint(cfg.checkpoint)))
+    model = load_model(
+        config, checkpoint.load(run_dir.checkpoint(cfg.checkpoint), cfg.trust_checkpoint, "maml")
+    )
     out = adaptation_returns(
         config, model, cfg.tasks, cfg.episodes, cfg.adapt_steps, cfg.seed, physical_cores()
     )

@@ -53,6 +53,7 @@ MUTABLE = frozenset(
         "ray_timeout_s",
         "restart_actors",
         "resume",
+        "trust_checkpoint",
     }
 )
 FINISHED = ("solved", "step budget reached")
@@ -65,10 +66,12 @@ def given_fields(config: RunConfig) -> frozenset[str]:
     return frozenset(f.name for f in fields if getattr(config, f.name) != getattr(default, f.name))
 
 
-def latest_checkpoint(run: RunDir) -> tuple[Path, dict[str, Any]]:
+def latest_checkpoint(run: RunDir, algo: str, trust: bool = False) -> tuple[Path, dict[str, Any]]:
     """The checkpoint to resume from, and its state: see the module docstring.
     `step_N` files carry their env steps in the name (the session writes them so);
-    the others are read for theirs. Only the chosen state is kept in memory."""
+    the others are read for theirs. Only the chosen state is kept in memory. `algo`:
+    the run's (another's checkpoint is refused); `trust`: unpickle files the
+    weights-only loader refuses (`checkpoint.load`)."""
     best: tuple[tuple[int, int], Path, dict[str, Any] | None] | None = None
     for path in run.checkpoints.glob("*.pt"):
         name = path.stem
@@ -78,7 +81,7 @@ def latest_checkpoint(run: RunDir) -> tuple[Path, dict[str, Any]]:
         if name.startswith("step_") and number.isdigit():
             rank, state = (int(number), 0), None
         else:
-            state = checkpoint.load(path)
+            state = checkpoint.load(path, trust, algo)
             # at equal steps: final/interrupted (they say how the run ended), latest, step_N
             rank = (checkpoint.Header.of(state).env_steps, 1 if name == "latest" else 2)
         if best is None or rank > best[0]:
@@ -86,9 +89,9 @@ def latest_checkpoint(run: RunDir) -> tuple[Path, dict[str, Any]]:
     if best is None:
         raise UsageError(f"{run.root} has no checkpoint to resume from (checkpoints/*.pt)")
     _, path, state = best
-    state = state if state is not None else checkpoint.load(path)
+    state = state if state is not None else checkpoint.load(path, trust, algo)
     if "replay" in state:
-        state = {**state, "replay": checkpoints.replay_for(run, state)}
+        state = {**state, "replay": checkpoints.replay_for(run, state, trust)}
     return path, state
 
 
@@ -132,6 +135,8 @@ def resumed_config(saved: RunConfig, requested: RunConfig, given: Collection[str
         )
     changes = {n: getattr(requested, n) for n in given if n in MUTABLE and n in names}
     changes["run_dir"] = saved.run_dir if requested.resume is None else Path(requested.resume)
+    # trusting a file is this invocation's decision, never carried over from the last
+    changes["trust_checkpoint"] = requested.trust_checkpoint
     return dataclasses.replace(saved, **changes)
 
 

@@ -152,6 +152,7 @@ def prepare(
     env, fill in the defaults of its kind, make the run dir. `given`: the options set
     by the user (default: those that differ from the defaults)."""
     resume_state, resumed_from, module_dirs = None, None, []
+    named_by: Path | None = None  # the run directory whose config names the env
     given = resume.given_fields(config) if given is None else given
     if config.resume is not None:
         run = RunDir(Path(config.resume))
@@ -172,11 +173,11 @@ def prepare(
         config = resume.resumed_config(saved, config, given)
         facts = saved_facts(run.root)
         config = resume.kept_envs(config, facts, given)
-        resumed_from, resume_state = resume.latest_checkpoint(run)
+        resumed_from, resume_state = resume.latest_checkpoint(run, algo, config.trust_checkpoint)
         found = facts.get("env_module_dir")
-        module_dirs = [found] if found else []
+        module_dirs, named_by = ([found] if found else []), run.root
     config.validate()
-    spec = check_env_id(config.env, module_dirs)
+    spec = check_env_id(config.env, module_dirs, named_by)
     obs_space, act_space = probe_env(config.env, config.wrapper, config.env_kwargs)
     check_spaces(config, obs_space, act_space)
     filled = config.for_spaces(obs_space, act_space)
