@@ -86,6 +86,41 @@ def test_a_saved_run_given_the_wrong_options_or_a_corrupt_checkpoint(
     assert (run / "checkpoints" / "final.pt").is_file()  # the rest is untouched
 
 
+def test_a_run_whose_config_json_is_broken(tmp_path: Path, pararl: Any) -> None:
+    """`pararl evaluate` and `--resume` read the run's config.json before anything
+    else of it: a broken one is one line naming it, and the file stays as it was."""
+    import json
+
+    from pararl import DQNConfig
+    from pararl.config import to_json
+
+    run = tmp_path / "run"
+    run.mkdir()
+    path = run / "config.json"
+    good = json.loads(to_json(DQNConfig(run_dir=run), {"resolved": {"env_kind": "discrete"}}))
+    # a sound config.json: read, then what comes after it is missing (no checkpoints)
+    path.write_text(json.dumps(good))
+    result = pararl("evaluate", str(run))
+    assert result.returncode == 2, result.stderr
+    assert "has no checkpoint 'best'" in result.stderr, result.stderr
+    for text, expect in [
+        (json.dumps(good)[:100], "is not valid JSON"),
+        (json.dumps(good | {"lrr": 0.1}), '"lrr" is not a field of DQNConfig'),
+        (json.dumps(good | {"total_steps": "lots"}), "total_steps must be an integer or null"),
+        (json.dumps(good | {"total_steps": -5}), "--total-steps must be > 0"),
+    ]:
+        path.write_text(text)
+        for args in (["evaluate", str(run)], ["train", "--resume", str(run)]):
+            result = pararl(*args)
+            assert result.returncode == 2, result.stderr
+            lines = [line for line in result.stderr.splitlines() if line.strip()]
+            assert len(lines) == 1, result.stderr
+            assert f"{path}" in lines[0], lines[0]
+            assert expect in lines[0], lines[0]
+            assert path.read_text() == text
+    assert sorted(p.name for p in run.iterdir()) == ["config.json"]
+
+
 def test_usage_lists_every_command_without_importing_torch() -> None:
     code = (
         "import sys; from pararl.cli import COMMANDS, main; rc = main(['--help']); "

@@ -17,7 +17,6 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 import gymnasium as gym
 
-from pararl import extras
 from pararl.config.env_kwargs import EnvKwargs, check_env_kwargs
 from pararl.config.kinds import EnvKind, env_kind, settings_of
 from pararl.errors import UsageError
@@ -214,6 +213,9 @@ class RunConfig:
                 setattr(self, name, Path(value))
 
     def validate(self) -> None:
+        """Each value in its range, alone and with the others: the first that is not
+        as one UsageError line. Values only, so that a saved run's config reads back
+        on any machine; what a machine lacks (Ray) is said when a run starts there."""
         checks = [
             (self.total_steps is None or self.total_steps > 0, "--total-steps must be > 0"),
             (
@@ -248,9 +250,6 @@ class RunConfig:
         problem = check_env_kwargs(self.env_kwargs)
         if problem is not None:
             raise UsageError(problem)
-        if self.backend == "ray" and not extras.available("ray"):
-            # say it now, before a run directory is made
-            raise UsageError(extras.hint("Ray", "ray", "--backend ray"))
 
 
 def configs() -> dict[str, type[RunConfig]]:

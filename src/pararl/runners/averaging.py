@@ -33,7 +33,7 @@ import torch
 
 from pararl import seeding
 from pararl.algos.dqn import DQNState, check_spaces
-from pararl.config import DQNConfig, Filled, config_from_json
+from pararl.config import DQNConfig, Filled, saved_config
 from pararl.devices import resolve_device
 from pararl.distributed.launch import (
     CollectiveError,
@@ -67,10 +67,8 @@ def uses_averaging(config: DQNConfig) -> bool:
     """`--mode averaging`, or `--resume` of a run that used it."""
     if config.mode == "averaging" or config.resume is None:
         return config.mode == "averaging"
-    saved = RunDir(Path(config.resume)).config
-    return (
-        saved.is_file() and getattr(config_from_json(saved.read_text()), "mode", "") == "averaging"
-    )
+    run = RunDir(Path(config.resume))
+    return run.config.is_file() and getattr(saved_config(run.root), "mode", "") == "averaging"
 
 
 def averaging_span(cfg: DQNConfig) -> int:

@@ -22,7 +22,7 @@ from torch.func import functional_call
 from pararl import checkpoint, seeding
 from pararl.algos.baseline import TaskBatch, task_batch
 from pararl.algos.maml import adapt, load_model, stack
-from pararl.config import EvaluateConfig, MAMLConfig, config_from_json
+from pararl.config import EvaluateConfig, MAMLConfig, saved_config
 from pararl.config.saved import saved_facts
 from pararl.envs.make import check_env_id
 from pararl.errors import UsageError
@@ -127,7 +127,7 @@ def run(cfg: EvaluateConfig, write_video: Callable[..., None]) -> dict[str, floa
     if cfg.tasks < 1 or cfg.adapt_steps < 0:
         raise UsageError("--tasks must be >= 1 and --adapt-steps >= 0")
     run_dir = RunDir(cfg.run_dir)
-    config = config_from_json(run_dir.config.read_text())
+    config = saved_config(run_dir.root)
     if not isinstance(config, MAMLConfig):
         raise UsageError(f"{cfg.run_dir} is not a MAML run")
     found = saved_facts(run_dir.root).get("env_module_dir")

@@ -11,9 +11,9 @@ from typing import Any
 import gymnasium as gym
 import torch
 
-from pararl import seeding
-from pararl.config import KIND_TEXT, EnvKind, Filled, RunConfig, config_from_json
-from pararl.config.saved import saved_facts
+from pararl import extras, seeding
+from pararl.config import KIND_TEXT, EnvKind, Filled, RunConfig
+from pararl.config.saved import saved_config, saved_facts
 from pararl.envs.make import check_env_id, env_factory, probe_env
 from pararl.envs.modules import module_dir, split_env_id
 from pararl.errors import UsageError, said
@@ -161,7 +161,7 @@ def prepare(
                 f"--resume {config.resume}: no config.json there; pass the "
                 "directory of a pararl run"
             )
-        saved = config_from_json(run.config.read_text())
+        saved = saved_config(run.root)
         if type(saved) is not type(config):
             saved_algo, asked = (
                 type(c).__name__.removesuffix("Config").upper() for c in (saved, config)
@@ -177,6 +177,9 @@ def prepare(
         found = facts.get("env_module_dir")
         module_dirs, named_by = ([found] if found else []), run.root
     config.validate()
+    if config.backend == "ray" and not extras.available("ray"):
+        # say it now, before a run directory is made
+        raise UsageError(extras.hint("Ray", "ray", "--backend ray"))
     spec = check_env_id(config.env, module_dirs, named_by)
     obs_space, act_space = probe_env(config.env, config.wrapper, config.env_kwargs)
     check_spaces(config, obs_space, act_space)
