@@ -30,6 +30,7 @@ XDIST_GROUPS = (
     "tests/runners/test_maml.py",
     "tests/runners/test_modes_agree.py",
     "tests/test_agent.py",
+    "tests/test_checkpoint.py",
     "tests/test_playback.py",
 )
 

@@ -63,12 +63,19 @@ def test_console_script_trains_it_then_evaluate_and_resume_find_it(
     assert f"PYTHONPATH={user_module.directory.resolve()}" in missing.stderr
     hidden.with_suffix(".moved").rename(hidden)
 
+    # the module a run names is said, with its file, before it runs
+    with hidden.open("a") as f:
+        f.write("\nimport sys\nprint('corridor_env runs', file=sys.stderr)\n")
+    notice = f"names env module 'corridor_env' (corridor_env:Corridor-v0): importing {hidden}"
     evaluated = pararl("evaluate", str(run), "--episodes", "2")
     assert evaluated.returncode == 0, evaluated.stderr
     assert "corridor_env:Corridor-v0: mean return" in evaluated.stdout
+    assert 0 <= evaluated.stderr.find(notice) < evaluated.stderr.find("corridor_env runs")
     (run / "checkpoints" / "final.pt").unlink()  # as if killed: resume from step_N
+    sys.modules.pop("corridor_env")  # a new process, as far as the module goes
     resumed = pararl("train", "--resume", str(run), "--total-steps", "1200")
     assert resumed.returncode == 0, resumed.stderr
+    assert 0 <= resumed.stderr.find(notice) < resumed.stderr.find("corridor_env runs")
     assert "resuming from checkpoints/step_800.pt: 800 env steps" in resumed.stderr
     assert load(run, "final").env_steps >= 1200
     # each in order through the resume, no row twice: metrics.csv by (env steps,

@@ -16,13 +16,15 @@ from typing import Any
 
 import numpy as np
 import pytest
+import torch
 
 import pararl as package
 import pararl.registry
-from pararl import load
+from pararl import checkpoint, load
 from pararl.config import RunConfig, configs, saved_config
 from pararl.errors import UsageError
 from pararl.registry import ALGORITHMS, Algorithm, algorithm_of
+from tests.test_checkpoint import assert_same
 
 # short evaluations; and what an algorithm's defaults would make too long for a test
 # (MAML's default is 40 HalfCheetah tasks of 20 episodes an iteration; its
@@ -90,6 +92,12 @@ def test_each_algorithm_trains_saves_loads_and_acts_from_its_spec(
         env.close()
     evaluated = pararl("evaluate", str(run), "--episodes", "1", "--checkpoint", "final")
     assert evaluated.returncode == 0, evaluated.stderr
+    # every checkpoint is weights-only, and goes through the format bit for bit
+    for path in (run / "checkpoints").glob("*.pt"):
+        torch.load(path, weights_only=True)
+        state = checkpoint.load(path)
+        checkpoint.save(tmp_path / "again.pt", state)
+        assert_same(checkpoint.load(tmp_path / "again.pt"), state, path.name)
 
 
 def test_listing_the_commands_imports_no_torch() -> None:

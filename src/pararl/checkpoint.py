@@ -23,6 +23,7 @@ import pickle
 import re
 import sys
 import tempfile
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,6 +71,18 @@ class Header:
         )
 
 
+def _like(original: Mapping[Any, Any], items: dict[Any, Any]) -> dict[Any, Any]:
+    """`items` as the kind of dict `original` is: a module's `state_dict()` is an
+    OrderedDict whose `_metadata` (its modules' versions) `load_state_dict` reads."""
+    if not isinstance(original, OrderedDict):
+        return items
+    out: OrderedDict[Any, Any] = OrderedDict(items)
+    metadata = getattr(original, "_metadata", None)
+    if metadata is not None:
+        out._metadata = metadata  # type: ignore[attr-defined]
+    return out
+
+
 def encode(value: Any, where: str = "state") -> Any:
     """`value` in the forms the weights-only loader takes: numpy arrays become
     `{NDARRAY: tensor}` (sharing memory: no copy of a contiguous replay memory),
@@ -87,7 +100,7 @@ def encode(value: Any, where: str = "state") -> Any:
     if isinstance(value, Mapping):
         if NDARRAY in value:
             raise TypeError(f"{where} has the key {NDARRAY!r}, which checkpoints reserve")
-        return {k: encode(v, f"{where}[{k!r}]") for k, v in value.items()}
+        return _like(value, {k: encode(v, f"{where}[{k!r}]") for k, v in value.items()})
     if isinstance(value, list | tuple):
         items = [encode(v, f"{where}[{i}]") for i, v in enumerate(value)]
         return items if isinstance(value, list) else tuple(items)
@@ -102,7 +115,7 @@ def decode(value: Any) -> Any:
     if isinstance(value, dict):
         if len(value) == 1 and NDARRAY in value:
             return value[NDARRAY].numpy()
-        return {k: decode(v) for k, v in value.items()}
+        return _like(value, {k: decode(v) for k, v in value.items()})
     if isinstance(value, list):
         return [decode(v) for v in value]
     if isinstance(value, tuple):
