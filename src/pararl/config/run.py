@@ -10,14 +10,16 @@ kind of config the learners take, so no learner fills defaults again.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 import gymnasium as gym
 
 from pararl.config.env_kwargs import EnvKwargs, check_env_kwargs
+from pararl.config.json_fields import NO_LIMIT
 from pararl.config.kinds import EnvKind, env_kind, settings_of
 from pararl.errors import UsageError
 
@@ -217,6 +219,7 @@ class RunConfig:
         as one UsageError line. Values only, so that a saved run's config reads back
         on any machine; what a machine lacks (Ray) is said when a run starts there."""
         checks = [
+            (self.seed >= 0, "--seed must be >= 0 (seeds are non-negative integers)"),
             (self.total_steps is None or self.total_steps > 0, "--total-steps must be > 0"),
             (
                 self.envs_per_worker is None or self.envs_per_worker >= 1,
@@ -247,6 +250,13 @@ class RunConfig:
             ),
         ]
         raise_first(checks)
+        raise_first(
+            (False, f"--{f.name.replace('_', '-')} must be a finite number, not {value}")
+            for f in fields(self)
+            if isinstance(value := getattr(self, f.name), float)
+            and not math.isfinite(value)
+            and (f.name not in NO_LIMIT or math.isnan(value))
+        )
         problem = check_env_kwargs(self.env_kwargs)
         if problem is not None:
             raise UsageError(problem)
