@@ -1,5 +1,5 @@
 """The Ray backend's errors, without a Ray cluster: Ray not installed, bad options,
-and the fault book's limits (deaths, deadlines)."""
+and the fault book's limits (deaths, deadlines, an actor that cannot start)."""
 
 from __future__ import annotations
 
@@ -59,3 +59,18 @@ def test_fault_book_deadline() -> None:
     book.check_deadline(0, time.monotonic())  # in time: nothing happens
     with pytest.raises(ActorLostError, match="actor 3 has not answered for 6 s"):
         book.check_deadline(3, time.monotonic() - 6.0)
+
+
+def test_an_actor_that_fails_in_its_constructor_stops_the_run_at_once() -> None:
+    from ray.exceptions import RayActorError
+
+    book = FaultBook(print, max_deaths=10, timeout_s=300.0)
+    error = RayActorError(
+        error_msg="The actor died because of an error raised in its creation task, "
+        'ray::ChunkActor.__init__()\n  File "actor.py", line 4, in __init__\n'
+        "ValueError: no such env: Foo-v0",
+        actor_init_failed=True,
+    )
+    # Ray does not restart it, and waiting --ray-timeout-s would only delay the same error
+    with pytest.raises(ActorLostError, match="actor 2 failed while starting: ValueError: no such"):
+        book.died(2, error)

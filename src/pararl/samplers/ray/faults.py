@@ -5,7 +5,10 @@ node dies; the requests it had in flight fail with `RayActorError`. The learner
 then logs the event, keeps everything it already received, and sends the request
 again with the current weights: Ray delivers it once the actor is back. An actor
 that keeps dying is given up on after `max_deaths`. And since a lost node or a
-partitioned network may fail nothing at all, every request has a deadline.
+partitioned network may fail nothing at all, every request has a deadline. An actor
+whose constructor raised (a bad env, a missing package on its node) is not restarted
+by Ray and would fail the same way again: that stops the run at once, with the
+constructor's error.
 """
 
 from __future__ import annotations
@@ -16,6 +19,14 @@ from collections.abc import Callable
 
 class ActorLostError(RuntimeError):
     """An actor died more often than allowed, or answered nothing for too long."""
+
+
+def _raised(error: BaseException) -> str:
+    """The exception a remote constructor raised, from Ray's error text (its last
+    line names it, after the remote traceback), or the error's own first line."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    named = [line for line in lines if line.split(":", 1)[0].endswith(("Error", "Exception"))]
+    return (named[-1] if named else lines[0] if lines else type(error).__name__)[:300]
 
 
 class FaultBook:
@@ -33,7 +44,12 @@ class FaultBook:
 
     def died(self, index: int, error: BaseException) -> None:
         """A request to actor `index` failed. Log a new death; raise once the actor
-        has died more than `max_deaths` times, or has been restarting for too long."""
+        has died more than `max_deaths` times, or has been restarting for too long,
+        or at once when it died in its constructor."""
+        if getattr(error, "actor_init_failed", False):  # Ray's RayActorError says so
+            raise ActorLostError(
+                f"Ray actor {index} failed while starting: {_raised(error)}"
+            ) from error
         if index in self.restarting:
             self.check_deadline(index, self.restarting[index])
             return
