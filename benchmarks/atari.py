@@ -11,7 +11,6 @@ import multiprocessing as mp
 import statistics
 from dataclasses import dataclass, field, replace
 
-from benchmarks import atari_profile
 from benchmarks import atari_runners as ar
 from benchmarks.lib import harness as h
 from benchmarks.lib.figures import Panel, Series
@@ -48,9 +47,6 @@ class Config(h.Options):
     """Untimed vector steps after reset, before calibration."""
     seed: int = 0
     """Seed for env resets and the pre-drawn random actions."""
-    profile: bool = True
-    """Also time the layers of one env's step (first game, in this process): emulation,
-    preprocessing, pararl's worker and caller, EnvPool."""
 
 
 QUICK = {
@@ -61,7 +57,6 @@ QUICK = {
     "block_s": 0.05,
     "warmup_steps": 2,
 }
-PROFILE_REPEATS = 3  # rounds of the profile's loops (blocks of `block_s`)
 
 
 @dataclass
@@ -86,9 +81,6 @@ class Cell:
 @dataclass
 class Results:
     games: list[GameResult]
-    profiled: str | None = None  # the game whose step was taken apart
-    parts: list[atari_profile.Part] = field(default_factory=list)
-    layers: dict[str, atari_profile.Layer] = field(default_factory=dict)
 
 
 @dataclass
@@ -208,13 +200,6 @@ def measure(config: Config, meta: h.Metadata) -> Results:
                 case = ar.Case(result.env_id, workers, epw, config.seed)
                 result.cells += measure_case(case, config)
         derive(result)
-    if config.profile:
-        results.profiled = config.envs[0]
-        h.progress(f"{results.profiled}: timing the layers of one env's step ...")
-        results.layers = atari_profile.timed_loops(
-            results.profiled, config.seed, PROFILE_REPEATS, config.block_s
-        )
-        results.parts = atari_profile.breakdown(results.layers)
     return results
 
 
@@ -353,24 +338,6 @@ def panel(r: GameResult, workers: int) -> Panel:
     )
 
 
-PART_COLUMNS: list[h.Col[atari_profile.Part]] = [
-    h.Col("part of an agent step", lambda p: p.part, "l"),
-    h.Col("µs/step", lambda p: us(p.us)),
-    h.Col("measured as", lambda p: p.how, "l"),
-]
-
-
-def profile_block(results: Results) -> str:
-    notes = (
-        "One env, each layer timed in its own loop in this process, the loops interleaved "
-        f"({PROFILE_REPEATS} rounds, medians). CPU µs per agent step (the wall-time lines "
-        "excepted): the machine's other load stretches wall time, not CPU time. A part is "
-        "the difference of two loops, so small ones are within the noise."
-    )
-    title = f"### Where a step's microseconds go ({results.profiled})"
-    return f"{title}\n\n{notes}\n\n{h.table(PART_COLUMNS, results.parts)}"
-
-
 def report(results: Results, meta: h.Metadata) -> h.Report:
     games, found = results.games, targets(results.games)
     summary = (
@@ -381,7 +348,7 @@ def report(results: Results, meta: h.Metadata) -> h.Report:
     return h.Report(
         f"Atari sampler (`{h.PROG} atari`)",
         key_ratios(found),
-        blocks + ([profile_block(results)] if results.parts else []),
+        blocks,
         [panel(r, w) for r in games for w in sorted({c.workers for c in r.cells})],
         "agent steps/s against envs per worker",
         legend_below=True,
