@@ -27,7 +27,6 @@ BENCHMARKS = {
     "maml_curves": "MAML-TRPO meta-training curves: return before and after adaptation",
     "ray": "Ray actors vs local actor processes (sampling), and the scaling model",
     "handwritten": "FlatAdam, the PPO backward pass, the event writer vs the libraries",
-    "vector_change": "vector env throughput of this checkout against a git ref's",
     "replay": "replay memories for image stacks: bytes and time per batch, frames vs naive",
     "pixels": "MinAtar DQN/PPO learning vs SB3 (curves, time to SB3's final), Pong steps/s",
     "atari": "Atari samplers: pararl vs EnvPool, ale-py, Gymnasium, SB3 (Pong, Breakout)",
