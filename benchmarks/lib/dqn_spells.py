@@ -1,4 +1,4 @@
-"""What the DQN throughput, overlap and Ray benchmarks drive in timed spells:
+"""What the DQN throughput and Ray benchmarks drive in timed spells:
 `SeedDesign` (the multi-process DQN post's design, the whole net pickled back through a
 pipe after every step: the cost measured) and `Pararl` (the async off-policy loop).
 """
