@@ -25,7 +25,7 @@ BENCHMARKS = {
     "partial": "multi-task sampler: wait for all vs timeout vs min_envs vs auto",
     "maml": "MAML-TRPO meta-iteration time split, pararl vs the sampling post's design",
     "maml_curves": "MAML-TRPO meta-training curves: return before and after adaptation",
-    "ray": "Ray actors vs local actor processes (sampling), and the scaling model",
+    "ray": "Ray actors vs local actor processes: DQN sampling throughput",
     "handwritten": "FlatAdam, the PPO backward pass, the event writer vs the libraries",
     "replay": "replay memories for image stacks: bytes and time per batch, frames vs naive",
     "pixels": "MinAtar DQN/PPO learning vs SB3 (curves, time to SB3's final), Pong steps/s",
