@@ -85,14 +85,6 @@ class Config(h.Options):
     """Transitions in each DQN replay memory."""
     seed: int = 0
     """Seed of the data, the networks and the draws."""
-    row_major: bool = True
-    """DQN on images: also time the step as written with the trunk's hidden layer
-    stored row-major, as it was before `models.networks.weights_in_out` (that
-    layout's gain, in the same run)."""
-    channels_last: bool = True
-    """MinAtar on the CPU: also time the step as written with the planes handed to the
-    convolution in channels-last memory, as before `models.cnn` handed MinAtar's
-    planes channels-first (that layout's cost, in the same run)."""
     profile: bool = True
     """On the CPU, profile each learner's updates once (torch.profiler) and split an
     update's time: matrix kernels, the other operators, and what is outside operators
@@ -271,36 +263,6 @@ def pararl_dqn(case: str, mode: str, prioritized: bool, c: Config, device: str) 
         )
     state.env_steps = c.memory
     return state
-
-
-def row_major(state: Any) -> Any:
-    """`state`'s DQN learner with every weight stored row-major (the trunk's hidden
-    layer is stored (in, out) by default), its optimizer rebuilt over them."""
-    from pararl.algos.dqn import make_optimizer
-
-    learner = state.learner
-    for net in (learner.q, learner.q_target):
-        for p in net.parameters():
-            p.data = p.data.contiguous()
-    s = learner.settings
-    learner.optimizer = make_optimizer(learner.q, s.optimizer, s.lr)
-    return state
-
-
-def channels_last(*models: Any) -> None:
-    """Hand `models`' convolutions channels-last memory on the CPU (the layout the
-    Nature CNN keeps; MinAtar's trunk hands its planes channels-first)."""
-    from pararl.models.cnn import ImageInput
-
-    for model in models:
-        for module in model.modules():
-            if isinstance(module, ImageInput):
-                module.channels_innermost = True
-
-
-def minatar_on_cpu(case: str, c: Config, device: str) -> bool:
-    """Whether to time `case`'s channels-last rows (`--channels-last`)."""
-    return c.channels_last and device == "cpu" and shape_of(case).model == "minatar-cnn"
 
 
 def pararl_sac(case: str, mode: str, prioritized: bool, c: Config, device: str) -> Any:
@@ -624,15 +586,6 @@ def replay_learners(case: str, c: Config, device: str, settings: dict[str, str])
             row = Row(case, sampling, f"pararl {mode}", state.settings.batch_size)
             setup = functools.partial(setup_s, state.learner)
             out.append(Learner(row, replay_updates(state, device), 1, setup))
-        if c.row_major and not sac and not prioritized and shape_of(case).model != "mlp":
-            state = row_major(pararl_dqn(case, "off", False, c, device))
-            row = Row(case, sampling, "pararl eager, row-major", state.settings.batch_size)
-            out.append(Learner(row, replay_updates(state, device), 1))
-        if minatar_on_cpu(case, c, device) and not prioritized:
-            state = pararl_dqn(case, "off", False, c, device)
-            channels_last(state.learner.q, state.learner.q_target)
-            row = Row(case, sampling, "pararl eager, channels-last", state.settings.batch_size)
-            out.append(Learner(row, replay_updates(state, device), 1))
         if c.sb3 and not prioritized:
             model = sb3_sac(case, c, device) if sac else sb3_dqn(case, c, device)
 
@@ -649,13 +602,8 @@ def ppo_learners(case: str, c: Config, device: str, settings: dict[str, str]) ->
     """pararl's PPO under each step mode (`settings`: mode -> --compile), then SB3's."""
     out: list[Learner] = []
     shape = shape_of(case)
-    variants = [(mode, setting, False) for mode, setting in settings.items()]
-    if minatar_on_cpu(case, c, device):
-        variants.append(("eager, channels-last", "off", True))
-    for mode, setting, last in variants:
+    for mode, setting in settings.items():
         state = pararl_ppo(case, setting, c, device)
-        if last:
-            channels_last(state.learner.model)
         s = state.settings
         n = PPO_ENVS * s.num_steps
         batch = rollout_batch(shape, n, c.seed)
@@ -873,17 +821,6 @@ def report(r: Results, meta: h.Metadata) -> h.Report:
             "operators (elementwise, the optimizer, copies), and outside operators "
             "(Python, the replay's host-side sampling, the framework between calls); op "
             "calls: operator calls per update, nested ones counted."
-        )
-    if any(row.system.endswith("row-major") for row in rows):
-        intro += (
-            " Row-major: the same step with the image trunk's hidden layer weight stored "
-            "(out, in) in memory, as `nn.Linear` stores it; pararl stores it (in, out)."
-        )
-    if any(row.system.endswith("channels-last") for row in rows):
-        intro += (
-            " Channels-last: the MinAtar step with its planes handed to the convolution "
-            "in channels-last memory (the Nature CNN's layout on the CPU); pararl hands "
-            "MinAtar's planes channels-first."
         )
     key = []
     for row in rows:
