@@ -21,14 +21,6 @@ from benchmarks.lib.compare import NEVER, Comparison, Outcome, System
 from benchmarks.lib.figures import Panel
 from benchmarks.lib.training import Point
 
-# SB3's DQN steps one env and learns between its steps; pararl's async DQN on 2 cores
-# steps 4 envs in its actor, which loads the learner's weights every 16 of its steps.
-# `-1env`, `-serial` and `-serial-lag` take one difference away at a time: one env,
-# then no actor at all; and the last puts back only the actor's policy lag, in one
-# process (`--acting-lag`: the ~180 updates an async actor acts behind at MinAtar's
-# one update per step).
-ASYNC_LAG = 180
-ONE_ENV = {"workers": 1, "envs_per_worker": 1}
 PPO_ENVS = {"workers": 2, "envs_per_worker": 4}  # 8 envs, as SB3's (`lib.sb3.PPO_ENVS`)
 ROW = Comparison(
     name="pixels",
@@ -37,13 +29,6 @@ ROW = Comparison(
         System("pararl-dqn", "pararl DQN (async)", "dqn", {"mode": "async"}, color="C0"),
         System("pararl-dqn-per", "pararl DQN (async, prioritized)", "dqn",
                {"mode": "async", "prioritized": True}, color="C2"),
-        System("pararl-dqn-1env", "pararl DQN (async, 1 env)", "dqn",
-               {"mode": "async", **ONE_ENV}, default=False, color="C5"),
-        System("pararl-dqn-serial", "pararl DQN (serial, 1 env)", "dqn",
-               {"mode": "serial", **ONE_ENV}, default=False, color="C6"),
-        System("pararl-dqn-serial-lag",
-               f"pararl DQN (serial, 1 env, acting {ASYNC_LAG} updates behind)", "dqn",
-               {"mode": "serial", **ONE_ENV, "acting_lag": ASYNC_LAG}, default=False, color="C7"),
         System("pararl-ppo", "pararl PPO", "ppo", PPO_ENVS, color="C4"),
         System("sb3-dqn", "SB3 DQN", "dqn", anchor="minatar", color="C1"),
         System("sb3-ppo", "SB3 PPO", "ppo", anchor="minatar", color="C3"),
@@ -59,15 +44,13 @@ ROW = Comparison(
         "Evaluations with sticky actions 0.1, as in training. pararl: `pararl train dqn --mode "
         "async [--prioritized]` and `pararl train ppo` (2 workers x 4 envs) with their MinAtar "
         "defaults (async DQN on 2 cores: one actor of 4 envs, loading the learner's weights "
-        "every 16 of its steps; `1 env`: `--workers 1 --envs-per-worker 1`; `serial, 1 env`: "
-        "also `--mode serial`, learning between the env's steps as SB3 does; `acting "
-        f"{ASYNC_LAG} updates behind`: also `--acting-lag {ASYNC_LAG}`). SB3: the same settings "
-        "read from pararl's config (DQN: centred RMSProp lr 2.5e-4, batch 32, one update per "
-        "step from 5,000 steps, target every 1,000 updates, epsilon to 0.1 over 100k steps; "
-        "PPO: 8 envs x 128 steps, 4 epochs of 256, lr 2.5e-4 annealed, clip 0.1, entropy "
-        "0.01, GAE 0.95) on pararl's own MinAtar envs, with a features extractor that is the "
-        "MinAtar paper's network (one 3x3 convolution with 16 filters, 128 hidden units; "
-        "channels-last boolean planes, moved first inside the network as pararl does)."
+        "every 16 of its steps). SB3: the same settings read from pararl's config (DQN: "
+        "centred RMSProp lr 2.5e-4, batch 32, one update per step from 5,000 steps, target "
+        "every 1,000 updates, epsilon to 0.1 over 100k steps; PPO: 8 envs x 128 steps, 4 "
+        "epochs of 256, lr 2.5e-4 annealed, clip 0.1, entropy 0.01, GAE 0.95) on pararl's own "
+        "MinAtar envs, with a features extractor that is the MinAtar paper's network (one 3x3 "
+        "convolution with 16 filters, 128 hidden units; channels-last boolean planes, moved "
+        "first inside the network as pararl does)."
     ),
     # The MinAtar paper's (Young & Tian 2019) README plots at 5M frames, read off by eye,
     # with sticky actions; PPO at 10M steps from gymnax's MinAtar baselines (no sticky
@@ -86,11 +69,8 @@ ROW = Comparison(
         "gymnax's PPO at 10M steps without sticky actions."
     ),
 )  # fmt: skip
-PONG = {s.name: s for s in ROW.systems} | {
-    "pararl-ppo-compile": System("pararl-ppo-compile", "pararl PPO (--compile on)", "ppo",
-                                 {**PPO_ENVS, "compile": "on"}),
-}  # fmt: skip
-PongSystem = Literal["pararl-dqn", "sb3-dqn", "pararl-ppo", "pararl-ppo-compile", "sb3-ppo"]
+PONG = {s.name: s for s in ROW.systems}
+PongSystem = Literal["pararl-dqn", "sb3-dqn", "pararl-ppo", "sb3-ppo"]
 
 
 @dataclass(frozen=True)
