@@ -24,7 +24,6 @@ BENCHMARKS = {
     "td3": "TD3 on MuJoCo (200k steps, async) against SB3's TD3, rl-zoo's figure",
     "partial": "multi-task sampler: wait for all vs timeout vs min_envs vs auto",
     "maml": "MAML-TRPO meta-iteration time split, pararl vs the sampling post's design",
-    "maml_curves": "MAML-TRPO meta-training curves: return before and after adaptation",
     "ray": "Ray actors vs local actor processes: DQN sampling throughput",
     "handwritten": "FlatAdam, the PPO backward pass, the event writer vs the libraries",
     "replay": "replay memories for image stacks: bytes and time per batch, frames vs naive",

@@ -24,7 +24,6 @@ from benchmarks.lib import harness as h
 from benchmarks.lib import sb3, training
 from benchmarks.lib.compare import System
 from benchmarks.lib.figures import Panel, Series, save_figure
-from benchmarks.maml_curves import read_curve
 from pararl.config.run import RunConfig
 from pararl.errors import sigterm_as_interrupt
 
@@ -124,6 +123,17 @@ def _pong_ppo(name: str, budget: int) -> Entry:
     return Entry(name, name, pong, "ALE/Pong-v5", budget, (cleanrl,), quick)
 
 
+def _maml(env: str, iterations: int, source: str, text: str) -> Entry:
+    """MAML-TRPO on `env`, the return before and after one adaptation step per
+    meta-iteration (the paper reports curves, not numbers)."""
+    name = f"maml-{env.lower()}"
+    quick = {"meta_iterations": 4, "meta_batch_size": 2, "fast_batch_size": 2,
+             "episode_length": 20}  # fmt: skip
+    maml = System("pararl", "pararl MAML", "maml")
+    return Entry(name, name, maml, f"pararl/{env}-v0", iterations, (Published(source, None, text),),
+                 quick)  # fmt: skip
+
+
 ENTRIES: tuple[Entry, ...] = (
     _minatar_ppo("Breakout", "~17.5", "28"),
     _minatar_ppo("SpaceInvaders", "~185", "131"),
@@ -132,14 +142,10 @@ ENTRIES: tuple[Entry, ...] = (
     _pong_ppo("pong-ppo-10m", 10_000_000),  # CleanRL's budget; it stops at an evaluation of 18
     *_minatar_dqn("Breakout", "~10"),
     *_minatar_dqn("SpaceInvaders", "~43"),
-    Entry(
-        "maml-halfcheetahdir", "maml-halfcheetahdir", System("pararl", "pararl MAML", "maml"),
-        "pararl/HalfCheetahDir-v0", 200,
-        (Published("MAML paper, Fig. 5; pytorch-maml-rl's curve", None,
-                   "after-adaptation return pulls away from before over meta-training"),),
-        {"meta_iterations": 4, "meta_batch_size": 2, "fast_batch_size": 2,
-             "episode_length": 20},
-    ),
+    _maml("HalfCheetahDir", 200, "MAML paper, Fig. 5; pytorch-maml-rl's curve",
+          "after-adaptation return pulls away from before over meta-training"),
+    _maml("Navigation2D", 500, "MAML paper, Fig. 4",
+          "after one adaptation step the policy heads for the goal"),
 )  # fmt: skip
 NAMES = tuple(e.name for e in ENTRIES)
 
@@ -276,10 +282,9 @@ def read_curves(e: Entry, run_dir: Path) -> tuple[dict[str, list[Point]], float]
     rows = training.read_metrics(run_dir)
     wall = max((float(r["wall_s"]) for r in rows if r.get("wall_s")), default=0.0)
     if e.maml:
-        points = read_curve(run_dir)
         return {
-            "after one adaptation step": _maml_points(points, "post"),
-            "before adaptation": _maml_points(points, "pre"),
+            "after one adaptation step": _maml_points(rows, "post"),
+            "before adaptation": _maml_points(rows, "pre"),
         }, wall
     train = _row_points([r for r in rows if r.get("episode_return")], "env_steps", "episode_return")
     evals = training.read_metrics(run_dir, "eval.csv")
@@ -289,9 +294,10 @@ def read_curves(e: Entry, run_dir: Path) -> tuple[dict[str, list[Point]], float]
     }, wall
 
 
-def _maml_points(points: list[dict[str, float]], key: str) -> list[Point]:
+def _maml_points(rows: list[dict[str, str]], key: str) -> list[Point]:
     """MAML's per-iteration returns (`key`: "pre" or "post" adaptation) as points."""
-    return [[p["iteration"], p["wall_s"], p[key]] for p in points]
+    rows = [r for r in rows if r.get("pre_return")]
+    return [[float(r["iteration"]), float(r["wall_s"]), float(r[f"{key}_return"])] for r in rows]
 
 
 # --- running and carrying on -------------------------------------------------------------

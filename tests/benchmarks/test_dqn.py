@@ -46,9 +46,7 @@ def test_pararl_spells_count_what_each_side_did() -> None:
     assert loop.updates > 0  # free-running: both sides at once
 
 
-def test_throughput_end_to_end(
-    bench: Callable[..., dict[str, Any]], tmp_path: Path
-) -> None:
+def test_throughput_end_to_end(bench: Callable[..., dict[str, Any]], tmp_path: Path) -> None:
     data = bench(
         *("dqn", "--parts", "throughput", "--actors", "2", "--workloads", "seed"),
         *("--repeats", "1", "--block-s", "0.3", "--warmup-s", "0.1", "--learner-threads", "1"),

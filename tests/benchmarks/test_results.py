@@ -125,6 +125,20 @@ def test_a_stopped_run_is_resumed_where_it_stopped(tmp_path: Path) -> None:
     assert not list(config.state_dir.glob("*.stale-*"))
 
 
+def test_a_maml_run_keeps_its_return_before_and_after_adaptation(
+    bench: Callable[..., dict[str, Any]],
+) -> None:
+    """A real four-iteration `pararl train maml` run (2 tasks x 2 episodes of 20 steps)."""
+    data = bench("results", "--quick", "--entries", "maml-navigation2d")
+    [saved] = data["results"]["saved"]
+    assert saved["status"] == "step budget reached"
+    curves = saved["curves"]
+    after, before = curves["after one adaptation step"], curves["before adaptation"]
+    assert [p[0] for p in after] == [p[0] for p in before] == [1, 2, 3, 4]
+    assert all(p[2] < 0 for p in after + before)  # distances to the goals
+    assert "maml-navigation2d: after − before:" in data["key_ratios"]
+
+
 def test_an_interrupted_invocation_exits_130() -> None:
     assert results.exit_code(results.Results([], "interrupted during pong-ppo")) == 130
     assert results.exit_code(results.Results([], "--hours 1 ran out during pong-ppo")) == 0
