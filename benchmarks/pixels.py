@@ -5,8 +5,6 @@ pipeline over a slice of wall time after the first update).
 
 from __future__ import annotations
 
-import signal
-import subprocess
 import tempfile
 import time
 from collections.abc import Sequence
@@ -134,8 +132,8 @@ def window_rate(points: Sequence[Point], slice_s: float) -> tuple[float, float, 
 
 def pararl_slice(system: str, env: str, learning_starts: int, slice_s: float,
                  timeout_s: float, workdir: Path) -> Slice:  # fmt: skip
-    """`pararl train` on Pong until `slice_s` after its first update, then SIGTERM; the
-    run is killed (with its process group) if it has not finished `timeout_s` after
+    """`pararl train` on Pong until `slice_s` after its first update, then stopped
+    (SIGTERM: it finishes cleanly, exit status 143); stopped too `timeout_s` after
     launch."""
     out = workdir / f"{system}-pong"
     flags: dict[str, object] = dict(
@@ -147,23 +145,21 @@ def pararl_slice(system: str, env: str, learning_starts: int, slice_s: float,
     s = PONG[system]
     flags |= {"env": env, "seed": 0, "run_dir": out, "progress": "plain", "tensorboard": False}
     cmd = training.train_command(s.algo, **flags, **s.flags)
-    proc = training.start(cmd, workdir, subprocess.DEVNULL)
-    deadline, result = time.monotonic() + timeout_s, Slice(system)
-    while proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(1.0)
+
+    def sliced() -> bool:
         points = training.clock(training.read_metrics(out))
         first = next((p[0] for p in points if p[2] > 0), None)
-        if first is not None and points[-1][0] - first >= slice_s:
-            proc.send_signal(signal.SIGTERM)  # pararl finishes cleanly (exit status 143)
-            break
-    try:
-        _, err = proc.communicate(timeout=max(deadline - time.monotonic(), 30.0))
-    except subprocess.TimeoutExpired:
-        _, err = training.kill(proc)
-        result.note = f"killed after {timeout_s:g} s"
-    result.points = training.clock(training.read_metrics(out))
-    if proc.returncode not in (0, 143) and not result.note:
-        result.note = f"rc {proc.returncode}: " + " | ".join(err.strip().splitlines()[-3:])
+        return first is not None and points[-1][0] - first >= slice_s
+
+    deadline = time.monotonic() + timeout_s
+    how, code, text = training.run_until(cmd, out.with_suffix(".log"), workdir, deadline, sliced)
+    if how == "interrupted":
+        raise KeyboardInterrupt
+    result = Slice(system, training.clock(training.read_metrics(out)))
+    if how == "deadline":
+        result.note = f"stopped after {timeout_s:g} s"
+    elif how == "ended" and code not in (0, 143):
+        result.note = f"rc {code}: " + " | ".join(text.strip().splitlines()[-3:])
     return result
 
 

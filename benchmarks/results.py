@@ -10,14 +10,12 @@ import dataclasses
 import json
 import os
 import re
-import signal
 import statistics
-import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from benchmarks import pixels
 from benchmarks.lib import harness as h
@@ -28,7 +26,6 @@ from pararl.config.run import RunConfig
 from pararl.errors import sigterm_as_interrupt
 
 DONE = ("solved", "step budget reached")  # a pararl run's final status when it ended by itself
-STOP_GRACE_S = 600.0  # a run asked to stop saves its checkpoint (and replay memory) in this
 
 
 @dataclass(frozen=True)
@@ -330,7 +327,6 @@ class StoppedError(Exception):
 
 RESUMED = re.compile(r"pararl: resuming from \S+: (?P<steps>[\d,]+) env steps")
 FINISHED = re.compile(r" is finished \((?P<status>[^,]+),")
-POLL_S = 2.0  # how often a running child is looked at
 HOME = "2 cores"  # this project's machine, where the runs are measured
 MIN_PIECE_S = 300.0  # a piece shorter than this would end before its first checkpoint
 
@@ -339,68 +335,6 @@ def _has_checkpoint(run_dir: Path) -> bool:
     """A checkpoint `--resume` takes (not `best`, which is for acting, nor the memory)."""
     names = (p.stem for p in (run_dir / "checkpoints").glob("*.pt"))
     return any(n not in ("best", "replay") for n in names)
-
-
-Ending = Literal["ended", "deadline", "until", "interrupted"]
-
-
-def watch(
-    proc: subprocess.Popen[str], deadline: float | None, until: Callable[[], bool] | None
-) -> Ending:
-    """Wait for `proc` until it ends, the deadline passes or `until()` holds; Ctrl-C or
-    SIGTERM here asks it to stop too. Then (not when it ended) it is stopped (`stop`)."""
-    try:
-        while True:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=POLL_S)
-                return "ended"
-            if deadline is not None and time.monotonic() >= deadline:
-                how: Ending = "deadline"
-                break
-            if until is not None and until():
-                how = "until"
-                break
-    except KeyboardInterrupt:
-        how = "interrupted"
-    stop(proc)
-    return how
-
-
-def stop(proc: subprocess.Popen[str]) -> None:
-    """SIGTERM to the run's main process, which saves the run, stops its workers and
-    exits; its whole group killed if it has not within `STOP_GRACE_S`. Ctrl-C and
-    SIGTERM here are ignored meanwhile (a second one would lose the save)."""
-    h.progress(f"results: stopping the run (it saves first; at most {STOP_GRACE_S:.0f} s)")
-    handlers = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        with contextlib.suppress(ProcessLookupError):
-            proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            training.kill(proc)
-    finally:
-        for sig, handler in handlers.items():
-            signal.signal(sig, handler)
-
-
-def run_piece(
-    cmd: Sequence[str],
-    log_path: Path,
-    cwd: Path,
-    deadline: float | None,
-    until: Callable[[], bool] | None = None,
-) -> tuple[Ending, int | None, str]:
-    """`cmd` run (output appended to `log_path`) until `watch` says; how it ended, its
-    exit code and what it wrote."""  # fmt: skip
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    offset = log_path.stat().st_size if log_path.exists() else 0
-    with log_path.open("a") as log:
-        proc = training.start(cmd, cwd, stdout=log, stderr=subprocess.STDOUT)
-        how = watch(proc, deadline, until)
-    with log_path.open("rb") as f:
-        f.seek(offset)
-        return how, proc.returncode, f.read().decode(errors="replace")
 
 
 def advance(
@@ -430,7 +364,7 @@ def advance(
         saved = None
     meta = h.Metadata("", {})  # the code this piece runs
     h.progress(f"results: {e.name}: {'resuming' if resuming else 'starting'}: {shown(fresh)}")
-    how, code, text = run_piece(
+    how, code, text = training.run_until(
         cmd if resuming else fresh, c.state_dir / f"{e.name}.log", c.state_dir, deadline, until
     )
     status = piece_status(how, code, text)
@@ -453,7 +387,7 @@ def advance(
                                    status, machine(), share), how, c)  # fmt: skip
 
 
-def end_piece(saved: Saved, piece: Piece, how: Ending, c: Config) -> Saved:
+def end_piece(saved: Saved, piece: Piece, how: training.Ending, c: Config) -> Saved:
     """Record the piece that just ran and save the run; then raise as the piece ended
     (Ctrl-C or SIGTERM: KeyboardInterrupt; the deadline: StoppedError)."""
     assert c.saved_dir is not None
@@ -469,7 +403,7 @@ def end_piece(saved: Saved, piece: Piece, how: Ending, c: Config) -> Saved:
     return saved
 
 
-def piece_status(how: Ending, code: int | None, text: str) -> str:
+def piece_status(how: training.Ending, code: int | None, text: str) -> str:
     """A run's status after a piece: its final status when it ended by itself."""
     if how != "ended":
         return "paused"
@@ -507,7 +441,7 @@ def sb3_run(
     going_on = "resuming" if previous is not None else "starting"
     h.progress(f"results: {e.name}: {going_on} the SB3 anchor: {typed}")
     state = ["--state", str(c.state_dir / e.name)]
-    how, code, text = run_piece(
+    how, code, text = training.run_until(
         [*cmd, *state], c.state_dir / f"{e.name}.log", c.state_dir, deadline, until
     )
     result = sb3.parse(text, e.algo)

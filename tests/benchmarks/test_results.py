@@ -15,6 +15,7 @@ import pytest
 from benchmarks.__main__ import main
 
 from benchmarks import results
+from benchmarks.lib import training
 from tests.benchmarks.conftest import PNG
 
 
@@ -42,7 +43,7 @@ def test_quick_runs_write_the_page_and_are_not_run_twice(
     config = results.resolve(results.Config(quick=True, out_dir=tmp_path))
     assert config.state_dir is not None
     log = config.state_dir / f"{anchor_entry.name}.log"
-    monkeypatch.setattr(results, "POLL_S", 0.1)
+    monkeypatch.setattr(training, "POLL_S", 0.1)
     learning = lambda: log.exists() and "sb3: learning from" in log.read_text()  # noqa: E731
     deadline = time.monotonic() + 600.0
     first = results.advance(anchor_entry, config, deadline, learning)
