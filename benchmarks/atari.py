@@ -13,7 +13,8 @@ from dataclasses import dataclass, field, replace
 
 from benchmarks import atari_runners as ar
 from benchmarks.lib import harness as h
-from benchmarks.lib.figures import Panel, Series
+from benchmarks.lib import stepping
+from benchmarks.lib.figures import Panel
 from benchmarks.lib.stepping import deferred_sigint
 from pararl.envs.atari import is_atari, register_atari
 from pararl.mp.procs import ProcessGroup
@@ -60,18 +61,9 @@ QUICK = {
 
 
 @dataclass
-class Cell:
-    """One backend at one point of the sweep."""
+class Cell(stepping.Cell):
+    """One backend at one point of the sweep; its rate in agent steps/s."""
 
-    workers: int
-    envs_per_worker: int
-    num_envs: int
-    backend: str
-    label: str
-    status: str  # ok, skipped or failed
-    note: str = ""
-    steps_per_block: int = 0
-    rate: h.Summary | None = None  # agent steps/s
     thread_cpu_us: float | None = None  # caller thread's CPU µs per agent step (median)
     process_cpu_us: float | None = None  # caller process's CPU µs per agent step (median)
     pipe_bytes: float | None = None  # pickled bytes both ways per agent step (median)
@@ -314,28 +306,12 @@ def game_block(r: GameResult, cores: int) -> str:
 
 
 def panel(r: GameResult, workers: int) -> Panel:
-    """Agent steps/s against envs per worker (log-log) at `workers`, one line per
-    backend (bars: min–max); dashed: the single env's median rate."""
-    series = []
-    for i, backend in enumerate(ar.BACKENDS[:-1]):  # all but the single env
-        cells = [c for c in r.cells if c.backend == backend and c.workers == workers]
-        pts = [(c.envs_per_worker, c.rate) for c in cells if c.rate]
-        if pts:
-            series.append(Series.of(ar.label(backend), pts, color=f"C{i}"))
-    singles = [c.rate.median for c in r.cells if c.backend == "single" and c.rate]
-    hlines: list[tuple[float, str, str | None]] = []
-    if singles:
-        hlines.append((statistics.median(singles), "--", ar.label("single")))
-    return Panel(
-        f"{r.env_id}, {workers} worker{'s' * (workers > 1)}",
-        series,
-        xlabel="envs per worker",
-        ylabel="agent steps / s",
-        xticks=[(e, str(e)) for e in sorted({c.envs_per_worker for c in r.cells})],
-        logx=2,
-        logy=True,
-        hlines=hlines,
-    )
+    """At `workers`; dashed: the single env's median rate."""
+    cells = [c for c in r.cells if c.workers == workers]
+    singles = [c.rate.median for c in cells if c.backend == "single" and c.rate]
+    line = (statistics.median(singles), ar.label("single")) if singles else None
+    title = f"{r.env_id}, {workers} worker{'s' * (workers > 1)}"
+    return stepping.panel(title, cells, ar.label, "agent steps / s", line)
 
 
 def report(results: Results, meta: h.Metadata) -> h.Report:
