@@ -11,7 +11,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 import numpy as np
@@ -73,9 +73,6 @@ class Config(h.Options):
     """Where the learners run (`auto`: CUDA when present)."""
     threads: int = 1
     """torch threads (the learner of a 2-core run has one core; 0: all)."""
-    more_threads: int = 0
-    """Also time each step as written with this many torch threads, interleaved with
-    the rest (whether a learner gains from the cores its actors leave idle; 0: not)."""
     seconds: float = 2.0
     """Target length of one timed spell (the number of updates is set from the
     warm-up's rate)."""
@@ -96,7 +93,7 @@ QUICK = {"memory": 1_000, "seconds": 0.3, "repeats": 1, "cases": ("dqn-minatar",
 
 def resolve(config: Config) -> Config:
     c = h.apply_quick(config, QUICK)
-    h.require(c, "> 0: seconds repeats memory", ">= 0: threads more_threads")
+    h.require(c, "> 0: seconds repeats memory", ">= 0: threads")
     h.check([(not c.cases, "--cases needs at least one case")])
     return c
 
@@ -127,8 +124,7 @@ class Row:
     setup_s: float | None = None  # compile / record / first call, beyond a plain update
     flops: float | None = None  # per update, forward + backward
     gflops: float | None = None  # achieved, at the median rate
-    floor_ms: float | None = None  # flops / the peak at the row's threads
-    threads: int | None = None  # torch threads, where not the run's (--more-threads)
+    floor_ms: float | None = None  # flops / the peak at the run's threads
     vs_sb3: float | None = None
     vs_eager: float | None = None
     split: Split | None = None  # where an update's time goes (CPU, profiled)
@@ -586,7 +582,7 @@ def measure(c: Config, meta: h.Metadata) -> Results:
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
     peak_s = min(0.5, c.seconds)
     cpu = torch.device("cpu")
-    counts = {1, cores, threads} | ({c.more_threads} if c.more_threads else set())
+    counts = {1, cores, threads}
     peaks = {threads_label(n): gemm_peak(cpu, n, seconds=peak_s) for n in counts}
     if device == "cuda":
         peaks["cuda"] = gemm_peak(torch.device("cuda"), threads, size=4096, seconds=peak_s)
@@ -596,10 +592,6 @@ def measure(c: Config, meta: h.Metadata) -> Results:
         h.progress(f"learner: {case} on {device}")
         build = ppo_learners if case.startswith("ppo") else replay_learners
         learners = build(case, c, device, settings)
-        if c.more_threads and device == "cpu":
-            learners += [
-                with_threads(x, c.more_threads) for x in learners if x.row.system == "pararl eager"
-            ]
         for learner in learners:
             try:
                 warm(learner, c.seconds)
@@ -628,27 +620,14 @@ def measure(c: Config, meta: h.Metadata) -> Results:
             )
             if c.profile and device == "cpu":
                 learner.row.split = profile_split(learner, min(c.seconds, 0.5))
-        _fill(learners, peak, peaks)
+        _fill(learners, peak)
         results.rows += [x.row for x in learners]
     return results
 
 
-def with_threads(learner: Learner, threads: int) -> Learner:
-    """`learner`'s step (and state) run with `threads` torch threads."""
-    from pararl.mp.threads import torch_threads
-
-    def run(k: int) -> int:
-        with torch_threads(threads):
-            return learner.run(k)
-
-    row = replace(learner.row, system=f"{learner.row.system}, {threads} threads")
-    row.threads = threads
-    return Learner(row, run, learner.per_call, learner.setup)
-
-
-def _fill(learners: list[Learner], peak: float, peaks: dict[str, float]) -> None:
-    """FLOPs for every row of a case (the same math), GFLOP/s, floor and ratios; the
-    floor at the peak of the row's threads (`peaks`), the run's (`peak`) by default."""
+def _fill(learners: list[Learner], peak: float) -> None:
+    """FLOPs for every row of a case (the same math), GFLOP/s, floor (at `peak`) and
+    ratios."""
     by_sampling: dict[str, list[Row]] = {}
     for x in learners:
         by_sampling.setdefault(x.row.sampling, []).append(x.row)
@@ -663,8 +642,7 @@ def _fill(learners: list[Learner], peak: float, peaks: dict[str, float]) -> None
             rate = h.med(r.updates_per_s)
             if r.flops and rate:
                 r.gflops = r.flops * rate / 1e9
-                at = peaks.get(threads_label(r.threads), peak) if r.threads else peak
-                r.floor_ms = r.flops / (at * 1e9) * 1e3
+                r.floor_ms = r.flops / (peak * 1e9) * 1e3
             r.vs_sb3 = h.ratio(r.updates_per_s, sb3.updates_per_s) if sb3 else None
             r.vs_eager = h.ratio(r.updates_per_s, eager.updates_per_s) if eager else None
 
