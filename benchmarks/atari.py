@@ -11,10 +11,10 @@ import multiprocessing as mp
 import statistics
 from dataclasses import dataclass, field, replace
 
-from benchmarks import atari_profile
 from benchmarks import atari_runners as ar
 from benchmarks.lib import harness as h
-from benchmarks.lib.figures import Panel, Series
+from benchmarks.lib import stepping
+from benchmarks.lib.figures import Panel
 from benchmarks.lib.stepping import deferred_sigint
 from pararl.envs.atari import is_atari, register_atari
 from pararl.mp.procs import ProcessGroup
@@ -48,9 +48,6 @@ class Config(h.Options):
     """Untimed vector steps after reset, before calibration."""
     seed: int = 0
     """Seed for env resets and the pre-drawn random actions."""
-    profile: bool = True
-    """Also time the layers of one env's step (first game, in this process): emulation,
-    preprocessing, pararl's worker and caller, EnvPool."""
 
 
 QUICK = {
@@ -61,22 +58,12 @@ QUICK = {
     "block_s": 0.05,
     "warmup_steps": 2,
 }
-PROFILE_REPEATS = 3  # rounds of the profile's loops (blocks of `block_s`)
 
 
 @dataclass
-class Cell:
-    """One backend at one point of the sweep."""
+class Cell(stepping.Cell):
+    """One backend at one point of the sweep; its rate in agent steps/s."""
 
-    workers: int
-    envs_per_worker: int
-    num_envs: int
-    backend: str
-    label: str
-    status: str  # ok, skipped or failed
-    note: str = ""
-    steps_per_block: int = 0
-    rate: h.Summary | None = None  # agent steps/s
     thread_cpu_us: float | None = None  # caller thread's CPU µs per agent step (median)
     process_cpu_us: float | None = None  # caller process's CPU µs per agent step (median)
     pipe_bytes: float | None = None  # pickled bytes both ways per agent step (median)
@@ -86,9 +73,6 @@ class Cell:
 @dataclass
 class Results:
     games: list[GameResult]
-    profiled: str | None = None  # the game whose step was taken apart
-    parts: list[atari_profile.Part] = field(default_factory=list)
-    layers: dict[str, atari_profile.Layer] = field(default_factory=dict)
 
 
 @dataclass
@@ -208,13 +192,6 @@ def measure(config: Config, meta: h.Metadata) -> Results:
                 case = ar.Case(result.env_id, workers, epw, config.seed)
                 result.cells += measure_case(case, config)
         derive(result)
-    if config.profile:
-        results.profiled = config.envs[0]
-        h.progress(f"{results.profiled}: timing the layers of one env's step ...")
-        results.layers = atari_profile.timed_loops(
-            results.profiled, config.seed, PROFILE_REPEATS, config.block_s
-        )
-        results.parts = atari_profile.breakdown(results.layers)
     return results
 
 
@@ -329,46 +306,12 @@ def game_block(r: GameResult, cores: int) -> str:
 
 
 def panel(r: GameResult, workers: int) -> Panel:
-    """Agent steps/s against envs per worker (log-log) at `workers`, one line per
-    backend (bars: min–max); dashed: the single env's median rate."""
-    series = []
-    for i, backend in enumerate(ar.BACKENDS[:-1]):  # all but the single env
-        cells = [c for c in r.cells if c.backend == backend and c.workers == workers]
-        pts = [(c.envs_per_worker, c.rate) for c in cells if c.rate]
-        if pts:
-            series.append(Series.of(ar.label(backend), pts, color=f"C{i}"))
-    singles = [c.rate.median for c in r.cells if c.backend == "single" and c.rate]
-    hlines: list[tuple[float, str, str | None]] = []
-    if singles:
-        hlines.append((statistics.median(singles), "--", ar.label("single")))
-    return Panel(
-        f"{r.env_id}, {workers} worker{'s' * (workers > 1)}",
-        series,
-        xlabel="envs per worker",
-        ylabel="agent steps / s",
-        xticks=[(e, str(e)) for e in sorted({c.envs_per_worker for c in r.cells})],
-        logx=2,
-        logy=True,
-        hlines=hlines,
-    )
-
-
-PART_COLUMNS: list[h.Col[atari_profile.Part]] = [
-    h.Col("part of an agent step", lambda p: p.part, "l"),
-    h.Col("µs/step", lambda p: us(p.us)),
-    h.Col("measured as", lambda p: p.how, "l"),
-]
-
-
-def profile_block(results: Results) -> str:
-    notes = (
-        "One env, each layer timed in its own loop in this process, the loops interleaved "
-        f"({PROFILE_REPEATS} rounds, medians). CPU µs per agent step (the wall-time lines "
-        "excepted): the machine's other load stretches wall time, not CPU time. A part is "
-        "the difference of two loops, so small ones are within the noise."
-    )
-    title = f"### Where a step's microseconds go ({results.profiled})"
-    return f"{title}\n\n{notes}\n\n{h.table(PART_COLUMNS, results.parts)}"
+    """At `workers`; dashed: the single env's median rate."""
+    cells = [c for c in r.cells if c.workers == workers]
+    singles = [c.rate.median for c in cells if c.backend == "single" and c.rate]
+    line = (statistics.median(singles), ar.label("single")) if singles else None
+    title = f"{r.env_id}, {workers} worker{'s' * (workers > 1)}"
+    return stepping.panel(title, cells, ar.label, "agent steps / s", line)
 
 
 def report(results: Results, meta: h.Metadata) -> h.Report:
@@ -381,7 +324,7 @@ def report(results: Results, meta: h.Metadata) -> h.Report:
     return h.Report(
         f"Atari sampler (`{h.PROG} atari`)",
         key_ratios(found),
-        blocks + ([profile_block(results)] if results.parts else []),
+        blocks,
         [panel(r, w) for r in games for w in sorted({c.workers for c in r.cells})],
         "agent steps/s against envs per worker",
         legend_below=True,

@@ -18,8 +18,7 @@ import gymnasium as gym
 import numpy as np
 
 from benchmarks.lib import stepping
-from benchmarks.lib.stepping import Partial, Runner, VectorStep, actions
-from benchmarks.vector import calibrate
+from benchmarks.lib.stepping import Partial, Runner, VectorStep, actions, calibrate
 from pararl.envs.atari import FireReset, needs_fire, register_atari
 from pararl.envs.make import env_factory
 from pararl.mp.listen import SPIN_S

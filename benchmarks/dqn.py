@@ -1,6 +1,5 @@
 """`python -m benchmarks dqn`: DQN's time to solve against SB3 (`solve`, a row of
-`lib.compare`), transitions/s against the DQN post's design (`throughput`) and the
-overlap of acting and learning (`overlap`).
+`lib.compare`) and transitions/s against the DQN post's design (`throughput`).
 """
 
 from __future__ import annotations
@@ -14,9 +13,8 @@ from benchmarks.lib import dqn_spells as drivers
 from benchmarks.lib import harness as h
 from benchmarks.lib.compare import Outcome, System
 from benchmarks.lib.figures import Panel, Series
-from pararl.runners.offpolicy import default_actors
 
-Part = Literal["solve", "throughput", "overlap"]
+Part = Literal["solve", "throughput"]
 SOLVE = compare.solve_cartpole("dqn", (
     System("pararl-serial", "pararl serial", "dqn", {"mode": "serial"}),
     System("pararl-sync", "pararl sync", "dqn", {"mode": "sync"}),
@@ -31,41 +29,32 @@ LABELS = {
     "pararl_defaults": "pararl async, defaults",
     "pararl_seed_free": "pararl async, seed's workload, no ratio",
     "pararl_defaults_free": "pararl async, defaults, no ratio",
-    "actors": "actors alone",
-    "learner": "learner alone",
-    "ratio": "together (replay ratio, as training)",
-    "free": "together (free-running)",
 }
 
 
 @dataclass(frozen=True)
 class Config(compare.Options, h.Options):
-    """DQN: time to solve CartPole against SB3, transitions/s against the DQN post's design,
-    and the overlap of acting and learning. --quick: 1 seed, 1,200-step budget, short
-    spells (1-2 min)."""
+    """DQN: time to solve CartPole against SB3, and transitions/s against the DQN post's
+    design. --quick: 1 seed, 1,200-step budget, short spells (1-2 min)."""
 
-    parts: tuple[Part, ...] = ("solve", "throughput", "overlap")
+    parts: tuple[Part, ...] = ("solve", "throughput")
     """Parts to run."""
     actors: tuple[int, ...] = (1, 2)
     """throughput: actor process counts (the DQN post's children, pararl's actors)."""
     workloads: tuple[drivers.Workload, ...] = ("seed", "defaults")
     """throughput: pararl configs; `seed`: the DQN post's net, batch, lr, gamma and update rate
     on pararl's machinery; `defaults`: pararl's DQN defaults."""
-    overlap_actors: int | None = None
-    """overlap: actor processes (default: what `pararl train` uses, cores - 1)."""
-    overlap_workload: drivers.Workload = "defaults"
-    """overlap: pararl config of the learner and actors."""
     repeats: int = 3
-    """throughput/overlap: timed spells per system, interleaved."""
+    """throughput: timed spells per system, interleaved."""
     block_s: float = 3.0
-    """throughput/overlap: seconds per timed spell."""
+    """throughput: seconds per timed spell."""
     warmup_s: float = 1.0
-    """throughput/overlap: untimed seconds before each spell."""
+    """throughput: untimed seconds before each spell."""
     learner_threads: int | None = None
-    """throughput/overlap: torch threads of this (learner) process; default: what
+    """throughput: torch threads of this (learner) process; default: what
     `pararl train` chooses for the model (`set_learner_threads`)."""
     seed: int = 0
-    """throughput/overlap: seed of the envs, nets and replay sampling."""
+    """throughput: seed of the envs, nets and replay sampling."""
 
 
 QUICK = {
@@ -78,7 +67,7 @@ QUICK = {
 
 def resolve(config: Config) -> Config:
     config = h.apply_quick(compare.resolve(SOLVE, config), QUICK)
-    h.require(config, ">= 0: parts warmup_s", ">= 1: actors overlap_actors repeats learner_threads")
+    h.require(config, ">= 0: parts warmup_s", ">= 1: actors repeats learner_threads")
     h.require(config, "> 0: block_s")
     if "throughput" in config.parts:
         h.require(config, ">= 0: workloads")
@@ -86,29 +75,9 @@ def resolve(config: Config) -> Config:
 
 
 @dataclass
-class Overlap:
-    """Together ÷ alone for each side; the ratio run against the ideal overlap, min(the
-    actors' rate, what the learner alone allows at the replay ratio)."""
-
-    actors: int
-    workload: str
-    replay_ratio: float
-    batch_size: int
-    hidden: tuple[int, ...]
-    actors_ratio: float | None
-    learner_ratio: float | None
-    actors_free: float | None
-    learner_free: float | None
-    ideal_steps_per_s: float | None
-    ratio_vs_ideal: float | None
-
-
-@dataclass
 class Results:
     solve: Outcome | None = None
     throughput: list[drivers.RateRow] = field(default_factory=list)
-    overlap: list[drivers.RateRow] = field(default_factory=list)
-    efficiency: Overlap | None = None
 
 
 def throughput(actors: int, c: Config) -> list[drivers.RateRow]:
@@ -141,51 +110,6 @@ def throughput(actors: int, c: Config) -> list[drivers.RateRow]:
     return list(rows.values())
 
 
-def overlap(c: Config) -> tuple[list[drivers.RateRow], Overlap]:
-    """Actors alone, learner alone and the free-running loop on one free-running driver
-    (replay ratio 0: no ratio to keep between spells); the ratio loop on its own."""
-    cfg = drivers.workload_config(c.overlap_workload, seed=c.seed)
-    actors = c.overlap_actors or default_actors(cfg)
-    rows = {
-        n: drivers.RateRow(actors, n, LABELS[n]) for n in ("actors", "learner", "ratio", "free")
-    }
-    h.progress(f"overlap: starting {actors} actor(s) ({c.overlap_workload} workload) ...")
-    free = drivers.Pararl(replace(cfg, replay_ratio=0.0), actors, c.learner_threads, h.progress)
-    try:
-        ratio = drivers.Pararl(cfg, actors, c.learner_threads, h.progress)
-        try:
-            runs: drivers.Runs = {
-                "actors": (free, "actors"),
-                "learner": (free, "learner"),
-                "ratio": (ratio, "loop"),
-                "free": (free, "loop"),
-            }
-            drivers.spells(runs, rows, c.repeats, c.block_s, c.warmup_s)
-        finally:
-            ratio.close()
-    finally:
-        free.close()
-    alone_steps, alone_updates = rows["actors"].steps, rows["learner"].updates
-    bound = None
-    if alone_steps and alone_updates:
-        bound = min(alone_steps.median, alone_updates.median / cfg.settings.replay_ratio)
-    eff = Overlap(
-        actors,
-        c.overlap_workload,
-        cfg.settings.replay_ratio,
-        cfg.settings.batch_size,
-        cfg.hidden,
-        actors_ratio=h.ratio(rows["ratio"].steps, alone_steps),
-        learner_ratio=h.ratio(rows["ratio"].updates, alone_updates),
-        actors_free=h.ratio(rows["free"].steps, alone_steps),
-        learner_free=h.ratio(rows["free"].updates, alone_updates),
-        ideal_steps_per_s=bound,
-        ratio_vs_ideal=h.ratio(rows["ratio"].steps, bound),
-    )
-    h.progress(f"overlap: {eff}")
-    return list(rows.values()), eff
-
-
 def measure(c: Config, meta: h.Metadata) -> Results:
     import torch
 
@@ -197,8 +121,6 @@ def measure(c: Config, meta: h.Metadata) -> Results:
         out.solve = compare.measure(SOLVE, c, meta)
     if "throughput" in c.parts:
         out.throughput = [r for n in sorted(set(c.actors)) for r in throughput(n, c)]
-    if "overlap" in c.parts:
-        out.overlap, out.efficiency = overlap(c)
     return out
 
 
@@ -212,13 +134,6 @@ THROUGHPUT: list[h.Col[drivers.RateRow]] = [
     h.Col("min–max", lambda r: h.fmt_range(r.steps)),
     h.Col("updates/s", lambda r: h.fmt_rate(h.med(r.updates))),
     h.Col("vs seed", lambda r: h.fmt_ratio(r.vs)),
-]
-OVERLAP: list[h.Col[drivers.RateRow]] = [
-    h.Col("spell", lambda r: r.label, "l"),
-    h.Col("env steps/s", lambda r: h.fmt_rate(h.med(r.steps))),
-    h.Col("min–max", lambda r: h.fmt_range(r.steps)),
-    h.Col("updates/s", lambda r: h.fmt_rate(h.med(r.updates))),
-    h.Col("min–max", lambda r: h.fmt_range(r.updates)),
 ]
 
 
@@ -238,26 +153,6 @@ def throughput_panel(rows: list[drivers.RateRow]) -> Panel:
     ylabel = "transitions / s (median, min–max)"
     title = "DQN post's design vs pararl async"
     return Panel(title, series, ylabel=ylabel, xticks=ticks, logy=True)
-
-
-def overlap_panel(e: Overlap) -> Panel:
-    bars = [
-        ("actors, replay ratio", e.actors_ratio, "C0"),
-        ("learner, replay ratio", e.learner_ratio, "C1"),
-        ("async run ÷ ideal", e.ratio_vs_ideal, "C2"),
-        ("actors, free-running", e.actors_free, "C0"),
-        ("learner, free-running", e.learner_free, "C1"),
-    ]
-    series = [Series(None, [i], [v or 0.0], "bar", color=c) for i, (_, v, c) in enumerate(bars)]
-    return Panel(
-        f"async overlap, {e.actors} actor(s)",
-        series,
-        ylabel="fraction (together ÷ alone; run ÷ ideal)",
-        xticks=[(i, b[0]) for i, b in enumerate(bars)],
-        ylim=(0, 1.2),
-        xrotation=20,
-        hlines=[(0.8, "--", "target 0.8")],
-    )
 
 
 def report(r: Results, meta: h.Metadata) -> h.Report:
@@ -287,26 +182,8 @@ def report(r: Results, meta: h.Metadata) -> h.Report:
             )
             ratios.append(f"{n} actor(s), transitions/s ÷ seed (target ≥ 100×): {text}")
         panels.append(throughput_panel(r.throughput))
-    if r.efficiency:
-        e = r.efficiency
-        blocks.append(
-            f"### Overlap of acting and learning (pararl async)\n\n{e.actors} actor(s), "
-            f"{e.workload} workload (net {e.hidden}, batch {e.batch_size}, replay ratio "
-            f"{e.replay_ratio:g}). Together ÷ alone — replay-ratio run: actors "
-            f"{h.fmt_pct(e.actors_ratio)}, learner {h.fmt_pct(e.learner_ratio)}; free-running: "
-            f"actors {h.fmt_pct(e.actors_free)}, learner {h.fmt_pct(e.learner_free)}. With a "
-            "replay ratio at most one side can run flat out: the ideal is min(actors alone, "
-            f"learner alone ÷ ratio) = {h.fmt_rate(e.ideal_steps_per_s)} steps/s, and the run "
-            f"reaches {h.fmt_pct(e.ratio_vs_ideal)} of it.\n\n" + h.table(OVERLAP, r.overlap)
-        )
-        ratios.append(
-            "overlap together ÷ alone, free-running (target ≥ 80% both): actors "
-            f"{h.fmt_pct(e.actors_free)}, learner {h.fmt_pct(e.learner_free)}; with the replay "
-            f"ratio, the run reaches {h.fmt_pct(e.ratio_vs_ideal)} of the slower side's limit"
-        )
-        panels.append(overlap_panel(e))
     return h.Report(
-        f"DQN: time to solve, throughput against the seed, overlap (`{h.PROG} dqn`)",
+        f"DQN: time to solve, throughput against the seed (`{h.PROG} dqn`)",
         "; ".join(ratios),
         blocks,
         panels,

@@ -12,7 +12,6 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Literal
 
@@ -194,46 +193,11 @@ def _import_s(kind: str) -> float:
     return _fresh_seconds(code)
 
 
-def _installed_mb(dist: str, seen: set[str] | None = None) -> float:
-    """Installed size of a distribution and of the requirements it pulls in that
-    nothing else of pararl's needs (torch, numpy and the like are not counted)."""
-    seen = set() if seen is None else seen
-    shared = {"numpy", "torch", "setuptools", "packaging", "six", "typing-extensions", "pillow"}
-    name = dist.lower().replace("_", "-")
-    if name in seen or name in shared:
-        return 0.0
-    seen.add(name)
-    try:
-        d = metadata.distribution(dist)
-    except metadata.PackageNotFoundError:
-        return 0.0
-    size = float(sum((f.size or 0) for f in d.files or []))
-    for req in d.requires or []:
-        if "extra ==" in req:
-            continue
-        dep = req.split(";")[0].split("[")[0]
-        for sep in "<>=!~ (":
-            dep = dep.split(sep)[0]
-        size += _installed_mb(dep.strip(), seen) * 1e6
-    return size / 1e6
-
-
-def measure_tensorboard(c: Config) -> dict[str, dict[str, h.Summary | float]]:
+def measure_tensorboard(c: Config) -> dict[str, dict[str, h.Summary]]:
     kinds = ("pararl", "SummaryWriter")
     rows = h.interleaved({k: functools.partial(_rows_s, k, c.tb_rows) for k in kinds}, c.repeats)
     imports = h.interleaved({k: functools.partial(_import_s, k) for k in kinds}, c.repeats)
-    return {
-        "pararl": {
-            "row_s": h.summarize(rows["pararl"]),
-            "import_s": h.summarize(imports["pararl"]),
-            "install_mb": 0.0,
-        },
-        "SummaryWriter": {
-            "row_s": h.summarize(rows["SummaryWriter"]),
-            "import_s": h.summarize(imports["SummaryWriter"]),
-            "install_mb": _installed_mb("tensorboard"),
-        },
-    }
+    return {k: {"row_s": h.summarize(rows[k]), "import_s": h.summarize(imports[k])} for k in kinds}
 
 
 # --- the benchmark ---------------------------------------------------------------------
@@ -242,7 +206,7 @@ def measure_tensorboard(c: Config) -> dict[str, dict[str, h.Summary | float]]:
 @dataclass
 class Results:
     adam: dict[str, dict[str, h.Summary]] = dataclasses.field(default_factory=dict)
-    tensorboard: dict[str, dict[str, h.Summary | float]] = dataclasses.field(default_factory=dict)
+    tensorboard: dict[str, dict[str, h.Summary]] = dataclasses.field(default_factory=dict)
     dqn_updates: int = 0
 
 
@@ -255,16 +219,12 @@ def measure(c: Config, meta: h.Metadata) -> Results:
     return r
 
 
-def _us(s: h.Summary | float | None) -> str:
-    if not isinstance(s, h.Summary):
-        return "–"
-    return f"{s.median * 1e6:.0f} ({s.min * 1e6:.0f}–{s.max * 1e6:.0f})"
+def _us(s: h.Summary) -> str:
+    return h.fmt_spread(s, lambda v: f"{v * 1e6:.0f}")
 
 
-def _s(s: h.Summary | float | None, digits: int = 2) -> str:
-    if not isinstance(s, h.Summary):
-        return "–"
-    return f"{s.median:.{digits}f} ({s.min:.{digits}f}–{s.max:.{digits}f})"
+def _s(s: h.Summary) -> str:
+    return h.fmt_spread(s, lambda v: f"{v:.2f}")
 
 
 def report(r: Results, meta: h.Metadata) -> h.Report:
@@ -300,15 +260,12 @@ def report(r: Results, meta: h.Metadata) -> h.Report:
         blocks.append(
             "### TensorBoard scalars: pararl's event writer against SummaryWriter\n\n"
             "A metrics row is 20 scalars then a flush (what the session writes per log line); the "
-            "import is timed in a fresh interpreter with torch already imported; the install size "
-            "counts the `tensorboard` distribution and the requirements it brings that pararl does "
-            "not otherwise need.\n\n"
+            "import is timed in a fresh interpreter with torch already imported.\n\n"
             + h.table(
                 [
                     h.Col[tuple]("writer", lambda x: x[0], "l"),
                     h.Col[tuple]("µs per row (min–max)", lambda x: _us(x[1]["row_s"])),
                     h.Col[tuple]("import s (min–max)", lambda x: _s(x[1]["import_s"])),
-                    h.Col[tuple]("extra install MB", lambda x: f"{x[1]['install_mb']:.0f}"),
                 ],
                 rows3,
             )

@@ -11,7 +11,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 import numpy as np
@@ -73,9 +73,6 @@ class Config(h.Options):
     """Where the learners run (`auto`: CUDA when present)."""
     threads: int = 1
     """torch threads (the learner of a 2-core run has one core; 0: all)."""
-    more_threads: int = 0
-    """Also time each step as written with this many torch threads, interleaved with
-    the rest (whether a learner gains from the cores its actors leave idle; 0: not)."""
     seconds: float = 2.0
     """Target length of one timed spell (the number of updates is set from the
     warm-up's rate)."""
@@ -85,14 +82,6 @@ class Config(h.Options):
     """Transitions in each DQN replay memory."""
     seed: int = 0
     """Seed of the data, the networks and the draws."""
-    row_major: bool = True
-    """DQN on images: also time the step as written with the trunk's hidden layer
-    stored row-major, as it was before `models.networks.weights_in_out` (that
-    layout's gain, in the same run)."""
-    channels_last: bool = True
-    """MinAtar on the CPU: also time the step as written with the planes handed to the
-    convolution in channels-last memory, as before `models.cnn` handed MinAtar's
-    planes channels-first (that layout's cost, in the same run)."""
     profile: bool = True
     """On the CPU, profile each learner's updates once (torch.profiler) and split an
     update's time: matrix kernels, the other operators, and what is outside operators
@@ -104,7 +93,7 @@ QUICK = {"memory": 1_000, "seconds": 0.3, "repeats": 1, "cases": ("dqn-minatar",
 
 def resolve(config: Config) -> Config:
     c = h.apply_quick(config, QUICK)
-    h.require(c, "> 0: seconds repeats memory", ">= 0: threads more_threads")
+    h.require(c, "> 0: seconds repeats memory", ">= 0: threads")
     h.check([(not c.cases, "--cases needs at least one case")])
     return c
 
@@ -135,8 +124,7 @@ class Row:
     setup_s: float | None = None  # compile / record / first call, beyond a plain update
     flops: float | None = None  # per update, forward + backward
     gflops: float | None = None  # achieved, at the median rate
-    floor_ms: float | None = None  # flops / the peak at the row's threads
-    threads: int | None = None  # torch threads, where not the run's (--more-threads)
+    floor_ms: float | None = None  # flops / the peak at the run's threads
     vs_sb3: float | None = None
     vs_eager: float | None = None
     split: Split | None = None  # where an update's time goes (CPU, profiled)
@@ -221,92 +209,14 @@ def dqn_config(case: str, setting: str, prioritized: bool, device: str) -> Any:
     )
 
 
-def fill_frames(memory: Any, shape: Shape, n: int, seed: int) -> None:
-    """A frame memory as an actor fills it: 8 envs interleaved, stacks of new frames."""
-    from pararl.replay.frame_steps import FrameStepBuilder
-
-    rng, envs = np.random.default_rng(seed), 8
-    builder = FrameStepBuilder(envs, shape.obs, 1, 0.99)
-    frames = rng.integers(0, 256, (64, *shape.obs[1:]), dtype=np.uint8)
-    obs = np.repeat(frames[rng.integers(0, 64, envs)][:, None], shape.obs[0], axis=1)
-    builder.reset(obs)
-    no = np.zeros(envs, np.bool_)
-    for t in range(n // envs + shape.obs[0]):
-        new = frames[rng.integers(0, 64, envs)]
-        next_obs = np.concatenate([obs[:, 1:], new[:, None]], axis=1)
-        action, reward = rng.integers(0, shape.actions, envs), rng.standard_normal(envs)
-        builder.add(obs, action, reward, next_obs, no, no)
-        obs = next_obs
-        if (t + 1) % 32 == 0:
-            memory.add(builder.chunk()[0])
-
-
-def pararl_dqn(case: str, mode: str, prioritized: bool, c: Config, device: str) -> Any:
-    """A DQNState of this case with a full memory; returns (update, state)."""
+def pararl_replay(case: str, mode: str, prioritized: bool, c: Config, device: str) -> Any:
+    """A DQN or SAC state of this case (its run's defaults; DQN on CartPole with an MLP
+    256x256) with a full memory: frames as an actor adds them (8 envs, no episode ends)
+    for image stacks, random transitions otherwise."""
     import torch
 
+    from benchmarks.replay import fill
     from pararl.algos.dqn import DQNState
-    from pararl.config import env_kind
-    from pararl.replay.nstep import Transitions
-
-    shape = shape_of(case)
-    obs_space, act_space = _spaces(shape)
-    torch.manual_seed(c.seed)
-    filled = dqn_config(case, mode, prioritized, device).for_env(env_kind(obs_space, act_space))
-    stack = shape.obs[0] if shape.obs_dtype == "uint8" else 0
-    state = DQNState(filled, obs_space, act_space, torch.device(device), frame_stack=stack)
-    rng = np.random.default_rng(c.seed)
-    if stack:
-        fill_frames(state.replay, shape, c.memory, c.seed)
-    else:
-        n = c.memory
-        state.replay.add(
-            Transitions(
-                _random_obs(shape, n, rng),
-                rng.integers(0, shape.actions, n),
-                rng.standard_normal(n).astype(np.float32),
-                _random_obs(shape, n, rng),
-                np.full(n, 0.99**state.settings.n_step, np.float32),
-            )
-        )
-    state.env_steps = c.memory
-    return state
-
-
-def row_major(state: Any) -> Any:
-    """`state`'s DQN learner with every weight stored row-major (the trunk's hidden
-    layer is stored (in, out) by default), its optimizer rebuilt over them."""
-    from pararl.algos.dqn import make_optimizer
-
-    learner = state.learner
-    for net in (learner.q, learner.q_target):
-        for p in net.parameters():
-            p.data = p.data.contiguous()
-    s = learner.settings
-    learner.optimizer = make_optimizer(learner.q, s.optimizer, s.lr)
-    return state
-
-
-def channels_last(*models: Any) -> None:
-    """Hand `models`' convolutions channels-last memory on the CPU (the layout the
-    Nature CNN keeps; MinAtar's trunk hands its planes channels-first)."""
-    from pararl.models.cnn import ImageInput
-
-    for model in models:
-        for module in model.modules():
-            if isinstance(module, ImageInput):
-                module.channels_innermost = True
-
-
-def minatar_on_cpu(case: str, c: Config, device: str) -> bool:
-    """Whether to time `case`'s channels-last rows (`--channels-last`)."""
-    return c.channels_last and device == "cpu" and shape_of(case).model == "minatar-cnn"
-
-
-def pararl_sac(case: str, mode: str, prioritized: bool, c: Config, device: str) -> Any:
-    """A SACState of this case (its run's defaults) with a full memory."""
-    import torch
-
     from pararl.algos.sac import SACState
     from pararl.config import SACConfig, env_kind
     from pararl.replay.nstep import Transitions
@@ -314,21 +224,28 @@ def pararl_sac(case: str, mode: str, prioritized: bool, c: Config, device: str) 
     shape = shape_of(case)
     obs_space, act_space = _spaces(shape)
     torch.manual_seed(c.seed)
-    cfg = SACConfig(env=case, compile=mode, prioritized=prioritized, device=device)  # type: ignore[arg-type]
-    state = SACState(
-        cfg.for_env(env_kind(obs_space, act_space)), obs_space, act_space, torch.device(device)
-    )
-    rng, n = np.random.default_rng(c.seed), c.memory
-    state.replay.add(
-        Transitions(
-            _random_obs(shape, n, rng),
-            rng.uniform(-1, 1, (n, shape.actions)).astype(np.float32),
-            rng.standard_normal(n).astype(np.float32),
-            _random_obs(shape, n, rng),
-            np.full(n, state.settings.gamma, np.float32),
+    stack = shape.obs[0] if shape.obs_dtype == "uint8" else 0
+    kind, where = env_kind(obs_space, act_space), torch.device(device)
+    if case.startswith("sac"):
+        cfg = SACConfig(env=case, compile=mode, prioritized=prioritized, device=device)  # type: ignore[arg-type]
+        state: Any = SACState(cfg.for_env(kind), obs_space, act_space, where)
+    else:
+        filled = dqn_config(case, mode, prioritized, device).for_env(kind)
+        state = DQNState(filled, obs_space, act_space, where, frame_stack=stack)
+    rng, n, s = np.random.default_rng(c.seed), c.memory, state.settings
+    if stack:
+        fill(state.replay, n, "frames", shape.obs, seed=c.seed)
+    else:
+        obs, next_obs = _random_obs(shape, n, rng), _random_obs(shape, n, rng)
+        actions = (
+            rng.integers(0, shape.actions, n)
+            if shape.discrete
+            else rng.uniform(-1, 1, (n, shape.actions)).astype(np.float32)
         )
-    )
-    state.env_steps = max(c.memory, state.settings.learning_starts)
+        rewards = rng.standard_normal(n).astype(np.float32)
+        discounts = np.full(n, s.gamma**s.n_step, np.float32)
+        state.replay.add(Transitions(obs, actions, rewards, next_obs, discounts))
+    state.env_steps = max(c.memory, s.learning_starts)
     return state
 
 
@@ -414,111 +331,60 @@ def _fill_sb3_replay(model: Any, shape: Shape, c: Config) -> Any:
     return model
 
 
-def sb3_dqn(case: str, c: Config, device: str) -> Any:
-    """SB3's DQN with this case's settings and a full replay memory."""
+def _fill_sb3_rollout(model: Any, shape: Shape, c: Config, device: str) -> Any:
+    """`model` (SB3's PPO) with its rollout buffer full of random steps."""
     import torch
-    from stable_baselines3 import DQN
 
-    from benchmarks.lib.sb3 import silent
-    from pararl.config import env_kind
-
-    shape = shape_of(case)
-    env = _sb3_env(shape)
-    cfg = (
-        dqn_config(case, "off", False, device)
-        .for_env(env_kind(env.observation_space, env.action_space))
-        .config
-    )
-    s = cfg.settings
-    policy, kwargs = _sb3_policy(shape, "dqn")
-    if s.optimizer == "rmsprop":
-        kwargs |= {
-            "optimizer_class": torch.optim.RMSprop,
-            "optimizer_kwargs": {"alpha": 0.95, "eps": 0.01, "centered": True},
-        }
-    model = DQN(
-        policy,
-        env,
-        learning_rate=s.lr,
-        buffer_size=c.memory,
-        learning_starts=0,
-        batch_size=s.batch_size,
-        gamma=s.gamma,
-        max_grad_norm=cfg.max_grad_norm,
-        policy_kwargs=kwargs,
-        device=device,
-        seed=c.seed,
-    )
-    silent(model)
-    return _fill_sb3_replay(model, shape, c)
-
-
-def sb3_ppo(case: str, c: Config, device: str) -> Any:
-    """SB3's PPO with this case's settings and a full rollout buffer."""
-    import torch
-    from stable_baselines3 import PPO
-    from stable_baselines3.common.env_util import make_vec_env
-
-    from benchmarks.lib.sb3 import silent
-    from pararl.config import PPOConfig, env_kind
-
-    shape = shape_of(case)
-    env = _sb3_env(shape)
-    cfg = PPOConfig(env=case).for_env(env_kind(env.observation_space, env.action_space)).config
-    s = cfg.settings
-    policy, kwargs = _sb3_policy(shape, "ppo")
-    envs = make_vec_env(lambda: _sb3_env(shape), n_envs=PPO_ENVS)
-    model = PPO(
-        policy,
-        envs,
-        learning_rate=s.lr,
-        n_steps=s.num_steps,
-        batch_size=s.minibatch_size,
-        n_epochs=s.update_epochs,
-        gamma=s.gamma,
-        gae_lambda=s.gae_lambda,
-        clip_range=s.clip_coef,
-        clip_range_vf=s.clip_coef if s.clip_vloss else None,
-        ent_coef=s.ent_coef,
-        vf_coef=s.vf_coef,
-        max_grad_norm=cfg.max_grad_norm,
-        policy_kwargs=kwargs,
-        device=device,
-        seed=c.seed,
-    )
-    silent(model)
-    buf, rng = model.rollout_buffer, np.random.default_rng(c.seed)
+    buf, rng, n = model.rollout_buffer, np.random.default_rng(c.seed), PPO_ENVS
     buf.reset()
-    for _ in range(s.num_steps):
+    for _ in range(model.n_steps):
         actions = (
-            rng.integers(0, shape.actions, (PPO_ENVS, 1))
+            rng.integers(0, shape.actions, (n, 1))
             if shape.discrete
-            else rng.standard_normal((PPO_ENVS, shape.actions))
+            else rng.standard_normal((n, shape.actions))
         )
         buf.add(
-            _random_obs(shape, PPO_ENVS, rng),
+            _random_obs(shape, n, rng),
             actions,
-            rng.standard_normal(PPO_ENVS),
-            np.zeros(PPO_ENVS, bool),
-            torch.as_tensor(rng.standard_normal(PPO_ENVS), dtype=torch.float32, device=device),
-            torch.as_tensor(-1.0 - rng.random(PPO_ENVS), dtype=torch.float32, device=device),
+            rng.standard_normal(n),
+            np.zeros(n, bool),
+            torch.as_tensor(rng.standard_normal(n), dtype=torch.float32, device=device),
+            torch.as_tensor(-1.0 - rng.random(n), dtype=torch.float32, device=device),
         )
-    last = torch.zeros(PPO_ENVS, device=device)
-    buf.compute_returns_and_advantage(last_values=last, dones=np.zeros(PPO_ENVS, bool))
+    last = torch.zeros(n, device=device)
+    buf.compute_returns_and_advantage(last_values=last, dones=np.zeros(n, bool))
     return model
 
 
-def sb3_sac(case: str, c: Config, device: str) -> Any:
-    """SB3's SAC with pararl's SAC defaults (`mujoco_sac`) and a full replay memory."""
-    from stable_baselines3 import SAC
+def sb3_model(case: str, c: Config, device: str) -> Any:
+    """SB3's DQN, PPO or SAC with this case's settings (pararl's, as `lib.sb3` reads
+    them), its replay memory or rollout buffer full of random data."""
+    from stable_baselines3 import DQN, PPO, SAC
+    from stable_baselines3.common.env_util import make_vec_env
 
-    from benchmarks.lib.sb3 import mujoco_sac, silent
+    from benchmarks.lib import sb3
+    from pararl.config import PPOConfig, env_kind
 
-    shape = shape_of(case)
+    shape, algo = shape_of(case), case[:3]
     env = _sb3_env(shape)
-    kwargs = mujoco_sac(0, [256, 256]) | {"buffer_size": c.memory}
-    model = SAC("MlpPolicy", env, device=device, seed=c.seed, **kwargs)
-    silent(model)
+    kind = env_kind(env.observation_space, env.action_space)
+    policy, net = _sb3_policy(shape, algo)
+    common: dict[str, Any] = {"device": device, "seed": c.seed}
+    if algo == "dqn":
+        cfg = dqn_config(case, "off", False, device).for_env(kind).config
+        kwargs = sb3.dqn_settings(cfg, cfg.budget) | {"buffer_size": c.memory, "learning_starts": 0}
+        kwargs["policy_kwargs"] |= net
+        model: Any = DQN(policy, env, **common, **kwargs)
+    elif algo == "sac":
+        kwargs = sb3.mujoco_sac(0, [256, 256]) | {"buffer_size": c.memory}
+        model = SAC("MlpPolicy", env, **common, **kwargs)
+    else:
+        settings = sb3.ppo_settings(PPOConfig(env=case).for_env(kind).config)
+        envs = make_vec_env(lambda: _sb3_env(shape), n_envs=PPO_ENVS)
+        model = PPO(policy, envs, **common, **settings, policy_kwargs=net)
+    sb3.silent(model)
+    if algo == "ppo":
+        return _fill_sb3_rollout(model, shape, c, device)
     return _fill_sb3_replay(model, shape, c)
 
 
@@ -614,27 +480,15 @@ def replay_learners(case: str, c: Config, device: str, settings: dict[str, str])
     SB3's: one replay batch per update."""
     out: list[Learner] = []
     samplings = (False, True) if c.prioritized else (False,)
-    sac = case.startswith("sac")
     for prioritized in samplings:
         sampling = "prioritized" if prioritized else "uniform"
         for mode, setting in settings.items():
-            make = pararl_sac if sac else pararl_dqn
-            state = make(case, setting, prioritized, c, device)
-
+            state = pararl_replay(case, setting, prioritized, c, device)
             row = Row(case, sampling, f"pararl {mode}", state.settings.batch_size)
             setup = functools.partial(setup_s, state.learner)
             out.append(Learner(row, replay_updates(state, device), 1, setup))
-        if c.row_major and not sac and not prioritized and shape_of(case).model != "mlp":
-            state = row_major(pararl_dqn(case, "off", False, c, device))
-            row = Row(case, sampling, "pararl eager, row-major", state.settings.batch_size)
-            out.append(Learner(row, replay_updates(state, device), 1))
-        if minatar_on_cpu(case, c, device) and not prioritized:
-            state = pararl_dqn(case, "off", False, c, device)
-            channels_last(state.learner.q, state.learner.q_target)
-            row = Row(case, sampling, "pararl eager, channels-last", state.settings.batch_size)
-            out.append(Learner(row, replay_updates(state, device), 1))
         if c.sb3 and not prioritized:
-            model = sb3_sac(case, c, device) if sac else sb3_dqn(case, c, device)
+            model = sb3_model(case, c, device)
 
             def run_sb3(k: int, model: Any = model) -> int:
                 model.train(gradient_steps=k, batch_size=model.batch_size)
@@ -649,13 +503,8 @@ def ppo_learners(case: str, c: Config, device: str, settings: dict[str, str]) ->
     """pararl's PPO under each step mode (`settings`: mode -> --compile), then SB3's."""
     out: list[Learner] = []
     shape = shape_of(case)
-    variants = [(mode, setting, False) for mode, setting in settings.items()]
-    if minatar_on_cpu(case, c, device):
-        variants.append(("eager, channels-last", "off", True))
-    for mode, setting, last in variants:
+    for mode, setting in settings.items():
         state = pararl_ppo(case, setting, c, device)
-        if last:
-            channels_last(state.learner.model)
         s = state.settings
         n = PPO_ENVS * s.num_steps
         batch = rollout_batch(shape, n, c.seed)
@@ -675,7 +524,7 @@ def ppo_learners(case: str, c: Config, device: str, settings: dict[str, str]) ->
         setup = functools.partial(setup_s, state.learner)
         out.append(Learner(row, run, per_rollout, setup))
     if c.sb3:
-        model = sb3_ppo(case, c, device)
+        model = sb3_model(case, c, device)
         per = model.n_epochs * (PPO_ENVS * model.n_steps // model.batch_size)
 
         def run_sb3(k: int, model: Any = model, per: int = per) -> int:
@@ -733,7 +582,7 @@ def measure(c: Config, meta: h.Metadata) -> Results:
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
     peak_s = min(0.5, c.seconds)
     cpu = torch.device("cpu")
-    counts = {1, cores, threads} | ({c.more_threads} if c.more_threads else set())
+    counts = {1, cores, threads}
     peaks = {threads_label(n): gemm_peak(cpu, n, seconds=peak_s) for n in counts}
     if device == "cuda":
         peaks["cuda"] = gemm_peak(torch.device("cuda"), threads, size=4096, seconds=peak_s)
@@ -743,10 +592,6 @@ def measure(c: Config, meta: h.Metadata) -> Results:
         h.progress(f"learner: {case} on {device}")
         build = ppo_learners if case.startswith("ppo") else replay_learners
         learners = build(case, c, device, settings)
-        if c.more_threads and device == "cpu":
-            learners += [
-                with_threads(x, c.more_threads) for x in learners if x.row.system == "pararl eager"
-            ]
         for learner in learners:
             try:
                 warm(learner, c.seconds)
@@ -775,27 +620,14 @@ def measure(c: Config, meta: h.Metadata) -> Results:
             )
             if c.profile and device == "cpu":
                 learner.row.split = profile_split(learner, min(c.seconds, 0.5))
-        _fill(learners, peak, peaks)
+        _fill(learners, peak)
         results.rows += [x.row for x in learners]
     return results
 
 
-def with_threads(learner: Learner, threads: int) -> Learner:
-    """`learner`'s step (and state) run with `threads` torch threads."""
-    from pararl.mp.threads import torch_threads
-
-    def run(k: int) -> int:
-        with torch_threads(threads):
-            return learner.run(k)
-
-    row = replace(learner.row, system=f"{learner.row.system}, {threads} threads")
-    row.threads = threads
-    return Learner(row, run, learner.per_call, learner.setup)
-
-
-def _fill(learners: list[Learner], peak: float, peaks: dict[str, float]) -> None:
-    """FLOPs for every row of a case (the same math), GFLOP/s, floor and ratios; the
-    floor at the peak of the row's threads (`peaks`), the run's (`peak`) by default."""
+def _fill(learners: list[Learner], peak: float) -> None:
+    """FLOPs for every row of a case (the same math), GFLOP/s, floor (at `peak`) and
+    ratios."""
     by_sampling: dict[str, list[Row]] = {}
     for x in learners:
         by_sampling.setdefault(x.row.sampling, []).append(x.row)
@@ -810,8 +642,7 @@ def _fill(learners: list[Learner], peak: float, peaks: dict[str, float]) -> None
             rate = h.med(r.updates_per_s)
             if r.flops and rate:
                 r.gflops = r.flops * rate / 1e9
-                at = peaks.get(threads_label(r.threads), peak) if r.threads else peak
-                r.floor_ms = r.flops / (at * 1e9) * 1e3
+                r.floor_ms = r.flops / (peak * 1e9) * 1e3
             r.vs_sb3 = h.ratio(r.updates_per_s, sb3.updates_per_s) if sb3 else None
             r.vs_eager = h.ratio(r.updates_per_s, eager.updates_per_s) if eager else None
 
@@ -873,17 +704,6 @@ def report(r: Results, meta: h.Metadata) -> h.Report:
             "operators (elementwise, the optimizer, copies), and outside operators "
             "(Python, the replay's host-side sampling, the framework between calls); op "
             "calls: operator calls per update, nested ones counted."
-        )
-    if any(row.system.endswith("row-major") for row in rows):
-        intro += (
-            " Row-major: the same step with the image trunk's hidden layer weight stored "
-            "(out, in) in memory, as `nn.Linear` stores it; pararl stores it (in, out)."
-        )
-    if any(row.system.endswith("channels-last") for row in rows):
-        intro += (
-            " Channels-last: the MinAtar step with its planes handed to the convolution "
-            "in channels-last memory (the Nature CNN's layout on the CPU); pararl hands "
-            "MinAtar's planes channels-first."
         )
     key = []
     for row in rows:

@@ -1,14 +1,11 @@
 """`python -m benchmarks maml`: time per MAML-TRPO meta-iteration (sampling,
 adaptation, outer step), pararl's multi-task sampler and Fisher-vector products against
-the parallel-sampling post's design (`maml_seed`), alternating iterations. The floor
-row times the envs alone (the iteration's steps with random actions in `--workers`
-processes: no policy, no data moved), which no sampler can beat.
+the parallel-sampling post's design (`maml_seed`), alternating iterations.
 """
 
 from __future__ import annotations
 
 import functools
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,7 +67,6 @@ class Row:
     adaptation: h.Summary
     outer: h.Summary
     post_minus_pre: float  # mean over the timed iterations (a check that both learn alike)
-    env_floor: h.Summary | None = None  # the envs alone, the same steps (module docstring)
     vs_seed: float | None = None  # this design's time per iteration / the post's
 
 
@@ -114,57 +110,6 @@ def samplers(cfg: Any, c: Config, states: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _step_envs(
-    env: str, envs: int, steps: int, repeats: int, seed: int, barrier: Any
-) -> list[float]:
-    """One floor worker: `envs` envs of `env`; per repeat, two episodes (the train and
-    the valid batch) of `steps` random steps each, timed from the moment every worker
-    is ready."""
-    import gymnasium as gym
-
-    from pararl.envs.make import env_factory
-
-    made = [env_factory(env)() for _ in range(envs)]
-    space = made[0].action_space
-    assert isinstance(space, gym.spaces.Box)  # the task envs' actions (check_spaces)
-    rng = np.random.default_rng(seed)
-    low, high = np.maximum(space.low, -1.0), np.minimum(space.high, 1.0)  # bounded, if not
-    actions = rng.uniform(low, high, (steps, envs, *space.shape)).astype(space.dtype)
-    times = []
-    for repeat in range(repeats):
-        barrier.wait(timeout=300)
-        start = time.perf_counter()
-        for episode in range(2):
-            for i, e in enumerate(made):
-                e.reset(seed=seed + (2 * repeat + episode) * envs + i)
-            for t in range(steps):
-                for i, e in enumerate(made):
-                    e.step(actions[t, i])
-        times.append(time.perf_counter() - start)
-    for e in made:
-        e.close()
-    return times
-
-
-def env_floor(cfg: Any, workers: int, repeats: int, seed: int) -> h.Summary:
-    """Seconds for the envs alone to take one meta-iteration's steps (module docstring)."""
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor
-
-    num_envs = cfg.meta_batch_size * cfg.fast_batch_size
-    shares = [len(part) for part in np.array_split(np.arange(num_envs), workers)]
-    ctx = mp.get_context("spawn")
-    with ctx.Manager() as manager, ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-        barrier = manager.Barrier(workers)
-        step = functools.partial(_step_envs, cfg.env, steps=cfg.episode_length, repeats=repeats)
-        futures = [
-            pool.submit(step, envs=n, seed=seed + 1000 * w, barrier=barrier)
-            for w, n in enumerate(shares)
-        ]
-        per_worker = [f.result(timeout=600) for f in futures]
-    return h.summarize([max(times) for times in zip(*per_worker, strict=True)])
-
-
 def measure_env(c: Config, env: str) -> list[Row]:
     import torch
 
@@ -203,8 +148,6 @@ def measure_env(c: Config, env: str) -> list[Row]:
     finally:
         for sampler in opened.values():
             sampler.close()
-    h.progress(f"{env}: the envs alone, {c.iterations} times")
-    floor = env_floor(cfg, c.workers, c.iterations, c.seed)
     rows = []
     for design in DESIGNS:
         st = stats[design]
@@ -223,7 +166,6 @@ def measure_env(c: Config, env: str) -> list[Row]:
                 part("adaptation"),
                 part("outer"),
                 float(np.mean([s["post_return"] - s["pre_return"] for s in st])),
-                floor,
             )
         )
     for r in rows:
@@ -250,7 +192,6 @@ COLUMNS: list[h.Col[Row]] = [
     h.Col("sampling s", lambda r: ms(r.sampling)),
     h.Col("adaptation s", lambda r: ms(r.adaptation)),
     h.Col("outer step s", lambda r: ms(r.outer)),
-    h.Col("envs alone s", lambda r: ms(r.env_floor) if r.env_floor else "–"),
     h.Col("vs seed", lambda r: h.fmt_ratio(r.vs_seed)),
     h.Col("post − pre return", lambda r: f"{r.post_minus_pre:.1f}"),
 ]
@@ -265,10 +206,9 @@ def report(rows: list[Row], meta: h.Metadata) -> h.Report:
         whole = h.fmt_ratio(h.ratio(seed.iteration, mine.iteration))
         sampling = h.fmt_ratio(h.ratio(seed.sampling, mine.sampling))
         outer = h.fmt_ratio(h.ratio(seed.outer, mine.outer))
-        bound = h.fmt_ratio(h.ratio(seed.iteration, seed.env_floor)) if seed.env_floor else "–"
         ratios.append(
             f"{env}: seed / pararl per meta-iteration {whole}, sampling alone {sampling}, "
-            f"outer step alone {outer}; seed / the envs alone {bound} (no sampler can do better)"
+            f"outer step alone {outer}"
         )
     panels = []
     for env in envs:

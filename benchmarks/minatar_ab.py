@@ -1,15 +1,14 @@
 """`python -m benchmarks minatar_ab`: pararl's PPO against SB3's on a MinAtar game,
 each final policy evaluated alike, greedy and sampled, to see why `pixels` found
-pararl below SB3 on Space Invaders; variants `defaults` and `no-value-clip`.
+pararl below SB3 on Space Invaders.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -18,21 +17,15 @@ from benchmarks.lib import harness as h
 from benchmarks.lib.compare import NEVER, Comparison, Outcome, Run, System
 from benchmarks.lib.figures import Panel, Series
 
-Variant = Literal["defaults", "no-value-clip"]
 EPISODE_CAP = 27_000  # steps of one evaluation episode at most (a policy may never die)
 METRICS = ("train", "greedy", "sampled", "entropy")
-UNCLIPPED: dict[str, dict[str, object]] = {
-    "pararl": {"clip_vloss": False},
-    "sb3": {"clip_range_vf": None},
-}
 ROW = Comparison(
     name="minatar_ab",
     title="PPO on MinAtar against SB3, final policies evaluated alike",
-    systems=tuple(
-        System(f"{side}-{variant}", f"{'pararl' if side == 'pararl' else 'SB3'} PPO, {variant}",
-               "ppo", UNCLIPPED[side] if variant == "no-value-clip" else {},
-               anchor="minatar" if side == "sb3" else "")
-        for variant in ("defaults", "no-value-clip") for side in ("pararl", "sb3")
+    systems=(
+        # 8 envs, as SB3's
+        System("pararl", "pararl PPO", "ppo", {"workers": 2, "envs_per_worker": 4}),
+        System("sb3", "SB3 PPO", "ppo", anchor="minatar"),
     ),
     runs=tuple(f"MinAtar/SpaceInvaders-v1:{seed}" for seed in range(5)),
     budget=300_000,
@@ -41,7 +34,6 @@ ROW = Comparison(
     run_timeout_s=1800.0,
     quick=dict(runs=("MinAtar/Breakout-v1:0",), budget=8_192),
 )  # fmt: skip
-PARARL_PPO = {"workers": 2, "envs_per_worker": 4}  # 8 envs, as SB3's
 
 
 @dataclass(frozen=True)
@@ -49,10 +41,6 @@ class Config(compare.Options, h.Options):
     """pararl PPO vs SB3 PPO on a MinAtar game, final policies evaluated greedy and
     sampled on the same episodes. --quick: Breakout, 1 seed, 8,192 steps."""
 
-    variants: tuple[Variant, ...] = ("defaults", "no-value-clip")
-    """`defaults`: each side's MinAtar settings (the one difference in the loss: SB3 keeps
-    the clipped value error alone, pararl the larger of clipped and unclipped, as
-    CleanRL); `no-value-clip`: both unclipped, the same loss."""
     episodes: int = 50
     """Evaluation episodes per final policy, greedy and again sampled."""
 
@@ -61,19 +49,9 @@ QUICK = {"episodes": 3}
 
 
 def resolve(config: Config) -> Config:
-    h.check([(not config.variants, "--variants needs at least one value")])
-    systems = tuple(f"{side}-{v}" for v in config.variants for side in ("pararl", "sb3"))
     c = h.apply_quick(compare.resolve(ROW, config), QUICK)
-    c = c if config.systems else dataclasses.replace(c, systems=systems)
     h.require(c, ">= 1: episodes")
     return c
-
-
-def row() -> Comparison:
-    """pararl's systems with 8 envs, as SB3's."""
-    systems = tuple(s if s.anchor else System(s.name, s.label, s.algo, {**PARARL_PPO, **s.flags})
-                    for s in ROW.systems)  # fmt: skip
-    return dataclasses.replace(ROW, systems=systems)
 
 
 Act = Callable[[np.ndarray, bool], np.ndarray]  # (obs batch, deterministic) -> actions
@@ -186,7 +164,7 @@ class Results:
 
 
 def measure(c: Config, meta: h.Metadata) -> Results:
-    outcome = compare.measure(row(), c, meta, after=final_policy(c.episodes))
+    outcome = compare.measure(ROW, c, meta, after=final_policy(c.episodes))
     cells = []
     for system in c.systems:
         mine = [r.extra for r in outcome.runs if r.system == system and r.ok and r.extra]
@@ -237,14 +215,10 @@ def report(r: Results, meta: h.Metadata) -> h.Report:
         "Entropy: the policy's mean over the states of its sampled episodes (uniform "
         "over the game's actions would be ln(actions)). Medians over seeds (min–max)."
     )
-    cells, keys = {c.system: c for c in r.cells}, []
-    for variant in dict.fromkeys(c.system.split("-", 1)[1] for c in r.cells):
-        pair = [cells.get(f"{side}-{variant}") for side in ("pararl", "sb3")]
-        parts = []
-        for m in ("train", "greedy", "sampled"):
-            a, b = (h.med(c.stats.get(m)) if c else None for c in pair)
-            parts.append(f"{m} {h.fmt_num(a)} vs {h.fmt_num(b)}")
-        keys.append(f"{variant}: pararl vs SB3 medians " + ", ".join(parts))
+    cells, parts = {c.system: c for c in r.cells}, []
+    for m in ("train", "greedy", "sampled"):
+        a, b = (h.med(cells[x].stats.get(m)) if x in cells else None for x in ("pararl", "sb3"))
+        parts.append(f"{m} {h.fmt_num(a)} vs {h.fmt_num(b)}")
     panels = []
     for m, title in (("train", "training"), ("greedy", "greedy evaluation"),
                      ("sampled", "sampled evaluation")):  # fmt: skip
@@ -257,7 +231,7 @@ def report(r: Results, meta: h.Metadata) -> h.Report:
         panels.append(Panel(f"{games}: {title}", series, ylabel="return", legend=m == "train"))
     return h.Report(
         title=f"PPO on MinAtar against SB3, final policies evaluated alike (`{h.PROG} minatar_ab`)",
-        key_ratios="; ".join(keys),
+        key_ratios="pararl vs SB3 medians " + ", ".join(parts),
         blocks=[
             intro,
             h.table(cols, r.cells),

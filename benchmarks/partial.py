@@ -100,19 +100,9 @@ def resolve(config: Config) -> Config:
     from pararl.samplers.meta.sampler import parse_recv
 
     c = h.apply_quick(config, QUICK)
-    h.check(
-        [
-            (c.workers is not None and c.workers < 1, "--workers must be >= 1"),
-            (min(c.envs_per_worker, default=0) < 1, "--envs-per-worker needs values >= 1"),
-            (c.episode_length < 1, "--episode-length must be >= 1"),
-            (c.max_steps_per_sample < 1, "--max-steps-per-sample must be >= 1"),
-            (not c.recv, "--recv needs at least one policy"),
-            (not c.hidden, "--hidden needs at least one size"),
-            (c.repeats < 1, "--repeats must be >= 1"),
-            (c.max_repeats < c.repeats, "--max-repeats must be >= --repeats"),
-            (c.case_seconds < 0, "--case-seconds must be >= 0"),
-        ]
-    )
+    h.require(c, ">= 1: workers envs_per_worker episode_length max_steps_per_sample repeats")
+    h.require(c, ">= 0: recv hidden case_seconds")
+    h.check([(c.max_repeats < c.repeats, "--max-repeats must be >= --repeats")])
     for spec in c.recv:
         parse_recv(spec)  # UsageError for a bad one, before anything starts
     cases(c)

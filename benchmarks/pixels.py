@@ -5,8 +5,6 @@ pipeline over a slice of wall time after the first update).
 
 from __future__ import annotations
 
-import signal
-import subprocess
 import tempfile
 import time
 from collections.abc import Sequence
@@ -21,14 +19,6 @@ from benchmarks.lib.compare import NEVER, Comparison, Outcome, System
 from benchmarks.lib.figures import Panel
 from benchmarks.lib.training import Point
 
-# SB3's DQN steps one env and learns between its steps; pararl's async DQN on 2 cores
-# steps 4 envs in its actor, which loads the learner's weights every 16 of its steps.
-# `-1env`, `-serial` and `-serial-lag` take one difference away at a time: one env,
-# then no actor at all; and the last puts back only the actor's policy lag, in one
-# process (`--acting-lag`: the ~180 updates an async actor acts behind at MinAtar's
-# one update per step).
-ASYNC_LAG = 180
-ONE_ENV = {"workers": 1, "envs_per_worker": 1}
 PPO_ENVS = {"workers": 2, "envs_per_worker": 4}  # 8 envs, as SB3's (`lib.sb3.PPO_ENVS`)
 ROW = Comparison(
     name="pixels",
@@ -37,13 +27,6 @@ ROW = Comparison(
         System("pararl-dqn", "pararl DQN (async)", "dqn", {"mode": "async"}, color="C0"),
         System("pararl-dqn-per", "pararl DQN (async, prioritized)", "dqn",
                {"mode": "async", "prioritized": True}, color="C2"),
-        System("pararl-dqn-1env", "pararl DQN (async, 1 env)", "dqn",
-               {"mode": "async", **ONE_ENV}, default=False, color="C5"),
-        System("pararl-dqn-serial", "pararl DQN (serial, 1 env)", "dqn",
-               {"mode": "serial", **ONE_ENV}, default=False, color="C6"),
-        System("pararl-dqn-serial-lag",
-               f"pararl DQN (serial, 1 env, acting {ASYNC_LAG} updates behind)", "dqn",
-               {"mode": "serial", **ONE_ENV, "acting_lag": ASYNC_LAG}, default=False, color="C7"),
         System("pararl-ppo", "pararl PPO", "ppo", PPO_ENVS, color="C4"),
         System("sb3-dqn", "SB3 DQN", "dqn", anchor="minatar", color="C1"),
         System("sb3-ppo", "SB3 PPO", "ppo", anchor="minatar", color="C3"),
@@ -59,15 +42,13 @@ ROW = Comparison(
         "Evaluations with sticky actions 0.1, as in training. pararl: `pararl train dqn --mode "
         "async [--prioritized]` and `pararl train ppo` (2 workers x 4 envs) with their MinAtar "
         "defaults (async DQN on 2 cores: one actor of 4 envs, loading the learner's weights "
-        "every 16 of its steps; `1 env`: `--workers 1 --envs-per-worker 1`; `serial, 1 env`: "
-        "also `--mode serial`, learning between the env's steps as SB3 does; `acting "
-        f"{ASYNC_LAG} updates behind`: also `--acting-lag {ASYNC_LAG}`). SB3: the same settings "
-        "read from pararl's config (DQN: centred RMSProp lr 2.5e-4, batch 32, one update per "
-        "step from 5,000 steps, target every 1,000 updates, epsilon to 0.1 over 100k steps; "
-        "PPO: 8 envs x 128 steps, 4 epochs of 256, lr 2.5e-4 annealed, clip 0.1, entropy "
-        "0.01, GAE 0.95) on pararl's own MinAtar envs, with a features extractor that is the "
-        "MinAtar paper's network (one 3x3 convolution with 16 filters, 128 hidden units; "
-        "channels-last boolean planes, moved first inside the network as pararl does)."
+        "every 16 of its steps). SB3: the same settings read from pararl's config (DQN: "
+        "centred RMSProp lr 2.5e-4, batch 32, one update per step from 5,000 steps, target "
+        "every 1,000 updates, epsilon to 0.1 over 100k steps; PPO: 8 envs x 128 steps, 4 "
+        "epochs of 256, lr 2.5e-4 annealed, clip 0.1, entropy 0.01, GAE 0.95) on pararl's own "
+        "MinAtar envs, with a features extractor that is the MinAtar paper's network (one 3x3 "
+        "convolution with 16 filters, 128 hidden units; channels-last boolean planes, moved "
+        "first inside the network as pararl does)."
     ),
     # The MinAtar paper's (Young & Tian 2019) README plots at 5M frames, read off by eye,
     # with sticky actions; PPO at 10M steps from gymnax's MinAtar baselines (no sticky
@@ -86,11 +67,8 @@ ROW = Comparison(
         "gymnax's PPO at 10M steps without sticky actions."
     ),
 )  # fmt: skip
-PONG = {s.name: s for s in ROW.systems} | {
-    "pararl-ppo-compile": System("pararl-ppo-compile", "pararl PPO (--compile on)", "ppo",
-                                 {**PPO_ENVS, "compile": "on"}),
-}  # fmt: skip
-PongSystem = Literal["pararl-dqn", "sb3-dqn", "pararl-ppo", "pararl-ppo-compile", "sb3-ppo"]
+PONG = {s.name: s for s in ROW.systems}
+PongSystem = Literal["pararl-dqn", "sb3-dqn", "pararl-ppo", "sb3-ppo"]
 
 
 @dataclass(frozen=True)
@@ -154,8 +132,8 @@ def window_rate(points: Sequence[Point], slice_s: float) -> tuple[float, float, 
 
 def pararl_slice(system: str, env: str, learning_starts: int, slice_s: float,
                  timeout_s: float, workdir: Path) -> Slice:  # fmt: skip
-    """`pararl train` on Pong until `slice_s` after its first update, then SIGTERM; the
-    run is killed (with its process group) if it has not finished `timeout_s` after
+    """`pararl train` on Pong until `slice_s` after its first update, then stopped
+    (SIGTERM: it finishes cleanly, exit status 143); stopped too `timeout_s` after
     launch."""
     out = workdir / f"{system}-pong"
     flags: dict[str, object] = dict(
@@ -167,23 +145,21 @@ def pararl_slice(system: str, env: str, learning_starts: int, slice_s: float,
     s = PONG[system]
     flags |= {"env": env, "seed": 0, "run_dir": out, "progress": "plain", "tensorboard": False}
     cmd = training.train_command(s.algo, **flags, **s.flags)
-    proc = training.start(cmd, workdir, subprocess.DEVNULL)
-    deadline, result = time.monotonic() + timeout_s, Slice(system)
-    while proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(1.0)
+
+    def sliced() -> bool:
         points = training.clock(training.read_metrics(out))
         first = next((p[0] for p in points if p[2] > 0), None)
-        if first is not None and points[-1][0] - first >= slice_s:
-            proc.send_signal(signal.SIGTERM)  # pararl finishes cleanly (exit status 143)
-            break
-    try:
-        _, err = proc.communicate(timeout=max(deadline - time.monotonic(), 30.0))
-    except subprocess.TimeoutExpired:
-        _, err = training.kill(proc)
-        result.note = f"killed after {timeout_s:g} s"
-    result.points = training.clock(training.read_metrics(out))
-    if proc.returncode not in (0, 143) and not result.note:
-        result.note = f"rc {proc.returncode}: " + " | ".join(err.strip().splitlines()[-3:])
+        return first is not None and points[-1][0] - first >= slice_s
+
+    deadline = time.monotonic() + timeout_s
+    how, code, text = training.run_until(cmd, out.with_suffix(".log"), workdir, deadline, sliced)
+    if how == "interrupted":
+        raise KeyboardInterrupt
+    result = Slice(system, training.clock(training.read_metrics(out)))
+    if how == "deadline":
+        result.note = f"stopped after {timeout_s:g} s"
+    elif how == "ended" and code not in (0, 143):
+        result.note = f"rc {code}: " + " | ".join(text.strip().splitlines()[-3:])
     return result
 
 

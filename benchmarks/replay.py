@@ -6,7 +6,9 @@ prioritized.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -71,36 +73,40 @@ class Row:
     fill_s: float
 
 
-def fill(memory: object, c: Config, capacity: int, kind: str) -> None:
-    """Steps of `c.envs` envs until the ring has wrapped once, as an actor emits them."""
+def fill(memory: Any, capacity: int, kind: str, shape: tuple[int, ...], envs: int = 8,
+         n_step: int = 1, episode_length: float = math.inf, seed: int = 0) -> None:  # fmt: skip
+    """Steps of `envs` envs until the ring has wrapped once, as an actor emits them:
+    stacks of random frames (`shape`: stack, height, width), each step adding a new one;
+    an episode ends with probability 1/`episode_length` per step, half of the ends by
+    termination, half by truncation. `kind`: `frames` (chunks of frame steps) or `naive`
+    (n-step transitions of whole stacks)."""
     from pararl.replay.frame_steps import FrameStepBuilder
     from pararl.replay.nstep import NStepBuilder
 
-    rng = np.random.default_rng(c.seed)
-    shape = (c.stack, c.frame, c.frame)
-    pool = rng.integers(0, 256, size=(256, c.frame, c.frame), dtype=np.uint8)
-    obs = np.repeat(pool[rng.integers(0, 256, c.envs)][:, None], c.stack, axis=1)
-    frames = FrameStepBuilder(c.envs, shape, c.n_step, 0.99) if kind == "frames" else None
-    naive = NStepBuilder(c.envs, shape, c.n_step, 0.99, obs_dtype=np.uint8)
+    rng, stack = np.random.default_rng(seed), shape[0]
+    pool = rng.integers(0, 256, size=(256, *shape[1:]), dtype=np.uint8)
+    obs = np.repeat(pool[rng.integers(0, 256, envs)][:, None], stack, axis=1)
+    frames = FrameStepBuilder(envs, shape, n_step, 0.99) if kind == "frames" else None
+    naive = NStepBuilder(envs, shape, n_step, 0.99, obs_dtype=np.uint8)
     if frames is not None:
         frames.reset(obs)
-    ended = np.zeros(c.envs, np.bool_)
-    chunk, steps = 32, capacity // c.envs + 2 * c.n_step + c.stack
+    ended = np.zeros(envs, np.bool_)
+    chunk, steps = 32, capacity // envs + 2 * n_step + stack
     for t in range(steps):
-        action = rng.integers(0, 6, c.envs)
-        reward = rng.normal(size=c.envs)
-        new = pool[rng.integers(0, 256, c.envs)]
+        action = rng.integers(0, 6, envs)
+        reward = rng.normal(size=envs)
+        new = pool[rng.integers(0, 256, envs)]
         next_obs = np.concatenate([obs[:, 1:], new[:, None]], axis=1)
-        next_obs[ended] = np.repeat(new[ended][:, None], c.stack, axis=1)  # reset steps
-        end = ~ended & (rng.random(c.envs) < 1 / c.episode_length)
-        term = end & (rng.random(c.envs) < 0.5)
+        next_obs[ended] = np.repeat(new[ended][:, None], stack, axis=1)  # reset steps
+        end = ~ended & (rng.random(envs) < 1 / episode_length)
+        term = end & (rng.random(envs) < 0.5)
         trunc = end & ~term
         if frames is not None:
             frames.add(obs, action, reward, next_obs, term, trunc)
             if (t + 1) % chunk == 0 or t == steps - 1:
-                memory.add(frames.chunk()[0])  # type: ignore[attr-defined]
+                memory.add(frames.chunk()[0])
         else:
-            memory.add(naive.add(obs, action, reward, next_obs, term, trunc))  # type: ignore[attr-defined]
+            memory.add(naive.add(obs, action, reward, next_obs, term, trunc))
         obs, ended = next_obs, end
 
 
@@ -118,7 +124,9 @@ def build(c: Config, kind: str, sampling: str) -> tuple[object, int, float]:
         memory = ReplayBuffer(capacity, shape, np.uint8)
     if sampling == "prioritized":
         memory = PrioritizedReplay(memory, alpha=0.6)
-    fill_s, _ = h.timed(lambda: fill(memory, c, capacity, kind))
+    fill_s, _ = h.timed(
+        lambda: fill(memory, capacity, kind, shape, c.envs, c.n_step, c.episode_length, c.seed)
+    )
     return memory, capacity, fill_s
 
 

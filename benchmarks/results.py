@@ -1,7 +1,6 @@
 """`python -m benchmarks results`: whole runs with pararl's defaults at the field's
 budgets beside published numbers (RESULTS.md), carried on across invocations with
-`--resume`; `--check` reruns short prefixes against the saved curves (exit 1 on a
-clear regression).
+`--resume`.
 """
 
 from __future__ import annotations
@@ -9,30 +8,24 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import math
 import os
 import re
-import signal
 import statistics
-import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from benchmarks import pixels
 from benchmarks.lib import harness as h
 from benchmarks.lib import sb3, training
 from benchmarks.lib.compare import System
 from benchmarks.lib.figures import Panel, Series, save_figure
-from benchmarks.maml_curves import read_curve
 from pararl.config.run import RunConfig
 from pararl.errors import sigterm_as_interrupt
 
 DONE = ("solved", "step budget reached")  # a pararl run's final status when it ended by itself
-STOP_GRACE_S = 600.0  # a run asked to stop saves its checkpoint (and replay memory) in this
 
 
 @dataclass(frozen=True)
@@ -57,7 +50,6 @@ class Entry:
     env: str
     budget: int  # env steps (MAML: meta-iterations)
     published: tuple[Published, ...] = ()
-    check_budget: int = 0  # the prefix `--check` reruns (0: not checked)
     quick: Mapping[str, object] = field(default_factory=dict)  # --quick: a tiny run
 
     @property
@@ -102,7 +94,7 @@ def _minatar_ppo(
         published.append(_paper("DQN", dqn))
     name = f"minatar-ppo-{game.lower()}"
     return Entry(name, name, PARARL_PPO, f"MinAtar/{game}-v1", 5_000_000, tuple(published),
-                 300_000, MINATAR_PPO_QUICK)  # fmt: skip
+                 MINATAR_PPO_QUICK)  # fmt: skip
 
 
 def _minatar_dqn(game: str, dqn: str) -> tuple[Entry, Entry]:
@@ -110,13 +102,13 @@ def _minatar_dqn(game: str, dqn: str) -> tuple[Entry, Entry]:
     published = (_paper("DQN", dqn),)
     return (
         Entry(group, group, pixels.ROW.system("pararl-dqn"), env, 1_000_000, published,
-              200_000, MINATAR_DQN_QUICK),
+              MINATAR_DQN_QUICK),
         Entry(f"{group}-sb3", group, pixels.ROW.system("sb3-dqn"), env, 1_000_000, published,
-              0, MINATAR_DQN_QUICK),
+              MINATAR_DQN_QUICK),
     )  # fmt: skip
 
 
-def _pong_ppo(name: str, budget: int, check_budget: int = 0) -> Entry:
+def _pong_ppo(name: str, budget: int) -> Entry:
     """Pong PPO with the defaults, stopping at the first evaluation of 18."""
     cleanrl = Published(
         "CleanRL ppo_atari, 10M agent steps = 40M frames (281 min, 1 GPU + 10 CPUs)",
@@ -125,25 +117,32 @@ def _pong_ppo(name: str, budget: int, check_budget: int = 0) -> Entry:
     quick = {"total_steps": 4_096, "eval_every": 1_024, "eval_episodes": 1,
              "eval_max_steps": 500, "eval_in": "inline"}  # fmt: skip
     pong = System("pararl-ppo", "pararl PPO", "ppo", {"target_return": 18.0})
-    return Entry(name, name, pong, "ALE/Pong-v5", budget, (cleanrl,), check_budget, quick)
+    return Entry(name, name, pong, "ALE/Pong-v5", budget, (cleanrl,), quick)
+
+
+def _maml(env: str, iterations: int, source: str, text: str) -> Entry:
+    """MAML-TRPO on `env`, the return before and after one adaptation step per
+    meta-iteration (the paper reports curves, not numbers)."""
+    name = f"maml-{env.lower()}"
+    quick = {"meta_iterations": 4, "meta_batch_size": 2, "fast_batch_size": 2,
+             "episode_length": 20}  # fmt: skip
+    maml = System("pararl", "pararl MAML", "maml")
+    return Entry(name, name, maml, f"pararl/{env}-v0", iterations, (Published(source, None, text),),
+                 quick)  # fmt: skip
 
 
 ENTRIES: tuple[Entry, ...] = (
     _minatar_ppo("Breakout", "~17.5", "28"),
     _minatar_ppo("SpaceInvaders", "~185", "131"),
     _minatar_ppo("Freeway", None, None, "~50"),
-    _pong_ppo("pong-ppo", 2_500_000, 400_000),
+    _pong_ppo("pong-ppo", 2_500_000),
     _pong_ppo("pong-ppo-10m", 10_000_000),  # CleanRL's budget; it stops at an evaluation of 18
     *_minatar_dqn("Breakout", "~10"),
     *_minatar_dqn("SpaceInvaders", "~43"),
-    Entry(
-        "maml-halfcheetahdir", "maml-halfcheetahdir", System("pararl", "pararl MAML", "maml"),
-        "pararl/HalfCheetahDir-v0", 200,
-        (Published("MAML paper, Fig. 5; pytorch-maml-rl's curve", None,
-                   "after-adaptation return pulls away from before over meta-training"),),
-        20, {"meta_iterations": 4, "meta_batch_size": 2, "fast_batch_size": 2,
-             "episode_length": 20},
-    ),
+    _maml("HalfCheetahDir", 200, "MAML paper, Fig. 5; pytorch-maml-rl's curve",
+          "after-adaptation return pulls away from before over meta-training"),
+    _maml("Navigation2D", 500, "MAML paper, Fig. 4",
+          "after one adaptation step the policy heads for the goal"),
 )  # fmt: skip
 NAMES = tuple(e.name for e in ENTRIES)
 
@@ -151,14 +150,11 @@ NAMES = tuple(e.name for e in ENTRIES)
 @dataclass(frozen=True)
 class Config(h.Options):
     """Whole runs with the defaults at the field's budgets (hours each on 2 cores),
-    carried on across invocations; or, with --check, their short prefixes against the
-    saved curves. --quick: tiny runs in --out-dir, nothing saved in the repository."""
+    carried on across invocations. --quick: tiny runs in --out-dir, nothing saved in the
+    repository."""
 
     entries: tuple[str, ...] = NAMES
     """Which runs, in this order (each is run to its end before the next starts)."""
-    check: bool = False
-    """Rerun the first `check_budget` steps of each pararl entry with a saved curve and
-    compare (exit 1 on a clear regression), instead of carrying the runs on."""
     hours: float = 0.0
     """Stop (saving the run) after this many hours; the next invocation carries on (0:
     no limit)."""
@@ -184,8 +180,6 @@ def resolve(config: Config) -> Config:
     changes: dict[str, Any] = {"state_dir": state.resolve(), "saved_dir": saved.resolve()}
     if c.benchmarks_md is None:  # the results page, not BENCHMARKS.md
         changes["benchmarks_md"] = h.ROOT / "RESULTS.md"
-    if c.check and c.section is None:
-        changes["section"] = "results_check"
     return dataclasses.replace(c, **changes)
 
 
@@ -229,7 +223,7 @@ class Saved:
     command: str
     status: str  # "running" until it ends by itself; then its final status
     x_label: str
-    curves: dict[str, list[Point]]  # the first is the one evaluated (and checked)
+    curves: dict[str, list[Point]]  # the first is the one evaluated
     wall_s: float = 0.0  # the run's own clock (resumes carry it on; pauses are not in it)
     pieces: list[Piece] = field(default_factory=list)
 
@@ -285,29 +279,22 @@ def read_curves(e: Entry, run_dir: Path) -> tuple[dict[str, list[Point]], float]
     rows = training.read_metrics(run_dir)
     wall = max((float(r["wall_s"]) for r in rows if r.get("wall_s")), default=0.0)
     if e.maml:
-        points = read_curve(run_dir)
         return {
-            "after one adaptation step": _maml_points(points, "post"),
-            "before adaptation": _maml_points(points, "pre"),
+            "after one adaptation step": _maml_points(rows, "post"),
+            "before adaptation": _maml_points(rows, "pre"),
         }, wall
     train = _row_points([r for r in rows if r.get("episode_return")], "env_steps", "episode_return")
+    evals = training.read_metrics(run_dir, "eval.csv")
     return {
-        "greedy evaluation": main_curve(e, run_dir),
+        "greedy evaluation": _row_points(evals, "env_steps", "eval_return"),
         "training episodes (last 20)": thin(train),
     }, wall
 
 
-def main_curve(e: Entry, run_dir: Path) -> list[Point]:
-    """The curve a run is judged by: its evaluations (MAML: the return after one
-    adaptation step per meta-iteration); cheap enough to read while it runs."""
-    if e.maml:
-        return _maml_points(read_curve(run_dir), "post")
-    return _row_points(training.read_metrics(run_dir, "eval.csv"), "env_steps", "eval_return")
-
-
-def _maml_points(points: list[dict[str, float]], key: str) -> list[Point]:
+def _maml_points(rows: list[dict[str, str]], key: str) -> list[Point]:
     """MAML's per-iteration returns (`key`: "pre" or "post" adaptation) as points."""
-    return [[p["iteration"], p["wall_s"], p[key]] for p in points]
+    rows = [r for r in rows if r.get("pre_return")]
+    return [[float(r["iteration"]), float(r["wall_s"]), float(r[f"{key}_return"])] for r in rows]
 
 
 # --- running and carrying on -------------------------------------------------------------
@@ -340,7 +327,6 @@ class StoppedError(Exception):
 
 RESUMED = re.compile(r"pararl: resuming from \S+: (?P<steps>[\d,]+) env steps")
 FINISHED = re.compile(r" is finished \((?P<status>[^,]+),")
-POLL_S = 2.0  # how often a running child is looked at
 HOME = "2 cores"  # this project's machine, where the runs are measured
 MIN_PIECE_S = 300.0  # a piece shorter than this would end before its first checkpoint
 
@@ -349,68 +335,6 @@ def _has_checkpoint(run_dir: Path) -> bool:
     """A checkpoint `--resume` takes (not `best`, which is for acting, nor the memory)."""
     names = (p.stem for p in (run_dir / "checkpoints").glob("*.pt"))
     return any(n not in ("best", "replay") for n in names)
-
-
-Ending = Literal["ended", "deadline", "until", "interrupted"]
-
-
-def watch(
-    proc: subprocess.Popen[str], deadline: float | None, until: Callable[[], bool] | None
-) -> Ending:
-    """Wait for `proc` until it ends, the deadline passes or `until()` holds; Ctrl-C or
-    SIGTERM here asks it to stop too. Then (not when it ended) it is stopped (`stop`)."""
-    try:
-        while True:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=POLL_S)
-                return "ended"
-            if deadline is not None and time.monotonic() >= deadline:
-                how: Ending = "deadline"
-                break
-            if until is not None and until():
-                how = "until"
-                break
-    except KeyboardInterrupt:
-        how = "interrupted"
-    stop(proc)
-    return how
-
-
-def stop(proc: subprocess.Popen[str]) -> None:
-    """SIGTERM to the run's main process, which saves the run, stops its workers and
-    exits; its whole group killed if it has not within `STOP_GRACE_S`. Ctrl-C and
-    SIGTERM here are ignored meanwhile (a second one would lose the save)."""
-    h.progress(f"results: stopping the run (it saves first; at most {STOP_GRACE_S:.0f} s)")
-    handlers = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        with contextlib.suppress(ProcessLookupError):
-            proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            training.kill(proc)
-    finally:
-        for sig, handler in handlers.items():
-            signal.signal(sig, handler)
-
-
-def run_piece(
-    cmd: Sequence[str],
-    log_path: Path,
-    cwd: Path,
-    deadline: float | None,
-    until: Callable[[], bool] | None = None,
-) -> tuple[Ending, int | None, str]:
-    """`cmd` run (output appended to `log_path`) until `watch` says; how it ended, its
-    exit code and what it wrote."""  # fmt: skip
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    offset = log_path.stat().st_size if log_path.exists() else 0
-    with log_path.open("a") as log:
-        proc = training.start(cmd, cwd, stdout=log, stderr=subprocess.STDOUT)
-        how = watch(proc, deadline, until)
-    with log_path.open("rb") as f:
-        f.seek(offset)
-        return how, proc.returncode, f.read().decode(errors="replace")
 
 
 def advance(
@@ -440,7 +364,7 @@ def advance(
         saved = None
     meta = h.Metadata("", {})  # the code this piece runs
     h.progress(f"results: {e.name}: {'resuming' if resuming else 'starting'}: {shown(fresh)}")
-    how, code, text = run_piece(
+    how, code, text = training.run_until(
         cmd if resuming else fresh, c.state_dir / f"{e.name}.log", c.state_dir, deadline, until
     )
     status = piece_status(how, code, text)
@@ -463,7 +387,7 @@ def advance(
                                    status, machine(), share), how, c)  # fmt: skip
 
 
-def end_piece(saved: Saved, piece: Piece, how: Ending, c: Config) -> Saved:
+def end_piece(saved: Saved, piece: Piece, how: training.Ending, c: Config) -> Saved:
     """Record the piece that just ran and save the run; then raise as the piece ended
     (Ctrl-C or SIGTERM: KeyboardInterrupt; the deadline: StoppedError)."""
     assert c.saved_dir is not None
@@ -479,7 +403,7 @@ def end_piece(saved: Saved, piece: Piece, how: Ending, c: Config) -> Saved:
     return saved
 
 
-def piece_status(how: Ending, code: int | None, text: str) -> str:
+def piece_status(how: training.Ending, code: int | None, text: str) -> str:
     """A run's status after a piece: its final status when it ended by itself."""
     if how != "ended":
         return "paused"
@@ -517,7 +441,7 @@ def sb3_run(
     going_on = "resuming" if previous is not None else "starting"
     h.progress(f"results: {e.name}: {going_on} the SB3 anchor: {typed}")
     state = ["--state", str(c.state_dir / e.name)]
-    how, code, text = run_piece(
+    how, code, text = training.run_until(
         [*cmd, *state], c.state_dir / f"{e.name}.log", c.state_dir, deadline, until
     )
     result = sb3.parse(text, e.algo)
@@ -536,90 +460,12 @@ def sb3_run(
                                   status, machine(), share), how, c)  # fmt: skip
 
 
-# --- the check ---------------------------------------------------------------------------
-
-
-@dataclass
-class Checked:
-    """A pararl entry's prefix rerun against its saved curve, over the prefix's second
-    half (where learning shows)."""
-
-    name: str
-    budget: int
-    saved: list[float]
-    now: list[float]
-    start: float  # the saved curve's first evaluation: where learning starts from
-    wall_s: float
-    note: str = ""  # why there was nothing to compare
-
-    @property
-    def margin(self) -> float | None:
-        """The drop allowed: twice the standard error of the difference of the two means
-        (each window's evaluations taken as samples), and at least half of what the
-        saved run gained over its first evaluation (one run's curve does not give the
-        spread between runs, which is wider)."""
-        if len(self.saved) < 2 or len(self.now) < 2:
-            return None
-        var = statistics.variance(self.saved) / len(self.saved)
-        noise = 2.0 * math.sqrt(var + statistics.variance(self.now) / len(self.now))
-        return max(noise, 0.5 * (statistics.fmean(self.saved) - self.start))
-
-    @property
-    def verdict(self) -> str:
-        if self.note:
-            return self.note
-        m = self.margin
-        if m is None:
-            return "failed: too few evaluations"
-        return (
-            "REGRESSED" if statistics.fmean(self.now) < statistics.fmean(self.saved) - m else "ok"
-        )
-
-    @property
-    def failed(self) -> bool:
-        return self.verdict == "REGRESSED" or self.verdict.startswith("failed")
-
-
-def second_half(points: Sequence[Point], budget: int) -> list[float]:
-    return [p[2] for p in points if budget / 2 < p[0] <= budget]
-
-
-def check_entry(e: Entry, saved: Saved, c: Config) -> Checked:
-    """The start of `e`'s run again, from scratch with the same seed and the same
-    whole budget (so the same learning-rate schedule), stopped once it has been
-    evaluated at `e.check_budget`."""
-    budget = e.check_budget if not c.quick else int(saved.reached)
-    start = saved.main[0][2] if saved.main else 0.0
-    if saved.reached < budget:
-        note = f"skipped: the saved run is at {saved.reached:,.0f}, short of {budget:,}"
-        return Checked(e.name, budget, [], [], start, 0.0, note)
-    with tempfile.TemporaryDirectory(prefix="pararl-results-check-") as tmp:
-        run_dir = Path(tmp) / "run"
-        cmd = pararl_command(e, run_dir, e.budget, c.quick)
-
-        def evaluated() -> bool:
-            return any(p[0] >= budget for p in main_curve(e, run_dir))
-
-        h.progress(f"results: checking {e.name} to {budget:,}: {shown(cmd)}")
-        began = time.perf_counter()
-        how, code, text = run_piece(cmd, Path(tmp) / "log", Path(tmp), None, evaluated)
-        wall = time.perf_counter() - began
-        curves, _ = read_curves(e, run_dir)
-    if how == "interrupted":
-        raise KeyboardInterrupt
-    now = second_half(next(iter(curves.values()), []), budget)
-    failed = how == "ended" and piece_status(how, code, text).startswith("failed")
-    note = f"failed: exit {code}: " + " | ".join(text.strip().splitlines()[-2:]) if failed else ""
-    return Checked(e.name, budget, second_half(saved.main, budget), now, start, wall, note)
-
-
 # --- measure and report --------------------------------------------------------------------
 
 
 @dataclass
 class Results:
     saved: list[Saved]  # every entry's, in ENTRIES' order (those run so far)
-    checked: list[Checked] = field(default_factory=list)
     stopped: str = ""  # why this invocation stopped before its last entry
 
 
@@ -631,25 +477,9 @@ def measure(c: Config, meta: h.Metadata) -> Results:
     results = Results([])
     deadline = None if not c.hours else time.monotonic() + c.hours * 3600.0
     with sigterm_as_interrupt():  # SIGTERM stops a run as Ctrl-C does
-        if c.check:
-            check_all(chosen, c, results)
-        else:
-            carry_on(chosen, c, deadline, results)
+        carry_on(chosen, c, deadline, results)
     results.saved = [s for e in ENTRIES if (s := Saved.load(c.saved_dir, e.name)) is not None]
     return results
-
-
-def check_all(chosen: Sequence[Entry], c: Config, results: Results) -> None:
-    """Each pararl entry with a saved curve, its prefix rerun and compared."""
-    assert c.saved_dir is not None
-    for e in chosen:
-        saved = Saved.load(c.saved_dir, e.name)
-        if not e.system.anchor and e.check_budget and saved is not None:
-            try:
-                results.checked.append(check_entry(e, saved, c))
-            except KeyboardInterrupt:
-                results.stopped = f"interrupted during the check of {e.name}"
-                return
 
 
 def carry_on(chosen: Sequence[Entry], c: Config, deadline: float | None, results: Results) -> None:
@@ -666,10 +496,7 @@ def carry_on(chosen: Sequence[Entry], c: Config, deadline: float | None, results
 
 
 def exit_code(results: Results) -> int:
-    """1 when a check found a clear regression or could not compare; 130 when
-    interrupted."""
-    if any(ch.failed for ch in results.checked):
-        return 1
+    """130 when interrupted."""
     return 130 if results.stopped.startswith("interrupted") else 0
 
 
@@ -794,20 +621,6 @@ def figures(saved: Sequence[Saved], c: Config) -> list[str]:
     return out
 
 
-def _mean(values: Sequence[float]) -> float | None:
-    return statistics.fmean(values) if values else None
-
-
-CHECK_COLUMNS: list[h.Col[Checked]] = [
-    h.Col("run", lambda ch: ch.name, "l"),
-    h.Col("prefix", lambda ch: f"{ch.budget:,}"),
-    h.Col("saved: mean of 2nd half", lambda ch: h.fmt_num(_mean(ch.saved))),
-    h.Col("now: mean of 2nd half", lambda ch: h.fmt_num(_mean(ch.now))),
-    h.Col("allowed drop (2 SE)", lambda ch: h.fmt_num(ch.margin)),
-    h.Col("verdict", lambda ch: ch.verdict, "l"),
-    h.Col("wall", lambda ch: _hours(ch.wall_s)),
-]  # fmt: skip
-
 PROTOCOL = """Every run uses pararl's defaults for its env (printed at its start and saved in its
 `config.json`), seed 0, on this machine (2 cores; other work may have shared them during
 a piece, so read wall times as upper bounds), carried over sessions with `pararl train
@@ -828,13 +641,6 @@ memory loaded, to its stop)."""
 
 def report(results: Results, meta: h.Metadata) -> h.Report:
     c = Config(**{k: v for k, v in meta.params.items()})
-    if c.check:
-        verdicts = [f"{ch.name}: {ch.verdict}" for ch in results.checked]
-        return h.Report(
-            f"Results, short prefixes against the saved curves (`{h.PROG} results --check`)",
-            "; ".join(verdicts) or "no saved curve to check",
-            [h.table(CHECK_COLUMNS, results.checked)],
-        )
     rows = [(s, c.final_evals) for s in results.saved]
     keys = [f"{s.name}: {result_cell(s, c.final_evals)} ({s.status})" for s in results.saved]
     blocks = [PROTOCOL, h.table(COLUMNS, rows), pieces_block(results.saved)]

@@ -5,7 +5,6 @@ against Gymnasium's and SB3's vector envs and one env's raw rate, interleaved bl
 from __future__ import annotations
 
 import functools
-import math
 import multiprocessing as mp
 import statistics
 import time
@@ -17,7 +16,7 @@ import gymnasium as gym
 
 from benchmarks.lib import harness as h
 from benchmarks.lib import stepping
-from benchmarks.lib.figures import Panel, Series
+from benchmarks.lib.figures import Panel
 from pararl.errors import UsageError
 from pararl.mp.topology import physical_cores
 
@@ -68,17 +67,9 @@ QUICK = {
 
 
 @dataclass
-class Cell:
-    """One backend at one point of the sweep."""
+class Cell(stepping.Cell):
+    """One backend at one point of the sweep; its rate in env steps/s."""
 
-    envs_per_worker: int
-    num_envs: int
-    backend: str
-    label: str
-    status: str  # ok, skipped or failed
-    note: str = ""
-    steps_per_block: int = 0
-    rate: h.Summary | None = None  # env steps/s
     vs_best_async: float | None = None
     efficiency: float | None = None  # ÷ (workers × the same case's single-env rate)
     of_loops: float | None = None  # ÷ the same case's parallel loops
@@ -142,21 +133,11 @@ def probe_env(env_id: str, kwargs: dict[str, float]) -> str | None:
     return None
 
 
-def calibrate(runner: stepping.Runner, block_s: float) -> int:
-    """Steps (a multiple of the runner's unit) that take about `block_s`."""
-    probe_s, steps = max(0.02, block_s / 5), runner.unit
-    while True:
-        elapsed, done = h.timed(functools.partial(runner.run, steps))
-        if elapsed >= probe_s:
-            break  # grow geometrically, capped so one noisy probe cannot jump to an hour
-        steps = math.ceil(steps * min(8.0, max(2.0, 1.2 * probe_s / max(elapsed, 1e-6))))
-    return max(1, math.ceil(done / elapsed * block_s / runner.unit)) * runner.unit
-
-
 def measure_case(case: stepping.Case, config: Config) -> list[Cell]:
     where = f"{case.env_id} {case.envs_per_worker} envs/worker × {case.workers}"
+    label = functools.partial(stepping.label, timeout_s=config.timeout_s)
     cells: dict[str, Cell] = {
-        b: Cell(case.envs_per_worker, case.num_envs, b, stepping.label(b, config.timeout_s), "ok")
+        b: Cell(case.workers, case.envs_per_worker, case.num_envs, b, label(b), "ok")
         for b in config.backends
     }
 
@@ -179,7 +160,7 @@ def measure_case(case: stepping.Case, config: Config) -> list[Cell]:
                 runner = stepping.open_backend(name, case, closers, shared)
                 runner.reset()
                 runner.run(config.warmup_iters * runner.unit)
-                cells[name].steps_per_block = calibrate(runner, config.block_s)
+                cells[name].steps_per_block = stepping.calibrate(runner, config.block_s)
                 runners[name] = runner
             except Exception as exc:
                 failed(name, exc)
@@ -302,26 +283,10 @@ def key_ratios(results: list[EnvResult]) -> str:
 
 
 def panel(r: EnvResult, timeout_s: float) -> Panel:
-    """Steps/s against envs per worker (log-log), one line per backend (bars: min–max),
-    dashed: workers × the single-env rate."""
-    series = []
-    for backend in dict.fromkeys(c.backend for c in r.cells if c.backend != "single"):
-        pts = [(c.envs_per_worker, c.rate) for c in r.cells if c.backend == backend and c.rate]
-        if pts:
-            series.append(Series.of(stepping.label(backend, timeout_s), pts))
-    sweep = sorted({c.envs_per_worker for c in r.cells})
-    return Panel(
-        r.env_id,
-        series,
-        xlabel=f"envs per worker ({r.workers} workers)",
-        ylabel="env steps / s",
-        xticks=[(e, str(e)) for e in sweep],
-        logx=2,
-        logy=True,
-        hlines=[(r.workers * r.single_rate, "--", f"{r.workers} × single env")]
-        if r.single_rate
-        else [],
-    )
+    """Dashed: workers × the single-env rate."""
+    line = (r.workers * r.single_rate, f"{r.workers} × single env") if r.single_rate else None
+    label = functools.partial(stepping.label, timeout_s=timeout_s)
+    return stepping.panel(r.env_id, r.cells, label, "env steps / s", line)
 
 
 def report(results: list[EnvResult], meta: h.Metadata) -> h.Report:

@@ -31,15 +31,14 @@ Flags = Callable[[Any], tuple[dict[str, Any], dict[str, Any]]]  # options -> par
 class System:
     """One side of a comparison. pararl: `pararl train ALGO` with `flags` beyond the
     comparison's own; an anchor: SB3's `algo` run as `lib.sb3.ANCHORS[anchor]` says,
-    with `flags` over its settings (`--set`). `vs`: the anchor a pararl system is held
-    against (default: the first anchor of its algorithm)."""
+    with `flags` over its settings (`--set`). A pararl system is held against the first
+    anchor of its algorithm."""
 
     name: str
     label: str
     algo: str
     flags: Mapping[str, object] = field(default_factory=dict)
     anchor: str = ""
-    vs: str = ""
     default: bool = True  # run unless --systems says otherwise
     color: str | None = None
 
@@ -77,8 +76,6 @@ class Comparison:
         if s.anchor:
             return None
         anchors = [a for a in self.systems if a.anchor]
-        if s.vs:
-            return self.system(s.vs)
         return next((a for a in anchors if a.algo == s.algo), anchors[0] if anchors else None)
 
 

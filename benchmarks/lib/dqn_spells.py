@@ -1,4 +1,4 @@
-"""What the DQN throughput, overlap and Ray benchmarks drive in timed spells:
+"""What the DQN throughput and Ray benchmarks drive in timed spells:
 `SeedDesign` (the multi-process DQN post's design, the whole net pickled back through a
 pipe after every step: the cost measured) and `Pararl` (the async off-policy loop).
 """
@@ -28,12 +28,12 @@ from pararl.devices import resolve_device
 from pararl.envs.make import env_factory
 from pararl.models import num_params
 from pararl.mp.threads import set_learner_threads
-from pararl.runners.offpolicy import PUBLISH_EVERY, OffPolicyLoop, make_source
+from pararl.runners.offpolicy import OffPolicyLoop, make_source
 from pararl.seeding import seed_everything
 
 GREEDY, MEMORY, TARGET_SYNC, BATCH, GAMMA, LR, LEARN_EVERY = 0.9, 2000, 200, 64, 0.9, 0.01, 5
 ROW = 10  # s (4), a, r, s' (4)
-Mode = Literal["actors", "learner", "loop"]
+Mode = Literal["actors", "loop"]
 Workload = Literal["seed", "defaults"]
 TAKE_WAIT_S = 0.05  # longest wait for a chunk inside a timed spell
 FIRST_CHUNK_WAIT_S = 60.0  # longest a timed spell goes on for its first chunk
@@ -207,8 +207,8 @@ class Spell:
 class Pararl:
     """`OffPolicyLoop` over the source `pararl train` uses in async mode (`make_source`:
     actor processes, or Ray actors), with no evaluation, checkpoints or logs. Spells:
-    `actors` (chunks into the replay only), `learner` (updates only), `loop` (the
-    production loop, with the config's replay ratio or, at 0, free-running)."""
+    `actors` (chunks into the replay only), `loop` (the production loop, with the
+    config's replay ratio or, at 0, free-running)."""
 
     def __init__(
         self,
@@ -243,8 +243,6 @@ class Pararl:
     def _turn(self, mode: Mode, left: float) -> None:
         if mode == "actors":
             self.loop.take(max(0.0, min(TAKE_WAIT_S, left)))
-        elif mode == "learner":
-            self.loop.learn(PUBLISH_EVERY)
         else:
             self.loop.iterate()
 
@@ -263,7 +261,7 @@ class Pararl:
         steps, updates = self.state.env_steps, self.state.learner.updates
         elapsed = self._run(mode, seconds)
         deadline = time.monotonic() + FIRST_CHUNK_WAIT_S
-        while mode != "learner" and self.state.env_steps == steps:
+        while self.state.env_steps == steps:
             if time.monotonic() > deadline:
                 break
             elapsed += self._run(mode, TAKE_WAIT_S)
@@ -310,8 +308,7 @@ def spells(
             steps[name].append(count / seconds)
         else:
             s = runner.spell(mode, block_s, warmup_s)
-            if mode != "learner":
-                steps[name].append(s.env_steps / s.seconds)
+            steps[name].append(s.env_steps / s.seconds)
             if mode != "actors":
                 updates[name].append(s.updates / s.seconds)
         return 0.0

@@ -384,63 +384,74 @@ def minatar_policy() -> dict[str, Any]:
     return {"features_extractor_class": minatar_cnn(), "net_arch": []}
 
 
-def minatar_dqn(budget: int) -> dict[str, Any]:
-    """SB3 DQN with pararl's MinAtar DQN defaults (`DQNConfig.BY_KIND["minatar"]`):
-    SB3 counts its target interval in env steps, pararl in updates."""
-    import torch
-
-    from pararl.config import DQNConfig
-
-    s, config = DQNConfig.BY_KIND["minatar"], DQNConfig()
-    if s["n_step"] != 1 or s["double_dqn"]:
-        raise ValueError("SB3's DQN has neither n-step returns nor double-DQN targets")
-    steps_per_update = round(1 / s["replay_ratio"])
+def dqn_settings(cfg: Any, budget: int) -> dict[str, Any]:
+    """SB3 DQN with the settings of a pararl DQN config whose fields are all set
+    (`for_env`): SB3 counts its target interval in env steps, pararl in updates, and
+    decays epsilon over a fraction of `budget`."""
+    steps_per_update = round(1 / cfg.replay_ratio)
     optimizer: dict[str, Any] = {}
-    if s["optimizer"] == "rmsprop":  # pararl's centred RMSProp
+    if cfg.optimizer == "rmsprop":  # pararl's centred RMSProp
+        import torch
+
         optimizer = {
             "optimizer_class": torch.optim.RMSprop,
             "optimizer_kwargs": {"alpha": 0.95, "eps": 0.01, "centered": True},
         }
     return {
-        "learning_rate": s["lr"],
-        "buffer_size": s["buffer_size"],
-        "learning_starts": s["learning_starts"],
-        "batch_size": s["batch_size"],
-        "gamma": s["gamma"],
+        "learning_rate": cfg.lr,
+        "buffer_size": cfg.buffer_size,
+        "learning_starts": cfg.learning_starts,
+        "batch_size": cfg.batch_size,
+        "gamma": cfg.gamma,
         "train_freq": steps_per_update,
         "gradient_steps": 1,
-        "target_update_interval": s["target_update"] * steps_per_update,
-        "exploration_initial_eps": config.eps_start,
-        "exploration_final_eps": s["eps_end"],
-        "exploration_fraction": s["eps_decay_steps"] / budget,
-        "max_grad_norm": config.max_grad_norm,
-        "policy_kwargs": {**minatar_policy(), **optimizer},
+        "target_update_interval": cfg.target_update * steps_per_update,
+        "exploration_initial_eps": cfg.eps_start,
+        "exploration_final_eps": cfg.eps_end,
+        "exploration_fraction": cfg.eps_decay_steps / budget,
+        "max_grad_norm": cfg.max_grad_norm,
+        "policy_kwargs": optimizer,
     }
+
+
+def ppo_settings(cfg: Any) -> dict[str, Any]:
+    """SB3 PPO with the settings of a pararl PPO config whose fields are all set
+    (`for_env`); both take the value loss as the mean squared error. SB3 clips the
+    value with `clip_range_vf` and takes the clipped error alone, where pararl (CleanRL)
+    takes the larger of the clipped and the unclipped errors."""
+    return {
+        "learning_rate": functools.partial(linear, cfg.lr) if cfg.anneal_lr else cfg.lr,
+        "n_steps": cfg.num_steps,
+        "batch_size": cfg.minibatch_size,
+        "n_epochs": cfg.update_epochs,
+        "gamma": cfg.gamma,
+        "gae_lambda": cfg.gae_lambda,
+        "clip_range": cfg.clip_coef,
+        "clip_range_vf": cfg.clip_coef if cfg.clip_vloss else None,
+        "ent_coef": cfg.ent_coef,
+        "vf_coef": cfg.vf_coef,
+        "max_grad_norm": cfg.max_grad_norm,
+    }
+
+
+def minatar_dqn(budget: int) -> dict[str, Any]:
+    """SB3 DQN with pararl's MinAtar DQN defaults (`DQNConfig.BY_KIND["minatar"]`)."""
+    from pararl.config import DQNConfig
+
+    cfg = DQNConfig().for_env("minatar").config
+    if cfg.n_step != 1 or cfg.double_dqn:
+        raise ValueError("SB3's DQN has neither n-step returns nor double-DQN targets")
+    settings = dqn_settings(cfg, budget)
+    settings["policy_kwargs"] |= minatar_policy()
+    return settings
 
 
 def minatar_ppo() -> dict[str, Any]:
-    """SB3 PPO with pararl's MinAtar PPO defaults (`PPOConfig.BY_KIND["minatar"]`);
-    both take the value loss as the mean squared error. SB3 clips the value with
-    `clip_range_vf` and takes the clipped error alone, where pararl (CleanRL) takes
-    the larger of the clipped and the unclipped errors."""
+    """SB3 PPO with pararl's MinAtar PPO defaults (`PPOConfig.BY_KIND["minatar"]`)."""
     from pararl.config import PPOConfig
 
-    s, config = PPOConfig.BY_KIND["minatar"], PPOConfig()
-    lr = functools.partial(linear, s["lr"]) if config.anneal_lr else s["lr"]
-    return {
-        "learning_rate": lr,
-        "n_steps": s["num_steps"],
-        "batch_size": s["minibatch_size"],
-        "n_epochs": s["update_epochs"],
-        "gamma": s["gamma"],
-        "gae_lambda": s["gae_lambda"],
-        "clip_range": s["clip_coef"],
-        "clip_range_vf": s["clip_coef"] if s["clip_vloss"] else None,
-        "ent_coef": s["ent_coef"],
-        "vf_coef": s["vf_coef"],
-        "max_grad_norm": config.max_grad_norm,
-        "policy_kwargs": minatar_policy(),
-    }
+    cfg = PPOConfig().for_env("minatar").config
+    return ppo_settings(cfg) | {"policy_kwargs": minatar_policy()}
 
 
 MODEL, REPLAY, CURVE = "model.zip", "replay.pkl", "state.json"

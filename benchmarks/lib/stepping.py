@@ -1,5 +1,6 @@
 """The stepping loops `vector` and `atari` time, one per backend: `unit`, `reset()`,
-`run(steps)`, `close()`; actions drawn before timing, so sampling costs no backend.
+`run(steps)`, `close()`; actions drawn before timing, so sampling costs no backend. And
+what both sweeps share: a cell of the sweep, a block's calibration, the figure's panel.
 """
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import math
 import multiprocessing as mp
 import signal
 import threading
@@ -19,6 +21,8 @@ import gymnasium as gym
 import numpy as np
 
 import pararl.envs  # noqa: F401  (registers pararl/... ids for make_env)
+from benchmarks.lib.figures import Panel, Series
+from benchmarks.lib.harness import Summary, timed
 from pararl.mp.procs import ProcessGroup
 
 Backend = Literal[
@@ -86,6 +90,54 @@ class Runner(Protocol):
 
     def reset(self) -> None: ...
     def run(self, steps: int) -> int: ...
+
+
+def calibrate(runner: Runner, block_s: float) -> int:
+    """Steps (a multiple of the runner's unit) that take about `block_s`."""
+    probe_s, steps = max(0.02, block_s / 5), runner.unit
+    while True:
+        elapsed, done = timed(functools.partial(runner.run, steps))
+        if elapsed >= probe_s:
+            break  # grow geometrically, capped so one noisy probe cannot jump to an hour
+        steps = math.ceil(steps * min(8.0, max(2.0, 1.2 * probe_s / max(elapsed, 1e-6))))
+    return max(1, math.ceil(done / elapsed * block_s / runner.unit)) * runner.unit
+
+
+@dataclass
+class Cell:
+    """One backend at one point of a sweep."""
+
+    workers: int
+    envs_per_worker: int
+    num_envs: int
+    backend: str
+    label: str
+    status: str  # ok, skipped or failed
+    note: str = ""
+    steps_per_block: int = 0
+    rate: Summary | None = None  # steps/s
+
+
+def panel(
+    title: str,
+    cells: list[Any],
+    label: Callable[[str], str],
+    ylabel: str,
+    line: tuple[float, str] | None = None,
+) -> Panel:
+    """Steps/s against envs per worker (log-log), one line per backend but the single
+    env (bars: min–max); dashed: `line`, a rate and its label."""
+    backends = dict.fromkeys(c.backend for c in cells if c.backend != "single")
+    series = []
+    for i, backend in enumerate(backends):
+        pts = [(c.envs_per_worker, c.rate) for c in cells if c.backend == backend and c.rate]
+        if pts:
+            series.append(Series.of(label(backend), pts, color=f"C{i}"))
+    sweep = sorted({c.envs_per_worker for c in cells})
+    xlabel = f"envs per worker ({cells[0].workers} workers)"
+    ticks = [(e, str(e)) for e in sweep]
+    hlines: list[tuple[float, str, str | None]] = [(line[0], "--", line[1])] if line else []
+    return Panel(title, series, xlabel, ylabel, ticks, logx=2, logy=True, hlines=hlines)
 
 
 class Single:

@@ -1,5 +1,6 @@
-"""Whole training processes (`pararl train` or an anchor), timed launch to exit, and
-what they leave: last line, `metrics.csv`, `eval.csv`, `pararl evaluate`'s return.
+"""Whole training processes (`pararl train` or an anchor), timed launch to exit or run
+until a condition holds, and what they leave: last line, `metrics.csv`, `eval.csv`,
+`pararl evaluate`'s return.
 """
 
 from __future__ import annotations
@@ -12,12 +13,12 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from benchmarks.lib.harness import ROOT
+from benchmarks.lib.harness import ROOT, progress
 
 FINAL_LINE = re.compile(
     r"^pararl: (?P<status>.+?) after (?P<steps>[\d,]+) env steps in (?P<secs>[\d.]+) s"
@@ -26,6 +27,9 @@ FINAL_LINE = re.compile(
 )
 EVALUATE_LINE = re.compile(r"mean return (?P<mean>-?[\d.]+|nan|-?inf) ± ", re.MULTILINE)
 Point = tuple[float, int, int]  # wall s, env steps, updates
+Ending = Literal["ended", "deadline", "until", "interrupted"]
+POLL_S = 2.0  # how often a running child is looked at
+STOP_GRACE_S = 600.0  # a run asked to stop saves its checkpoint (and replay memory) in this
 
 
 PARARL = [sys.executable, "-m", "pararl.cli"]
@@ -102,6 +106,65 @@ def run_process(cmd: Sequence[str], timeout_s: float, cwd: Path) -> Finished:
         kill(proc)
         raise
     return Finished(time.perf_counter() - start_s, proc.returncode, out, err, False)
+
+
+def watch(
+    proc: subprocess.Popen[str], deadline: float | None, until: Callable[[], bool] | None
+) -> Ending:
+    """Wait for `proc` until it ends, the deadline passes or `until()` holds; Ctrl-C or
+    SIGTERM here asks it to stop too. Then (not when it ended) it is stopped (`stop`)."""
+    try:
+        while True:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=POLL_S)
+                return "ended"
+            if deadline is not None and time.monotonic() >= deadline:
+                how: Ending = "deadline"
+                break
+            if until is not None and until():
+                how = "until"
+                break
+    except KeyboardInterrupt:
+        how = "interrupted"
+    stop(proc)
+    return how
+
+
+def stop(proc: subprocess.Popen[str]) -> None:
+    """SIGTERM to the run's main process, which saves the run, stops its workers and
+    exits; its whole group killed if it has not within `STOP_GRACE_S`. Ctrl-C and
+    SIGTERM here are ignored meanwhile (a second one would lose the save)."""
+    progress(f"stopping the run (it saves first; at most {STOP_GRACE_S:.0f} s)")
+    handlers = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            kill(proc)
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+
+
+def run_until(
+    cmd: Sequence[str],
+    log_path: Path,
+    cwd: Path,
+    deadline: float | None,
+    until: Callable[[], bool] | None = None,
+) -> tuple[Ending, int | None, str]:
+    """`cmd` run (output appended to `log_path`) until `watch` says; how it ended, its
+    exit code and what it wrote."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    offset = log_path.stat().st_size if log_path.exists() else 0
+    with log_path.open("a") as log:
+        proc = start(cmd, cwd, stdout=log, stderr=subprocess.STDOUT)
+        how = watch(proc, deadline, until)
+    with log_path.open("rb") as f:
+        f.seek(offset)
+        return how, proc.returncode, f.read().decode(errors="replace")
 
 
 def warm_up(workdir: Path) -> None:

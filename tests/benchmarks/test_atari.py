@@ -1,5 +1,5 @@
 """`python -m benchmarks atari`: the quick run end to end (every backend, JSON, PNG,
-tables, the parts of one step), the pipe-byte counter (pararl's bytes per step do
+tables), the pipe-byte counter (pararl's bytes per step do
 not grow with the frames, which travel through shared memory; pickled frames are
 counted whole), game names for ale-py and EnvPool, and bad options exiting with 2."""
 
@@ -59,22 +59,8 @@ def test_quick_run_measures_every_backend(
     if installed("sb3_subproc"):  # SB3 pickles each env's 84×84 frame through its pipe
         assert cells["sb3_subproc"]["pipe_bytes"] > 84 * 84
     assert cells["pararl_step"]["pipe_bytes"] < 84 * 84
-    assert data["results"]["profiled"] == "ALE/Pong-v5"
-    parts = {p["part"]: p["us"] for p in data["results"]["parts"]}
-    # every layer timed; whether a whole exceeds its part is not asserted: each is timed
-    # at its own moment, and beside the other test worker a part timed while the
-    # machine was busy has measured longer than its whole (616 against 377 us)
-    layers = (
-        "= the env step in a pararl worker",
-        "max-pool + area resize",
-        "emulation",
-        "= pararl step(), 1 worker, 1 env",
-        "  of which the caller",
-    )
-    assert all(parts[name] > 0 for name in layers)
     out = capsys.readouterr().out
     assert "| game | workers | best pararl | best EnvPool |" in out
-    assert "| part of an agent step | µs/step | measured as |" in out
     assert "| workers | envs/worker | envs | backend | agent steps/s (min–max) |" in out
 
 

@@ -1,6 +1,6 @@
 """`python -m benchmarks dqn`: the DQN post's design does not deadlock with 2 children;
-pararl's loop driven in spells (actors, learner, the loop with and without a replay
-ratio); throughput and overlap end to end at tiny durations; bad options exit 2."""
+pararl's loop driven in spells (actors alone, the loop with and without a replay
+ratio); throughput end to end at tiny durations; bad options exit 2."""
 
 from __future__ import annotations
 
@@ -36,21 +36,17 @@ def test_pararl_spells_count_what_each_side_did() -> None:
     driver = Pararl(config, 1, learner_threads=1)
     try:
         actors = driver.spell("actors", 0.2, 0.0)
-        learner = driver.spell("learner", 0.2, 0.0)
         loop = driver.spell("loop", 0.3, 0.1)
     finally:
         driver.close()
     assert (actors.env_steps > 0, actors.updates) == (True, 0)
-    assert (learner.env_steps, learner.updates > 0) == (0, True)
     assert loop.env_steps > 0
     assert loop.updates > 0  # free-running: both sides at once
 
 
-def test_throughput_and_overlap_end_to_end(
-    bench: Callable[..., dict[str, Any]], tmp_path: Path
-) -> None:
+def test_throughput_end_to_end(bench: Callable[..., dict[str, Any]], tmp_path: Path) -> None:
     data = bench(
-        *("dqn", "--parts", "throughput", "overlap", "--actors", "2", "--workloads", "seed"),
+        *("dqn", "--parts", "throughput", "--actors", "2", "--workloads", "seed"),
         *("--repeats", "1", "--block-s", "0.3", "--warmup-s", "0.1", "--learner-threads", "1"),
         *("--figure", str(tmp_path / "f.png"), "--update-benchmarks", "True"),
     )
@@ -64,15 +60,10 @@ def test_throughput_and_overlap_end_to_end(
     for name in ("pararl_seed", "pararl_seed_free"):
         assert rows[name]["status"] == "ok", rows[name]["note"]
         assert rows[name]["vs"] == pytest.approx(rows[name]["steps"]["median"] / seed_steps)
-    spells = {r["system"]: r for r in results["overlap"]}
-    assert spells["actors"]["updates"] is None  # the actors alone learn nothing
-    assert spells["learner"]["steps"] is None  # the learner alone takes no chunk
-    free = spells["free"]["steps"]["median"] / spells["actors"]["steps"]["median"]
-    assert results["efficiency"]["actors_free"] == pytest.approx(free)
     assert (tmp_path / "f.png").read_bytes()[:8] == PNG
     text = (tmp_path / "BENCHMARKS.md").read_text()
     assert "<!-- bench:dqn:start -->" in text
-    assert "- command: `python -m benchmarks dqn --parts throughput overlap" in text
+    assert "- command: `python -m benchmarks dqn --parts throughput" in text
 
 
 def test_bad_options_exit_2(capsys: pytest.CaptureFixture[str]) -> None:

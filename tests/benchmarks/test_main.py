@@ -1,6 +1,6 @@
 """The benchmarks' command line: SIGTERM stops a benchmark and the runs it started
 (each run is a process in its own session, which a signal to the benchmark alone does
-not reach)."""
+not reach); every benchmark `--list` names imports and answers `--help`."""
 
 from __future__ import annotations
 
@@ -36,3 +36,17 @@ def test_sigterm_stops_the_benchmark_and_its_runs(tmp_path: Path) -> None:
     assert "terminated (SIGTERM)" in err.decode()
     _, alive = psutil.wait_procs(children, timeout=10)
     assert not alive, [p.cmdline() for p in alive]
+
+
+def test_every_listed_benchmark_imports_and_explains_itself(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from benchmarks.__main__ import BENCHMARKS, main
+
+    assert main(["--list"]) == 0
+    assert capsys.readouterr().out.split() == list(BENCHMARKS)
+    for name in BENCHMARKS:
+        with pytest.raises(SystemExit) as exit_:
+            main([name, "--help"])
+        assert exit_.value.code == 0, name
+        assert f"python -m benchmarks {name}" in capsys.readouterr().out

@@ -36,23 +36,3 @@ def test_bad_options_exit_with_code_2(
     assert main(["maml", "--quick", "--out-dir", str(tmp_path), *args]) == 2
     assert "error" in capsys.readouterr().err
     assert not (tmp_path / "maml.json").exists()
-
-
-def test_curves_quick_run(bench: Callable[..., dict[str, Any]], tmp_path: Path) -> None:
-    """`maml_curves --quick`: a real two-iteration `pararl train maml` run (4 tasks x 4
-    episodes of 20 steps), read back."""
-    data = bench("maml_curves", "--quick")
-    assert (tmp_path / "bench_maml_curves.png").read_bytes()[:8] == PNG
-    (curve,) = data["results"]
-    assert curve["ok"], curve["note"]
-    assert [p["iteration"] for p in curve["points"]] == [1.0, 2.0]
-    assert all(p["post"] < 0 and p["pre"] < 0 for p in curve["points"])  # distances to goals
-    assert "after adaptation over the last 2 of 2 iterations" in data["key_ratios"]
-
-
-@pytest.mark.parametrize("args", [["--runs", "pararl/Navigation2D-v0"], ["--workers", "0"]])
-def test_curves_bad_options_exit_with_code_2(
-    args: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert main(["maml_curves", "--quick", "--out-dir", str(tmp_path), *args]) == 2
-    assert "error" in capsys.readouterr().err

@@ -12,13 +12,11 @@ from benchmarks.__main__ import main
 
 
 def test_tiny_run(bench: Callable[..., dict[str, Any]]) -> None:
-    data = bench(
-        "minatar_ab", "--quick", "--budget", "2048", "--episodes", "2", "--variants", "defaults"
-    )
+    data = bench("minatar_ab", "--quick", "--budget", "2048", "--episodes", "2")
     runs = data["results"]["outcome"]["runs"]
     assert [(r["system"], r["env"], r["seed"]) for r in runs] == [
-        ("pararl-defaults", "MinAtar/Breakout-v1", 0),
-        ("sb3-defaults", "MinAtar/Breakout-v1", 0),
+        ("pararl", "MinAtar/Breakout-v1", 0),
+        ("sb3", "MinAtar/Breakout-v1", 0),
     ]
     for run in runs:
         assert run["ok"], run["note"]
@@ -30,12 +28,12 @@ def test_tiny_run(bench: Callable[..., dict[str, Any]]) -> None:
         assert 0 < extra["entropy"] <= 1.1 + 1e-6  # Breakout-v1: 3 actions, ln 3 = 1.099
         assert extra["train"] >= 0
     cells = {c["system"]: c for c in data["results"]["cells"]}
-    assert cells["pararl-defaults"]["stats"]["sampled"]["median"] == runs[0]["extra"]["sampled"]
-    assert "defaults: pararl vs SB3 medians" in data["key_ratios"]
+    assert cells["pararl"]["stats"]["sampled"]["median"] == runs[0]["extra"]["sampled"]
+    assert data["key_ratios"].startswith("pararl vs SB3 medians train ")
 
 
 @pytest.mark.parametrize(
-    "args", [["--runs", "MinAtar/Breakout-v1"], ["--episodes", "0"], ["--variants"]]
+    "args", [["--runs", "MinAtar/Breakout-v1"], ["--episodes", "0"], ["--systems", "x"]]
 )
 def test_bad_options_exit_with_code_2(args: list[str]) -> None:
     assert main(["minatar_ab", "--quick", *args]) == 2
