@@ -175,3 +175,15 @@ def test_spaces_td3_cannot_learn_are_refused_in_one_line() -> None:
         check_spaces(cfg, box, gym.spaces.Box(-np.inf, np.inf, (1,), np.float32))
     with pytest.raises(UsageError, match="vector observations"):
         check_spaces(cfg, gym.spaces.Box(0, 255, (84, 84, 3), np.uint8), box)
+
+
+def test_a_resumed_learner_logs_the_last_actor_loss_until_its_next_actor_step() -> None:
+    first = learner()
+    for _ in range(2):  # policy_delay 2: the second update is the actor's
+        stats, _ = first.update(batch())
+    saved = float(stats["actor_loss"])
+    assert saved != 0.0
+    resumed = learner()
+    resumed.load_state_dict(first.state_dict())
+    stats, _ = resumed.update(batch())  # a critic-only update
+    assert float(stats["actor_loss"]) == saved

@@ -183,6 +183,9 @@ class TD3Learner:
             "actor_optimizer": self.actor_optimizer.state_dict(),
             "critic_optimizer": self.critic_optimizer.state_dict(),
             "updates": self.updates,
+            # logged with every update until the next actor step: a resumed run's
+            # first log rows show the last one, not 0
+            "last_actor_loss": float(self._last_actor_loss),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -193,6 +196,8 @@ class TD3Learner:
         self.actor_optimizer.load_state_dict(state["actor_optimizer"])
         self.critic_optimizer.load_state_dict(state["critic_optimizer"])
         self.updates = int(state["updates"])
+        last = float(state.get("last_actor_loss", 0.0))  # absent from the first checkpoints
+        self._last_actor_loss = torch.tensor(last, device=self.device)
 
 
 def check_spaces(config: TD3Config, observation_space: gym.Space, action_space: gym.Space) -> None:
