@@ -240,11 +240,6 @@ class RunConfig:
             ),
             (self.ray_timeout_s > 0, "--ray-timeout-s must be > 0"),
             (
-                not self.trust_checkpoint or self.resume is not None,
-                "--trust-checkpoint is about loading a saved run's checkpoints: use it "
-                "with --resume",
-            ),
-            (
                 self.ray_address is None or self.backend == "ray",
                 "--ray-address needs --backend ray",
             ),

@@ -154,6 +154,10 @@ def prepare(
     resume_state, resumed_from, module_dirs = None, None, []
     named_by: Path | None = None  # the run directory whose config names the env
     given = resume.given_fields(config) if given is None else given
+    if config.trust_checkpoint and config.resume is None:  # an invocation's, not a run's
+        raise UsageError(
+            "--trust-checkpoint is about loading a saved run's checkpoints: use it with --resume"
+        )
     if config.resume is not None:
         run = RunDir(Path(config.resume))
         if not run.config.is_file():
