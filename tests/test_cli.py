@@ -17,7 +17,7 @@ import pytest
     ("args", "expect"),
     [
         (["train", "dqn", "--env", "NoSuchEnv-v0"], "unknown env id"),
-        (["train", "dqn", "--env", "Pendulum-v1"], "discrete action space"),
+        (["train", "dqn", "--env", "Pendulum-v1"], "DQN takes Discrete actions"),
         (["train", "dqn", "--lr", "-1"], "--lr must be > 0"),
         (["train", "dqn", "--learner-threads", "-1"], "--learner-threads must be >= 0"),
         (["train", "dqn", "--seed", "-1"], "--seed must be >= 0"),

@@ -8,6 +8,11 @@ It acts through the one acting call every policy has (`models.acting`), on one
 observation or a batch of them, as the env pararl builds gives them
 (`agent.make_env()`: Atari's preprocessing included), on the CPU; a policy with
 memory carries its state from call to call (`reset()` starts new episodes).
+
+A run whose env gives action masks (`envs.masks`) acts within the mask given with
+each observation: `agent.act(obs, action_mask=info["action_mask"])`, the mask from
+the info of the reset or step that returned `obs` (the env `make_env()` builds puts
+an `action_masks()` method's mask there too).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from pararl import checkpoint as ckpt
 from pararl.config import RunConfig, saved_config
 from pararl.config.saved import saved_facts
 from pararl.envs.make import check_env_id, env_factory
+from pararl.envs.masks import MASK_KEY, batch_mask
 from pararl.envs.modules import split_env_id
 from pararl.errors import UsageError
 from pararl.evaluation.episodes import action_draws
@@ -55,6 +61,7 @@ class Agent:
         self.obs_dtype = np.dtype(state.get("obs_dtype", "<f4"))
         bounds = state.get("action_bounds")
         self.action_bounds = None if bounds is None else tuple(np.asarray(b) for b in bounds)
+        self.action_masks = bool(state.get("action_masks", False))  # acts within masks
         # the checkpoint's description of the network (shapes, bounds), not its weights
         self._state = {k: v for k, v in state.items() if k not in ("learner", "replay")}
         # for `act(..., deterministic=False)`: the streams `pararl evaluate` draws from
@@ -97,19 +104,22 @@ class Agent:
                 "argument and a render() that returns the frame (Gymnasium's Env API)"
             ) from exc
 
-    def act(self, obs: Any, deterministic: bool = True) -> Any:
-        """The action for one observation (an int for discrete actions, an array
-        for continuous ones), or an array of actions for a batch `[N, *obs_shape]`.
+    def act(self, obs: Any, deterministic: bool = True, action_mask: Any = None) -> Any:
+        """The action for one observation (an int for Discrete actions, an array
+        for others), or an array of actions for a batch `[N, *obs_shape]`.
         `deterministic`: the greedy action (argmax, or the Gaussian's mean); else one
         sampled from the policy (DQN: epsilon-greedy at the run's final epsilon).
-        A policy with memory carries it on from the last call (`reset()` first at
-        new episodes)."""
+        `action_mask`: the observation's action mask (a batch's: one per row), which
+        a run whose env gives masks needs; the action is then a legal one. A policy
+        with memory carries it on from the last call (`reset()` first at new
+        episodes)."""
         batch, single = self._as_batch(obs)
+        mask = self._mask_of(action_mask, len(batch))
         if self._first is None or len(self._first) != len(batch):
             self.policy_state = self.policy.initial_state(len(batch))
             self._first = starts(len(batch))
         mode: Mode = "greedy" if deterministic else "sampled"
-        acted = self.policy.act(batch, self.policy_state, self._first, mode, self.draws)
+        acted = self.policy.act(batch, self.policy_state, self._first, mode, self.draws, mask)
         self.policy_state, self._first = acted.state, np.zeros(len(batch), bool)
         actions = acted.action
         if self.action_bounds is not None:
@@ -118,6 +128,17 @@ class Agent:
             return actions
         action = actions[0]
         return int(action) if action.ndim == 0 else action
+
+    def _mask_of(self, action_mask: Any, batch: int) -> np.ndarray | None:
+        if action_mask is None:
+            if self.action_masks:
+                raise UsageError(
+                    f"this agent was trained with {self.env_id}'s action masks: pass the "
+                    "observation's, agent.act(obs, action_mask=info['action_mask'])"
+                )
+            return None
+        mask = np.asarray(action_mask).astype(np.bool_).reshape(batch, -1)
+        return batch_mask({MASK_KEY: mask})  # a row that allows nothing allows everything
 
     def reset(self) -> None:
         """New episodes start at the next `act` (a policy with memory forgets)."""

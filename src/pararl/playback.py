@@ -18,6 +18,7 @@ from pararl.agent import Agent, load
 from pararl.config import EvaluateConfig
 from pararl.config.saved import saved_facts
 from pararl.envs.make import env_factory
+from pararl.envs.masks import MASK_KEY
 from pararl.errors import UsageError
 from pararl.evaluation.episodes import (
     Episodes,
@@ -49,13 +50,14 @@ def _play(
     try:
         # the same episodes as a training run's first evaluation with this seed
         for ep, ep_seed in enumerate(eval_seeds(seed, episodes, FIRST_RUN)):
-            obs, _ = env.reset(seed=ep_seed)
+            obs, info = env.reset(seed=ep_seed)
             agent.reset()
             total, steps, ended, cut = 0.0, 0, False, False
             while not ended:
                 if render_mode == "rgb_array" and ep == 0:
                     frames.append(env.render())
-                obs, reward, terminated, trunc, _ = env.step(agent.act(obs, deterministic))
+                action = agent.act(obs, deterministic, info.get(MASK_KEY))
+                obs, reward, terminated, trunc, info = env.step(action)
                 total, steps = total + float(reward), steps + 1
                 cut = trunc and not terminated
                 ended = terminated or trunc or steps >= max_steps

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from pararl.algos.dqn import DQNLearner
+from pararl.algos.dqn import DQNLearner, initial_priorities
 from pararl.config import DQNConfig
 from pararl.models import QNetwork, num_params
+from pararl.models.acting import Draws, starts
 from pararl.replay.nstep import NStepBuilder, Transitions
 from pararl.weights.shared import flat_to_params, params_to_flat
 
@@ -176,3 +177,86 @@ def test_double_dqn_target_by_hand(double_dqn: bool) -> None:
     if double_dqn:  # the two targets differ on this batch: the test tells them apart
         vanilla = [r + g * best for r, g, _, best in (by_hand[s] for s in states)]
         assert not np.allclose(target, vanilla)
+
+
+# Action masks of the next states (True: legal), chosen so that the masked targets
+# differ from the unmasked ones at every bootstrapped state
+NEXT_MASKS = {1: [1, 1, 1], 2: [1, 0, 1], 3: [0, 1, 1], 5: [1, 1, 1], 6: [0, 1, 1], 7: [1, 0, 1]}
+
+
+def two_masked_episodes() -> Transitions:
+    """`two_episodes` with each step's next action mask."""
+    builder = NStepBuilder(2, (8,), n=2, gamma=0.9, mask_size=3)
+    one_hot = np.eye(8, dtype=np.float32)
+    actions, rewards = [[0, 2], [1, 0], [2, 1]], [[1.0, -1.0], [2.0, 0.5], [3.0, 2.0]]
+    parts = []
+    for t in range(3):
+        last = np.array([t == 2, t == 2])
+        parts.append(
+            builder.add(
+                obs=one_hot[[t, 4 + t]],
+                action=np.array(actions[t]),
+                reward=np.array(rewards[t]),
+                next_obs=one_hot[[t + 1, 5 + t]],
+                terminated=last & [True, False],
+                truncated=last & [False, True],
+                next_mask=np.array([NEXT_MASKS[t + 1], NEXT_MASKS[5 + t]], bool),
+            )
+        )
+    return Transitions.concat(parts)
+
+
+@pytest.mark.parametrize("double_dqn", [True, False])
+def test_masked_target_by_hand(double_dqn: bool) -> None:
+    """With the next state's action mask, the target takes the max (double DQN: the
+    online argmax) over its legal actions only."""
+    cfg = DQNConfig(lr=1e-3, gamma=0.9, n_step=2, double_dqn=double_dqn).for_env("discrete")
+    learner = DQNLearner(table_q(Q_ONLINE), cfg.config, torch.device("cpu"))
+    learner.q_target.load_state_dict(table_q(Q_TARGET).state_dict())
+    batch = two_masked_episodes()
+    states = batch.obs.argmax(axis=1).tolist()
+    next_states = batch.next_obs.argmax(axis=1).tolist()
+    assert batch.next_mask is not None  # each transition holds its next state's mask
+    assert batch.next_mask.astype(int).tolist() == [NEXT_MASKS[s] for s in next_states]
+    _, td_error = learner.update(batch)
+
+    # by state: (k-step return, discount, double value at s', max value at s')
+    by_hand = {
+        0: (1 + 0.9 * 2, 0.81, 6, 6),  # s' = 2 allows 0, 2: online picks 2, valued 6
+        1: (2 + 0.9 * 3, 0.0, 0, 0),  # terminated: no bootstrap
+        2: (3.0, 0.0, 0, 0),
+        4: (-1 + 0.9 * 0.5, 0.81, 2, 5),  # s' = 6 allows 1, 2: online picks 2
+        5: (0.5 + 0.9 * 2, 0.81, 1, 2),  # s' = 7 allows 0, 2: online picks 2, max is 2
+        6: (2.0, 0.9, 1, 2),
+    }
+    target = [r + g * (double if double_dqn else best) for r, g, double, best in
+              (by_hand[s] for s in states)]  # fmt: skip
+    taken = [Q_ONLINE[s][a] for s, a in zip(states, batch.action.tolist(), strict=True)]
+    assert (td_error.numpy() + taken).tolist() == pytest.approx(target, rel=1e-6)
+    # Ape-X's first priorities bootstrap within the mask too (the actor's Q copy)
+    priorities = initial_priorities(
+        table_q(Q_TARGET), batch.obs, batch.action, batch.ret, batch.next_obs,
+        batch.discount, batch.next_mask,
+    )  # fmt: skip
+    q_taken = [Q_TARGET.get(s, [0, 0, 0])[a] for s, a in zip(states, batch.action, strict=True)]
+    best = [by_hand[s][0] + by_hand[s][1] * by_hand[s][3] for s in states]
+    assert priorities.tolist() == pytest.approx(np.abs(np.subtract(best, q_taken)), rel=1e-6)
+
+
+def test_masked_epsilon_greedy_draws_legal_actions_only() -> None:
+    """Greedy: the best legal action; epsilon's uniform action: uniform over the legal
+    ones (each row's legal actions about equally often)."""
+    q = table_q(Q_ONLINE)
+    obs = np.eye(8, dtype=np.float32)[np.zeros(6_000, np.int64) + 2]  # Q(2) = (1, 3, 2)
+    mask = np.zeros((6_000, 3), bool)
+    mask[:3_000, [0, 2]] = True
+    mask[3_000:, 1] = True
+    greedy = q.act(obs, None, starts(6_000), "greedy", Draws(), mask).action
+    assert (greedy[:3_000] == 2).all()
+    assert (greedy[3_000:] == 1).all()
+    rng = np.random.default_rng(0)
+    sampled = q.act(obs, None, starts(6_000), "sampled", Draws(rng, epsilon=1.0), mask).action
+    assert mask[np.arange(6_000), sampled].all()
+    counts = np.bincount(sampled[:3_000], minlength=3)
+    assert counts[1] == 0
+    assert abs(counts[0] - counts[2]) < 300

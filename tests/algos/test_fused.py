@@ -19,6 +19,7 @@ from pararl.algos.fused import FusedStep, resolve_step_mode
 from pararl.algos.ppo import PPOHyper, PPOLearner
 from pararl.config import DQNConfig, env_kind
 from pararl.models.build import actor_critic
+from pararl.models.heads import head_for
 from pararl.replay.nstep import Transitions
 
 CPU = torch.device("cpu")
@@ -145,6 +146,53 @@ def test_ppo_compiled_step_is_the_plain_step(model: str, discrete: bool) -> None
     plain, fast = learners
     torch.testing.assert_close(plain.optimizer.flat, fast.optimizer.flat, rtol=1e-5, atol=1e-6)
     assert fast.updates == plain.updates == 12
+
+
+@pytest.mark.usefixtures("aot_eager")
+def test_masked_steps_compiled_are_the_plain_steps() -> None:
+    """The steps with action masks as one more input: PPO on MultiDiscrete actions and
+    DQN's target among the legal next actions."""
+    head = head_for(gym.spaces.MultiDiscrete([3, 2]))
+    rng, n = np.random.default_rng(3), 64
+    mask = rng.random((n, 5)) < 0.6
+    mask[:, [0, 3]] = True  # every dimension allows an action
+    batch = {
+        "obs": rng.standard_normal((n, 5)).astype(np.float32),
+        "actions": np.stack([np.zeros(n, np.int64), np.ones(n, np.int64)], -1),
+        "logprobs": (-1 - rng.random(n)).astype(np.float32),
+        "values": rng.standard_normal(n).astype(np.float32),
+        "advantages": rng.standard_normal(n).astype(np.float32),
+        "returns": rng.standard_normal(n).astype(np.float32),
+        "masks": mask,
+    }
+    hyper = PPOHyper(ent_coef=0.01, update_epochs=2, num_minibatches=2)
+    ppo = []
+    for mode in ("eager", "compile"):
+        torch.manual_seed(0)
+        net = actor_critic("mlp", (5,), np.float32, 5, True, (16,), head=head)
+        learner = PPOLearner(net, hyper, 1e-3, CPU, mode)  # type: ignore[arg-type]
+        ppo.append((learner.update(batch, np.random.default_rng(0)), learner))
+    assert ppo[0][0] == pytest.approx(ppo[1][0], rel=1e-4, abs=1e-6)
+    torch.testing.assert_close(ppo[0][1].optimizer.flat, ppo[1][1].optimizer.flat)
+
+    dqn = []
+    for setting in ("off", "on"):
+        torch.manual_seed(0)
+        cfg = DQNConfig(env="x", compile=setting, hidden=(16,))  # type: ignore[arg-type]
+        space, act_space = gym.spaces.Box(-1, 1, (4,), np.float32), gym.spaces.Discrete(3)
+        state = DQNState(cfg.for_env("discrete"), space, act_space, CPU, action_masks=True)
+        rng = np.random.default_rng(4)
+        next_mask = rng.random((32, 3)) < 0.5
+        next_mask[:, 2] = True
+        obs = rng.standard_normal((2, 32, 4)).astype(np.float32)
+        transitions = Transitions(
+            obs[0], rng.integers(0, 3, 32), rng.standard_normal(32), obs[1], np.full(32, 0.9)
+        )
+        transitions.next_mask = next_mask
+        stats, td_error = state.learner.update(transitions, rng.random(32).astype(np.float32))
+        dqn.append((stats["loss"], td_error, state.learner.optimizer.flat))
+    for x, y in zip(*dqn, strict=True):
+        torch.testing.assert_close(x, y, rtol=1e-5, atol=1e-6)
 
 
 def test_step_modes() -> None:

@@ -3,6 +3,11 @@ network), how its actors explore (epsilon-greedy; Ape-X's per-actor epsilons and
 first priorities), and the run's state (networks, replay memory, counters,
 checkpoint format).
 
+An env that gives action masks (`envs.masks`) has its actors act among the legal
+actions (the greedy one, and epsilon's uniform one), and the bootstrap target take
+its max (double DQN: its argmax) over the next observation's legal actions, whose
+mask each transition stores.
+
 References: Mnih et al. 2015 (DQN), van Hasselt et al. 2016 (double DQN),
 Hessel et al. 2018 (n-step returns in Rainbow).
 """
@@ -25,6 +30,7 @@ from pararl import seeding
 from pararl.algos.fused import FusedSteps, StepMode, resolve_step_mode
 from pararl.algos.offpolicy import ReplayState
 from pararl.config import DQNConfig, Filled
+from pararl.envs.masks import mask_info, mask_size
 from pararl.errors import UsageError
 from pararl.images import check_model
 from pararl.models import QNetwork
@@ -59,8 +65,9 @@ class DQNLearner:
         self.optimizer = make_optimizer(
             self.q, self.settings.optimizer, self.settings.lr, capturable=step_mode != "eager"
         )
-        # one program per kind of batch: with and without importance weights
-        self.steps: FusedSteps[bool] = FusedSteps(step_mode, device)
+        # one program per kind of batch: with and without importance weights, with
+        # and without the next observations' action masks
+        self.steps: FusedSteps[tuple[bool, bool]] = FusedSteps(step_mode, device)
         self.updates = 0
 
     def _tensor(self, array: Any, dtype: torch.dtype | None = None) -> torch.Tensor:
@@ -81,9 +88,15 @@ class DQNLearner:
             self._tensor(batch.ret, torch.float32),
             self._tensor(batch.discount, torch.float32),
         ]
+        weighted, masked = weights is not None, batch.next_mask is not None
         if weights is not None:
             inputs.append(self._tensor(weights, torch.float32))
-        step = self.steps.get(weights is not None, lambda: self._step)
+        if batch.next_mask is not None:
+            inputs.append(self._tensor(batch.next_mask, torch.bool))
+        step = self.steps.get(
+            (weighted, masked),
+            lambda: functools.partial(self._step, weighted=weighted, masked=masked),
+        )
         loss, q_mean, td_error = step(*inputs)
         self.updates += 1
         self._update_target()
@@ -97,16 +110,27 @@ class DQNLearner:
         actions: torch.Tensor,
         ret: torch.Tensor,
         discount: torch.Tensor,
-        weights: torch.Tensor | None = None,
+        *extra: torch.Tensor,
+        weighted: bool = False,
+        masked: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """The loss, its gradient and the optimizer's step; loss, mean Q and TD errors."""
+        """The loss, its gradient and the optimizer's step; loss, mean Q and TD errors.
+        `extra`: the importance weights when `weighted`, then the next observations'
+        action masks when `masked`."""
+        weights = extra[0] if weighted else None
+        next_mask = extra[-1] if masked else None
         with torch.no_grad():
             next_q_target = self.q_target(next_obs)
             if self.settings.double_dqn:
                 # the online net picks the next action, the target net values it
-                next_actions = self.q(next_obs).argmax(dim=1, keepdim=True)
+                next_q = self.q(next_obs)
+                if next_mask is not None:  # among the legal next actions
+                    next_q = next_q.masked_fill(~next_mask, -torch.inf)
+                next_actions = next_q.argmax(dim=1, keepdim=True)
                 next_value = next_q_target.gather(1, next_actions).squeeze(1)
             else:
+                if next_mask is not None:  # the best legal next action's value
+                    next_q_target = next_q_target.masked_fill(~next_mask, -torch.inf)
                 next_value = next_q_target.max(dim=1).values
             # n-step TD target; discount is gamma**k, and 0 only after termination
             td_target = ret + discount * next_value
@@ -149,10 +173,17 @@ class DQNLearner:
 
 
 def check_spaces(config: DQNConfig, observation_space: gym.Space, action_space: gym.Space) -> None:
-    if not isinstance(action_space, gym.spaces.Discrete):
+    if isinstance(action_space, (gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)):
+        kind = type(action_space).__name__
         raise UsageError(
-            f"DQN needs a discrete action space; {config.env} has "
-            f"{action_space}; use an env with Discrete actions, or train sac or ppo"
+            f"DQN takes Discrete actions; {config.env} has {action_space}. PPO takes "
+            f"{kind} actions: pararl train ppo --env {config.env}"
+        )
+    if not isinstance(action_space, gym.spaces.Discrete):
+        box = isinstance(action_space, gym.spaces.Box)
+        raise UsageError(
+            f"DQN takes Discrete actions; {config.env} has {action_space}"
+            + (". SAC, TD3 and PPO take Box actions" if box else "")
         )
     if not isinstance(observation_space, gym.spaces.Box):
         raise UsageError(
@@ -193,13 +224,18 @@ def initial_priorities(
     ret: np.ndarray,
     next_obs: np.ndarray,
     discount: np.ndarray,
+    next_mask: np.ndarray | None = None,
 ) -> np.ndarray:
     """Ape-X's actor-side priorities: each transition's n-step TD error under the
-    actor's own Q copy, |G + gamma^n max_a Q(s', a) - Q(s, a)|."""
+    actor's own Q copy, |G + gamma^n max_a Q(s', a) - Q(s, a)| (the max over the
+    legal a given `next_mask`)."""
     if len(action) == 0:
         return np.zeros(0, np.float32)
     q_obs = q(torch.as_tensor(obs)).gather(1, torch.as_tensor(action).view(-1, 1)).squeeze(1)
-    next_value = q(torch.as_tensor(next_obs)).max(dim=1).values
+    next_q = q(torch.as_tensor(next_obs))
+    if next_mask is not None:
+        next_q = next_q.masked_fill(~torch.as_tensor(next_mask), -torch.inf)
+    next_value = next_q.max(dim=1).values
     target = (
         torch.as_tensor(ret, dtype=torch.float32)
         + torch.as_tensor(discount, dtype=torch.float32) * next_value
@@ -239,9 +275,11 @@ class EpsilonGreedy:
         first: np.ndarray,
         env_steps: int,
         rng: np.random.Generator,
+        mask: np.ndarray | None = None,
     ) -> Acted:
         q = cast(Policy, net)  # a `make_net` network; not checked at every step
-        return q.act(obs, state, first, "sampled", Draws(rng, epsilon=self.schedule(env_steps)))
+        draws = Draws(rng, epsilon=self.schedule(env_steps))
+        return q.act(obs, state, first, "sampled", draws, mask)
 
 
 class DQNState(ReplayState[DQNLearner]):
@@ -249,7 +287,8 @@ class DQNState(ReplayState[DQNLearner]):
     in for the env's kind (`RunConfig.for_env`). `rank` names the replica's
     replay-sampling stream (parameter averaging; 0 otherwise);
     `frame_stack` > 0: observations are stacks of that many `uint8` frames, stored
-    frame by frame (`replay.frame_steps.stack_size` of the env)."""
+    frame by frame (`replay.frame_steps.stack_size` of the env); `action_masks`: the
+    env gives masks (`envs.masks`), each transition stores its next one."""
 
     ALGO = "dqn"
 
@@ -262,10 +301,19 @@ class DQNState(ReplayState[DQNLearner]):
         resume_state: dict[str, Any] | None = None,
         rank: int = 0,
         frame_stack: int = 0,
+        action_masks: bool = False,
     ) -> None:
         cfg = filled.config
         check_spaces(cfg, observation_space, action_space)
         assert isinstance(action_space, gym.spaces.Discrete)
+        if action_masks and frame_stack:
+            raise UsageError(
+                f"{cfg.env} gives action masks, which DQN here keeps with vector "
+                "observations, not stacked frames; PPO takes masks with images: pararl "
+                f"train ppo --env {cfg.env}"
+            )
+        self.mask_size = mask_size(action_space) if action_masks else 0
+        self.mask_info = mask_info(action_space) if action_masks else None
         assert observation_space.shape is not None
         self.filled, self.config, self.settings = filled, cfg, cfg.settings
         self.obs_shape = tuple(observation_space.shape)
@@ -293,6 +341,7 @@ class DQNState(ReplayState[DQNLearner]):
             frame_stack,
             cfg.prioritized,
             cfg.priority_alpha,
+            mask_size=self.mask_size,
         )
         if resume_state is not None:
             self.load(resume_state)
@@ -328,6 +377,7 @@ class DQNState(ReplayState[DQNLearner]):
             "obs_shape": self.obs_shape,
             "obs_dtype": self.obs_dtype.str,
             "num_actions": self.num_actions,
+            "action_masks": self.mask_size > 0,
         }
 
 

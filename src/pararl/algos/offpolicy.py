@@ -21,7 +21,7 @@ from pararl import seeding
 from pararl.checkpoint import Header
 from pararl.errors import UsageError
 from pararl.images import is_image
-from pararl.models.acting import Acted, Draws, Policy, State
+from pararl.models.acting import Acted, Draws, Policy, State, no_mask
 from pararl.replay.make import Replay, make_replay
 from pararl.replay.nstep import Transitions
 from pararl.replay.prioritized import PrioritizedReplay
@@ -88,6 +88,8 @@ class ReplayState(Generic[L]):
     replay_rng: np.random.Generator
     env_steps: int = 0
     wall_s: float = 0.0
+    mask_size: int = 0  # > 0: the env gives action masks (DQN), stored with transitions
+    mask_info: dict[str, np.ndarray] | None = None  # the vector envs' `shared_infos` then
 
     def can_learn(self) -> bool:
         """A batch is there, and `learning_starts` transitions went into this memory."""
@@ -150,8 +152,8 @@ def check_box_actions(
     with finite bounds, vector observations; else a one-line UsageError."""
     if not isinstance(action_space, gym.spaces.Box):
         raise UsageError(
-            f"{algo} needs a continuous (Box) action space; {env} has {action_space}. "
-            "Train DQN or PPO for discrete actions."
+            f"{algo} needs a continuous (Box) action space; {env} has {action_space}"
+            + _who_takes(action_space, env)
         )
     if len(action_space.shape) != 1:
         raise UsageError(
@@ -168,6 +170,16 @@ def check_box_actions(
             f"{algo} here learns from vector observations (MLPs); {env} has "
             f"{observation_space}. Train PPO for image observations."
         )
+
+
+def _who_takes(action_space: gym.Space, env: str) -> str:
+    """Which algorithms take these actions instead (only those that do)."""
+    if isinstance(action_space, gym.spaces.Discrete):
+        return f". DQN and PPO take Discrete actions: pararl train dqn --env {env}"
+    if isinstance(action_space, (gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)):
+        kind = type(action_space).__name__
+        return f". PPO takes {kind} actions: pararl train ppo --env {env}"
+    return ""
 
 
 class ActorLearner(Learner, Protocol):
@@ -290,7 +302,9 @@ class UniformFirst:
         first: np.ndarray,
         env_steps: int,
         rng: np.random.Generator,
+        mask: np.ndarray | None = None,
     ) -> Acted:
+        no_mask(mask, "an actor of continuous actions")
         actor = cast(Uniform, net)  # a `make_net` network; not checked at every step
         if env_steps < self.random_steps:  # the state is left as it was
             return Acted(actor.uniform(len(obs), rng), state)

@@ -24,6 +24,7 @@ from pararl.errors import UsageError
 from pararl.images import check_model, is_image
 from pararl.models import ActorCritic
 from pararl.models.build import actor_critic
+from pararl.models.heads import ACTION_SPACES, head_from
 from pararl.models.normalize import NormSettings
 from pararl.optim import FlatAdam
 
@@ -127,7 +128,8 @@ class PPOLearner:
         self, mb: dict[str, torch.Tensor], normalized: bool, with_kl: bool
     ) -> dict[str, torch.Tensor]:
         """One gradient step; `normalized`: the advantages are normalised already;
-        `with_kl`: also return approx_kl and clipfrac."""
+        `with_kl`: also return approx_kl and clipfrac. The rollout's action masks,
+        when it has them, come last: the loss evaluates the masked policy that acted."""
         step = self.steps.get(
             (normalized, with_kl),
             lambda: functools.partial(self._step, normalized=normalized, with_kl=with_kl),
@@ -136,7 +138,8 @@ class PPOLearner:
         # it from a tensor, so that one program serves all of them
         clip = self.clip if self.step_mode == "eager" else self.clip_t
         keys = ("obs", "actions", "logprobs", "advantages", "returns", "values")
-        out = step(*(mb[k] for k in keys), clip)
+        masks = (mb["masks"],) if "masks" in mb else ()
+        out = step(*(mb[k] for k in keys), clip, *masks)
         names = ("pg_loss", "v_loss", "entropy", "approx_kl", "clipfrac")
         return dict(zip(names, out, strict=False))
 
@@ -149,6 +152,8 @@ class PPOLearner:
         returns: torch.Tensor,
         values: torch.Tensor,
         clip: float | torch.Tensor,
+        masks: torch.Tensor | None = None,
+        *,
         normalized: bool,
         with_kl: bool,
     ) -> tuple[torch.Tensor, ...]:
@@ -159,6 +164,8 @@ class PPOLearner:
             advantages = _normalized(advantages)
         mb = {"obs": obs, "actions": actions, "logprobs": logprobs, "returns": returns}
         mb["values"] = values
+        if masks is not None:
+            mb["masks"] = masks
         self.optimizer.zero_grad(set_to_none=True)
         out = self._loss(mb, advantages, clip)
         out["loss"].backward()
@@ -179,7 +186,10 @@ class PPOLearner:
         """The PPO loss of one minibatch (`loss`, for autograd), its parts, and the
         importance ratios (detached)."""
         hp = self.hyper
-        new_logprob, entropy, new_value = self.model.evaluate(mb["obs"], mb["actions"])
+        # with masks: illegal actions' logits masked, the entropy the legal actions'
+        new_logprob, entropy, new_value = self.model.evaluate(
+            mb["obs"], mb["actions"], mb.get("masks")
+        )
         log_ratio = new_logprob - mb["logprobs"]
         ratio = log_ratio.exp()
 
@@ -225,8 +235,11 @@ class PPOLearner:
 
 
 def check_spaces(config: PPOConfig, observation_space: gym.Space, action_space: gym.Space) -> None:
-    if not isinstance(action_space, (gym.spaces.Discrete, gym.spaces.Box)):
-        raise UsageError(f"PPO here needs Discrete or Box actions; {config.env} has {action_space}")
+    if not isinstance(action_space, ACTION_SPACES):
+        raise UsageError(
+            f"PPO here takes Discrete, MultiDiscrete, MultiBinary or Box actions; "
+            f"{config.env} has {action_space}; wrap it into one of them"
+        )
     if not isinstance(observation_space, gym.spaces.Box):
         raise UsageError(
             f"PPO here needs a Box observation space; {config.env} has "
@@ -246,7 +259,9 @@ def norm_settings(cfg: PPOConfig) -> NormSettings:
 
 def load_policy(config: PPOConfig, state: dict[str, Any]) -> ActorCritic:
     """The greedy actor-critic of a checkpoint (`pararl evaluate`), with the run's
-    normalisation statistics, frozen."""
+    normalisation statistics, frozen; its action head as saved (runs from before
+    heads were saved: a Categorical or a Gaussian)."""
+    described = state.get("action_head")
     model = actor_critic(
         "mlp" if config.model == "auto" else config.model,  # runs from before --model
         tuple(state["obs_shape"]),
@@ -256,6 +271,7 @@ def load_policy(config: PPOConfig, state: dict[str, Any]) -> ActorCritic:
         config.hidden,
         config.shared_body,
         norm_settings(config),
+        None if described is None else head_from(described),
     )
     # format 1 (no statistics) loads into the identity
     model.load_state_dict(state["learner"]["model"], strict=Header.of(state).format >= 2)

@@ -30,11 +30,13 @@ KIND_TEXT: dict[EnvKind, str] = {
 def env_kind(observation_space: gym.Space, action_space: gym.Space) -> EnvKind:
     """The kind of env that picks a config's defaults (`RunConfig.BY_KIND`): images
     by their size (`images.default_model`: Atari-sized frames or MinAtar-sized planes),
-    other envs by their action space."""
+    other envs by their action space (Discrete, MultiDiscrete and MultiBinary ones
+    are discrete)."""
     model = default_model(observation_space)
     if model != "mlp":
         return "image" if model == "nature-cnn" else "minatar"
-    return "discrete" if isinstance(action_space, gym.spaces.Discrete) else "continuous"
+    discrete = (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
+    return "discrete" if isinstance(action_space, discrete) else "continuous"
 
 
 def settings_of(config: Any) -> Any:

@@ -19,6 +19,13 @@ _register("pararl/SeedLog-v0", "pararl.envs.fake:SeedLogEnv", kwargs={"episode_l
 _register("pararl/Faulty-v0", "pararl.envs.fake:FaultyEnv", kwargs={"at": 300})
 # episodes that never end (no termination, no time limit): evaluations must cap them
 _register("pararl/NeverEnds-v0", "pararl.envs.fake:NeverEndsEnv")
+# many-dimensional discrete actions, and action masks (`envs.fake`; README's own-env
+# section trains on them)
+_register("pararl/MultiDiscreteTarget-v0", "pararl.envs.fake:TargetEnv", kwargs={"nvec": (3, 4)})
+_register("pararl/MultiBinaryTarget-v0", "pararl.envs.fake:TargetEnv", kwargs={"bits": 4})
+_register("pararl/MaskedMultiDiscrete-v0", "pararl.envs.fake:MaskedTargetEnv")
+_register("pararl/MaskedChoice-v0", "pararl.envs.fake:MaskedChoiceEnv")
+_register("pararl/MaskedChoiceInfo-v0", "pararl.envs.fake:MaskedChoiceInfoEnv")
 # Meta-RL task envs (sample_tasks / reset_task); episode lengths as in MAML's experiments.
 _register("pararl/HalfCheetahDir-v0", "pararl.envs.meta:HalfCheetahDir", max_episode_steps=200)
 _register("pararl/HalfCheetahVel-v0", "pararl.envs.meta:HalfCheetahVel", max_episode_steps=200)

@@ -140,3 +140,151 @@ class SeedLogEnv(StepCostEnv):
             with open(os.path.join(log_dir, f"{os.getpid()}.log"), "a") as log:
                 log.write(f"{seed}\n")
         return super().reset(seed=seed, options=options)
+
+
+class IllegalActionError(RuntimeError):
+    """An action the env's mask did not allow reached its `step`."""
+
+
+class TargetEnv(gym.Env[np.ndarray, np.ndarray]):
+    """A contextual bandit for many-dimensional discrete actions: each step shows a
+    random target and pays the fraction of the action's dimensions that hit it, for
+    `episode_length` steps. `nvec` given: MultiDiscrete actions, the target one-hot
+    per dimension; else MultiBinary(`bits`), the target's bits as +-1. A policy learns
+    it in a few thousand steps (return `episode_length`; uniform actions get the
+    mean of 1/n over the dimensions, or 1/2).
+
+    `masked` (MultiDiscrete): each dimension allows a random half of its values (the
+    target's always among them); an action outside them raises `IllegalActionError`.
+    `MaskedTargetEnv` says which they are."""
+
+    metadata = {"render_modes": []}  # noqa: RUF012 - Gymnasium declares it so
+
+    def __init__(
+        self,
+        nvec: tuple[int, ...] | None = None,
+        bits: int = 4,
+        episode_length: int = 8,
+        masked: bool = False,
+        render_mode: str | None = None,
+    ) -> None:
+        self.render_mode, self.episode_length = render_mode, episode_length
+        self.nvec = None if nvec is None else np.asarray(nvec, np.int64)
+        if self.nvec is not None:
+            self.action_space: spaces.Space = spaces.MultiDiscrete(self.nvec)
+            size = int(self.nvec.sum())
+        else:
+            if masked:
+                raise ValueError("masks here are for MultiDiscrete actions (give nvec)")
+            self.action_space = spaces.MultiBinary(bits)
+            size = bits
+        self.observation_space = spaces.Box(-1.0, 1.0, (size,), np.float32)
+        self.masked = masked
+        self._target = np.zeros(len(self.nvec) if self.nvec is not None else bits, np.int64)
+        self._mask = np.ones(size, bool)
+        self._t = 0
+
+    def _draw(self) -> np.ndarray:
+        rng = self.np_random
+        if self.nvec is None:
+            self._target = rng.integers(0, 2, len(self._target))
+            return (2.0 * self._target - 1).astype(np.float32)
+        self._target = rng.integers(0, self.nvec)
+        obs, masks = [], []
+        for n, target in zip(self.nvec.tolist(), self._target.tolist(), strict=True):
+            obs.append(np.eye(n, dtype=np.float32)[target])
+            legal = rng.random(n) < 0.5 if self.masked else np.ones(n, bool)
+            legal[target] = True
+            masks.append(legal)
+        self._mask = np.concatenate(masks)
+        return np.concatenate(obs)
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        super().reset(seed=seed)
+        self._t = 0
+        return self._draw(), {}
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        action = np.asarray(action).ravel()
+        if self.masked:
+            assert self.nvec is not None
+            offsets = np.concatenate([[0], np.cumsum(self.nvec)[:-1]])
+            if not self._mask[offsets + action].all():
+                raise IllegalActionError(f"action {action.tolist()} is outside the mask")
+        reward = float((action == self._target).mean())
+        self._t += 1
+        return self._draw(), reward, False, self._t >= self.episode_length, {}
+
+
+class MaskedTargetEnv(TargetEnv):
+    """A masked MultiDiscrete `TargetEnv` that says its masks by `action_masks()`
+    (each dimension's legal values, one dimension after another)."""
+
+    def __init__(
+        self,
+        nvec: tuple[int, ...] = (3, 4),
+        episode_length: int = 8,
+        render_mode: str | None = None,
+    ) -> None:
+        super().__init__(nvec, episode_length=episode_length, masked=True, render_mode=render_mode)
+
+    def action_masks(self) -> np.ndarray:
+        return self._mask.copy()
+
+
+class MaskedChoiceInfoEnv(gym.Env[np.ndarray, np.int64]):
+    """Discrete(`n`) actions of which a random subset is legal at each step (each
+    with probability 1/2, at least one); the observation is that subset (1 legal, 0
+    not), and the highest legal action pays 1, any other legal one 0, for
+    `episode_length` steps. An illegal action raises `IllegalActionError`: a policy
+    that ignores the mask fails at once. The mask comes in `info["action_mask"]`
+    (`MaskedChoiceEnv`: from `action_masks()` instead)."""
+
+    metadata = {"render_modes": []}  # noqa: RUF012 - Gymnasium declares it so
+    in_info = True
+
+    def __init__(
+        self, n: int = 4, episode_length: int = 10, render_mode: str | None = None
+    ) -> None:
+        self.render_mode, self.episode_length = render_mode, episode_length
+        self.observation_space = spaces.Box(0.0, 1.0, (n,), np.float32)
+        self.action_space = spaces.Discrete(n)
+        self._mask = np.ones(n, bool)
+        self._t = 0
+
+    def _draw(self) -> tuple[np.ndarray, dict[str, Any]]:
+        mask = self.np_random.random(self._mask.size) < 0.5
+        mask[self.np_random.integers(self._mask.size)] = True
+        self._mask = mask
+        info = {"action_mask": mask.copy()} if self.in_info else {}
+        return mask.astype(np.float32), info
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        super().reset(seed=seed)
+        self._t = 0
+        return self._draw()
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        action = int(action)
+        if not self._mask[action]:
+            raise IllegalActionError(
+                f"action {action} is outside the mask {self._mask.astype(int).tolist()}"
+            )
+        reward = float(action == int(np.flatnonzero(self._mask)[-1]))
+        self._t += 1
+        obs, info = self._draw()
+        return obs, reward, False, self._t >= self.episode_length, info
+
+
+class MaskedChoiceEnv(MaskedChoiceInfoEnv):
+    """`MaskedChoiceInfoEnv` whose mask comes from `action_masks()`, as sb3-contrib's
+    MaskablePPO reads it."""
+
+    in_info = False
+
+    def action_masks(self) -> np.ndarray:
+        return self._mask.copy()

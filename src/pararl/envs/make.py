@@ -19,6 +19,7 @@ from typing import Any
 import gymnasium as gym
 
 from pararl.envs.atari import AtariOptions, is_atari, make_atari, register_atari
+from pararl.envs.masks import ActionMasksInInfo, gives_masks, has_mask_method
 from pararl.envs.minatar import is_minatar, make_minatar, register_minatar
 from pararl.envs.modules import added_paths, import_env_module, split_env_id
 from pararl.envs.quiet import compiles_mujoco, quiet_mujoco
@@ -74,6 +75,26 @@ def probe_env(
         ) from exc
     try:
         return env.observation_space, env.action_space
+    finally:
+        env.close()
+
+
+def probe_masks(
+    env_id: str,
+    action_space: gym.Space,
+    wrapper: str = "none",
+    kwargs: Mapping[str, Any] | None = None,
+) -> bool:
+    """Whether the env (whose actions `probe_env` read) gives action masks
+    (`envs.masks`): Box actions take none; an env of other actions is built and reset
+    once to see. Masks pararl cannot take are a UsageError that says why."""
+    if isinstance(action_space, gym.spaces.Box):
+        return False
+    env = make_env(env_id, wrapper, kwargs=kwargs)
+    try:
+        return gives_masks(env)
+    except ValueError as exc:
+        raise UsageError(f"env '{env_id}': {exc}") from exc
     finally:
         env.close()
 
@@ -153,6 +174,8 @@ def make_env(
         if isinstance(env.action_space, gym.spaces.Box):
             env = ClipToBounds(env)  # Gaussian policies sample beyond the bounds
         env = gym.wrappers.RecordEpisodeStatistics(env)  # true return, before shaping
+    if has_mask_method(env):
+        env = ActionMasksInInfo(env)  # masks travel in the info (`envs.masks`)
     wrapper_cls = WRAPPERS[wrapper]
     if wrapper_cls is not None:
         env = wrapper_cls(env)

@@ -7,6 +7,8 @@ random stream, so that training's draws do not depend on them.
 (`pararl.evaluation.background`) runs the same code in a child process so that training goes
 on meanwhile; both answer `submit` / `poll`, so the session treats them alike.
 
+An env that gives action masks (`envs.masks`) has its policy act within them.
+
 Every evaluation ends: an episode still running after `max_steps` steps is cut
 there and reported as truncated (its return so far counts). A greedy policy can
 stay alive for ever in an env without a time limit (MinAtar's, or a user's), and
@@ -24,6 +26,7 @@ import gymnasium as gym
 import numpy as np
 
 from pararl import seeding
+from pararl.envs.masks import batch_mask
 from pararl.envs.modules import split_env_id
 from pararl.models.acting import Draws, Mode, Policy, starts
 from pararl.vector import SerialVectorEnv
@@ -180,7 +183,9 @@ class Evaluator:
         """One episode per env (undiscounted true env reward), `policy` acting through
         its one acting call, greedy or sampled as this evaluator says; `progress` is
         told how far it is every `PROGRESS_EVERY_S` seconds."""
-        obs, _ = self.envs.reset(seed=eval_seeds(self.seed, self.episodes, self.stream, self.calls))
+        seeds = eval_seeds(self.seed, self.episodes, self.stream, self.calls)
+        obs, infos = self.envs.reset(seed=seeds)
+        mask = batch_mask(infos)
         self.calls += 1
         returns = np.zeros(self.episodes)
         lengths = np.zeros(self.episodes, np.int64)
@@ -190,10 +195,10 @@ class Evaluator:
         none_starts = np.zeros(self.episodes, bool)  # one episode per env: none starts again
         next_report = time.monotonic() + PROGRESS_EVERY_S
         for step in range(1, self.max_steps + 1):
-            acted = policy.act(obs, state, first, self.mode, self.draws)
+            acted = policy.act(obs, state, first, self.mode, self.draws, mask)
             state = acted.state
-            obs, reward, term, trunc, _ = self.envs.step(acted.action)
-            first = none_starts
+            obs, reward, term, trunc, infos = self.envs.step(acted.action)
+            mask, first = batch_mask(infos), none_starts
             returns += np.where(running, reward, 0.0)
             lengths += running
             truncated |= running & trunc & ~term

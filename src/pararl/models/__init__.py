@@ -3,7 +3,9 @@ the normalisation statistics they carry (`normalize`), image trunks (`cnn`), a r
 networks built from `--model` (`build`), the Gaussian policies of MAML and the
 multi-task sampler (`gaussian`), SAC's tanh-squashed Gaussian actor (`squashed`),
 TD3's deterministic actor (`deterministic`), their twin Q(s, a) critics (`critics`),
-and the one acting call they all answer (`acting`)."""
+the action heads that turn an actor-critic's outputs into actions of each kind of
+action space, masked or not (`heads`), and the one acting call they all answer
+(`acting`)."""
 
 from pararl.models.build import actor_critic, q_network
 from pararl.models.critics import TwinQ

@@ -1,6 +1,6 @@
 """How every pararl policy acts: one call, for every network, wherever it acts.
 
-    acted = policy.act(obs, state, first, mode, draws)
+    acted = policy.act(obs, state, first, mode, draws, mask)
 
 - `obs`: a batch of observations `[B, *obs_shape]` (numpy);
 - `state`: what the policy carries from one step to the next, per env (None for a
@@ -9,7 +9,11 @@
   state resets those rows; a feed-forward one ignores it);
 - `mode`: `greedy` (the most likely action: argmax, the Gaussian's mean) or `sampled`
   (drawn from the policy; a Q-network's is epsilon-greedy);
-- `draws`: where a sampled action's randomness comes from (`Draws`).
+- `draws`: where a sampled action's randomness comes from (`Draws`);
+- `mask`: `[B, mask_size]` bools, True where an action is legal (an env's action
+  masks, `pararl.envs.masks`), or None: every action is. The policies of discrete
+  actions keep to the legal ones (`models.heads`, `QNetwork`); those of continuous
+  actions take none.
 
 It returns an `Acted`: the actions `[B, ...]` (numpy) and the next state, and, from an
 actor-critic, the log-probabilities and values its training needs.
@@ -75,7 +79,13 @@ class Policy(Protocol):
         """The state of `batch` envs at their episodes' starts (None: feed-forward)."""
 
     def act(
-        self, obs: np.ndarray, state: State, first: np.ndarray, mode: Mode, draws: Draws
+        self,
+        obs: np.ndarray,
+        state: State,
+        first: np.ndarray,
+        mode: Mode,
+        draws: Draws,
+        mask: np.ndarray | None = None,
     ) -> Acted:
         """Actions for the batch `obs` (see the module docstring)."""
 
@@ -90,16 +100,29 @@ class FeedForward:
 
 class Stateless(FeedForward):
     """A function of a batch of observations as a `Policy` (the same actions in
-    either mode): a scripted or random policy to evaluate, a baseline."""
+    either mode): a scripted or random policy to evaluate, a baseline. It sees no
+    action mask: a function for a masked env keeps to its legal actions itself."""
 
     def __init__(self, fn: Callable[[np.ndarray], np.ndarray]) -> None:
         self.fn = fn
 
     def act(
-        self, obs: np.ndarray, state: State, first: np.ndarray, mode: Mode, draws: Draws
+        self,
+        obs: np.ndarray,
+        state: State,
+        first: np.ndarray,
+        mode: Mode,
+        draws: Draws,
+        mask: np.ndarray | None = None,
     ) -> Acted:
-        del first, mode, draws
+        del first, mode, draws, mask
         return Acted(np.asarray(self.fn(obs)), state)
+
+
+def no_mask(mask: np.ndarray | None, policy: str) -> None:
+    """Refuse an action mask where a policy of continuous actions is given one."""
+    if mask is not None:
+        raise ValueError(f"{policy} acts in a continuous space: it takes no action mask")
 
 
 def starts(batch: int) -> np.ndarray:
@@ -121,5 +144,6 @@ __all__ = [
     "State",
     "Stateless",
     "device_of",
+    "no_mask",
     "starts",
 ]

@@ -12,6 +12,7 @@ import numpy.typing as npt
 
 from pararl.images import ModelName
 from pararl.models.cnn import image_trunk
+from pararl.models.heads import ActionHead
 from pararl.models.networks import ActorCritic, QNetwork
 from pararl.models.normalize import OFF, NormSettings
 
@@ -39,15 +40,20 @@ def actor_critic(
     hidden: Sequence[int],
     shared: bool = False,
     norm: NormSettings = OFF,
+    head: ActionHead | None = None,
 ) -> ActorCritic:
     """PPO's actor-critic: MLPs (`hidden`, `shared`, `norm` apply) or one image trunk
-    shared by the policy and value heads (observations never normalised)."""
+    shared by the policy and value heads (observations never normalised); `head`: its
+    action head (`models.heads`; default: `action_dim` logits of a Categorical when
+    `discrete`, else a Gaussian's means)."""
     obs_dim = int(np.prod(obs_shape))
     if model == "mlp":
-        return ActorCritic(obs_dim, action_dim, discrete, hidden, shared, norm=norm)
+        return ActorCritic(obs_dim, action_dim, discrete, hidden, shared, norm=norm, head=head)
     trunk = image_trunk(model, obs_shape, obs_dtype)
     norm = NormSettings(False, norm.reward, norm.clip_obs, norm.clip_reward)
-    return ActorCritic(obs_dim, action_dim, discrete, hidden, True, norm=norm, trunk=trunk)
+    return ActorCritic(
+        obs_dim, action_dim, discrete, hidden, True, norm=norm, trunk=trunk, head=head
+    )
 
 
 __all__ = ["actor_critic", "q_network"]

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from pararl.models.acting import Acted, Draws, FeedForward, Mode, State
+from pararl.models.acting import Acted, Draws, FeedForward, Mode, State, no_mask
 from pararl.models.networks import mlp
 
 
@@ -46,11 +46,18 @@ class DeterministicActor(FeedForward, nn.Module):
 
     @torch.no_grad()
     def act(
-        self, obs: np.ndarray, state: State, first: np.ndarray, mode: Mode, draws: Draws
+        self,
+        obs: np.ndarray,
+        state: State,
+        first: np.ndarray,
+        mode: Mode,
+        draws: Draws,
+        mask: np.ndarray | None = None,
     ) -> Acted:
         """The policy protocol (`models.acting`): pi(s), or pi(s) plus exploration
         noise drawn from `draws.rng`, within the bounds."""
         del first
+        no_mask(mask, "TD3's actor")
         action = self(torch.as_tensor(np.asarray(obs, np.float32), device=self.scale.device))
         action = action.cpu().numpy()
         if mode == "sampled":

@@ -37,7 +37,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from pararl.models.acting import Acted, Draws, FeedForward, Mode, State, device_of
+from pararl.models.acting import Acted, Draws, FeedForward, Mode, State, device_of, no_mask
 from pararl.models.networks import ActorCritic, mlp
 
 Params = dict[str, torch.Tensor]
@@ -89,11 +89,18 @@ class GaussianMLP(FeedForward, nn.Module):
 
     @torch.no_grad()
     def act(
-        self, obs: np.ndarray, state: State, first: np.ndarray, mode: Mode, draws: Draws
+        self,
+        obs: np.ndarray,
+        state: State,
+        first: np.ndarray,
+        mode: Mode,
+        draws: Draws,
+        mask: np.ndarray | None = None,
     ) -> Acted:
         """The policy protocol (`models.acting`): the mean, or mean + std * noise with
         the noise drawn from `draws.rng` (numpy's stream, as the sampler draws it)."""
         del first
+        no_mask(mask, "MAML's Gaussian policy")
         mean, log_std = self(torch.as_tensor(np.asarray(obs, np.float32), device=device_of(self)))
         mean, std = mean.cpu(), log_std.exp().cpu()
         if mode == "greedy":

@@ -13,6 +13,7 @@ from torch import nn
 
 from pararl.intraop import torch_threads
 from pararl.models.acting import Acted, Draws, FeedForward, Mode, State, device_of
+from pararl.models.heads import ActionHead, acting_mask, default_head
 from pararl.models.normalize import OFF, Normalizer, NormSettings
 
 
@@ -64,22 +65,45 @@ class QNetwork(FeedForward, nn.Module):
         return self.value_head(features) + out - out.mean(dim=1, keepdim=True)
 
     @torch.no_grad()
-    def greedy(self, obs: np.ndarray) -> np.ndarray:
-        """Greedy actions for a batch of observations (numpy in, numpy out)."""
-        q = self(torch.as_tensor(obs, device=device_of(self)))
+    def greedy(self, obs: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+        """Greedy actions for a batch of observations (numpy in, numpy out); with a
+        `mask` (`[B, num_actions]` bools), the best legal action."""
+        device = device_of(self)
+        q = self(torch.as_tensor(obs, device=device))
+        if mask is not None:
+            q = q.masked_fill(~torch.as_tensor(mask, device=device), -torch.inf)
         return q.argmax(dim=1).cpu().numpy()
 
     def act(
-        self, obs: np.ndarray, state: State, first: np.ndarray, mode: Mode, draws: Draws
+        self,
+        obs: np.ndarray,
+        state: State,
+        first: np.ndarray,
+        mode: Mode,
+        draws: Draws,
+        mask: np.ndarray | None = None,
     ) -> Acted:
         """The policy protocol (`models.acting`): greedy actions; `sampled`, each
-        replaced by a uniform one with probability `draws.epsilon`."""
+        replaced by a uniform one with probability `draws.epsilon` (uniform among
+        the legal actions, given a `mask`)."""
         del first
-        actions = self.greedy(obs)
+        actions = self.greedy(obs, mask)
         if mode == "sampled":
             explore = draws.numpy.random(len(actions)) < draws.epsilon
-            actions[explore] = draws.numpy.integers(0, self.num_actions, size=int(explore.sum()))
+            count = int(explore.sum())
+            if mask is None:
+                actions[explore] = draws.numpy.integers(0, self.num_actions, size=count)
+            elif count:
+                actions[explore] = uniform_legal(mask[explore], draws.numpy)
         return Acted(actions, state)
+
+
+def uniform_legal(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One action per row of `mask` (`[N, A]` bools, each row allowing one or more),
+    uniform among that row's legal actions: the k-th legal one, k drawn below the
+    row's count."""
+    k = rng.integers(0, mask.sum(axis=1))
+    return (np.cumsum(mask, axis=1) > k[:, None]).argmax(axis=1)
 
 
 class Trunk(nn.Module):
@@ -138,11 +162,15 @@ class ActorCritic(FeedForward, nn.Module):
     given a `trunk` (an image network, `models.cnn`), one shared trunk with a linear
     policy head and a linear value head.
 
-    Discrete actions: a Categorical over logits. Box actions: a diagonal Gaussian
-    with a state-independent learned log standard deviation (the env factory clips
-    what the env gets to its bounds; the loss sees the sample itself). Observations
-    pass through `norm` (a `Normalizer`, the identity unless asked); a trunk takes
-    them as they come (images are never normalised, only scaled by the trunk).
+    The actor's outputs become actions through an action head (`models.heads`): a
+    Categorical for Discrete actions, one per dimension for MultiDiscrete, a
+    Bernoulli per dimension for MultiBinary, a diagonal Gaussian with a
+    state-independent learned log standard deviation (`log_std`) for Box actions.
+    `head` defaults to the Categorical (`discrete`) or the Gaussian of `action_dim`
+    outputs. Observations pass through `norm` (a `Normalizer`, the identity unless
+    asked); a trunk takes them as they come (images are never normalised, only
+    scaled by the trunk). An action mask (`mask`, where a head takes one) keeps the
+    policy to the legal actions in acting and in the loss alike.
     """
 
     def __init__(
@@ -155,8 +183,15 @@ class ActorCritic(FeedForward, nn.Module):
         orthogonal_init: bool = True,
         norm: NormSettings = OFF,
         trunk: Trunk | None = None,
+        head: ActionHead | None = None,
     ) -> None:
         super().__init__()
+        self.head = default_head(action_dim, discrete) if head is None else head
+        if self.head.logits != action_dim or self.head.discrete != discrete:
+            raise ValueError(
+                f"action_dim {action_dim} and discrete={discrete} do not describe the "
+                f"head {type(self.head).__name__} of {self.head.logits} outputs"
+            )
         self.obs_dim, self.action_dim, self.discrete = obs_dim, action_dim, discrete
         self.hidden, self.shared = tuple(hidden), shared or trunk is not None
         self.image = trunk is not None
@@ -188,60 +223,47 @@ class ActorCritic(FeedForward, nn.Module):
         return self.critic(self._features(obs)).squeeze(-1)
 
     def distribution(self, features: torch.Tensor) -> torch.distributions.Distribution:
-        out = self.actor(features)
-        # no argument validation: it checks every batch and costs ~10% of an update
-        if self.discrete:
-            return torch.distributions.Categorical(logits=out, validate_args=False)
-        return torch.distributions.Normal(
-            out, self.log_std.exp().expand_as(out), validate_args=False
-        )
+        return self.head.distribution(self.actor(features), self.log_std)
 
     def act_tensors(
-        self, obs: torch.Tensor, deterministic: bool = False
+        self, obs: torch.Tensor, deterministic: bool = False, mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Actions, their log-probabilities and the state values."""
         features = self._features(obs)
         value = self.critic(features).squeeze(-1)
-        if self.discrete:
-            log_probs = torch.log_softmax(self.actor(features), -1)
-            if deterministic:
-                action = log_probs.argmax(-1)
-            else:
-                # with replacement: for one draw the same law, and the same draws as
-                # torch.distributions.Categorical (and SB3) from the same generator state
-                action = torch.multinomial(log_probs.exp(), 1, True).squeeze(-1)
-            return action, log_probs.gather(-1, action.unsqueeze(-1)).squeeze(-1), value
-        dist = self.distribution(features)
-        action = dist.mean if deterministic else dist.sample()
-        return action, dist.log_prob(action).sum(-1), value
+        out = self.actor(features)
+        if deterministic:
+            action = self.head.greedy(out, mask)
+            return action, self.head.evaluate(out, self.log_std, action, mask)[0], value
+        action, log_prob = self.head.sample(out, self.log_std, None, mask)
+        return action, log_prob, value
 
     def evaluate(
-        self, obs: torch.Tensor, actions: torch.Tensor
+        self, obs: torch.Tensor, actions: torch.Tensor, mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Log-probabilities of `actions`, entropies and values (for the PPO loss).
-
-        Discrete actions skip `torch.distributions.Categorical`: a log-softmax, a
-        gather and one product give the same numbers in a few ops instead of ~15
-        (the distribution's bookkeeping was ~10% of a minibatch step)."""
+        """Log-probabilities of `actions`, entropies and values (for the PPO loss)."""
         features = self._features(obs)
         value = self.critic(features).squeeze(-1)
-        if self.discrete:
-            log_probs = torch.log_softmax(self.actor(features), -1)
-            log_prob = log_probs.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
-            return log_prob, -(log_probs.exp() * log_probs).sum(-1), value
-        dist = self.distribution(features)
-        return dist.log_prob(actions).sum(-1), dist.entropy().sum(-1), value
+        log_prob, entropy = self.head.evaluate(self.actor(features), self.log_std, actions, mask)
+        return log_prob, entropy, value
 
     @torch.no_grad()
-    def greedy(self, obs: np.ndarray) -> np.ndarray:
+    def greedy(self, obs: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
         """Deterministic actions (argmax / mean) for a batch of observations; the
         actor alone (no values, no log-probabilities: evaluation steps call this)."""
-        out = self.actor(self._features(torch.as_tensor(obs, device=device_of(self))))
-        return (out.argmax(-1) if self.discrete else out).cpu().numpy()
+        device = device_of(self)
+        out = self.actor(self._features(torch.as_tensor(obs, device=device)))
+        return self.head.greedy(out, acting_mask(mask, device)).cpu().numpy()
 
     @torch.no_grad()
     def act(
-        self, obs: np.ndarray, state: State, first: np.ndarray, mode: Mode, draws: Draws
+        self,
+        obs: np.ndarray,
+        state: State,
+        first: np.ndarray,
+        mode: Mode,
+        draws: Draws,
+        mask: np.ndarray | None = None,
     ) -> Acted:
         """The policy protocol (`models.acting`). `greedy`: the actor alone. `sampled`:
         from `draws.generator`, with the log-probabilities and the state values a
@@ -249,22 +271,16 @@ class ActorCritic(FeedForward, nn.Module):
         network's device, as a seeded training rollout (and SB3) draws."""
         del first
         if mode == "greedy":
-            return Acted(self.greedy(obs), state)
-        tensor = torch.as_tensor(obs, device=device_of(self))
+            return Acted(self.greedy(obs, mask), state)
+        device = device_of(self)
+        tensor = torch.as_tensor(obs, device=device)
         if draws.generator is None:
-            action, logprob, value = self.act_tensors(tensor)
+            action, logprob, value = self.act_tensors(tensor, mask=acting_mask(mask, device))
             return Acted(action.cpu().numpy(), state, logprob.cpu().numpy(), value.cpu().numpy())
         features = self._features(tensor)
         out = self.actor(features).cpu()  # drawn on the CPU, where the generator is
-        if self.discrete:
-            log_probs = torch.log_softmax(out, -1)
-            action = torch.multinomial(log_probs.exp(), 1, True, generator=draws.generator)
-            logprob = log_probs.gather(-1, action).squeeze(-1)
-            action = action.squeeze(-1)
-        else:
-            std = self.log_std.detach().cpu().exp()
-            noise = torch.randn(out.shape, generator=draws.generator)
-            action = out + std * noise
-            logprob = torch.distributions.Normal(out, std).log_prob(action).sum(-1)
+        log_std = self.log_std.detach().cpu()
+        cpu = torch.device("cpu")
+        action, logprob = self.head.sample(out, log_std, draws.generator, acting_mask(mask, cpu))
         value = self.critic(features).squeeze(-1).cpu()
         return Acted(action.numpy(), state, logprob.numpy(), value.numpy())

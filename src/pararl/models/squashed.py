@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812 - the usual name
 from torch import nn
 
-from pararl.models.acting import Acted, Draws, FeedForward, Mode, State
+from pararl.models.acting import Acted, Draws, FeedForward, Mode, State, no_mask
 from pararl.models.gaussian import gaussian_log_prob
 from pararl.models.networks import mlp
 
@@ -94,11 +94,18 @@ class SquashedGaussianActor(FeedForward, nn.Module):
         return (self.scale * torch.tanh(mean) + self.bias).cpu().numpy()
 
     def act(
-        self, obs: np.ndarray, state: State, first: np.ndarray, mode: Mode, draws: Draws
+        self,
+        obs: np.ndarray,
+        state: State,
+        first: np.ndarray,
+        mode: Mode,
+        draws: Draws,
+        mask: np.ndarray | None = None,
     ) -> Acted:
         """The policy protocol (`models.acting`): the deterministic action, or a
         sample with its noise drawn from `draws.rng` (numpy's stream)."""
         del first
+        no_mask(mask, "SAC's actor")
         obs = np.asarray(obs, np.float32)
         if mode == "greedy":
             return Acted(self.greedy(obs), state)

@@ -23,18 +23,20 @@ def make_replay(
     alpha: float,
     action_shape: tuple[int, ...] = (),
     action_dtype: npt.DTypeLike = np.int64,
+    mask_size: int = 0,
 ) -> Replay:
     """The memory for these observations: frames stored once when they are stacked
-    `uint8` images (`frame_stack` > 0; discrete actions only), whole observations
-    otherwise; prioritized on request. Actions: indices by default, or rows of
-    `action_shape` (continuous actions)."""
+    `uint8` images (`frame_stack` > 0; discrete actions only, without masks), whole
+    observations otherwise; prioritized on request. Actions: indices by default, or
+    rows of `action_shape` (continuous actions); `mask_size` > 0: each transition's
+    next action mask too."""
     memory: ReplayBuffer | FrameReplay
     if frame_stack > 0:
-        if action_shape != ():
-            raise ValueError("the frame memory stores discrete actions only")
+        if action_shape != () or mask_size:
+            raise ValueError("the frame memory stores discrete actions only, without masks")
         memory = FrameReplay(capacity, obs_shape)
     else:
-        memory = ReplayBuffer(capacity, obs_shape, obs_dtype, action_shape, action_dtype)
+        memory = ReplayBuffer(capacity, obs_shape, obs_dtype, action_shape, action_dtype, mask_size)
     return PrioritizedReplay(memory, alpha) if prioritized else memory
 
 

@@ -9,6 +9,10 @@ observation, so the value of a truncated state is bootstrapped, never treated as
 Vector envs in Gymnasium's NEXT_STEP autoreset mode return the true last
 observation on the step that ends an episode; the following step is the reset step,
 which carries no transition and is skipped here.
+
+An env that gives action masks (`envs.masks`) adds `next_mask`, the mask of
+`next_obs` (the step's own: NEXT_STEP returns the true last observation with its
+info), which the bootstrap target maximises within.
 """
 
 from __future__ import annotations
@@ -29,12 +33,14 @@ class Transitions:
     next_obs: np.ndarray
     discount: np.ndarray
     priority: np.ndarray | None = None  # the actor's |TD error| (Ape-X), when it has one
+    next_mask: np.ndarray | None = None  # `next_obs`'s action masks, when the env gives them
 
     def __len__(self) -> int:
         return int(self.action.shape[0])
 
     def rows(self, index: slice | np.ndarray) -> Transitions:
         priority = None if self.priority is None else self.priority[index]
+        next_mask = None if self.next_mask is None else self.next_mask[index]
         return Transitions(
             self.obs[index],
             self.action[index],
@@ -42,6 +48,7 @@ class Transitions:
             self.next_obs[index],
             self.discount[index],
             priority,
+            next_mask,
         )
 
     @staticmethod
@@ -49,14 +56,18 @@ class Transitions:
         def joined(name: str) -> np.ndarray:
             return np.concatenate([getattr(p, name) for p in parts])
 
-        given = [p.priority for p in parts if p.priority is not None]
+        def all_or_none(name: str) -> np.ndarray | None:
+            given = [getattr(p, name) for p in parts if getattr(p, name) is not None]
+            return np.concatenate(given) if len(given) == len(parts) else None
+
         return Transitions(
             joined("obs"),
             joined("action"),
             joined("ret"),
             joined("next_obs"),
             joined("discount"),
-            np.concatenate(given) if len(given) == len(parts) else None,
+            all_or_none("priority"),
+            all_or_none("next_mask"),
         )
 
 
@@ -66,6 +77,8 @@ class NStepBuilder:
     Keeps, for each env, the last `n` (obs, action, reward) of its current episode
     in a ring shared by all envs (they step together). Actions are indices by default
     (DQN); continuous actions are rows of `action_shape` (SAC's float32 vectors).
+    `mask_size` > 0: each step's `next_mask` is given, and each transition carries
+    the one of its `next_obs`.
     """
 
     def __init__(
@@ -77,6 +90,7 @@ class NStepBuilder:
         obs_dtype: npt.DTypeLike = np.float32,
         action_shape: tuple[int, ...] = (),
         action_dtype: npt.DTypeLike = np.int64,
+        mask_size: int = 0,
     ) -> None:
         if n < 1:
             raise ValueError(f"n-step must be >= 1, got {n}")
@@ -88,6 +102,7 @@ class NStepBuilder:
         self._head = 0  # slot the next step is written to
         self._after_end = np.zeros(num_envs, dtype=np.bool_)  # next step is a reset step
         self._powers = gamma ** np.arange(n + 1)
+        self.mask_size = mask_size
 
     def add(
         self,
@@ -97,9 +112,13 @@ class NStepBuilder:
         next_obs: np.ndarray,
         terminated: np.ndarray,
         truncated: np.ndarray,
+        next_mask: np.ndarray | None = None,
     ) -> Transitions:
-        """Record one vector step (`obs` is what the actions were chosen on) and
-        return the transitions that are now complete."""
+        """Record one vector step (`obs` is what the actions were chosen on; with
+        masks, `next_mask` is `next_obs`'s) and return the transitions that are now
+        complete."""
+        if self.mask_size and next_mask is None:
+            raise ValueError("this builder stores action masks: give the step's next_mask")
         real = ~self._after_end  # reset steps of NEXT_STEP autoreset carry nothing
         slot = self._head
         self._obs[slot], self._act[slot], self._rew[slot] = obs, action, reward
@@ -108,9 +127,14 @@ class NStepBuilder:
         parts = []
         full = real & ~ended & (self._len == self.n)
         if full.any():
-            parts.append(self._emit_oldest(np.flatnonzero(full), next_obs))
+            envs = np.flatnonzero(full)
+            parts.append(self._emit_oldest(envs, next_obs))
+            if next_mask is not None:
+                parts[-1].next_mask = next_mask[envs]
         for env in np.flatnonzero(ended):
             parts.append(self._flush(int(env), next_obs[env], bool(terminated[env])))
+            if next_mask is not None:
+                parts[-1].next_mask = np.repeat(next_mask[env][None], len(parts[-1]), axis=0)
         self._len[ended] = 0
         self._after_end = ended
         self._head = (slot + 1) % self.n
@@ -152,4 +176,5 @@ class NStepBuilder:
             np.zeros(0),
             np.zeros(shape, like_obs.dtype),
             np.zeros(0),
+            next_mask=np.zeros((0, self.mask_size), bool) if self.mask_size else None,
         )

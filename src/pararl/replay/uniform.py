@@ -42,7 +42,8 @@ def check_fits(capacity: int, slot_bytes: int) -> None:
 
 class ReplayBuffer:
     """A ring buffer of transitions in numpy, sampled uniformly. Actions are indices
-    by default (DQN), or rows of `action_shape` (SAC's float32 vectors)."""
+    by default (DQN), or rows of `action_shape` (SAC's float32 vectors); `mask_size`
+    > 0: each transition's `next_mask` too (`envs.masks`)."""
 
     def __init__(
         self,
@@ -51,18 +52,20 @@ class ReplayBuffer:
         obs_dtype: npt.DTypeLike = np.float32,
         action_shape: tuple[int, ...] = (),
         action_dtype: npt.DTypeLike = np.int64,
+        mask_size: int = 0,
     ) -> None:
         if capacity < 1:
             raise ValueError(f"replay capacity must be >= 1, got {capacity}")
         self.capacity = capacity
         obs_bytes = int(np.prod(obs_shape)) * np.dtype(obs_dtype).itemsize
         action_bytes = int(np.prod(action_shape)) * np.dtype(action_dtype).itemsize
-        check_fits(capacity, 2 * obs_bytes + action_bytes + 4 + 4)
+        check_fits(capacity, 2 * obs_bytes + action_bytes + 4 + 4 + mask_size)
         self.obs = np.zeros((capacity, *obs_shape), dtype=obs_dtype)
         self.next_obs = np.zeros((capacity, *obs_shape), dtype=obs_dtype)
         self.action = np.zeros((capacity, *action_shape), dtype=action_dtype)
         self.ret = np.zeros(capacity, dtype=np.float32)
         self.discount = np.zeros(capacity, dtype=np.float32)
+        self.next_mask = np.ones((capacity, mask_size), bool) if mask_size else None
         self.pos = 0  # next write index
         self.size = 0
         self.added = 0  # transitions ever added
@@ -72,8 +75,7 @@ class ReplayBuffer:
 
     @property
     def nbytes(self) -> int:
-        arrays = (self.obs, self.next_obs, self.action, self.ret, self.discount)
-        return sum(a.nbytes for a in arrays)
+        return sum(getattr(self, name).nbytes for name in self._arrays())
 
     def add(self, batch: Transitions | FrameSteps) -> Added:
         if not isinstance(batch, Transitions):
@@ -89,6 +91,10 @@ class ReplayBuffer:
             batch.ret,
             batch.discount,
         )
+        if self.next_mask is not None:
+            if batch.next_mask is None:
+                raise ValueError("this memory stores action masks: the transitions have none")
+            self.next_mask[idx] = batch.next_mask
         self.pos = (self.pos + n) % self.capacity
         self.size = min(self.size + n, self.capacity)
         self.added += n
@@ -98,8 +104,14 @@ class ReplayBuffer:
         return np.asarray(slots) < self.size
 
     def gather(self, idx: np.ndarray) -> Transitions:
+        next_mask = None if self.next_mask is None else self.next_mask[idx]
         return Transitions(
-            self.obs[idx], self.action[idx], self.ret[idx], self.next_obs[idx], self.discount[idx]
+            self.obs[idx],
+            self.action[idx],
+            self.ret[idx],
+            self.next_obs[idx],
+            self.discount[idx],
+            next_mask=next_mask,
         )
 
     def sample_slots(self, batch_size: int, rng: np.random.Generator) -> np.ndarray:
@@ -110,22 +122,21 @@ class ReplayBuffer:
     def sample(self, batch_size: int, rng: np.random.Generator) -> Transitions:
         return self.gather(self.sample_slots(batch_size, rng))
 
+    def _arrays(self) -> tuple[str, ...]:
+        masks = () if self.next_mask is None else ("next_mask",)
+        return ("obs", "next_obs", "action", "ret", "discount", *masks)
+
     def state_dict(self) -> dict[str, np.ndarray | int]:
-        return {
-            "obs": self.obs[: self.size],
-            "next_obs": self.next_obs[: self.size],
-            "action": self.action[: self.size],
-            "ret": self.ret[: self.size],
-            "discount": self.discount[: self.size],
-            "pos": self.pos,
-            "added": self.added,
+        state: dict[str, np.ndarray | int] = {
+            name: getattr(self, name)[: self.size] for name in self._arrays()
         }
+        return {**state, "pos": self.pos, "added": self.added}
 
     def load_state_dict(self, state: dict[str, np.ndarray | int]) -> None:
         size = len(state["action"])  # type: ignore[arg-type]
         if size > self.capacity:
             raise ValueError(f"saved replay holds {size} transitions, capacity is {self.capacity}")
-        for name in ("obs", "next_obs", "action", "ret", "discount"):
+        for name in self._arrays():
             getattr(self, name)[:size] = state[name]
         self.size, self.pos = size, int(state["pos"]) % self.capacity
         self.added = int(state["added"])

@@ -114,7 +114,8 @@ class Replica:
         self.span = averaging_span(cfg) * cfg.envs_per_worker  # own env steps per average
         envs = SerialVectorEnv(
             [env_factory(cfg.env, cfg.wrapper, training=True, kwargs=cfg.env_kwargs)]
-            * cfg.envs_per_worker
+            * cfg.envs_per_worker,
+            shared_infos=state.mask_info,
         )
         try:
             # the replica's streams: rank, and where it (re)started
@@ -195,6 +196,7 @@ def start_payload(state: DQNState, spaces: tuple[Any, Any]) -> dict[str, Any]:
         "learner": state.learner.state_dict(),
         "env_steps": state.env_steps,
         "spaces": spaces,
+        "action_masks": state.mask_size > 0,
     }
 
 
@@ -202,7 +204,14 @@ def build_replica(payload: dict[str, Any], rdv: Rendezvous, device: torch.device
     filled: Filled[DQNConfig] = payload["filled"]
     seeding.seed_everything(filled.config.seed, rdv.rank)
     observation_space, action_space = payload["spaces"]
-    state = DQNState(filled, observation_space, action_space, device, rank=rdv.rank)
+    state = DQNState(
+        filled,
+        observation_space,
+        action_space,
+        device,
+        rank=rdv.rank,
+        action_masks=payload["action_masks"],
+    )
     state.learner.load_state_dict(payload["learner"])
     state.env_steps = int(payload["env_steps"])
     set_learner_threads(num_params(state.learner.q), rdv.local_world_size - 1)
@@ -237,7 +246,14 @@ def plan(p: Prepared, rdv: Rendezvous | None) -> Plan:
     check_averaging(cfg, world, under_torchrun=rdv is not None)
     ranks = [rdv] if rdv is not None else local_rendezvous(world)
     device = replica_device(resolve_device(cfg.device), ranks[0])
-    state = DQNState(p.filled, p.observation_space, p.action_space, device, p.resume_state)
+    state = DQNState(
+        p.filled,
+        p.observation_space,
+        p.action_space,
+        device,
+        p.resume_state,
+        action_masks=p.action_masks,
+    )
     threads = set_learner_threads(num_params(state.learner.q), ranks[0].local_world_size - 1)
     local = (
         LocalReplicas(replica_main, ranks, (device.type,)) if rdv is None and world > 1 else None

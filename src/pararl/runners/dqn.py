@@ -41,7 +41,13 @@ def plan(p: Prepared) -> Plan:
     mode = offpolicy.resolve_mode(cfg)
     stack = frame_stack(cfg, p.observation_space)
     state = DQNState(
-        p.filled, p.observation_space, p.action_space, device, p.resume_state, frame_stack=stack
+        p.filled,
+        p.observation_space,
+        p.action_space,
+        device,
+        p.resume_state,
+        frame_stack=stack,
+        action_masks=p.action_masks,
     )
     return offpolicy.plan(p, state, "DQN", mode, METRICS, num_params(state.learner.q))
 

@@ -107,6 +107,8 @@ class Learning(Protocol):
     obs_shape: tuple[int, ...]
     obs_dtype: np.dtype
     frame_stack: int  # > 0: stacked image frames, stored once
+    mask_size: int  # > 0: the env's action masks, stored with the transitions
+    mask_info: dict[str, np.ndarray] | None  # the vector envs' `shared_infos` then
 
     @property
     def learner(self) -> Learner: ...
@@ -173,6 +175,7 @@ def actor_spec(
         sync_every=cfg.sync_every,
         frame_stack=state.frame_stack,
         stream_base=index * num_envs,
+        mask_size=state.mask_size,
     )
 
 
@@ -248,7 +251,12 @@ def make_source(
     fns = [env_factory(cfg.env, cfg.wrapper, training=True, kwargs=cfg.env_kwargs)] * (
         workers * cfg.envs_per_worker
     )
-    envs = SerialVectorEnv(fns) if mode == "serial" else ParallelVectorEnv(fns, num_workers=workers)
+    masks = state.mask_info  # action masks travel in shared memory (`envs.masks`)
+    envs = (
+        SerialVectorEnv(fns, shared_infos=masks)
+        if mode == "serial"
+        else ParallelVectorEnv(fns, num_workers=workers, shared_infos=masks)
+    )
     try:
         return local_source(state, envs, (0, 0, state.env_steps))
     except BaseException:

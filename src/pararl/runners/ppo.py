@@ -27,6 +27,7 @@ import torch
 from pararl import seeding
 from pararl.config import PPOConfig
 from pararl.envs.make import env_factory
+from pararl.envs.masks import batch_mask
 from pararl.errors import UsageError
 from pararl.mp.threads import AdaptiveThreads, held, ppo_threads, torch_threads
 from pararl.mp.topology import physical_cores
@@ -104,15 +105,19 @@ def run_local(
     """The loop over envs stepped here (`serial`) or by worker processes (`sync`)."""
     cfg = state.config
     fns = [env_factory(cfg.env, cfg.wrapper, training=True, kwargs=cfg.env_kwargs)] * num_envs
+    masks = state.mask_info  # action masks travel in shared memory (`envs.masks`)
     envs: SerialVectorEnv | ParallelVectorEnv = (
-        SerialVectorEnv(fns, autoreset_mode="SameStep")
+        SerialVectorEnv(fns, autoreset_mode="SameStep", shared_infos=masks)
         if mode == "serial"
-        else ParallelVectorEnv(fns, num_workers=workers, autoreset_mode="SameStep")
+        else ParallelVectorEnv(
+            fns, num_workers=workers, autoreset_mode="SameStep", shared_infos=masks
+        )
     )
     try:
         seeds = seeding.env_seeds(cfg.seed, num_envs, "env", 0, 0, state.env_steps)
+        obs, infos = envs.reset(seed=seeds)
         stream = EnvStream.start(
-            envs.reset(seed=seeds)[0], state.rollout_spec.gamma, state.actor.initial_state(num_envs)
+            obs, state.rollout_spec.gamma, state.actor.initial_state(num_envs), batch_mask(infos)
         )
 
         def next_rollout() -> dict[str, np.ndarray]:
@@ -254,6 +259,7 @@ def plan(p: Prepared) -> Plan:
         layout.num_envs,
         p.resume_state,
         thread_rule(cfg, layout),
+        p.action_masks,
     )
     torch.set_num_threads(state.act_threads)  # an update sets its own around it
 

@@ -26,6 +26,7 @@ import gymnasium as gym
 import numpy as np
 
 from pararl.envs.make import env_factory
+from pararl.envs.masks import random_action
 from pararl.vector import ParallelVectorEnv
 
 MEASURE_BUDGET_S = 0.03
@@ -40,21 +41,23 @@ class ModeChoice:
 
 
 def measure_step_s(env_fn: Callable[[], gym.Env], budget_s: float = MEASURE_BUDGET_S) -> float:
-    """Mean seconds per `step` of one env with random actions (resets not counted)."""
+    """Mean seconds per `step` of one env with random actions (legal ones, where the
+    env gives action masks; resets not counted)."""
     env = env_fn()
     try:
         env.action_space.seed(0)
-        env.reset(seed=0)
-        env.step(env.action_space.sample())  # first-step costs (lazy set-up) not counted
+        _, info = env.reset(seed=0)
+        # first-step costs (lazy set-up) not counted
+        _, _, _, _, info = env.step(random_action(env.action_space, info))
         steps, spent = 0, 0.0
         while spent < budget_s or steps < 20:
-            action = env.action_space.sample()
+            action = random_action(env.action_space, info)
             start = time.perf_counter()
-            _, _, terminated, truncated, _ = env.step(action)
+            _, _, terminated, truncated, info = env.step(action)
             spent += time.perf_counter() - start
             steps += 1
             if terminated or truncated:
-                env.reset()
+                _, info = env.reset()
         return spent / steps
     finally:
         env.close()

@@ -20,9 +20,11 @@ from pararl.algos.ppo import PPOHyper, PPOLearner, norm_settings
 from pararl.checkpoint import Header
 from pararl.config import Filled, PPOConfig
 from pararl.devices import choose_devices
+from pararl.envs.masks import mask_info, mask_size
 from pararl.images import is_image
 from pararl.models import num_params
 from pararl.models.build import actor_critic
+from pararl.models.heads import head_for
 from pararl.samplers.rollout.collect import RolloutSpec
 from pararl.weights.local import LocalCopy
 
@@ -42,23 +44,25 @@ class PPOState:
         num_envs: int,
         resume_state: dict[str, Any] | None = None,
         threads: ThreadRule | None = None,
+        action_masks: bool = False,
     ) -> None:
         """`threads`: the run's rule for its torch threads (`pararl.mp.threads.ppo_threads`),
-        which `--act-device`/`--learn-device auto` time with; None: torch's count."""
+        which `--act-device`/`--learn-device auto` time with; None: torch's count.
+        `action_masks`: the env gives masks (`envs.masks`), which acting and the loss
+        keep to."""
         self.filled = filled
         self.config = cfg = filled.config
         self.settings = s = cfg.settings
         self.obs_shape = tuple(obs_space.shape or ())
         self.obs_dtype = rollout_dtype(obs_space)
-        self.discrete = isinstance(act_space, gym.spaces.Discrete)
+        self.head = head_for(act_space)  # how the actor's outputs become actions
+        self.action_dim, self.discrete = self.head.logits, self.head.discrete
+        self.mask_size = mask_size(act_space) if action_masks else 0
+        self.mask_info = mask_info(act_space) if action_masks else None  # vector envs'
         # Box bounds, saved so that a loaded agent clips its actions as the env does
         self.action_bounds: tuple[np.ndarray, np.ndarray] | None = None
-        if isinstance(act_space, gym.spaces.Discrete):
-            self.action_dim = int(act_space.n)
-        else:
-            self.action_dim = int(np.prod(act_space.shape or (1,)))
-            if isinstance(act_space, gym.spaces.Box):
-                self.action_bounds = (act_space.low.ravel(), act_space.high.ravel())
+        if isinstance(act_space, gym.spaces.Box):
+            self.action_bounds = (act_space.low.ravel(), act_space.high.ravel())
 
         self.make_model = functools.partial(
             actor_critic,
@@ -70,6 +74,7 @@ class PPOState:
             cfg.hidden,
             cfg.shared_body,
             norm_settings(cfg),
+            self.head,
         )
         model = self.make_model()  # initialised from the seeded global torch stream
         # torch threads to act and to update with (no rule: torch's count for both)
@@ -127,6 +132,8 @@ class PPOState:
             "obs_dtype": self.obs_dtype.str,
             "action_dim": self.action_dim,
             "discrete": self.discrete,
+            "action_head": self.head.describe(),
+            "action_masks": self.mask_size > 0,
             "action_bounds": self.action_bounds,
         }
 
@@ -135,12 +142,13 @@ class PPOState:
         s = self.settings
         return RolloutSpec(
             self.obs_shape,
-            self.action_dim,
-            self.discrete,
+            self.head.action_shape,
+            self.head.action_dtype,
             s.num_steps,
             s.gamma,
             s.gae_lambda,
             self.obs_dtype,
+            self.mask_size,
         )
 
 

@@ -14,7 +14,7 @@ import torch
 from pararl import extras, seeding
 from pararl.config import KIND_TEXT, EnvKind, Filled, RunConfig
 from pararl.config.saved import saved_config, saved_facts
-from pararl.envs.make import check_env_id, env_factory, probe_env
+from pararl.envs.make import check_env_id, env_factory, probe_env, probe_masks
 from pararl.envs.modules import module_dir, split_env_id
 from pararl.errors import UsageError, said
 from pararl.evaluation.background import BackgroundEvaluator
@@ -131,6 +131,7 @@ class Prepared:
     resume_state: dict[str, Any] | None
     resumed_from: Path | None = None  # the checkpoint file the state was read from
     env_module: dict[str, str] = field(default_factory=dict)  # where `module:EnvId` was found
+    action_masks: bool = False  # the env gives action masks (`envs.masks`)
 
     @property
     def config(self) -> Any:
@@ -187,6 +188,7 @@ def prepare(
     spec = check_env_id(config.env, module_dirs, named_by)
     obs_space, act_space = probe_env(config.env, config.wrapper, config.env_kwargs)
     check_spaces(config, obs_space, act_space)
+    masks = probe_masks(config.env, act_space, config.wrapper, config.env_kwargs)
     filled = config.for_spaces(obs_space, act_space)
     config = filled.config
     config.validate()
@@ -197,7 +199,15 @@ def prepare(
         filled = replace(filled, config=replace(config, run_dir=run.root))
     target = config.target_return if config.target_return is not None else spec.reward_threshold
     return Prepared(
-        filled, run, target, obs_space, act_space, resume_state, resumed_from, _env_module(config)
+        filled,
+        run,
+        target,
+        obs_space,
+        act_space,
+        resume_state,
+        resumed_from,
+        _env_module(config),
+        masks,
     )
 
 

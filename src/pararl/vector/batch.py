@@ -55,6 +55,8 @@ class BatchArrays:
     # SAME_STEP, one shared array observation: last observations of ended episodes.
     final_obs: np.ndarray | None = None
     pickled: list[Pickled] = field(default_factory=list)  # obs leaves sent in replies
+    # info keys whose values go to the env's row of these arrays, not into the reply
+    infos: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def _listed(actions: np.ndarray, rows: slice, ids: Sequence[int], whole: bool) -> list[Any]:
@@ -101,7 +103,29 @@ def _store(
     arrays.rewards[rows] = rewards
     arrays.terminations[rows] = terminations
     arrays.truncations[rows] = truncations
+    if arrays.infos:
+        return _shared_infos(arrays.infos, rows, infos)
     return list(infos)
+
+
+def _shared_infos(
+    shared: dict[str, np.ndarray], rows: slice | np.ndarray, infos: Sequence[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Move each shared key's value out of every info into the env's row of its array
+    (reshaped to the row: a value of that many elements); the infos without them."""
+    indices = range(rows.start, rows.stop) if isinstance(rows, slice) else rows.tolist()
+    rest = []
+    for row, info in zip(indices, infos, strict=True):
+        info = dict(info)  # the env's own dict is left as it was
+        for key, column in shared.items():
+            if key not in info:
+                raise RuntimeError(
+                    f"env {row} returned no info[{key!r}]: the vector env carries it for "
+                    "every env, so each reset and step of each env must give it"
+                )
+            column[row] = np.reshape(info.pop(key), column.shape[1:])
+        rest.append(info)
+    return rest
 
 
 class EnvBatch:

@@ -10,7 +10,7 @@ batch's layout comes from `layout`, Gymnasium's call rules and errors from
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -64,6 +64,11 @@ class BatchVectorEnv(gym.vector.VectorEnv):
     that fit in shared memory and pickles only the others (Text, Graph, ...).
     `observation_mode`: Gymnasium's "same", "different" (spaces that differ in
     bounds, batched with `batch_differing_spaces`) or a `(batched, single)` pair.
+    `shared_infos`: info keys whose values every env gives at every reset and step,
+    each an array of one shape and dtype, by an example value (an env's action mask,
+    `pararl.envs.masks`): they travel in shared memory, each env's in its row, and
+    come back as Gymnasium batches any info (`infos[key]` of every env returned,
+    `infos["_" + key]` all True), pickling nothing.
     """
 
     def __init__(
@@ -75,6 +80,7 @@ class BatchVectorEnv(gym.vector.VectorEnv):
         observation_mode: ObservationMode = "same",
         autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
         worker_timeout: float | None = 300.0,
+        shared_infos: Mapping[str, np.ndarray] | None = None,
     ) -> None:
         self.closed = True  # until the transport is up: __del__ and close() are safe
         env_fns = list(env_fns)
@@ -100,8 +106,9 @@ class BatchVectorEnv(gym.vector.VectorEnv):
         share = uses_shared_memory(shared_memory, obs_space, type(self).__name__)
         stack = stack_spec(dummy) if share and observation_mode == "same" else None
         dummy.close()
-        specs = batch_specs(obs_space, act_space, n, share, self.autoreset_mode, stack)
-        layout = BatchLayout(obs_space, act_space, self.autoreset_mode, n, stack)
+        infos = dict(shared_infos or {})
+        specs = batch_specs(obs_space, act_space, n, share, self.autoreset_mode, stack, infos)
+        layout = BatchLayout(obs_space, act_space, self.autoreset_mode, n, stack, tuple(infos))
         self._transport = self._make_transport(env_fns, specs, layout)
         named = self._transport.arrays
         holders = unshared_leaves(obs_space, n, "obs", named, local=True)
@@ -110,6 +117,7 @@ class BatchVectorEnv(gym.vector.VectorEnv):
         self._shared_actions = named.get("act")
         self._rewards, self._terms, self._truncs = named["rew"], named["term"], named["trunc"]
         self._final = named.get("final")
+        self._shared_infos = {key: named[f"info.{key}"] for key in infos}
         self._commands = Commands(self._transport, n)
         self._all_ids = np.arange(n)
         self._state = "default"
@@ -194,6 +202,8 @@ class BatchVectorEnv(gym.vector.VectorEnv):
                 at = command_ids if full else np.searchsorted(ids, command_ids)
                 unpack_infos(infos, packed, at, ids.size)
         fill_final_obs(infos, self._final, ids)
+        for key, column in self._shared_infos.items():
+            infos[key], infos[f"_{key}"] = take_rows(column, sel), np.ones(ids.size, bool)
         obs = view_rows(self._obs) if full and not self.copy else take_rows(self._obs, sel)
         return (
             obs,

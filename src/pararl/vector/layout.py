@@ -7,7 +7,7 @@ check of every env's spaces against the batch's.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 import gymnasium as gym
@@ -74,11 +74,13 @@ def batch_specs(
     share: bool,
     mode: AutoresetMode,
     stack: StackSpec | None = None,
+    infos: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, ArraySpec]:
     """The shared arrays of a batch of `n` envs: observation leaves (when `share`;
     with `stack`, the observations are frame rings with their heads), actions of a
-    plain array space, rewards, terminations, truncations, and in SAME_STEP mode
-    the final observations of one array observation space."""
+    plain array space, rewards, terminations, truncations, in SAME_STEP mode the
+    final observations of one array observation space, and a row per env of each
+    info key in `infos` (`info.KEY`, shaped and typed as the example `infos[KEY]`)."""
     specs = {
         **space_specs(obs_space, n, "obs", share),
         **space_specs(act_space, n, "act", isinstance(act_space, ARRAY_SPACES)),
@@ -90,6 +92,8 @@ def batch_specs(
         specs["obs.head"] = ArraySpec((n,), np.dtype(np.int64))
     if mode is AutoresetMode.SAME_STEP and "obs" in specs:
         specs["final"] = specs["obs"]
+    for key, row in (infos or {}).items():
+        specs[f"info.{key}"] = ArraySpec((n, *row.shape), np.dtype(row.dtype))
     return specs
 
 

@@ -8,7 +8,7 @@ infos and autoreset modes), plus partial stepping (`send`/`recv`).
 from __future__ import annotations
 
 import multiprocessing as mp
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -57,6 +57,8 @@ class ParallelVectorEnv(BatchVectorEnv):
         spin_s: longest time a worker busy-waits (yielding its core) for the next
             command, when commands have been following its replies that closely;
             it saves the wake-up of a sleeping core per step. 0: always block.
+        shared_infos: info keys whose values travel in shared memory, by an example
+            value of each (see `BatchVectorEnv`).
     """
 
     def __init__(
@@ -75,6 +77,7 @@ class ParallelVectorEnv(BatchVectorEnv):
         worker_timeout: float | None = 300.0,
         start_timeout: float = 120.0,
         spin_s: float = SPIN_S,
+        shared_infos: Mapping[str, np.ndarray] | None = None,
     ) -> None:
         if worker is not None:
             raise ValueError(
@@ -112,6 +115,7 @@ class ParallelVectorEnv(BatchVectorEnv):
             observation_mode=observation_mode,
             autoreset_mode=autoreset_mode,
             worker_timeout=worker_timeout,
+            shared_infos=shared_infos,
         )
 
     def _make_transport(

@@ -34,6 +34,7 @@ class BatchLayout:
     autoreset_mode: AutoresetMode
     size: int  # envs in the whole vector env
     stack: StackSpec | None = None  # frame stacks kept in rings (see `frames`)
+    info_keys: tuple[str, ...] = ()  # info keys whose values travel in shared memory
 
 
 def batch_arrays(arrays: dict[str, Any], layout: BatchLayout) -> BatchArrays:
@@ -48,6 +49,7 @@ def batch_arrays(arrays: dict[str, Any], layout: BatchLayout) -> BatchArrays:
         truncations=arrays["trunc"],
         final_obs=arrays.get("final"),
         pickled=[h for h in holders.values() if isinstance(h, Pickled)],
+        infos={key: arrays[f"info.{key}"] for key in layout.info_keys},
     )
 
 

@@ -97,3 +97,23 @@ def test_ray_agrees_with_the_serial_loop(two_nodes: str, tmp_path: Path) -> None
     due = expected_updates(state["env_steps"])
     assert due - last_chunk - PUBLISH_EVERY <= state["learner"]["updates"] <= due
     assert state["replay"]["added"] == len(state["replay"]["action"])
+
+
+def test_ray_actors_act_within_masks(ray_kind: str, tmp_path: Path) -> None:
+    """An env that raises on an action outside its mask: Ray actors explore (their
+    epsilon's uniform actions) among the legal ones, and the transitions they send
+    keep their next masks for the target."""
+    config = dataclasses.replace(
+        TINY,
+        env="pararl/MaskedChoice-v0",
+        total_steps=1_000,
+        learning_starts=200,
+        eval_every=1_000,
+        run_dir=tmp_path,
+    )
+    session = train(config)
+    assert session.last_eval is not None
+    from tests.runners.saved import final_state
+
+    replay = final_state(tmp_path)["replay"]
+    assert replay["next_mask"].shape == (len(replay["action"]), 4)

@@ -39,6 +39,17 @@ def test_ppo_trains_with_ray_actors(ray_kind: str, tmp_path: Path) -> None:
     assert (tmp_path / "run" / "checkpoints" / "final.pt").is_file()
 
 
+def test_ray_actors_act_within_masks_in_a_multi_discrete_space(
+    ray_kind: str, tmp_path: Path
+) -> None:
+    """MultiDiscrete actions with a mask per dimension: the env raises on an action
+    outside its mask, so the run ends only if no Ray actor gave it one."""
+    config = dataclasses.replace(TINY, env="pararl/MaskedMultiDiscrete-v0", run_dir=tmp_path)
+    session = train(config)
+    assert session.last_eval is not None
+    assert '"mode": "ray"' in (tmp_path / "config.json").read_text()
+
+
 def test_actor_killed_mid_rollout_is_replaced(two_nodes: str) -> None:
     from pararl.runners.ppo_state import PPOState
     from pararl.samplers.rollout.ray import RayPPOPool

@@ -6,7 +6,8 @@ numbers and counts travel on the pipe. It samples through a `ChunkSampler`
 DQN's epsilon-greedy Q copy, SAC's squashed Gaussian).
 A chunk holds whole-observation transitions (`replay.nstep`) or, when the env
 stacks image frames, each new frame once (`replay.frame_steps`); Ape-X actors add
-each transition's first priority, its TD error under their own Q copy.
+each transition's first priority, its TD error under their own Q copy; an env with
+action masks, each transition's next mask (`envs.masks`).
 
 Protocol (actor -> learner): `(True, Chunk)` when a slot is filled; the learner
 answers `("ack", slot)` once it has copied the slot, and `("close", None)` to stop.
@@ -54,6 +55,8 @@ def outbox_specs(index: int, spec: ActorSpec) -> dict[str, ArraySpec]:
         fields |= {"obs": obs, "next_obs": obs}
     if spec.priorities:
         fields["priority"] = ((cap,), f32)
+    if spec.mask_size:
+        fields["next_mask"] = ((cap, spec.mask_size), np.dtype(np.bool_))
     specs = {f"a{index}.{k}": ArraySpec((2, *shape), dtype) for k, (shape, dtype) in fields.items()}
     return specs | {"env_steps": ArraySpec((1,), i64)}
 
@@ -79,8 +82,15 @@ def read_slot(arrays: dict[str, np.ndarray], index: int, slot: int, chunk: Chunk
             discount=rows("discount"),
             priority=priority,
         )
+    next_mask = rows("next_mask") if p + "next_mask" in arrays else None
     return Transitions(
-        rows("obs"), rows("action"), rows("ret"), rows("next_obs"), rows("discount"), priority
+        rows("obs"),
+        rows("action"),
+        rows("ret"),
+        rows("next_obs"),
+        rows("discount"),
+        priority,
+        next_mask,
     )
 
 

@@ -19,9 +19,11 @@ from torch import nn
 
 from pararl.models.acting import Acted, State
 
-# (Q copy, obs, action, ret, next_obs, discount) -> each transition's first priority
+# (Q copy, obs, action, ret, next_obs, discount, next_mask) -> each transition's first
+# priority (`next_mask`: the next observations' action masks, or None)
 PriorityFn = Callable[
-    [nn.Module, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray
+    [nn.Module, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None],
+    np.ndarray,
 ]
 
 
@@ -51,10 +53,11 @@ class ActingPolicy(Protocol):
         first: np.ndarray,
         env_steps: int,
         rng: np.random.Generator,
+        mask: np.ndarray | None = None,
     ) -> Acted:
         """Actions for the batch `obs` (and the network's next `state`; `first`: the
         envs whose episodes start with `obs`), at the run's `env_steps`, drawing from
-        `rng`."""
+        `rng`; within `mask`, the observations' action masks (`envs.masks`), if any."""
 
 
 __all__ = ["ActingPolicy", "PriorityFn"]

@@ -16,6 +16,7 @@ import numpy as np
 from torch import nn
 
 from pararl import seeding
+from pararl.envs.masks import batch_mask
 from pararl.models.acting import Policy
 from pararl.replay.frame_steps import FrameStepBuilder, FrameSteps
 from pararl.replay.nstep import NStepBuilder, Transitions
@@ -39,6 +40,7 @@ class ActorSpec:
     sync_every: int  # vector steps between weight refreshes
     frame_stack: int = 0  # > 0: chunks carry frames once (`replay.frame_steps`)
     stream_base: int = 0  # the run-wide id of this actor's first env (frame chunks)
+    mask_size: int = 0  # > 0: the env gives action masks (`envs.masks`)
 
     @property
     def priorities(self) -> bool:
@@ -88,8 +90,11 @@ class ChunkSampler:
             spec.obs_dtype,
             policy.action_shape,
             policy.action_dtype,
+            spec.mask_size,
         )
-        self.obs, _ = self.envs.reset(seed=seeding.env_seeds(seed, spec.num_envs, "env", *path))
+        seeds = seeding.env_seeds(seed, spec.num_envs, "env", *path)
+        self.obs, infos = self.envs.reset(seed=seeds)
+        self.mask = batch_mask(infos)  # the observations' action masks (None: no masks)
         self.frames: FrameStepBuilder | None = None
         if spec.frame_stack:
             keep = spec.chunk_steps + spec.n_step + 2 if spec.priorities else 0
@@ -114,17 +119,22 @@ class ChunkSampler:
         start, parts, returns = time.monotonic(), [], []
         policy = self.spec.policy
         for _ in range(self.spec.chunk_steps):
-            acted = policy.act(self.net, self.obs, self.state, self.first, env_steps(), self.rng)
+            acted = policy.act(
+                self.net, self.obs, self.state, self.first, env_steps(), self.rng, self.mask
+            )
             actions, self.state = acted.action, acted.state
             next_obs, reward, term, trunc, infos = self.envs.step(actions)
+            # NEXT_STEP: an ended episode's true last observation, and its mask
+            next_mask = batch_mask(infos)
             self.first, self._ended = self._ended, term | trunc
             if self.frames is not None:
                 self.frames.add(self.obs, actions, reward, next_obs, term, trunc)
             else:
-                parts.append(self.nstep.add(self.obs, actions, reward, next_obs, term, trunc))
+                step = (self.obs, actions, reward, next_obs, term, trunc, next_mask)
+                parts.append(self.nstep.add(*step))
             if "episode" in infos:
                 returns += infos["episode"]["r"][infos["_episode"]].tolist()
-            self.obs = next_obs
+            self.obs, self.mask = next_obs, next_mask
             self.steps += 1
             every_step(self.steps)
         batch = self._payload(parts)
@@ -143,12 +153,19 @@ class ChunkSampler:
                     frames.ret,
                     self.frames.observations(next_keys),
                     frames.discount,
+                    None,  # no masks with stacked frames (`algos.dqn`)
                 )
             return frames
         batch = parts[0] if len(parts) == 1 else Transitions.concat(parts)
         if priorities is not None:
             batch.priority = priorities(
-                self.net, batch.obs, batch.action, batch.ret, batch.next_obs, batch.discount
+                self.net,
+                batch.obs,
+                batch.action,
+                batch.ret,
+                batch.next_obs,
+                batch.discount,
+                batch.next_mask,
             )
         return batch
 

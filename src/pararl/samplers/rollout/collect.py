@@ -9,6 +9,11 @@ which the learner updates the reward scale after the update.
 
 Envs run in SAME_STEP autoreset mode, so every step is a real transition and a
 truncated episode's true last observation (`final_obs`) is there to bootstrap from.
+
+Actions are stored as the action head lays them out (`models.heads`: an index, or a
+vector of indices, bits or floats per step). An env that gives action masks
+(`envs.masks`) has each step's mask stored beside its observation: the policy acted
+with it, and the loss evaluates the same masked policy.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from pararl.envs.masks import batch_mask
 from pararl.gae import gae
 from pararl.models import ActorCritic
 from pararl.models.acting import Draws, State
@@ -34,12 +40,13 @@ class RolloutSpec:
     """The shapes and discounting of one rollout."""
 
     obs_shape: tuple[int, ...]
-    action_dim: int
-    discrete: bool
+    action_shape: tuple[int, ...]  # one action's (`ActionHead.action_shape`)
+    action_dtype: np.dtype
     num_steps: int  # steps per env
     gamma: float
     gae_lambda: float
     obs_dtype: np.dtype = FLOAT32  # images: their own (uint8, bool)
+    mask_size: int = 0  # > 0: the env gives action masks of this size
 
 
 def advantages_and_returns(
@@ -71,17 +78,21 @@ def advantages_and_returns(
 class EnvStream:
     """Where a sampler's envs are between rollouts: the observations to act on next,
     each env's running discounted return, where an episode starts with those
-    observations (`first`), and what the policy carries between steps (`state`;
-    None for a feed-forward policy)."""
+    observations (`first`), what the policy carries between steps (`state`; None for
+    a feed-forward policy), and the observations' action masks (None: no masks)."""
 
     obs: np.ndarray
     returns: DiscountedReturns
     first: np.ndarray
     state: State = None
+    mask: np.ndarray | None = None
 
     @classmethod
-    def start(cls, obs: np.ndarray, gamma: float, state: State = None) -> EnvStream:
-        return cls(obs, DiscountedReturns(len(obs), gamma), np.ones(len(obs), bool), state)
+    def start(
+        cls, obs: np.ndarray, gamma: float, state: State = None, mask: np.ndarray | None = None
+    ) -> EnvStream:
+        """From the envs' reset: its observations and (`mask`) their action masks."""
+        return cls(obs, DiscountedReturns(len(obs), gamma), np.ones(len(obs), bool), state, mask)
 
     def stepped(self, terminated: np.ndarray, truncated: np.ndarray) -> None:
         """The envs took a step: those whose episode ended start anew (SAME_STEP)."""
@@ -99,9 +110,9 @@ class Rollout:
         self.actor, self.spec, self.returns = actor, spec, returns
         self.ids = np.arange(n)
         self.device = next(actor.parameters()).device
-        act_shape = (steps, n) if spec.discrete else (steps, n, spec.action_dim)
         self.obs = np.zeros((steps, n, *spec.obs_shape), spec.obs_dtype)
-        self.actions = np.zeros(act_shape, np.int64 if spec.discrete else np.float32)
+        self.actions = np.zeros((steps, n, *spec.action_shape), spec.action_dtype)
+        self.masks = np.ones((steps, n, spec.mask_size), bool) if spec.mask_size else None
         self.logprobs = np.zeros((steps, n), np.float32)
         self.values = np.zeros((steps, n))
         self.rewards = np.zeros((steps, n))
@@ -111,10 +122,17 @@ class Rollout:
         self.truncated = np.zeros((steps, n), bool)
         self.draws = Draws()  # torch's global stream (seeded per process)
 
-    def act(self, t: int, obs: np.ndarray, stream: EnvStream) -> np.ndarray:
+    def act(
+        self, t: int, obs: np.ndarray, stream: EnvStream, mask: np.ndarray | None = None
+    ) -> np.ndarray:
         """Sample actions for every env at step `t` with the acting copy (through its
-        one acting call, carrying `stream`'s state); store them."""
-        acted = self.actor.act(obs, stream.state, stream.first, "sampled", self.draws)
+        one acting call, carrying `stream`'s state; within `mask`, the observations'
+        action masks); store them."""
+        if self.masks is not None:
+            if mask is None:
+                raise RuntimeError("the env gave no action mask with this observation")
+            self.masks[t] = mask
+        acted = self.actor.act(obs, stream.state, stream.first, "sampled", self.draws, mask)
         assert acted.logprob is not None
         assert acted.value is not None
         stream.state = acted.state
@@ -163,6 +181,8 @@ class Rollout:
             "returns": ret.astype(np.float32),
             "discounted": self.discounted,  # for the reward scale, not the loss
         }
+        if self.masks is not None:
+            batch["masks"] = self.masks
         steps, n = self.rewards.shape
         return {k: v.reshape(steps * n, *v.shape[2:]) for k, v in batch.items()}
 
@@ -187,13 +207,15 @@ def collect(
     (moved on to where the envs are after it); returns the flattened batch for the
     update (advantages and returns included)."""
     rollout, obs = Rollout(actor, spec, envs.num_envs, stream.returns), stream.obs
+    mask = stream.mask
     for t in range(spec.num_steps):
-        actions = rollout.act(t, obs, stream)
+        actions = rollout.act(t, obs, stream, mask)
         obs, reward, terminated, truncated, infos = envs.step(actions)
+        mask = batch_mask(infos)  # the new observations' (after a reset: the reset's)
         stream.stepped(terminated, truncated)
         rollout.record(t, reward, terminated, truncated, _truncated_final_obs(infos, truncated))
         episodes(infos.get("final_info", {}))
-    stream.obs = obs
+    stream.obs, stream.mask = obs, mask
     return rollout.finish(obs)
 
 

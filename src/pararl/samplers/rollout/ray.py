@@ -23,6 +23,7 @@ import torch
 from pararl import seeding
 from pararl.config import RunConfig
 from pararl.envs.make import env_factory
+from pararl.envs.masks import batch_mask
 from pararl.models import ActorCritic
 from pararl.mp.threads import one_thread
 from pararl.samplers.ray.cluster import connect, disconnect
@@ -62,8 +63,9 @@ class PPOActor:
             env_factory(cfg.env, cfg.wrapper, training=True, kwargs=cfg.env_kwargs)
         ] * cfg.envs_per_worker
         self.envs = SerialVectorEnv(fns, autoreset_mode="SameStep")
-        obs, _ = self.envs.reset(seed=seeding.env_seeds(seed, len(fns), "env", *path))
-        self.stream = EnvStream.start(obs, spec.gamma, self.actor.initial_state(len(fns)))
+        obs, infos = self.envs.reset(seed=seeding.env_seeds(seed, len(fns), "env", *path))
+        state = self.actor.initial_state(len(fns))
+        self.stream = EnvStream.start(obs, spec.gamma, state, batch_mask(infos))
         self.weights = RayReceiver()
 
     def rollout(self, weights: list[Any], version: int) -> Segment:
