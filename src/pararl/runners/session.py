@@ -94,7 +94,9 @@ class TrainSession:
         tb = run.tensorboard if config.tensorboard else None
         self.metrics = MetricsWriter(run.metrics, tb, (*METRICS, *metrics))
         self.evaluations = MetricsWriter(run.evaluations, self.metrics.events, EVAL_METRICS)
-        self.console = Console(config.budget, config.progress, title or config.env, start_steps)
+        self.console = Console(
+            config.budget, config.progress, title or config.env_name, start_steps
+        )
         self._t0 = time.monotonic() - start_wall
         self._last_log = 0.0
         # (env steps, updates) of the last metrics row: rows only move forward
@@ -358,7 +360,7 @@ class TrainSession:
     def _plot(self) -> None:
         """The learning curve: drawn by the evaluation process when it is idle (it has
         matplotlib loaded), else here."""
-        args = (self.run.metrics, self.run.evaluations, self.run.curve, self.config.env)
+        args = (self.run.metrics, self.run.evaluations, self.run.curve, self.config.env_name)
         if isinstance(self.evaluator, BackgroundEvaluator) and not self.evaluator.busy:
             self.run.curve.unlink(missing_ok=True)  # only a curve drawn now counts
             with contextlib.suppress(WorkerError, WorkerTimeoutError):  # else: draw it here
