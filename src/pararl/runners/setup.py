@@ -269,6 +269,9 @@ def _say_start(p: Prepared, plan: Plan, session: TrainSession) -> None:
         tuned = p.filled.tuned_for
         source = KIND_TEXT[p.kind] + (f", tuned for {tuned}" if tuned else "")
         session.console.message(f"pararl: defaults for {source}: {settings}")
+    schedule = session.schedule_note()
+    if schedule is not None:
+        session.console.message(schedule)
     workers, cores = p.config.workers, physical_cores()
     if workers is not None and workers > cores:
         session.console.message(
