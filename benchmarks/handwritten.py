@@ -86,7 +86,7 @@ def _learner(name: str) -> object:
 
     torch.manual_seed(0)
     cfg = DQNConfig()
-    env = gym.make(cfg.env)
+    env = gym.make(cfg.env_name)
     spaces = env.observation_space, env.action_space
     state = DQNState(cfg.for_spaces(*spaces), *spaces, torch.device("cpu"))
     env.close()

@@ -31,6 +31,7 @@ XDIST_GROUPS = (
     "tests/runners/test_modes_agree.py",
     "tests/test_agent.py",
     "tests/test_checkpoint.py",
+    "tests/test_env_factories.py",
     "tests/test_playback.py",
 )
 

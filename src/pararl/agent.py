@@ -17,6 +17,7 @@ an `action_masks()` method's mask there too).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ import torch
 
 from pararl import checkpoint as ckpt
 from pararl.config import RunConfig, saved_config
+from pararl.config.env_source import EnvArg, is_factory_name
 from pararl.config.saved import saved_facts
 from pararl.envs.make import check_env_id, env_factory
 from pararl.envs.masks import MASK_KEY, batch_mask
@@ -73,7 +75,8 @@ class Agent:
 
     @property
     def env_id(self) -> str:
-        return self.config.env
+        """The run's env id, or the name of the factory that builds its env."""
+        return self.config.env_name
 
     @property
     def env_kwargs(self) -> dict[str, Any]:
@@ -93,7 +96,9 @@ class Agent:
             if self.algorithm.make_env is not None:  # the algorithm's own (MAML's tasks)
                 env: gym.Env = self.algorithm.make_env(self.config, render_mode)
                 return env
-            make = env_factory(self.env_id, render_mode=render_mode, kwargs=self.config.env_kwargs)
+            make = env_factory(
+                self.config.env, render_mode=render_mode, kwargs=self.config.env_kwargs
+            )
             return make()
         except TypeError as exc:
             if render_mode is None or "render_mode" not in str(exc):
@@ -176,14 +181,21 @@ class Agent:
 
 
 def load(
-    run_dir: str | Path, checkpoint: str = "best", seed: int = 0, trust_checkpoint: bool = False
+    run_dir: str | Path,
+    checkpoint: str = "best",
+    seed: int = 0,
+    trust_checkpoint: bool = False,
+    env: EnvArg | None = None,
 ) -> Agent:
     """The agent saved in `run_dir` (a `pararl train` run directory) at `checkpoint`
     (best, final, interrupted, latest, step_N). A `module:EnvId` run imports its
     module as training did (from the working directory, or where the run found it),
     after saying which file that is. The checkpoint is read weights-only;
     `trust_checkpoint` unpickles one the weights-only loader refuses (a file from an
-    earlier pararl version), which runs any code it holds: only for a trusted file."""
+    earlier pararl version), which runs any code it holds: only for a trusted file.
+    `env`: the env the agent acts in (`make_env`, `pararl.evaluate`) instead of the
+    run's, as `env=` of a config takes it; a run whose env a factory built needs its
+    factory given again here (config.json holds only its name)."""
     run = RunDir(Path(run_dir))
     if not run.config.is_file():
         raise UsageError(
@@ -191,7 +203,12 @@ def load(
             "directory pararl train saved the run in"
         )
     config = saved_config(run.root)
-    if split_env_id(config.env)[0] is not None:
+    if env is not None:
+        config = replace(config, env=env)
+        config.validate()
+    if isinstance(config.env, str) and (
+        split_env_id(config.env)[0] is not None or is_factory_name(config.env)
+    ):
         found = saved_facts(run.root).get("env_module_dir")
         check_env_id(config.env, [found] if found else [], named_by=run.root)
     path = run.checkpoint(checkpoint)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from pararl.agent import Agent, load
 from pararl.config import EvaluateConfig, RunConfig
+from pararl.config.env_source import EnvArg
 from pararl.evaluation.child import EvalChild
 from pararl.registry import algorithm_of
 
@@ -40,14 +41,17 @@ def evaluate(
     seed: int = 12_345,
     video: str | Path | None = None,
     max_steps: int | None = None,
+    env: EnvArg | None = None,
     **options: object,
 ) -> dict[str, float]:
     """`pararl evaluate RUN_DIR` from Python, the same code: the greedy return of a
     run's checkpoint over `episodes` episodes (printed, and returned as `mean`,
     `std`, `episodes`, `truncated`; MAML runs: the return before adaptation and after
     each step, `step_0`, `step_1`, ...). `video`: record the first episode to a .gif
-    or .mp4. `options`: the command's other options by name (`tasks`,
-    `adapt_steps`, `render`, `threads`)."""
+    or .mp4. `env`: evaluate in this env instead of the run's (as `env=` of a config
+    takes it; a run whose env a factory built needs its factory given again).
+    `options`: the command's other options by name (`tasks`, `adapt_steps`,
+    `render`, `threads`)."""
     from pararl import playback
 
     cfg = EvaluateConfig(
@@ -59,7 +63,7 @@ def evaluate(
         max_steps=max_steps,
         **options,  # type: ignore[arg-type]
     )
-    return playback.run(cfg)
+    return playback.run(cfg, env)
 
 
 __all__ = ["Agent", "evaluate", "load", "train"]

@@ -16,6 +16,7 @@ import numpy as np
 
 from pararl.agent import Agent, load
 from pararl.config import EvaluateConfig
+from pararl.config.env_source import EnvArg
 from pararl.config.saved import saved_facts
 from pararl.envs.make import env_factory
 from pararl.envs.masks import MASK_KEY
@@ -120,17 +121,22 @@ def quiet_sdl(render_mode: str) -> None:
         os.environ["XDG_RUNTIME_DIR"] = str(runtime)
 
 
-def run(cfg: EvaluateConfig) -> dict[str, float]:
+def run(cfg: EvaluateConfig, env: EnvArg | None = None) -> dict[str, float]:
     """Evaluate as `cfg` says; print the result and return it (mean and std of the
-    return, episodes, how many were truncated)."""
+    return, episodes, how many were truncated). `env`: the env to evaluate in
+    instead of the run's (from Python: a run whose env a factory built needs it)."""
     import torch
 
     check(cfg)
     torch.set_num_threads(cfg.threads)
     own = algorithm_of_run(cfg.run_dir).evaluation if RunDir(cfg.run_dir).config.is_file() else None
     if own is not None:  # an algorithm with an evaluation of its own (MAML: adaptation)
+        if env is not None:
+            raise UsageError("env=: a MAML run is evaluated on its own tasks, by their id")
         return own(cfg, write_video)
-    agent = load(cfg.run_dir, cfg.checkpoint, seed=cfg.seed, trust_checkpoint=cfg.trust_checkpoint)
+    agent = load(
+        cfg.run_dir, cfg.checkpoint, seed=cfg.seed, trust_checkpoint=cfg.trust_checkpoint, env=env
+    )
     config = agent.config
     actions = config.eval_actions if cfg.actions == "run" else cfg.actions
     deterministic = actions == "greedy"

@@ -20,7 +20,9 @@ def test_tiny_run(bench: Callable[..., dict[str, Any]]) -> None:
     ]
     for run in runs:
         assert run["ok"], run["note"]
-        assert run["curve"] == []  # no evaluation while it trained
+        # no evaluation while it trained; pararl evaluates the final weights at its end
+        ends = [p["env_steps"] for p in run["curve"]]
+        assert ends == ([run["env_steps"]] if run["system"].startswith("pararl") else [])
         assert run["env_steps"] >= 2048
         extra = run["extra"]
         assert extra["greedy"] is not None

@@ -1,16 +1,18 @@
 """MinAtar games by name: bool channels-last planes, sticky actions 0.1, reproducible
 from pararl's 64-bit seeds, frames drawn for videos, and a one-line error naming what
-to install when the package is missing."""
+to install when the package is missing; registered once, without Gymnasium's warning."""
 
 from __future__ import annotations
 
 import sys
+import warnings
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
 from pararl.envs.make import check_env_id, make_env
-from pararl.envs.minatar import CELL, STICKY_ACTIONS
+from pararl.envs.minatar import CELL, IDS, STICKY_ACTIONS, register_minatar
 from pararl.errors import UsageError
 
 pytest.importorskip("minatar", reason="the [minatar] extra is not installed")
@@ -75,3 +77,21 @@ def test_without_the_package_the_error_says_what_to_install(
     monkeypatch.setitem(sys.modules, "minatar.gym", None)
     with pytest.raises(UsageError, match=r"pip install 'pararl\[minatar\]'"):
         check_env_id("MinAtar/Breakout-v1")
+
+
+def test_a_process_given_one_game_registers_the_others_without_a_warning() -> None:
+    """The evaluation process is given the run's game's registration before MinAtar
+    registers its games (`evaluation.serve.register_carried`): every run of a game
+    but Breakout printed Gymnasium's "Overriding environment ... already in registry"."""
+    register_minatar()
+    saved = {env_id: gym.registry.pop(env_id) for env_id in IDS}
+    try:
+        carried = saved["MinAtar/SpaceInvaders-v1"]
+        gym.registry[carried.id] = carried
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # Gymnasium's warning raises
+            assert register_minatar()
+        assert all(env_id in gym.registry for env_id in IDS)
+        assert gym.registry[carried.id] is carried  # the one given stands
+    finally:
+        gym.registry.update(saved)

@@ -1,16 +1,21 @@
 """The session's metrics rows, through evaluations and resumes, and a run that ends
-before its first iteration."""
+before its first iteration; evaluations: those skipped counted, the final weights
+evaluated, a budget that ends before the first said at start."""
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
+from pararl import load
 from pararl.config import DQNConfig
 from pararl.envs.make import env_factory
-from pararl.evaluation.episodes import Evaluator
+from pararl.evaluation.episodes import Episodes, Evaluator
 from pararl.models import QNetwork
 from pararl.rundir import RunDir
 from pararl.runners.session import TrainSession
@@ -78,3 +83,108 @@ def test_a_new_run_that_ends_before_its_first_iteration_leaves_nothing(
     first.finish(0, state, "interrupted")
     session(run, 0, resumed=True).finish(0, state, "interrupted")
     assert (run.checkpoints / "interrupted.pt").is_file()
+
+
+class Busy:
+    """A background evaluator whose evaluations run until the test lets them end
+    (`answers`: how many may)."""
+
+    deferred = True
+
+    def __init__(self) -> None:
+        self.busy, self.sent, self.answers = False, 0, 0
+
+    def submit(self, policy: object) -> None:
+        self.busy, self.sent = True, self.sent + 1
+
+    def poll(self, timeout: float = 0.0) -> Episodes | None:
+        if not (self.busy and self.answers):
+            return None
+        self.busy, self.answers = False, self.answers - 1
+        return Episodes.of_returns(np.array([1.0]))
+
+    def close(self) -> None:
+        pass
+
+
+def evaluations(run: RunDir) -> list[tuple[int, int]]:
+    """(env steps, evaluations skipped before it) of each eval.csv row."""
+    with run.evaluations.open() as f:
+        return [(int(r["env_steps"]), int(r["eval_skipped"])) for r in csv.DictReader(f)]
+
+
+def test_evaluations_due_while_one_runs_are_counted_and_shown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Due at 100, 200, ...: the one at 100 runs until 350, so the one due at 200 is
+    skipped and the one due at 300 runs at 350 (the skipped one counted in its row,
+    on the progress line and in the last line); the run's final weights are
+    evaluated at its end: 3 rows and 1 skipped for the 4 due."""
+    run = RunDir.new(tmp_path / "run", "dqn", CONFIG.env)
+    evaluator = Busy()
+    config = dataclasses.replace(CONFIG, progress="plain")
+    live = TrainSession(config, run, evaluator, None)  # type: ignore[arg-type]
+    for steps in (100, 150, 200, 250, 300):
+        live.tick(steps, steps, MODEL, state)
+    evaluator.answers = 1
+    live.tick(350, 350, MODEL, state)  # collects the one at 100, starts one at 350
+    assert evaluator.sent == 2
+    evaluator.answers = 2  # the one at 350, then the final weights'
+    live.tick(390, 390, MODEL, state)
+    live.finish(400, state, "step budget reached")
+    assert evaluations(run) == [(100, 0), (350, 1), (400, 0)]
+    err = capsys.readouterr().err
+    assert "eval @ 350 steps (0.0 s): 1.0 ± 0.0; 1 evaluation due before it skipped (the " in err
+    assert "eval 1.0 (1 skipped)" in err  # the progress line
+    assert "(best eval 1.0); 1 due evaluation skipped; run saved in" in err
+
+
+def test_a_run_whose_budget_ends_before_an_evaluation_is_due_evaluates_its_final_weights(
+    tmp_path: Path,
+) -> None:
+    """Said at start; the final weights are evaluated all the same, and the
+    evaluations due that a slow last one skipped are counted at the end too."""
+    run = RunDir.new(tmp_path / "run", "dqn", CONFIG.env)
+    config = dataclasses.replace(CONFIG, eval_every=1_000)
+    evaluator = Evaluator(env_factory(CONFIG.env), 1, 0, max_steps=20)
+    short = TrainSession(config, run, evaluator, None)
+    note = short.schedule_note()
+    assert note is not None
+    assert "--eval-every 1,000 reaches past the budget" in note
+    for steps in (100, 200, 400):
+        short.tick(steps, steps, MODEL, state)
+    short.finish(400, state, "step budget reached")
+    assert evaluations(run) == [(400, 0)]
+    assert short.last_eval is not None
+    other = RunDir.new(tmp_path / "due", "dqn", CONFIG.env)
+    assert TrainSession(CONFIG, other, evaluator, None).schedule_note() is None
+
+    run = RunDir.new(tmp_path / "late", "dqn", CONFIG.env)
+    busy = Busy()
+    late = TrainSession(CONFIG, run, busy, None)  # type: ignore[arg-type]
+    for steps in (100, 200, 300, 400):
+        late.tick(steps, steps, MODEL, state)
+    busy.answers = 2
+    late.finish(400, state, "step budget reached")
+    assert evaluations(run) == [(100, 0), (400, 2)]  # those at 200 and 300: skipped
+
+
+def test_a_short_run_says_so_at_start_and_ends_evaluated(tmp_path: Path, pararl: Any) -> None:
+    """A budget under --eval-every: one line at start, and the trained agent is
+    evaluated at the end (it ended "(no evaluation)")."""
+    run = tmp_path / "run"
+    done = pararl(
+        "train", "dqn", "--total-steps", "300", "--eval-every", "10000", "--mode", "serial",
+        "--learning-starts", "100", "--eval-episodes", "2", "--progress", "plain",
+        "--no-tensorboard", "--run-dir", str(run),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    [note] = [line for line in lines if "--eval-every" in line]
+    assert note == (
+        "pararl: --eval-every 10,000 reaches past the budget (--total-steps 300): no "
+        "evaluation falls due; the run ends with one of its final weights"
+    )
+    assert "(best eval" in lines[-1]
+    assert "no evaluation" not in lines[-1]
+    assert [steps for steps, _ in evaluations(RunDir(run))] == [load(run, "final").env_steps]

@@ -190,7 +190,7 @@ def check_spaces(config: DQNConfig, observation_space: gym.Space, action_space: 
             f"DQN here needs a Box observation space; {config.env} has "
             f"{observation_space}. Wrap it (e.g. FlattenObservation)."
         )
-    check_model(config.model, config.env, observation_space)
+    check_model(config.model, config.env_name, observation_space)
 
 
 @dataclass(frozen=True)

@@ -245,7 +245,7 @@ def check_spaces(config: PPOConfig, observation_space: gym.Space, action_space: 
             f"PPO here needs a Box observation space; {config.env} has "
             f"{observation_space}. Wrap it (e.g. FlattenObservation)."
         )
-    check_model(config.model, config.env, observation_space)
+    check_model(config.model, config.env_name, observation_space)
     if config.norm_obs and is_image(observation_space) and config.model != "mlp":
         raise UsageError(
             f"--norm-obs: {config.env} gives images, which the CNN scales instead of "

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Literal, Union
 
 from pararl.config.env_kwargs import check_env_kwargs
+from pararl.config.env_source import EnvArg
 
 # the largest size of an int field: counts, widths and seeds end up in numpy and
 # torch, whose integers have 64 bits
@@ -41,13 +42,20 @@ class WrongValue(Exception):  # noqa: N818 - a value, not a failure of the code
 
 _FIELD_TYPES: dict[type, dict[str, Any]] = {}
 
+# types that take more from Python than config.json holds, as what it holds: `env`
+# (a factory is saved as its name, `config.env_source`)
+SAVED_AS: dict[Any, Any] = {EnvArg: str}
+
 
 def field_types(cls: type) -> dict[str, Any]:
-    """The annotated type of each field of the dataclass `cls`, in field order
-    (`Annotated` extras, such as the command line's, dropped; found once per class)."""
+    """The annotated type of each field of the dataclass `cls`, in field order, as
+    config.json holds it (`SAVED_AS`; `Annotated` extras, such as the command line's,
+    dropped; found once per class)."""
     if cls not in _FIELD_TYPES:
         hints = typing.get_type_hints(cls)
-        _FIELD_TYPES[cls] = {f.name: hints[f.name] for f in dataclasses.fields(cls)}
+        _FIELD_TYPES[cls] = {
+            f.name: SAVED_AS.get(hints[f.name], hints[f.name]) for f in dataclasses.fields(cls)
+        }
     return _FIELD_TYPES[cls]
 
 

@@ -83,11 +83,11 @@ class MAMLConfig(RunConfig):
         tasks = self.meta_batch_size or 0
         return tasks * self.fast_batch_size * self.episode_length * (self.num_steps + 1)
 
-    def for_env(self, kind: EnvKind) -> Filled[MAMLConfig]:
+    def for_env(self, kind: EnvKind, env_id: str | None = None) -> Filled[MAMLConfig]:
         # the defaults depend on the task family, by env id, not on `kind`
         filled: dict[str, Any] = {}
         if self.meta_batch_size is None:
-            filled["meta_batch_size"] = 20 if "Navigation2D" in self.env else 40
+            filled["meta_batch_size"] = 20 if "Navigation2D" in (env_id or self.env_name) else 40
         if self.checkpoint_every is None:
             filled["checkpoint_every"] = 25_000
         cfg = replace(self, **filled)
@@ -118,6 +118,11 @@ class MAMLConfig(RunConfig):
             (all(h >= 1 for h in self.hidden), "--hidden widths must be >= 1"),
             (self.backend == "local", "MAML samples with local worker processes: drop --backend"),
             (self.wrapper == "none", "MAML trains on the task's own reward: drop --wrapper"),
+            (
+                isinstance(self.env, str),
+                f"MAML builds its task envs by id (a time limit of --episode-length each): "
+                f"register the env that {self.env} makes (gymnasium.register) and pass its id",
+            ),
         ]
         raise_first(checks)
 

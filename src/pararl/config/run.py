@@ -14,16 +14,27 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, ClassVar, Generic, Literal, TypeVar
+from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
 
 import gymnasium as gym
+from tyro.constructors import PrimitiveConstructorSpec
 
 from pararl.config.env_kwargs import EnvKwargs, check_env_kwargs
+from pararl.config.env_source import EnvArg, EnvFactory, env_source
 from pararl.config.json_fields import NO_LIMIT
 from pararl.config.kinds import EnvKind, env_kind, settings_of
 from pararl.errors import UsageError
 
 C = TypeVar("C", bound="RunConfig")
+
+# `--env`: an id, parsed as the string it is (a factory is for Python only)
+ENV_ID_ON_THE_COMMAND_LINE = PrimitiveConstructorSpec(
+    nargs=1,
+    metavar="ENV_ID",
+    instance_from_str=lambda args: args[0],
+    is_instance=lambda value: isinstance(value, str),
+    str_from_instance=lambda value: [value],
+)
 
 
 @dataclass(frozen=True)
@@ -56,9 +67,11 @@ def raise_first(checks: Iterable[Check]) -> None:
 class RunConfig:
     """Fields every training run has."""
 
-    env: str = "CartPole-v1"
+    env: Annotated[EnvArg, ENV_ID_ON_THE_COMMAND_LINE] = "CartPole-v1"
     """Gymnasium env id: any registered id, or `module:EnvId` to import `module` first
-    (from the Python path or the working directory), as `gym.make` does."""
+    (from the Python path or the working directory), as `gym.make` does. From Python
+    also a factory that returns an env (called with `env_kwargs`), an env class or an
+    `EnvSpec`."""
     env_kwargs: EnvKwargs = field(default_factory=dict)
     """Keyword arguments for the env's constructor, passed to `gym.make`: KEY=VALUE
     pairs (values read as JSON when they parse: `size=5 walls=[1,2] name=maze`) or
@@ -190,10 +203,19 @@ class RunConfig:
             raise UsageError("total_steps not set; call config.for_env(kind) first")
         return self.total_steps
 
-    def for_env(self: C, kind: EnvKind) -> Filled[C]:
+    @property
+    def env_name(self) -> str:
+        """How the run names its env: the id, or a factory's name (`EnvFactory`)."""
+        return str(self.env)
+
+    def for_env(self: C, kind: EnvKind, env_id: str | None = None) -> Filled[C]:
         """This config with its None (or `auto`) fields set from `BY_ENV[env id]`, then
-        `BY_KIND[kind]`, with the values that were filled in (to print)."""
-        env_id = self.env.rsplit(":", 1)[-1]  # `module:EnvId` names EnvId
+        `BY_KIND[kind]`, with the values that were filled in (to print). `env_id`: the
+        id whose own defaults apply (default: the config's; a factory's env: the id it
+        was made from, if any)."""
+        if env_id is None and not isinstance(self.env, EnvFactory):
+            env_id = self.env_name
+        env_id = (env_id or "").rsplit(":", 1)[-1]  # `module:EnvId` names EnvId
         tuned = self.BY_ENV.get(env_id, {})
         filled = {
             name: value
@@ -203,11 +225,15 @@ class RunConfig:
         used = any(name in filled for name in tuned)
         return Filled(replace(self, **filled), kind, filled, env_id if used else None)
 
-    def for_spaces(self: C, observation_space: gym.Space, action_space: gym.Space) -> Filled[C]:
+    def for_spaces(
+        self: C, observation_space: gym.Space, action_space: gym.Space, env_id: str | None = None
+    ) -> Filled[C]:
         """`for_env` for the kind of env these spaces are (`kinds.env_kind`)."""
-        return self.for_env(env_kind(observation_space, action_space))
+        return self.for_env(env_kind(observation_space, action_space), env_id)
 
     def __post_init__(self) -> None:
+        # an id, or an `EnvFactory`; anything else is refused here, in one line
+        self.env, self.env_kwargs = env_source(self.env, self.env_kwargs)
         # from Python, `PPOConfig(run_dir="runs/x")` is as natural as a Path
         for name in ("run_dir", "resume"):
             value = getattr(self, name)

@@ -34,8 +34,9 @@ _JSON_KINDS = {list: "a list", str: "a string", bool: "true or false", type(None
 
 def to_json(config: RunConfig, extra: dict[str, Any] | None = None) -> str:
     """`config` with its class name (and `extra` facts, e.g. those resolved at
-    start-up), as saved in `config.json`."""
-    data = {"algo": type(config).__name__, **dataclasses.asdict(config), **(extra or {})}
+    start-up), as saved in `config.json`; an env factory by its name."""
+    fields = {**dataclasses.asdict(config), "env": config.env_name}
+    data = {"algo": type(config).__name__, **fields, **(extra or {})}
     return json.dumps(data, indent=2, default=str)
 
 

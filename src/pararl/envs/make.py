@@ -3,7 +3,10 @@
 An env is built as `gym.make` builds it from the same id and keyword arguments
 (`--env-kwargs`): `render_mode` is passed only when a frame is asked for (an env
 whose constructor does not take it trains all the same), and a `module:EnvId`
-imports its module as `pararl.envs.modules` says.
+imports its module as `pararl.envs.modules` says. An env a user's factory builds
+(`config.env_source`) is taken as it comes, called with the same keyword arguments,
+and gets the wrappers every env gets (bounded Box actions, episode statistics); the
+preprocessing pararl gives Atari and MinAtar ids is the factory's to choose.
 """
 
 from __future__ import annotations
@@ -13,11 +16,14 @@ import difflib
 import functools
 import importlib
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+from gymnasium.envs.registration import EnvSpec
 
+from pararl.config.env_source import EnvArg, EnvFactory, is_factory_name, source_of
 from pararl.envs.atari import AtariOptions, is_atari, make_atari, register_atari
 from pararl.envs.masks import ActionMasksInInfo, gives_masks, has_mask_method
 from pararl.envs.minatar import is_minatar, make_minatar, register_minatar
@@ -51,36 +57,67 @@ def install_hint(env_id: str) -> str | None:
     return next((hint for module, hint in INSTALL.items() if entry.startswith(module)), None)
 
 
-def probe_env(
-    env_id: str, wrapper: str = "none", kwargs: Mapping[str, Any] | None = None
-) -> tuple[gym.Space, gym.Space]:
-    """Build the env once for its spaces (Box actions with the env's own bounds:
-    `ClipToBounds`); a missing optional package is a UsageError that names
-    what to install, keyword arguments the env does not take one that names them."""
+@dataclass(frozen=True)
+class Probed:
+    """What building the env once tells: its spaces, the registration it was made
+    from (`env.unwrapped.spec`: None for an env a factory built without `gym.make`),
+    and its time limit (its `TimeLimit`'s, if it has one)."""
+
+    observation_space: gym.Space
+    action_space: gym.Space
+    spec: EnvSpec | None
+    time_limit: int | None
+
+
+def probe(env: EnvArg, wrapper: str = "none", kwargs: Mapping[str, Any] | None = None) -> Probed:
+    """Build the env once (Box actions with the env's own bounds: `ClipToBounds`); a
+    missing optional package is a UsageError that names what to install, keyword
+    arguments the env does not take one that names them."""
+    source = source_of(env)
     try:
-        env = make_env(env_id, wrapper, kwargs=kwargs)
+        built = make_env(source, wrapper, kwargs=kwargs)
     except (gym.error.DependencyNotInstalled, ImportError) as exc:
-        hint = install_hint(split_env_id(env_id)[1]) or "install the package it names"
+        hint = None if isinstance(source, EnvFactory) else install_hint(split_env_id(source)[1])
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UsageError(
-            f"env '{env_id}' needs a package that is missing ({first}); {hint}"
+            f"env '{source}' needs a package that is missing ({first}); "
+            f"{hint or 'install the package it names'}"
         ) from exc
     except TypeError as exc:
         if "argument" not in str(exc):
             raise
-        given = f" with --env-kwargs {dict(kwargs)}" if kwargs else ""
+        flag = "env_kwargs" if isinstance(source, EnvFactory) else "--env-kwargs"
+        given = f" with {flag} {dict(kwargs)}" if kwargs else ""
         raise UsageError(
-            f"env '{env_id}' cannot be built{given}: {exc}; pass the keyword arguments "
-            "its constructor takes (--env-kwargs KEY=VALUE ...)"
+            f"env '{source}' cannot be built{given}: {exc}; pass the keyword arguments "
+            f"its constructor takes ({flag} KEY=VALUE ...)"
         ) from exc
     try:
-        return env.observation_space, env.action_space
+        spec = built.unwrapped.spec
+        return Probed(built.observation_space, built.action_space, spec, time_limit(built))
     finally:
-        env.close()
+        built.close()
+
+
+def probe_env(
+    env: EnvArg, wrapper: str = "none", kwargs: Mapping[str, Any] | None = None
+) -> tuple[gym.Space, gym.Space]:
+    """The env's spaces (`probe`)."""
+    probed = probe(env, wrapper, kwargs)
+    return probed.observation_space, probed.action_space
+
+
+def time_limit(env: gym.Env) -> int | None:
+    """The `max_episode_steps` of the outermost `TimeLimit` around `env`, if any."""
+    while isinstance(env, gym.Wrapper):
+        if isinstance(env, gym.wrappers.TimeLimit):
+            return int(env._max_episode_steps)
+        env = env.env
+    return None
 
 
 def probe_masks(
-    env_id: str,
+    env: EnvArg,
     action_space: gym.Space,
     wrapper: str = "none",
     kwargs: Mapping[str, Any] | None = None,
@@ -90,23 +127,31 @@ def probe_masks(
     once to see. Masks pararl cannot take are a UsageError that says why."""
     if isinstance(action_space, gym.spaces.Box):
         return False
-    env = make_env(env_id, wrapper, kwargs=kwargs)
+    built = make_env(env, wrapper, kwargs=kwargs)
     try:
-        return gives_masks(env)
+        return gives_masks(built)
     except ValueError as exc:
-        raise UsageError(f"env '{env_id}': {exc}") from exc
+        raise UsageError(f"env '{source_of(env)}': {exc}") from exc
     finally:
-        env.close()
+        built.close()
 
 
 def check_env_id(
-    env_id: str, module_dirs: Sequence[str | Path] = (), named_by: Path | None = None
-) -> gym.envs.registration.EnvSpec:
-    """The env's spec, or a UsageError that says what to do. A `module:EnvId`
+    env: EnvArg, module_dirs: Sequence[str | Path] = (), named_by: Path | None = None
+) -> EnvSpec | None:
+    """The env's spec, or a UsageError that says what to do (None: an env a factory
+    builds, which has none to look up: `probe` builds it). A `module:EnvId`
     imports its module (which registers its envs), also from the working directory
     and then from `module_dirs` (where a saved run found it); `named_by`: the run
-    directory that names it, said with the module's file before the import."""
-    module, env_id = split_env_id(env_id)
+    directory that names it, said with the module's file before the import. A
+    factory's name, read back from a run's config.json without the factory, is a
+    UsageError that says how to give it."""
+    source = source_of(env)
+    if isinstance(source, EnvFactory):
+        return None
+    if is_factory_name(source):
+        raise UsageError(factory_needed(source, named_by))
+    module, env_id = split_env_id(source)
     if module is not None:
         import_env_module(module, f"{module}:{env_id}", module_dirs, named_by)
     if env_id.startswith("ALE/"):  # Atari ids are registered by importing ale_py
@@ -140,8 +185,22 @@ def check_env_id(
         ) from exc
 
 
+def factory_needed(name: str, run: Path | None) -> str:
+    """What to do for a run whose env a factory made, saved by the factory's name."""
+    if run is None:
+        return (
+            f"env '{name}' is the name of an env factory, which only Python can pass: "
+            "pararl.train(...Config(env=factory))"
+        )
+    return (
+        f"{run}: its env was made in Python by {name}, which config.json cannot hold; "
+        "give the factory again from Python: pararl.load(RUN, env=factory), "
+        "pararl.evaluate(RUN, env=factory), or pararl.train(...Config(resume=RUN, env=factory))"
+    )
+
+
 def make_env(
-    env_id: str,
+    env: EnvArg,
     wrapper: str = "none",
     render_mode: str | None = None,
     training: bool = False,
@@ -151,39 +210,60 @@ def make_env(
     """Build one env with episode statistics (and the optional reward wrapper);
     Atari games get their standard preprocessing (`training`: episodic lives and
     clipped rewards too), MinAtar games their sticky actions (`envs.minatar`).
-    `kwargs` go to `gym.make` as given; `render_mode` only when it is set."""
-    module, env_id = split_env_id(env_id)
+    `kwargs` go to `gym.make` (or the factory) as given; `render_mode` only when it
+    is set."""
+    source = source_of(env)
+    made = dict(kwargs or {})
+    if render_mode is not None:
+        made["render_mode"] = render_mode
+    if isinstance(source, EnvFactory):
+        built = with_statistics(source(**made))
+    else:
+        built = _make_by_id(source, made, training, module_dirs)
+    if has_mask_method(built):
+        built = ActionMasksInInfo(built)  # masks travel in the info (`envs.masks`)
+    wrapper_cls = WRAPPERS[wrapper]
+    return built if wrapper_cls is None else wrapper_cls(built)
+
+
+def _make_by_id(
+    source: str, made: dict[str, Any], training: bool, module_dirs: Sequence[str]
+) -> gym.Env:
+    module, env_id = split_env_id(source)
     if module is not None:
         import_env_module(module, f"{module}:{env_id}", module_dirs)
     import pararl.envs  # noqa: F401 - registers the pararl/ ids in worker processes
 
     if env_id not in gym.registry:
         register_atari()
-    made = dict(kwargs or {})
-    if render_mode is not None:
-        made["render_mode"] = render_mode
     if is_atari(env_id):
-        env = make_atari(env_id, AtariOptions.for_training(training), made)
-    elif is_minatar(env_id):
-        env = make_minatar(env_id, made)
-    else:
-        spec = gym.registry.get(env_id)
-        if spec is not None and compiles_mujoco(spec.entry_point):
-            quiet_mujoco()
-        env = gym.make(env_id, **made)
-        if isinstance(env.action_space, gym.spaces.Box):
-            env = ClipToBounds(env)  # Gaussian policies sample beyond the bounds
-        env = gym.wrappers.RecordEpisodeStatistics(env)  # true return, before shaping
-    if has_mask_method(env):
-        env = ActionMasksInInfo(env)  # masks travel in the info (`envs.masks`)
-    wrapper_cls = WRAPPERS[wrapper]
-    if wrapper_cls is not None:
-        env = wrapper_cls(env)
-    return env
+        return make_atari(env_id, AtariOptions.for_training(training), made)
+    if is_minatar(env_id):
+        return make_minatar(env_id, made)
+    spec = gym.registry.get(env_id)
+    if spec is not None and compiles_mujoco(spec.entry_point):
+        quiet_mujoco()
+    env = gym.make(env_id, **made)
+    if isinstance(env.action_space, gym.spaces.Box):
+        env = ClipToBounds(env)  # Gaussian policies sample beyond the bounds
+    return gym.wrappers.RecordEpisodeStatistics(env)  # true return, before shaping
+
+
+def with_statistics(env: gym.Env) -> gym.Env:
+    """A factory's env with what pararl needs of every env: Box actions clipped to
+    their bounds, and episode statistics (unless it records them already)."""
+    if isinstance(env.action_space, gym.spaces.Box):
+        env = ClipToBounds(env)
+    inner: Any = env
+    while isinstance(inner, gym.Wrapper):
+        if isinstance(inner, gym.wrappers.RecordEpisodeStatistics):
+            return env
+        inner = inner.env
+    return gym.wrappers.RecordEpisodeStatistics(env)
 
 
 def env_factory(
-    env_id: str,
+    env: EnvArg,
     wrapper: str = "none",
     render_mode: str | None = None,
     training: bool = False,
@@ -196,5 +276,5 @@ def env_factory(
     if wrapper not in WRAPPERS:
         raise UsageError(f"unknown wrapper '{wrapper}'; choose one of {', '.join(WRAPPERS)}")
     return functools.partial(
-        make_env, env_id, wrapper, render_mode, training, dict(kwargs or {}), added_paths()
+        make_env, source_of(env), wrapper, render_mode, training, dict(kwargs or {}), added_paths()
     )

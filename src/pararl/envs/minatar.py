@@ -26,6 +26,10 @@ from pararl.errors import UsageError
 
 STICKY_ACTIONS = 0.1  # MinAtar paper, and the package's default
 PREFIX = "MinAtar/"
+# every id `minatar.gym.register_envs` registers: each game with all six actions
+# (-v0) and with its minimal set (-v1)
+GAMES = ("Asterix", "Breakout", "Freeway", "Seaquest", "SpaceInvaders")
+IDS = tuple(f"{PREFIX}{game}-v{version}" for game in GAMES for version in (0, 1))
 CELL = 16  # pixels per grid cell in rendered frames
 
 # one colour per object plane (as many as Seaquest's 10), on black
@@ -42,7 +46,10 @@ def register_minatar() -> bool:
     """Register MinAtar's games with Gymnasium, if `minatar` is installed. Imported
     here, quietly, even where the ids are registered already (a spawned process that
     got the spec): its import warns that seaborn is missing, which pararl does not
-    need."""
+    need. MinAtar registers all its games at once, so a process that holds some
+    of them already (the evaluation process is given the run's game's spec,
+    `evaluation.serve`) registers them with those set aside and put back:
+    Gymnasium warns of every id registered twice."""
     logging.disable(logging.WARNING)
     try:
         import minatar.gym
@@ -50,8 +57,12 @@ def register_minatar() -> bool:
         return False
     finally:
         logging.disable(logging.NOTSET)
-    if f"{PREFIX}Breakout-v1" not in gym.registry:
-        minatar.gym.register_envs()
+    if any(env_id not in gym.registry for env_id in IDS):
+        held = {env_id: gym.registry.pop(env_id) for env_id in IDS if env_id in gym.registry}
+        try:
+            minatar.gym.register_envs()
+        finally:
+            gym.registry.update(held)
     return True
 
 

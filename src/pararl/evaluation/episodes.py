@@ -39,15 +39,19 @@ DEFAULT_EPISODE_CAP = 27_000
 PROGRESS_EVERY_S = 2.0  # how often a running evaluation reports how far it is
 
 
-def episode_cap(env_id: str, kwargs: Mapping[str, Any], configured: int | None) -> int:
+def episode_cap(
+    env: object, kwargs: Mapping[str, Any], configured: int | None, time_limit: int | None = None
+) -> int:
     """The step cap of an evaluation episode: `configured` if set, else the env's
-    own `max_episode_steps` (given to `gym.make`, or registered), else
-    `DEFAULT_EPISODE_CAP`."""
+    own `max_episode_steps` (given to `gym.make`, or registered; for an env a
+    factory builds, `time_limit`: its own `TimeLimit`'s), else `DEFAULT_EPISODE_CAP`."""
     if configured is not None:
         return configured
+    if not isinstance(env, str):  # a factory: the keyword arguments are its own
+        return time_limit or DEFAULT_EPISODE_CAP
     if kwargs.get("max_episode_steps"):
         return int(kwargs["max_episode_steps"])
-    spec = gym.registry.get(split_env_id(env_id)[1])
+    spec = gym.registry.get(split_env_id(env)[1])
     own = spec.max_episode_steps if spec is not None else None
     return int(own) if own else DEFAULT_EPISODE_CAP
 

@@ -23,7 +23,17 @@ def summary(row: dict[str, Any]) -> str:
         value = row.get(key)
         if value is not None:
             parts.append(f"{label} {fmt.format(value)}")
+            if key == "eval_return" and row.get("eval_skipped"):
+                parts[-1] += f" ({skipped(row['eval_skipped'])})"
     return "  ".join(parts)
+
+
+def skipped(count: int) -> str:
+    """The evaluations a run skipped (`runners.session`), for the progress line."""
+    return f"{count:,} skipped"
+
+
+SKIPPED_WIDTH = 14  # " (12 skipped)" and a space
 
 
 def _short(value: float) -> str:
@@ -35,7 +45,9 @@ class Console:
 
     The bar is one line that fits the terminal (80 columns hold all of it; narrower
     ones drop the bar, then the time left): title, bar, steps / budget, steps/s,
-    time left, last evaluation. Plain mode prints the full metrics summary instead."""
+    time left, last evaluation, and from about 95 columns how many evaluations were
+    skipped (each evaluation's line says so too). Plain mode prints the full metrics
+    summary instead, skipped evaluations included."""
 
     def __init__(
         self, total: int, mode: str = "auto", title: str = "train", start: int = 0
@@ -44,6 +56,8 @@ class Console:
             mode = "bar" if sys.stderr.isatty() else "plain"
         self.mode, self.total, self.title = mode, total, title
         self._bar: Any = None
+        self._skipped = 0  # evaluations skipped, as the last row said
+        self._skipped_shown = False  # whether the bar has room for them
         if mode == "bar":
             self._start_bar(start)
 
@@ -53,7 +67,8 @@ class Console:
 
         console = RichConsole(stderr=True)
         left = console.width - 1
-        # what fits, by priority: steps, last evaluation, rate, time left, title, bar
+        # what fits, by priority: steps, last evaluation, rate, time left, title, bar,
+        # the evaluations skipped (beside the last evaluation, the bar narrowed for it)
         wanted = [("steps", len(f"{self.total:,}") * 2 + 1), ("eval", 12), ("rate", 8)]
         wanted.append(("eta", 7))
         shown = set()
@@ -65,6 +80,9 @@ class Console:
         title = title if left >= 9 else ""
         left -= len(title) + 1 if title else 0
         columns: list[Any] = [TextColumn("{task.description}")] if title else []
+        self._skipped_shown = left >= 8 + SKIPPED_WIDTH
+        if self._skipped_shown:
+            left -= SKIPPED_WIDTH
         if left >= 8:
             columns.append(BarColumn(bar_width=min(30, left - 1)))
         columns.append(TextColumn("{task.completed:,}/{task.total:,}"))
@@ -80,6 +98,7 @@ class Console:
 
     def update(self, row: dict[str, Any]) -> None:
         if self.mode == "bar":
+            self._skipped = int(row.get("eval_skipped") or 0)
             self._show(row["env_steps"], row.get("eval_return"), row.get("steps_per_s"))
         elif self.mode == "plain":
             print(
@@ -94,6 +113,8 @@ class Console:
             fields["rate"] = f"{_short(rate)}/s"
         if last_eval is not None:
             fields["eval"] = f"eval {last_eval:.1f}"
+            if self._skipped and self._skipped_shown:
+                fields["eval"] += f" ({skipped(self._skipped)})"
         self._bar.update(self._task, **fields)
 
     def message(self, text: str) -> None:
@@ -102,10 +123,14 @@ class Console:
         elif self.mode == "plain":
             print(text, file=sys.stderr, flush=True)
 
-    def close(self, steps: int | None = None, last_eval: float | None = None) -> None:
-        """Stop the display, showing the run's final steps and evaluation."""
+    def close(
+        self, steps: int | None = None, last_eval: float | None = None, skipped: int = 0
+    ) -> None:
+        """Stop the display, showing the run's final steps and evaluation (and how
+        many evaluations it skipped)."""
         if self._bar is not None:
             if steps is not None:
+                self._skipped = skipped
                 self._show(steps, last_eval, None)
             self._bar.stop()
             self._bar = None

@@ -22,6 +22,7 @@ from typing import Any
 
 from pararl import checkpoint
 from pararl.config import RunConfig
+from pararl.config.env_source import EnvFactory, is_factory_name
 from pararl.errors import RunFinished, UsageError
 from pararl.rundir import RunDir
 from pararl.runners import checkpoints
@@ -119,12 +120,15 @@ def _flag(name: str) -> str:
 
 def resumed_config(saved: RunConfig, requested: RunConfig, given: Collection[str]) -> RunConfig:
     """The saved config with the run-management options that were given applied;
-    a UsageError naming any other option given with a different value."""
+    a UsageError naming any other option given with a different value. A run whose
+    env a factory built is saved with the factory's name: the factory is given
+    again (`env=`), from Python."""
     names = {f.name for f in dataclasses.fields(saved)}
+    mutable = MUTABLE | ({"env"} if _factory_again(saved, requested) else set())
     refused = sorted(
         n
         for n in given
-        if n in names and n not in MUTABLE and getattr(requested, n) != getattr(saved, n)
+        if n in names and n not in mutable and getattr(requested, n) != getattr(saved, n)
     )
     if refused:
         kept = ", ".join(f"{_flag(n)} {getattr(saved, n)}" for n in refused)
@@ -133,11 +137,20 @@ def resumed_config(saved: RunConfig, requested: RunConfig, given: Collection[str
             f"only run options change on resume (--total-steps, --eval-every, --workers, ...); "
             "start a new run to change the others"
         )
-    changes = {n: getattr(requested, n) for n in given if n in MUTABLE and n in names}
+    changes = {n: getattr(requested, n) for n in given if n in mutable and n in names}
     changes["run_dir"] = saved.run_dir if requested.resume is None else Path(requested.resume)
     # trusting a file is this invocation's decision, never carried over from the last
     changes["trust_checkpoint"] = requested.trust_checkpoint
     return dataclasses.replace(saved, **changes)
+
+
+def _factory_again(saved: RunConfig, requested: RunConfig) -> bool:
+    """Whether `requested` gives the factory of a run saved by its factory's name."""
+    return (
+        isinstance(requested.env, EnvFactory)
+        and isinstance(saved.env, str)
+        and is_factory_name(saved.env)
+    )
 
 
 def kept_envs(config: RunConfig, facts: dict[str, Any], given: Collection[str]) -> RunConfig:

@@ -3,7 +3,15 @@ console, periodic greedy evaluation, checkpoints, and when to stop.
 
 `metrics.csv` has a row per log point, `eval.csv` one per greedy evaluation; each
 is in the order of its `env_steps` (an evaluation's result arrives after later log
-rows were written, so the two are kept apart; TensorBoard gets both)."""
+rows were written, so the two are kept apart; TensorBoard gets both).
+
+Evaluations fall due every `eval_every` env steps. One runs at a time: one that
+falls due while the last still runs (in the evaluation process), or several that one
+iteration of the loop steps past, are skipped for the next the loop reaches, and
+counted: `eval_skipped` in the row of the evaluation that follows them, and the
+run's total on the progress line and in its last line. A run that trains its whole
+budget ends with an evaluation of its final weights, whether or not one was due (a
+solved run ends on the evaluation that reached its target)."""
 
 from __future__ import annotations
 
@@ -58,7 +66,12 @@ EVAL_METRICS = (
     "eval_episodes",
     "eval_truncated",
     "eval_length",
+    "eval_skipped",  # evaluations due since the previous row's that did not run
 )
+
+
+def evaluations(count: int) -> str:
+    return f"{count:,} evaluation{'' if count == 1 else 's'}"
 
 
 RETURN_WINDOW = 20  # `episode_return`: the mean of this many last training episodes
@@ -94,7 +107,9 @@ class TrainSession:
         tb = run.tensorboard if config.tensorboard else None
         self.metrics = MetricsWriter(run.metrics, tb, (*METRICS, *metrics))
         self.evaluations = MetricsWriter(run.evaluations, self.metrics.events, EVAL_METRICS)
-        self.console = Console(config.budget, config.progress, title or config.env, start_steps)
+        self.console = Console(
+            config.budget, config.progress, title or config.env_name, start_steps
+        )
         self._t0 = time.monotonic() - start_wall
         self._last_log = 0.0
         # (env steps, updates) of the last metrics row: rows only move forward
@@ -119,8 +134,14 @@ class TrainSession:
         evaluated = column(run.evaluations, "eval_return") if start_steps else []
         self.best_eval = max(evaluated, default=-np.inf)
         self.last_eval: float | None = evaluated[-1] if evaluated else None
+        # evaluations that fell due and did not run (the module docstring)
+        skipped = column(run.evaluations, "eval_skipped") if start_steps else []
+        self.skipped_evals = int(sum(skipped))
         self.solved = False
-        self._pending: tuple[int, float, StateFn] | None = None  # the evaluation in flight
+        # the evaluation in flight: its env steps, wall time, state and the due ones
+        # skipped before it
+        self._pending: tuple[int, float, StateFn, int] | None = None
+        self._evaluated_at = -1  # the env steps of the weights last sent to evaluate
         self._policy: Any = None  # the network `tick` was last given
         self._step_rate, self._update_rate = RateMeter(), RateMeter()
 
@@ -163,9 +184,7 @@ class TrainSession:
         due = env_steps >= self._next_eval and not self.solved
         evaluating = due and not self.evaluator.busy
         if evaluating:
-            every = self.config.eval_interval
-            self._next_eval = (env_steps // every + 1) * every
-            self._start_eval(env_steps, policy, state_fn)
+            self._start_eval(env_steps, policy, state_fn, self._due_until(env_steps) - 1)
         self._periodic_checkpoint(env_steps, now, state_fn)
         console = now - self._last_log >= self.config.log_every_s
         if console:
@@ -186,23 +205,48 @@ class TrainSession:
             return
         self._last_ckpt_s = now
 
+    def _due_until(self, env_steps: int) -> int:
+        """How many evaluations have fallen due by `env_steps` since the last one
+        that ran; the schedule moves past them."""
+        every = self.config.eval_interval
+        if env_steps < self._next_eval:
+            return 0
+        due = env_steps // every - self._next_eval // every + 1
+        self._next_eval = (env_steps // every + 1) * every
+        return due
+
+    def schedule_note(self) -> str | None:
+        """A line for the start of a run whose budget ends before its first
+        evaluation falls due (None: one does)."""
+        budget, every = self.config.budget, self.config.eval_interval
+        if self._next_eval <= budget:
+            return None
+        return (
+            f"pararl: --eval-every {every:,} reaches past the budget (--total-steps "
+            f"{budget:,}): no evaluation falls due; the run ends with one of its final weights"
+        )
+
     def _start_eval(
         self,
         env_steps: int,
         policy: Any,
         state_fn: StateFn,
+        skipped: int = 0,
         weights_move_on: bool = True,
     ) -> None:
+        """Evaluate `policy` (its weights at `env_steps`); `skipped`: the evaluations
+        due since the last that did not run (this one stands for them)."""
         if self.evaluator.deferred and not hasattr(policy, "state_dict"):
             raise TypeError(
                 "a background evaluator needs the network, not a policy without weights"
             )
+        self._evaluated_at = env_steps
         if self.evaluator.deferred and weights_move_on:
             # the weights move on while the episodes run: keep the evaluated state
             snapshot = copy.deepcopy(state_fn())
-            self._pending = (env_steps, self.wall_s, lambda: snapshot)
+            self._pending = (env_steps, self.wall_s, lambda: snapshot, skipped)
         else:
-            self._pending = (env_steps, self.wall_s, state_fn)
+            self._pending = (env_steps, self.wall_s, state_fn, skipped)
         if isinstance(self.evaluator, Evaluator):  # in this process: it says how far it is
             self.evaluator.progress = self._progress_note(env_steps)
         self.evaluator.submit(policy)
@@ -213,10 +257,11 @@ class TrainSession:
         episodes: Episodes | None = self.evaluator.poll(timeout)
         if episodes is None or self._pending is None:
             return None
-        env_steps, wall_s, state_fn = self._pending
+        env_steps, wall_s, state_fn, skipped = self._pending
         self._pending = None
         mean, std = episodes.mean, episodes.std
         self.last_eval = mean
+        self.skipped_evals += skipped
         self.evaluations.write(
             {
                 "env_steps": env_steps,
@@ -226,12 +271,16 @@ class TrainSession:
                 "eval_episodes": len(episodes.returns),
                 "eval_truncated": int(episodes.truncated.sum()),
                 "eval_length": float(episodes.lengths.mean()) if episodes.cap else None,
+                "eval_skipped": skipped,
             }
         )
-        note = episodes.cap_note()
+        notes = [note] if (note := episodes.cap_note()) else []
+        if skipped:
+            why = "the last was running" if self.evaluator.deferred else "one iteration passed them"
+            notes.append(f"{evaluations(skipped)} due before it skipped ({why})")
         self.console.message(
             f"eval @ {env_steps:,} steps ({wall_s:.1f} s): {mean:.1f} ± {std:.1f}"
-            + (f"; {note}" if note else "")
+            + "".join(f"; {note}" for note in notes)
         )
         if mean > self.best_eval:
             self.best_eval = mean
@@ -256,6 +305,7 @@ class TrainSession:
                 float(np.mean(self.episode_returns)) if self.episode_returns else None
             ),
             "eval_return": self.last_eval,
+            "eval_skipped": self.skipped_evals,
         }
         row.update({k: float(v) for k, v in (stats or {}).items()})  # tensors -> floats here
         # a row per (env steps, updates) moved on: a tick with nothing new since the last
@@ -263,22 +313,26 @@ class TrainSession:
         # where its checkpoint's run ended) adds none
         if (env_steps, updates) > self._logged:
             self._logged = (env_steps, updates)
-            self.metrics.write({k: v for k, v in row.items() if k != "eval_return"})
+            console_only = ("eval_return", "eval_skipped")  # eval.csv has them
+            self.metrics.write({k: v for k, v in row.items() if k not in console_only})
         if console:
             self.console.update(row)
         return row
 
     def _last_evaluation(self, env_steps: int, state_fn: StateFn) -> None:
-        """Wait for the evaluation in flight (it may be the best), then run the one
-        that came due while it ran, if any: the final weights get evaluated too.
-        Training has stopped, so how far they are is shown while they run."""
+        """Wait for the evaluation in flight (it may be the best, or reach the target),
+        then evaluate the final weights, unless they were the last evaluated or the
+        run is solved (it ends on the evaluation that reached the target): due or not,
+        a run that trained its budget ends with their return (it stands for any that
+        fell due since the last that ran). Training has stopped, so how far they are
+        is shown while they run."""
         if self.evaluator.busy:
             self._await_eval(self._pending[0] if self._pending else env_steps)
-        due = env_steps >= self._next_eval and not self.solved
-        if due and self._policy is not None and not self.evaluator.busy:
-            self._next_eval = env_steps + self.config.eval_interval
+        final = env_steps != self._evaluated_at and not self.solved and self._policy is not None
+        if final and not self.evaluator.busy:
+            skipped = max(self._due_until(env_steps) - 1, 0)
             # training has stopped: no snapshot needed
-            self._start_eval(env_steps, self._policy, state_fn, weights_move_on=False)
+            self._start_eval(env_steps, self._policy, state_fn, skipped, weights_move_on=False)
             self._await_eval(env_steps)
 
     def _progress_note(self, env_steps: int) -> Callable[[Progress], None]:
@@ -345,12 +399,16 @@ class TrainSession:
             status = "solved"  # by the evaluation collected at the end
         self.evaluations.close()
         self.metrics.close()
-        self.console.close(env_steps, self.last_eval)
+        self.console.close(env_steps, self.last_eval, self.skipped_evals)
         self._plot()
         best = "no evaluation" if self.last_eval is None else f"best eval {self.best_eval:.1f}"
+        skipped = self.skipped_evals
+        said = (
+            f"; {skipped:,} due evaluation{'' if skipped == 1 else 's'} skipped" if skipped else ""
+        )
         print(
             f"pararl: {status} after {env_steps:,} env steps in {self.wall_s:.1f} s "
-            f"({best}); run saved in {self.run.root}",
+            f"({best}){said}; run saved in {self.run.root}",
             file=sys.stderr,
             flush=True,
         )
@@ -358,7 +416,7 @@ class TrainSession:
     def _plot(self) -> None:
         """The learning curve: drawn by the evaluation process when it is idle (it has
         matplotlib loaded), else here."""
-        args = (self.run.metrics, self.run.evaluations, self.run.curve, self.config.env)
+        args = (self.run.metrics, self.run.evaluations, self.run.curve, self.config.env_name)
         if isinstance(self.evaluator, BackgroundEvaluator) and not self.evaluator.busy:
             self.run.curve.unlink(missing_ok=True)  # only a curve drawn now counts
             with contextlib.suppress(WorkerError, WorkerTimeoutError):  # else: draw it here

@@ -10,11 +10,13 @@ from typing import Any
 
 import gymnasium as gym
 import torch
+from gymnasium.envs.registration import EnvSpec
 
 from pararl import extras, seeding
 from pararl.config import KIND_TEXT, EnvKind, Filled, RunConfig
+from pararl.config.env_source import EnvArg, EnvFactory
 from pararl.config.saved import saved_config, saved_facts
-from pararl.envs.make import check_env_id, env_factory, probe_env, probe_masks
+from pararl.envs.make import Probed, check_env_id, env_factory, probe, probe_masks
 from pararl.envs.modules import module_dir, split_env_id
 from pararl.errors import UsageError, said
 from pararl.evaluation.background import BackgroundEvaluator
@@ -32,16 +34,19 @@ def make_evaluator(
     model_fn: Callable[[], torch.nn.Module],
     child: EvalChild | None = None,
     start_steps: int = 0,
+    probed: Probed | None = None,
 ) -> Evaluator | BackgroundEvaluator:
     """The run's evaluator (greedy, or `--eval-actions sampled`): in a child process
     when there is a core to spare (or when asked), else in the training loop.
     `child`: an evaluation process started earlier by the caller (`pararl train`
     starts it before importing torch), adopted here; without one, the evaluator
-    starts its own."""
+    starts its own. `probed`: what building the env told (`prepare`): an env a
+    factory builds gets its time limit and registration from there."""
     env_fn = env_factory(cfg.env, kwargs=cfg.env_kwargs)
     stream = (start_steps,)  # a resumed run evaluates on new episodes
-    cap = episode_cap(cfg.env, cfg.env_kwargs, cfg.eval_max_steps)
-    carried = _spec_for_child(cfg.env)
+    limit = probed.time_limit if probed is not None else None
+    cap = episode_cap(cfg.env, cfg.env_kwargs, cfg.eval_max_steps, limit)
+    carried = _spec_for_child(cfg.env, probed.spec if probed is not None else None)
     if evaluates_in_process(cfg.eval_in) and carried is not False:
         spec = carried if isinstance(carried, gym.envs.registration.EnvSpec) else None
         return BackgroundEvaluator(
@@ -60,15 +65,25 @@ def make_evaluator(
     return Evaluator(env_fn, cfg.eval_episodes, cfg.seed, stream, cap, cfg.eval_actions)
 
 
-def _spec_for_child(env_id: str) -> gym.envs.registration.EnvSpec | bool | None:
-    """The registration a spawned child needs to build `env_id`: None when importing
+def _spec_for_child(env: EnvArg, made_from: EnvSpec | None = None) -> EnvSpec | bool | None:
+    """The registration a spawned child needs to build `env`: None when importing
     is enough (`module:EnvId`, or an id that is not registered here), False when it
     cannot be carried because it refers to the caller's `__main__` (an env defined
-    in the script itself: then evaluation stays in this process)."""
-    if ":" in env_id:
+    in the script itself: then evaluation stays in this process). A factory travels
+    itself (pickled by value where it must be), with the registration its env was
+    made from (`made_from`), if any; one that cannot be pickled stays here too."""
+    if isinstance(env, EnvFactory):
+        try:
+            pickle.dumps(env)
+        except Exception:
+            return False
+        if made_from is None:
+            return None
+        env = made_from.id
+    if not isinstance(env, str) or ":" in env:
         return None
     try:
-        spec = gym.spec(env_id)
+        spec = gym.spec(env)
     except gym.error.Error:
         return None
     try:
@@ -92,7 +107,7 @@ def open_session(
             eval_child.close(grace=0.0)  # not needed: the loop measures the returns
         evaluator = plan.reported
     else:
-        evaluator = make_evaluator(p.config, plan.make_model, eval_child, start_steps)
+        evaluator = make_evaluator(p.config, plan.make_model, eval_child, start_steps, p.probed)
     facts = {
         **plan.resolved,
         "env_kind": p.kind,
@@ -100,7 +115,7 @@ def open_session(
         "eval_in": "process" if evaluator.deferred else "inline",
         "eval_max_steps": getattr(evaluator, "max_steps", None),
         "target_return": p.spec_threshold,
-        **p.env_module,
+        **p.env_facts,
     }
     try:
         return TrainSession(
@@ -111,7 +126,7 @@ def open_session(
             {"resolved": facts},
             start_steps=start_steps,
             start_wall=start_wall,
-            title=f"{algo} {p.config.env}",
+            title=f"{algo} {p.config.env_name}",
             metrics=plan.metrics,
             recent_returns=(p.resume_state or {}).get("episode_returns", ()),
             resumed=p.resume_state is not None,
@@ -130,7 +145,10 @@ class Prepared:
     action_space: gym.Space
     resume_state: dict[str, Any] | None
     resumed_from: Path | None = None  # the checkpoint file the state was read from
-    env_module: dict[str, str] = field(default_factory=dict)  # where `module:EnvId` was found
+    # how the env was found (saved in config.json): where `module:EnvId` was, or the
+    # factory that built it and the id it was made from
+    env_facts: dict[str, str] = field(default_factory=dict)
+    probed: Probed | None = None  # what building the env once told
     action_masks: bool = False  # the env gives action masks (`envs.masks`)
 
     @property
@@ -186,18 +204,23 @@ def prepare(
         # say it now, before a run directory is made
         raise UsageError(extras.hint("Ray", "ray", "--backend ray"))
     spec = check_env_id(config.env, module_dirs, named_by)
-    obs_space, act_space = probe_env(config.env, config.wrapper, config.env_kwargs)
+    probed = probe(config.env, config.wrapper, config.env_kwargs)
+    obs_space, act_space = probed.observation_space, probed.action_space
+    made_from = probed.spec.id if spec is None and probed.spec is not None else None
+    spec = spec or probed.spec  # a factory's env: the registration it was made from
     check_spaces(config, obs_space, act_space)
+    filled = config.for_spaces(obs_space, act_space, made_from)
     masks = probe_masks(config.env, act_space, config.wrapper, config.env_kwargs)
-    filled = config.for_spaces(obs_space, act_space)
     config = filled.config
     config.validate()
     if resume_state is not None:
         resume.check_left_to_do(config, resume_state, given)
     else:
-        run = RunDir.new(config.run_dir, algo, config.env)
+        run = RunDir.new(config.run_dir, algo, made_from or _short_name(config.env_name))
         filled = replace(filled, config=replace(config, run_dir=run.root))
-    target = config.target_return if config.target_return is not None else spec.reward_threshold
+    threshold = spec.reward_threshold if spec is not None else None
+    target = config.target_return if config.target_return is not None else threshold
+    facts = _env_facts(config, made_from)
     return Prepared(
         filled,
         run,
@@ -206,15 +229,26 @@ def prepare(
         act_space,
         resume_state,
         resumed_from,
-        _env_module(config),
+        facts,
+        probed,
         masks,
     )
 
 
-def _env_module(config: RunConfig) -> dict[str, str]:
-    """Where the module of a `module:EnvId` was found, saved in config.json so that
-    `pararl evaluate` and `--resume` can import it from another directory."""
-    module = split_env_id(config.env)[0]
+def _short_name(env_name: str) -> str:
+    """A factory's name as a run directory's part: `my_envs.make_maze()` -> `make_maze`."""
+    return env_name.removesuffix("()").rsplit(".", 1)[-1].strip("<>") or env_name
+
+
+def _env_facts(config: RunConfig, made_from: str | None) -> dict[str, str]:
+    """How the env was found, saved in config.json: where the module of a
+    `module:EnvId` was (so that `pararl evaluate` and `--resume` can import it from
+    another directory), or the factory that built it and the id its env was made
+    from (neither can be rebuilt from there: `envs.make.factory_needed`)."""
+    if isinstance(config.env, EnvFactory):
+        facts = {"env_factory": config.env_name}
+        return facts if made_from is None else {**facts, "env_made_from": made_from}
+    module = split_env_id(config.env_name)[0]
     found = module_dir(module) if module is not None else None
     return {} if found is None else {"env_module_dir": str(found)}
 
@@ -250,6 +284,9 @@ def _say_start(p: Prepared, plan: Plan, session: TrainSession) -> None:
         tuned = p.filled.tuned_for
         source = KIND_TEXT[p.kind] + (f", tuned for {tuned}" if tuned else "")
         session.console.message(f"pararl: defaults for {source}: {settings}")
+    schedule = session.schedule_note()
+    if schedule is not None:
+        session.console.message(schedule)
     workers, cores = p.config.workers, physical_cores()
     if workers is not None and workers > cores:
         session.console.message(

@@ -1,0 +1,34 @@
+"""The progress line: the evaluations a run skipped beside its last evaluation, in
+plain lines always and on the bar where the terminal has room."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from pararl.logging.console import Console, summary
+
+ROW = {"env_steps": 50_000, "eval_return": 212.4, "steps_per_s": 5000.0, "eval_skipped": 9}
+
+
+def test_plain_lines_say_how_many_evaluations_were_skipped() -> None:
+    assert "eval 212.4 (9 skipped)" in summary(ROW)
+    assert "skipped" not in summary({**ROW, "eval_skipped": 0})
+
+
+@pytest.mark.parametrize(("columns", "shown"), [(80, False), (100, True)])
+def test_the_bar_shows_them_where_there_is_room(
+    columns: int, shown: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", str(columns))
+    console = Console(100_000, "bar", "ppo CartPole-v1")
+    out = io.StringIO()
+    console._bar.console.file = out
+    console.update(ROW)
+    console.close(60_000, 212.4, 9)
+    last = out.getvalue().splitlines()[-1]
+    assert "━" in last  # the bar and the evaluation, always
+    assert "eval 212.4" in last
+    assert ("(9 skipped)" in last) is shown
+    assert len(last) < columns
