@@ -19,7 +19,12 @@ from pararl.config import DQNConfig, PPOConfig
 from tests.runners.saved import final_state
 
 pytestmark = pytest.mark.timeout(120)
-QUIET = ("--progress", "plain", "--no-tensorboard", "--eval-in", "inline", "--eval-episodes", "1")
+# one short evaluation at the end: an untrained Breakout agent that never serves
+# plays until the episode cap (27,000 steps by default)
+QUIET = (
+    "--progress", "plain", "--no-tensorboard", "--eval-in", "inline", "--eval-episodes", "1",
+    "--eval-max-steps", "200",
+)  # fmt: skip
 # MinAtar Breakout, 20 episodes per policy: uniform random actions 0.38, each constant
 # action 0.27 or 0, an untrained network's greedy policy 0 to 0.2
 ABOVE_RANDOM = 2.0
