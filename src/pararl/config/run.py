@@ -22,6 +22,7 @@ from pararl.config.env_kwargs import EnvKwargs, check_env_kwargs
 from pararl.config.json_fields import NO_LIMIT
 from pararl.config.kinds import EnvKind, env_kind, settings_of
 from pararl.errors import UsageError
+from pararl.images import is_multi_input
 
 C = TypeVar("C", bound="RunConfig")
 
@@ -204,8 +205,16 @@ class RunConfig:
         return Filled(replace(self, **filled), kind, filled, env_id if used else None)
 
     def for_spaces(self: C, observation_space: gym.Space, action_space: gym.Space) -> Filled[C]:
-        """`for_env` for the kind of env these spaces are (`kinds.env_kind`)."""
-        return self.for_env(env_kind(observation_space, action_space))
+        """`for_env` for the kind of env these spaces are (`kinds.env_kind`). A kind's
+        `model` is the one for its observations; Dict and Tuple observations, whatever
+        the kind, take the multi-input encoder (`--model auto`)."""
+        filled = self.for_env(env_kind(observation_space, action_space))
+        if "model" not in filled.defaults or not is_multi_input(observation_space):
+            return filled
+        defaults = {**filled.defaults, "model": "multi-input"}
+        multi: dict[str, Any] = {"model": "multi-input"}  # a field of the configs that have it
+        config = replace(filled.config, **multi)
+        return replace(filled, config=config, defaults=defaults)
 
     def __post_init__(self) -> None:
         # from Python, `PPOConfig(run_dir="runs/x")` is as natural as a Path
