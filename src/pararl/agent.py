@@ -26,7 +26,8 @@ from pararl.envs.make import check_env_id, env_factory
 from pararl.envs.modules import split_env_id
 from pararl.errors import UsageError
 from pararl.evaluation.episodes import action_draws
-from pararl.models.acting import Mode, Policy, starts
+from pararl.models.acting import Mode, Observations, Policy, starts
+from pararl.observations import Leaf, as_batch, batch_size
 from pararl.registry import Algorithm, algorithm_of
 from pararl.rundir import RunDir
 
@@ -53,6 +54,8 @@ class Agent:
         self.env_steps = ckpt.Header.of(state).env_steps
         self.obs_shape = tuple(state["obs_shape"])
         self.obs_dtype = np.dtype(state.get("obs_dtype", "<f4"))
+        # Dict and Tuple observations: their leaves (none: one array)
+        self.obs_leaves = tuple(Leaf.from_dict(d) for d in state.get("obs_leaves", ()))
         bounds = state.get("action_bounds")
         self.action_bounds = None if bounds is None else tuple(np.asarray(b) for b in bounds)
         # the checkpoint's description of the network (shapes, bounds), not its weights
@@ -99,18 +102,21 @@ class Agent:
 
     def act(self, obs: Any, deterministic: bool = True) -> Any:
         """The action for one observation (an int for discrete actions, an array
-        for continuous ones), or an array of actions for a batch `[N, *obs_shape]`.
+        for continuous ones), or an array of actions for a batch `[N, *obs_shape]`;
+        Dict and Tuple observations as the env gives them (one, or a dict or tuple
+        of batches of each leaf).
         `deterministic`: the greedy action (argmax, or the Gaussian's mean); else one
         sampled from the policy (DQN: epsilon-greedy at the run's final epsilon).
         A policy with memory carries it on from the last call (`reset()` first at
         new episodes)."""
         batch, single = self._as_batch(obs)
-        if self._first is None or len(self._first) != len(batch):
-            self.policy_state = self.policy.initial_state(len(batch))
-            self._first = starts(len(batch))
+        size = batch_size(batch)
+        if self._first is None or len(self._first) != size:
+            self.policy_state = self.policy.initial_state(size)
+            self._first = starts(size)
         mode: Mode = "greedy" if deterministic else "sampled"
         acted = self.policy.act(batch, self.policy_state, self._first, mode, self.draws)
-        self.policy_state, self._first = acted.state, np.zeros(len(batch), bool)
+        self.policy_state, self._first = acted.state, np.zeros(size, bool)
         actions = acted.action
         if self.action_bounds is not None:
             actions = np.clip(actions, *self.action_bounds).astype(actions.dtype)
@@ -123,7 +129,9 @@ class Agent:
         """New episodes start at the next `act` (a policy with memory forgets)."""
         self._first = None
 
-    def _as_batch(self, obs: Any) -> tuple[np.ndarray, bool]:
+    def _as_batch(self, obs: Any) -> tuple[Observations, bool]:
+        if self.obs_leaves:
+            return as_batch(obs, self.obs_leaves)
         array = np.asarray(obs)
         if array.dtype != self.obs_dtype:
             array = array.astype(self.obs_dtype)

@@ -19,6 +19,14 @@ _register("pararl/SeedLog-v0", "pararl.envs.fake:SeedLogEnv", kwargs={"episode_l
 _register("pararl/Faulty-v0", "pararl.envs.fake:FaultyEnv", kwargs={"at": 300})
 # episodes that never end (no termination, no time limit): evaluations must cap them
 _register("pararl/NeverEnds-v0", "pararl.envs.fake:NeverEndsEnv")
+# Dict and Tuple observations whose answer is in one leaf (the multi-input encoder's)
+_register("pararl/DictCue-v0", "pararl.envs.fake:CueEnv", max_episode_steps=16)
+_register(
+    "pararl/TupleCue-v0",
+    "pararl.envs.fake:CueEnv",
+    max_episode_steps=16,
+    kwargs={"tuple_obs": True},
+)
 # Meta-RL task envs (sample_tasks / reset_task); episode lengths as in MAML's experiments.
 _register("pararl/HalfCheetahDir-v0", "pararl.envs.meta:HalfCheetahDir", max_episode_steps=200)
 _register("pararl/HalfCheetahVel-v0", "pararl.envs.meta:HalfCheetahVel", max_episode_steps=200)

@@ -23,6 +23,7 @@ from pararl.devices import choose_devices
 from pararl.images import is_image
 from pararl.models import num_params
 from pararl.models.build import actor_critic
+from pararl.observations import is_structured, leaves
 from pararl.samplers.rollout.collect import RolloutSpec
 from pararl.weights.local import LocalCopy
 
@@ -50,6 +51,8 @@ class PPOState:
         self.settings = s = cfg.settings
         self.obs_shape = tuple(obs_space.shape or ())
         self.obs_dtype = rollout_dtype(obs_space)
+        # Dict and Tuple observations: their leaves, each stored as its own array
+        self.leaves = leaves(obs_space) if is_structured(obs_space) else ()
         self.discrete = isinstance(act_space, gym.spaces.Discrete)
         # Box bounds, saved so that a loaded agent clips its actions as the env does
         self.action_bounds: tuple[np.ndarray, np.ndarray] | None = None
@@ -70,6 +73,7 @@ class PPOState:
             cfg.hidden,
             cfg.shared_body,
             norm_settings(cfg),
+            self.leaves,
         )
         model = self.make_model()  # initialised from the seeded global torch stream
         # torch threads to act and to update with (no rule: torch's count for both)
@@ -86,6 +90,7 @@ class PPOState:
             self.obs_dtype,
             act_threads=self.act_threads,
             update_threads=self.update_threads,
+            leaves=self.leaves,
         )
         hyper = PPOHyper(
             clip_coef=s.clip_coef,
@@ -125,6 +130,7 @@ class PPOState:
             "learner": self.learner.state_dict(),
             "obs_shape": self.obs_shape,
             "obs_dtype": self.obs_dtype.str,
+            "obs_leaves": [leaf.as_dict() for leaf in self.leaves],
             "action_dim": self.action_dim,
             "discrete": self.discrete,
             "action_bounds": self.action_bounds,
@@ -141,6 +147,7 @@ class PPOState:
             s.gamma,
             s.gae_lambda,
             self.obs_dtype,
+            self.leaves,
         )
 
 

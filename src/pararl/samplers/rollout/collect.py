@@ -9,6 +9,10 @@ which the learner updates the reward scale after the update.
 
 Envs run in SAME_STEP autoreset mode, so every step is a real transition and a
 truncated episode's true last observation (`final_obs`) is there to bootstrap from.
+
+Dict and Tuple observations are stored one array per leaf (`[T, B, *leaf.shape]`
+under the leaf's name, `pararl.observations`), filled from the vector env's batch of
+each leaf, and flattened leaf by leaf into the batch's "obs".
 """
 
 from __future__ import annotations
@@ -23,8 +27,9 @@ import torch
 
 from pararl.gae import gae
 from pararl.models import ActorCritic
-from pararl.models.acting import Draws, State
+from pararl.models.acting import Draws, Observations, State, obs_tensor
 from pararl.models.normalize import DiscountedReturns
+from pararl.observations import Leaf, batch_size, flat, map_leaves, stacked, zeros
 
 FLOAT32 = np.dtype(np.float32)
 
@@ -40,6 +45,7 @@ class RolloutSpec:
     gamma: float
     gae_lambda: float
     obs_dtype: np.dtype = FLOAT32  # images: their own (uint8, bool)
+    leaves: tuple[Leaf, ...] = ()  # Dict and Tuple observations: one array per leaf
 
 
 def advantages_and_returns(
@@ -74,14 +80,15 @@ class EnvStream:
     observations (`first`), and what the policy carries between steps (`state`;
     None for a feed-forward policy)."""
 
-    obs: np.ndarray
+    obs: Observations
     returns: DiscountedReturns
     first: np.ndarray
     state: State = None
 
     @classmethod
-    def start(cls, obs: np.ndarray, gamma: float, state: State = None) -> EnvStream:
-        return cls(obs, DiscountedReturns(len(obs), gamma), np.ones(len(obs), bool), state)
+    def start(cls, obs: Observations, gamma: float, state: State = None) -> EnvStream:
+        n = batch_size(obs)
+        return cls(obs, DiscountedReturns(n, gamma), np.ones(n, bool), state)
 
     def stepped(self, terminated: np.ndarray, truncated: np.ndarray) -> None:
         """The envs took a step: those whose episode ended start anew (SAME_STEP)."""
@@ -100,7 +107,11 @@ class Rollout:
         self.ids = np.arange(n)
         self.device = next(actor.parameters()).device
         act_shape = (steps, n) if spec.discrete else (steps, n, spec.action_dim)
-        self.obs = np.zeros((steps, n, *spec.obs_shape), spec.obs_dtype)
+        self.obs: np.ndarray | dict[str, np.ndarray] = (
+            zeros(spec.leaves, (steps, n))
+            if spec.leaves
+            else np.zeros((steps, n, *spec.obs_shape), spec.obs_dtype)
+        )
         self.actions = np.zeros(act_shape, np.int64 if spec.discrete else np.float32)
         self.logprobs = np.zeros((steps, n), np.float32)
         self.values = np.zeros((steps, n))
@@ -111,16 +122,24 @@ class Rollout:
         self.truncated = np.zeros((steps, n), bool)
         self.draws = Draws()  # torch's global stream (seeded per process)
 
-    def act(self, t: int, obs: np.ndarray, stream: EnvStream) -> np.ndarray:
+    def act(self, t: int, obs: Observations, stream: EnvStream) -> np.ndarray:
         """Sample actions for every env at step `t` with the acting copy (through its
         one acting call, carrying `stream`'s state); store them."""
         acted = self.actor.act(obs, stream.state, stream.first, "sampled", self.draws)
         assert acted.logprob is not None
         assert acted.value is not None
         stream.state = acted.state
-        self.obs[t], self.actions[t] = obs, acted.action
+        self._store(t, obs)
+        self.actions[t] = acted.action
         self.logprobs[t], self.values[t] = acted.logprob, acted.value
         return self.actions[t]
+
+    def _store(self, t: int, obs: Observations) -> None:
+        if isinstance(self.obs, dict):
+            for name, value in flat(obs).items():
+                self.obs[name][t] = value
+        else:
+            self.obs[t] = obs
 
     @torch.no_grad()
     def record(
@@ -137,13 +156,14 @@ class Rollout:
         self.rewards[t] = self.actor.norm.scale_rewards(rewards)
         self.terminated[t], self.truncated[t] = terminated, truncated
         if final_obs:
-            final = torch.as_tensor(np.stack(final_obs), device=self.device)
+            batch = stacked(final_obs) if self.spec.leaves else np.stack(final_obs)
+            final = obs_tensor(batch, self.device)
             self.final_values[t, truncated] = self.actor.value(final).cpu().numpy()
 
     @torch.no_grad()
-    def finish(self, last_obs: np.ndarray) -> dict[str, np.ndarray]:
+    def finish(self, last_obs: Observations) -> dict[str, Any]:
         spec = self.spec
-        last_values = self.actor.value(torch.as_tensor(last_obs, device=self.device))
+        last_values = self.actor.value(obs_tensor(last_obs, self.device))
         adv, ret = advantages_and_returns(
             self.rewards,
             self.values,
@@ -154,8 +174,9 @@ class Rollout:
             spec.gamma,
             spec.gae_lambda,
         )
-        batch = {
-            "obs": self.obs,
+        steps, n = self.rewards.shape
+        batch: dict[str, Any] = {
+            "obs": map_leaves(lambda v: v.reshape(steps * n, *v.shape[2:]), self.obs),
             "actions": self.actions,
             "logprobs": self.logprobs,
             "values": self.values.astype(np.float32),
@@ -163,8 +184,9 @@ class Rollout:
             "returns": ret.astype(np.float32),
             "discounted": self.discounted,  # for the reward scale, not the loss
         }
-        steps, n = self.rewards.shape
-        return {k: v.reshape(steps * n, *v.shape[2:]) for k, v in batch.items()}
+        return {
+            k: v if k == "obs" else v.reshape(steps * n, *v.shape[2:]) for k, v in batch.items()
+        }
 
 
 def _truncated_final_obs(infos: dict[str, Any], truncated: np.ndarray) -> list[Any]:
@@ -182,7 +204,7 @@ def collect(
     envs: gym.vector.VectorEnv,
     stream: EnvStream,
     episodes: EpisodeSink,
-) -> dict[str, np.ndarray]:
+) -> dict[str, Any]:
     """One rollout of `spec.num_steps` vector steps acted by `actor` from `stream`
     (moved on to where the envs are after it); returns the flattened batch for the
     update (advantages and returns included)."""

@@ -1,0 +1,176 @@
+"""Dict and Tuple observations end to end (`pararl/DictCue-v0`, `pararl/TupleCue-v0`:
+the answer lies in one leaf, the others are noise): PPO learns from the leaf that holds
+it, in this process and with worker processes; the rollout keeps one array per leaf
+and bootstraps from a truncated episode's last observation; the run loads, acts on
+what the env gives and evaluates (in process, in the evaluation child and from the
+command line); observation normalisation sees the vector leaves alone; the
+algorithms that cannot take such observations say which can, in one line."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from pararl import PPOConfig, load, train
+from pararl.config.saved import saved_facts
+from pararl.envs.make import env_factory
+from pararl.models.build import actor_critic
+from pararl.observations import leaves
+from pararl.samplers.rollout.collect import EnvStream, Rollout, RolloutSpec, collect
+from pararl.vector import SerialVectorEnv
+
+# the kind's defaults (discrete actions: 8 envs x 32 steps, 20 epochs), a small MLP
+CUE = PPOConfig(
+    total_steps=2_048,
+    eval_every=1_024,
+    eval_episodes=4,
+    hidden=(32,),
+    workers=2,
+    envs_per_worker=4,
+    target_return=1e9,
+    tensorboard=False,
+    progress="none",
+    eval_in="inline",
+)
+RANDOM_RETURN = 8.0  # half of the 16 steps of an episode; reading the cue earns 16
+
+
+@pytest.mark.parametrize(
+    ("env", "cue_in", "mode"),
+    [
+        ("pararl/DictCue-v0", "image", "serial"),
+        ("pararl/DictCue-v0", "vector", "sync"),
+        ("pararl/TupleCue-v0", "count", "serial"),
+    ],
+)
+def test_ppo_learns_from_the_leaf_that_holds_the_answer(
+    env: str, cue_in: str, mode: str, tmp_path: Path
+) -> None:
+    config = dataclasses.replace(
+        CUE, env=env, env_kwargs={"cue_in": cue_in}, mode=mode, run_dir=tmp_path / "run"
+    )
+    session = train(config)
+    assert session.last_eval is not None
+    assert session.last_eval >= 14.0
+    facts = saved_facts(tmp_path / "run")
+    assert facts["mode"] == mode
+    assert facts["env_kind"] == "discrete"
+
+
+def test_a_dict_run_loads_acts_and_evaluates_in_the_child_and_from_the_command_line(
+    tmp_path: Path, pararl: Any
+) -> None:
+    run = tmp_path / "run"
+    config = dataclasses.replace(
+        CUE, env="pararl/DictCue-v0", mode="serial", total_steps=1_024, eval_in="process"
+    )
+    session = train(dataclasses.replace(config, run_dir=run))
+    assert session.last_eval is not None  # from the evaluation child
+    assert saved_facts(run)["eval_in"] == "process"
+
+    agent = load(run, "final")
+    env = agent.make_env()
+    obs, _ = env.reset(seed=3)
+    assert isinstance(obs, dict)
+    action = agent.act(obs)
+    assert isinstance(action, int)
+    batch = {k: np.stack([v, v]) for k, v in obs.items()}
+    assert agent.act(batch).tolist() == [action, action]
+    assert agent.act(obs, deterministic=False) in (0, 1)
+
+    evaluated = pararl("evaluate", str(run), "--episodes", "2")
+    assert evaluated.returncode == 0, evaluated.stderr
+    assert "pararl/DictCue-v0: mean return" in evaluated.stdout
+    gif = tmp_path / "cue.gif"
+    video = pararl("evaluate", str(run), "--episodes", "1", "--video", str(gif))
+    assert video.returncode == 0, video.stderr
+    assert gif.is_file()
+
+
+def test_the_start_says_which_network_reads_each_leaf(tmp_path: Path, pararl: Any) -> None:
+    done = pararl(
+        "train", "ppo", "--env", "pararl/DictCue-v0", "--total-steps", "256",
+        "--mode", "serial", "--progress", "plain", "--no-tensorboard",
+        "--run-dir", str(tmp_path / "run"), "--eval-every", "256", "--eval-episodes", "1",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert (
+        "multi-input encoder: count 3 values -> one-hot (3); image 3x16x16 uint8 -> " in done.stderr
+    )
+    assert "model multi-input" in done.stderr
+
+
+def test_normalisation_of_a_dict_run_sees_its_vector_leaf_alone(tmp_path: Path) -> None:
+    config = dataclasses.replace(
+        CUE,
+        env="pararl/DictCue-v0",
+        env_kwargs={"cue_in": "vector", "continuous": True},
+        mode="serial",
+        total_steps=512,
+        num_steps=32,
+        minibatch_size=64,
+        update_epochs=1,
+        eval_every=512,
+        eval_episodes=1,
+        run_dir=tmp_path / "run",
+    )
+    train(config)  # continuous actions: normalised observations and rewards by default
+    norm = load(tmp_path / "run", "final").network.norm
+    assert norm.settings.obs
+    assert norm.obs_mean.shape == (4,)  # the vector leaf: no image pixels, no one-hot
+    assert float(norm.obs_count) == 512
+    assert float(norm.obs_var.min()) > 0.0
+
+
+def test_the_rollout_keeps_each_leaf_and_bootstraps_from_the_truncated_last_obs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """16-step episodes in rollouts of 20 steps: every env is cut by its time limit
+    at step 16 (index 15), where the return bootstraps from the value of the true
+    last observation, not from the reset observation that replaced it."""
+    env = "pararl/DictCue-v0"
+    space = env_factory(env)().observation_space
+    torch.manual_seed(0)
+    specs = leaves(space)
+    actor = actor_critic("multi-input", (), np.float32, 2, True, (8,), leaves=specs)  # type: ignore[arg-type]
+    spec = RolloutSpec((), 2, True, 20, 0.99, 0.95, leaves=specs)
+    finals: list[Any] = []
+    real_record = Rollout.record
+
+    def record(self: Rollout, t: int, *args: Any) -> None:
+        finals.append(args[-1])
+        real_record(self, t, *args)
+
+    monkeypatch.setattr(Rollout, "record", record)
+    envs = SerialVectorEnv([env_factory(env, training=True)] * 3, autoreset_mode="SameStep")
+    try:
+        stream = EnvStream.start(envs.reset(seed=[1, 2, 3])[0], 0.99)
+        batch = collect(actor, spec, envs, stream, lambda infos: None)
+    finally:
+        envs.close()
+    obs = batch["obs"]
+    assert {k: (v.shape, v.dtype) for k, v in obs.items()} == {
+        "count": ((60,), np.dtype(np.int64)),
+        "image": ((60, 3, 16, 16), np.dtype(np.uint8)),
+        "vector": ((60, 4), np.dtype(np.float32)),
+    }
+    assert [len(f) for f in finals] == [0] * 15 + [3] + [0] * 4
+    last = {k: torch.as_tensor(np.stack([f[k] for f in finals[15]])) for k in obs}
+    bootstrap = 0.99 * actor.value(last).detach().numpy()
+    rewards = batch["returns"].reshape(20, 3)[15] - bootstrap  # r + gamma V(last obs)
+    assert np.all(np.isclose(rewards, 0.0, atol=1e-5) | np.isclose(rewards, 1.0, atol=1e-5))
+
+
+def test_algorithms_without_dict_observations_say_which_have_them(pararl: Any) -> None:
+    result = pararl("train", "maml", "--env", "pararl/DictCue-v0")
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "PPO takes Dict" in result.stderr
+    model = pararl("train", "ppo", "--env", "pararl/DictCue-v0", "--model", "mlp")
+    assert model.returncode == 2
+    assert "use --model multi-input (or auto)" in model.stderr
