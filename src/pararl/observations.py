@@ -157,6 +157,32 @@ def map_leaves(fn: Callable[[Any], Any], obs: Any) -> Any:
     return fn(obs)
 
 
+def take(obs: Any, index: Any) -> Any:
+    """Rows `index` of a batch: of its array, or of each of its leaves."""
+    return map_leaves(lambda a: a[index], obs)
+
+
+def put(store: Any, index: Any, obs: Any) -> None:
+    """Write a batch (or one observation) into rows `index` of `store`: an array, or
+    a dict of arrays by leaf name (`zeros`)."""
+    if not isinstance(store, dict):
+        store[index] = obs
+        return
+    given = flat(obs)
+    for name, array in store.items():
+        array[index] = given[name]
+
+
+def concat(parts: Sequence[Any]) -> Any:
+    """Batches end to end: arrays, or dicts of leaves leaf by leaf."""
+    return joined(parts) if is_tree(parts[0]) else np.concatenate(parts)
+
+
+def row_bytes(specs: Sequence[Leaf]) -> int:
+    """The bytes of one observation stored leaf by leaf."""
+    return sum(int(np.prod(leaf.shape, dtype=np.int64)) * leaf.dtype.itemsize for leaf in specs)
+
+
 def batch_size(obs: Any) -> int:
     """How many observations a batch holds (one array, or leaves)."""
     return len(next(iter(flat(obs).values()))) if is_tree(obs) else len(obs)
@@ -222,13 +248,17 @@ __all__ = [
     "LeafKind",
     "as_batch",
     "batch_size",
+    "concat",
     "flat",
     "is_structured",
     "is_tree",
     "joined",
     "leaves",
     "map_leaves",
+    "put",
+    "row_bytes",
     "stacked",
+    "take",
     "vector_part",
     "zeros",
 ]

@@ -1,10 +1,11 @@
 """Dict and Tuple observations end to end (`pararl/DictCue-v0`, `pararl/TupleCue-v0`:
-the answer lies in one leaf, the others are noise): PPO learns from the leaf that holds
-it, in this process and with worker processes; the rollout keeps one array per leaf
-and bootstraps from a truncated episode's last observation; the run loads, acts on
-what the env gives and evaluates (in process, in the evaluation child and from the
-command line); observation normalisation sees the vector leaves alone; the
-algorithms that cannot take such observations say which can, in one line."""
+the answer lies in one leaf, the others are noise): PPO, DQN and SAC learn from the
+leaf that holds it, in this process and with worker or actor processes; the rollout
+keeps one array per leaf and bootstraps from a truncated episode's last observation;
+a run loads, acts on what the env gives and evaluates (in process, in the evaluation
+child and from the command line); observation normalisation sees the vector leaves
+alone; the algorithms that cannot take such observations say which can, in one
+line."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 
-from pararl import PPOConfig, load, train
+from pararl import DQNConfig, PPOConfig, SACConfig, checkpoint, load, train
 from pararl.config.saved import saved_facts
 from pararl.envs.make import env_factory
 from pararl.models.build import actor_critic
@@ -166,11 +167,98 @@ def test_the_rollout_keeps_each_leaf_and_bootstraps_from_the_truncated_last_obs(
     assert np.all(np.isclose(rewards, 0.0, atol=1e-5) | np.isclose(rewards, 1.0, atol=1e-5))
 
 
+# DQN: a small memory and MLP, learning from the 500th step
+DQN_CUE = DQNConfig(
+    total_steps=2_000,
+    learning_starts=500,
+    buffer_size=5_000,
+    hidden=(64,),
+    eval_every=1_000,
+    eval_episodes=4,
+    workers=1,
+    envs_per_worker=4,
+    target_return=1e9,
+    tensorboard=False,
+    progress="none",
+    eval_in="inline",
+)
+# SAC: the sign of its action is the answer; a short horizon (gamma 0.5: the cue of
+# one step says nothing of the next) and MinAtar-sized planes for a fast CNN
+SAC_CUE = SACConfig(
+    env="pararl/DictCue-v0",
+    total_steps=1_500,
+    learning_starts=256,
+    buffer_size=5_000,
+    batch_size=64,
+    replay_ratio=0.5,
+    gamma=0.5,
+    lr=1e-3,
+    hidden=(64, 64),
+    eval_every=500,
+    eval_episodes=4,
+    workers=1,
+    envs_per_worker=2,
+    target_return=1e9,
+    tensorboard=False,
+    progress="none",
+    eval_in="inline",
+)
+
+
+@pytest.mark.parametrize(("cue_in", "mode"), [("image", "serial"), ("count", "async")])
+def test_dqn_learns_from_the_leaf_that_holds_the_answer(
+    cue_in: str, mode: str, tmp_path: Path
+) -> None:
+    run = tmp_path / "run"
+    config = dataclasses.replace(
+        DQN_CUE, env="pararl/DictCue-v0", env_kwargs={"cue_in": cue_in}, mode=mode, run_dir=run
+    )
+    session = train(config)
+    assert session.last_eval is not None
+    assert session.last_eval >= 14.0
+    agent = load(run, "final")
+    obs, _ = agent.make_env().reset(seed=1)
+    assert agent.act(obs) in (0, 1)
+    replay = checkpoint.load(run / "checkpoints" / "replay.pt")["replay"]
+    assert replay["obs"]["image"].dtype == np.uint8  # stored leaf by leaf, as they come
+
+
+@pytest.mark.parametrize(("cue_in", "mode"), [("vector", "serial"), ("image", "sync")])
+def test_sac_learns_from_the_leaf_that_holds_the_answer(
+    cue_in: str, mode: str, tmp_path: Path
+) -> None:
+    run = tmp_path / "run"
+    kwargs = {"cue_in": cue_in, "continuous": True, "image_shape": [10, 10, 2]}
+    session = train(dataclasses.replace(SAC_CUE, env_kwargs=kwargs, mode=mode, run_dir=run))
+    assert session.last_eval is not None
+    assert session.last_eval >= 14.0
+    agent = load(run, "final")
+    obs, _ = agent.make_env().reset(seed=1)
+    assert agent.act(obs).shape == (1,)
+
+
+def test_a_tuple_env_trains_with_dqn(tmp_path: Path) -> None:
+    config = dataclasses.replace(
+        DQN_CUE,
+        env="pararl/TupleCue-v0",
+        env_kwargs={"cue_in": "vector"},
+        mode="serial",
+        total_steps=1_000,
+        run_dir=tmp_path / "run",
+    )
+    session = train(config)
+    assert session.last_eval is not None
+
+
 def test_algorithms_without_dict_observations_say_which_have_them(pararl: Any) -> None:
     result = pararl("train", "maml", "--env", "pararl/DictCue-v0")
     assert result.returncode == 2
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert "PPO takes Dict" in result.stderr
+    td3 = pararl("train", "td3", "--env", "pararl/DictCue-v0", "--env-kwargs", "continuous=true")
+    assert td3.returncode == 2
+    assert len(td3.stderr.strip().splitlines()) == 1, td3.stderr
+    assert "which SAC and PPO take" in td3.stderr
     model = pararl("train", "ppo", "--env", "pararl/DictCue-v0", "--model", "mlp")
     assert model.returncode == 2
     assert "use --model multi-input (or auto)" in model.stderr

@@ -28,8 +28,9 @@ from pararl.config import DQNConfig, Filled
 from pararl.errors import UsageError
 from pararl.images import check_model
 from pararl.models import QNetwork
-from pararl.models.acting import Acted, Draws, Policy, State
+from pararl.models.acting import Acted, Draws, Policy, State, obs_tensor
 from pararl.models.build import q_network
+from pararl.observations import Leaf, is_structured, leaves
 from pararl.optim import FlatAdam, FlatRMSprop
 from pararl.replay.make import make_replay
 from pararl.replay.nstep import Transitions
@@ -75,8 +76,8 @@ class DQNLearner:
         Observations go to the device in their stored dtype (uint8 frames stay
         bytes until there)."""
         inputs = [
-            self._tensor(batch.obs),
-            self._tensor(batch.next_obs),
+            obs_tensor(batch.obs, self.device),
+            obs_tensor(batch.next_obs, self.device),
             self._tensor(batch.action, torch.int64),
             self._tensor(batch.ret, torch.float32),
             self._tensor(batch.discount, torch.float32),
@@ -92,8 +93,8 @@ class DQNLearner:
 
     def _step(
         self,
-        obs: torch.Tensor,
-        next_obs: torch.Tensor,
+        obs: Any,
+        next_obs: Any,
         actions: torch.Tensor,
         ret: torch.Tensor,
         discount: torch.Tensor,
@@ -154,12 +155,14 @@ def check_spaces(config: DQNConfig, observation_space: gym.Space, action_space: 
             f"DQN needs a discrete action space; {config.env} has "
             f"{action_space}; use an env with Discrete actions, or train sac or ppo"
         )
-    if not isinstance(observation_space, gym.spaces.Box):
+    if not isinstance(observation_space, gym.spaces.Box) and not is_structured(observation_space):
         raise UsageError(
-            f"DQN here needs a Box observation space; {config.env} has "
+            f"DQN here takes Box, Dict and Tuple observation spaces; {config.env} has "
             f"{observation_space}. Wrap it (e.g. FlattenObservation)."
         )
     check_model(config.model, config.env, observation_space)
+    if is_structured(observation_space):
+        leaves(observation_space)  # a leaf the encoder cannot read is refused now
 
 
 @dataclass(frozen=True)
@@ -188,18 +191,18 @@ class EpsilonSchedule:
 @torch.no_grad()
 def initial_priorities(
     q: nn.Module,
-    obs: np.ndarray,
+    obs: Any,
     action: np.ndarray,
     ret: np.ndarray,
-    next_obs: np.ndarray,
+    next_obs: Any,
     discount: np.ndarray,
 ) -> np.ndarray:
     """Ape-X's actor-side priorities: each transition's n-step TD error under the
     actor's own Q copy, |G + gamma^n max_a Q(s', a) - Q(s, a)|."""
     if len(action) == 0:
         return np.zeros(0, np.float32)
-    q_obs = q(torch.as_tensor(obs)).gather(1, torch.as_tensor(action).view(-1, 1)).squeeze(1)
-    next_value = q(torch.as_tensor(next_obs)).max(dim=1).values
+    q_obs = q(obs_tensor(obs)).gather(1, torch.as_tensor(action).view(-1, 1)).squeeze(1)
+    next_value = q(obs_tensor(next_obs)).max(dim=1).values
     target = (
         torch.as_tensor(ret, dtype=torch.float32)
         + torch.as_tensor(discount, dtype=torch.float32) * next_value
@@ -234,7 +237,7 @@ class EpsilonGreedy:
     def act(
         self,
         net: nn.Module,
-        obs: np.ndarray,
+        obs: Any,
         state: State,
         first: np.ndarray,
         env_steps: int,
@@ -249,7 +252,8 @@ class DQNState(ReplayState[DQNLearner]):
     in for the env's kind (`RunConfig.for_env`). `rank` names the replica's
     replay-sampling stream (parameter averaging; 0 otherwise);
     `frame_stack` > 0: observations are stacks of that many `uint8` frames, stored
-    frame by frame (`replay.frame_steps.stack_size` of the env)."""
+    frame by frame (`replay.frame_steps.stack_size` of the env). Dict and Tuple
+    observations are read by the multi-input encoder and stored leaf by leaf."""
 
     ALGO = "dqn"
 
@@ -266,12 +270,13 @@ class DQNState(ReplayState[DQNLearner]):
         cfg = filled.config
         check_spaces(cfg, observation_space, action_space)
         assert isinstance(action_space, gym.spaces.Discrete)
-        assert observation_space.shape is not None
         self.filled, self.config, self.settings = filled, cfg, cfg.settings
-        self.obs_shape = tuple(observation_space.shape)
+        self.obs_shape = tuple(observation_space.shape or ())
         self.obs_dtype = np.dtype(observation_space.dtype or np.float32)
         if self.obs_dtype.kind == "f":  # vector observations are learned from as float32
             self.obs_dtype = np.dtype(np.float32)
+        # Dict and Tuple observations: their leaves, each stored as its own array
+        self.leaves = leaves(observation_space) if is_structured(observation_space) else ()
         self.num_actions = int(action_space.n)
         self.make_model = functools.partial(
             q_network,
@@ -281,6 +286,7 @@ class DQNState(ReplayState[DQNLearner]):
             self.num_actions,
             cfg.hidden,
             cfg.dueling,
+            self.leaves,
         )
         self.learner = DQNLearner(
             self.make_model(), cfg, device, resolve_step_mode(cfg.compile, device)
@@ -293,6 +299,7 @@ class DQNState(ReplayState[DQNLearner]):
             frame_stack,
             cfg.prioritized,
             cfg.priority_alpha,
+            leaves=self.leaves,
         )
         if resume_state is not None:
             self.load(resume_state)
@@ -327,6 +334,7 @@ class DQNState(ReplayState[DQNLearner]):
         return {
             "obs_shape": self.obs_shape,
             "obs_dtype": self.obs_dtype.str,
+            "obs_leaves": [leaf.as_dict() for leaf in self.leaves],
             "num_actions": self.num_actions,
         }
 
@@ -343,6 +351,7 @@ def load_policy(config: DQNConfig, state: dict[str, Any]) -> QNetwork:
         state["num_actions"],
         config.hidden,
         config.dueling,
+        tuple(Leaf.from_dict(d) for d in state.get("obs_leaves", ())),
     )
     q.load_state_dict(state["learner"]["q"])
     return q

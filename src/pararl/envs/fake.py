@@ -150,8 +150,8 @@ class CueEnv(gym.Env[Any, Any]):
     image's first channel all 255 or all 0, the vector's first entry +1 or -1, the
     count c) and every other value is noise (the image's dim, below 32: loud random
     pixels drown a cue in another leaf for thousands of steps). Reward 1 for the
-    action c (Discrete(2)); with `continuous`, a Box action in [-1, 1] earns
-    1 - |action - (2c - 1)| / 2.
+    action c (Discrete(2)); with `continuous`, a Box action in [-1, 1] earns 1 when
+    its sign says c (positive for 1).
     Random play earns about half of each episode's steps, a policy that reads the
     right leaf all of them: whether a multi-input network learns at all, in seconds.
     `render_mode="rgb_array"` renders the image leaf."""
@@ -210,9 +210,8 @@ class CueEnv(gym.Env[Any, Any]):
         return self._observe(), {}
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        if self.continuous:
-            target = 2.0 * self._cue - 1.0
-            reward = 1.0 - abs(float(np.asarray(action).ravel()[0]) - target) / 2.0
+        if self.continuous:  # the sign of the action is the answer
+            reward = float((float(np.asarray(action).ravel()[0]) > 0) == bool(self._cue))
         else:
             reward = float(int(action) == self._cue)
         self._cue = int(self.np_random.integers(0, 2))

@@ -61,6 +61,8 @@ def actor_critic(
     obs_dim = int(np.prod(obs_shape))
     if model == "multi-input":
         encoder = MultiInputEncoder(_given(leaves))
+        if encoder.normalized == 0:  # no vector leaves: nothing to normalise
+            norm = NormSettings(False, norm.reward, norm.clip_obs, norm.clip_reward)
         return ActorCritic(0, action_dim, discrete, hidden, shared, norm=norm, encoder=encoder)
     if model == "mlp":
         return ActorCritic(obs_dim, action_dim, discrete, hidden, shared, norm=norm)

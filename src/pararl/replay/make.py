@@ -4,9 +4,12 @@ observations otherwise; prioritized sampling over either on request."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import numpy.typing as npt
 
+from pararl.observations import Leaf
 from pararl.replay.frame_memory import FrameReplay
 from pararl.replay.prioritized import PrioritizedReplay
 from pararl.replay.uniform import ReplayBuffer
@@ -23,10 +26,12 @@ def make_replay(
     alpha: float,
     action_shape: tuple[int, ...] = (),
     action_dtype: npt.DTypeLike = np.int64,
+    leaves: Sequence[Leaf] = (),
 ) -> Replay:
     """The memory for these observations: frames stored once when they are stacked
     `uint8` images (`frame_stack` > 0; discrete actions only), whole observations
-    otherwise; prioritized on request. Actions: indices by default, or rows of
+    otherwise (Dict and Tuple observations, given as their `leaves`: one ring per
+    leaf); prioritized on request. Actions: indices by default, or rows of
     `action_shape` (continuous actions)."""
     memory: ReplayBuffer | FrameReplay
     if frame_stack > 0:
@@ -34,7 +39,7 @@ def make_replay(
             raise ValueError("the frame memory stores discrete actions only")
         memory = FrameReplay(capacity, obs_shape)
     else:
-        memory = ReplayBuffer(capacity, obs_shape, obs_dtype, action_shape, action_dtype)
+        memory = ReplayBuffer(capacity, obs_shape, obs_dtype, action_shape, action_dtype, leaves)
     return PrioritizedReplay(memory, alpha) if prioritized else memory
 
 

@@ -9,24 +9,32 @@ observation, so the value of a truncated state is bootstrapped, never treated as
 Vector envs in Gymnasium's NEXT_STEP autoreset mode return the true last
 observation on the step that ends an episode; the following step is the reset step,
 which carries no transition and is skipped here.
+
+Dict and Tuple observations are held and carried as a dict of arrays, one per leaf
+(`pararl.observations`): `obs` and `next_obs` are then such dicts.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from pararl.observations import Leaf, concat, map_leaves, put, take, zeros
+
 
 @dataclass
 class Transitions:
-    """A batch of transitions; every field has the same leading length."""
+    """A batch of transitions; every field has the same leading length (each leaf of
+    a dict of observations too)."""
 
-    obs: np.ndarray
+    obs: Any  # np.ndarray, or a dict of arrays by leaf name
     action: np.ndarray
     ret: np.ndarray
-    next_obs: np.ndarray
+    next_obs: Any
     discount: np.ndarray
     priority: np.ndarray | None = None  # the actor's |TD error| (Ape-X), when it has one
 
@@ -36,18 +44,18 @@ class Transitions:
     def rows(self, index: slice | np.ndarray) -> Transitions:
         priority = None if self.priority is None else self.priority[index]
         return Transitions(
-            self.obs[index],
+            take(self.obs, index),
             self.action[index],
             self.ret[index],
-            self.next_obs[index],
+            take(self.next_obs, index),
             self.discount[index],
             priority,
         )
 
     @staticmethod
     def concat(parts: list[Transitions]) -> Transitions:
-        def joined(name: str) -> np.ndarray:
-            return np.concatenate([getattr(p, name) for p in parts])
+        def joined(name: str) -> Any:
+            return concat([getattr(p, name) for p in parts])
 
         given = [p.priority for p in parts if p.priority is not None]
         return Transitions(
@@ -66,6 +74,7 @@ class NStepBuilder:
     Keeps, for each env, the last `n` (obs, action, reward) of its current episode
     in a ring shared by all envs (they step together). Actions are indices by default
     (DQN); continuous actions are rows of `action_shape` (SAC's float32 vectors).
+    Given `leaves` (Dict and Tuple observations), observations are held leaf by leaf.
     """
 
     def __init__(
@@ -77,11 +86,16 @@ class NStepBuilder:
         obs_dtype: npt.DTypeLike = np.float32,
         action_shape: tuple[int, ...] = (),
         action_dtype: npt.DTypeLike = np.int64,
+        leaves: Sequence[Leaf] = (),
     ) -> None:
         if n < 1:
             raise ValueError(f"n-step must be >= 1, got {n}")
         self.n, self.gamma, self.num_envs = n, gamma, num_envs
-        self._obs = np.zeros((n, num_envs, *obs_shape), dtype=obs_dtype)
+        self._obs: Any = (
+            zeros(leaves, (n, num_envs))
+            if leaves
+            else np.zeros((n, num_envs, *obs_shape), dtype=obs_dtype)
+        )
         self._act = np.zeros((n, num_envs, *action_shape), dtype=action_dtype)
         self._rew = np.zeros((n, num_envs), dtype=np.float64)
         self._len = np.zeros(num_envs, dtype=np.int64)  # entries held per env
@@ -91,10 +105,10 @@ class NStepBuilder:
 
     def add(
         self,
-        obs: np.ndarray,
+        obs: Any,
         action: np.ndarray,
         reward: np.ndarray,
-        next_obs: np.ndarray,
+        next_obs: Any,
         terminated: np.ndarray,
         truncated: np.ndarray,
     ) -> Transitions:
@@ -102,7 +116,8 @@ class NStepBuilder:
         return the transitions that are now complete."""
         real = ~self._after_end  # reset steps of NEXT_STEP autoreset carry nothing
         slot = self._head
-        self._obs[slot], self._act[slot], self._rew[slot] = obs, action, reward
+        put(self._obs, slot, obs)
+        self._act[slot], self._rew[slot] = action, reward
         self._len = np.where(real, np.minimum(self._len + 1, self.n), 0)
         ended = real & (terminated | truncated)
         parts = []
@@ -110,25 +125,25 @@ class NStepBuilder:
         if full.any():
             parts.append(self._emit_oldest(np.flatnonzero(full), next_obs))
         for env in np.flatnonzero(ended):
-            parts.append(self._flush(int(env), next_obs[env], bool(terminated[env])))
+            parts.append(self._flush(int(env), take(next_obs, env), bool(terminated[env])))
         self._len[ended] = 0
         self._after_end = ended
         self._head = (slot + 1) % self.n
         return Transitions.concat(parts) if parts else self.empty(next_obs)
 
-    def _emit_oldest(self, envs: np.ndarray, next_obs: np.ndarray) -> Transitions:
+    def _emit_oldest(self, envs: np.ndarray, next_obs: Any) -> Transitions:
         # Slots from oldest to newest for envs holding n entries.
         order = (self._head + 1 + np.arange(self.n)) % self.n
         ret = (self._rew[order][:, envs] * self._powers[: self.n, None]).sum(axis=0)
         return Transitions(
-            self._obs[order[0], envs],
+            take(self._obs, (order[0], envs)),
             self._act[order[0], envs],
             ret,
-            next_obs[envs],
+            take(next_obs, envs),
             np.full(envs.size, self._powers[self.n]),
         )
 
-    def _flush(self, env: int, last_obs: np.ndarray, terminated: bool) -> Transitions:
+    def _flush(self, env: int, last_obs: Any, terminated: bool) -> Transitions:
         # An episode ended: every held entry becomes a transition ending at last_obs.
         k = int(self._len[env])
         order = (self._head - k + 1 + np.arange(k)) % self.n  # oldest .. newest
@@ -137,19 +152,21 @@ class NStepBuilder:
         steps = k - np.arange(k)
         discount = np.zeros(k) if terminated else self._powers[steps]
         return Transitions(
-            self._obs[order, env],
+            take(self._obs, (order, env)),
             self._act[order, env],
             rets,
-            np.repeat(last_obs[None], k, axis=0),
+            map_leaves(lambda a: np.repeat(np.asarray(a)[None], k, axis=0), last_obs),
             discount,
         )
 
-    def empty(self, like_obs: np.ndarray) -> Transitions:
-        shape = (0, *like_obs.shape[1:])
+    def empty(self, like_obs: Any) -> Transitions:
+        def none(a: np.ndarray) -> np.ndarray:
+            return np.zeros((0, *a.shape[1:]), a.dtype)
+
         return Transitions(
-            np.zeros(shape, like_obs.dtype),
+            map_leaves(none, like_obs),
             np.zeros((0, *self._act.shape[2:]), self._act.dtype),
             np.zeros(0),
-            np.zeros(shape, like_obs.dtype),
+            map_leaves(none, like_obs),
             np.zeros(0),
         )

@@ -1,17 +1,22 @@
 """The replay memory: a ring of n-step transitions (`replay.nstep.Transitions`),
 sampled uniformly. `discount` is `gamma**k`, and 0 only after a real termination.
 (Stacked image observations have their own memory, which stores each frame once:
-`replay.frame_memory`; prioritized sampling wraps either: `replay.prioritized`.)"""
+`replay.frame_memory`; prioritized sampling wraps either: `replay.prioritized`.)
+Dict and Tuple observations are stored one ring per leaf, `obs` and `next_obs`
+whole: an image leaf is held twice per transition, not frame by frame."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import psutil
 
 from pararl.errors import UsageError
+from pararl.observations import Leaf, put, row_bytes, take, zeros
 from pararl.replay.frame_steps import FrameSteps
 from pararl.replay.nstep import Transitions
 
@@ -40,9 +45,16 @@ def check_fits(capacity: int, slot_bytes: int) -> None:
         )
 
 
+def leaves_of(obs: Any) -> list[np.ndarray]:
+    """The arrays of a ring of observations: itself, or its leaves'."""
+    return list(obs.values()) if isinstance(obs, dict) else [obs]
+
+
 class ReplayBuffer:
     """A ring buffer of transitions in numpy, sampled uniformly. Actions are indices
-    by default (DQN), or rows of `action_shape` (SAC's float32 vectors)."""
+    by default (DQN), or rows of `action_shape` (SAC's float32 vectors). Given
+    `leaves` (Dict and Tuple observations), `obs` and `next_obs` are dicts of rings,
+    one per leaf."""
 
     def __init__(
         self,
@@ -51,15 +63,23 @@ class ReplayBuffer:
         obs_dtype: npt.DTypeLike = np.float32,
         action_shape: tuple[int, ...] = (),
         action_dtype: npt.DTypeLike = np.int64,
+        leaves: Sequence[Leaf] = (),
     ) -> None:
         if capacity < 1:
             raise ValueError(f"replay capacity must be >= 1, got {capacity}")
         self.capacity = capacity
         obs_bytes = int(np.prod(obs_shape)) * np.dtype(obs_dtype).itemsize
+        if leaves:
+            obs_bytes = row_bytes(leaves)
         action_bytes = int(np.prod(action_shape)) * np.dtype(action_dtype).itemsize
         check_fits(capacity, 2 * obs_bytes + action_bytes + 4 + 4)
-        self.obs = np.zeros((capacity, *obs_shape), dtype=obs_dtype)
-        self.next_obs = np.zeros((capacity, *obs_shape), dtype=obs_dtype)
+        self.obs: Any
+        self.next_obs: Any
+        if leaves:
+            self.obs, self.next_obs = zeros(leaves, (capacity,)), zeros(leaves, (capacity,))
+        else:
+            self.obs = np.zeros((capacity, *obs_shape), dtype=obs_dtype)
+            self.next_obs = np.zeros((capacity, *obs_shape), dtype=obs_dtype)
         self.action = np.zeros((capacity, *action_shape), dtype=action_dtype)
         self.ret = np.zeros(capacity, dtype=np.float32)
         self.discount = np.zeros(capacity, dtype=np.float32)
@@ -72,8 +92,9 @@ class ReplayBuffer:
 
     @property
     def nbytes(self) -> int:
-        arrays = (self.obs, self.next_obs, self.action, self.ret, self.discount)
-        return sum(a.nbytes for a in arrays)
+        arrays = (self.action, self.ret, self.discount)
+        observations = [*leaves_of(self.obs), *leaves_of(self.next_obs)]
+        return sum(a.nbytes for a in (*arrays, *observations))
 
     def add(self, batch: Transitions | FrameSteps) -> Added:
         if not isinstance(batch, Transitions):
@@ -83,7 +104,8 @@ class ReplayBuffer:
             batch = batch.rows(slice(-self.capacity, None))
             n = self.capacity
         idx = (self.pos + np.arange(n)) % self.capacity
-        self.obs[idx], self.next_obs[idx] = batch.obs, batch.next_obs
+        put(self.obs, idx, batch.obs)
+        put(self.next_obs, idx, batch.next_obs)
         self.action[idx], self.ret[idx], self.discount[idx] = (
             batch.action,
             batch.ret,
@@ -99,7 +121,11 @@ class ReplayBuffer:
 
     def gather(self, idx: np.ndarray) -> Transitions:
         return Transitions(
-            self.obs[idx], self.action[idx], self.ret[idx], self.next_obs[idx], self.discount[idx]
+            take(self.obs, idx),
+            self.action[idx],
+            self.ret[idx],
+            take(self.next_obs, idx),
+            self.discount[idx],
         )
 
     def sample_slots(self, batch_size: int, rng: np.random.Generator) -> np.ndarray:
@@ -110,10 +136,10 @@ class ReplayBuffer:
     def sample(self, batch_size: int, rng: np.random.Generator) -> Transitions:
         return self.gather(self.sample_slots(batch_size, rng))
 
-    def state_dict(self) -> dict[str, np.ndarray | int]:
+    def state_dict(self) -> dict[str, Any]:
         return {
-            "obs": self.obs[: self.size],
-            "next_obs": self.next_obs[: self.size],
+            "obs": take(self.obs, slice(0, self.size)),
+            "next_obs": take(self.next_obs, slice(0, self.size)),
             "action": self.action[: self.size],
             "ret": self.ret[: self.size],
             "discount": self.discount[: self.size],
@@ -121,11 +147,11 @@ class ReplayBuffer:
             "added": self.added,
         }
 
-    def load_state_dict(self, state: dict[str, np.ndarray | int]) -> None:
-        size = len(state["action"])  # type: ignore[arg-type]
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        size = len(state["action"])
         if size > self.capacity:
             raise ValueError(f"saved replay holds {size} transitions, capacity is {self.capacity}")
         for name in ("obs", "next_obs", "action", "ret", "discount"):
-            getattr(self, name)[:size] = state[name]
+            put(getattr(self, name), slice(0, size), state[name])
         self.size, self.pos = size, int(state["pos"]) % self.capacity
         self.added = int(state["added"])

@@ -52,9 +52,10 @@ from pararl.mp.threads import (
     takes_every_core,
 )
 from pararl.mp.topology import physical_cores
+from pararl.observations import Leaf
 from pararl.replay.make import Replay
 from pararl.runners.session import TrainSession
-from pararl.runners.setup import Plan, Prepared
+from pararl.runners.setup import Plan, Prepared, encoder_note
 from pararl.samplers.chunks.actor_pool import ActorPool
 from pararl.samplers.chunks.explore import ActingPolicy
 from pararl.samplers.chunks.local import LocalChunkSource
@@ -107,6 +108,7 @@ class Learning(Protocol):
     obs_shape: tuple[int, ...]
     obs_dtype: np.dtype
     frame_stack: int  # > 0: stacked image frames, stored once
+    leaves: tuple[Leaf, ...]  # Dict and Tuple observations: stored leaf by leaf
 
     @property
     def learner(self) -> Learner: ...
@@ -173,6 +175,7 @@ def actor_spec(
         sync_every=cfg.sync_every,
         frame_stack=state.frame_stack,
         stream_base=index * num_envs,
+        leaves=state.leaves,
     )
 
 
@@ -336,11 +339,16 @@ def run_loop(loop: OffPolicyLoop, session: TrainSession) -> None:
 
 
 def start_notes(state: Learning, resumed: bool) -> tuple[str, ...]:
-    """What an off-policy run says at start: that it will not learn when
-    `learning_starts` is not below the step budget; on resume, whether its replay
-    memory was restored."""
+    """What an off-policy run says at start: which network reads each leaf of Dict
+    and Tuple observations; that it will not learn when `learning_starts` is not
+    below the step budget; on resume, whether its replay memory was restored."""
     cfg, s = state.config, state.settings
-    notes = []
+    notes = list(encoder_note(state.acting_net))
+    if state.leaves and any(leaf.kind == "image" for leaf in state.leaves):
+        notes.append(
+            "pararl: the replay memory stores each leaf whole (an image leaf twice per "
+            "transition, not frame by frame)"
+        )
     if s.learning_starts >= cfg.budget:
         notes.append(
             f"pararl: warning: --learning-starts {s.learning_starts:,} is not below "

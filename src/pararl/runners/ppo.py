@@ -27,13 +27,12 @@ from pararl import seeding
 from pararl.config import PPOConfig
 from pararl.envs.make import env_factory
 from pararl.errors import UsageError
-from pararl.models import ActorCritic
 from pararl.mp.threads import AdaptiveThreads, held, ppo_threads, torch_threads
 from pararl.mp.topology import physical_cores
 from pararl.runners.ppo_mode import ModeChoice, choose_mode
 from pararl.runners.ppo_state import PPOState, ThreadRule
 from pararl.runners.session import TrainSession
-from pararl.runners.setup import Plan, Prepared
+from pararl.runners.setup import Plan, Prepared, encoder_note
 from pararl.samplers.rollout.collect import EnvStream, collect
 from pararl.vector import ParallelVectorEnv, SerialVectorEnv
 
@@ -274,13 +273,6 @@ def plan(p: Prepared) -> Plan:
         checkpoint=lambda wall_s: state.state(wall_s),
         notes=encoder_note(state.learner.model),
     )
-
-
-def encoder_note(model: ActorCritic) -> tuple[str, ...]:
-    """The start-up line of Dict and Tuple observations: what reads each leaf."""
-    if model.encoder is None:
-        return ()
-    return (f"pararl: multi-input encoder: {model.encoder.describe()}",)
 
 
 __all__ = ["METRICS", "plan", "train_loop"]

@@ -12,17 +12,16 @@ actor's own stream; the sampler carries the network's state and episode starts.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from torch import nn
 
 from pararl.models.acting import Acted, State
 
-# (Q copy, obs, action, ret, next_obs, discount) -> each transition's first priority
-PriorityFn = Callable[
-    [nn.Module, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray
-]
+# (Q copy, obs, action, ret, next_obs, discount) -> each transition's first priority;
+# observations: an array, or a dict of leaves (Dict and Tuple observations)
+PriorityFn = Callable[[nn.Module, Any, np.ndarray, np.ndarray, Any, np.ndarray], np.ndarray]
 
 
 class ActingPolicy(Protocol):
@@ -46,7 +45,7 @@ class ActingPolicy(Protocol):
     def act(
         self,
         net: nn.Module,
-        obs: np.ndarray,
+        obs: Any,
         state: State,
         first: np.ndarray,
         env_steps: int,

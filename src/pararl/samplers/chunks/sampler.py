@@ -17,6 +17,7 @@ from torch import nn
 
 from pararl import seeding
 from pararl.models.acting import Policy
+from pararl.observations import Leaf
 from pararl.replay.frame_steps import FrameStepBuilder, FrameSteps
 from pararl.replay.nstep import NStepBuilder, Transitions
 from pararl.samplers.chunks.explore import ActingPolicy
@@ -39,6 +40,7 @@ class ActorSpec:
     sync_every: int  # vector steps between weight refreshes
     frame_stack: int = 0  # > 0: chunks carry frames once (`replay.frame_steps`)
     stream_base: int = 0  # the run-wide id of this actor's first env (frame chunks)
+    leaves: tuple[Leaf, ...] = ()  # Dict and Tuple observations: carried leaf by leaf
 
     @property
     def priorities(self) -> bool:
@@ -88,6 +90,7 @@ class ChunkSampler:
             spec.obs_dtype,
             policy.action_shape,
             policy.action_dtype,
+            spec.leaves,
         )
         self.obs, _ = self.envs.reset(seed=seeding.env_seeds(seed, spec.num_envs, "env", *path))
         self.frames: FrameStepBuilder | None = None

@@ -29,7 +29,7 @@ from pararl.gae import gae
 from pararl.models import ActorCritic
 from pararl.models.acting import Draws, Observations, State, obs_tensor
 from pararl.models.normalize import DiscountedReturns
-from pararl.observations import Leaf, batch_size, flat, map_leaves, stacked, zeros
+from pararl.observations import Leaf, batch_size, map_leaves, put, stacked, zeros
 
 FLOAT32 = np.dtype(np.float32)
 
@@ -129,17 +129,10 @@ class Rollout:
         assert acted.logprob is not None
         assert acted.value is not None
         stream.state = acted.state
-        self._store(t, obs)
+        put(self.obs, t, obs)
         self.actions[t] = acted.action
         self.logprobs[t], self.values[t] = acted.logprob, acted.value
         return self.actions[t]
-
-    def _store(self, t: int, obs: Observations) -> None:
-        if isinstance(self.obs, dict):
-            for name, value in flat(obs).items():
-                self.obs[name][t] = value
-        else:
-            self.obs[t] = obs
 
     @torch.no_grad()
     def record(
