@@ -34,7 +34,8 @@ from pararl.envs.masks import MASK_KEY, batch_mask
 from pararl.envs.modules import split_env_id
 from pararl.errors import UsageError
 from pararl.evaluation.episodes import action_draws
-from pararl.models.acting import Mode, Policy, starts
+from pararl.models.acting import Mode, Observations, Policy, starts
+from pararl.observations import Leaf, as_batch, batch_size
 from pararl.registry import Algorithm, algorithm_of
 from pararl.rundir import RunDir
 
@@ -61,6 +62,8 @@ class Agent:
         self.env_steps = ckpt.Header.of(state).env_steps
         self.obs_shape = tuple(state["obs_shape"])
         self.obs_dtype = np.dtype(state.get("obs_dtype", "<f4"))
+        # Dict and Tuple observations: their leaves (none: one array)
+        self.obs_leaves = tuple(Leaf.from_dict(d) for d in state.get("obs_leaves", ()))
         bounds = state.get("action_bounds")
         self.action_bounds = None if bounds is None else tuple(np.asarray(b) for b in bounds)
         self.action_masks = bool(state.get("action_masks", False))  # acts within masks
@@ -111,7 +114,9 @@ class Agent:
 
     def act(self, obs: Any, deterministic: bool = True, action_mask: Any = None) -> Any:
         """The action for one observation (an int for Discrete actions, an array
-        for others), or an array of actions for a batch `[N, *obs_shape]`.
+        for others), or an array of actions for a batch `[N, *obs_shape]`; Dict and
+        Tuple observations as the env gives them (one, or a dict or tuple of batches
+        of each leaf).
         `deterministic`: the greedy action (argmax, or the Gaussian's mean); else one
         sampled from the policy (DQN: epsilon-greedy at the run's final epsilon).
         `action_mask`: the observation's action mask (a batch's: one per row), which
@@ -119,13 +124,14 @@ class Agent:
         with memory carries it on from the last call (`reset()` first at new
         episodes)."""
         batch, single = self._as_batch(obs)
-        mask = self._mask_of(action_mask, len(batch))
-        if self._first is None or len(self._first) != len(batch):
-            self.policy_state = self.policy.initial_state(len(batch))
-            self._first = starts(len(batch))
+        size = batch_size(batch)
+        mask = self._mask_of(action_mask, size)
+        if self._first is None or len(self._first) != size:
+            self.policy_state = self.policy.initial_state(size)
+            self._first = starts(size)
         mode: Mode = "greedy" if deterministic else "sampled"
         acted = self.policy.act(batch, self.policy_state, self._first, mode, self.draws, mask)
-        self.policy_state, self._first = acted.state, np.zeros(len(batch), bool)
+        self.policy_state, self._first = acted.state, np.zeros(size, bool)
         actions = acted.action
         if self.action_bounds is not None:
             actions = np.clip(actions, *self.action_bounds).astype(actions.dtype)
@@ -149,7 +155,9 @@ class Agent:
         """New episodes start at the next `act` (a policy with memory forgets)."""
         self._first = None
 
-    def _as_batch(self, obs: Any) -> tuple[np.ndarray, bool]:
+    def _as_batch(self, obs: Any) -> tuple[Observations, bool]:
+        if self.obs_leaves:
+            return as_batch(obs, self.obs_leaves)
         array = np.asarray(obs)
         if array.dtype != self.obs_dtype:
             array = array.astype(self.obs_dtype)

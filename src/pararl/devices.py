@@ -8,8 +8,9 @@ start-up, transfers included, and takes the faster; the timings are kept.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -18,6 +19,7 @@ from torch import nn
 
 from pararl.errors import UsageError
 from pararl.intraop import torch_threads
+from pararl.observations import Leaf, map_leaves
 from pararl.optim import FlatAdam
 
 
@@ -76,13 +78,32 @@ class DeviceChoice:
         }
 
 
-def example_obs(obs_shape: int | tuple[int, ...], batch: int, dtype: npt.DTypeLike) -> torch.Tensor:
+def example_obs(
+    obs_shape: int | tuple[int, ...],
+    batch: int,
+    dtype: npt.DTypeLike,
+    leaves: Sequence[Leaf] = (),
+) -> Any:
     """A batch of observations to time with: random floats, or zeros of an image dtype
-    (what the sampler hands the model)."""
+    (what the sampler hands the model); given `leaves` (Dict and Tuple observations),
+    a dict of such batches, discrete leaves at their lowest values."""
+    if leaves:
+        return {leaf.name: _example_leaf(leaf, batch) for leaf in leaves}
     shape = (batch, obs_shape) if isinstance(obs_shape, int) else (batch, *obs_shape)
     if np.dtype(dtype).kind == "f":
         return torch.randn(shape)
     return torch.from_numpy(np.zeros(shape, dtype))
+
+
+def _example_leaf(leaf: Leaf, batch: int) -> torch.Tensor:
+    if leaf.kind == "discrete":
+        lowest = np.asarray(leaf.start, leaf.dtype).reshape(leaf.shape)
+        return torch.from_numpy(np.broadcast_to(lowest, (batch, *leaf.shape)).copy())
+    return example_obs(leaf.shape, batch, leaf.dtype)
+
+
+def _on(obs: Any, device: torch.device) -> Any:
+    return map_leaves(lambda t: t.to(device), obs)
 
 
 def time_forward(
@@ -93,15 +114,16 @@ def time_forward(
     repeats: int = 20,
     obs_dtype: npt.DTypeLike = np.float32,
     threads: int | None = None,
+    leaves: Sequence[Leaf] = (),
 ) -> float:
     """One policy forward at the sampling batch size: numpy obs in, actions out, on
     `threads` torch threads (None: as set)."""
     model = model.to(device)
-    obs = example_obs(obs_shape, batch, obs_dtype)
+    obs = example_obs(obs_shape, batch, obs_dtype, leaves)
 
     @torch.no_grad()
     def step() -> object:
-        return model.act_tensors(obs.to(device))[0].cpu()  # type: ignore[operator]
+        return model.act_tensors(_on(obs, device))[0].cpu()  # type: ignore[operator]
 
     return _time_it(step, device, repeats, threads)
 
@@ -114,15 +136,16 @@ def time_update(
     repeats: int = 10,
     obs_dtype: npt.DTypeLike = np.float32,
     threads: int | None = None,
+    leaves: Sequence[Leaf] = (),
 ) -> float:
     """One gradient step at the minibatch size, the host-to-device copy included, on
     `threads` torch threads (None: as set)."""
     model = model.to(device)
     optimizer = FlatAdam(model.parameters(), lr=1e-4)
-    obs = example_obs(obs_shape, batch, obs_dtype)
+    obs = example_obs(obs_shape, batch, obs_dtype, leaves)
 
     def step() -> object:
-        values = model.value(obs.to(device))  # type: ignore[operator]
+        values = model.value(_on(obs, device))  # type: ignore[operator]
         loss = values.pow(2).mean()
         optimizer.zero_grad()
         loss.backward()
@@ -142,9 +165,11 @@ def choose_devices(
     obs_dtype: npt.DTypeLike = np.float32,
     act_threads: int | None = None,
     update_threads: int | None = None,
+    leaves: Sequence[Leaf] = (),
 ) -> DeviceChoice:
     """Resolve `act`/`learn` (cpu | cuda | auto); `auto` takes the faster measured device.
-    `obs_shape` (or a flat size) and `obs_dtype`: the observations timed with.
+    `obs_shape` (or a flat size) and `obs_dtype`: the observations timed with (or
+    `leaves`: those of Dict and Tuple observations).
     `act_threads`, `update_threads`: the torch threads the run will act and update
     with; the timings use them (None: torch's current count), since a small network's
     forward timed on every thread of a large host can look slower on the CPU than on
@@ -165,6 +190,7 @@ def choose_devices(
                     device,
                     obs_dtype=obs_dtype,
                     threads=act_threads,
+                    leaves=leaves,
                 )
                 timings[f"update_{device.type}"] = 1e3 * time_update(
                     make_model(),
@@ -173,6 +199,7 @@ def choose_devices(
                     device,
                     obs_dtype=obs_dtype,
                     threads=update_threads,
+                    leaves=leaves,
                 )
 
     def pick(value: str, kind: str) -> torch.device:

@@ -10,7 +10,9 @@ front themselves (`models_cnn.ImageInput`), so frames stay in the env's layout a
 dtype all the way to the learner.
 
 The Nature CNN's three convolutions (8x8/4, 4x4/2, 3x3/1) need at least 36 pixels on
-each side; smaller images (MinAtar's 10x10) get the MinAtar network.
+each side; smaller images (MinAtar's 10x10) get the MinAtar network. Dict and Tuple
+observations get the multi-input encoder (`models.multi`), which applies these rules
+to each image leaf.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ import numpy as np
 
 from pararl.errors import UsageError
 
-ModelName = Literal["mlp", "nature-cnn", "minatar-cnn"]
-MODELS: tuple[ModelName, ...] = ("mlp", "nature-cnn", "minatar-cnn")
+ModelName = Literal["mlp", "nature-cnn", "minatar-cnn", "multi-input"]
+MODELS: tuple[ModelName, ...] = ("mlp", "nature-cnn", "minatar-cnn", "multi-input")
 NATURE_MIN_SIDE = 36  # (36 - 8) / 4 + 1 = 8 -> (8 - 4) / 2 + 1 = 3 -> 3 - 3 + 1 = 1
 
 
@@ -57,18 +59,46 @@ class ImageLayout:
         return cls(int(c), int(h), int(w), last, scale)
 
 
+def is_multi_input(space: gym.Space) -> bool:
+    """A Dict or Tuple space: what the multi-input encoder reads."""
+    return isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple))
+
+
 def default_model(space: gym.Space) -> ModelName:
-    """`--model auto`: the Nature CNN for images of 36 pixels a side or more, the
-    MinAtar CNN for smaller ones, an MLP for everything else."""
+    """`--model auto`: the multi-input encoder for Dict and Tuple observations, the
+    Nature CNN for images of 36 pixels a side or more, the MinAtar CNN for smaller
+    ones, an MLP for everything else."""
+    if is_multi_input(space):
+        return "multi-input"
     if not is_image(space):
         return "mlp"
     assert space.shape is not None
-    layout = ImageLayout.of(tuple(space.shape), np.dtype(space.dtype))
+    return image_model(tuple(space.shape), np.dtype(space.dtype))
+
+
+def image_model(shape: tuple[int, ...], dtype: np.dtype) -> ModelName:
+    """The CNN for images of this shape and dtype: the Nature CNN from 36 pixels a
+    side, the MinAtar CNN below."""
+    layout = ImageLayout.of(shape, dtype)
     return "nature-cnn" if min(layout.height, layout.width) >= NATURE_MIN_SIDE else "minatar-cnn"
 
 
 def check_model(model: str, env_id: str, space: gym.Space) -> None:
     """A UsageError when `model` cannot read `env_id`'s observations."""
+    if is_multi_input(space):
+        if model not in ("auto", "multi-input"):
+            raise UsageError(
+                f"--model {model} reads one {'vector' if model == 'mlp' else 'image'}; "
+                f"{env_id} gives {type(space).__name__} "
+                "observations: use --model multi-input (or auto), which reads each key "
+                "(a CNN for images, flattened vectors, one-hot discrete values)"
+            )
+        return
+    if model == "multi-input":
+        raise UsageError(
+            f"--model multi-input reads Dict and Tuple observations; {env_id} gives "
+            f"{space}. Use --model auto."
+        )
     if model in ("auto", "mlp"):
         return
     if not is_image(space):
@@ -92,5 +122,7 @@ __all__ = [
     "ModelName",
     "check_model",
     "default_model",
+    "image_model",
     "is_image",
+    "is_multi_input",
 ]

@@ -22,6 +22,7 @@ from pararl.algos.sac import SACLearner
 from pararl.config import MAMLConfig, SACConfig, env_kind
 from pararl.models import TwinQ, squashed_actor
 from pararl.models.build import actor_critic
+from pararl.observations import leaves
 from pararl.optim import FlatAdam
 from pararl.replay.nstep import Transitions
 
@@ -145,6 +146,57 @@ def test_ppo_steps_on_cuda_match_the_plain_step(model: str, mode: str) -> None:
     cpu = _ppo_params(model, CPU, "eager", anneal=True)
     torch.testing.assert_close(annealed, python_numbers, rtol=0, atol=2e-3)
     torch.testing.assert_close(python_numbers, cpu, rtol=0, atol=2e-3)
+
+
+def _dict_params(mode: str) -> torch.Tensor:
+    """A multi-input actor-critic's parameters after three updates on one batch of
+    Dict observations (an image, a vector and a discrete leaf)."""
+    space = gym.spaces.Dict(
+        {
+            "image": gym.spaces.Box(0, 255, (3, 16, 16), np.uint8),
+            "vector": gym.spaces.Box(-1, 1, (4,), np.float32),
+            "count": gym.spaces.Discrete(3),
+        }
+    )
+    torch.manual_seed(0)
+    net = actor_critic("multi-input", (), np.float32, 2, True, (32,), leaves=leaves(space))
+    learner = PPOLearner(net, PPOHyper(update_epochs=2), 1e-3, CUDA, mode)  # type: ignore[arg-type]
+    rng, n = np.random.default_rng(0), 256
+    batch = {
+        "obs": {
+            "count": rng.integers(0, 3, n),
+            "image": rng.integers(0, 256, (n, 3, 16, 16), dtype=np.uint8),
+            "vector": rng.standard_normal((n, 4)).astype(np.float32),
+        },
+        "actions": rng.integers(0, 2, n),
+        "logprobs": np.full(n, np.log(0.5), np.float32),
+        "values": np.zeros(n, np.float32),
+        "advantages": rng.standard_normal(n).astype(np.float32),
+        "returns": rng.standard_normal(n).astype(np.float32),
+    }
+    for k in range(3):
+        learner.update(batch, np.random.default_rng(k))
+    return learner.optimizer.flat.cpu()
+
+
+def test_a_recorded_ppo_step_takes_dict_observations_as_the_plain_step_does() -> None:
+    """A Dict observation's leaves are recorded inputs of the CUDA graph, one each."""
+    torch.testing.assert_close(_dict_params("graph"), _dict_params("eager"), rtol=1e-5, atol=1e-6)
+
+
+def test_ppo_trains_on_dict_observations_with_the_learner_on_cuda(tmp_path: Path) -> None:
+    run = tmp_path / "dict"
+    cfg = PPOConfig(
+        env="pararl/DictCue-v0",
+        mode="serial",
+        learn_device="cuda",
+        act_device="cpu",
+        run_dir=run,
+        **SMALL,
+    )
+    train(cfg)
+    assert _resolved(run)["step_mode"] == "graph"
+    assert checkpoint.load(run / "checkpoints" / "final.pt")["env_steps"] >= 3_000
 
 
 @pytest.fixture(autouse=True)

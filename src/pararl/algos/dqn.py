@@ -34,8 +34,9 @@ from pararl.envs.masks import mask_info, mask_size
 from pararl.errors import UsageError
 from pararl.images import check_model
 from pararl.models import QNetwork
-from pararl.models.acting import Acted, Draws, Policy, State
+from pararl.models.acting import Acted, Draws, Policy, State, obs_tensor
 from pararl.models.build import q_network
+from pararl.observations import Leaf, is_structured, leaves
 from pararl.optim import FlatAdam, FlatRMSprop
 from pararl.replay.make import make_replay
 from pararl.replay.nstep import Transitions
@@ -82,8 +83,8 @@ class DQNLearner:
         Observations go to the device in their stored dtype (uint8 frames stay
         bytes until there)."""
         inputs = [
-            self._tensor(batch.obs),
-            self._tensor(batch.next_obs),
+            obs_tensor(batch.obs, self.device),
+            obs_tensor(batch.next_obs, self.device),
             self._tensor(batch.action, torch.int64),
             self._tensor(batch.ret, torch.float32),
             self._tensor(batch.discount, torch.float32),
@@ -105,8 +106,8 @@ class DQNLearner:
 
     def _step(
         self,
-        obs: torch.Tensor,
-        next_obs: torch.Tensor,
+        obs: Any,
+        next_obs: Any,
         actions: torch.Tensor,
         ret: torch.Tensor,
         discount: torch.Tensor,
@@ -185,12 +186,14 @@ def check_spaces(config: DQNConfig, observation_space: gym.Space, action_space: 
             f"DQN takes Discrete actions; {config.env} has {action_space}"
             + (". SAC, TD3 and PPO take Box actions" if box else "")
         )
-    if not isinstance(observation_space, gym.spaces.Box):
+    if not isinstance(observation_space, gym.spaces.Box) and not is_structured(observation_space):
         raise UsageError(
-            f"DQN here needs a Box observation space; {config.env} has "
+            f"DQN here takes Box, Dict and Tuple observation spaces; {config.env} has "
             f"{observation_space}. Wrap it (e.g. FlattenObservation)."
         )
     check_model(config.model, config.env_name, observation_space)
+    if is_structured(observation_space):
+        leaves(observation_space)  # a leaf the encoder cannot read is refused now
 
 
 @dataclass(frozen=True)
@@ -219,10 +222,10 @@ class EpsilonSchedule:
 @torch.no_grad()
 def initial_priorities(
     q: nn.Module,
-    obs: np.ndarray,
+    obs: Any,
     action: np.ndarray,
     ret: np.ndarray,
-    next_obs: np.ndarray,
+    next_obs: Any,
     discount: np.ndarray,
     next_mask: np.ndarray | None = None,
 ) -> np.ndarray:
@@ -231,8 +234,8 @@ def initial_priorities(
     legal a given `next_mask`)."""
     if len(action) == 0:
         return np.zeros(0, np.float32)
-    q_obs = q(torch.as_tensor(obs)).gather(1, torch.as_tensor(action).view(-1, 1)).squeeze(1)
-    next_q = q(torch.as_tensor(next_obs))
+    q_obs = q(obs_tensor(obs)).gather(1, torch.as_tensor(action).view(-1, 1)).squeeze(1)
+    next_q = q(obs_tensor(next_obs))
     if next_mask is not None:
         next_q = next_q.masked_fill(~torch.as_tensor(next_mask), -torch.inf)
     next_value = next_q.max(dim=1).values
@@ -270,7 +273,7 @@ class EpsilonGreedy:
     def act(
         self,
         net: nn.Module,
-        obs: np.ndarray,
+        obs: Any,
         state: State,
         first: np.ndarray,
         env_steps: int,
@@ -288,7 +291,8 @@ class DQNState(ReplayState[DQNLearner]):
     replay-sampling stream (parameter averaging; 0 otherwise);
     `frame_stack` > 0: observations are stacks of that many `uint8` frames, stored
     frame by frame (`replay.frame_steps.stack_size` of the env); `action_masks`: the
-    env gives masks (`envs.masks`), each transition stores its next one."""
+    env gives masks (`envs.masks`), each transition stores its next one. Dict and
+    Tuple observations are read by the multi-input encoder and stored leaf by leaf."""
 
     ALGO = "dqn"
 
@@ -314,12 +318,13 @@ class DQNState(ReplayState[DQNLearner]):
             )
         self.mask_size = mask_size(action_space) if action_masks else 0
         self.mask_info = mask_info(action_space) if action_masks else None
-        assert observation_space.shape is not None
         self.filled, self.config, self.settings = filled, cfg, cfg.settings
-        self.obs_shape = tuple(observation_space.shape)
+        self.obs_shape = tuple(observation_space.shape or ())
         self.obs_dtype = np.dtype(observation_space.dtype or np.float32)
         if self.obs_dtype.kind == "f":  # vector observations are learned from as float32
             self.obs_dtype = np.dtype(np.float32)
+        # Dict and Tuple observations: their leaves, each stored as its own array
+        self.leaves = leaves(observation_space) if is_structured(observation_space) else ()
         self.num_actions = int(action_space.n)
         self.make_model = functools.partial(
             q_network,
@@ -329,6 +334,7 @@ class DQNState(ReplayState[DQNLearner]):
             self.num_actions,
             cfg.hidden,
             cfg.dueling,
+            self.leaves,
         )
         self.learner = DQNLearner(
             self.make_model(), cfg, device, resolve_step_mode(cfg.compile, device)
@@ -342,6 +348,7 @@ class DQNState(ReplayState[DQNLearner]):
             cfg.prioritized,
             cfg.priority_alpha,
             mask_size=self.mask_size,
+            leaves=self.leaves,
         )
         if resume_state is not None:
             self.load(resume_state)
@@ -376,6 +383,7 @@ class DQNState(ReplayState[DQNLearner]):
         return {
             "obs_shape": self.obs_shape,
             "obs_dtype": self.obs_dtype.str,
+            "obs_leaves": [leaf.as_dict() for leaf in self.leaves],
             "num_actions": self.num_actions,
             "action_masks": self.mask_size > 0,
         }
@@ -393,6 +401,7 @@ def load_policy(config: DQNConfig, state: dict[str, Any]) -> QNetwork:
         state["num_actions"],
         config.hidden,
         config.dueling,
+        tuple(Leaf.from_dict(d) for d in state.get("obs_leaves", ())),
     )
     q.load_state_dict(state["learner"]["q"])
     return q

@@ -27,7 +27,7 @@ The recording itself executes nothing, so the call that records also replays onc
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Generic, Literal, TypeVar, get_args
 
 import torch
@@ -40,6 +40,7 @@ StepMode = Literal["eager", "compile", "graph", "compile+graph"]
 K = TypeVar("K")  # what tells a learner's step variants apart
 MODES: tuple[StepMode, ...] = get_args(StepMode)
 StepFn = Callable[..., tuple[torch.Tensor, ...]]
+Input = torch.Tensor | float | dict[str, torch.Tensor]  # a dict: a Dict observation's leaves
 
 
 class FusedStep:
@@ -62,9 +63,10 @@ class FusedStep:
         self._inputs: list[torch.Tensor] = []
         self._outputs: tuple[torch.Tensor, ...] = ()
 
-    def __call__(self, *inputs: torch.Tensor | float) -> tuple[torch.Tensor, ...]:
-        """One step on `inputs` (tensors; a Python number only in `eager` mode, where
-        nothing is traced or recorded)."""
+    def __call__(self, *inputs: Input) -> tuple[torch.Tensor, ...]:
+        """One step on `inputs` (tensors, or dicts of tensors: a Dict observation's
+        leaves; a Python number only in `eager` mode, where nothing is traced or
+        recorded)."""
         self.calls += 1
         if "graph" not in self.mode:
             if self.mode == "eager" or self.calls > 1:
@@ -79,13 +81,13 @@ class FusedStep:
             torch.cuda.synchronize(self.device)
             self.setup_s += time.perf_counter() - start
             return out
-        for recorded, given in zip(self._inputs, inputs, strict=True):
-            recorded.copy_(given, non_blocking=True)  # type: ignore[arg-type]
+        for recorded, given in zip(self._inputs, _tensors(inputs), strict=True):
+            recorded.copy_(given, non_blocking=True)
         self._graph.replay()
         # the recorded outputs are overwritten by the next replay: hand out copies
         return tuple(out.clone() for out in self._outputs)
 
-    def _warm(self, inputs: tuple[torch.Tensor | float, ...]) -> tuple[torch.Tensor, ...]:
+    def _warm(self, inputs: tuple[Input, ...]) -> tuple[torch.Tensor, ...]:
         side = torch.cuda.Stream(self.device)
         side.wait_stream(torch.cuda.current_stream(self.device))
         with torch.cuda.stream(side):
@@ -93,14 +95,31 @@ class FusedStep:
         torch.cuda.current_stream(self.device).wait_stream(side)
         return out
 
-    def _record(self, inputs: tuple[torch.Tensor | float, ...]) -> tuple[torch.Tensor, ...]:
-        self._inputs = [torch.as_tensor(x).to(self.device, copy=True) for x in inputs]
+    def _record(self, inputs: tuple[Input, ...]) -> tuple[torch.Tensor, ...]:
+        recorded = [_to(x, self.device) for x in inputs]
+        self._inputs = list(_tensors(recorded))
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
-            self._outputs = self.fn(*self._inputs)
+            self._outputs = self.fn(*recorded)
         self._graph = graph
         graph.replay()  # recording ran nothing: this is the call's step
         return tuple(out.clone() for out in self._outputs)
+
+
+def _to(x: Input, device: torch.device) -> torch.Tensor | dict[str, torch.Tensor]:
+    """A recorded input: a copy on `device` of a tensor, or of each tensor of a dict."""
+    if isinstance(x, dict):
+        return {k: v.to(device, copy=True) for k, v in x.items()}
+    return torch.as_tensor(x).to(device, copy=True)
+
+
+def _tensors(inputs: Sequence[Input]) -> Iterator[torch.Tensor]:
+    """The tensors of a step's inputs in order, a dict's by its keys' order."""
+    for x in inputs:
+        if isinstance(x, dict):
+            yield from x.values()
+        else:
+            yield torch.as_tensor(x)
 
 
 class FusedSteps(Generic[K]):

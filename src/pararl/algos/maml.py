@@ -49,6 +49,7 @@ from pararl.config import MAMLConfig
 from pararl.errors import UsageError
 from pararl.models.gaussian import GaussianMLP, Params, gaussian_log_likelihood
 from pararl.mp.threads import torch_threads
+from pararl.observations import is_structured
 
 
 def episode_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -308,6 +309,12 @@ class MAMLLearner:
 
 
 def check_spaces(config: MAMLConfig, observation_space: gym.Space, action_space: gym.Space) -> None:
+    if is_structured(observation_space):
+        raise UsageError(
+            f"MAML here needs Box observations; {config.env} gives "
+            f"{type(observation_space).__name__} observations (PPO takes Dict and Tuple "
+            "observations: pararl train ppo)"
+        )
     if not isinstance(action_space, gym.spaces.Box) or not isinstance(
         observation_space, gym.spaces.Box
     ):

@@ -22,6 +22,7 @@ from pararl.checkpoint import Header
 from pararl.errors import UsageError
 from pararl.images import is_image
 from pararl.models.acting import Acted, Draws, Policy, State, no_mask
+from pararl.observations import Leaf, batch_size, is_structured, leaves
 from pararl.replay.make import Replay, make_replay
 from pararl.replay.nstep import Transitions
 from pararl.replay.prioritized import PrioritizedReplay
@@ -146,10 +147,15 @@ class ReplayState(Generic[L]):
 
 
 def check_box_actions(
-    algo: str, env: str, observation_space: gym.Space, action_space: gym.Space
+    algo: str,
+    env: str,
+    observation_space: gym.Space,
+    action_space: gym.Space,
+    structured: bool = False,
 ) -> None:
     """The spaces an actor-critic learner here takes (SAC, TD3): a 1-D Box of actions
-    with finite bounds, vector observations; else a one-line UsageError."""
+    with finite bounds, vector observations (and, when `structured`, Dict and Tuple
+    ones); else a one-line UsageError."""
     if not isinstance(action_space, gym.spaces.Box):
         raise UsageError(
             f"{algo} needs a continuous (Box) action space; {env} has {action_space}"
@@ -165,6 +171,15 @@ def check_box_actions(
             f"{algo} keeps its actions within the env's bounds, and {env}'s are not finite "
             f"({action_space}); wrap it with gymnasium.wrappers.RescaleAction"
         )
+    if is_structured(observation_space):
+        if not structured:
+            raise UsageError(
+                f"{algo} here learns from Box observations; {env} gives "
+                f"{type(observation_space).__name__} observations, which SAC and PPO take "
+                "(and DQN, for discrete actions)"
+            )
+        leaves(observation_space)  # a leaf the encoder cannot read is refused now
+        return
     if not isinstance(observation_space, gym.spaces.Box) or is_image(observation_space):
         raise UsageError(
             f"{algo} here learns from vector observations (MLPs); {env} has "
@@ -195,25 +210,28 @@ A = TypeVar("A", bound=ActorLearner)
 
 class ActorCriticState(ReplayState[A]):
     """The run state of an off-policy learner that acts with an actor on a 1-D Box of
-    actions from vector observations (SAC, TD3): the spaces (`_spaces`), the replay
-    memory of action vectors and the streams of batches and noise (`_memory`), which
-    a resumed run draws from anew, and the acting (`UniformFirst`)."""
+    actions from vector observations, or Dict and Tuple ones read by a multi-input
+    encoder (SAC, TD3): the spaces (`_spaces`), the replay memory of action vectors
+    and the streams of batches and noise (`_memory`), which a resumed run draws from
+    anew, and the acting (`UniformFirst`)."""
 
     obs_shape: tuple[int, ...]
     obs_dtype: np.dtype
     frame_stack: int
+    leaves: tuple[Leaf, ...]
     action_dim: int
     low: np.ndarray
     high: np.ndarray
     make_model: Callable[[], nn.Module]
 
     def _spaces(self, observation_space: gym.Space, action_space: gym.Space) -> int:
-        """Read the spaces; the observation size (the networks' input)."""
+        """Read the spaces; the observation size (the networks' input; 0 for Dict and
+        Tuple observations, whose `leaves` an encoder reads)."""
         assert isinstance(action_space, gym.spaces.Box)
-        assert observation_space.shape is not None
-        self.obs_shape = tuple(observation_space.shape)
+        self.obs_shape = tuple(observation_space.shape or ())
         self.obs_dtype = np.dtype(np.float32)  # learned from as float32, stored so
-        self.frame_stack = 0  # vector observations only
+        self.frame_stack = 0  # no frame stacks: vector observations, or leaves
+        self.leaves = leaves(observation_space) if is_structured(observation_space) else ()
         self.action_dim = int(action_space.shape[0])
         self.low = action_space.low.astype(np.float32)
         self.high = action_space.high.astype(np.float32)
@@ -232,6 +250,7 @@ class ActorCriticState(ReplayState[A]):
             cfg.priority_alpha,
             (self.action_dim,),
             np.float32,
+            leaves=self.leaves,
         )
         if resume_state is not None:
             self.load(resume_state)
@@ -256,6 +275,7 @@ class ActorCriticState(ReplayState[A]):
     def described(self) -> dict[str, Any]:
         return {
             "obs_shape": self.obs_shape,
+            "obs_leaves": [leaf.as_dict() for leaf in self.leaves],
             "action_low": self.low.tolist(),
             "action_high": self.high.tolist(),
         }
@@ -297,7 +317,7 @@ class UniformFirst:
     def act(
         self,
         net: nn.Module,
-        obs: np.ndarray,
+        obs: Any,
         state: State,
         first: np.ndarray,
         env_steps: int,
@@ -307,7 +327,7 @@ class UniformFirst:
         no_mask(mask, "an actor of continuous actions")
         actor = cast(Uniform, net)  # a `make_net` network; not checked at every step
         if env_steps < self.random_steps:  # the state is left as it was
-            return Acted(actor.uniform(len(obs), rng), state)
+            return Acted(actor.uniform(batch_size(obs), rng), state)
         return actor.act(obs, state, first, "sampled", Draws(rng))
 
 

@@ -26,11 +26,17 @@ from pararl.models import ActorCritic
 from pararl.models.build import actor_critic
 from pararl.models.heads import ACTION_SPACES, head_from
 from pararl.models.normalize import NormSettings
+from pararl.observations import Leaf, is_structured, leaves, map_leaves
 from pararl.optim import FlatAdam
 
 
 def _normalized(advantages: torch.Tensor) -> torch.Tensor:
     return (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+
+
+def _take(values: Any, rows: torch.Tensor) -> Any:
+    """Rows of a tensor, or of each leaf of Dict or Tuple observations."""
+    return map_leaves(lambda v: v[rows], values)
 
 
 @dataclass(frozen=True)
@@ -84,14 +90,15 @@ class PPOLearner:
         self.clip = self.hyper.clip_coef * fraction
         self.clip_t.fill_(self.clip)
 
-    def update(self, batch: dict[str, np.ndarray], rng: np.random.Generator) -> dict[str, float]:
-        """Epochs of minibatch steps on one flattened rollout, each epoch's minibatches
+    def update(self, batch: dict[str, Any], rng: np.random.Generator) -> dict[str, float]:
+        """Epochs of minibatch steps on one flattened rollout (Dict and Tuple
+        observations: a dict of leaves under "obs"), each epoch's minibatches
         in an order drawn from `rng` (the run's own stream: nothing here draws from a
         global one). Returns the losses and entropy averaged over every step, and
         approx_kl and clipfrac averaged over the last epoch (how far the whole update
         moved the policy; computing them at every step cost more than it told)."""
         hp = self.hyper
-        b = {k: torch.as_tensor(v).to(self.device) for k, v in batch.items()}
+        b = {k: map_leaves(self._on_device, v) for k, v in batch.items()}
         size = len(b["advantages"])
         mb_size = max(1, size // hp.num_minibatches)
         normalized = hp.norm_adv and mb_size >= size  # one minibatch: normalise once
@@ -111,9 +118,12 @@ class PPOLearner:
             k: float(v) / counts.get(k, hp.update_epochs * per_epoch) for k, v in totals.items()
         }
 
+    def _on_device(self, array: np.ndarray) -> torch.Tensor:
+        return torch.as_tensor(array).to(self.device)
+
     def _minibatches(
-        self, b: dict[str, torch.Tensor], size: int, mb_size: int, rng: np.random.Generator
-    ) -> Iterator[dict[str, torch.Tensor]]:
+        self, b: dict[str, Any], size: int, mb_size: int, rng: np.random.Generator
+    ) -> Iterator[dict[str, Any]]:
         """One epoch's minibatches, in a fresh random order. A single minibatch is the
         whole rollout: its loss is a mean, so the order does not matter and the
         shuffle (one gather per array) is skipped."""
@@ -122,10 +132,11 @@ class PPOLearner:
             return
         order = torch.as_tensor(rng.permutation(size), device=self.device)
         for start in range(0, size - mb_size + 1, mb_size):
-            yield {k: v[order[start : start + mb_size]] for k, v in b.items()}
+            rows = order[start : start + mb_size]
+            yield {k: _take(v, rows) for k, v in b.items()}
 
     def _minibatch_step(
-        self, mb: dict[str, torch.Tensor], normalized: bool, with_kl: bool
+        self, mb: dict[str, Any], normalized: bool, with_kl: bool
     ) -> dict[str, torch.Tensor]:
         """One gradient step; `normalized`: the advantages are normalised already;
         `with_kl`: also return approx_kl and clipfrac. The rollout's action masks,
@@ -145,7 +156,7 @@ class PPOLearner:
 
     def _step(
         self,
-        obs: torch.Tensor,
+        obs: Any,
         actions: torch.Tensor,
         logprobs: torch.Tensor,
         advantages: torch.Tensor,
@@ -240,12 +251,14 @@ def check_spaces(config: PPOConfig, observation_space: gym.Space, action_space: 
             f"PPO here takes Discrete, MultiDiscrete, MultiBinary or Box actions; "
             f"{config.env} has {action_space}; wrap it into one of them"
         )
-    if not isinstance(observation_space, gym.spaces.Box):
+    if not isinstance(observation_space, gym.spaces.Box) and not is_structured(observation_space):
         raise UsageError(
-            f"PPO here needs a Box observation space; {config.env} has "
+            f"PPO here takes Box, Dict and Tuple observation spaces; {config.env} has "
             f"{observation_space}. Wrap it (e.g. FlattenObservation)."
         )
     check_model(config.model, config.env_name, observation_space)
+    if is_structured(observation_space):
+        leaves(observation_space)  # a leaf the encoder cannot read is refused now
     if config.norm_obs and is_image(observation_space) and config.model != "mlp":
         raise UsageError(
             f"--norm-obs: {config.env} gives images, which the CNN scales instead of "
@@ -255,6 +268,11 @@ def check_spaces(config: PPOConfig, observation_space: gym.Space, action_space: 
 
 def norm_settings(cfg: PPOConfig) -> NormSettings:
     return NormSettings(bool(cfg.norm_obs), bool(cfg.norm_reward), cfg.clip_obs, cfg.clip_reward)
+
+
+def saved_leaves(state: dict[str, Any]) -> tuple[Leaf, ...]:
+    """The leaves of a checkpoint's Dict or Tuple observations (none: one array)."""
+    return tuple(Leaf.from_dict(d) for d in state.get("obs_leaves", ()))
 
 
 def load_policy(config: PPOConfig, state: dict[str, Any]) -> ActorCritic:
@@ -272,6 +290,7 @@ def load_policy(config: PPOConfig, state: dict[str, Any]) -> ActorCritic:
         config.shared_body,
         norm_settings(config),
         None if described is None else head_from(described),
+        saved_leaves(state),
     )
     # format 1 (no statistics) loads into the identity
     model.load_state_dict(state["learner"]["model"], strict=Header.of(state).format >= 2)

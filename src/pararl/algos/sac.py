@@ -31,8 +31,11 @@ from pararl.algos.fused import FusedSteps, StepMode, program_boundary
 from pararl.algos.offpolicy import ActorCriticState, check_box_actions
 from pararl.config import Filled, SACConfig
 from pararl.models import SquashedGaussianActor, TwinQ, squashed_actor
+from pararl.models.acting import obs_tensor
+from pararl.models.multi import MultiInputEncoder
 from pararl.mp.threads import takes_every_core
 from pararl.mp.topology import physical_cores
+from pararl.observations import Leaf
 from pararl.optim import FlatAdam, views_into
 from pararl.replay.nstep import Transitions
 
@@ -81,6 +84,11 @@ class SACLearner:
     def _tensor(self, array: Any) -> torch.Tensor:
         return torch.as_tensor(array, dtype=torch.float32).to(self.device, non_blocking=True)
 
+    def _obs(self, obs: Any) -> Any:
+        """Observations on the device: float32 vectors, or a Dict observation's leaves
+        in their stored dtypes (the encoders convert them)."""
+        return obs_tensor(obs, self.device) if isinstance(obs, dict) else self._tensor(obs)
+
     def update(
         self, batch: Transitions, weights: np.ndarray | None = None
     ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
@@ -90,10 +98,10 @@ class SACLearner:
         shape = (2, len(batch), self.actor.action_dim)
         noise = torch.randn(shape, generator=self.generator, device=self.device)
         inputs = [
-            self._tensor(batch.obs),
+            self._obs(batch.obs),
             self._tensor(batch.action),
             self._tensor(batch.ret),
-            self._tensor(batch.next_obs),
+            self._obs(batch.next_obs),
             self._tensor(batch.discount),
             noise,
         ]
@@ -117,7 +125,7 @@ class SACLearner:
     def soft_td_target(
         self,
         ret: torch.Tensor,
-        next_obs: torch.Tensor,
+        next_obs: Any,
         discount: torch.Tensor,
         next_noise: torch.Tensor,
         alpha: torch.Tensor,
@@ -131,10 +139,10 @@ class SACLearner:
 
     def _step(
         self,
-        obs: torch.Tensor,
+        obs: Any,
         action: torch.Tensor,
         ret: torch.Tensor,
-        next_obs: torch.Tensor,
+        next_obs: Any,
         discount: torch.Tensor,
         noise: torch.Tensor,
         weights: torch.Tensor | None = None,
@@ -218,8 +226,9 @@ class SACLearner:
 
 
 def check_spaces(config: SACConfig, observation_space: gym.Space, action_space: gym.Space) -> None:
-    """SAC's spaces: a 1-D Box of actions with finite bounds, vector observations."""
-    check_box_actions("SAC", config.env, observation_space, action_space)
+    """SAC's spaces: a 1-D Box of actions with finite bounds, vector observations or
+    Dict and Tuple ones (the multi-input encoder reads them)."""
+    check_box_actions("SAC", config.env, observation_space, action_space, structured=True)
 
 
 COMPILE_PAYS_UPDATES = 100_000  # planned updates from which `--compile auto` compiles
@@ -270,9 +279,12 @@ class SACState(ActorCriticState[SACLearner]):
         self.filled, self.config, self.settings = filled, cfg, cfg.settings
         obs_dim = self._spaces(observation_space, action_space)
         self.make_model = functools.partial(
-            squashed_actor, obs_dim, self.action_dim, cfg.hidden, self.low, self.high
+            squashed_actor, obs_dim, self.action_dim, cfg.hidden, self.low, self.high, self.leaves
         )
-        critic = TwinQ(obs_dim, self.action_dim, cfg.hidden)
+        # Dict and Tuple observations: the critics read them through an encoder of
+        # their own (the actor has its own), updated by the critics' loss alone
+        encoder = MultiInputEncoder(self.leaves) if self.leaves else None
+        critic = TwinQ(obs_dim, self.action_dim, cfg.hidden, encoder=encoder)
         self.learner = SACLearner(self.make_model(), critic, cfg, device, step_mode)
         self._memory(resume_state)
 
@@ -283,7 +295,8 @@ def load_policy(config: SACConfig, state: dict[str, Any]) -> SquashedGaussianAct
     low = np.asarray(state["action_low"], np.float32)
     high = np.asarray(state["action_high"], np.float32)
     obs_dim = int(np.prod(state["obs_shape"]))
-    actor = squashed_actor(obs_dim, len(low), config.hidden, low, high)
+    leaves = tuple(Leaf.from_dict(d) for d in state.get("obs_leaves", ()))
+    actor = squashed_actor(obs_dim, len(low), config.hidden, low, high, leaves)
     actor.load_state_dict(state["learner"]["actor"])
     return actor
 

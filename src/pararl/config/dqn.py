@@ -30,8 +30,10 @@ class DQNConfig(RunConfig):
     also under `torchrun`)."""
     model: ModelChoice = "auto"
     """Q-network: `mlp` on flattened observations, `nature-cnn` (Mnih et al. 2015) or
-    `minatar-cnn` (Young & Tian 2019) on images; `auto`: by the observations (images of
-    36 pixels a side or more get the Nature CNN, smaller ones the MinAtar CNN)."""
+    `minatar-cnn` (Young & Tian 2019) on images, `multi-input` on Dict and Tuple
+    observations (a CNN per image key, the others flattened or one-hot, under an MLP
+    of --hidden); `auto`: by the observations (images of 36 pixels a side or more get
+    the Nature CNN, smaller ones the MinAtar CNN, Dict and Tuple ones multi-input)."""
     hidden: tuple[int, ...] = (128, 128)
     """Hidden layer widths of the Q-network MLP."""
     dueling: bool = False

@@ -17,7 +17,7 @@ from pararl.errors import UsageError
 from pararl.images import default_model
 
 EnvKind = Literal["discrete", "continuous", "image", "minatar"]
-ModelChoice = Literal["auto", "mlp", "nature-cnn", "minatar-cnn"]
+ModelChoice = Literal["auto", "mlp", "nature-cnn", "minatar-cnn", "multi-input"]
 
 KIND_TEXT: dict[EnvKind, str] = {
     "discrete": "discrete actions",
@@ -30,10 +30,10 @@ KIND_TEXT: dict[EnvKind, str] = {
 def env_kind(observation_space: gym.Space, action_space: gym.Space) -> EnvKind:
     """The kind of env that picks a config's defaults (`RunConfig.BY_KIND`): images
     by their size (`images.default_model`: Atari-sized frames or MinAtar-sized planes),
-    other envs by their action space (Discrete, MultiDiscrete and MultiBinary ones
-    are discrete)."""
+    other envs, Dict and Tuple observations among them, by their action space
+    (Discrete, MultiDiscrete and MultiBinary ones are discrete)."""
     model = default_model(observation_space)
-    if model != "mlp":
+    if model in ("nature-cnn", "minatar-cnn"):
         return "image" if model == "nature-cnn" else "minatar"
     discrete = (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
     return "discrete" if isinstance(action_space, discrete) else "continuous"

@@ -48,10 +48,12 @@ class PPOConfig(RunConfig):
     learn_device: Literal["auto", "cpu", "cuda"] = "auto"
     """Device for the PPO update; `auto` times both at start-up and takes the faster."""
     model: ModelChoice = "auto"
-    """Actor-critic: `mlp` on flattened observations, or one shared `nature-cnn` (Mnih
-    et al. 2015) or `minatar-cnn` (Young & Tian 2019) trunk on images; `auto`: by the
-    observations (images of 36 pixels a side or more get the Nature CNN, smaller ones
-    the MinAtar CNN)."""
+    """Actor-critic: `mlp` on flattened observations, one shared `nature-cnn` (Mnih
+    et al. 2015) or `minatar-cnn` (Young & Tian 2019) trunk on images, or one shared
+    `multi-input` encoder on Dict and Tuple observations (a CNN per image key, the
+    others flattened or one-hot) under the MLPs; `auto`: by the observations (images
+    of 36 pixels a side or more get the Nature CNN, smaller ones the MinAtar CNN, Dict
+    and Tuple ones multi-input)."""
     hidden: tuple[int, ...] = (64, 64)
     """Hidden layer widths of the actor and critic MLPs."""
     shared_body: bool = False

@@ -24,6 +24,7 @@ from pararl.config.env_source import EnvArg, EnvFactory, env_source
 from pararl.config.json_fields import NO_LIMIT
 from pararl.config.kinds import EnvKind, env_kind, settings_of
 from pararl.errors import UsageError
+from pararl.images import is_multi_input
 
 C = TypeVar("C", bound="RunConfig")
 
@@ -228,8 +229,16 @@ class RunConfig:
     def for_spaces(
         self: C, observation_space: gym.Space, action_space: gym.Space, env_id: str | None = None
     ) -> Filled[C]:
-        """`for_env` for the kind of env these spaces are (`kinds.env_kind`)."""
-        return self.for_env(env_kind(observation_space, action_space), env_id)
+        """`for_env` for the kind of env these spaces are (`kinds.env_kind`). A kind's
+        `model` is the one for its observations; Dict and Tuple observations, whatever
+        the kind, take the multi-input encoder (`--model auto`)."""
+        filled = self.for_env(env_kind(observation_space, action_space), env_id)
+        if "model" not in filled.defaults or not is_multi_input(observation_space):
+            return filled
+        defaults = {**filled.defaults, "model": "multi-input"}
+        multi: dict[str, Any] = {"model": "multi-input"}  # a field of the configs that have it
+        config = replace(filled.config, **multi)
+        return replace(filled, config=config, defaults=defaults)
 
     def __post_init__(self) -> None:
         # an id, or an `EnvFactory`; anything else is refused here, in one line

@@ -26,6 +26,14 @@ _register("pararl/MultiBinaryTarget-v0", "pararl.envs.fake:TargetEnv", kwargs={"
 _register("pararl/MaskedMultiDiscrete-v0", "pararl.envs.fake:MaskedTargetEnv")
 _register("pararl/MaskedChoice-v0", "pararl.envs.fake:MaskedChoiceEnv")
 _register("pararl/MaskedChoiceInfo-v0", "pararl.envs.fake:MaskedChoiceInfoEnv")
+# Dict and Tuple observations whose answer is in one leaf (the multi-input encoder's)
+_register("pararl/DictCue-v0", "pararl.envs.fake:CueEnv", max_episode_steps=16)
+_register(
+    "pararl/TupleCue-v0",
+    "pararl.envs.fake:CueEnv",
+    max_episode_steps=16,
+    kwargs={"tuple_obs": True},
+)
 # Meta-RL task envs (sample_tasks / reset_task); episode lengths as in MAML's experiments.
 _register("pararl/HalfCheetahDir-v0", "pararl.envs.meta:HalfCheetahDir", max_episode_steps=200)
 _register("pararl/HalfCheetahVel-v0", "pararl.envs.meta:HalfCheetahVel", max_episode_steps=200)

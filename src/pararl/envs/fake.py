@@ -1,8 +1,10 @@
 """Synthetic envs for tests and benchmarks: a configurable per-step CPU cost with a
-heavy-tailed random component, and envs that crash or hang on cue.
+heavy-tailed random component, envs that crash or hang on cue, envs of
+MultiDiscrete, MultiBinary and masked actions (`TargetEnv`, `MaskedChoiceEnv`), and
+an env of Dict or Tuple observations whose answer lies in one leaf (`CueEnv`).
 
-Every step burns real CPU (a busy loop on the clock), as a simulator would; it
-does not sleep, so it competes for cores like real work.
+Every step of the step-cost envs burns real CPU (a busy loop on the clock), as a
+simulator would; it does not sleep, so it competes for cores like real work.
 """
 
 from __future__ import annotations
@@ -288,3 +290,85 @@ class MaskedChoiceEnv(MaskedChoiceInfoEnv):
 
     def action_masks(self) -> np.ndarray:
         return self._mask.copy()
+
+
+class CueEnv(gym.Env[Any, Any]):
+    """Dict (or Tuple) observations of three leaves, one of which holds the answer:
+    an `image` (uint8, `image_shape`), a `vector` (4 floats) and a `count` (one of 3
+    values). Each step draws a cue c in {0, 1}; the `cue_in` leaf shows it (the
+    image's first channel all 255 or all 0, the vector's first entry +1 or -1, the
+    count c) and every other value is noise (the image's dim, below 32: loud random
+    pixels drown a cue in another leaf for thousands of steps). Reward 1 for the
+    action c (Discrete(2)); with `continuous`, a Box action in [-1, 1] earns 1 when
+    its sign says c (positive for 1).
+    Random play earns about half of each episode's steps, a policy that reads the
+    right leaf all of them: whether a multi-input network learns at all, in seconds.
+    `render_mode="rgb_array"` renders the image leaf."""
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 8}  # noqa: RUF012
+
+    def __init__(
+        self,
+        cue_in: str = "image",
+        tuple_obs: bool = False,
+        image_shape: tuple[int, ...] = (3, 16, 16),
+        continuous: bool = False,
+        render_mode: str | None = None,
+    ) -> None:
+        if cue_in not in ("image", "vector", "count"):
+            raise ValueError(f"cue_in must be image, vector or count, not {cue_in!r}")
+        self.cue_in, self.tuple_obs, self.render_mode = cue_in, tuple_obs, render_mode
+        self.image_shape = tuple(image_shape)
+        self.channels_last = self.image_shape[-1] < self.image_shape[0]
+        leaves: dict[str, spaces.Space[Any]] = {
+            "image": spaces.Box(0, 255, self.image_shape, np.uint8),
+            "vector": spaces.Box(-1.0, 1.0, (4,), np.float32),
+            "count": spaces.Discrete(3),
+        }
+        self.observation_space = (
+            spaces.Tuple(tuple(leaves.values())) if tuple_obs else spaces.Dict(leaves)
+        )
+        self.continuous = continuous
+        self.action_space: spaces.Space[Any] = (
+            spaces.Box(-1.0, 1.0, (1,), np.float32) if continuous else spaces.Discrete(2)
+        )
+        self._cue = 0
+        self._image = np.zeros(self.image_shape, np.uint8)
+
+    def _observe(self) -> Any:
+        rng, cue = self.np_random, self._cue
+        image = rng.integers(0, 32, self.image_shape, dtype=np.uint8)  # dim noise
+        vector = rng.uniform(-1.0, 1.0, 4).astype(np.float32)
+        count = int(rng.integers(0, 3))
+        if self.cue_in == "image":
+            first = (..., 0) if self.channels_last else (0, ...)
+            image[first] = 255 * cue
+        elif self.cue_in == "vector":
+            vector[0] = 1.0 if cue else -1.0
+        else:
+            count = cue
+        self._image = image
+        obs = {"image": image, "vector": vector, "count": count}
+        return tuple(obs.values()) if self.tuple_obs else obs
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        super().reset(seed=seed)
+        self._cue = int(self.np_random.integers(0, 2))
+        return self._observe(), {}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        if self.continuous:  # the sign of the action is the answer
+            reward = float((float(np.asarray(action).ravel()[0]) > 0) == bool(self._cue))
+        else:
+            reward = float(int(action) == self._cue)
+        self._cue = int(self.np_random.integers(0, 2))
+        return self._observe(), reward, False, False, {}
+
+    def render(self) -> np.ndarray:
+        """The image leaf as an RGB frame `[H, W, 3]`."""
+        frame = self._image if self.channels_last else np.moveaxis(self._image, 0, -1)
+        if frame.shape[-1] != 3:
+            frame = np.repeat(frame[..., :1], 3, axis=-1)
+        return np.ascontiguousarray(frame)

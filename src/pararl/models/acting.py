@@ -2,7 +2,9 @@
 
     acted = policy.act(obs, state, first, mode, draws, mask)
 
-- `obs`: a batch of observations `[B, *obs_shape]` (numpy);
+- `obs`: a batch of observations `[B, *obs_shape]` (numpy); for Dict and Tuple
+  observations, the batch as the env gives it (a dict or tuple of such arrays, one
+  per leaf) or as a dict of leaves by name (`pararl.observations`);
 - `state`: what the policy carries from one step to the next, per env (None for a
   feed-forward policy; `initial_state(B)` gives a new one);
 - `first`: `[B]` bools, True where an env's episode starts with `obs` (a policy with
@@ -25,15 +27,19 @@ playback. SB3's `predict(obs, state, episode_start, deterministic)` is the same 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 import torch
 
+from pararl.observations import map_leaves
+
 Mode = Literal["greedy", "sampled"]
 State = Any  # None for feed-forward policies
+# a batch of observations: one array, or a Dict or Tuple observation's leaves
+Observations = np.ndarray | Mapping[str, np.ndarray] | tuple[Any, ...]
 
 
 @dataclass
@@ -80,7 +86,7 @@ class Policy(Protocol):
 
     def act(
         self,
-        obs: np.ndarray,
+        obs: Observations,
         state: State,
         first: np.ndarray,
         mode: Mode,
@@ -130,6 +136,12 @@ def starts(batch: int) -> np.ndarray:
     return np.ones(batch, bool)
 
 
+def obs_tensor(obs: Any, device: torch.device | None = None) -> Any:
+    """A batch of observations as tensors on `device`: one tensor, or for Dict and
+    Tuple observations a dict of them by leaf name (`pararl.observations`)."""
+    return map_leaves(lambda a: torch.as_tensor(a, device=device), obs)
+
+
 def device_of(module: torch.nn.Module) -> torch.device:
     """Where a network's parameters are (its acting device)."""
     return next(module.parameters()).device
@@ -140,10 +152,12 @@ __all__ = [
     "Draws",
     "FeedForward",
     "Mode",
+    "Observations",
     "Policy",
     "State",
     "Stateless",
     "device_of",
     "no_mask",
+    "obs_tensor",
     "starts",
 ]

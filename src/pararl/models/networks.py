@@ -5,14 +5,24 @@ How their weights travel to acting copies is `pararl.weights`."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
 from pararl.intraop import torch_threads
-from pararl.models.acting import Acted, Draws, FeedForward, Mode, State, device_of
+from pararl.models.acting import (
+    Acted,
+    Draws,
+    FeedForward,
+    Mode,
+    Observations,
+    State,
+    device_of,
+    obs_tensor,
+)
 from pararl.models.heads import ActionHead, acting_mask, default_head
 from pararl.models.normalize import OFF, Normalizer, NormSettings
 
@@ -55,7 +65,7 @@ class QNetwork(FeedForward, nn.Module):
         self.net = nn.Linear(trunk.features, num_actions)  # the advantages when dueling
         self.value_head = nn.Linear(trunk.features, 1) if dueling else None
 
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+    def forward(self, obs: Any) -> torch.Tensor:
         if self.trunk is None:
             return self.net(obs.flatten(1).float())
         features = self.trunk(obs)
@@ -65,18 +75,18 @@ class QNetwork(FeedForward, nn.Module):
         return self.value_head(features) + out - out.mean(dim=1, keepdim=True)
 
     @torch.no_grad()
-    def greedy(self, obs: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    def greedy(self, obs: Observations, mask: np.ndarray | None = None) -> np.ndarray:
         """Greedy actions for a batch of observations (numpy in, numpy out); with a
         `mask` (`[B, num_actions]` bools), the best legal action."""
         device = device_of(self)
-        q = self(torch.as_tensor(obs, device=device))
+        q = self(obs_tensor(obs, device))
         if mask is not None:
             q = q.masked_fill(~torch.as_tensor(mask, device=device), -torch.inf)
         return q.argmax(dim=1).cpu().numpy()
 
     def act(
         self,
-        obs: np.ndarray,
+        obs: Observations,
         state: State,
         first: np.ndarray,
         mode: Mode,
@@ -116,8 +126,31 @@ class Trunk(nn.Module):
         self.prep, self.body, self.features = prep, body, features
         self.out = nn.ReLU()
 
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+    def forward(self, obs: Any) -> torch.Tensor:
         return self.out(self.body(self.prep(obs).float()))
+
+
+class Encoder(nn.Module):
+    """What reads observations that are not one flat vector (Dict and Tuple ones:
+    `models.multi`) into `features` floats per observation, for heads that take a
+    flat vector. `normalized` of those features are the ones observation
+    normalisation applies to; `forward(obs, normalize)` applies `normalize` to them,
+    and `vector_part(obs)` gives them from a numpy batch, for the statistics."""
+
+    features: int
+    normalized: int
+
+    def forward(
+        self, obs: Any, normalize: Callable[[torch.Tensor], torch.Tensor] | None = None
+    ) -> torch.Tensor:
+        raise NotImplementedError
+
+    def vector_part(self, obs: Any) -> np.ndarray:
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        """What reads what, for the start-up line."""
+        raise NotImplementedError
 
 
 @torch.no_grad()
@@ -160,7 +193,10 @@ def _orthogonal(module: nn.Module, out_gain: float) -> None:
 class ActorCritic(FeedForward, nn.Module):
     """Policy and value MLPs (separate by default, or one shared body) for PPO; or,
     given a `trunk` (an image network, `models.cnn`), one shared trunk with a linear
-    policy head and a linear value head.
+    policy head and a linear value head. Given an `encoder` (Dict and Tuple
+    observations: `models.multi`), the MLPs read its features, and the encoder is
+    shared by the two (as SB3's on-policy `MultiInputPolicy`); `obs_dim` is then
+    unused.
 
     The actor's outputs become actions through an action head (`models.heads`): a
     Categorical for Discrete actions, one per dimension for MultiDiscrete, a
@@ -183,6 +219,7 @@ class ActorCritic(FeedForward, nn.Module):
         orthogonal_init: bool = True,
         norm: NormSettings = OFF,
         trunk: Trunk | None = None,
+        encoder: Encoder | None = None,
         head: ActionHead | None = None,
     ) -> None:
         super().__init__()
@@ -192,12 +229,16 @@ class ActorCritic(FeedForward, nn.Module):
                 f"action_dim {action_dim} and discrete={discrete} do not describe the "
                 f"head {type(self.head).__name__} of {self.head.logits} outputs"
             )
+        if encoder is not None:
+            obs_dim = encoder.features
         self.obs_dim, self.action_dim, self.discrete = obs_dim, action_dim, discrete
         self.hidden, self.shared = tuple(hidden), shared or trunk is not None
         self.image = trunk is not None
         if self.image and norm.obs:
             raise ValueError("image trunks take raw observations: no observation normalisation")
-        self.norm = Normalizer(0 if self.image else obs_dim, norm)
+        self.encoder = encoder
+        normalized = encoder.normalized if encoder is not None else obs_dim
+        self.norm = Normalizer(0 if self.image else normalized, norm)
         if trunk is not None:
             self.body: nn.Module = trunk
             self.actor: nn.Module = nn.Linear(trunk.features, action_dim)
@@ -212,21 +253,31 @@ class ActorCritic(FeedForward, nn.Module):
             self.critic = mlp(obs_dim, hidden, 1, nn.Tanh)
         self.log_std = nn.Parameter(torch.zeros(action_dim), requires_grad=not discrete)
         if orthogonal_init:
+            if encoder is not None:
+                _orthogonal(encoder, math.sqrt(2))
             _orthogonal(self.body, math.sqrt(2))
             _orthogonal(self.actor, 0.01)
             _orthogonal(self.critic, 1.0)
 
-    def _features(self, obs: torch.Tensor) -> torch.Tensor:
+    def _features(self, obs: Any) -> torch.Tensor:
+        if self.encoder is not None:
+            return self.body(self.encoder(obs, self.norm.observe))
         return self.body(obs if self.image else self.norm.observe(obs))
 
-    def value(self, obs: torch.Tensor) -> torch.Tensor:
+    def update_norm(self, obs: Any, discounted_returns: np.ndarray) -> None:
+        """Merge one rollout's raw observations (numpy) and discounted returns into
+        the normalisation statistics: of the encoder's vector leaves, if it has one."""
+        seen = self.encoder.vector_part(obs) if self.encoder is not None else obs
+        self.norm.update(seen, discounted_returns)
+
+    def value(self, obs: Any) -> torch.Tensor:
         return self.critic(self._features(obs)).squeeze(-1)
 
     def distribution(self, features: torch.Tensor) -> torch.distributions.Distribution:
         return self.head.distribution(self.actor(features), self.log_std)
 
     def act_tensors(
-        self, obs: torch.Tensor, deterministic: bool = False, mask: torch.Tensor | None = None
+        self, obs: Any, deterministic: bool = False, mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Actions, their log-probabilities and the state values."""
         features = self._features(obs)
@@ -239,7 +290,7 @@ class ActorCritic(FeedForward, nn.Module):
         return action, log_prob, value
 
     def evaluate(
-        self, obs: torch.Tensor, actions: torch.Tensor, mask: torch.Tensor | None = None
+        self, obs: Any, actions: torch.Tensor, mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Log-probabilities of `actions`, entropies and values (for the PPO loss)."""
         features = self._features(obs)
@@ -248,17 +299,17 @@ class ActorCritic(FeedForward, nn.Module):
         return log_prob, entropy, value
 
     @torch.no_grad()
-    def greedy(self, obs: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    def greedy(self, obs: Observations, mask: np.ndarray | None = None) -> np.ndarray:
         """Deterministic actions (argmax / mean) for a batch of observations; the
         actor alone (no values, no log-probabilities: evaluation steps call this)."""
         device = device_of(self)
-        out = self.actor(self._features(torch.as_tensor(obs, device=device)))
+        out = self.actor(self._features(obs_tensor(obs, device)))
         return self.head.greedy(out, acting_mask(mask, device)).cpu().numpy()
 
     @torch.no_grad()
     def act(
         self,
-        obs: np.ndarray,
+        obs: Observations,
         state: State,
         first: np.ndarray,
         mode: Mode,
@@ -273,7 +324,7 @@ class ActorCritic(FeedForward, nn.Module):
         if mode == "greedy":
             return Acted(self.greedy(obs, mask), state)
         device = device_of(self)
-        tensor = torch.as_tensor(obs, device=device)
+        tensor = obs_tensor(obs, device)
         if draws.generator is None:
             action, logprob, value = self.act_tensors(tensor, mask=acting_mask(mask, device))
             return Acted(action.cpu().numpy(), state, logprob.cpu().numpy(), value.cpu().numpy())

@@ -17,15 +17,27 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F  # noqa: N812 - the usual name
 from torch import nn
 
-from pararl.models.acting import Acted, Draws, FeedForward, Mode, State, no_mask
+from pararl.models.acting import (
+    Acted,
+    Draws,
+    FeedForward,
+    Mode,
+    Observations,
+    State,
+    no_mask,
+    obs_tensor,
+)
 from pararl.models.gaussian import gaussian_log_prob
-from pararl.models.networks import mlp
+from pararl.models.multi import MultiInputEncoder
+from pararl.models.networks import Encoder, mlp
+from pararl.observations import Leaf, batch_size
 
 # SB3's bounds on the log standard deviation (its SAC actor clamps to these)
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
@@ -41,7 +53,10 @@ def squash_log_det(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
 class SquashedGaussianActor(FeedForward, nn.Module):
     """pi(a|s) for a Box action space with finite bounds `low`, `high`: an MLP (ReLU
     hidden layers, SB3's and CleanRL's SAC actor) gives the mean and the log standard
-    deviation of x, whose tanh is scaled to the bounds."""
+    deviation of x, whose tanh is scaled to the bounds. Given an `encoder` (Dict and
+    Tuple observations: `models.multi`), the MLP reads its features (`obs_dim` is
+    then unused); the actor's encoder is its own, as SB3's SAC keeps its actor's
+    features apart from the critics'."""
 
     scale: torch.Tensor  # buffers: they travel with the weights
     bias: torch.Tensor
@@ -53,8 +68,12 @@ class SquashedGaussianActor(FeedForward, nn.Module):
         hidden: Sequence[int],
         low: np.ndarray,
         high: np.ndarray,
+        encoder: Encoder | None = None,
     ) -> None:
         super().__init__()
+        self.encoder = encoder
+        if encoder is not None:
+            obs_dim = encoder.features
         self.obs_dim, self.action_dim, self.hidden = obs_dim, action_dim, tuple(hidden)
         # the hidden layers, then one linear layer for the mean and the log-std together
         self.body = nn.Sequential(mlp(obs_dim, hidden[:-1], hidden[-1]), nn.ReLU())
@@ -64,12 +83,13 @@ class SquashedGaussianActor(FeedForward, nn.Module):
         self.register_buffer("scale", (high_t - low_t) / 2)
         self.register_buffer("bias", (high_t + low_t) / 2)
 
-    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, obs: Any) -> tuple[torch.Tensor, torch.Tensor]:
         """The mean and the clamped log standard deviation of x, [B, A] each."""
-        mean, log_std = self.head(self.body(obs.flatten(1).float())).chunk(2, dim=-1)
+        x = self.encoder(obs) if self.encoder is not None else obs.flatten(1).float()
+        mean, log_std = self.head(self.body(x)).chunk(2, dim=-1)
         return mean, log_std.clamp(LOG_STD_MIN, LOG_STD_MAX)
 
-    def sample(self, obs: torch.Tensor, noise: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def sample(self, obs: Any, noise: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Reparameterised actions a = scale * tanh(mean + std * noise) + bias and their
         log-densities log pi(a|s) (differentiable in the parameters)."""
         mean, log_std = self(obs)
@@ -79,23 +99,21 @@ class SquashedGaussianActor(FeedForward, nn.Module):
         return action, log_prob
 
     @torch.no_grad()
-    def with_noise(self, obs: np.ndarray, noise: np.ndarray) -> np.ndarray:
+    def with_noise(self, obs: Observations, noise: np.ndarray) -> np.ndarray:
         """Sampled actions (numpy in, numpy out), `noise` ~ N(0, I) [B, A]."""
         device = self.scale.device
-        action, _ = self.sample(
-            torch.as_tensor(obs, device=device), torch.as_tensor(noise, device=device)
-        )
+        action, _ = self.sample(obs_tensor(obs, device), torch.as_tensor(noise, device=device))
         return action.cpu().numpy()
 
     @torch.no_grad()
-    def greedy(self, obs: np.ndarray) -> np.ndarray:
+    def greedy(self, obs: Observations) -> np.ndarray:
         """The deterministic actions scale * tanh(mean) + bias (evaluation)."""
-        mean, _ = self(torch.as_tensor(obs, device=self.scale.device))
+        mean, _ = self(obs_tensor(obs, self.scale.device))
         return (self.scale * torch.tanh(mean) + self.bias).cpu().numpy()
 
     def act(
         self,
-        obs: np.ndarray,
+        obs: Observations,
         state: State,
         first: np.ndarray,
         mode: Mode,
@@ -106,10 +124,11 @@ class SquashedGaussianActor(FeedForward, nn.Module):
         sample with its noise drawn from `draws.rng` (numpy's stream)."""
         del first
         no_mask(mask, "SAC's actor")
-        obs = np.asarray(obs, np.float32)
+        if self.encoder is None:
+            obs = np.asarray(obs, np.float32)
         if mode == "greedy":
             return Acted(self.greedy(obs), state)
-        noise = draws.numpy.standard_normal((len(obs), self.action_dim), dtype=np.float32)
+        noise = draws.numpy.standard_normal((batch_size(obs), self.action_dim), dtype=np.float32)
         return Acted(self.with_noise(obs, noise), state)
 
     @torch.no_grad()
@@ -120,11 +139,18 @@ class SquashedGaussianActor(FeedForward, nn.Module):
 
 
 def squashed_actor(
-    obs_dim: int, action_dim: int, hidden: Sequence[int], low: np.ndarray, high: np.ndarray
+    obs_dim: int,
+    action_dim: int,
+    hidden: Sequence[int],
+    low: np.ndarray,
+    high: np.ndarray,
+    leaves: Sequence[Leaf] = (),
 ) -> SquashedGaussianActor:
     """The constructor actors, the evaluation child and `pararl evaluate` call
-    (picklable through `functools.partial`)."""
-    return SquashedGaussianActor(obs_dim, action_dim, hidden, low, high)
+    (picklable through `functools.partial`); `leaves`: Dict and Tuple observations,
+    read by a multi-input encoder of the actor's own."""
+    encoder = MultiInputEncoder(leaves) if leaves else None
+    return SquashedGaussianActor(obs_dim, action_dim, hidden, low, high, encoder)
 
 
 __all__ = [

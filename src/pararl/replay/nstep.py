@@ -13,24 +13,32 @@ which carries no transition and is skipped here.
 An env that gives action masks (`envs.masks`) adds `next_mask`, the mask of
 `next_obs` (the step's own: NEXT_STEP returns the true last observation with its
 info), which the bootstrap target maximises within.
+
+Dict and Tuple observations are held and carried as a dict of arrays, one per leaf
+(`pararl.observations`): `obs` and `next_obs` are then such dicts.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from pararl.observations import Leaf, concat, map_leaves, put, take, zeros
+
 
 @dataclass
 class Transitions:
-    """A batch of transitions; every field has the same leading length."""
+    """A batch of transitions; every field has the same leading length (each leaf of
+    a dict of observations too)."""
 
-    obs: np.ndarray
+    obs: Any  # np.ndarray, or a dict of arrays by leaf name
     action: np.ndarray
     ret: np.ndarray
-    next_obs: np.ndarray
+    next_obs: Any
     discount: np.ndarray
     priority: np.ndarray | None = None  # the actor's |TD error| (Ape-X), when it has one
     next_mask: np.ndarray | None = None  # `next_obs`'s action masks, when the env gives them
@@ -42,10 +50,10 @@ class Transitions:
         priority = None if self.priority is None else self.priority[index]
         next_mask = None if self.next_mask is None else self.next_mask[index]
         return Transitions(
-            self.obs[index],
+            take(self.obs, index),
             self.action[index],
             self.ret[index],
-            self.next_obs[index],
+            take(self.next_obs, index),
             self.discount[index],
             priority,
             next_mask,
@@ -53,8 +61,8 @@ class Transitions:
 
     @staticmethod
     def concat(parts: list[Transitions]) -> Transitions:
-        def joined(name: str) -> np.ndarray:
-            return np.concatenate([getattr(p, name) for p in parts])
+        def joined(name: str) -> Any:
+            return concat([getattr(p, name) for p in parts])
 
         def all_or_none(name: str) -> np.ndarray | None:
             given = [getattr(p, name) for p in parts if getattr(p, name) is not None]
@@ -78,7 +86,8 @@ class NStepBuilder:
     in a ring shared by all envs (they step together). Actions are indices by default
     (DQN); continuous actions are rows of `action_shape` (SAC's float32 vectors).
     `mask_size` > 0: each step's `next_mask` is given, and each transition carries
-    the one of its `next_obs`.
+    the one of its `next_obs`. Given `leaves` (Dict and Tuple observations),
+    observations are held leaf by leaf.
     """
 
     def __init__(
@@ -91,11 +100,16 @@ class NStepBuilder:
         action_shape: tuple[int, ...] = (),
         action_dtype: npt.DTypeLike = np.int64,
         mask_size: int = 0,
+        leaves: Sequence[Leaf] = (),
     ) -> None:
         if n < 1:
             raise ValueError(f"n-step must be >= 1, got {n}")
         self.n, self.gamma, self.num_envs = n, gamma, num_envs
-        self._obs = np.zeros((n, num_envs, *obs_shape), dtype=obs_dtype)
+        self._obs: Any = (
+            zeros(leaves, (n, num_envs))
+            if leaves
+            else np.zeros((n, num_envs, *obs_shape), dtype=obs_dtype)
+        )
         self._act = np.zeros((n, num_envs, *action_shape), dtype=action_dtype)
         self._rew = np.zeros((n, num_envs), dtype=np.float64)
         self._len = np.zeros(num_envs, dtype=np.int64)  # entries held per env
@@ -106,10 +120,10 @@ class NStepBuilder:
 
     def add(
         self,
-        obs: np.ndarray,
+        obs: Any,
         action: np.ndarray,
         reward: np.ndarray,
-        next_obs: np.ndarray,
+        next_obs: Any,
         terminated: np.ndarray,
         truncated: np.ndarray,
         next_mask: np.ndarray | None = None,
@@ -121,7 +135,8 @@ class NStepBuilder:
             raise ValueError("this builder stores action masks: give the step's next_mask")
         real = ~self._after_end  # reset steps of NEXT_STEP autoreset carry nothing
         slot = self._head
-        self._obs[slot], self._act[slot], self._rew[slot] = obs, action, reward
+        put(self._obs, slot, obs)
+        self._act[slot], self._rew[slot] = action, reward
         self._len = np.where(real, np.minimum(self._len + 1, self.n), 0)
         ended = real & (terminated | truncated)
         parts = []
@@ -132,7 +147,7 @@ class NStepBuilder:
             if next_mask is not None:
                 parts[-1].next_mask = next_mask[envs]
         for env in np.flatnonzero(ended):
-            parts.append(self._flush(int(env), next_obs[env], bool(terminated[env])))
+            parts.append(self._flush(int(env), take(next_obs, env), bool(terminated[env])))
             if next_mask is not None:
                 parts[-1].next_mask = np.repeat(next_mask[env][None], len(parts[-1]), axis=0)
         self._len[ended] = 0
@@ -140,19 +155,19 @@ class NStepBuilder:
         self._head = (slot + 1) % self.n
         return Transitions.concat(parts) if parts else self.empty(next_obs)
 
-    def _emit_oldest(self, envs: np.ndarray, next_obs: np.ndarray) -> Transitions:
+    def _emit_oldest(self, envs: np.ndarray, next_obs: Any) -> Transitions:
         # Slots from oldest to newest for envs holding n entries.
         order = (self._head + 1 + np.arange(self.n)) % self.n
         ret = (self._rew[order][:, envs] * self._powers[: self.n, None]).sum(axis=0)
         return Transitions(
-            self._obs[order[0], envs],
+            take(self._obs, (order[0], envs)),
             self._act[order[0], envs],
             ret,
-            next_obs[envs],
+            take(next_obs, envs),
             np.full(envs.size, self._powers[self.n]),
         )
 
-    def _flush(self, env: int, last_obs: np.ndarray, terminated: bool) -> Transitions:
+    def _flush(self, env: int, last_obs: Any, terminated: bool) -> Transitions:
         # An episode ended: every held entry becomes a transition ending at last_obs.
         k = int(self._len[env])
         order = (self._head - k + 1 + np.arange(k)) % self.n  # oldest .. newest
@@ -161,20 +176,22 @@ class NStepBuilder:
         steps = k - np.arange(k)
         discount = np.zeros(k) if terminated else self._powers[steps]
         return Transitions(
-            self._obs[order, env],
+            take(self._obs, (order, env)),
             self._act[order, env],
             rets,
-            np.repeat(last_obs[None], k, axis=0),
+            map_leaves(lambda a: np.repeat(np.asarray(a)[None], k, axis=0), last_obs),
             discount,
         )
 
-    def empty(self, like_obs: np.ndarray) -> Transitions:
-        shape = (0, *like_obs.shape[1:])
+    def empty(self, like_obs: Any) -> Transitions:
+        def none(a: np.ndarray) -> np.ndarray:
+            return np.zeros((0, *a.shape[1:]), a.dtype)
+
         return Transitions(
-            np.zeros(shape, like_obs.dtype),
+            map_leaves(none, like_obs),
             np.zeros((0, *self._act.shape[2:]), self._act.dtype),
             np.zeros(0),
-            np.zeros(shape, like_obs.dtype),
+            map_leaves(none, like_obs),
             np.zeros(0),
             next_mask=np.zeros((0, self.mask_size), bool) if self.mask_size else None,
         )

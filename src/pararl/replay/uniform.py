@@ -1,17 +1,22 @@
 """The replay memory: a ring of n-step transitions (`replay.nstep.Transitions`),
 sampled uniformly. `discount` is `gamma**k`, and 0 only after a real termination.
 (Stacked image observations have their own memory, which stores each frame once:
-`replay.frame_memory`; prioritized sampling wraps either: `replay.prioritized`.)"""
+`replay.frame_memory`; prioritized sampling wraps either: `replay.prioritized`.)
+Dict and Tuple observations are stored one ring per leaf, `obs` and `next_obs`
+whole: an image leaf is held twice per transition, not frame by frame."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import psutil
 
 from pararl.errors import UsageError
+from pararl.observations import Leaf, put, row_bytes, take, zeros
 from pararl.replay.frame_steps import FrameSteps
 from pararl.replay.nstep import Transitions
 
@@ -40,10 +45,16 @@ def check_fits(capacity: int, slot_bytes: int) -> None:
         )
 
 
+def leaves_of(obs: Any) -> list[np.ndarray]:
+    """The arrays of a ring of observations: itself, or its leaves'."""
+    return list(obs.values()) if isinstance(obs, dict) else [obs]
+
+
 class ReplayBuffer:
     """A ring buffer of transitions in numpy, sampled uniformly. Actions are indices
     by default (DQN), or rows of `action_shape` (SAC's float32 vectors); `mask_size`
-    > 0: each transition's `next_mask` too (`envs.masks`)."""
+    > 0: each transition's `next_mask` too (`envs.masks`). Given `leaves` (Dict and
+    Tuple observations), `obs` and `next_obs` are dicts of rings, one per leaf."""
 
     def __init__(
         self,
@@ -53,15 +64,23 @@ class ReplayBuffer:
         action_shape: tuple[int, ...] = (),
         action_dtype: npt.DTypeLike = np.int64,
         mask_size: int = 0,
+        leaves: Sequence[Leaf] = (),
     ) -> None:
         if capacity < 1:
             raise ValueError(f"replay capacity must be >= 1, got {capacity}")
         self.capacity = capacity
         obs_bytes = int(np.prod(obs_shape)) * np.dtype(obs_dtype).itemsize
+        if leaves:
+            obs_bytes = row_bytes(leaves)
         action_bytes = int(np.prod(action_shape)) * np.dtype(action_dtype).itemsize
         check_fits(capacity, 2 * obs_bytes + action_bytes + 4 + 4 + mask_size)
-        self.obs = np.zeros((capacity, *obs_shape), dtype=obs_dtype)
-        self.next_obs = np.zeros((capacity, *obs_shape), dtype=obs_dtype)
+        self.obs: Any
+        self.next_obs: Any
+        if leaves:
+            self.obs, self.next_obs = zeros(leaves, (capacity,)), zeros(leaves, (capacity,))
+        else:
+            self.obs = np.zeros((capacity, *obs_shape), dtype=obs_dtype)
+            self.next_obs = np.zeros((capacity, *obs_shape), dtype=obs_dtype)
         self.action = np.zeros((capacity, *action_shape), dtype=action_dtype)
         self.ret = np.zeros(capacity, dtype=np.float32)
         self.discount = np.zeros(capacity, dtype=np.float32)
@@ -75,7 +94,7 @@ class ReplayBuffer:
 
     @property
     def nbytes(self) -> int:
-        return sum(getattr(self, name).nbytes for name in self._arrays())
+        return sum(a.nbytes for name in self._arrays() for a in leaves_of(getattr(self, name)))
 
     def add(self, batch: Transitions | FrameSteps) -> Added:
         if not isinstance(batch, Transitions):
@@ -85,7 +104,8 @@ class ReplayBuffer:
             batch = batch.rows(slice(-self.capacity, None))
             n = self.capacity
         idx = (self.pos + np.arange(n)) % self.capacity
-        self.obs[idx], self.next_obs[idx] = batch.obs, batch.next_obs
+        put(self.obs, idx, batch.obs)
+        put(self.next_obs, idx, batch.next_obs)
         self.action[idx], self.ret[idx], self.discount[idx] = (
             batch.action,
             batch.ret,
@@ -106,10 +126,10 @@ class ReplayBuffer:
     def gather(self, idx: np.ndarray) -> Transitions:
         next_mask = None if self.next_mask is None else self.next_mask[idx]
         return Transitions(
-            self.obs[idx],
+            take(self.obs, idx),
             self.action[idx],
             self.ret[idx],
-            self.next_obs[idx],
+            take(self.next_obs, idx),
             self.discount[idx],
             next_mask=next_mask,
         )
@@ -126,17 +146,17 @@ class ReplayBuffer:
         masks = () if self.next_mask is None else ("next_mask",)
         return ("obs", "next_obs", "action", "ret", "discount", *masks)
 
-    def state_dict(self) -> dict[str, np.ndarray | int]:
-        state: dict[str, np.ndarray | int] = {
-            name: getattr(self, name)[: self.size] for name in self._arrays()
+    def state_dict(self) -> dict[str, Any]:
+        state: dict[str, Any] = {
+            name: take(getattr(self, name), slice(0, self.size)) for name in self._arrays()
         }
         return {**state, "pos": self.pos, "added": self.added}
 
-    def load_state_dict(self, state: dict[str, np.ndarray | int]) -> None:
-        size = len(state["action"])  # type: ignore[arg-type]
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        size = len(state["action"])
         if size > self.capacity:
             raise ValueError(f"saved replay holds {size} transitions, capacity is {self.capacity}")
         for name in self._arrays():
-            getattr(self, name)[:size] = state[name]
+            put(getattr(self, name), slice(0, size), state[name])
         self.size, self.pos = size, int(state["pos"]) % self.capacity
         self.added = int(state["added"])

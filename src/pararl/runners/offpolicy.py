@@ -52,9 +52,10 @@ from pararl.mp.threads import (
     takes_every_core,
 )
 from pararl.mp.topology import physical_cores
+from pararl.observations import Leaf
 from pararl.replay.make import Replay
 from pararl.runners.session import TrainSession
-from pararl.runners.setup import Plan, Prepared
+from pararl.runners.setup import Plan, Prepared, encoder_note
 from pararl.samplers.chunks.actor_pool import ActorPool
 from pararl.samplers.chunks.explore import ActingPolicy
 from pararl.samplers.chunks.local import LocalChunkSource
@@ -109,6 +110,7 @@ class Learning(Protocol):
     frame_stack: int  # > 0: stacked image frames, stored once
     mask_size: int  # > 0: the env's action masks, stored with the transitions
     mask_info: dict[str, np.ndarray] | None  # the vector envs' `shared_infos` then
+    leaves: tuple[Leaf, ...]  # Dict and Tuple observations: stored leaf by leaf
 
     @property
     def learner(self) -> Learner: ...
@@ -176,6 +178,7 @@ def actor_spec(
         frame_stack=state.frame_stack,
         stream_base=index * num_envs,
         mask_size=state.mask_size,
+        leaves=state.leaves,
     )
 
 
@@ -344,11 +347,16 @@ def run_loop(loop: OffPolicyLoop, session: TrainSession) -> None:
 
 
 def start_notes(state: Learning, resumed: bool) -> tuple[str, ...]:
-    """What an off-policy run says at start: that it will not learn when
-    `learning_starts` is not below the step budget; on resume, whether its replay
-    memory was restored."""
+    """What an off-policy run says at start: which network reads each leaf of Dict
+    and Tuple observations; that it will not learn when `learning_starts` is not
+    below the step budget; on resume, whether its replay memory was restored."""
     cfg, s = state.config, state.settings
-    notes = []
+    notes = list(encoder_note(state.acting_net))
+    if state.leaves and any(leaf.kind == "image" for leaf in state.leaves):
+        notes.append(
+            "pararl: the replay memory stores each leaf whole (an image leaf twice per "
+            "transition, not frame by frame)"
+        )
     if s.learning_starts >= cfg.budget:
         notes.append(
             f"pararl: warning: --learning-starts {s.learning_starts:,} is not below "

@@ -21,7 +21,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import torch
 
 from pararl import seeding
@@ -34,11 +33,11 @@ from pararl.mp.topology import physical_cores
 from pararl.runners.ppo_mode import ModeChoice, choose_mode
 from pararl.runners.ppo_state import PPOState, ThreadRule
 from pararl.runners.session import TrainSession
-from pararl.runners.setup import Plan, Prepared
+from pararl.runners.setup import Plan, Prepared, encoder_note
 from pararl.samplers.rollout.collect import EnvStream, collect
 from pararl.vector import ParallelVectorEnv, SerialVectorEnv
 
-RolloutSource = Callable[[], dict[str, np.ndarray]]  # the next rollout, flattened
+RolloutSource = Callable[[], dict[str, Any]]  # the next rollout, flattened
 
 # metrics.csv columns of a PPO run, beside the session's: the update's losses and
 # how far it moved the policy (`algos.ppo`), the normalisation (`models.normalize`),
@@ -82,7 +81,7 @@ def train_loop(state: PPOState, session: TrainSession, next_rollout: RolloutSour
             stats = learner.update(rollout, state.rng)
         governor.record(learner.updates - updates, elapsed())
         stats["update_threads"] = threads
-        state.learner.model.norm.update(rollout["obs"], discounted)  # after: see normalize
+        state.learner.model.update_norm(rollout["obs"], discounted)  # after: see normalize
         stats.update(state.learner.model.norm.stats())
         state.sync_actor()
         session.tick(
@@ -120,7 +119,7 @@ def run_local(
             obs, state.rollout_spec.gamma, state.actor.initial_state(num_envs), batch_mask(infos)
         )
 
-        def next_rollout() -> dict[str, np.ndarray]:
+        def next_rollout() -> dict[str, Any]:
             return collect(state.actor, state.rollout_spec, envs, stream, session.record_episodes)
 
         train_loop(state, session, next_rollout)
@@ -142,7 +141,7 @@ def run_ray(state: PPOState, session: TrainSession, num_actors: int, per_actor: 
         session.console.message,
     )
 
-    def gather() -> dict[str, np.ndarray]:
+    def gather() -> dict[str, Any]:
         learner = state.learner
         batch, episodes = pool.gather(learner.model, learner.updates)
         for infos in episodes:
@@ -278,6 +277,7 @@ def plan(p: Prepared) -> Plan:
         run=run,
         steps=lambda: state.env_steps,
         checkpoint=lambda wall_s: state.state(wall_s),
+        notes=encoder_note(state.learner.model),
     )
 
 

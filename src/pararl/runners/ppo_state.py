@@ -25,6 +25,7 @@ from pararl.images import is_image
 from pararl.models import num_params
 from pararl.models.build import actor_critic
 from pararl.models.heads import head_for
+from pararl.observations import is_structured, leaves
 from pararl.samplers.rollout.collect import RolloutSpec
 from pararl.weights.local import LocalCopy
 
@@ -59,6 +60,8 @@ class PPOState:
         self.action_dim, self.discrete = self.head.logits, self.head.discrete
         self.mask_size = mask_size(act_space) if action_masks else 0
         self.mask_info = mask_info(act_space) if action_masks else None  # vector envs'
+        # Dict and Tuple observations: their leaves, each stored as its own array
+        self.leaves = leaves(obs_space) if is_structured(obs_space) else ()
         # Box bounds, saved so that a loaded agent clips its actions as the env does
         self.action_bounds: tuple[np.ndarray, np.ndarray] | None = None
         if isinstance(act_space, gym.spaces.Box):
@@ -75,6 +78,7 @@ class PPOState:
             cfg.shared_body,
             norm_settings(cfg),
             self.head,
+            self.leaves,
         )
         model = self.make_model()  # initialised from the seeded global torch stream
         # torch threads to act and to update with (no rule: torch's count for both)
@@ -91,6 +95,7 @@ class PPOState:
             self.obs_dtype,
             act_threads=self.act_threads,
             update_threads=self.update_threads,
+            leaves=self.leaves,
         )
         hyper = PPOHyper(
             clip_coef=s.clip_coef,
@@ -130,6 +135,7 @@ class PPOState:
             "learner": self.learner.state_dict(),
             "obs_shape": self.obs_shape,
             "obs_dtype": self.obs_dtype.str,
+            "obs_leaves": [leaf.as_dict() for leaf in self.leaves],
             "action_dim": self.action_dim,
             "discrete": self.discrete,
             "action_head": self.head.describe(),
@@ -149,6 +155,7 @@ class PPOState:
             s.gae_lambda,
             self.obs_dtype,
             self.mask_size,
+            self.leaves,
         )
 
 

@@ -23,6 +23,7 @@ from pararl.evaluation.background import BackgroundEvaluator
 from pararl.evaluation.child import EvalChild, evaluates_in_process
 from pararl.evaluation.episodes import Evaluator, episode_cap
 from pararl.evaluation.reported import ReportedReturns
+from pararl.models.networks import Encoder
 from pararl.mp.topology import physical_cores
 from pararl.rundir import RunDir
 from pararl.runners import resume
@@ -134,6 +135,13 @@ def open_session(
     except BaseException:
         evaluator.close()
         raise
+
+
+def encoder_note(net: torch.nn.Module) -> tuple[str, ...]:
+    """The start-up line of Dict and Tuple observations: which network reads which
+    leaf (none for a network without an encoder)."""
+    encoder = next((m for m in net.modules() if isinstance(m, Encoder)), None)
+    return () if encoder is None else (f"pararl: multi-input encoder: {encoder.describe()}",)
 
 
 @dataclass

@@ -1,6 +1,6 @@
-"""PPO with Ray actors: trains on one node and on two; an actor killed while it
-collects is restarted, the update still gets every env's segment, and the segments
-already received are kept."""
+"""PPO with Ray actors: trains on one node and on two, Dict observations too; an
+actor killed while it collects is restarted, the update still gets every env's
+segment, and the segments already received are kept."""
 
 from __future__ import annotations
 
@@ -48,6 +48,14 @@ def test_ray_actors_act_within_masks_in_a_multi_discrete_space(
     session = train(config)
     assert session.last_eval is not None
     assert '"mode": "ray"' in (tmp_path / "config.json").read_text()
+
+
+def test_ppo_trains_on_dict_observations_with_ray_actors(ray_kind: str, tmp_path: Path) -> None:
+    """Segments of Dict observations (one array per leaf) are joined leaf by leaf."""
+    run = tmp_path / "run"
+    session = train(dataclasses.replace(TINY, env="pararl/DictCue-v0", run_dir=run))
+    assert session.last_eval is not None
+    assert (run / "checkpoints" / "final.pt").is_file()
 
 
 def test_actor_killed_mid_rollout_is_replaced(two_nodes: str) -> None:

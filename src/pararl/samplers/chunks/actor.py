@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 from multiprocessing.connection import Connection
+from typing import Any
 
 import numpy as np
 
@@ -50,6 +51,10 @@ def outbox_specs(index: int, spec: ActorSpec) -> dict[str, ArraySpec]:
             "next": ((cap,), i64),
             "steps": ((cap,), i64),
         }
+    elif spec.leaves:  # Dict and Tuple observations: a field per leaf
+        for leaf in spec.leaves:
+            obs = ((cap, *leaf.shape), leaf.dtype)
+            fields |= {f"obs.{leaf.name}": obs, f"next_obs.{leaf.name}": obs}
     else:
         obs = ((cap, *spec.obs_shape), spec.obs_dtype)
         fields |= {"obs": obs, "next_obs": obs}
@@ -65,7 +70,10 @@ def read_slot(arrays: dict[str, np.ndarray], index: int, slot: int, chunk: Chunk
     """A view of the payload in an outbox slot (copy before acking)."""
     p = f"a{index}."
 
-    def rows(name: str) -> np.ndarray:
+    def rows(name: str) -> Any:
+        if p + name not in arrays:  # Dict and Tuple observations: a field per leaf
+            leaves = [k.removeprefix(f"{p}{name}.") for k in arrays if k.startswith(f"{p}{name}.")]
+            return {leaf: rows(f"{name}.{leaf}") for leaf in leaves}
         count = chunk.frames if name in FRAME_FIELDS else chunk.count
         return arrays[p + name][slot, :count]
 
@@ -97,7 +105,10 @@ def read_slot(arrays: dict[str, np.ndarray], index: int, slot: int, chunk: Chunk
 def _write_slot(arrays: dict[str, np.ndarray], index: int, slot: int, batch: Payload) -> None:
     for f in dataclasses.fields(batch):
         value = getattr(batch, f.name)
-        if value is not None:
+        if isinstance(value, dict):  # a Dict or Tuple observation's leaves
+            for leaf, rows in value.items():
+                arrays[f"a{index}.{f.name}.{leaf}"][slot, : len(rows)] = rows
+        elif value is not None:
             arrays[f"a{index}.{f.name}"][slot, : len(value)] = value
 
 

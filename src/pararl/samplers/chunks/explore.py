@@ -12,7 +12,7 @@ actor's own stream; the sampler carries the network's state and episode starts.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from torch import nn
@@ -20,9 +20,10 @@ from torch import nn
 from pararl.models.acting import Acted, State
 
 # (Q copy, obs, action, ret, next_obs, discount, next_mask) -> each transition's first
-# priority (`next_mask`: the next observations' action masks, or None)
+# priority (`next_mask`: the next observations' action masks, or None); observations:
+# an array, or a dict of leaves (Dict and Tuple observations)
 PriorityFn = Callable[
-    [nn.Module, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None],
+    [nn.Module, Any, np.ndarray, np.ndarray, Any, np.ndarray, np.ndarray | None],
     np.ndarray,
 ]
 
@@ -48,7 +49,7 @@ class ActingPolicy(Protocol):
     def act(
         self,
         net: nn.Module,
-        obs: np.ndarray,
+        obs: Any,
         state: State,
         first: np.ndarray,
         env_steps: int,

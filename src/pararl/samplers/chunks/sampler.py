@@ -18,6 +18,7 @@ from torch import nn
 from pararl import seeding
 from pararl.envs.masks import batch_mask
 from pararl.models.acting import Policy
+from pararl.observations import Leaf
 from pararl.replay.frame_steps import FrameStepBuilder, FrameSteps
 from pararl.replay.nstep import NStepBuilder, Transitions
 from pararl.samplers.chunks.explore import ActingPolicy
@@ -41,6 +42,7 @@ class ActorSpec:
     frame_stack: int = 0  # > 0: chunks carry frames once (`replay.frame_steps`)
     stream_base: int = 0  # the run-wide id of this actor's first env (frame chunks)
     mask_size: int = 0  # > 0: the env gives action masks (`envs.masks`)
+    leaves: tuple[Leaf, ...] = ()  # Dict and Tuple observations: carried leaf by leaf
 
     @property
     def priorities(self) -> bool:
@@ -91,6 +93,7 @@ class ChunkSampler:
             policy.action_shape,
             policy.action_dtype,
             spec.mask_size,
+            spec.leaves,
         )
         seeds = seeding.env_seeds(seed, spec.num_envs, "env", *path)
         self.obs, infos = self.envs.reset(seed=seeds)

@@ -14,6 +14,10 @@ Actions are stored as the action head lays them out (`models.heads`: an index, o
 vector of indices, bits or floats per step). An env that gives action masks
 (`envs.masks`) has each step's mask stored beside its observation: the policy acted
 with it, and the loss evaluates the same masked policy.
+
+Dict and Tuple observations are stored one array per leaf (`[T, B, *leaf.shape]`
+under the leaf's name, `pararl.observations`), filled from the vector env's batch of
+each leaf, and flattened leaf by leaf into the batch's "obs".
 """
 
 from __future__ import annotations
@@ -29,8 +33,9 @@ import torch
 from pararl.envs.masks import batch_mask
 from pararl.gae import gae
 from pararl.models import ActorCritic
-from pararl.models.acting import Draws, State
+from pararl.models.acting import Draws, Observations, State, obs_tensor
 from pararl.models.normalize import DiscountedReturns
+from pararl.observations import Leaf, batch_size, map_leaves, put, stacked, zeros
 
 FLOAT32 = np.dtype(np.float32)
 
@@ -47,6 +52,7 @@ class RolloutSpec:
     gae_lambda: float
     obs_dtype: np.dtype = FLOAT32  # images: their own (uint8, bool)
     mask_size: int = 0  # > 0: the env gives action masks of this size
+    leaves: tuple[Leaf, ...] = ()  # Dict and Tuple observations: one array per leaf
 
 
 def advantages_and_returns(
@@ -81,7 +87,7 @@ class EnvStream:
     observations (`first`), what the policy carries between steps (`state`; None for
     a feed-forward policy), and the observations' action masks (None: no masks)."""
 
-    obs: np.ndarray
+    obs: Observations
     returns: DiscountedReturns
     first: np.ndarray
     state: State = None
@@ -89,10 +95,12 @@ class EnvStream:
 
     @classmethod
     def start(
-        cls, obs: np.ndarray, gamma: float, state: State = None, mask: np.ndarray | None = None
+        cls, obs: Observations, gamma: float, state: State = None, mask: np.ndarray | None = None
     ) -> EnvStream:
-        """From the envs' reset: its observations and (`mask`) their action masks."""
-        return cls(obs, DiscountedReturns(len(obs), gamma), np.ones(len(obs), bool), state, mask)
+        """From the envs' reset: its observations (an array, or Dict and Tuple
+        observations' leaves) and (`mask`) their action masks."""
+        n = batch_size(obs)
+        return cls(obs, DiscountedReturns(n, gamma), np.ones(n, bool), state, mask)
 
     def stepped(self, terminated: np.ndarray, truncated: np.ndarray) -> None:
         """The envs took a step: those whose episode ended start anew (SAME_STEP)."""
@@ -110,7 +118,11 @@ class Rollout:
         self.actor, self.spec, self.returns = actor, spec, returns
         self.ids = np.arange(n)
         self.device = next(actor.parameters()).device
-        self.obs = np.zeros((steps, n, *spec.obs_shape), spec.obs_dtype)
+        self.obs: np.ndarray | dict[str, np.ndarray] = (
+            zeros(spec.leaves, (steps, n))
+            if spec.leaves
+            else np.zeros((steps, n, *spec.obs_shape), spec.obs_dtype)
+        )
         self.actions = np.zeros((steps, n, *spec.action_shape), spec.action_dtype)
         self.masks = np.ones((steps, n, spec.mask_size), bool) if spec.mask_size else None
         self.logprobs = np.zeros((steps, n), np.float32)
@@ -123,7 +135,7 @@ class Rollout:
         self.draws = Draws()  # torch's global stream (seeded per process)
 
     def act(
-        self, t: int, obs: np.ndarray, stream: EnvStream, mask: np.ndarray | None = None
+        self, t: int, obs: Observations, stream: EnvStream, mask: np.ndarray | None = None
     ) -> np.ndarray:
         """Sample actions for every env at step `t` with the acting copy (through its
         one acting call, carrying `stream`'s state; within `mask`, the observations'
@@ -136,7 +148,8 @@ class Rollout:
         assert acted.logprob is not None
         assert acted.value is not None
         stream.state = acted.state
-        self.obs[t], self.actions[t] = obs, acted.action
+        put(self.obs, t, obs)
+        self.actions[t] = acted.action
         self.logprobs[t], self.values[t] = acted.logprob, acted.value
         return self.actions[t]
 
@@ -155,13 +168,14 @@ class Rollout:
         self.rewards[t] = self.actor.norm.scale_rewards(rewards)
         self.terminated[t], self.truncated[t] = terminated, truncated
         if final_obs:
-            final = torch.as_tensor(np.stack(final_obs), device=self.device)
+            batch = stacked(final_obs) if self.spec.leaves else np.stack(final_obs)
+            final = obs_tensor(batch, self.device)
             self.final_values[t, truncated] = self.actor.value(final).cpu().numpy()
 
     @torch.no_grad()
-    def finish(self, last_obs: np.ndarray) -> dict[str, np.ndarray]:
+    def finish(self, last_obs: Observations) -> dict[str, Any]:
         spec = self.spec
-        last_values = self.actor.value(torch.as_tensor(last_obs, device=self.device))
+        last_values = self.actor.value(obs_tensor(last_obs, self.device))
         adv, ret = advantages_and_returns(
             self.rewards,
             self.values,
@@ -172,8 +186,9 @@ class Rollout:
             spec.gamma,
             spec.gae_lambda,
         )
-        batch = {
-            "obs": self.obs,
+        steps, n = self.rewards.shape
+        batch: dict[str, Any] = {
+            "obs": map_leaves(lambda v: v.reshape(steps * n, *v.shape[2:]), self.obs),
             "actions": self.actions,
             "logprobs": self.logprobs,
             "values": self.values.astype(np.float32),
@@ -183,8 +198,9 @@ class Rollout:
         }
         if self.masks is not None:
             batch["masks"] = self.masks
-        steps, n = self.rewards.shape
-        return {k: v.reshape(steps * n, *v.shape[2:]) for k, v in batch.items()}
+        return {
+            k: v if k == "obs" else v.reshape(steps * n, *v.shape[2:]) for k, v in batch.items()
+        }
 
 
 def _truncated_final_obs(infos: dict[str, Any], truncated: np.ndarray) -> list[Any]:
@@ -202,7 +218,7 @@ def collect(
     envs: gym.vector.VectorEnv,
     stream: EnvStream,
     episodes: EpisodeSink,
-) -> dict[str, np.ndarray]:
+) -> dict[str, Any]:
     """One rollout of `spec.num_steps` vector steps acted by `actor` from `stream`
     (moved on to where the envs are after it); returns the flattened batch for the
     update (advantages and returns included)."""

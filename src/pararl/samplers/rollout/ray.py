@@ -26,6 +26,7 @@ from pararl.envs.make import env_factory
 from pararl.envs.masks import batch_mask
 from pararl.models import ActorCritic
 from pararl.mp.threads import one_thread
+from pararl.observations import joined
 from pararl.samplers.ray.cluster import connect, disconnect
 from pararl.samplers.ray.pool import RayActorGroup
 from pararl.samplers.rollout.collect import EnvStream, RolloutSpec, collect
@@ -39,7 +40,7 @@ WAIT_S = 1.0
 class Segment:
     """One actor's share of a rollout, flattened to [num_steps * envs, ...]."""
 
-    batch: dict[str, np.ndarray]
+    batch: dict[str, Any]  # "obs": Dict and Tuple observations, a dict of leaves
     env_steps: int
     episodes: list[dict[str, Any]]  # `final_info` dicts of steps where episodes ended
     version: int
@@ -86,6 +87,11 @@ class PPOActor:
         return str(ray.get_runtime_context().get_node_id())
 
 
+def _joined(parts: list[Any]) -> Any:
+    """Segments' arrays end to end; dicts of leaves (Dict observations) leaf by leaf."""
+    return joined(parts) if isinstance(parts[0], dict) else np.concatenate(parts)
+
+
 class RayPPOPool:
     """PPO actors on Ray; `gather` returns the rollout of one weights version.
     Actor i's streams are `(i, 0, start_steps)` under the run's seed."""
@@ -115,7 +121,7 @@ class RayPPOPool:
 
     def gather(
         self, model: torch.nn.Module, version: int
-    ) -> tuple[dict[str, np.ndarray], list[dict[str, Any]]]:
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """One segment from every actor acted with `model` (weights `version`),
         concatenated in actor order; and the infos of the episodes that ended."""
         self.group.publish(model, version)
@@ -127,7 +133,7 @@ class RayPPOPool:
                 segments[index] = segment
                 self.received += segment.env_steps
         ordered = [segments[i] for i in range(len(self.group))]
-        batch = {k: np.concatenate([s.batch[k] for s in ordered]) for k in ordered[0].batch}
+        batch = {k: _joined([s.batch[k] for s in ordered]) for k in ordered[0].batch}
         return batch, [info for s in ordered for info in s.episodes]
 
     def close(self) -> None:
