@@ -22,6 +22,7 @@ BENCHMARKS = {
     "mujoco": "PPO on MuJoCo (1M steps) against SB3 + VecNormalize, CleanRL's figures",
     "sac": "SAC on MuJoCo (300k steps, async) against SB3's SAC, rl-zoo's figures",
     "td3": "TD3 on MuJoCo (200k steps, async) against SB3's TD3, rl-zoo's figure",
+    "masks": "PPO with action masks on Taxi-v4 (300k steps) against sb3-contrib's MaskablePPO",
     "partial": "multi-task sampler: wait for all vs timeout vs min_envs vs auto",
     "maml": "MAML-TRPO meta-iteration time split, pararl vs the sampling post's design",
     "ray": "Ray actors vs local actor processes: DQN sampling throughput",

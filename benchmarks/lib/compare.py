@@ -455,8 +455,8 @@ def lines(row: Comparison, runs: Sequence[Run], last: int) -> list[Line]:
 
 
 def family(env: str) -> str:
-    """`MinAtar/Breakout-v1` -> `Breakout`."""
-    return env.split("/")[-1].split("-")[0]
+    """`MinAtar/Breakout-v1` -> `Breakout`; `module:TaxiOneHot-v0` -> `TaxiOneHot`."""
+    return env.split(":")[-1].split("/")[-1].split("-")[0]
 
 
 def whole(v: float | None) -> str:

@@ -93,6 +93,16 @@ ZOO_TD3: dict[str, Any] = {"learning_rate": 1e-3, "batch_size": 256,
                            "learning_starts": 10_000, "train_freq": 1, "gradient_steps": 1,
                            "policy_kwargs": {"net_arch": [400, 300]}}  # fmt: skip
 ZOO_TD3_NOISE = 0.1
+# PPO with action masks on Taxi-v4 (`benchmarks masks`), the same for pararl and
+# sb3-contrib's MaskablePPO: 8 envs x 128 steps, 4 epochs of 256-sample minibatches, lr
+# 2.5e-4 annealed linearly to 0, clip 0.2, entropy 0.01, no value clipping, separate
+# 64x64 tanh actor and critic on the one-hot observation
+MASKED_PPO: dict[str, Any] = {"n_steps": 128, "batch_size": 256, "n_epochs": 4,
+                              "gamma": 0.99, "gae_lambda": 0.95, "clip_range": 0.2,
+                              "clip_range_vf": None, "ent_coef": 0.01, "vf_coef": 0.5,
+                              "max_grad_norm": 0.5,
+                              "policy_kwargs": {"net_arch": [64, 64]}}  # fmt: skip
+MASKED_ENVS, MASKED_LR = 8, 2.5e-4
 
 
 def mujoco_sac(learning_starts: int, net: list[int], env: str = "HalfCheetah-v5") -> dict[str, Any]:
@@ -142,6 +152,7 @@ class Anchor:
     make: Callable[[str, bool], Any]  # (env id, training) -> an env factory or id
     settings: Callable[[str, Any, int], dict[str, Any]]
     normalize: bool = False  # VecNormalize over the training envs (the eval env frozen)
+    model: str = ""  # "module:Class" of a model not in SB3 itself (sb3-contrib's)
 
 
 def _zoo(algo: str, envs: Any, budget: int) -> dict[str, Any]:
@@ -160,6 +171,43 @@ def _minatar(algo: str, envs: Any, budget: int) -> dict[str, Any]:
     return minatar_dqn(budget) if algo == "dqn" else minatar_ppo()
 
 
+def _masked(algo: str, envs: Any, budget: int) -> dict[str, Any]:
+    return {**MASKED_PPO, "learning_rate": functools.partial(linear, MASKED_LR)}
+
+
+def env_mask(env: Any) -> Any:
+    """The mask of the env's last observation, as its last reset or step gave it in
+    `info["action_mask"]` (Gymnasium's Taxi), for sb3-contrib's `ActionMasker`."""
+    return env.get_wrapper_attr("last_mask")
+
+
+def masked_env(env: str, training: bool) -> Any:
+    """A factory of `env` wrapped so that sb3-contrib reads its info masks."""
+    return functools.partial(_masked_env, env)
+
+
+def _masked_env(env_id: str) -> Any:
+    import gymnasium as gym
+    from sb3_contrib.common.wrappers import ActionMasker
+
+    class InfoMask(gym.Wrapper[Any, Any, Any, Any]):
+        """Keeps the `info["action_mask"]` of the last reset or step as `last_mask`."""
+
+        last_mask: Any = None
+
+        def reset(self, **kwargs: Any) -> Any:
+            obs, info = self.env.reset(**kwargs)
+            self.last_mask = info["action_mask"].astype(bool)
+            return obs, info
+
+        def step(self, action: Any) -> Any:
+            obs, reward, terminated, truncated, info = self.env.step(action)
+            self.last_mask = info["action_mask"].astype(bool)
+            return obs, reward, terminated, truncated, info
+
+    return ActionMasker(InfoMask(gym.make(env_id)), env_mask)
+
+
 def _pararl_env(env: str, training: bool) -> Any:
     from pararl.envs.make import env_factory
 
@@ -174,11 +222,20 @@ ANCHORS: dict[str, Anchor] = {
     "rl-zoo": Anchor("rl-zoo's MuJoCo settings, one env", lambda a: 1, lambda e, t: e, _mujoco),
     "minatar": Anchor("pararl's MinAtar settings and envs, the MinAtar paper's network",
                       lambda a: 1 if a == "dqn" else PPO_ENVS, _pararl_env, _minatar),
+    "masked": Anchor("sb3-contrib's MaskablePPO, masks from the env's info, the masks row's "
+                     "settings", lambda a: MASKED_ENVS, masked_env, _masked,
+                     model="sb3_contrib:MaskablePPO"),
 }  # fmt: skip
 MODELS = {"dqn": "DQN", "ppo": "PPO", "sac": "SAC", "td3": "TD3"}
 
 
-def model_class(algo: str) -> Any:
+def model_class(algo: str, anchor: Anchor | None = None) -> Any:
+    """SB3's model of `algo`, or the anchor's own (`Anchor.model`)."""
+    import importlib
+
+    if anchor is not None and anchor.model:
+        module, _, name = anchor.model.partition(":")
+        return getattr(importlib.import_module(module), name)
     import stable_baselines3
 
     return getattr(stable_baselines3, MODELS[algo])
@@ -216,13 +273,21 @@ def timed_evaluation(
     start: float,
     points: list[dict[str, float]],
     target: float | None = None,
+    masked: bool = False,
 ) -> Any:
-    """SB3's deterministic `EvalCallback` every `every` calls, each evaluation also
+    """SB3's deterministic `EvalCallback` every `every` calls (`masked`: sb3-contrib's
+    `MaskableEvalCallback`, which acts on the env's masks), each evaluation also
     appended to `points` with its env steps and wall time since `start`; training stops
     at the first one reaching `target`."""
     from stable_baselines3.common.callbacks import EvalCallback
 
-    class Timed(EvalCallback):
+    base: Any = EvalCallback
+    if masked:
+        from sb3_contrib.common.maskable.callbacks import MaskableEvalCallback
+
+        base = MaskableEvalCallback
+
+    class Timed(base):
         def _on_step(self) -> bool:
             go_on = bool(super()._on_step())
             if self.eval_freq > 0 and self.n_calls % self.eval_freq == 0:
@@ -251,7 +316,8 @@ def learn(algo: str, args: argparse.Namespace) -> dict[str, Any]:
     start = time.perf_counter()
     if args.threads > 0:
         torch.set_num_threads(args.threads)
-    anchor, cls = ANCHORS[args.anchor], model_class(algo)
+    anchor = ANCHORS[args.anchor]
+    cls = model_class(algo, anchor)
     state = Path(args.state) if args.state else None
     saved = load_state(state)
     pieces = 0 if saved is None else int(saved["pieces"])
@@ -273,7 +339,8 @@ def learn(algo: str, args: argparse.Namespace) -> dict[str, Any]:
     callbacks = [stopper()(STOP, args.stop_at)]
     if args.eval_every > 0:
         every = max(args.eval_every // envs.num_envs, 1)  # SB3 counts calls of n_envs steps
-        evaluate = timed_evaluation(eval_env, args.eval_episodes, every, clock, points, args.target)
+        evaluate = timed_evaluation(eval_env, args.eval_episodes, every, clock, points,
+                                    args.target, masked=bool(anchor.model))  # fmt: skip
         evaluate.n_calls = model.num_timesteps // envs.num_envs  # the schedule goes on
         callbacks.insert(0, evaluate)
     from_steps = int(model.num_timesteps)
@@ -316,9 +383,16 @@ def verify(algo: str, args: argparse.Namespace) -> dict[str, Any]:
     import numpy as np
     from stable_baselines3.common.evaluation import evaluate_policy
 
-    model = model_class(algo).load(args.model, device="cpu")
-    _, env = make_envs(ANCHORS[args.anchor], algo, args.env, args.seed)
-    returns, _ = evaluate_policy(
+    anchor = ANCHORS[args.anchor]
+    evaluate: Any = evaluate_policy
+    if anchor.model:  # sb3-contrib's, which acts on the env's masks
+        from sb3_contrib.common.maskable.evaluation import evaluate_policy as masked
+
+        evaluate = masked
+
+    model = model_class(algo, anchor).load(args.model, device="cpu")
+    _, env = make_envs(anchor, algo, args.env, args.seed)
+    returns, _ = evaluate(
         model, env, n_eval_episodes=args.episodes, deterministic=True, return_episode_rewards=True
     )
     values = np.asarray(returns, dtype=float)
