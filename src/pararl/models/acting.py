@@ -131,6 +131,15 @@ def no_mask(mask: np.ndarray | None, policy: str) -> None:
         raise ValueError(f"{policy} acts in a continuous space: it takes no action mask")
 
 
+def uniform_within(
+    scale: torch.Tensor, bias: torch.Tensor, count: int, rng: np.random.Generator
+) -> np.ndarray:
+    """`count` actions drawn uniformly within the bounds `bias ± scale` (a bounded
+    actor's first env steps, before it has learned anything)."""
+    u = rng.uniform(-1.0, 1.0, (count, scale.numel())).astype(np.float32)
+    return (scale.cpu().numpy() * u + bias.cpu().numpy()).astype(np.float32)
+
+
 def starts(batch: int) -> np.ndarray:
     """`first` for `batch` envs whose episodes all start now."""
     return np.ones(batch, bool)
@@ -160,4 +169,5 @@ __all__ = [
     "no_mask",
     "obs_tensor",
     "starts",
+    "uniform_within",
 ]

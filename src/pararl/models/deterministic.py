@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from pararl.models.acting import Acted, Draws, FeedForward, Mode, State, no_mask
+from pararl.models.acting import Acted, Draws, FeedForward, Mode, State, no_mask, uniform_within
 from pararl.models.networks import mlp
 
 
@@ -68,8 +68,7 @@ class DeterministicActor(FeedForward, nn.Module):
 
     def uniform(self, count: int, rng: np.random.Generator) -> np.ndarray:
         """`count` actions drawn uniformly within the bounds (the first env steps)."""
-        u = rng.uniform(-1.0, 1.0, (count, self.action_dim)).astype(np.float32)
-        return (self.scale.cpu().numpy() * u + self.bias.cpu().numpy()).astype(np.float32)
+        return uniform_within(self.scale, self.bias, count, rng)
 
 
 def make_actor(

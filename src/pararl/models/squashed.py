@@ -33,6 +33,7 @@ from pararl.models.acting import (
     State,
     no_mask,
     obs_tensor,
+    uniform_within,
 )
 from pararl.models.gaussian import gaussian_log_prob
 from pararl.models.multi import MultiInputEncoder
@@ -134,8 +135,7 @@ class SquashedGaussianActor(FeedForward, nn.Module):
     @torch.no_grad()
     def uniform(self, count: int, rng: np.random.Generator) -> np.ndarray:
         """`count` actions drawn uniformly within the bounds (SAC's first steps)."""
-        u = rng.uniform(-1.0, 1.0, (count, self.action_dim)).astype(np.float32)
-        return (self.scale.cpu().numpy() * u + self.bias.cpu().numpy()).astype(np.float32)
+        return uniform_within(self.scale, self.bias, count, rng)
 
 
 def squashed_actor(
