@@ -39,10 +39,20 @@ class PPOConfig(RunConfig):
     # PPO places acting and learning apart (--act-device, --learn-device): the run
     # option of one learner device is kept off its --help and refused on its line
     device: Annotated[Literal["auto", "cpu", "cuda"], tyro.conf.Suppress] = "auto"
-    mode: Literal["auto", "serial", "sync"] = "auto"
+    mode: Literal["auto", "serial", "sync", "async"] = "auto"
     """`serial`: envs in this process; `sync`: ParallelVectorEnv workers step them while
-    this process runs the policy on the whole batch; `auto`: sync when the envs' step
+    this process runs the policy on the whole batch; `async`: actor processes step the
+    envs and act with their own copy of the policy, collecting the next rollout while
+    this process updates on the last (--policy-lag); `auto`: sync when the envs' step
     time (measured at start-up) outweighs the round trip to the workers."""
+    policy_lag: int = 1
+    """--mode async: the actors collect rollout j with the weights learned from the
+    rollouts before j - policy_lag, exactly (so a seeded run is reproducible): 1
+    overlaps acting with the update; 0 waits for each update, as sync does."""
+    vtrace: bool = False
+    """--mode async: relabel each rollout's advantages and value targets with V-trace
+    (Espeholt et al. 2018) under the learner's weights, instead of GAE under the
+    acting ones; the surrogate's ratio is against the acting policy either way."""
     act_device: Literal["auto", "cpu", "cuda"] = "auto"
     """Device for acting (policy forward during sampling); `auto` times both at start-up."""
     learn_device: Literal["auto", "cpu", "cuda"] = "auto"
@@ -172,6 +182,19 @@ class PPOConfig(RunConfig):
             (self.clip_reward > 0, "--clip-reward must be > 0"),
             (unset_or(self.num_envs, lambda v: v >= 1), "--num-envs must be >= 1"),
             (len(self.hidden) >= 1, "--hidden needs at least one width"),
+            (self.policy_lag >= 0, "--policy-lag must be >= 0"),
+            (
+                not self.vtrace or self.mode == "async",
+                "--vtrace corrects for the policy lag of --mode async; add --mode async",
+            ),
+            (
+                self.mode != "async" or self.act_device != "cuda",
+                "--mode async acts in actor processes on the CPU; drop --act-device cuda",
+            ),
+            (
+                self.mode != "async" or self.backend != "ray",
+                "--mode async runs its own actor processes; drop --backend ray or --mode async",
+            ),
             (all(h >= 1 for h in self.hidden), "--hidden widths must be >= 1"),
         ]
         raise_first(checks)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +35,14 @@ from pararl.runners.ppo_mode import ModeChoice, choose_mode
 from pararl.runners.ppo_state import PPOState, ThreadRule
 from pararl.runners.session import TrainSession
 from pararl.runners.setup import Plan, Prepared, encoder_note
-from pararl.samplers.rollout.collect import EnvStream, collect
+from pararl.samplers.rollout.actors import (
+    ActorPlan,
+    InlineActors,
+    RolloutActors,
+    Taken,
+    rollout_draws,
+)
+from pararl.samplers.rollout.collect import EnvStream, batch_of, collect
 from pararl.vector import ParallelVectorEnv, SerialVectorEnv
 
 RolloutSource = Callable[[], dict[str, Any]]  # the next rollout, flattened
@@ -53,9 +61,19 @@ METRICS = (
     "update_threads",
 )
 
+# an asynchronous run's, beside them: the rollouts between the weights that acted and
+# the learner's, the actors' and the learner's busy fractions, V-trace's weights
+ASYNC_METRICS = ("policy_lag", "actor_busy", "learner_busy", "vtrace_rho", "vtrace_clipped")
 
-def train_loop(state: PPOState, session: TrainSession, next_rollout: RolloutSource) -> None:
-    """See the module docstring."""
+
+def train_loop(
+    state: PPOState,
+    session: TrainSession,
+    next_rollout: RolloutSource,
+    learned: Callable[[], dict[str, float]] | None = None,
+) -> None:
+    """See the module docstring. `learned`: called once the acting copy has the new
+    weights (asynchronous actors are sent them there); its statistics join the row."""
     cfg = state.config
     # the update's threads: on several, it drops to one while something else uses the
     # cores (two runs side by side), at rollout boundaries; a given count holds
@@ -84,6 +102,8 @@ def train_loop(state: PPOState, session: TrainSession, next_rollout: RolloutSour
         state.learner.model.update_norm(rollout["obs"], discounted)  # after: see normalize
         stats.update(state.learner.model.norm.stats())
         state.sync_actor()
+        if learned is not None:
+            stats.update(learned())
         session.tick(
             state.env_steps,
             state.learner.updates,
@@ -118,13 +138,89 @@ def run_local(
         stream = EnvStream.start(
             obs, state.rollout_spec.gamma, state.actor.initial_state(num_envs), batch_mask(infos)
         )
+        draws = rollout_draws(cfg.seed, 0, 0, state.env_steps)  # as an async run's actor 0
 
         def next_rollout() -> dict[str, Any]:
-            return collect(state.actor, state.rollout_spec, envs, stream, session.record_episodes)
+            return collect(
+                state.actor, state.rollout_spec, envs, stream, session.record_episodes, draws
+            )
 
         train_loop(state, session, next_rollout)
     finally:
         envs.close()
+
+
+def run_async(state: PPOState, session: TrainSession, layout: Layout, inline: bool = False) -> None:
+    """The loop with actor processes (`samplers.rollout.actors`) collecting rollout j + 1
+    while the learner updates on rollout j, their weights exactly `--policy-lag`
+    rollouts behind; `inline`: the serial twin, the same actors in this process."""
+    cfg, spec = state.config, state.rollout_spec
+    plan = ActorPlan(
+        state.make_model,
+        env_factory(cfg.env, cfg.wrapper, training=True, kwargs=cfg.env_kwargs),
+        spec,
+        state.mask_info,
+        cfg.policy_lag,
+        cfg.seed,
+    )
+    seeds = seeding.env_seeds(cfg.seed, layout.num_envs, "env", 0, 0, state.env_steps)
+    kind = InlineActors if inline else RolloutActors
+    actors = kind(plan, layout.workers, seeds, state.learner.model, state.env_steps)
+    clock = Clock()
+
+    def next_rollout() -> dict[str, Any]:
+        taken = actors.take()
+        clock.taken(taken)
+        for segment in taken.segments:
+            for infos in segment.episodes:
+                session.record_episodes(infos)
+        batch = batch_of(taken.arrays, spec, raw=cfg.vtrace)
+        if cfg.vtrace:
+            clock.stats |= state.learner.vtrace(batch, spec.num_steps, spec.gamma)
+        return batch
+
+    def learned() -> dict[str, float]:
+        actors.publish(state.learner.model, clock.rollouts)
+        return clock.learned()
+
+    try:
+        train_loop(state, session, next_rollout, learned)
+    finally:
+        if clock.rollouts:
+            session.console.message(
+                f"pararl: the actors' rollout in flight ({layout.num_envs * spec.num_steps:,} "
+                "steps) was not learned from"
+            )
+        actors.close()
+
+
+class Clock:
+    """An asynchronous loop's lag and busy fractions: the rollouts learned from, the
+    weights version each was collected with, the actors' busy fraction, and the
+    learner's (the update's share of the time between two rollouts taken)."""
+
+    def __init__(self) -> None:
+        self.rollouts, self.lag, self.actor_busy = 0, 0, 0.0
+        self.stats: dict[str, float] = {}
+        self._last: float | None = None
+        self._took = time.perf_counter()
+
+    def taken(self, taken: Taken) -> None:
+        self.lag, self.actor_busy = self.rollouts - taken.version, taken.busy
+        self._took = time.perf_counter()
+
+    def learned(self) -> dict[str, float]:
+        now = time.perf_counter()
+        busy = (now - self._took) / (now - self._last) if self._last is not None else 1.0
+        self.rollouts += 1
+        self._last = now
+        stats = self.stats | {
+            "policy_lag": self.lag,
+            "actor_busy": self.actor_busy,
+            "learner_busy": min(1.0, busy),
+        }
+        self.stats = {}
+        return stats
 
 
 def run_ray(state: PPOState, session: TrainSession, num_actors: int, per_actor: int) -> None:
@@ -183,6 +279,12 @@ def choose(cfg: PPOConfig) -> Layout:
             raise UsageError("--backend ray runs Ray actors; drop --mode serial")
         workers, per = cfg.split_envs(ray_actors(cfg.workers, cfg.ray_address, 0))
         return Layout(ModeChoice("ray", None, f"{workers} Ray actors"), workers, per)
+    if cfg.mode == "async":
+        # the learner keeps a core; the actors step the envs and act on the others
+        cores = physical_cores()
+        workers, per = cfg.split_envs(max(1, cores - 1))
+        why = f"asked for; {workers} actor process{'es' if workers > 1 else ''} beside the learner"
+        return Layout(ModeChoice("async", None, why), workers, per)
     workers, per = cfg.split_envs(physical_cores())
     env_fn = env_factory(cfg.env, cfg.wrapper, training=True, kwargs=cfg.env_kwargs)
     return Layout(choose_mode(cfg.mode, env_fn, workers * per, workers), workers, per)
@@ -251,8 +353,11 @@ def plan(p: Prepared) -> Plan:
     cfg: PPOConfig = p.config
     layout = choose(cfg)
     check_minibatch(cfg, layout.num_envs)
+    filled = p.filled
+    if layout.mode == "async":  # the actors act on the CPU, each with its own copy
+        filled = dataclasses.replace(filled, config=dataclasses.replace(cfg, act_device="cpu"))
     state = PPOState(
-        p.filled,
+        filled,
         p.observation_space,
         p.action_space,
         layout.num_envs,
@@ -265,12 +370,14 @@ def plan(p: Prepared) -> Plan:
     def run(session: TrainSession) -> None:
         if layout.mode == "ray":
             run_ray(state, session, layout.workers, layout.per_worker)
+        elif layout.mode == "async":
+            run_async(state, session, layout)
         else:
             run_local(state, session, layout.mode, layout.workers, layout.num_envs)
 
     return Plan(
         banner=banner(cfg, layout, state),
-        metrics=METRICS,
+        metrics=METRICS + (ASYNC_METRICS if layout.mode == "async" else ()),
         resolved=resolved(layout, state),
         make_model=state.make_model,
         start=(state.env_steps, state.wall_s),

@@ -22,7 +22,7 @@ each leaf, and flattened leaf by leaf into the batch's "obs".
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +35,8 @@ from pararl.gae import gae
 from pararl.models import ActorCritic
 from pararl.models.acting import Draws, Observations, State, obs_tensor
 from pararl.models.normalize import DiscountedReturns
-from pararl.observations import Leaf, batch_size, map_leaves, put, stacked, zeros
+from pararl.mp.shared import ArraySpec, local_arrays
+from pararl.observations import Leaf, batch_size, map_leaves, put, stacked
 
 FLOAT32 = np.dtype(np.float32)
 
@@ -107,32 +108,68 @@ class EnvStream:
         self.first = terminated | truncated
 
 
+def rollout_specs(spec: RolloutSpec, n: int) -> dict[str, ArraySpec]:
+    """The arrays of one rollout of `n` envs (`Rollout`'s storage: one segment of an
+    asynchronous actor's outbox, `samplers.rollout.actors`): [T, n] per step, and the
+    observations after the last step with their values (`last_obs`, `last_values`)."""
+    t, f32, f64, flag = spec.num_steps, FLOAT32, np.dtype(np.float64), np.dtype(np.bool_)
+    specs: dict[str, ArraySpec] = {}
+    for name, lead in (("obs", (t, n)), ("last_obs", (n,))):
+        if spec.leaves:  # Dict and Tuple observations: an array per leaf
+            for leaf in spec.leaves:
+                specs[f"{name}.{leaf.name}"] = ArraySpec((*lead, *leaf.shape), leaf.dtype)
+        else:
+            specs[name] = ArraySpec((*lead, *spec.obs_shape), spec.obs_dtype)
+    specs["actions"] = ArraySpec((t, n, *spec.action_shape), spec.action_dtype)
+    if spec.mask_size:
+        specs["masks"] = ArraySpec((t, n, spec.mask_size), flag)
+    specs |= {
+        "logprobs": ArraySpec((t, n), f32),
+        "values": ArraySpec((t, n), f64),
+        "rewards": ArraySpec((t, n), f64),
+        "discounted": ArraySpec((t, n), f64),
+        "final_values": ArraySpec((t, n), f64),
+        "terminated": ArraySpec((t, n), flag),
+        "truncated": ArraySpec((t, n), flag),
+        "last_values": ArraySpec((n,), f32),
+    }
+    return specs
+
+
+def _observations(arrays: Mapping[str, np.ndarray], name: str) -> Any:
+    """The array `name`, or the dict of its leaves (`name.leaf`)."""
+    if name in arrays:
+        return arrays[name]
+    prefix = name + "."
+    return {k.removeprefix(prefix): v for k, v in arrays.items() if k.startswith(prefix)}
+
+
 class Rollout:
     """Rollout storage [T, B] for one update, filled step by step, finished into a flat
-    batch with advantages and returns."""
+    batch with advantages and returns. `arrays`: where to store it (an outbox slot's
+    views, laid out by `rollout_specs`); None: arrays of its own."""
 
     def __init__(
-        self, actor: ActorCritic, spec: RolloutSpec, n: int, returns: DiscountedReturns
+        self,
+        actor: ActorCritic,
+        spec: RolloutSpec,
+        n: int,
+        returns: DiscountedReturns,
+        draws: Draws | None = None,
+        arrays: dict[str, np.ndarray] | None = None,
     ) -> None:
-        steps = spec.num_steps
         self.actor, self.spec, self.returns = actor, spec, returns
         self.ids = np.arange(n)
         self.device = next(actor.parameters()).device
-        self.obs: np.ndarray | dict[str, np.ndarray] = (
-            zeros(spec.leaves, (steps, n))
-            if spec.leaves
-            else np.zeros((steps, n, *spec.obs_shape), spec.obs_dtype)
-        )
-        self.actions = np.zeros((steps, n, *spec.action_shape), spec.action_dtype)
-        self.masks = np.ones((steps, n, spec.mask_size), bool) if spec.mask_size else None
-        self.logprobs = np.zeros((steps, n), np.float32)
-        self.values = np.zeros((steps, n))
-        self.rewards = np.zeros((steps, n))
-        self.discounted = np.zeros((steps, n))
-        self.final_values = np.zeros((steps, n))
-        self.terminated = np.zeros((steps, n), bool)
-        self.truncated = np.zeros((steps, n), bool)
-        self.draws = Draws()  # torch's global stream (seeded per process)
+        a = self.arrays = arrays if arrays is not None else local_arrays(rollout_specs(spec, n))
+        self.obs: np.ndarray | dict[str, np.ndarray] = _observations(a, "obs")
+        self.actions, self.masks = a["actions"], a.get("masks")
+        self.logprobs, self.values, self.rewards = a["logprobs"], a["values"], a["rewards"]
+        self.discounted, self.final_values = a["discounted"], a["final_values"]
+        self.terminated, self.truncated = a["terminated"], a["truncated"]
+        self.final_values[:] = 0.0  # only truncated steps are written
+        # None: torch's global stream (seeded per process)
+        self.draws = draws if draws is not None else Draws()
 
     def act(
         self, t: int, obs: Observations, stream: EnvStream, mask: np.ndarray | None = None
@@ -173,34 +210,69 @@ class Rollout:
             self.final_values[t, truncated] = self.actor.value(final).cpu().numpy()
 
     @torch.no_grad()
+    def close(self, last_obs: Observations) -> None:
+        """Store the observations after the last step and their values."""
+        put(_observations(self.arrays, "last_obs"), slice(None), last_obs)
+        values = self.actor.value(obs_tensor(last_obs, self.device))
+        self.arrays["last_values"][:] = values.cpu().numpy()
+
     def finish(self, last_obs: Observations) -> dict[str, Any]:
-        spec = self.spec
-        last_values = self.actor.value(obs_tensor(last_obs, self.device))
-        adv, ret = advantages_and_returns(
-            self.rewards,
-            self.values,
-            last_values.cpu().numpy(),
-            self.terminated,
-            self.truncated,
-            self.final_values,
-            spec.gamma,
-            spec.gae_lambda,
-        )
-        steps, n = self.rewards.shape
-        batch: dict[str, Any] = {
-            "obs": map_leaves(lambda v: v.reshape(steps * n, *v.shape[2:]), self.obs),
-            "actions": self.actions,
-            "logprobs": self.logprobs,
-            "values": self.values.astype(np.float32),
-            "advantages": adv.astype(np.float32),
-            "returns": ret.astype(np.float32),
-            "discounted": self.discounted,  # for the reward scale, not the loss
+        self.close(last_obs)
+        return batch_of(self.arrays, self.spec)
+
+
+def batch_of(
+    arrays: Mapping[str, np.ndarray], spec: RolloutSpec, raw: bool = False
+) -> dict[str, Any]:
+    """The flat batch of a closed rollout's arrays (`rollout_specs`; one actor's, or
+    several `merged`): GAE advantages and returns, every [T, B] field flattened step
+    by step (row t * B + b). `raw`: also what V-trace relabels from (the rewards as
+    learned from, the ends, the truncated episodes' final values, `last_obs`)."""
+    adv, ret = advantages_and_returns(
+        arrays["rewards"],
+        arrays["values"],
+        arrays["last_values"],
+        arrays["terminated"],
+        arrays["truncated"],
+        arrays["final_values"],
+        spec.gamma,
+        spec.gae_lambda,
+    )
+    steps, n = arrays["rewards"].shape
+    batch: dict[str, Any] = {
+        "obs": _observations(arrays, "obs"),
+        "actions": arrays["actions"],
+        "logprobs": arrays["logprobs"],
+        "values": arrays["values"].astype(np.float32),
+        "advantages": adv.astype(np.float32),
+        "returns": ret.astype(np.float32),
+        "discounted": arrays["discounted"],  # for the reward scale, not the loss
+    }
+    if "masks" in arrays:
+        batch["masks"] = arrays["masks"]
+    if raw:
+        batch |= {
+            "rewards": arrays["rewards"].astype(np.float32),
+            "terminated": arrays["terminated"],
+            "truncated": arrays["truncated"],
+            "final_values": arrays["final_values"].astype(np.float32),
         }
-        if self.masks is not None:
-            batch["masks"] = self.masks
-        return {
-            k: v if k == "obs" else v.reshape(steps * n, *v.shape[2:]) for k, v in batch.items()
-        }
+    flat = {
+        k: map_leaves(lambda v: v.reshape(steps * n, *v.shape[2:]), v) for k, v in batch.items()
+    }
+    if raw:
+        flat["last_obs"] = map_leaves(np.copy, _observations(arrays, "last_obs"))
+    return flat
+
+
+def merged(segments: Sequence[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """One rollout from the segments of several actors (each [T, n_i] per step, [n_i]
+    after the last), side by side on the env axis; always a copy, so that the
+    segments' storage may be reused at once."""
+    return {
+        key: np.concatenate([s[key] for s in segments], axis=0 if key.startswith("last_") else 1)
+        for key in segments[0]
+    }
 
 
 def _truncated_final_obs(infos: dict[str, Any], truncated: np.ndarray) -> list[Any]:
@@ -212,19 +284,13 @@ def _truncated_final_obs(infos: dict[str, Any], truncated: np.ndarray) -> list[A
 EpisodeSink = Callable[[dict[str, Any]], None]  # takes the infos of finished episodes
 
 
-def collect(
-    actor: ActorCritic,
-    spec: RolloutSpec,
-    envs: gym.vector.VectorEnv,
-    stream: EnvStream,
-    episodes: EpisodeSink,
-) -> dict[str, Any]:
-    """One rollout of `spec.num_steps` vector steps acted by `actor` from `stream`
-    (moved on to where the envs are after it); returns the flattened batch for the
-    update (advantages and returns included)."""
-    rollout, obs = Rollout(actor, spec, envs.num_envs, stream.returns), stream.obs
-    mask = stream.mask
-    for t in range(spec.num_steps):
+def fill(
+    rollout: Rollout, envs: gym.vector.VectorEnv, stream: EnvStream, episodes: EpisodeSink
+) -> None:
+    """Act `rollout.spec.num_steps` vector steps from `stream` into `rollout`; `stream`
+    moves on to where the envs are after it (close the rollout with its `obs`)."""
+    obs, mask = stream.obs, stream.mask
+    for t in range(rollout.spec.num_steps):
         actions = rollout.act(t, obs, stream, mask)
         obs, reward, terminated, truncated, infos = envs.step(actions)
         mask = batch_mask(infos)  # the new observations' (after a reset: the reset's)
@@ -232,7 +298,23 @@ def collect(
         rollout.record(t, reward, terminated, truncated, _truncated_final_obs(infos, truncated))
         episodes(infos.get("final_info", {}))
     stream.obs, stream.mask = obs, mask
-    return rollout.finish(obs)
+
+
+def collect(
+    actor: ActorCritic,
+    spec: RolloutSpec,
+    envs: gym.vector.VectorEnv,
+    stream: EnvStream,
+    episodes: EpisodeSink,
+    draws: Draws | None = None,
+) -> dict[str, Any]:
+    """One rollout of `spec.num_steps` vector steps acted by `actor` from `stream`
+    (moved on to where the envs are after it), its actions drawn from `draws` (None:
+    torch's global stream); returns the flattened batch for the update (advantages
+    and returns included)."""
+    rollout = Rollout(actor, spec, envs.num_envs, stream.returns, draws)
+    fill(rollout, envs, stream, episodes)
+    return rollout.finish(stream.obs)
 
 
 __all__ = [
@@ -241,5 +323,9 @@ __all__ = [
     "Rollout",
     "RolloutSpec",
     "advantages_and_returns",
+    "batch_of",
     "collect",
+    "fill",
+    "merged",
+    "rollout_specs",
 ]

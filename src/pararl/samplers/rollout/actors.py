@@ -1,0 +1,336 @@
+"""Asynchronous PPO's actors: each steps its share of the envs with its own CPU copy of
+the policy and collects rollout segments while the learner updates, the weights
+trailing the learner by exactly `lag` rollouts.
+
+    actor i, rollout j:  wait for weights version max(0, j - lag) (the ring holds it)
+                         and a free outbox slot; act num_steps steps into the slot;
+                         send (slot, j, version, busy and waiting seconds, episodes)
+    learner:             take every actor's segment j (merged: a copy), ack the
+                         slots, update, publish version j + 1
+
+Version v is the weights learned from rollouts 0 .. v-1, so rollout j is collected
+with the weights of rollout j - lag and learned from by version j: the policy lag
+is `lag` rollouts, exactly, for every rollout after the first `lag` (Cleanba's
+scheme, Huang et al. 2023; Sample Factory's APPO bounds the lag instead and drops
+older data). With lag 0 the actors wait for every update: the sync loop, in other
+processes. Which version an actor acts with does not depend on timing, so a seeded
+run is reproducible; `InlineActors`, the serial twin, runs the same actors in this
+process, one after the other, and gives the same rollouts.
+
+Each actor's outbox has lag + 1 slots (the segment being filled and those not yet
+taken); the weights travel through a ring of lag + 1 versions (`weights.ring`). Only
+slot numbers, versions and finished episodes' statistics travel on the pipes.
+
+Protocol (actor -> learner): `(True, Segment)` when a slot is filled; the learner
+sends `("ack", slot)` once it has copied the slot, `("version", v)` when it has
+published a version, and `("close", None)` to stop.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+
+from pararl import seeding
+from pararl.envs.masks import batch_mask
+from pararl.models import ActorCritic
+from pararl.models.acting import Draws
+from pararl.mp.procs import ParentWatch, ProcessGroup
+from pararl.mp.shared import ArraySpec, SharedArrays, local_arrays
+from pararl.samplers.rollout.collect import EnvStream, Rollout, RolloutSpec, fill, merged
+from pararl.samplers.rollout.collect import rollout_specs as segment_specs
+from pararl.vector import SerialVectorEnv
+from pararl.weights.ring import WeightRing, ring_specs
+
+READY_TIMEOUT_S = 120.0  # an actor builds its envs and its policy copy before it says ready
+SEGMENT_TIMEOUT_S = 600.0  # the longest a rollout segment may take to arrive
+
+
+@dataclass(frozen=True)
+class ActorPlan:
+    """What every actor builds from: its policy copy, its envs, the rollout's shape,
+    the vector envs' `shared_infos` (action masks), the lag, and the run's seed."""
+
+    make_model: Callable[[], ActorCritic]
+    env_fn: Callable[[], gym.Env]
+    spec: RolloutSpec
+    shared_infos: dict[str, np.ndarray] | None
+    lag: int
+    seed: int
+
+    @property
+    def slots(self) -> int:
+        return self.lag + 1
+
+
+def rollout_draws(seed: int, *path: int) -> Draws:
+    """The torch stream a rollout's actions are drawn from: actor `path[0]`'s (the sync
+    and serial loops draw as actor 0 does, so that an asynchronous run with lag 0 and
+    one actor gives theirs)."""
+    generator = torch.Generator().manual_seed(seeding.integer(seed, "explore", *path))
+    return Draws(generator=generator)
+
+
+@dataclass(frozen=True)
+class Segment:
+    """An actor's message: the outbox slot of rollout `rollout`, the weights version it
+    acted with, how long it acted and how long it waited before, and the episodes that
+    ended in it (`RecordEpisodeStatistics` infos)."""
+
+    slot: int
+    rollout: int
+    version: int
+    busy_s: float
+    waited_s: float
+    episodes: list[dict[str, Any]]
+
+
+class SegmentActor:
+    """One actor's envs (in this process, `SerialVectorEnv`), policy copy, stream and
+    draws; `collect` acts one rollout segment into given arrays."""
+
+    def __init__(self, plan: ActorPlan, env_seeds: list[int], path: tuple[int, ...]) -> None:
+        self.plan, n = plan, len(env_seeds)
+        self.model = plan.make_model()
+        self.envs = SerialVectorEnv(
+            [plan.env_fn] * n, autoreset_mode="SameStep", shared_infos=plan.shared_infos
+        )
+        obs, infos = self.envs.reset(seed=env_seeds)
+        self.stream = EnvStream.start(
+            obs, plan.spec.gamma, self.model.initial_state(n), batch_mask(infos)
+        )
+        self.draws = rollout_draws(plan.seed, *path)
+        self.num_envs = n
+
+    def collect(self, arrays: dict[str, np.ndarray]) -> list[dict[str, Any]]:
+        """One segment into `arrays` (`rollout_specs`); the episodes that ended in it."""
+        episodes: list[dict[str, Any]] = []
+
+        def keep(infos: dict[str, Any]) -> None:
+            if "episode" in infos:
+                episodes.append(infos)
+
+        rollout = Rollout(
+            self.model, self.plan.spec, self.num_envs, self.stream.returns, self.draws, arrays
+        )
+        with torch.no_grad():
+            fill(rollout, self.envs, self.stream, keep)
+            rollout.close(self.stream.obs)
+        return episodes
+
+    def close(self) -> None:
+        self.envs.close()
+
+
+def outbox_specs(plan: ActorPlan, index: int, num_envs: int) -> dict[str, ArraySpec]:
+    """Actor `index`'s outbox: `plan.slots` segments of `num_envs` envs."""
+    return {
+        f"a{index}.{slot}.{key}": value
+        for slot in range(plan.slots)
+        for key, value in segment_specs(plan.spec, num_envs).items()
+    }
+
+
+def slot_views(arrays: dict[str, np.ndarray], index: int, slot: int) -> dict[str, np.ndarray]:
+    prefix = f"a{index}.{slot}."
+    return {k.removeprefix(prefix): v for k, v in arrays.items() if k.startswith(prefix)}
+
+
+def actor_main(
+    conn: Connection,
+    index: int,
+    plan: ActorPlan,
+    shared: SharedArrays,
+    env_seeds: list[int],
+    path: tuple[int, ...],
+) -> None:
+    """Wait for the version and a slot, collect, send; until the learner says close
+    or goes away."""
+    seeding.seed_torch(plan.seed, *path)
+    arrays, ring = shared.arrays, WeightRing(shared.arrays)
+    actor = SegmentActor(plan, env_seeds, path)
+    watch, free = ParentWatch(), [True] * plan.slots
+    conn.send((True, None))  # ready
+    rollout = slot = 0
+    try:
+        while True:
+            version, start = max(0, rollout - plan.lag), time.perf_counter()
+            while not (free[slot] and ring.holds(version)):
+                if not _handle_messages(conn, free, watch):
+                    return
+            if not ring.load(actor.model, version):
+                raise RuntimeError(f"weights version {version} was overwritten before it was read")
+            acting = time.perf_counter()
+            episodes = actor.collect(slot_views(arrays, index, slot))
+            busy = time.perf_counter() - acting
+            free[slot] = False
+            conn.send((True, Segment(slot, rollout, version, busy, acting - start, episodes)))
+            rollout, slot = rollout + 1, (slot + 1) % plan.slots
+    finally:
+        actor.close()
+
+
+def _handle_messages(conn: Connection, free: list[bool], watch: ParentWatch) -> bool:
+    """Wait (bounded) for the learner's messages; False when the actor should stop."""
+    if not conn.poll(watch.interval):
+        return not watch.orphaned()
+    while conn.poll(0):
+        command, data = conn.recv()
+        if command == "close":
+            return False
+        if command == "ack":
+            free[data] = True
+    return True  # "version": the ring is read directly
+
+
+@dataclass(frozen=True)
+class Taken:
+    """One rollout from every actor: its arrays side by side (`merged`), and the
+    actors' messages."""
+
+    arrays: dict[str, np.ndarray]
+    segments: list[Segment]
+
+    @property
+    def version(self) -> int:
+        return self.segments[0].version
+
+    @property
+    def busy(self) -> float:
+        """The actors' mean busy fraction over this rollout."""
+        return float(np.mean([s.busy_s / max(s.busy_s + s.waited_s, 1e-9) for s in self.segments]))
+
+
+class RolloutActors:
+    """The actor processes and their shared memory (outboxes and the weight ring).
+    Actor i's streams are named `(i, 0, start_steps)` under the run's seed
+    (`pararl.seeding`), and it steps envs i * per_actor .. of the run's seeds."""
+
+    def __init__(
+        self,
+        plan: ActorPlan,
+        num_actors: int,
+        env_seeds: list[int],
+        model: nn.Module,
+        start_steps: int,
+        segment_timeout_s: float = SEGMENT_TIMEOUT_S,
+    ) -> None:
+        if len(env_seeds) % num_actors:
+            raise ValueError(f"{len(env_seeds)} envs do not split over {num_actors} actors")
+        per = len(env_seeds) // num_actors
+        specs = ring_specs(model, plan.slots)
+        for i in range(num_actors):
+            specs |= outbox_specs(plan, i, per)
+        ctx = mp.get_context()
+        self.shared = SharedArrays(specs, ctx)
+        self.arrays, self.ring = self.shared.arrays, WeightRing(self.shared.arrays)
+        self.ring.clear()
+        self.ring.publish(model, 0)
+        self.next, self.timeout_s = 0, segment_timeout_s
+        args = [
+            (i, plan, self.shared, env_seeds[i * per : (i + 1) * per], (i, 0, start_steps))
+            for i in range(num_actors)
+        ]
+        self.group = ProcessGroup(actor_main, args, ctx, name="pararl-rollout-actor")
+        try:
+            self.group.await_ready(READY_TIMEOUT_S)
+        except BaseException:
+            self.group.close()
+            raise
+
+    @property
+    def num_actors(self) -> int:
+        return len(self.group)
+
+    def take(self) -> Taken:
+        """Every actor's segment of the next rollout, merged (a copy); their slots are
+        freed. A failed or dead actor raises `WorkerError` with its index."""
+        late = "sent no rollout segment in {timeout} s (an env step hangs, or is that slow)"
+        segments: list[Segment] = self.group.gather(range(len(self.group)), self.timeout_s, late)
+        for s in segments:
+            if s.rollout != self.next:
+                raise RuntimeError(f"expected rollout {self.next}, an actor sent {s.rollout}")
+        arrays = merged([slot_views(self.arrays, i, s.slot) for i, s in enumerate(segments)])
+        for i, s in enumerate(segments):
+            self.group.send(i, ("ack", s.slot))
+        self.next += 1
+        return Taken(arrays, segments)
+
+    def publish(self, model: nn.Module, version: int) -> None:
+        """Weights `version` (learned from rollouts 0 .. version-1) to the actors."""
+        self.ring.publish(model, version)
+        for i in range(len(self.group)):
+            self.group.send(i, ("version", version))
+
+    def close(self) -> None:
+        self.group.close()
+
+
+class InlineActors:
+    """The serial twin of `RolloutActors`: the same actors in this process, each
+    collecting its segment when the learner asks, with the same weights versions
+    (from a ring of local arrays)."""
+
+    def __init__(
+        self,
+        plan: ActorPlan,
+        num_actors: int,
+        env_seeds: list[int],
+        model: nn.Module,
+        start_steps: int,
+    ) -> None:
+        per = len(env_seeds) // num_actors
+        self.plan = plan
+        self.ring = WeightRing(local_arrays(ring_specs(model, plan.slots)))
+        self.ring.clear()
+        self.ring.publish(model, 0)
+        self.actors = [
+            SegmentActor(plan, env_seeds[i * per : (i + 1) * per], (i, 0, start_steps))
+            for i in range(num_actors)
+        ]
+        self.storage = [local_arrays(segment_specs(plan.spec, per)) for _ in self.actors]
+        self.next = 0
+
+    @property
+    def num_actors(self) -> int:
+        return len(self.actors)
+
+    def take(self) -> Taken:
+        version, segments = max(0, self.next - self.plan.lag), []
+        for actor, arrays in zip(self.actors, self.storage, strict=True):
+            if not self.ring.load(actor.model, version):
+                raise RuntimeError(f"weights version {version} is not in the ring")
+            start = time.perf_counter()
+            episodes = actor.collect(arrays)
+            segments.append(
+                Segment(0, self.next, version, time.perf_counter() - start, 0.0, episodes)
+            )
+        self.next += 1
+        return Taken(merged(self.storage), segments)
+
+    def publish(self, model: nn.Module, version: int) -> None:
+        self.ring.publish(model, version)
+
+    def close(self) -> None:
+        for actor in self.actors:
+            actor.close()
+
+
+__all__ = [
+    "ActorPlan",
+    "InlineActors",
+    "RolloutActors",
+    "Segment",
+    "SegmentActor",
+    "Taken",
+    "rollout_draws",
+]

@@ -1,0 +1,187 @@
+"""Asynchronous PPO: the actors' weights trail the learner by exactly the lag asked
+for; the actor processes and their serial twin collect the same rollouts; lag 0 is
+the serial loop, weight for weight; a killed actor is reported; nothing is left."""
+
+from __future__ import annotations
+
+import copy
+import csv
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from pararl import PPOConfig, train
+from pararl.config import env_kind
+from pararl.envs.make import env_factory
+from pararl.errors import UsageError
+from pararl.models import ActorCritic
+from pararl.mp.errors import WorkerError
+from pararl.runners.ppo_state import PPOState
+from pararl.samplers.rollout.actors import ActorPlan, InlineActors, RolloutActors
+from pararl.seeding import env_seeds
+from tests.procs import alive_after, interrupt_training, new_shm_entries, shm_entries
+from tests.runners.test_ppo import SMALL, final_model
+
+ENV = "CartPole-v1"
+
+
+def _state(num_envs: int) -> PPOState:
+    with gym.make(ENV) as env:
+        spaces = env.observation_space, env.action_space
+    cfg = PPOConfig(env=ENV, num_steps=8, hidden=(8,), act_device="cpu", learn_device="cpu")
+    return PPOState(cfg.for_env(env_kind(*spaces)), *spaces, num_envs)
+
+
+def _plan(state: PPOState, lag: int) -> ActorPlan:
+    fn = env_factory(ENV, training=True)
+    return ActorPlan(state.make_model, fn, state.rollout_spec, None, lag, seed=3)
+
+
+def _moved(model: ActorCritic, version: int) -> None:
+    """The learner moves on: new weights, told apart by their version."""
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.01 * version)
+
+
+@pytest.mark.parametrize("lag", [0, 1, 2])
+@pytest.mark.parametrize("processes", [True, False])
+def test_each_rollout_is_acted_with_the_weights_lag_rollouts_behind(
+    lag: int, processes: bool
+) -> None:
+    """Rollout j is collected with version max(0, j - lag) at every rollout, checked by
+    its values: those of that version's weights on its observations, and no other's."""
+    torch.set_num_threads(1)
+    state = _state(4)
+    model = state.learner.model
+    kind = RolloutActors if processes else InlineActors
+    actors = kind(_plan(state, lag), 2, env_seeds(3, 4), model, 0)
+    versions = {0: copy.deepcopy(model)}
+    try:
+        for j in range(6):
+            taken = actors.take()
+            assert [s.version for s in taken.segments] == [max(0, j - lag)] * 2
+            obs = torch.as_tensor(taken.arrays["obs"], dtype=torch.float32)
+            with torch.no_grad():
+                for v, weights in versions.items():
+                    same = np.allclose(weights.value(obs).numpy(), taken.arrays["values"])
+                    assert same == (v == taken.version), (j, v)
+            _moved(model, j + 1)
+            actors.publish(model, j + 1)
+            versions[j + 1] = copy.deepcopy(model)
+    finally:
+        actors.close()
+
+
+def test_the_actor_processes_collect_what_their_serial_twin_does() -> None:
+    torch.set_num_threads(1)
+    collected = []
+    for kind in (RolloutActors, InlineActors):
+        state = _state(4)
+        model = state.learner.model
+        actors = kind(_plan(state, 1), 2, env_seeds(3, 4), model, 0)
+        rollouts = []
+        try:
+            for j in range(4):
+                rollouts.append(actors.take().arrays)
+                _moved(model, j + 1)
+                actors.publish(model, j + 1)
+        finally:
+            actors.close()
+        collected.append(rollouts)
+    for ours, twins in zip(*collected, strict=True):
+        assert ours.keys() == twins.keys()
+        for key in ours:
+            np.testing.assert_array_equal(ours[key], twins[key], err_msg=key)
+
+
+@pytest.mark.parametrize("env", ["CartPole-v1", "Pendulum-v1"])
+def test_lag_zero_gives_the_serial_loops_weights(env: str, tmp_path: Path) -> None:
+    """With --policy-lag 0 the actor waits for every update: the serial loop's run,
+    in another process; Pendulum's normalisation statistics travel with the weights."""
+    torch.set_num_threads(1)
+    runs = {"serial": {}, "async": {"policy_lag": 0}}
+    for mode, extra in runs.items():
+        config = {**SMALL, "env": env, "mode": mode, "seed": 4, **extra}
+        train(PPOConfig(run_dir=tmp_path / mode, **config))  # type: ignore[arg-type]
+    serial, lagged = final_model(tmp_path / "serial"), final_model(tmp_path / "async")
+    assert serial.keys() == lagged.keys()
+    for key in serial:
+        torch.testing.assert_close(lagged[key], serial[key], rtol=1e-5, atol=1e-6, msg=key)
+
+
+def test_a_lagged_run_is_reproducible_and_logs_its_lag(tmp_path: Path) -> None:
+    """Two seeded runs with --policy-lag 1 end with the same weights (which version
+    acts is not a matter of timing); metrics.csv, a row per rollout, has the lag of
+    each: 0 for the first rollout, then 1."""
+    for name in ("a", "b"):
+        config = {**SMALL, "mode": "async", "seed": 6, "log_every_s": 0.0}
+        train(PPOConfig(run_dir=tmp_path / name, **config))  # type: ignore[arg-type]
+    a, b = final_model(tmp_path / "a"), final_model(tmp_path / "b")
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    with (tmp_path / "a" / "metrics.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert [int(float(r["policy_lag"])) for r in rows] == [0] + [1] * (len(rows) - 1)
+    assert len(rows) == 1_024 // (16 * 4)
+    for row in rows:
+        assert 0.0 <= float(row["actor_busy"]) <= 1.0
+        assert 0.0 < float(row["learner_busy"]) <= 1.0
+
+
+def test_a_killed_actor_is_reported_with_its_index_not_waited_for() -> None:
+    state = _state(4)
+    actors = RolloutActors(_plan(state, 1), 2, env_seeds(3, 4), state.learner.model, 0)
+    try:
+        actors.take()
+        pids = actors.group.pids
+        os.kill(pids[1], signal.SIGKILL)
+        start = time.monotonic()
+        with pytest.raises(WorkerError) as failed:
+            for j in range(3):  # at most the segments already in its outbox
+                actors.publish(state.learner.model, j + 1)
+                actors.take()
+        assert failed.value.worker == 1
+        assert time.monotonic() - start < 10.0
+    finally:
+        actors.close()
+    assert alive_after(pids) == []
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        ({"vtrace": True, "mode": "sync"}, "--vtrace"),
+        ({"policy_lag": -1, "mode": "async"}, "--policy-lag"),
+        ({"act_device": "cuda", "mode": "async"}, "--act-device cuda"),
+    ],
+)
+def test_bad_async_options_are_refused_in_one_line(extra: dict, says: str) -> None:
+    with pytest.raises(UsageError, match=says) as refused:
+        PPOConfig(env=ENV, **extra).validate()
+    assert "\n" not in str(refused.value)
+
+
+def test_ctrl_c_stops_the_actors_and_leaves_nothing(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shm_before = shm_entries()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pararl.cli", "train", "ppo", "--mode", "async",
+         "--total-steps", "100000000", "--run-dir", str(run), "--progress", "plain",
+         "--no-tensorboard", "--log-every-s", "0.2"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    children, err = interrupt_training(proc)
+    assert proc.returncode == 130, err
+    assert err.count("pararl: interrupted") == 1, err
+    assert (run / "checkpoints" / "interrupted.pt").is_file()
+    assert alive_after(children, 0.5) == []
+    assert new_shm_entries(shm_before) == set()
