@@ -1,9 +1,12 @@
 """PPO: the clipped surrogate loss and its learner (minibatch epochs over a rollout
-whose GAE(lambda) advantages the sampler computed). A run's state around it (the
-devices, the acting copy, the checkpoint) is `pararl.runners.ppo_state`.
+whose GAE(lambda) advantages the sampler computed, or, for a rollout acted by weights
+that trail the learner's, that `PPOLearner.vtrace` relabelled under the current ones).
+A run's state around it (the devices, the acting copy, the checkpoint) is
+`pararl.runners.ppo_state`.
 
 References: Schulman et al. 2016 (GAE), Schulman et al. 2017 (PPO); implementation
-details as catalogued by Huang et al. 2022 ("The 37 implementation details of PPO").
+details as catalogued by Huang et al. 2022 ("The 37 implementation details of PPO");
+Espeholt et al. 2018 (IMPALA's V-trace).
 """
 
 from __future__ import annotations
@@ -28,13 +31,22 @@ from pararl.models.heads import ACTION_SPACES, head_from
 from pararl.models.normalize import NormSettings
 from pararl.observations import Leaf, is_structured, leaves, map_leaves
 from pararl.optim import FlatAdam
+from pararl.vtrace import vtrace
+
+# rows the current model evaluates at once when relabelling a rollout (`vtrace`): a
+# large rollout of images in one forward pass would hold every activation at once
+EVAL_ROWS = 2048
+# what the loss reads from a rollout (and "masks" when the env gives them): the rest
+# (the reward scale's returns, V-trace's inputs, the observations after the last
+# step, whose rows are not the rollout's) never goes to the device
+LOSS_KEYS = ("obs", "actions", "logprobs", "advantages", "returns", "values")
 
 
 def _normalized(advantages: torch.Tensor) -> torch.Tensor:
     return (advantages - advantages.mean()) / (advantages.std() + 1e-8)
 
 
-def _take(values: Any, rows: torch.Tensor) -> Any:
+def _take(values: Any, rows: torch.Tensor | slice) -> Any:
     """Rows of a tensor, or of each leaf of Dict or Tuple observations."""
     return map_leaves(lambda v: v[rows], values)
 
@@ -98,7 +110,8 @@ class PPOLearner:
         approx_kl and clipfrac averaged over the last epoch (how far the whole update
         moved the policy; computing them at every step cost more than it told)."""
         hp = self.hyper
-        b = {k: map_leaves(self._on_device, v) for k, v in batch.items()}
+        keys = (*LOSS_KEYS, "masks") if "masks" in batch else LOSS_KEYS
+        b = {k: map_leaves(self._on_device, batch[k]) for k in keys}
         size = len(b["advantages"])
         mb_size = max(1, size // hp.num_minibatches)
         normalized = hp.norm_adv and mb_size >= size  # one minibatch: normalise once
@@ -117,6 +130,83 @@ class PPOLearner:
         return {
             k: float(v) / counts.get(k, hp.update_epochs * per_epoch) for k, v in totals.items()
         }
+
+    @torch.no_grad()
+    def vtrace(
+        self,
+        batch: dict[str, Any],
+        num_steps: int,
+        gamma: float,
+        rho_bar: float = 1.0,
+        c_bar: float = 1.0,
+    ) -> dict[str, float]:
+        """Relabel a flattened rollout acted by an older policy (the behaviour, whose
+        log-probabilities are `batch["logprobs"]`) with V-trace (`pararl.vtrace`) under
+        the current model, in place, before `update`: "advantages" become V-trace's
+        policy-gradient advantages, "returns" its value targets `vs`, and "values" the
+        current values (so that a clipped value loss clips around them).
+
+        The rollout is `num_steps` steps of B envs, row t*B + b. Step t bootstraps from
+        the current value of the next row's observation, of `batch["last_obs"]` (the
+        observations after the last step, [B, ...] or leaves) at t = T-1, 0 where
+        `batch["terminated"]`, and `batch["final_values"]` where `batch["truncated"]`:
+        the behaviour's value of the true last observation, as the rollout stored it
+        (that observation is not in the batch to evaluate again). It reads "obs",
+        "actions", "masks" (when the env gives action masks: the current policy is
+        evaluated within them, as the loss does), "rewards" (as learned from),
+        "terminated", "truncated", "final_values" and "last_obs". Returns the mean
+        importance ratio pi/mu before clipping and the fraction clipped by `rho_bar`."""
+        size = len(batch["logprobs"])
+        if size % num_steps:
+            raise ValueError(f"a batch of {size} rows is not {num_steps} steps of envs")
+        shape = (num_steps, size // num_steps)
+        logprobs, values = self._evaluated(batch)
+        last = self.model.value(map_leaves(self._on_device, batch["last_obs"]))
+
+        def steps(key: str) -> np.ndarray:
+            return np.asarray(batch[key]).reshape(shape)
+
+        values = values.reshape(shape)
+        terminated, truncated = steps("terminated"), steps("truncated")
+        following = np.concatenate([values[1:], last.cpu().numpy()[None]])
+        # the value to bootstrap from: the next state's, the truncated state's, or 0
+        # (a step both terminated and truncated is terminal: nothing follows it)
+        bootstrap = np.where(truncated, steps("final_values"), following)
+        next_values = np.where(terminated, 0.0, bootstrap)
+        log_rhos = logprobs.reshape(shape) - steps("logprobs")
+        vs, advantages = vtrace(
+            log_rhos.astype(np.float64),
+            steps("rewards").astype(np.float64),
+            values.astype(np.float64),
+            next_values.astype(np.float64),
+            terminated | truncated,
+            gamma,
+            rho_bar,
+            c_bar,
+        )
+        batch["advantages"] = advantages.reshape(size).astype(np.float32)
+        batch["returns"] = vs.reshape(size).astype(np.float32)
+        batch["values"] = values.reshape(size).astype(np.float32)
+        ratios = np.exp(log_rhos)
+        return {
+            "vtrace_rho": float(ratios.mean()),
+            "vtrace_clipped": float((ratios > rho_bar).mean()),
+        }
+
+    def _evaluated(self, batch: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        """The current model's log-probabilities of the batch's actions (within its
+        action masks, when it has them) and its values, `EVAL_ROWS` rows at a time."""
+        size, masks = len(batch["logprobs"]), batch.get("masks")
+        logprobs, values = [], []
+        for start in range(0, size, EVAL_ROWS):
+            rows = slice(start, start + EVAL_ROWS)
+            obs = map_leaves(self._on_device, _take(batch["obs"], rows))
+            mask = None if masks is None else self._on_device(masks[rows])
+            actions = self._on_device(batch["actions"][rows])
+            logprob, _, value = self.model.evaluate(obs, actions, mask)
+            logprobs.append(logprob)
+            values.append(value)
+        return torch.cat(logprobs).cpu().numpy(), torch.cat(values).cpu().numpy()
 
     def _on_device(self, array: np.ndarray) -> torch.Tensor:
         return torch.as_tensor(array).to(self.device)
@@ -148,9 +238,8 @@ class PPOLearner:
         # an annealed clip range changes every update: a compiled or recorded step reads
         # it from a tensor, so that one program serves all of them
         clip = self.clip if self.step_mode == "eager" else self.clip_t
-        keys = ("obs", "actions", "logprobs", "advantages", "returns", "values")
         masks = (mb["masks"],) if "masks" in mb else ()
-        out = step(*(mb[k] for k in keys), clip, *masks)
+        out = step(*(mb[k] for k in LOSS_KEYS), clip, *masks)
         names = ("pg_loss", "v_loss", "entropy", "approx_kl", "clipfrac")
         return dict(zip(names, out, strict=False))
 
