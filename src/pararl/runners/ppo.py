@@ -180,8 +180,9 @@ def run_async(state: PPOState, session: TrainSession, layout: Layout, inline: bo
         return batch
 
     def learned() -> dict[str, float]:
+        stats = clock.learned()  # version `clock.rollouts`: learned from as many rollouts
         actors.publish(state.learner.model, clock.rollouts)
-        return clock.learned()
+        return stats
 
     try:
         train_loop(state, session, next_rollout, learned)

@@ -71,12 +71,13 @@ def advantages_and_returns(
     `values[t]` is V(obs_t); `last_values` is V(obs_T) after the last step. An
     episode that ends at step t cuts the trace there: after termination the next
     value is 0; after truncation it is `final_values[t]`, the value of the true
-    last observation (the env was reset, so obs_{t+1} is not its successor).
+    last observation (the env was reset, so obs_{t+1} is not its successor); a step
+    both terminated and truncated is terminated.
     """
     ends = terminated | truncated
     following = np.concatenate([values[1:], last_values[None]])
     # the value to bootstrap from: the next state's, the truncated state's, or 0
-    next_values = np.where(ends, np.where(truncated, final_values, 0.0), following)
+    next_values = np.where(ends, np.where(truncated & ~terminated, final_values, 0.0), following)
     advantages = gae(rewards, values, next_values, ends, gamma, lam)
     return advantages, advantages + values
 
