@@ -55,7 +55,7 @@ ROW = Comparison(
     ),
     notes=(
         "Both systems: PPO on 8 envs x 128 steps (n_steps 128), 4 epochs of 256-sample "
-        "minibatches, lr 2.5e-4 annealed linearly to 0, gamma 0.99, GAE lambda 0.95, clip "
+        "minibatches, lr 1e-3 annealed linearly to 0, gamma 0.99, GAE lambda 0.95, clip "
         "0.2, entropy 0.01, value loss weight 0.5 without value clipping, gradient norm "
         "0.5, advantages normalised per minibatch, separate 64x64 tanh actor and critic on "
         "Taxi-v4's Discrete(500) state one-hot (`lib.taxi`'s TaxiOneHot-v0, the same env "

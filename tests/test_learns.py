@@ -37,7 +37,7 @@ def test_dqn_learns(mode: str, tmp_path: Path) -> None:
     assert session.best_eval >= GOOD, f"DQN {mode}: best greedy return {session.best_eval}"
 
 
-@pytest.mark.parametrize("mode", ["serial", "sync"])
+@pytest.mark.parametrize("mode", ["serial", "sync", "async"])
 def test_ppo_learns(mode: str, tmp_path: Path) -> None:
     config = PPOConfig(mode=mode, total_steps=40_000, run_dir=tmp_path, **COMMON)  # type: ignore[arg-type]
     config.target_return = SOLVED

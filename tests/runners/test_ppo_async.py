@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 import torch
 
-from pararl import PPOConfig, train
+from pararl import PPOConfig, checkpoint, train
+from pararl.cli import main
 from pararl.config import env_kind
 from pararl.envs.make import env_factory
 from pararl.errors import UsageError
@@ -187,3 +188,24 @@ def test_ctrl_c_stops_the_actors_and_leaves_nothing(tmp_path: Path) -> None:
     assert (run / "checkpoints" / "interrupted.pt").is_file()
     assert alive_after(children, 0.5) == []
     assert new_shm_entries(shm_before) == set()
+
+
+def test_vtrace_relabels_every_rollout_and_a_resume_drops_the_one_in_flight(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--vtrace logs its importance weights (near 1: one rollout of lag moves the policy
+    little); `--resume` goes on from the checkpoint's weights, saying that the rollout
+    the actors had collected past it was not learned from."""
+    run = tmp_path / "run"
+    config = {**SMALL, "mode": "async", "vtrace": True, "log_every_s": 0.0, "progress": "plain"}
+    train(PPOConfig(run_dir=run, **config))  # type: ignore[arg-type]
+    with (run / "metrics.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    rhos = [float(r["vtrace_rho"]) for r in rows]
+    assert all(0.5 < rho < 2.0 for rho in rhos), rhos
+    assert float(rows[0]["vtrace_clipped"]) == 0.0  # the first rollout is on-policy
+    assert "rollout in flight" in capsys.readouterr().err
+    assert main(["train", "--resume", str(run), "--total-steps", "2048"]) == 0
+    assert "rollout in flight" in capsys.readouterr().err
+    state = checkpoint.load(run / "checkpoints" / "final.pt")
+    assert state["env_steps"] >= 2_048

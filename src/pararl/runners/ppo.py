@@ -9,8 +9,11 @@
         log, evaluate, checkpoint (session.tick)
 
 Sources: envs in this process (`serial`) or in `ParallelVectorEnv` workers (`sync`)
-through `samplers.rollout.collect`, or Ray actors (`samplers.rollout.ray`); acting
-and learning each on the device measured to be faster (`runners.ppo_state`).
+through `samplers.rollout.collect`; actor processes that collect the next rollout
+while this one updates, exactly `--policy-lag` rollouts behind (`async`,
+`samplers.rollout.actors`); or Ray actors (`samplers.rollout.ray`); acting and
+learning each on the device measured to be faster (`runners.ppo_state`; async
+actors act on the CPU).
 """
 
 from __future__ import annotations
