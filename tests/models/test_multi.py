@@ -243,6 +243,8 @@ def test_a_bare_discrete_observation_is_one_leaf_read_one_hot_from_its_array() -
     assert many[WHOLE].dtype == np.int64
     with pytest.raises(UsageError, match="this agent takes one observation 5 values"):
         as_batch({"pos": 1}, encoded(space))
+    with pytest.raises(UsageError, match="has a key ''"):  # the name of a whole observation
+        leaves(gym.spaces.Dict({"": VECTOR, "pos": VECTOR}))
 
 
 def test_a_bare_multidiscrete_observation_is_each_entry_one_hot() -> None:
