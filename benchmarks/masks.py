@@ -5,7 +5,7 @@ are kept in `results/masks`.
 Taxi-v4 gives the legal moves of each state in `info["action_mask"]` (a move into a
 wall, a pickup where the passenger is not, a drop-off without the passenger: illegal).
 Its `Discrete(500)` state reaches both systems one-hot, through one wrapper
-(`lib.taxi`: pararl's PPO takes no bare Discrete observation).
+(`lib.taxi`), the same input for both.
 """
 
 from __future__ import annotations

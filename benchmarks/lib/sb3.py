@@ -153,6 +153,7 @@ class Anchor:
     settings: Callable[[str, Any, int], dict[str, Any]]
     normalize: bool = False  # VecNormalize over the training envs (the eval env frozen)
     model: str = ""  # "module:Class" of a model not in SB3 itself (sb3-contrib's)
+    policy: str = "MlpPolicy"  # SB3's policy class by name (Dict observations: MultiInputPolicy)
 
 
 def _zoo(algo: str, envs: Any, budget: int) -> dict[str, Any]:
@@ -225,6 +226,10 @@ ANCHORS: dict[str, Anchor] = {
     "masked": Anchor("sb3-contrib's MaskablePPO, masks from the env's info, the masks row's "
                      "settings", lambda a: MASKED_ENVS, masked_env, _masked,
                      model="sb3_contrib:MaskablePPO"),
+    "multi-input": Anchor("SB3's MultiInputPolicy (CombinedExtractor) on a Dict env, "
+                          "rl-baselines3-zoo's CartPole-v1 settings",
+                          lambda a: ZOO_PPO_ENVS, lambda e, t: e, _zoo,
+                          policy="MultiInputPolicy"),
 }  # fmt: skip
 MODELS = {"dqn": "DQN", "ppo": "PPO", "sac": "SAC", "td3": "TD3"}
 
@@ -333,7 +338,7 @@ def learn(algo: str, args: argparse.Namespace) -> dict[str, Any]:
             raise SystemExit(f"sb3: {state} holds a model and a curve of different runs; "
                              "remove it to start over")  # fmt: skip
     else:
-        model = cls("MlpPolicy", envs, seed=seed, device="cpu", verbose=0, **hyper)
+        model = cls(anchor.policy, envs, seed=seed, device="cpu", verbose=0, **hyper)
     points: list[dict[str, float]] = [] if saved is None else saved["curve"]
     clock = start - (0.0 if saved is None else float(saved["train_s"]))  # the run's own
     callbacks = [stopper()(STOP, args.stop_at)]

@@ -1,9 +1,10 @@
 """`TaxiOneHot-v0`: Gymnasium's Taxi-v4 with its `Discrete(500)` state given one-hot
 (`FlattenObservation`: a `Box(0, 1, (500,))`), its `info["action_mask"]` as Taxi gives
 it. Both sides of `benchmarks masks` run it as `benchmarks.lib.taxi:TaxiOneHot-v0`
-(`gym.make` and pararl import the module, which registers the id): pararl's PPO takes
-Box, Dict and Tuple observations, not a bare Discrete one, and SB3 reads a Discrete
-observation one-hot itself, so both learn from the same input.
+(`gym.make` and pararl import the module, which registers the id), so that both learn
+from the same input, made by the same code. (Both would also read Taxi-v4's bare
+Discrete state one-hot themselves; the wrapper is what this benchmark's measurements
+were made with.)
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from torch import nn
 
 from pararl.errors import UsageError
 from pararl.intraop import torch_threads
-from pararl.observations import Leaf, map_leaves
+from pararl.observations import WHOLE, Leaf, map_leaves, stored
 from pararl.optim import FlatAdam
 
 
@@ -85,10 +85,12 @@ def example_obs(
     leaves: Sequence[Leaf] = (),
 ) -> Any:
     """A batch of observations to time with: random floats, or zeros of an image dtype
-    (what the sampler hands the model); given `leaves` (Dict and Tuple observations),
-    a dict of such batches, discrete leaves at their lowest values."""
+    (what the sampler hands the model); given `leaves` (what the multi-input encoder
+    reads), a dict of such batches, discrete leaves at their lowest values (a bare
+    discrete observation: its one batch)."""
     if leaves:
-        return {leaf.name: _example_leaf(leaf, batch) for leaf in leaves}
+        batches = {leaf.name: _example_leaf(leaf, batch) for leaf in leaves}
+        return batches if stored(leaves) else batches[WHOLE]
     shape = (batch, obs_shape) if isinstance(obs_shape, int) else (batch, *obs_shape)
     if np.dtype(dtype).kind == "f":
         return torch.randn(shape)

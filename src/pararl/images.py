@@ -12,7 +12,7 @@ dtype all the way to the learner.
 The Nature CNN's three convolutions (8x8/4, 4x4/2, 3x3/1) need at least 36 pixels on
 each side; smaller images (MinAtar's 10x10) get the MinAtar network. Dict and Tuple
 observations get the multi-input encoder (`models.multi`), which applies these rules
-to each image leaf.
+to each image leaf, and so do bare Discrete and MultiDiscrete ones (read one-hot).
 """
 
 from __future__ import annotations
@@ -59,15 +59,19 @@ class ImageLayout:
         return cls(int(c), int(h), int(w), last, scale)
 
 
+MULTI_INPUT = (gym.spaces.Dict, gym.spaces.Tuple, gym.spaces.Discrete, gym.spaces.MultiDiscrete)
+
+
 def is_multi_input(space: gym.Space) -> bool:
-    """A Dict or Tuple space: what the multi-input encoder reads."""
-    return isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple))
+    """What the multi-input encoder reads: a Dict or Tuple space, or a bare Discrete
+    or MultiDiscrete one (its values one-hot; `observations.WHOLE`)."""
+    return isinstance(space, MULTI_INPUT)
 
 
 def default_model(space: gym.Space) -> ModelName:
-    """`--model auto`: the multi-input encoder for Dict and Tuple observations, the
-    Nature CNN for images of 36 pixels a side or more, the MinAtar CNN for smaller
-    ones, an MLP for everything else."""
+    """`--model auto`: the multi-input encoder for Dict, Tuple, Discrete and
+    MultiDiscrete observations, the Nature CNN for images of 36 pixels a side or more,
+    the MinAtar CNN for smaller ones, an MLP for everything else."""
     if is_multi_input(space):
         return "multi-input"
     if not is_image(space):
@@ -87,17 +91,21 @@ def check_model(model: str, env_id: str, space: gym.Space) -> None:
     """A UsageError when `model` cannot read `env_id`'s observations."""
     if is_multi_input(space):
         if model not in ("auto", "multi-input"):
+            reads = (
+                "each key (a CNN for images, flattened vectors, one-hot discrete values)"
+                if isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple))
+                else "them one-hot"
+            )
             raise UsageError(
                 f"--model {model} reads one {'vector' if model == 'mlp' else 'image'}; "
                 f"{env_id} gives {type(space).__name__} "
-                "observations: use --model multi-input (or auto), which reads each key "
-                "(a CNN for images, flattened vectors, one-hot discrete values)"
+                f"observations: use --model multi-input (or auto), which reads {reads}"
             )
         return
     if model == "multi-input":
         raise UsageError(
-            f"--model multi-input reads Dict and Tuple observations; {env_id} gives "
-            f"{space}. Use --model auto."
+            f"--model multi-input reads Dict, Tuple, Discrete and MultiDiscrete "
+            f"observations; {env_id} gives {space}. Use --model auto."
         )
     if model in ("auto", "mlp"):
         return

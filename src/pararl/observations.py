@@ -1,4 +1,5 @@
-"""Dict and Tuple observations: their leaves, what each leaf is, and batches of them.
+"""Observations the multi-input encoder reads: Dict and Tuple ones, their leaves, what
+each leaf is, and batches of them; and bare Discrete and MultiDiscrete ones.
 
 A Dict or Tuple observation space is a tree, batched as Gymnasium batches it (a dict
 for Dict, a tuple for Tuple, an array `[B, ...]` at each leaf). pararl names each leaf
@@ -7,6 +8,12 @@ leaf, `{name: [N, *leaf.shape]}`: rollouts and replay memories store them so, a
 minibatch indexes each, and the multi-input encoder (`models.multi`) reads them so.
 `flat` turns what an env gives (nested dicts and tuples) into that form and leaves it
 as it is, so every caller may hand either.
+
+A bare Discrete or MultiDiscrete observation (Taxi's and FrozenLake's state index) is
+one discrete leaf, named `WHOLE` (""): the encoder reads it one-hot as it reads such a
+leaf of a Dict, while everything that stores observations keeps it as the one int64
+array it is (`stored` leaves none of it), as it keeps a Box's; `flat` of a bare array
+is that leaf.
 
 A leaf is one of three kinds, each read its own way by the encoder:
 - `image`: a uint8 or bool Box of rank 3 (`images.is_image`), stored in its dtype
@@ -30,6 +37,7 @@ from pararl.images import is_image
 
 LeafKind = Literal["image", "vector", "discrete"]
 FLOAT32 = np.dtype(np.float32)
+WHOLE = ""  # the name of the one leaf a bare Discrete or MultiDiscrete observation is
 
 
 @dataclass(frozen=True)
@@ -54,12 +62,14 @@ class Leaf:
         return int(np.prod(self.shape, dtype=np.int64))
 
     def describe(self) -> str:
-        """`image 3x16x16 uint8`, `pos (4,) float32`, `mode 3 values`."""
+        """`image 3x16x16 uint8`, `pos (4,) float32`, `mode 3 values`
+        (`observation 500 values`: a bare Discrete observation)."""
+        name = self.name or "observation"
         if self.kind == "image":
-            return f"{self.name} {'x'.join(map(str, self.shape))} {self.dtype.name}"
+            return f"{name} {'x'.join(map(str, self.shape))} {self.dtype.name}"
         if self.kind == "discrete":
-            return f"{self.name} {'+'.join(map(str, self.classes))} values"
-        return f"{self.name} {self.shape} {self.dtype.name}"
+            return f"{name} {'+'.join(map(str, self.classes))} values"
+        return f"{name} {self.shape} {self.dtype.name}"
 
     def as_dict(self) -> dict[str, Any]:
         """The leaf in the forms a checkpoint holds (`from_dict` reads it back)."""
@@ -85,8 +95,29 @@ class Leaf:
 
 
 def is_structured(space: gym.Space) -> bool:
-    """A Dict or Tuple space: observations the multi-input encoder reads."""
+    """A Dict or Tuple space: observations stored one array per leaf."""
     return isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple))
+
+
+def is_discrete(space: gym.Space) -> bool:
+    """A bare Discrete or MultiDiscrete space: one discrete leaf, stored as one array."""
+    return isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete))
+
+
+def encoded(space: gym.Space) -> tuple[Leaf, ...]:
+    """What the multi-input encoder reads of `space`: the leaves of a Dict or Tuple,
+    the one `WHOLE` leaf of a bare Discrete or MultiDiscrete space; none for a Box
+    (read by an MLP or a CNN as it is)."""
+    if is_structured(space) or is_discrete(space):
+        return leaves(space)
+    return ()
+
+
+def stored(specs: Sequence[Leaf]) -> tuple[Leaf, ...]:
+    """The leaves kept as one array each in rollouts, n-step records, actors'
+    outboxes and replay memories: a Dict's or Tuple's; none for a bare discrete
+    observation (kept as one array, as the vector env gives it)."""
+    return tuple(leaf for leaf in specs if leaf.name != WHOLE)
 
 
 def _children(space: gym.Space) -> list[tuple[str, gym.Space]]:
@@ -119,9 +150,15 @@ def _leaf(name: str, space: gym.Space) -> Leaf:
 
 def leaves(space: gym.Space, prefix: str = "") -> tuple[Leaf, ...]:
     """Every leaf of a Dict or Tuple space, in its order (nested ones by their
-    path); a UsageError for a leaf the encoder cannot read or an empty space."""
+    path), or the `WHOLE` leaf of a bare Discrete or MultiDiscrete space; a
+    UsageError for a leaf the encoder cannot read, an empty space, or a key "" at the
+    top (`WHOLE`, the name of a whole observation)."""
+    if is_discrete(space) and not prefix:
+        return (_leaf(WHOLE, space),)
     found: list[Leaf] = []
     for key, sub in _children(space):
+        if key == WHOLE and not prefix:
+            raise UsageError(f"the observation space {space} has a key '': give each key a name")
         name = f"{prefix}.{key}" if prefix else key
         found += leaves(sub, name) if is_structured(sub) else [_leaf(name, sub)]
     if not found and not prefix:
@@ -131,7 +168,10 @@ def leaves(space: gym.Space, prefix: str = "") -> tuple[Leaf, ...]:
 
 def flat(obs: Any, prefix: str = "") -> dict[str, Any]:
     """A structured observation (or batch) as `{leaf name: value}`: nested dicts and
-    tuples by their paths; a dict of leaves is given back as it is."""
+    tuples by their paths; a dict of leaves is given back as it is; anything else
+    (a bare discrete observation, or a batch of them) is the `WHOLE` leaf."""
+    if not is_tree(obs):
+        return {WHOLE: obs}
     items = obs.items() if isinstance(obs, Mapping) else enumerate(obs)
     out: dict[str, Any] = {}
     for key, value in items:
@@ -218,14 +258,20 @@ def vector_part(obs: Mapping[str, np.ndarray], specs: Sequence[Leaf]) -> np.ndar
 
 def as_batch(obs: Any, specs: Sequence[Leaf]) -> tuple[dict[str, np.ndarray], bool]:
     """A structured observation, or a batch of them, as one batch of leaves in their
-    stored dtypes; True when it was one observation. A UsageError when its leaves
-    are not the space's."""
-    given = flat(obs) if is_tree(obs) else {}
+    stored dtypes (a bare discrete one: its `WHOLE` leaf); True when it was one
+    observation. A UsageError when its leaves are not the space's."""
+    given = flat(obs)
     names = [leaf.name for leaf in specs]
     if sorted(given) != sorted(names):
+        if names == [WHOLE]:
+            raise UsageError(
+                f"an observation with leaves {sorted(given)}: this agent takes one "
+                f"{specs[0].describe()} (an int or array as the env gives it, or a batch)"
+            )
         raise UsageError(
-            f"an observation with leaves {sorted(given) or type(obs).__name__}: this agent "
-            f"takes {names} (a dict or tuple as the env gives it, or a batch of them)"
+            f"an observation with leaves {sorted(given) if is_tree(obs) else type(obs).__name__}"
+            f": this agent takes {names} (a dict or tuple as the env gives it, or a batch "
+            "of them)"
         )
     arrays = {leaf.name: np.asarray(given[leaf.name], leaf.dtype) for leaf in specs}
     single = all(arrays[leaf.name].shape == leaf.shape for leaf in specs)
@@ -244,12 +290,15 @@ def as_batch(obs: Any, specs: Sequence[Leaf]) -> tuple[dict[str, np.ndarray], bo
 
 
 __all__ = [
+    "WHOLE",
     "Leaf",
     "LeafKind",
     "as_batch",
     "batch_size",
     "concat",
+    "encoded",
     "flat",
+    "is_discrete",
     "is_structured",
     "is_tree",
     "joined",
@@ -258,6 +307,7 @@ __all__ = [
     "put",
     "row_bytes",
     "stacked",
+    "stored",
     "take",
     "vector_part",
     "zeros",

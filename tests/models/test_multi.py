@@ -1,7 +1,8 @@
 """The multi-input encoder: Dict and Tuple observations' leaves, each read by what it
 is (a CNN of its size per image, vectors flattened, discrete values one-hot), into one
 feature vector of the size it says; `--model auto` picks it for such spaces and refuses
-the others' models for them."""
+the others' models for them. A bare Discrete or MultiDiscrete observation is its one
+leaf: read one-hot from the array the env gives, stored as that array."""
 
 from __future__ import annotations
 
@@ -12,13 +13,23 @@ import torch
 from gymnasium.vector.utils import batch_space
 
 from pararl.config import DQNConfig, PPOConfig, env_kind
+from pararl.devices import example_obs
 from pararl.errors import UsageError
 from pararl.images import check_model, default_model
 from pararl.models.acting import Draws
 from pararl.models.build import actor_critic, q_network
 from pararl.models.multi import MultiInputEncoder
 from pararl.models.normalize import NormSettings
-from pararl.observations import as_batch, flat, leaves, stacked, vector_part
+from pararl.observations import (
+    WHOLE,
+    as_batch,
+    encoded,
+    flat,
+    leaves,
+    stacked,
+    stored,
+    vector_part,
+)
 
 SMALL_IMAGE = gym.spaces.Box(0, 255, (3, 16, 16), np.uint8)
 MINATAR = gym.spaces.Box(0, 1, (10, 10, 4), np.bool_)
@@ -144,7 +155,7 @@ def test_auto_picks_the_encoder_for_dict_and_tuple_spaces_and_refuses_other_mode
     for model in ("mlp", "nature-cnn", "minatar-cnn"):
         with pytest.raises(UsageError, match="use --model multi-input"):
             check_model(model, "x", DICT)
-    with pytest.raises(UsageError, match="reads Dict and Tuple observations"):
+    with pytest.raises(UsageError, match="reads Dict, Tuple, Discrete and MultiDiscrete"):
         check_model("multi-input", "CartPole-v1", VECTOR)
 
 
@@ -200,3 +211,54 @@ def test_an_observation_or_a_batch_of_them_as_leaves_or_a_one_line_refusal() -> 
     mixed = dict(flat(batch(DICT, 3)), pos=np.zeros((2, 4)))
     with pytest.raises(UsageError, match="with one N"):
         as_batch(mixed, specs)
+
+
+def test_a_bare_discrete_observation_is_one_leaf_read_one_hot_from_its_array() -> None:
+    space = gym.spaces.Discrete(5, start=2)  # Taxi's and FrozenLake's kind, not from 0
+    [leaf] = encoded(space)
+    assert (leaf.name, leaf.kind, leaf.shape, leaf.dtype) == (WHOLE, "discrete", (), np.int64)
+    assert stored(encoded(space)) == ()  # stored as the one array the env gives
+    assert encoded(VECTOR) == ()
+    assert leaf.describe() == "observation 5 values"
+    assert default_model(space) == "multi-input"
+    ppo = PPOConfig(env="x").for_spaces(space, gym.spaces.Discrete(2))
+    assert ppo.config.model == "multi-input"
+    with pytest.raises(UsageError, match="which reads them one-hot"):
+        check_model("mlp", "Taxi-v4", space)
+
+    q = q_network("multi-input", (), np.int64, 3, (16,), leaves=encoded(space))
+    assert next(m for m in q.modules() if isinstance(m, MultiInputEncoder)).features == 5
+    values = torch.tensor([2, 6, 4])
+    np.testing.assert_array_equal(q.greedy(values), q.greedy({WHOLE: values}))
+    assert flat(values)[WHOLE] is values  # a bare array is its own leaf
+    encoder = MultiInputEncoder(encoded(space))
+    torch.testing.assert_close(encoder(values), torch.eye(5)[[0, 4, 2]])
+    assert example_obs((), 4, np.int64, encoded(space)).tolist() == [2] * 4  # its lowest
+
+    one, single = as_batch(6, encoded(space))  # an int, as the env gives it
+    assert single
+    assert one[WHOLE].tolist() == [6]
+    many, single = as_batch([2, 3], encoded(space))
+    assert not single
+    assert many[WHOLE].dtype == np.int64
+    with pytest.raises(UsageError, match="this agent takes one observation 5 values"):
+        as_batch({"pos": 1}, encoded(space))
+    with pytest.raises(UsageError, match="has a key ''"):  # the name of a whole observation
+        leaves(gym.spaces.Dict({"": VECTOR, "pos": VECTOR}))
+
+
+def test_a_bare_multidiscrete_observation_is_each_entry_one_hot() -> None:
+    space = gym.spaces.MultiDiscrete([4, 4])  # e.g. a grid's (row, column)
+    ac = actor_critic("multi-input", (2,), np.int64, 4, True, (8,), leaves=encoded(space))
+    assert ac.encoder is not None
+    assert ac.encoder.features == 8
+    assert ac.encoder.normalized == 0  # one-hot values are never normalised
+    obs = np.array([[0, 3], [2, 1]])
+    torch.testing.assert_close(
+        ac.encoder(torch.as_tensor(obs)),
+        torch.tensor([[1, 0, 0, 0, 0, 0, 0, 1], [0, 0, 1, 0, 0, 1, 0, 0]]).float(),
+    )
+    assert ac.greedy(obs).shape == (2,)
+    one, single = as_batch(np.array([1, 2]), encoded(space))
+    assert single
+    assert one[WHOLE].shape == (1, 2)

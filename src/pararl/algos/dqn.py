@@ -32,11 +32,11 @@ from pararl.algos.offpolicy import ReplayState
 from pararl.config import DQNConfig, Filled
 from pararl.envs.masks import mask_info, mask_size
 from pararl.errors import UsageError
-from pararl.images import check_model
+from pararl.images import check_model, is_multi_input
 from pararl.models import QNetwork
 from pararl.models.acting import Acted, Draws, Policy, State, obs_tensor
 from pararl.models.build import q_network
-from pararl.observations import Leaf, is_structured, leaves
+from pararl.observations import Leaf, encoded, stored
 from pararl.optim import FlatAdam, FlatRMSprop
 from pararl.replay.make import make_replay
 from pararl.replay.nstep import Transitions
@@ -186,14 +186,13 @@ def check_spaces(config: DQNConfig, observation_space: gym.Space, action_space: 
             f"DQN takes Discrete actions; {config.env} has {action_space}"
             + (". SAC, TD3 and PPO take Box actions" if box else "")
         )
-    if not isinstance(observation_space, gym.spaces.Box) and not is_structured(observation_space):
+    if not isinstance(observation_space, gym.spaces.Box) and not is_multi_input(observation_space):
         raise UsageError(
-            f"DQN here takes Box, Dict and Tuple observation spaces; {config.env} has "
-            f"{observation_space}. Wrap it (e.g. FlattenObservation)."
+            f"DQN here takes Box, Discrete, MultiDiscrete, Dict and Tuple observation spaces; "
+            f"{config.env} has {observation_space}; wrap it into one of them"
         )
     check_model(config.model, config.env_name, observation_space)
-    if is_structured(observation_space):
-        leaves(observation_space)  # a leaf the encoder cannot read is refused now
+    encoded(observation_space)  # a leaf the encoder cannot read is refused now
 
 
 @dataclass(frozen=True)
@@ -323,8 +322,9 @@ class DQNState(ReplayState[DQNLearner]):
         self.obs_dtype = np.dtype(observation_space.dtype or np.float32)
         if self.obs_dtype.kind == "f":  # vector observations are learned from as float32
             self.obs_dtype = np.dtype(np.float32)
-        # Dict and Tuple observations: their leaves, each stored as its own array
-        self.leaves = leaves(observation_space) if is_structured(observation_space) else ()
+        # what the multi-input encoder reads (Dict and Tuple observations: their leaves,
+        # each stored as its own array; a bare discrete one: one leaf, one array)
+        self.leaves = encoded(observation_space)
         self.num_actions = int(action_space.n)
         self.make_model = functools.partial(
             q_network,
@@ -348,7 +348,7 @@ class DQNState(ReplayState[DQNLearner]):
             cfg.prioritized,
             cfg.priority_alpha,
             mask_size=self.mask_size,
-            leaves=self.leaves,
+            leaves=stored(self.leaves),
         )
         if resume_state is not None:
             self.load(resume_state)

@@ -47,9 +47,9 @@ from pararl.algos.baseline import TaskBatch
 from pararl.algos.trpo import Product, TRPOHyper, trpo_step
 from pararl.config import MAMLConfig
 from pararl.errors import UsageError
+from pararl.images import is_multi_input
 from pararl.models.gaussian import GaussianMLP, Params, gaussian_log_likelihood
 from pararl.mp.threads import torch_threads
-from pararl.observations import is_structured
 
 
 def episode_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -309,11 +309,11 @@ class MAMLLearner:
 
 
 def check_spaces(config: MAMLConfig, observation_space: gym.Space, action_space: gym.Space) -> None:
-    if is_structured(observation_space):
+    if is_multi_input(observation_space):
+        kind = type(observation_space).__name__
         raise UsageError(
-            f"MAML here needs Box observations; {config.env} gives "
-            f"{type(observation_space).__name__} observations (PPO takes Dict and Tuple "
-            "observations: pararl train ppo)"
+            f"MAML here needs Box observations; {config.env} gives {kind} observations "
+            f"(PPO takes {kind} observations: pararl train ppo)"
         )
     if not isinstance(action_space, gym.spaces.Box) or not isinstance(
         observation_space, gym.spaces.Box

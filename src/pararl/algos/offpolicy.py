@@ -20,9 +20,9 @@ from torch import nn
 from pararl import seeding
 from pararl.checkpoint import Header
 from pararl.errors import UsageError
-from pararl.images import is_image
+from pararl.images import is_image, is_multi_input
 from pararl.models.acting import Acted, Draws, Policy, State, no_mask
-from pararl.observations import Leaf, batch_size, is_structured, leaves
+from pararl.observations import Leaf, batch_size, encoded, is_discrete, stored
 from pararl.replay.make import Replay, make_replay
 from pararl.replay.nstep import Transitions
 from pararl.replay.prioritized import PrioritizedReplay
@@ -154,8 +154,9 @@ def check_box_actions(
     structured: bool = False,
 ) -> None:
     """The spaces an actor-critic learner here takes (SAC, TD3): a 1-D Box of actions
-    with finite bounds, vector observations (and, when `structured`, Dict and Tuple
-    ones); else a one-line UsageError."""
+    with finite bounds, vector observations (and, when `structured`, those the
+    multi-input encoder reads: Dict, Tuple, Discrete and MultiDiscrete ones); else a
+    one-line UsageError."""
     if not isinstance(action_space, gym.spaces.Box):
         raise UsageError(
             f"{algo} needs a continuous (Box) action space; {env} has {action_space}"
@@ -171,14 +172,14 @@ def check_box_actions(
             f"{algo} keeps its actions within the env's bounds, and {env}'s are not finite "
             f"({action_space}); wrap it with gymnasium.wrappers.RescaleAction"
         )
-    if is_structured(observation_space):
+    if is_multi_input(observation_space):
         if not structured:
             raise UsageError(
                 f"{algo} here learns from Box observations; {env} gives "
                 f"{type(observation_space).__name__} observations, which SAC and PPO take "
                 "(and DQN, for discrete actions)"
             )
-        leaves(observation_space)  # a leaf the encoder cannot read is refused now
+        encoded(observation_space)  # a leaf the encoder cannot read is refused now
         return
     if not isinstance(observation_space, gym.spaces.Box) or is_image(observation_space):
         raise UsageError(
@@ -226,12 +227,15 @@ class ActorCriticState(ReplayState[A]):
 
     def _spaces(self, observation_space: gym.Space, action_space: gym.Space) -> int:
         """Read the spaces; the observation size (the networks' input; 0 for Dict and
-        Tuple observations, whose `leaves` an encoder reads)."""
+        Tuple observations, whose `leaves` an encoder reads; a bare discrete
+        observation is one leaf too, stored as one array)."""
         assert isinstance(action_space, gym.spaces.Box)
         self.obs_shape = tuple(observation_space.shape or ())
-        self.obs_dtype = np.dtype(np.float32)  # learned from as float32, stored so
+        # vectors learned from as float32, stored so; discrete values as they come
+        discrete = is_discrete(observation_space)
+        self.obs_dtype = np.dtype(observation_space.dtype if discrete else np.float32)
         self.frame_stack = 0  # no frame stacks: vector observations, or leaves
-        self.leaves = leaves(observation_space) if is_structured(observation_space) else ()
+        self.leaves = encoded(observation_space)
         self.action_dim = int(action_space.shape[0])
         self.low = action_space.low.astype(np.float32)
         self.high = action_space.high.astype(np.float32)
@@ -250,7 +254,7 @@ class ActorCriticState(ReplayState[A]):
             cfg.priority_alpha,
             (self.action_dim,),
             np.float32,
-            leaves=self.leaves,
+            leaves=stored(self.leaves),
         )
         if resume_state is not None:
             self.load(resume_state)

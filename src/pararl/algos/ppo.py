@@ -24,12 +24,12 @@ from pararl.algos.fused import FusedSteps, StepMode
 from pararl.checkpoint import Header
 from pararl.config import PPOConfig
 from pararl.errors import UsageError
-from pararl.images import check_model, is_image
+from pararl.images import check_model, is_image, is_multi_input
 from pararl.models import ActorCritic
 from pararl.models.build import actor_critic
 from pararl.models.heads import ACTION_SPACES, head_from
 from pararl.models.normalize import NormSettings
-from pararl.observations import Leaf, is_structured, leaves, map_leaves
+from pararl.observations import Leaf, encoded, map_leaves
 from pararl.optim import FlatAdam
 from pararl.vtrace import vtrace
 
@@ -340,14 +340,13 @@ def check_spaces(config: PPOConfig, observation_space: gym.Space, action_space: 
             f"PPO here takes Discrete, MultiDiscrete, MultiBinary or Box actions; "
             f"{config.env} has {action_space}; wrap it into one of them"
         )
-    if not isinstance(observation_space, gym.spaces.Box) and not is_structured(observation_space):
+    if not isinstance(observation_space, gym.spaces.Box) and not is_multi_input(observation_space):
         raise UsageError(
-            f"PPO here takes Box, Dict and Tuple observation spaces; {config.env} has "
-            f"{observation_space}. Wrap it (e.g. FlattenObservation)."
+            f"PPO here takes Box, Discrete, MultiDiscrete, Dict and Tuple observation spaces; "
+            f"{config.env} has {observation_space}; wrap it into one of them"
         )
     check_model(config.model, config.env_name, observation_space)
-    if is_structured(observation_space):
-        leaves(observation_space)  # a leaf the encoder cannot read is refused now
+    encoded(observation_space)  # a leaf the encoder cannot read is refused now
     if config.norm_obs and is_image(observation_space) and config.model != "mlp":
         raise UsageError(
             f"--norm-obs: {config.env} gives images, which the CNN scales instead of "
@@ -360,7 +359,8 @@ def norm_settings(cfg: PPOConfig) -> NormSettings:
 
 
 def saved_leaves(state: dict[str, Any]) -> tuple[Leaf, ...]:
-    """The leaves of a checkpoint's Dict or Tuple observations (none: one array)."""
+    """What a checkpoint's encoder reads: the leaves of Dict or Tuple observations,
+    the one of a bare discrete observation (none: a Box)."""
     return tuple(Leaf.from_dict(d) for d in state.get("obs_leaves", ()))
 
 

@@ -32,8 +32,9 @@ class DQNConfig(RunConfig):
     """Q-network: `mlp` on flattened observations, `nature-cnn` (Mnih et al. 2015) or
     `minatar-cnn` (Young & Tian 2019) on images, `multi-input` on Dict and Tuple
     observations (a CNN per image key, the others flattened or one-hot, under an MLP
-    of --hidden); `auto`: by the observations (images of 36 pixels a side or more get
-    the Nature CNN, smaller ones the MinAtar CNN, Dict and Tuple ones multi-input)."""
+    of --hidden) and on Discrete and MultiDiscrete ones (one-hot); `auto`: by the
+    observations (images of 36 pixels a side or more get the Nature CNN, smaller ones
+    the MinAtar CNN, Dict, Tuple, Discrete and MultiDiscrete ones multi-input)."""
     hidden: tuple[int, ...] = (128, 128)
     """Hidden layer widths of the Q-network MLP."""
     dueling: bool = False

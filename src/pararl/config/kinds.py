@@ -30,7 +30,7 @@ KIND_TEXT: dict[EnvKind, str] = {
 def env_kind(observation_space: gym.Space, action_space: gym.Space) -> EnvKind:
     """The kind of env that picks a config's defaults (`RunConfig.BY_KIND`): images
     by their size (`images.default_model`: Atari-sized frames or MinAtar-sized planes),
-    other envs, Dict and Tuple observations among them, by their action space
+    other envs, Dict, Tuple and Discrete observations among them, by their action space
     (Discrete, MultiDiscrete and MultiBinary ones are discrete)."""
     model = default_model(observation_space)
     if model in ("nature-cnn", "minatar-cnn"):

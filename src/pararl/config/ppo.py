@@ -61,9 +61,10 @@ class PPOConfig(RunConfig):
     """Actor-critic: `mlp` on flattened observations, one shared `nature-cnn` (Mnih
     et al. 2015) or `minatar-cnn` (Young & Tian 2019) trunk on images, or one shared
     `multi-input` encoder on Dict and Tuple observations (a CNN per image key, the
-    others flattened or one-hot) under the MLPs; `auto`: by the observations (images
-    of 36 pixels a side or more get the Nature CNN, smaller ones the MinAtar CNN, Dict
-    and Tuple ones multi-input)."""
+    others flattened or one-hot) and on Discrete and MultiDiscrete ones (one-hot)
+    under the MLPs; `auto`: by the observations (images of 36 pixels a side or more
+    get the Nature CNN, smaller ones the MinAtar CNN, Dict, Tuple, Discrete and
+    MultiDiscrete ones multi-input)."""
     hidden: tuple[int, ...] = (64, 64)
     """Hidden layer widths of the actor and critic MLPs."""
     shared_body: bool = False

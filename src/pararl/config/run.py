@@ -230,8 +230,8 @@ class RunConfig:
         self: C, observation_space: gym.Space, action_space: gym.Space, env_id: str | None = None
     ) -> Filled[C]:
         """`for_env` for the kind of env these spaces are (`kinds.env_kind`). A kind's
-        `model` is the one for its observations; Dict and Tuple observations, whatever
-        the kind, take the multi-input encoder (`--model auto`)."""
+        `model` is the one for its observations; Dict, Tuple, Discrete and MultiDiscrete
+        observations, whatever the kind, take the multi-input encoder (`--model auto`)."""
         filled = self.for_env(env_kind(observation_space, action_space), env_id)
         if "model" not in filled.defaults or not is_multi_input(observation_space):
             return filled

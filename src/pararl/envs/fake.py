@@ -300,7 +300,8 @@ class CueEnv(gym.Env[Any, Any]):
     count c) and every other value is noise (the image's dim, below 32: loud random
     pixels drown a cue in another leaf for thousands of steps). Reward 1 for the
     action c (Discrete(2)); with `continuous`, a Box action in [-1, 1] earns 1 when
-    its sign says c (positive for 1).
+    its sign says c (positive for 1). `bare`: the count alone, as a bare Discrete(3)
+    observation that holds the cue (`cue_in` count).
     Random play earns about half of each episode's steps, a policy that reads the
     right leaf all of them: whether a multi-input network learns at all, in seconds.
     `render_mode="rgb_array"` renders the image leaf."""
@@ -314,10 +315,14 @@ class CueEnv(gym.Env[Any, Any]):
         image_shape: tuple[int, ...] = (3, 16, 16),
         continuous: bool = False,
         render_mode: str | None = None,
+        bare: bool = False,
     ) -> None:
         if cue_in not in ("image", "vector", "count"):
             raise ValueError(f"cue_in must be image, vector or count, not {cue_in!r}")
+        if bare and cue_in != "count":
+            raise ValueError("a bare observation is the count: give cue_in='count'")
         self.cue_in, self.tuple_obs, self.render_mode = cue_in, tuple_obs, render_mode
+        self.bare = bare
         self.image_shape = tuple(image_shape)
         self.channels_last = self.image_shape[-1] < self.image_shape[0]
         leaves: dict[str, spaces.Space[Any]] = {
@@ -325,9 +330,11 @@ class CueEnv(gym.Env[Any, Any]):
             "vector": spaces.Box(-1.0, 1.0, (4,), np.float32),
             "count": spaces.Discrete(3),
         }
-        self.observation_space = (
+        self.observation_space: spaces.Space[Any] = (
             spaces.Tuple(tuple(leaves.values())) if tuple_obs else spaces.Dict(leaves)
         )
+        if bare:
+            self.observation_space = leaves["count"]
         self.continuous = continuous
         self.action_space: spaces.Space[Any] = (
             spaces.Box(-1.0, 1.0, (1,), np.float32) if continuous else spaces.Discrete(2)
@@ -348,6 +355,8 @@ class CueEnv(gym.Env[Any, Any]):
         else:
             count = cue
         self._image = image
+        if self.bare:
+            return count
         obs = {"image": image, "vector": vector, "count": count}
         return tuple(obs.values()) if self.tuple_obs else obs
 

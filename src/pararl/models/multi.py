@@ -1,7 +1,8 @@
 """The multi-input encoder: Dict and Tuple observations (`pararl.observations`) read
 key by key into one feature vector, which the heads of a Q-network or an actor-critic
 take as they take a flat observation (`--model multi-input`, what `auto` picks for
-such spaces).
+such spaces, and for bare Discrete and MultiDiscrete ones: a single discrete leaf,
+given as one array).
 
 Each leaf is read by what it is, as SB3's `CombinedExtractor` reads a Dict:
 - an image: the CNN of its size (`images.image_model`: the Nature CNN from 36 pixels
@@ -82,9 +83,9 @@ class MultiInputEncoder(Encoder):
     def forward(
         self, obs: Any, normalize: Callable[[torch.Tensor], torch.Tensor] | None = None
     ) -> torch.Tensor:
-        """Observations (a dict of leaves by name, or the env's nested dicts and
-        tuples) -> features `[B, features]`; `normalize` takes the vector leaves
-        side by side."""
+        """Observations (a dict of leaves by name, the env's nested dicts and tuples,
+        or the one array of a bare discrete observation) -> features `[B, features]`;
+        `normalize` takes the vector leaves side by side."""
         x = flat(obs)
         parts = [trunk(x[name]) for trunk, name in zip(self.trunks, self.image_names, strict=True)]
         if self.vector_names:

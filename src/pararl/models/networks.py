@@ -131,8 +131,8 @@ class Trunk(nn.Module):
 
 
 class Encoder(nn.Module):
-    """What reads observations that are not one flat vector (Dict and Tuple ones:
-    `models.multi`) into `features` floats per observation, for heads that take a
+    """What reads observations that are not one flat vector (Dict, Tuple and discrete
+    ones: `models.multi`) into `features` floats per observation, for heads that take a
     flat vector. `normalized` of those features are the ones observation
     normalisation applies to; `forward(obs, normalize)` applies `normalize` to them,
     and `vector_part(obs)` gives them from a numpy batch, for the statistics."""

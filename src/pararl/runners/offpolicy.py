@@ -52,7 +52,7 @@ from pararl.mp.threads import (
     takes_every_core,
 )
 from pararl.mp.topology import physical_cores
-from pararl.observations import Leaf
+from pararl.observations import Leaf, stored
 from pararl.replay.make import Replay
 from pararl.runners.session import TrainSession
 from pararl.runners.setup import Plan, Prepared, encoder_note
@@ -110,7 +110,7 @@ class Learning(Protocol):
     frame_stack: int  # > 0: stacked image frames, stored once
     mask_size: int  # > 0: the env's action masks, stored with the transitions
     mask_info: dict[str, np.ndarray] | None  # the vector envs' `shared_infos` then
-    leaves: tuple[Leaf, ...]  # Dict and Tuple observations: stored leaf by leaf
+    leaves: tuple[Leaf, ...]  # what the encoder reads (Dict and Tuple: stored leaf by leaf)
 
     @property
     def learner(self) -> Learner: ...
@@ -178,7 +178,7 @@ def actor_spec(
         frame_stack=state.frame_stack,
         stream_base=index * num_envs,
         mask_size=state.mask_size,
-        leaves=state.leaves,
+        leaves=stored(state.leaves),
     )
 
 

@@ -25,7 +25,7 @@ from pararl.images import is_image
 from pararl.models import num_params
 from pararl.models.build import actor_critic
 from pararl.models.heads import head_for
-from pararl.observations import is_structured, leaves
+from pararl.observations import encoded, is_discrete, stored
 from pararl.samplers.rollout.collect import RolloutSpec
 from pararl.weights.local import LocalCopy
 
@@ -60,8 +60,9 @@ class PPOState:
         self.action_dim, self.discrete = self.head.logits, self.head.discrete
         self.mask_size = mask_size(act_space) if action_masks else 0
         self.mask_info = mask_info(act_space) if action_masks else None  # vector envs'
-        # Dict and Tuple observations: their leaves, each stored as its own array
-        self.leaves = leaves(obs_space) if is_structured(obs_space) else ()
+        # what the multi-input encoder reads (Dict and Tuple observations: their leaves,
+        # each stored as its own array; a bare discrete one: one leaf, one array)
+        self.leaves = encoded(obs_space)
         # Box bounds, saved so that a loaded agent clips its actions as the env does
         self.action_bounds: tuple[np.ndarray, np.ndarray] | None = None
         if isinstance(act_space, gym.spaces.Box):
@@ -155,14 +156,16 @@ class PPOState:
             s.gae_lambda,
             self.obs_dtype,
             self.mask_size,
-            self.leaves,
+            stored(self.leaves),
         )
 
 
 def rollout_dtype(space: gym.Space) -> np.dtype:
-    """How observations are stored: images in their own dtype (a quarter of the
-    memory for uint8, and converted on the learner's device), others as float32."""
-    return np.dtype(space.dtype) if is_image(space) else np.dtype(np.float32)
+    """How observations are stored: images and bare discrete values in their own
+    dtype (a quarter of the memory for uint8, converted on the learner's device;
+    indices that stay exact), others as float32."""
+    keep = is_image(space) or is_discrete(space)
+    return np.dtype(space.dtype) if keep else np.dtype(np.float32)
 
 
 __all__ = ["PPOState", "ThreadRule", "rollout_dtype"]
