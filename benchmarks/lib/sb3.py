@@ -102,7 +102,8 @@ MASKED_PPO: dict[str, Any] = {"n_steps": 128, "batch_size": 256, "n_epochs": 4,
                               "clip_range_vf": None, "ent_coef": 0.01, "vf_coef": 0.5,
                               "max_grad_norm": 0.5,
                               "policy_kwargs": {"net_arch": [64, 64]}}  # fmt: skip
-MASKED_ENVS, MASKED_LR = 8, 1e-3  # 2.5e-4 (CleanRL's Atari rate) left both systems at -200 after 300k steps
+# lr 2.5e-4 (CleanRL's Atari rate) left both systems at -200 after 300k steps
+MASKED_ENVS, MASKED_LR = 8, 1e-3
 
 
 def mujoco_sac(learning_starts: int, net: list[int], env: str = "HalfCheetah-v5") -> dict[str, Any]:

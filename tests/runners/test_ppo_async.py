@@ -147,10 +147,14 @@ def test_a_killed_actor_is_reported_with_its_index_not_waited_for() -> None:
         pids = actors.group.pids
         os.kill(pids[1], signal.SIGKILL)
         start = time.monotonic()
-        with pytest.raises(WorkerError) as failed:
+
+        def next_rollouts() -> None:
             for j in range(3):  # at most the segments already in its outbox
                 actors.publish(state.learner.model, j + 1)
                 actors.take()
+
+        with pytest.raises(WorkerError) as failed:
+            next_rollouts()
         assert failed.value.worker == 1
         assert time.monotonic() - start < 10.0
     finally:

@@ -74,7 +74,7 @@ class WeightRing:
         slot = version % self.slots
         if not self.holds(version):
             return False
-        state = {key: torch.from_numpy(np.array(value[slot])) for key, value in self.tensors.items()}
+        state = {k: torch.from_numpy(np.array(v[slot])) for k, v in self.tensors.items()}
         if not self.holds(version):
             return False
         model.load_state_dict(state)
