@@ -213,3 +213,25 @@ def test_vtrace_relabels_every_rollout_and_a_resume_drops_the_one_in_flight(
     assert "rollout in flight" in capsys.readouterr().err
     state = checkpoint.load(run / "checkpoints" / "final.pt")
     assert state["env_steps"] >= 2_048
+
+
+@pytest.mark.parametrize(("cores", "measured", "mode"), [
+    (2, "serial", "async"), (1, "serial", "serial"), (2, "sync", "sync"), (16, "serial", "async"),
+])  # fmt: skip
+def test_auto_overlaps_cheap_envs_with_the_update_where_there_is_a_second_core(
+    cores: int, measured: str, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Envs cheap enough to step in this process (the serial-or-sync measurement says
+    serial) go to actor processes on a machine of 2 cores or more, the learner keeping
+    one; expensive ones stay on sync workers; one core stays serial."""
+    from pararl.runners import ppo as ppo_runner
+    from pararl.runners.ppo_mode import ModeChoice
+
+    monkeypatch.setattr(ppo_runner, "physical_cores", lambda: cores)
+    chosen = ModeChoice(measured, 4e-6, "env step 4.0 µs x 8 envs")
+    monkeypatch.setattr(ppo_runner, "choose_mode", lambda *args, **kwargs: chosen)
+    layout = ppo_runner.choose(PPOConfig(env=ENV))
+    assert (layout.mode, layout.num_envs) == (mode, 8)
+    if mode == "async":
+        assert layout.workers == {2: 1, 16: 8}[cores]  # the most of cores - 1 that split 8
+        assert "env step 4.0 µs x 8 envs" in layout.choice.reason

@@ -44,7 +44,8 @@ class PPOConfig(RunConfig):
     this process runs the policy on the whole batch; `async`: actor processes step the
     envs and act with their own copy of the policy, collecting the next rollout while
     this process updates on the last (--policy-lag); `auto`: sync when the envs' step
-    time (measured at start-up) outweighs the round trip to the workers."""
+    time (measured at start-up) outweighs the round trip to the workers, else async
+    on 2 cores or more (serial on one)."""
     policy_lag: int = 1
     """--mode async: the actors collect rollout j with the weights learned from the
     rollouts before j - policy_lag, exactly (so a seeded run is reproducible): 1

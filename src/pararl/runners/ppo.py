@@ -283,15 +283,25 @@ def choose(cfg: PPOConfig) -> Layout:
             raise UsageError("--backend ray runs Ray actors; drop --mode serial")
         workers, per = cfg.split_envs(ray_actors(cfg.workers, cfg.ray_address, 0))
         return Layout(ModeChoice("ray", None, f"{workers} Ray actors"), workers, per)
+    cores = physical_cores()
     if cfg.mode == "async":
-        # the learner keeps a core; the actors step the envs and act on the others
-        cores = physical_cores()
-        workers, per = cfg.split_envs(max(1, cores - 1))
-        why = f"asked for; {workers} actor process{'es' if workers > 1 else ''} beside the learner"
-        return Layout(ModeChoice("async", None, why), workers, per)
-    workers, per = cfg.split_envs(physical_cores())
+        return _async_layout(cfg, cores, "asked for")
+    workers, per = cfg.split_envs(cores)
     env_fn = env_factory(cfg.env, cfg.wrapper, training=True, kwargs=cfg.env_kwargs)
-    return Layout(choose_mode(cfg.mode, env_fn, workers * per, workers), workers, per)
+    choice = choose_mode(cfg.mode, env_fn, workers * per, workers)
+    if cfg.mode == "auto" and choice.mode == "serial" and cores >= 2:
+        # envs this cheap fit one core with the acting: an actor process takes them,
+        # and the update overlaps them on another (MinAtar Breakout: 0.60x serial's
+        # wall time, CartPole: 0.84x; BENCHMARKS.md)
+        return _async_layout(cfg, cores, f"{choice.reason}: one core steps and acts")
+    return Layout(choice, workers, per)
+
+
+def _async_layout(cfg: PPOConfig, cores: int, why: str) -> Layout:
+    """The learner keeps a core; actor processes step the envs and act on the others."""
+    workers, per = cfg.split_envs(max(1, cores - 1))
+    actors = f"{workers} actor process{'es' if workers > 1 else ''}"
+    return Layout(ModeChoice("async", None, f"{why}; {actors} beside the learner"), workers, per)
 
 
 def check_minibatch(cfg: PPOConfig, num_envs: int) -> None:
