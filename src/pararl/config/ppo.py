@@ -193,10 +193,6 @@ class PPOConfig(RunConfig):
                 self.mode != "async" or self.act_device != "cuda",
                 "--mode async acts in actor processes on the CPU; drop --act-device cuda",
             ),
-            (
-                self.mode != "async" or self.backend != "ray",
-                "--mode async runs its own actor processes; drop --backend ray or --mode async",
-            ),
             (all(h >= 1 for h in self.hidden), "--hidden widths must be >= 1"),
         ]
         raise_first(checks)

@@ -23,7 +23,7 @@ import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
@@ -157,34 +157,51 @@ def run_async(state: PPOState, session: TrainSession, layout: Layout, inline: bo
     """The loop with actor processes (`samplers.rollout.actors`) collecting rollout j + 1
     while the learner updates on rollout j, their weights exactly `--policy-lag`
     rollouts behind; `inline`: the serial twin, the same actors in this process."""
-    cfg, spec = state.config, state.rollout_spec
+    cfg = state.config
     plan = ActorPlan(
         state.make_model,
         env_factory(cfg.env, cfg.wrapper, training=True, kwargs=cfg.env_kwargs),
-        spec,
+        state.rollout_spec,
         state.mask_info,
         cfg.policy_lag,
         cfg.seed,
     )
     seeds = seeding.env_seeds(cfg.seed, layout.num_envs, "env", 0, 0, state.env_steps)
     kind = InlineActors if inline else RolloutActors
-    actors = kind(plan, layout.workers, seeds, state.learner.model, state.env_steps)
+    lagged(state, session, kind(plan, layout.workers, seeds, state.learner.model, state.env_steps))
+
+
+class LaggedRollouts(Protocol):
+    """Rollouts acted exactly `--policy-lag` versions behind the learner: its local
+    actor processes (`RolloutActors`), their serial twin, or Ray actors (`RayRollouts`)."""
+
+    def take(self) -> Taken: ...
+
+    def publish(self, model: torch.nn.Module, version: int) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def lagged(state: PPOState, session: TrainSession, rollouts: LaggedRollouts) -> None:
+    """The asynchronous loop on `rollouts`: after learning n rollouts, version n goes
+    to the actors; each row logs the lag, the busy fractions and V-trace's weights."""
+    cfg, spec = state.config, state.rollout_spec
     clock = Clock()
 
     def next_rollout() -> dict[str, Any]:
-        taken = actors.take()
+        taken = rollouts.take()
         clock.taken(taken)
-        for segment in taken.segments:
-            for infos in segment.episodes:
-                session.record_episodes(infos)
+        for infos in taken.episodes:
+            session.record_episodes(infos)
         batch = batch_of(taken.arrays, spec, raw=cfg.vtrace)
+        clock.steps = len(batch["advantages"])
         if cfg.vtrace:
             clock.stats |= state.learner.vtrace(batch, spec.num_steps, spec.gamma)
         return batch
 
     def learned() -> dict[str, float]:
         stats = clock.learned()  # version `clock.rollouts`: learned from as many rollouts
-        actors.publish(state.learner.model, clock.rollouts)
+        rollouts.publish(state.learner.model, clock.rollouts)
         return stats
 
     try:
@@ -192,10 +209,10 @@ def run_async(state: PPOState, session: TrainSession, layout: Layout, inline: bo
     finally:
         if clock.rollouts:
             session.console.message(
-                f"pararl: the actors' rollout in flight ({layout.num_envs * spec.num_steps:,} "
-                "steps) was not learned from"
+                f"pararl: the actors' rollouts in flight (up to {cfg.policy_lag + 1} of "
+                f"{clock.steps:,} steps) were not learned from"
             )
-        actors.close()
+        rollouts.close()
 
 
 class Clock:
@@ -204,7 +221,7 @@ class Clock:
     learner's (the update's share of the time between two rollouts taken)."""
 
     def __init__(self) -> None:
-        self.rollouts, self.lag, self.actor_busy = 0, 0, 0.0
+        self.rollouts, self.lag, self.actor_busy, self.steps = 0, 0, 0.0, 0
         self.stats: dict[str, float] = {}
         self._last: float | None = None
         self._took = time.perf_counter()
@@ -228,8 +245,9 @@ class Clock:
 
 
 def run_ray(state: PPOState, session: TrainSession, num_actors: int, per_actor: int) -> None:
-    """The loop with Ray actors collecting the rollouts, `per_actor` envs each."""
-    from pararl.samplers.rollout.ray import RayPPOPool
+    """The loop with Ray actors collecting the rollouts, `per_actor` envs each: each
+    rollout acted with the newest weights, or (`--mode async`) `--policy-lag` behind."""
+    from pararl.samplers.rollout.ray import RayPPOPool, RayRollouts
 
     cfg = state.config
     pool = RayPPOPool(
@@ -239,14 +257,18 @@ def run_ray(state: PPOState, session: TrainSession, num_actors: int, per_actor: 
         num_actors,
         state.env_steps,
         session.console.message,
+        state.mask_info,
     )
+    if cfg.mode == "async":
+        lagged(state, session, RayRollouts(pool, state.learner.model, cfg.policy_lag))
+        return
 
     def gather() -> dict[str, Any]:
         learner = state.learner
-        batch, episodes = pool.gather(learner.model, learner.updates)
+        arrays, episodes = pool.gather(learner.model, learner.updates)
         for infos in episodes:
             session.record_episodes(infos)
-        return batch
+        return batch_of(arrays, state.rollout_spec)
 
     try:
         train_loop(state, session, gather)
@@ -282,14 +304,15 @@ def choose(cfg: PPOConfig) -> Layout:
         if cfg.mode == "serial":  # checked before Ray starts
             raise UsageError("--backend ray runs Ray actors; drop --mode serial")
         workers, per = cfg.split_envs(ray_actors(cfg.workers, cfg.ray_address, 0))
-        return Layout(ModeChoice("ray", None, f"{workers} Ray actors"), workers, per)
+        ahead = f", {cfg.policy_lag} rollout(s) ahead" if cfg.mode == "async" else ""
+        return Layout(ModeChoice("ray", None, f"{workers} Ray actors{ahead}"), workers, per)
     cores = physical_cores()
     if cfg.mode == "async":
         return _async_layout(cfg, cores, "asked for")
     workers, per = cfg.split_envs(cores)
     env_fn = env_factory(cfg.env, cfg.wrapper, training=True, kwargs=cfg.env_kwargs)
     choice = choose_mode(cfg.mode, env_fn, workers * per, workers)
-    if cfg.mode == "auto" and choice.mode == "serial" and cores >= 2:
+    if cfg.mode == "auto" and choice.mode == "serial" and cores >= 2 and cfg.act_device != "cuda":
         # envs this cheap fit one core with the acting: an actor process takes them,
         # and the update overlaps them on another (MinAtar Breakout: 0.60x serial's
         # wall time, CartPole: 0.84x; BENCHMARKS.md)
@@ -368,7 +391,7 @@ def plan(p: Prepared) -> Plan:
     layout = choose(cfg)
     check_minibatch(cfg, layout.num_envs)
     filled = p.filled
-    if layout.mode == "async":  # the actors act on the CPU, each with its own copy
+    if layout.mode == "async" and cfg.act_device == "auto":  # actors act on the CPU
         filled = dataclasses.replace(filled, config=dataclasses.replace(cfg, act_device="cpu"))
     state = PPOState(
         filled,
@@ -391,7 +414,7 @@ def plan(p: Prepared) -> Plan:
 
     return Plan(
         banner=banner(cfg, layout, state),
-        metrics=METRICS + (ASYNC_METRICS if layout.mode == "async" else ()),
+        metrics=METRICS + (ASYNC_METRICS if cfg.mode == "async" or layout.mode == "async" else ()),
         resolved=resolved(layout, state),
         make_model=state.make_model,
         start=(state.env_steps, state.wall_s),

@@ -39,6 +39,28 @@ def test_ppo_trains_with_ray_actors(ray_kind: str, tmp_path: Path) -> None:
     assert (tmp_path / "run" / "checkpoints" / "final.pt").is_file()
 
 
+@pytest.mark.parametrize("vtrace", [False, True])
+def test_async_ppo_on_ray_actors_trails_by_the_lag(
+    ray_kind: str, tmp_path: Path, vtrace: bool
+) -> None:
+    """--mode async on Ray: rollout j acted with version j - 1 (0 for the first), each
+    logged; V-trace relabels the Ray actors' rollouts as it does the local ones'."""
+    import csv
+
+    run = tmp_path / "run"
+    config = dataclasses.replace(
+        TINY, mode="async", vtrace=vtrace, log_every_s=0.0, run_dir=run, total_steps=384
+    )
+    session = train(config)
+    assert session.last_eval is not None
+    with (run / "metrics.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert [int(float(r["policy_lag"])) for r in rows] == [0] + [1] * (len(rows) - 1)
+    assert len(rows) == 384 // (16 * 4)
+    if vtrace:
+        assert all(0.5 < float(r["vtrace_rho"]) < 2.0 for r in rows)
+
+
 def test_ray_actors_act_within_masks_in_a_multi_discrete_space(
     ray_kind: str, tmp_path: Path
 ) -> None:
@@ -70,8 +92,8 @@ def test_actor_killed_mid_rollout_is_replaced(two_nodes: str) -> None:
     log: list[str] = []
     pool = RayPPOPool(state.make_model, state.rollout_spec, config, 2, 0, log.append)
     try:
-        batch, _ = pool.gather(state.learner.model, 0)  # actors up and acting
-        assert len(batch["obs"]) == 2 * 2 * 128
+        arrays, _ = pool.gather(state.learner.model, 0)  # actors up and acting
+        assert arrays["obs"].shape[:2] == (128, 2 * 2)
 
         def kill_soon() -> None:
             while not pool.group.pending:
@@ -81,10 +103,10 @@ def test_actor_killed_mid_rollout_is_replaced(two_nodes: str) -> None:
 
         killer = threading.Thread(target=kill_soon)
         killer.start()
-        batch, _ = pool.gather(state.learner.model, 1)
+        arrays, _ = pool.gather(state.learner.model, 1)
         killer.join(10)
         assert any(m.startswith("pararl: actor 0 died, restarted") for m in log), log
-        assert len(batch["obs"]) == 2 * 2 * 128  # the lost segment was collected again
+        assert arrays["obs"].shape[:2] == (128, 2 * 2)  # the lost segment was collected again
         assert pool.received == 2 * 2 * 2 * 128
     finally:
         pool.close()
@@ -109,9 +131,10 @@ def test_ray_actors_act_with_the_learners_statistics(ray_kind: str) -> None:
     state.learner.model.norm.update(rng.normal(5.0, 3.0, (256, 3)), rng.normal(size=256))
     pool = RayPPOPool(state.make_model, state.rollout_spec, config, 2, 0, lambda _: None)
     try:
-        batch, _ = pool.gather(state.learner.model, 0)
+        arrays, _ = pool.gather(state.learner.model, 0)
     finally:
         pool.close()
     with torch.no_grad():
-        values = state.learner.model.value(torch.as_tensor(batch["obs"])).numpy()
-    np.testing.assert_allclose(batch["values"], values, rtol=1e-5, atol=1e-6)
+        obs = torch.as_tensor(arrays["obs"].reshape(-1, 3))
+        values = state.learner.model.value(obs).numpy()
+    np.testing.assert_allclose(arrays["values"].reshape(-1), values, rtol=1e-5, atol=1e-6)

@@ -43,10 +43,16 @@ from torch import nn
 from pararl import seeding
 from pararl.envs.masks import batch_mask
 from pararl.models import ActorCritic
-from pararl.models.acting import Draws
 from pararl.mp.procs import ParentWatch, ProcessGroup
 from pararl.mp.shared import ArraySpec, SharedArrays, local_arrays
-from pararl.samplers.rollout.collect import EnvStream, Rollout, RolloutSpec, fill, merged
+from pararl.samplers.rollout.collect import (
+    EnvStream,
+    Rollout,
+    RolloutSpec,
+    fill,
+    merged,
+    rollout_draws,
+)
 from pararl.samplers.rollout.collect import rollout_specs as segment_specs
 from pararl.vector import SerialVectorEnv
 from pararl.weights.ring import WeightRing, ring_specs
@@ -70,14 +76,6 @@ class ActorPlan:
     @property
     def slots(self) -> int:
         return self.lag + 1
-
-
-def rollout_draws(seed: int, *path: int) -> Draws:
-    """The torch stream a rollout's actions are drawn from: actor `path[0]`'s (the sync
-    and serial loops draw as actor 0 does, so that an asynchronous run with lag 0 and
-    one actor gives theirs)."""
-    generator = torch.Generator().manual_seed(seeding.integer(seed, "explore", *path))
-    return Draws(generator=generator)
 
 
 @dataclass(frozen=True)
@@ -194,20 +192,20 @@ def _handle_messages(conn: Connection, free: list[bool], watch: ParentWatch) -> 
 
 @dataclass(frozen=True)
 class Taken:
-    """One rollout from every actor: its arrays side by side (`merged`), and the
-    actors' messages."""
+    """One rollout from every actor: its arrays side by side (`merged`), the weights
+    version that acted, the actors' mean busy fraction over it (NaN: not measured),
+    and the episodes that ended in it."""
 
     arrays: dict[str, np.ndarray]
-    segments: list[Segment]
+    version: int
+    busy: float
+    episodes: list[dict[str, Any]]
 
-    @property
-    def version(self) -> int:
-        return self.segments[0].version
-
-    @property
-    def busy(self) -> float:
-        """The actors' mean busy fraction over this rollout."""
-        return float(np.mean([s.busy_s / max(s.busy_s + s.waited_s, 1e-9) for s in self.segments]))
+    @classmethod
+    def of(cls, arrays: dict[str, np.ndarray], segments: list[Segment]) -> Taken:
+        busy = [s.busy_s / max(s.busy_s + s.waited_s, 1e-9) for s in segments]
+        episodes = [info for s in segments for info in s.episodes]
+        return cls(arrays, segments[0].version, float(np.mean(busy)), episodes)
 
 
 class RolloutActors:
@@ -235,7 +233,7 @@ class RolloutActors:
         self.arrays, self.ring = self.shared.arrays, WeightRing(self.shared.arrays)
         self.ring.clear()
         self.ring.publish(model, 0)
-        self.next, self.timeout_s = 0, segment_timeout_s
+        self.next, self.timeout_s, self.lag = 0, segment_timeout_s, plan.lag
         args = [
             (i, plan, self.shared, env_seeds[i * per : (i + 1) * per], (i, 0, start_steps))
             for i in range(num_actors)
@@ -257,13 +255,16 @@ class RolloutActors:
         late = "sent no rollout segment in {timeout} s (an env step hangs, or is that slow)"
         segments: list[Segment] = self.group.gather(range(len(self.group)), self.timeout_s, late)
         for s in segments:
-            if s.rollout != self.next:
-                raise RuntimeError(f"expected rollout {self.next}, an actor sent {s.rollout}")
+            if (s.rollout, s.version) != (self.next, max(0, self.next - self.lag)):
+                raise RuntimeError(
+                    f"expected rollout {self.next} of version {max(0, self.next - self.lag)}, "
+                    f"an actor sent rollout {s.rollout} of version {s.version}"
+                )
         arrays = merged([slot_views(self.arrays, i, s.slot) for i, s in enumerate(segments)])
         for i, s in enumerate(segments):
             self.group.send(i, ("ack", s.slot))
         self.next += 1
-        return Taken(arrays, segments)
+        return Taken.of(arrays, segments)
 
     def publish(self, model: nn.Module, version: int) -> None:
         """Weights `version` (learned from rollouts 0 .. version-1) to the actors."""
@@ -315,7 +316,7 @@ class InlineActors:
                 Segment(0, self.next, version, time.perf_counter() - start, 0.0, episodes)
             )
         self.next += 1
-        return Taken(merged(self.storage), segments)
+        return Taken.of(merged(self.storage), segments)
 
     def publish(self, model: nn.Module, version: int) -> None:
         self.ring.publish(model, version)
@@ -332,5 +333,4 @@ __all__ = [
     "Segment",
     "SegmentActor",
     "Taken",
-    "rollout_draws",
 ]

@@ -30,6 +30,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from pararl import seeding
 from pararl.envs.masks import batch_mask
 from pararl.gae import gae
 from pararl.models import ActorCritic
@@ -276,6 +277,14 @@ def merged(segments: Sequence[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray
     }
 
 
+def rollout_draws(seed: int, *path: int) -> Draws:
+    """The torch stream a rollout's actions are drawn from: actor `path[0]`'s (the sync
+    and serial loops draw as actor 0 does, so that an asynchronous run with lag 0 and
+    one actor gives theirs)."""
+    generator = torch.Generator().manual_seed(seeding.integer(seed, "explore", *path))
+    return Draws(generator=generator)
+
+
 def _truncated_final_obs(infos: dict[str, Any], truncated: np.ndarray) -> list[Any]:
     if not truncated.any():
         return []
@@ -328,5 +337,6 @@ __all__ = [
     "collect",
     "fill",
     "merged",
+    "rollout_draws",
     "rollout_specs",
 ]
