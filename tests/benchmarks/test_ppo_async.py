@@ -1,0 +1,235 @@
+"""`python -m benchmarks ppo_async`: the quick path end to end (the floor, then async,
+serial and SB3 PPO on Breakout at a tiny budget, each pararl run's facts read back),
+the commands of its systems, and the report's arithmetic on made-up runs: a run's
+facts from its rows, the wall ratios, the Mann-Whitney p-value (against every split
+of the pooled finals, by brute force), the floor ratio and the targets' verdicts."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from benchmarks.__main__ import main
+from benchmarks.lib.compare import Outcome, Run
+from benchmarks.lib.stats import mann_whitney, smallest_p
+
+from benchmarks import ppo_async as pa
+from benchmarks.lib import compare
+from benchmarks.lib import harness as h
+from tests.benchmarks.conftest import PNG
+
+BREAKOUT = "MinAtar/Breakout-v1"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_quick_run_measures_the_floor_then_each_system(
+    bench: Callable[..., dict[str, Any]], tmp_path: Path
+) -> None:
+    pytest.importorskip("stable_baselines3")
+    pytest.importorskip("minatar")
+    data = bench("ppo_async", "--quick")
+    results = data["results"]
+    runs = results["outcome"]["runs"]
+    assert [r["system"] for r in runs] == ["pararl-async", "pararl-serial", "sb3"]
+    for run in runs:
+        assert run["ok"], run["note"]
+        assert run["env_steps"] >= 8_192
+        assert run["curve"], "no evaluation"
+        # eight rollouts of 8 x 128, each 4 epochs of 4 minibatches
+        assert run["updates"] == 8 * 4 * 4, run["system"]
+    async_, serial = runs[0]["extra"], runs[1]["extra"]
+    assert (async_["mode"], serial["mode"]) == ("async", "serial")
+    assert "asked for" in async_["mode_reason"]
+    assert async_["rollouts"] == serial["rollouts"] == 8
+    assert async_["policy_lag"] == pytest.approx(7 / 8)  # 0 for the first rollout, then 1
+    assert 0 < async_["actor_busy"] <= 1
+    assert 0 < async_["learner_busy"] <= 1
+    assert async_["iteration_s"] > 0
+    assert serial["actor_busy"] is None  # not a column of a serial run
+    assert runs[2]["extra"] == {}
+    (floor,) = results["floors"]
+    assert floor["env"] == BREAKOUT
+    assert (floor["num_envs"], floor["num_steps"], floor["epochs"], floor["minibatches"]) == (
+        8,
+        128,
+        4,
+        4,
+    )
+    assert len(floor["acting"]["samples"]) == len(floor["update"]["samples"]) == 3
+    assert floor["acting"]["median"] > 0
+    assert floor["update"]["median"] > 0
+    assert data["key_ratios"].startswith("Breakout: async wall ÷ serial ")
+    assert "iteration ÷ floor" in data["key_ratios"]
+    assert (tmp_path / "bench_ppo_async.png").read_bytes().startswith(PNG)
+    assert not (tmp_path / "BENCHMARKS.md").exists()
+
+
+def test_commands_of_the_systems(tmp_path: Path) -> None:
+    c = pa.resolve(pa.Config(systems=("pararl-async", "pararl-sync", "sb3"), sb3_threads=1))
+    row = pa.row_for(c)
+    for mode in ("async", "serial", "sync"):
+        cmd = compare.pararl_command(row, c, row.system(f"pararl-{mode}"), BREAKOUT, 1, tmp_path)
+        text = " ".join(cmd)
+        assert f"--mode {mode}" in text
+        assert "--log-every-s 0.0" in text  # a metrics.csv row per rollout
+        assert cmd[cmd.index("--total-steps") + 1] == "1000000"
+        assert cmd[cmd.index("--eval-every") + 1] == "100000"
+    anchor = compare.anchor_command(row, c, row.system("sb3"), BREAKOUT, 1, tmp_path)
+    assert anchor[anchor.index("--anchor") + 1] == "minatar"
+    assert anchor[anchor.index("--threads") + 1] == "1"
+    assert [s.name for s in pa.ROW.systems if s.default] == ["pararl-async", "pararl-serial", "sb3"]
+    assert c.keep_dir == h.ROOT / "results" / "ppo_async"
+    quick = pa.resolve(pa.Config(quick=True))
+    assert (quick.runs, quick.budget, quick.keep_dir) == ((f"{BREAKOUT}:0",), 8_192, None)
+
+
+@pytest.mark.parametrize(
+    "args", [["--runs", "CartPole-v1:0"], ["--floor-repeats", "0"], ["--systems", "x"]]
+)
+def test_bad_options_exit_with_code_2(args: list[str]) -> None:
+    assert main(["ppo_async", "--quick", *args]) == 2
+
+
+def test_a_runs_facts_from_its_rows() -> None:
+    """Rollouts of 1,024 steps; one row is two rollouts after the last (a log tick
+    that missed one): the mean iteration spans every rollout after the first, the
+    median only rollouts a row apart; busy fractions and lag are the rows' means."""
+    config = {"num_steps": 128, "resolved": {"mode": "async", "mode_reason": "why",
+                                             "num_envs": 8}}  # fmt: skip
+    rows = [
+        {"env_steps": "1024", "wall_s": "2.0", "actor_busy": "0.9", "learner_busy": "1.0",
+         "policy_lag": "0.0", "update_threads": "1.0"},
+        {"env_steps": "2048", "wall_s": "2.5", "actor_busy": "0.7", "learner_busy": "0.8",
+         "policy_lag": "1.0", "update_threads": "1.0"},
+        {"env_steps": "3072", "wall_s": "2.7", "actor_busy": "0.8", "learner_busy": "0.9",
+         "policy_lag": "1.0", "update_threads": "1.0"},
+        {"env_steps": "5120", "wall_s": "3.7", "actor_busy": "0.6", "learner_busy": "0.5",
+         "policy_lag": "1.0", "update_threads": "1.0"},
+    ]  # fmt: skip
+    facts = pa.run_facts(rows, config)
+    assert facts["rollouts"] == 5
+    assert facts["iteration_s"] == pytest.approx((3.7 - 2.0) / 4)
+    assert facts["iteration_median_s"] == pytest.approx(statistics.median([0.5, 0.2]))
+    assert facts["actor_busy"] == pytest.approx(0.75)
+    assert facts["learner_busy"] == pytest.approx(0.8)
+    assert facts["policy_lag"] == pytest.approx(0.75)
+    assert (facts["mode"], facts["mode_reason"], facts["num_envs"]) == ("async", "why", 8)
+    serial = pa.run_facts([{k: rows[0][k] for k in ("env_steps", "wall_s")}], config)
+    assert (serial["rollouts"], serial["iteration_s"], serial["actor_busy"]) == (1, None, None)
+
+
+def brute_force_p(a: list[float], b: list[float]) -> float:
+    """Two-sided Mann-Whitney p over every split of the pooled values (midranks for
+    ties): the share of splits whose U is at least as far from its mean (without
+    ties, a check of scipy's exact distribution)."""
+    pooled = a + b
+    ranks = [sum(x > y for y in pooled) + (sum(x == y for y in pooled) + 1) / 2 for x in pooled]
+
+    def u(indices: tuple[int, ...]) -> float:
+        return sum(ranks[i] for i in indices) - len(a) * (len(a) + 1) / 2
+
+    mean, seen = len(a) * len(b) / 2, abs(u(tuple(range(len(a)))) - len(a) * len(b) / 2)
+    splits = list(itertools.combinations(range(len(pooled)), len(a)))
+    return sum(abs(u(s) - mean) >= seen - 1e-9 for s in splits) / len(splits)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ([1.0, 2.0, 3.0], [4.0, 5.0, 6.0]),
+        ([3.0, 4.0, 5.0], [3.5, 4.5, 5.5]),
+        ([1.0, 2.0, 3.0], [3.0, 5.0, 6.0]),  # a tie across the two
+        ([0.0, 0.0, 1.0, 2.0], [0.0, 2.0, 2.0]),
+        ([2.0, 2.0], [2.0, 2.0]),
+    ],
+)
+def test_mann_whitney_is_exact_for_a_few_seeds(a: list[float], b: list[float]) -> None:
+    pytest.importorskip("scipy")
+    assert mann_whitney(a, b) == pytest.approx(brute_force_p(a, b))
+
+
+def test_mann_whitney_by_hand_and_its_smallest_p() -> None:
+    pytest.importorskip("scipy")
+    assert mann_whitney([1.0, 2.0, 3.0], [4.0, 5.0, 6.0]) == pytest.approx(0.1)
+    assert mann_whitney([3.0, 4.0, 5.0], [3.5, 4.5, 5.5]) == pytest.approx(0.7)  # U = 3: 7/20 x 2
+    # with ties: 0.2, as scipy's own permutation test has it
+    assert mann_whitney([1.0, 2.0, 3.0], [3.0, 5.0, 6.0]) == pytest.approx(0.2)
+    assert mann_whitney([0.0], [0.0]) == 1.0  # a quick run: one seed each, both at 0
+    assert mann_whitney([], [1.0]) is None
+    assert smallest_p(3, 3) == pytest.approx(0.1)  # 2 of the 20 splits
+    assert smallest_p(5, 5) == pytest.approx(2 / 252)
+    assert smallest_p(1, 1) == smallest_p(0, 3) == 1.0
+
+
+def _run(system: str, seed: int, final: float, wall: float, **extra: float) -> Run:
+    curve = [{"env_steps": s, "wall_s": wall * s / 3, "eval_return": final} for s in (1, 2, 3)]
+    return Run(system, BREAKOUT, seed, wall, True, 3, 0, curve, extra=dict(extra))
+
+
+def _floor(acting: float, update: float) -> pa.Floor:
+    return pa.Floor(BREAKOUT, h.summarize([acting]), h.summarize([update]), 8, 128, 4, 4, 256)
+
+
+MADE_UP = [
+    *(_run("pararl-async", i, f, w, iteration_s=it)
+      for i, (f, w, it) in enumerate([(3, 60, 0.20), (4, 62, 0.21), (5, 64, 0.19)])),
+    *(_run("pararl-serial", i, f, w, iteration_s=0.33)
+      for i, (f, w) in enumerate([(3.5, 100), (4.5, 105), (5.5, 110)])),
+    *(_run("sb3", i, f, w) for i, (f, w) in enumerate([(6, 120), (7, 130), (8, 150)])),
+]  # fmt: skip
+
+
+def test_ratios_p_values_floor_and_targets_on_made_up_runs() -> None:
+    pytest.importorskip("scipy")
+    serial, sb3 = pa.compared(Outcome("ppo_async", MADE_UP), 3)
+    assert (serial.other, sb3.other) == ("pararl-serial", "sb3")
+    assert serial.wall_ratio == pytest.approx(62 / 105)
+    assert sb3.wall_ratio == pytest.approx(62 / 130)
+    assert serial.p == pytest.approx(0.7)
+    assert sb3.p == pytest.approx(0.1)
+    assert (serial.seeds, serial.smallest_p) == ("3 vs 3", pytest.approx(0.1))
+    (it,) = pa.iterations(MADE_UP, [_floor(0.137, 0.182)])
+    assert it.floor.floor_s == pytest.approx(0.182)  # the longer of the two
+    assert it.floor.serial_s == pytest.approx(0.319)
+    assert it.ratio == pytest.approx(0.20 / 0.182)  # the median async run's iteration
+    goals = pa.targets([serial, sb3], [it])
+    assert [(g.target, g.met) for g in goals] == [
+        ("final the same as serial's (p > 0.05)", True),
+        ("wall ≤ 0.6× serial's", True),
+        ("wall ≤ 0.5× SB3's", True),
+        ("iteration ≤ 1.2× its floor", True),
+    ]
+    slow = pa.iterations(MADE_UP, [_floor(0.137, 0.15)])
+    assert [g.met for g in pa.targets([], slow)] == [False]  # 0.20 / 0.15 = 1.33
+    far = dataclasses.replace(serial, wall_ratio=0.61, p=0.03)
+    assert [g.met for g in pa.targets([far], [])] == [False, False]
+    unmeasured = pa.versus(MADE_UP, BREAKOUT, "pararl-sync", 3)
+    assert (unmeasured.p, unmeasured.wall_ratio) == (None, None)
+    assert [g.met for g in pa.targets([unmeasured], [])] == [None, None]
+
+
+def test_the_report_states_each_target_and_its_verdict() -> None:
+    pytest.importorskip("scipy")
+    c = pa.resolve(pa.Config())
+    meta = h.Metadata("python -m benchmarks ppo_async", dataclasses.asdict(c))
+    results = pa.Results(Outcome("ppo_async", MADE_UP), [_floor(0.137, 0.182)])
+    rep = pa.report(results, meta)
+    assert rep.key_ratios == (
+        "Breakout: async wall ÷ serial 0.59× (≤ 0.6: met), SB3 0.48× (≤ 0.5: met), final "
+        "4.0 vs serial 4.5 (p = 0.70, 3 vs 3 seeds), iteration ÷ floor 1.10× (≤ 1.2: met)"
+    )
+    text = "\n".join(rep.blocks)
+    assert "All met: yes." in text
+    assert "the smallest p Mann-Whitney can give is 0.10" in text
+    assert "| Breakout | iteration ≤ 1.2× its floor | 1.10× | met |" in text
+    assert "| Breakout | 137 (137–137) | 182 (182–182) | 182 |" in text
+    assert [p.title for p in rep.panels] == [
+        f"{BREAKOUT}: return vs env steps",
+        f"{BREAKOUT}: return vs wall time",
+    ]
