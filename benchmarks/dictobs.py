@@ -68,9 +68,9 @@ ROW = Comparison(
         "flattened side by side (4 floats; pararl's multi-input encoder, SB3's "
         "CombinedExtractor, neither with weights of its own for vector keys) under "
         "separate 64x64 tanh actor and critic MLPs, orthogonally initialised. pararl: "
-        "`pararl train ppo --model multi-input` (2 workers x 4 envs on 2 cores, or serial "
-        "where its start-up measures that faster); SB3: MultiInputPolicy, 8 envs in one "
-        "process."
+        "`pararl train ppo --model multi-input` in its --mode auto (cheap envs: on 2 "
+        "cores, async, one actor process stepping the 8 envs while the learner updates, "
+        "one rollout behind); SB3: MultiInputPolicy, 8 envs in one process."
     ),
 )
 

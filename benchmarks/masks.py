@@ -63,8 +63,9 @@ ROW = Comparison(
         "evaluation. Masks: Taxi-v4's `info['action_mask']` (pararl reads it as it comes; "
         "sb3-contrib through its `ActionMasker`, fed the last info's mask). Evaluation of "
         "both: masked and deterministic, on an env seeded apart. pararl: `pararl train "
-        "ppo` (2 workers x 4 envs on 2 cores, or serial where its start-up measures that "
-        "faster); MaskablePPO: 8 envs in one process."
+        "ppo` in its --mode auto (Taxi's envs are cheap: on 2 cores, async, one actor "
+        "process stepping the 8 envs while the learner updates, one rollout behind); "
+        "MaskablePPO: 8 envs in one process."
     ),
 )
 
