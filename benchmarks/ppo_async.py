@@ -119,7 +119,7 @@ def row_for(c: Any) -> Comparison:
 @dataclass
 class Floor:
     """One game's floor, measured before the runs: one actor acting one rollout of every
-    env (its busy time, `Segment.busy_s`) and `PPOLearner.update` on one rollout, each
+    env (`InlineActors.take`: its weights, its steps, the copy out) and `PPOLearner.update` on one rollout, each
     alone on one torch thread, one after the other; seconds."""
 
     env: str
@@ -172,7 +172,9 @@ def measure_floor(env: str, repeats: int, warmup: int, num_envs: int = NUM_ENVS)
         actors = InlineActors(plan, 1, env_seeds(0, num_envs), learner.model, 0)
         try:
             for i in range(warmup + repeats):
-                taken = actors.take()
+                start = time.perf_counter()
+                taken = actors.take()  # the actor's weights, its steps and its copy out
+                acted = time.perf_counter() - start
                 batch = batch_of(taken.arrays, spec)
                 batch.pop("discounted")  # the reward scale's, not the loss's (`train_loop`)
                 start = time.perf_counter()
@@ -180,7 +182,7 @@ def measure_floor(env: str, repeats: int, warmup: int, num_envs: int = NUM_ENVS)
                 took = time.perf_counter() - start
                 actors.publish(learner.model, i + 1)
                 if i >= warmup:
-                    acting.append(taken.segments[0].busy_s)
+                    acting.append(acted)
                     updates.append(took)
         finally:
             actors.close()
