@@ -119,8 +119,9 @@ def row_for(c: Any) -> Comparison:
 @dataclass
 class Floor:
     """One game's floor, measured before the runs: one actor acting one rollout of every
-    env (`InlineActors.take`: its weights, its steps, the copy out) and `PPOLearner.update` on one rollout, each
-    alone on one torch thread, one after the other; seconds."""
+    env (`InlineActors.take`: its weights, its steps, the copy out) and
+    `PPOLearner.update` on one rollout, each alone on one torch thread, one after the
+    other; seconds."""
 
     env: str
     acting: h.Summary
