@@ -28,6 +28,9 @@ ROW = Comparison(
         System("pararl-dqn-per", "pararl DQN (async, prioritized)", "dqn",
                {"mode": "async", "prioritized": True}, color="C2"),
         System("pararl-ppo", "pararl PPO", "ppo", PPO_ENVS, color="C4"),
+        # Pong only: the 8 envs on actor processes, one rollout ahead of the update
+        System("pararl-ppo-async", "pararl PPO (async)", "ppo", {"mode": "async", "num_envs": 8},
+               default=False, color="C5"),
         System("sb3-dqn", "SB3 DQN", "dqn", anchor="minatar", color="C1"),
         System("sb3-ppo", "SB3 PPO", "ppo", anchor="minatar", color="C3"),
     ),
@@ -68,7 +71,7 @@ ROW = Comparison(
     ),
 )  # fmt: skip
 PONG = {s.name: s for s in ROW.systems}
-PongSystem = Literal["pararl-dqn", "sb3-dqn", "pararl-ppo", "sb3-ppo"]
+PongSystem = Literal["pararl-dqn", "sb3-dqn", "pararl-ppo", "pararl-ppo-async", "sb3-ppo"]
 
 
 @dataclass(frozen=True)
@@ -210,7 +213,8 @@ def pong_block(slices: Sequence[Slice], p: dict[str, Any]) -> str:
         f"Agent steps (4 frames each) per second of the whole training pipeline, acting and "
         f"learning, over the {p['slice_s']:g} s that follow each run's first gradient update; "
         f"no evaluations. pararl: `pararl train dqn --mode async` and `pararl train ppo` (2 "
-        f"workers x 4 envs) on {p['pong_env']} with their Atari defaults. SB3: the zoo's Atari "
+        f"workers x 4 envs; async: the 8 envs on actor processes, one rollout ahead of the "
+        f"update) on {p['pong_env']} with their Atari defaults. SB3: the zoo's Atari "
         f"settings on {p['sb3_pong_env']} (`AtariWrapper`, 4 stacked frames, `CnnPolicy`; DQN "
         "one env, an update every 4 steps, batch 32; PPO 8 `DummyVecEnv` envs x 128 steps, 4 "
         f"epochs of 256). DQN's learning starts at {p['learning_starts']:,} steps for both "
@@ -256,6 +260,10 @@ def report(result: Result, meta: h.Metadata) -> h.Report:
             for s in result.slices
             if s.system.startswith("pararl")
         ]
+        by_name = {s.system: s for s in result.slices}
+        if {"pararl-ppo", "pararl-ppo-async"} <= by_name.keys():
+            overlap = h.ratio(by_name["pararl-ppo-async"].rate, by_name["pararl-ppo"].rate)
+            pong.append(f"Pong pararl PPO async ÷ its sync {h.fmt_ratio(overlap)} (target ≥ 1.3)")
         ratios = "; ".join([r for r in (ratios,) if r] + pong)
     return h.Report(
         f"Learning from images against SB3: MinAtar, Pong throughput (`{h.PROG} pixels`)",
