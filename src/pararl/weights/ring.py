@@ -44,7 +44,7 @@ def _numpy_dtype(tensor: torch.Tensor) -> np.dtype:
 
 class WeightRing:
     """Both sides of the ring over `arrays` (shared memory, or local arrays for the
-    serial twin). The side that creates the arrays calls `clear` once."""
+    serial twin); the side that creates the arrays makes it with `holding`."""
 
     def __init__(self, arrays: dict[str, np.ndarray]) -> None:
         self.versions = arrays[VERSIONS]
@@ -53,9 +53,13 @@ class WeightRing:
             k.removeprefix(PREFIX): v for k, v in arrays.items() if k.startswith(PREFIX)
         }
 
-    def clear(self) -> None:
-        """No version in any slot (fresh shared memory holds zeros: version 0)."""
-        self.versions[:] = -1
+    @classmethod
+    def holding(cls, arrays: dict[str, np.ndarray], model: nn.Module) -> WeightRing:
+        """A ring over fresh `arrays` (`ring_specs`) holding `model` as version 0 alone."""
+        ring = cls(arrays)
+        ring.versions[:] = -1  # fresh memory holds zeros, which would read as version 0
+        ring.publish(model, 0)
+        return ring
 
     def publish(self, model: nn.Module, version: int) -> None:
         slot = version % self.slots

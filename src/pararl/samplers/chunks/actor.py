@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from pararl import seeding
+from pararl.mp.outbox import handle_messages
 from pararl.mp.procs import ParentWatch
 from pararl.mp.shared import ArraySpec, SharedArrays
 from pararl.replay.frame_steps import FRAME_FIELDS, FrameSteps, frame_count
@@ -137,7 +138,7 @@ def actor_main(
         while True:
             batch, returns, busy = sampler.sample(lambda: int(arrays["env_steps"][0]), refresh)
             while not free[slot]:  # wait for the learner to take the older chunk
-                if not _handle_messages(conn, free, watch):
+                if not handle_messages(conn, free, watch):
                     return
             _write_slot(arrays, index, slot, batch)
             free[slot] = False
@@ -152,20 +153,7 @@ def actor_main(
             )
             conn.send((True, chunk))
             slot ^= 1
-            if conn.poll(0) and not _handle_messages(conn, free, watch):
+            if conn.poll(0) and not handle_messages(conn, free, watch):
                 return
     finally:
         sampler.close()
-
-
-def _handle_messages(conn: Connection, free: list[bool], watch: ParentWatch) -> bool:
-    """Wait (bounded) for learner messages; False when the actor should stop."""
-    if not conn.poll(watch.interval):
-        return not watch.orphaned()
-    while conn.poll(0):
-        command, data = conn.recv()
-        if command == "close":
-            return False
-        if command == "ack":
-            free[data] = True
-    return True

@@ -43,6 +43,7 @@ from torch import nn
 from pararl import seeding
 from pararl.envs.masks import batch_mask
 from pararl.models import ActorCritic
+from pararl.mp.outbox import handle_messages
 from pararl.mp.procs import ParentWatch, ProcessGroup
 from pararl.mp.shared import ArraySpec, SharedArrays, local_arrays
 from pararl.samplers.rollout.collect import (
@@ -163,7 +164,7 @@ def actor_main(
         while True:
             version, start = max(0, rollout - plan.lag), time.perf_counter()
             while not (free[slot] and ring.holds(version)):
-                if not _handle_messages(conn, free, watch):
+                if not handle_messages(conn, free, watch):
                     return
             if not ring.load(actor.model, version):
                 raise RuntimeError(f"weights version {version} was overwritten before it was read")
@@ -175,19 +176,6 @@ def actor_main(
             rollout, slot = rollout + 1, (slot + 1) % plan.slots
     finally:
         actor.close()
-
-
-def _handle_messages(conn: Connection, free: list[bool], watch: ParentWatch) -> bool:
-    """Wait (bounded) for the learner's messages; False when the actor should stop."""
-    if not conn.poll(watch.interval):
-        return not watch.orphaned()
-    while conn.poll(0):
-        command, data = conn.recv()
-        if command == "close":
-            return False
-        if command == "ack":
-            free[data] = True
-    return True  # "version": the ring is read directly
 
 
 @dataclass(frozen=True)
@@ -230,9 +218,8 @@ class RolloutActors:
             specs |= outbox_specs(plan, i, per)
         ctx = mp.get_context()
         self.shared = SharedArrays(specs, ctx)
-        self.arrays, self.ring = self.shared.arrays, WeightRing(self.shared.arrays)
-        self.ring.clear()
-        self.ring.publish(model, 0)
+        self.arrays = self.shared.arrays
+        self.ring = WeightRing.holding(self.arrays, model)
         self.next, self.timeout_s, self.lag = 0, segment_timeout_s, plan.lag
         args = [
             (i, plan, self.shared, env_seeds[i * per : (i + 1) * per], (i, 0, start_steps))
@@ -291,9 +278,7 @@ class InlineActors:
     ) -> None:
         per = len(env_seeds) // num_actors
         self.plan = plan
-        self.ring = WeightRing(local_arrays(ring_specs(model, plan.slots)))
-        self.ring.clear()
-        self.ring.publish(model, 0)
+        self.ring = WeightRing.holding(local_arrays(ring_specs(model, plan.slots)), model)
         self.actors = [
             SegmentActor(plan, env_seeds[i * per : (i + 1) * per], (i, 0, start_steps))
             for i in range(num_actors)
