@@ -9,8 +9,8 @@ trailing the learner by exactly `lag` rollouts.
                          slots, update, publish version j + 1
 
 Version v is the weights learned from rollouts 0 .. v-1, so rollout j is collected
-with the weights of rollout j - lag and learned from by version j: the policy lag
-is `lag` rollouts, exactly, for every rollout after the first `lag` (Cleanba's
+with version max(0, j - lag) and learned from by version j: the policy lag is
+`lag` rollouts, exactly, for every rollout after the first `lag` (Cleanba's
 scheme, Huang et al. 2023; Sample Factory's APPO bounds the lag instead and drops
 older data). With lag 0 the actors wait for every update: the sync loop, in other
 processes. Which version an actor acts with does not depend on timing, so a seeded
