@@ -235,3 +235,16 @@ def test_auto_overlaps_cheap_envs_with_the_update_where_there_is_a_second_core(
     if mode == "async":
         assert layout.workers == {2: 1, 16: 8}[cores]  # the most of cores - 1 that split 8
         assert "env step 4.0 µs x 8 envs" in layout.choice.reason
+
+
+def test_vtrace_where_auto_chose_no_lag_is_refused_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from pararl.runners import ppo as ppo_runner
+    from pararl.runners.ppo_mode import ModeChoice
+
+    chosen = ModeChoice("sync", 1e-3, "env step 1,000 µs x 8 envs")
+    monkeypatch.setattr(ppo_runner, "choose_mode", lambda *args, **kwargs: chosen)
+    with pytest.raises(UsageError, match="--mode auto chose sync here") as refused:
+        train(PPOConfig(run_dir=tmp_path / "run", vtrace=True, **SMALL))  # type: ignore[arg-type]
+    assert "\n" not in str(refused.value)

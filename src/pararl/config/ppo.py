@@ -186,7 +186,7 @@ class PPOConfig(RunConfig):
             (len(self.hidden) >= 1, "--hidden needs at least one width"),
             (self.policy_lag >= 0, "--policy-lag must be >= 0"),
             (
-                not self.vtrace or self.mode == "async",
+                not self.vtrace or self.mode in ("auto", "async"),
                 "--vtrace corrects for the policy lag of --mode async; add --mode async",
             ),
             (

@@ -389,6 +389,11 @@ def plan(p: Prepared) -> Plan:
     rule, and set acting's threads; the loop runs on that."""
     cfg: PPOConfig = p.config
     layout = choose(cfg)
+    if cfg.vtrace and "async" not in (layout.mode, cfg.mode):
+        raise UsageError(
+            f"--vtrace corrects for the policy lag of --mode async, and --mode auto chose "
+            f"{layout.mode} here; add --mode async"
+        )
     check_minibatch(cfg, layout.num_envs)
     filled = p.filled
     if layout.mode == "async" and cfg.act_device == "auto":  # actors act on the CPU
