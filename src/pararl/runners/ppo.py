@@ -40,7 +40,6 @@ from pararl.runners.session import TrainSession
 from pararl.runners.setup import Plan, Prepared, encoder_note
 from pararl.samplers.rollout.actors import (
     ActorPlan,
-    InlineActors,
     RolloutActors,
     Taken,
     rollout_draws,
@@ -153,10 +152,10 @@ def run_local(
         envs.close()
 
 
-def run_async(state: PPOState, session: TrainSession, layout: Layout, inline: bool = False) -> None:
+def run_async(state: PPOState, session: TrainSession, layout: Layout) -> None:
     """The loop with actor processes (`samplers.rollout.actors`) collecting rollout j + 1
     while the learner updates on rollout j, their weights exactly `--policy-lag`
-    rollouts behind; `inline`: the serial twin, the same actors in this process."""
+    rollouts behind."""
     cfg = state.config
     plan = ActorPlan(
         state.make_model,
@@ -167,8 +166,8 @@ def run_async(state: PPOState, session: TrainSession, layout: Layout, inline: bo
         cfg.seed,
     )
     seeds = seeding.env_seeds(cfg.seed, layout.num_envs, "env", 0, 0, state.env_steps)
-    kind = InlineActors if inline else RolloutActors
-    lagged(state, session, kind(plan, layout.workers, seeds, state.learner.model, state.env_steps))
+    actors = RolloutActors(plan, layout.workers, seeds, state.learner.model, state.env_steps)
+    lagged(state, session, actors)
 
 
 class LaggedRollouts(Protocol):
