@@ -29,6 +29,7 @@ from pararl.models import ActorCritic
 from pararl.models.build import actor_critic
 from pararl.models.heads import ACTION_SPACES, head_from
 from pararl.models.normalize import NormSettings
+from pararl.models.recurrent import CoreSettings, Sequences
 from pararl.observations import Leaf, encoded, map_leaves
 from pararl.optim import FlatAdam
 from pararl.vtrace import vtrace
@@ -39,6 +40,7 @@ EVAL_ROWS = 2048
 # what the loss reads from a rollout (and "masks" when the env gives them): the rest
 # (the reward scale's returns, V-trace's inputs, the observations after the last
 # step, whose rows are not the rollout's) never goes to the device
+DEFAULT_CORE_SIZE = 64  # `--recurrent-size` of vector observations (`PPOConfig.BY_KIND`)
 LOSS_KEYS = ("obs", "actions", "logprobs", "advantages", "returns", "values")
 
 
@@ -110,10 +112,13 @@ class PPOLearner:
         approx_kl and clipfrac averaged over the last epoch (how far the whole update
         moved the policy; computing them at every step cost more than it told)."""
         hp = self.hyper
-        keys = (*LOSS_KEYS, "masks") if "masks" in batch else LOSS_KEYS
+        keys = (*LOSS_KEYS, *(k for k in ("masks", "first", "start_state") if k in batch))
         b = {k: map_leaves(self._on_device, batch[k]) for k in keys}
         size = len(b["advantages"])
         mb_size = max(1, size // hp.num_minibatches)
+        if "start_state" in b:  # whole env sequences: a minibatch is a share of the envs
+            envs = len(b["start_state"])
+            mb_size = max(1, envs // hp.num_minibatches) * (size // envs)
         normalized = hp.norm_adv and mb_size >= size  # one minibatch: normalise once
         if normalized:
             b["advantages"] = _normalized(b["advantages"])
@@ -216,14 +221,36 @@ class PPOLearner:
     ) -> Iterator[dict[str, Any]]:
         """One epoch's minibatches, in a fresh random order. A single minibatch is the
         whole rollout: its loss is a mean, so the order does not matter and the
-        shuffle (one gather per array) is skipped."""
+        shuffle (one gather per array) is skipped. A recurrent model's rollout
+        (`start_state`: one per env) is cut by envs, each minibatch their whole
+        sequences, time-major."""
         if mb_size >= size:
             yield b
+            return
+        if "start_state" in b:
+            yield from self._sequences(b, size, mb_size, rng)
             return
         order = torch.as_tensor(rng.permutation(size), device=self.device)
         for start in range(0, size - mb_size + 1, mb_size):
             rows = order[start : start + mb_size]
             yield {k: _take(v, rows) for k, v in b.items()}
+
+    def _sequences(
+        self, b: dict[str, Any], size: int, mb_size: int, rng: np.random.Generator
+    ) -> Iterator[dict[str, Any]]:
+        """Minibatches of whole env sequences: the rollout's rows are t * B + env; each
+        minibatch takes M envs (in an order drawn from `rng`) and their rows time-major
+        (t * M + m), with their states at the rollout's start."""
+        envs = len(b["start_state"])
+        steps, per = size // envs, mb_size // (size // envs)
+        order = rng.permutation(envs)
+        for start in range(0, envs - per + 1, per):
+            chosen = order[start : start + per]
+            rows = (np.arange(steps)[:, None] * envs + chosen[None, :]).reshape(-1)
+            rows_t = torch.as_tensor(rows, device=self.device)
+            mb = {k: _take(v, rows_t) for k, v in b.items() if k != "start_state"}
+            mb["start_state"] = b["start_state"][torch.as_tensor(chosen, device=self.device)]
+            yield mb
 
     def _minibatch_step(
         self, mb: dict[str, Any], normalized: bool, with_kl: bool
@@ -238,8 +265,11 @@ class PPOLearner:
         # an annealed clip range changes every update: a compiled or recorded step reads
         # it from a tensor, so that one program serves all of them
         clip = self.clip if self.step_mode == "eager" else self.clip_t
-        masks = (mb["masks"],) if "masks" in mb else ()
-        out = step(*(mb[k] for k in LOSS_KEYS), clip, *masks)
+        # what follows the loss's keys: the action masks, a recurrent model's sequences
+        tail: tuple[Any, ...] = (mb["masks"],) if "masks" in mb else ()
+        if "start_state" in mb:
+            tail = (mb.get("masks"), mb["first"], mb["start_state"])
+        out = step(*(mb[k] for k in LOSS_KEYS), clip, *tail)
         names = ("pg_loss", "v_loss", "entropy", "approx_kl", "clipfrac")
         return dict(zip(names, out, strict=False))
 
@@ -253,12 +283,15 @@ class PPOLearner:
         values: torch.Tensor,
         clip: float | torch.Tensor,
         masks: torch.Tensor | None = None,
+        first: torch.Tensor | None = None,
+        start_state: torch.Tensor | None = None,
         *,
         normalized: bool,
         with_kl: bool,
     ) -> tuple[torch.Tensor, ...]:
         """The loss, its gradient and the optimizer's step on one minibatch; the losses
-        and entropy (and approx_kl and clipfrac when `with_kl`)."""
+        and entropy (and approx_kl and clipfrac when `with_kl`). A recurrent model's
+        minibatch is whole sequences (`first`, `start_state`: `models.recurrent`)."""
         hp = self.hyper
         if hp.norm_adv and not normalized:
             advantages = _normalized(advantages)
@@ -266,6 +299,8 @@ class PPOLearner:
         mb["values"] = values
         if masks is not None:
             mb["masks"] = masks
+        if start_state is not None:
+            mb["first"], mb["start_state"] = first, start_state
         self.optimizer.zero_grad(set_to_none=True)
         out = self._loss(mb, advantages, clip)
         out["loss"].backward()
@@ -287,8 +322,11 @@ class PPOLearner:
         importance ratios (detached)."""
         hp = self.hyper
         # with masks: illegal actions' logits masked, the entropy the legal actions'
+        sequences = None
+        if "start_state" in mb:
+            sequences = Sequences(mb["start_state"], mb["first"])
         new_logprob, entropy, new_value = self.model.evaluate(
-            mb["obs"], mb["actions"], mb.get("masks")
+            mb["obs"], mb["actions"], mb.get("masks"), sequences
         )
         log_ratio = new_logprob - mb["logprobs"]
         ratio = log_ratio.exp()
@@ -358,6 +396,15 @@ def norm_settings(cfg: PPOConfig) -> NormSettings:
     return NormSettings(bool(cfg.norm_obs), bool(cfg.norm_reward), cfg.clip_obs, cfg.clip_reward)
 
 
+def core_settings(cfg: PPOConfig) -> CoreSettings | None:
+    """The recurrent core of `--recurrent` (None: a feed-forward model); runs saved
+    before `--recurrent-size` had one take the vector observations' default."""
+    if cfg.recurrent == "none":
+        return None
+    size = cfg.recurrent_size if cfg.recurrent_size is not None else DEFAULT_CORE_SIZE
+    return CoreSettings(cfg.recurrent, size, cfg.recurrent_layers)
+
+
 def saved_leaves(state: dict[str, Any]) -> tuple[Leaf, ...]:
     """What a checkpoint's encoder reads: the leaves of Dict or Tuple observations,
     the one of a bare discrete observation (none: a Box)."""
@@ -380,6 +427,7 @@ def load_policy(config: PPOConfig, state: dict[str, Any]) -> ActorCritic:
         norm_settings(config),
         None if described is None else head_from(described),
         saved_leaves(state),
+        core_settings(config),
     )
     # format 1 (no statistics) loads into the identity
     model.load_state_dict(state["learner"]["model"], strict=Header.of(state).format >= 2)

@@ -15,7 +15,7 @@ from pararl.errors import UsageError
 _PPO_ATARI: dict[str, Any] = dict(
     total_steps=10_000_000, num_steps=128, lr=2.5e-4, gamma=0.99, gae_lambda=0.95,
     minibatch_size=256, update_epochs=4, clip_vloss=True, vf_coef=0.25, norm_obs=False,
-    norm_reward=False, clip_coef=0.1, ent_coef=0.01,
+    norm_reward=False, clip_coef=0.1, ent_coef=0.01, recurrent_size=128,
 )  # fmt: skip
 
 
@@ -66,6 +66,18 @@ class PPOConfig(RunConfig):
     under the MLPs; `auto`: by the observations (images of 36 pixels a side or more
     get the Nature CNN, smaller ones the MinAtar CNN, Dict, Tuple, Discrete and
     MultiDiscrete ones multi-input)."""
+    recurrent: Literal["none", "lstm", "gru"] = "none"
+    """A recurrent core (an LSTM or a GRU) between the encoder and the heads, so that
+    the policy remembers: it reads the observations (normalised; an image trunk's or
+    the multi-input encoder's features) and the actor and critic read it. Each env's
+    state starts at zeros with its episode; an update replays whole env sequences
+    from the states stored at the rollout's start (minibatches of whole envs: the
+    minibatches must split --num-envs evenly)."""
+    recurrent_size: int | None = None
+    """The recurrent core's width. Default: by env kind (64 for vector observations,
+    as rl-zoo's recurrent PPO; 128 for images, as CleanRL's ppo_atari_lstm)."""
+    recurrent_layers: int = 1
+    """The recurrent core's layers."""
     hidden: tuple[int, ...] = (64, 64)
     """Hidden layer widths of the actor and critic MLPs."""
     shared_body: bool = False
@@ -131,13 +143,13 @@ class PPOConfig(RunConfig):
             total_steps=100_000, num_steps=32, lr=1e-3, gamma=0.98, gae_lambda=0.8,
             minibatch_size=256, update_epochs=20, clip_vloss=False, vf_coef=0.5,
             norm_obs=False, norm_reward=False, clip_coef=0.2, ent_coef=0.0, model="mlp",
-            eval_every=2_500, checkpoint_every=25_000,
+            recurrent_size=64, eval_every=2_500, checkpoint_every=25_000,
         ),
         "continuous": dict(
             total_steps=1_000_000, num_steps=256, lr=3e-4, gamma=0.99, gae_lambda=0.95,
             minibatch_size=64, update_epochs=10, clip_vloss=False, vf_coef=0.25,
             norm_obs=True, norm_reward=True, clip_coef=0.2, ent_coef=0.0, model="mlp",
-            eval_every=2_500, checkpoint_every=25_000,
+            recurrent_size=64, eval_every=2_500, checkpoint_every=25_000,
         ),
         "image": _PPO_ATARI
         | dict(model="nature-cnn", eval_every=50_000, checkpoint_every=500_000),
@@ -194,6 +206,18 @@ class PPOConfig(RunConfig):
                 "--mode async acts in actor processes on the CPU; drop --act-device cuda",
             ),
             (all(h >= 1 for h in self.hidden), "--hidden widths must be >= 1"),
+            (unset_or(self.recurrent_size, lambda v: v >= 1), "--recurrent-size must be >= 1"),
+            (self.recurrent_layers >= 1, "--recurrent-layers must be >= 1"),
+            (
+                self.recurrent == "none" or self.compile != "on",
+                "--compile on: a recurrent core replays sequences cut at episode starts, "
+                "in pieces whose lengths vary; nothing stable to compile: drop --compile",
+            ),
+            (
+                self.recurrent == "none" or not self.vtrace,
+                "--vtrace does not replay a recurrent policy's sequences yet; drop --vtrace "
+                "(--mode async without it corrects the lag with the clipped ratio alone)",
+            ),
         ]
         raise_first(checks)
         if self.workers is not None:  # the split needs no machine then: check it now

@@ -18,6 +18,7 @@ from pararl.models.heads import ActionHead
 from pararl.models.multi import MultiInputEncoder
 from pararl.models.networks import ActorCritic, QNetwork, Trunk, mlp
 from pararl.models.normalize import OFF, NormSettings
+from pararl.models.recurrent import CoreSettings
 from pararl.observations import Leaf
 
 
@@ -55,26 +56,39 @@ def actor_critic(
     norm: NormSettings = OFF,
     head: ActionHead | None = None,
     leaves: Sequence[Leaf] = (),
+    core: CoreSettings | None = None,
 ) -> ActorCritic:
     """PPO's actor-critic: MLPs (`hidden`, `shared`, `norm` apply) or one image trunk
     shared by the policy and value heads (observations never normalised); or the
     multi-input encoder of `leaves`, shared, under the MLPs (`norm` applies to its
     vector leaves). `head`: its action head (`models.heads`; default: `action_dim`
-    logits of a Categorical when `discrete`, else a Gaussian's means)."""
+    logits of a Categorical when `discrete`, else a Gaussian's means). `core`: a
+    recurrent core (`models.recurrent`) between what reads the observations and the
+    heads."""
     obs_dim = int(np.prod(obs_shape))
     if model == "multi-input":
         encoder = MultiInputEncoder(_given(leaves))
         if encoder.normalized == 0:  # no vector leaves: nothing to normalise
             norm = NormSettings(False, norm.reward, norm.clip_obs, norm.clip_reward)
         return ActorCritic(
-            0, action_dim, discrete, hidden, shared, norm=norm, encoder=encoder, head=head
+            0,
+            action_dim,
+            discrete,
+            hidden,
+            shared,
+            norm=norm,
+            encoder=encoder,
+            head=head,
+            core=core,
         )
     if model == "mlp":
-        return ActorCritic(obs_dim, action_dim, discrete, hidden, shared, norm=norm, head=head)
+        return ActorCritic(
+            obs_dim, action_dim, discrete, hidden, shared, norm=norm, head=head, core=core
+        )
     trunk = image_trunk(model, obs_shape, obs_dtype)
     norm = NormSettings(False, norm.reward, norm.clip_obs, norm.clip_reward)
     return ActorCritic(
-        obs_dim, action_dim, discrete, hidden, True, norm=norm, trunk=trunk, head=head
+        obs_dim, action_dim, discrete, hidden, True, norm=norm, trunk=trunk, head=head, core=core
     )
 
 

@@ -25,6 +25,8 @@ from pararl.models.acting import (
 )
 from pararl.models.heads import ActionHead, acting_mask, default_head
 from pararl.models.normalize import OFF, Normalizer, NormSettings
+from pararl.models.recurrent import CoreSettings, RecurrentCore, Sequences
+from pararl.observations import batch_size
 
 
 def mlp(
@@ -221,6 +223,7 @@ class ActorCritic(FeedForward, nn.Module):
         trunk: Trunk | None = None,
         encoder: Encoder | None = None,
         head: ActionHead | None = None,
+        core: CoreSettings | None = None,
     ) -> None:
         super().__init__()
         self.head = default_head(action_dim, discrete) if head is None else head
@@ -232,6 +235,13 @@ class ActorCritic(FeedForward, nn.Module):
         if encoder is not None:
             obs_dim = encoder.features
         self.obs_dim, self.action_dim, self.discrete = obs_dim, action_dim, discrete
+        # a recurrent core reads the observations (normalised, or the encoder's or the
+        # image trunk's features); the heads (MLPs, or linear under a trunk) read it
+        self.core: RecurrentCore | None = None
+        if core is not None:
+            self.core = RecurrentCore(obs_dim if trunk is None else trunk.features, core)
+            if trunk is None:
+                obs_dim = core.size
         self.hidden, self.shared = tuple(hidden), shared or trunk is not None
         self.image = trunk is not None
         if self.image and norm.obs:
@@ -241,8 +251,9 @@ class ActorCritic(FeedForward, nn.Module):
         self.norm = Normalizer(0 if self.image else normalized, norm)
         if trunk is not None:
             self.body: nn.Module = trunk
-            self.actor: nn.Module = nn.Linear(trunk.features, action_dim)
-            self.critic: nn.Module = nn.Linear(trunk.features, 1)
+            features = trunk.features if self.core is None else self.core.features
+            self.actor: nn.Module = nn.Linear(features, action_dim)
+            self.critic: nn.Module = nn.Linear(features, 1)
         elif shared:
             self.body = mlp(obs_dim, hidden[:-1], hidden[-1], nn.Tanh)
             self.actor = nn.Sequential(nn.Tanh(), nn.Linear(hidden[-1], action_dim))
@@ -260,9 +271,52 @@ class ActorCritic(FeedForward, nn.Module):
             _orthogonal(self.critic, 1.0)
 
     def _features(self, obs: Any) -> torch.Tensor:
+        """What the heads read from a batch of observations (a feed-forward model)."""
         if self.encoder is not None:
             return self.body(self.encoder(obs, self.norm.observe))
         return self.body(obs if self.image else self.norm.observe(obs))
+
+    def _core_input(self, obs: Any) -> torch.Tensor:
+        """What a recurrent core reads: the encoder's features, the trunk's, or the
+        normalised observations."""
+        if self.encoder is not None:
+            return self.encoder(obs, self.norm.observe)
+        return self.body(obs) if self.image else self.norm.observe(obs)
+
+    def _heads_input(self, core_out: torch.Tensor) -> torch.Tensor:
+        return core_out if self.image else self.body(core_out)
+
+    def _step(self, obs: Any, state: State, first: Any) -> tuple[torch.Tensor, State]:
+        """The heads' input for one step of a batch of envs, and the next state (a
+        feed-forward model: its features, the state as given)."""
+        if self.core is None:
+            return self._features(obs), state
+        x = self._core_input(obs)
+        if state is None:
+            state = self.core.initial_state(len(x), x.device)
+        first = torch.as_tensor(first, device=x.device)
+        out, state = self.core.step(x, torch.as_tensor(state, device=x.device), first)
+        return self._heads_input(out), state
+
+    def _replayed(self, obs: Any, sequences: Sequences | None) -> torch.Tensor:
+        """The heads' input for a minibatch's rows: replayed as sequences through the
+        core (`sequences`), or row by row for a feed-forward model."""
+        if self.core is None:
+            return self._features(obs)
+        if sequences is None:
+            raise ValueError("a recurrent model evaluates sequences: give `sequences`")
+        x = self._core_input(obs)
+        steps = sequences.steps_first()
+        out = self.core.sequence(x.reshape(*steps.shape, -1), sequences.start, steps)
+        return self._heads_input(out.reshape(len(x), -1))
+
+    @property
+    def recurrent(self) -> bool:
+        return self.core is not None
+
+    def initial_state(self, batch: int) -> State:
+        """A recurrent model's zero states `[B, S, H]` on its device (None: feed-forward)."""
+        return None if self.core is None else self.core.initial_state(batch, device_of(self))
 
     def update_norm(self, obs: Any, discounted_returns: np.ndarray) -> None:
         """Merge one rollout's raw observations (numpy) and discounted returns into
@@ -270,8 +324,14 @@ class ActorCritic(FeedForward, nn.Module):
         seen = self.encoder.vector_part(obs) if self.encoder is not None else obs
         self.norm.update(seen, discounted_returns)
 
-    def value(self, obs: Any) -> torch.Tensor:
-        return self.critic(self._features(obs)).squeeze(-1)
+    def value(self, obs: Any, state: State = None, first: Any = None) -> torch.Tensor:
+        """State values of a batch of observations; a recurrent model's, stepped from
+        `state` (None: episodes' starts), reset where `first`."""
+        if self.core is None:
+            return self.critic(self._features(obs)).squeeze(-1)
+        if first is None:
+            first = torch.zeros(batch_size(obs), dtype=torch.bool)
+        return self.critic(self._step(obs, state, first)[0]).squeeze(-1)
 
     def distribution(self, features: torch.Tensor) -> torch.distributions.Distribution:
         return self.head.distribution(self.actor(features), self.log_std)
@@ -279,8 +339,9 @@ class ActorCritic(FeedForward, nn.Module):
     def act_tensors(
         self, obs: Any, deterministic: bool = False, mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Actions, their log-probabilities and the state values."""
-        features = self._features(obs)
+        """Actions, their log-probabilities and the state values (a recurrent model's
+        from episodes' starts)."""
+        features = self._step(obs, None, torch.ones(batch_size(obs), dtype=torch.bool))[0]
         value = self.critic(features).squeeze(-1)
         out = self.actor(features)
         if deterministic:
@@ -290,21 +351,24 @@ class ActorCritic(FeedForward, nn.Module):
         return action, log_prob, value
 
     def evaluate(
-        self, obs: Any, actions: torch.Tensor, mask: torch.Tensor | None = None
+        self,
+        obs: Any,
+        actions: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        sequences: Sequences | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Log-probabilities of `actions`, entropies and values (for the PPO loss)."""
-        features = self._features(obs)
+        """Log-probabilities of `actions`, entropies and values (for the PPO loss); a
+        recurrent model's rows are `sequences` it replays."""
+        features = self._replayed(obs, sequences)
         value = self.critic(features).squeeze(-1)
         log_prob, entropy = self.head.evaluate(self.actor(features), self.log_std, actions, mask)
         return log_prob, entropy, value
 
     @torch.no_grad()
     def greedy(self, obs: Observations, mask: np.ndarray | None = None) -> np.ndarray:
-        """Deterministic actions (argmax / mean) for a batch of observations; the
-        actor alone (no values, no log-probabilities: evaluation steps call this)."""
-        device = device_of(self)
-        out = self.actor(self._features(obs_tensor(obs, device)))
-        return self.head.greedy(out, acting_mask(mask, device)).cpu().numpy()
+        """Deterministic actions (argmax / mean) for a batch of observations (a
+        recurrent model's at its episodes' starts: `act` carries a state)."""
+        return self.act(obs, None, np.ones(batch_size(obs), bool), "greedy", Draws(), mask).action
 
     @torch.no_grad()
     def act(
@@ -320,15 +384,17 @@ class ActorCritic(FeedForward, nn.Module):
         from `draws.generator`, with the log-probabilities and the state values a
         rollout stores; without a generator, from torch's global stream on the
         network's device, as a seeded training rollout (and SB3) draws."""
-        del first
-        if mode == "greedy":
-            return Acted(self.greedy(obs, mask), state)
         device = device_of(self)
         tensor = obs_tensor(obs, device)
+        features, state = self._step(tensor, state, first)
+        if mode == "greedy":  # the actor alone: no values, no log-probabilities
+            greedy = self.head.greedy(self.actor(features), acting_mask(mask, device))
+            return Acted(greedy.cpu().numpy(), state)
         if draws.generator is None:
-            action, logprob, value = self.act_tensors(tensor, mask=acting_mask(mask, device))
+            out = self.actor(features)
+            action, logprob = self.head.sample(out, self.log_std, None, acting_mask(mask, device))
+            value = self.critic(features).squeeze(-1)
             return Acted(action.cpu().numpy(), state, logprob.cpu().numpy(), value.cpu().numpy())
-        features = self._features(tensor)
         out = self.actor(features).cpu()  # drawn on the CPU, where the generator is
         log_std = self.log_std.detach().cpu()
         cpu = torch.device("cpu")

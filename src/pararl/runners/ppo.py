@@ -336,6 +336,14 @@ def check_minibatch(cfg: PPOConfig, num_envs: int) -> None:
             f"({rollout:,} = {num_envs} envs x {s.num_steps} steps); give at most "
             f"{rollout}, or more --num-envs or --num-steps"
         )
+    count = max(1, rollout // s.minibatch_size)
+    if cfg.recurrent != "none" and num_envs % count:
+        fits = [rollout // c for c in range(1, num_envs + 1) if num_envs % c == 0]
+        raise UsageError(
+            f"--recurrent: a minibatch is whole env sequences, and {count} minibatches "
+            f"(--minibatch-size {s.minibatch_size}) do not split {num_envs} envs evenly; "
+            f"give --minibatch-size one of {', '.join(map(str, fits))}"
+        )
 
 
 def thread_rule(cfg: PPOConfig, layout: Layout) -> ThreadRule:
@@ -353,6 +361,7 @@ def banner(cfg: PPOConfig, layout: Layout, state: PPOState) -> str:
         f"pararl: PPO on {cfg.env}, mode {layout.mode} ({layout.choice.reason}), "
         f"{layout.num_envs} envs, act on {d.act}, learn on {d.learn} ({d.reason})"
         + _uneven_minibatches(state, layout.num_envs)
+        + (f", {state.core.describe()}" if state.core is not None else "")
         + (f", step: {step_mode}" if step_mode != "eager" else "")
     )
 
@@ -425,7 +434,17 @@ def plan(p: Prepared) -> Plan:
         run=run,
         steps=lambda: state.env_steps,
         checkpoint=lambda wall_s: state.state(wall_s),
-        notes=encoder_note(state.learner.model),
+        notes=encoder_note(state.learner.model) + _fresh_states(p, state),
+    )
+
+
+def _fresh_states(p: Prepared, state: PPOState) -> tuple[str, ...]:
+    """A resumed recurrent run's line: its envs start new episodes, so its states too."""
+    if p.resume_state is None or state.core is None:
+        return ()
+    return (
+        "pararl: resumed: every env starts a new episode, so the recurrent states start "
+        "at zeros (the states of the episodes running at the checkpoint are not saved)",
     )
 
 

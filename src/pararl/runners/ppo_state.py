@@ -16,13 +16,13 @@ import torch
 
 from pararl import seeding
 from pararl.algos.fused import resolve_step_mode
-from pararl.algos.ppo import PPOHyper, PPOLearner, norm_settings
+from pararl.algos.ppo import PPOHyper, PPOLearner, core_settings, norm_settings
 from pararl.checkpoint import Header
 from pararl.config import Filled, PPOConfig
 from pararl.devices import choose_devices
 from pararl.envs.masks import mask_info, mask_size
 from pararl.images import is_image
-from pararl.models import num_params
+from pararl.models import ActorCritic, num_params
 from pararl.models.build import actor_critic
 from pararl.models.heads import head_for
 from pararl.observations import encoded, is_discrete, stored
@@ -68,6 +68,7 @@ class PPOState:
         if isinstance(act_space, gym.spaces.Box):
             self.action_bounds = (act_space.low.ravel(), act_space.high.ravel())
 
+        self.core = core_settings(cfg)  # a recurrent core, or None
         self.make_model = functools.partial(
             actor_critic,
             s.model,
@@ -80,6 +81,7 @@ class PPOState:
             norm_settings(cfg),
             self.head,
             self.leaves,
+            self.core,
         )
         model = self.make_model()  # initialised from the seeded global torch stream
         # torch threads to act and to update with (no rule: torch's count for both)
@@ -109,7 +111,10 @@ class PPOState:
             num_minibatches=max(1, num_envs * s.num_steps // s.minibatch_size),
         )
         learn = self.devices.learn
-        self.learner = PPOLearner(model, hyper, s.lr, learn, resolve_step_mode(cfg.compile, learn))
+        # a recurrent core replays pieces of sequences whose lengths vary: nothing to
+        # compile or record once (`--compile on` is refused for it)
+        step_mode = "eager" if model.recurrent else resolve_step_mode(cfg.compile, learn)
+        self.learner = PPOLearner(model, hyper, s.lr, learn, step_mode)
         # the acting copy lives on the acting device; weights are copied once per update
         self.actor = (
             self.learner.model
@@ -157,7 +162,14 @@ class PPOState:
             self.obs_dtype,
             self.mask_size,
             stored(self.leaves),
+            core_shape(self.learner.model),
         )
+
+
+def core_shape(model: ActorCritic) -> tuple[int, ...]:
+    """A recurrent model's state per env, (S, H), that a rollout stores; () without."""
+    core = model.core
+    return () if core is None else (core.rows, core.features)
 
 
 def rollout_dtype(space: gym.Space) -> np.dtype:

@@ -12,6 +12,7 @@ from pathlib import Path
 import gymnasium as gym
 import pytest
 
+from pararl import checkpoint
 from pararl.api import train
 from pararl.config import PPOConfig
 
@@ -78,6 +79,17 @@ def test_ppo_trains_on_dict_observations_with_ray_actors(ray_kind: str, tmp_path
     session = train(dataclasses.replace(TINY, env="pararl/DictCue-v0", run_dir=run))
     assert session.last_eval is not None
     assert (run / "checkpoints" / "final.pt").is_file()
+
+
+def test_recurrent_ppo_trains_with_ray_actors(ray_kind: str, tmp_path: Path) -> None:
+    """A recurrent policy's segments carry each env's first flags and starting state,
+    joined env by env; the update replays them (2 minibatches of 2 envs' sequences)."""
+    run = tmp_path / "run"
+    config = dataclasses.replace(TINY, recurrent="gru", run_dir=run, total_steps=384)
+    session = train(config)
+    assert session.last_eval is not None
+    saved = checkpoint.load(run / "checkpoints" / "final.pt")["learner"]["model"]
+    assert "core.rnn.weight_hh_l0" in saved
 
 
 def test_actor_killed_mid_rollout_is_replaced(two_nodes: str) -> None:

@@ -123,7 +123,7 @@ class SegmentActor:
         )
         with torch.no_grad():
             fill(rollout, self.envs, self.stream, keep)
-            rollout.close(self.stream.obs)
+            rollout.close(self.stream)
         return episodes
 
     def close(self) -> None:

@@ -55,6 +55,9 @@ class RolloutSpec:
     obs_dtype: np.dtype = FLOAT32  # images: their own (uint8, bool)
     mask_size: int = 0  # > 0: the env gives action masks of this size
     leaves: tuple[Leaf, ...] = ()  # Dict and Tuple observations: one array per leaf
+    # a recurrent policy's state per env, (S, H) (`models.recurrent`): each step's
+    # `first` and every env's state at the rollout's start are stored, to replay
+    core_shape: tuple[int, ...] = ()
 
 
 def advantages_and_returns(
@@ -135,7 +138,15 @@ def rollout_specs(spec: RolloutSpec, n: int) -> dict[str, ArraySpec]:
         "truncated": ArraySpec((t, n), flag),
         "last_values": ArraySpec((n,), f32),
     }
+    if spec.core_shape:
+        specs["first"] = ArraySpec((t, n), flag)
+        specs["start_state"] = ArraySpec((n, *spec.core_shape), f32)
     return specs
+
+
+def per_env(key: str) -> bool:
+    """Whether a rollout's array `key` is one row per env (not [T, n] per step)."""
+    return key.startswith("last_") or key == "start_state"
 
 
 def _observations(arrays: Mapping[str, np.ndarray], name: str) -> Any:
@@ -170,6 +181,8 @@ class Rollout:
         self.discounted, self.final_values = a["discounted"], a["final_values"]
         self.terminated, self.truncated = a["terminated"], a["truncated"]
         self.final_values[:] = 0.0  # only truncated steps are written
+        self.first, self.start_state = a.get("first"), a.get("start_state")
+        self.acted_state: State = None  # the policy's state after the last step acted
         # None: torch's global stream (seeded per process)
         self.draws = draws if draws is not None else Draws()
 
@@ -183,10 +196,14 @@ class Rollout:
             if mask is None:
                 raise RuntimeError("the env gave no action mask with this observation")
             self.masks[t] = mask
+        if self.first is not None and self.start_state is not None:  # what an update replays
+            self.first[t] = stream.first
+            if t == 0:
+                self.start_state[:] = torch.as_tensor(stream.state).cpu().numpy()
         acted = self.actor.act(obs, stream.state, stream.first, "sampled", self.draws, mask)
         assert acted.logprob is not None
         assert acted.value is not None
-        stream.state = acted.state
+        stream.state = self.acted_state = acted.state
         put(self.obs, t, obs)
         self.actions[t] = acted.action
         self.logprobs[t], self.values[t] = acted.logprob, acted.value
@@ -209,17 +226,21 @@ class Rollout:
         if final_obs:
             batch = stacked(final_obs) if self.spec.leaves else np.stack(final_obs)
             final = obs_tensor(batch, self.device)
-            self.final_values[t, truncated] = self.actor.value(final).cpu().numpy()
+            # a recurrent policy's value of the true last observation: stepped on from
+            # the state that acted in the same episode
+            state = None if self.acted_state is None else self.acted_state[truncated]
+            self.final_values[t, truncated] = self.actor.value(final, state).cpu().numpy()
 
     @torch.no_grad()
-    def close(self, last_obs: Observations) -> None:
-        """Store the observations after the last step and their values."""
-        put(_observations(self.arrays, "last_obs"), slice(None), last_obs)
-        values = self.actor.value(obs_tensor(last_obs, self.device))
+    def close(self, stream: EnvStream) -> None:
+        """Store the observations after the last step (`stream`'s, where the envs are
+        now) and their values (a recurrent policy's, from the stream's state)."""
+        put(_observations(self.arrays, "last_obs"), slice(None), stream.obs)
+        values = self.actor.value(obs_tensor(stream.obs, self.device), stream.state, stream.first)
         self.arrays["last_values"][:] = values.cpu().numpy()
 
-    def finish(self, last_obs: Observations) -> dict[str, Any]:
-        self.close(last_obs)
+    def finish(self, stream: EnvStream) -> dict[str, Any]:
+        self.close(stream)
         return batch_of(self.arrays, self.spec)
 
 
@@ -250,8 +271,9 @@ def batch_of(
         "returns": ret.astype(np.float32),
         "discounted": arrays["discounted"],  # for the reward scale, not the loss
     }
-    if "masks" in arrays:
-        batch["masks"] = arrays["masks"]
+    for key in ("masks", "first"):
+        if key in arrays:
+            batch[key] = arrays[key]
     if raw:
         batch |= {
             "rewards": arrays["rewards"].astype(np.float32),
@@ -264,6 +286,8 @@ def batch_of(
     }
     if raw:
         flat["last_obs"] = map_leaves(np.copy, _observations(arrays, "last_obs"))
+    if "start_state" in arrays:  # one row per env: the update picks them by env
+        flat["start_state"] = np.copy(arrays["start_state"])
     return flat
 
 
@@ -272,7 +296,7 @@ def merged(segments: Sequence[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray
     after the last), side by side on the env axis; always a copy, so that the
     segments' storage may be reused at once."""
     return {
-        key: np.concatenate([s[key] for s in segments], axis=0 if key.startswith("last_") else 1)
+        key: np.concatenate([s[key] for s in segments], axis=0 if per_env(key) else 1)
         for key in segments[0]
     }
 
@@ -324,7 +348,7 @@ def collect(
     and returns included)."""
     rollout = Rollout(actor, spec, envs.num_envs, stream.returns, draws)
     fill(rollout, envs, stream, episodes)
-    return rollout.finish(stream.obs)
+    return rollout.finish(stream)
 
 
 __all__ = [
@@ -337,6 +361,7 @@ __all__ = [
     "collect",
     "fill",
     "merged",
+    "per_env",
     "rollout_draws",
     "rollout_specs",
 ]

@@ -98,7 +98,7 @@ class PPOActor:
         rollout = Rollout(self.actor, self.spec, n, self.stream.returns, self.draws)
         with torch.no_grad():
             fill(rollout, self.envs, self.stream, keep)
-            rollout.close(self.stream.obs)
+            rollout.close(self.stream)
         return Segment(rollout.arrays, n * self.spec.num_steps, episodes, version)
 
     def node(self) -> str:
