@@ -34,6 +34,7 @@ BENCHMARKS = {
     "atari": "Atari samplers: pararl vs EnvPool, ale-py, Gymnasium, SB3 (Pong, Breakout)",
     "minatar_ab": "PPO on MinAtar vs SB3: final policies evaluated alike, greedy and sampled",
     "ppo_async": "async PPO on MinAtar (1M steps) vs serial, sync and SB3; its overlap's floor",
+    "recurrent_core": "recurrent PPO's sequence replay: padded vs packed vs a loop over steps",
     "learner": "learners alone: DQN/PPO updates/s vs SB3's train() and the FLOP floor",
     "results": "whole runs at the field's budgets (hours, resumable) vs published numbers",
 }

@@ -39,6 +39,9 @@ from pararl.observations import Leaf, as_batch, batch_size
 from pararl.registry import Algorithm, algorithm_of
 from pararl.rundir import RunDir
 
+# `Agent.act`'s `state` when the caller gives none: the agent carries it itself
+CARRIED: Any = object()
+
 
 class Agent:
     """A run's trained policy. `network` is the torch module itself (its
@@ -112,7 +115,14 @@ class Agent:
                 "argument and a render() that returns the frame (Gymnasium's Env API)"
             ) from exc
 
-    def act(self, obs: Any, deterministic: bool = True, action_mask: Any = None) -> Any:
+    def act(
+        self,
+        obs: Any,
+        deterministic: bool = True,
+        action_mask: Any = None,
+        state: Any = CARRIED,
+        episode_start: Any = None,
+    ) -> Any:
         """The action for one observation (an int for Discrete actions, an array
         for others), or an array of actions for a batch `[N, *obs_shape]`; Dict and
         Tuple observations as the env gives them (one, or a dict or tuple of batches
@@ -120,25 +130,39 @@ class Agent:
         `deterministic`: the greedy action (argmax, or the Gaussian's mean); else one
         sampled from the policy (DQN: epsilon-greedy at the run's final epsilon).
         `action_mask`: the observation's action mask (a batch's: one per row), which
-        a run whose env gives masks needs; the action is then a legal one. A policy
-        with memory carries it on from the last call (`reset()` first at new
-        episodes)."""
+        a run whose env gives masks needs; the action is then a legal one.
+
+        A policy with memory (`--recurrent`) carries its state on from the last call
+        (`reset()` first at new episodes). Or the caller carries it, as SB3's
+        `predict(obs, state, episode_start)`: given `state` (None at the start: new
+        episodes), `act` returns `(action, state)`, the state to pass with the next
+        observation; `episode_start` (one bool per row) marks the rows whose episode
+        starts with this observation (their state starts anew)."""
         batch, single = self._as_batch(obs)
         size = batch_size(batch)
         mask = self._mask_of(action_mask, size)
-        if self._first is None or len(self._first) != size:
-            self.policy_state = self.policy.initial_state(size)
-            self._first = starts(size)
+        given = state is not CARRIED
+        if given:
+            first = starts(size) if state is None else np.zeros(size, bool)
+            if episode_start is not None:
+                first = first | np.asarray(episode_start, bool).reshape(size)
+            current = self.policy.initial_state(size) if state is None else state
+        else:
+            if self._first is None or len(self._first) != size:
+                self.policy_state = self.policy.initial_state(size)
+                self._first = starts(size)
+            current, first = self.policy_state, self._first
         mode: Mode = "greedy" if deterministic else "sampled"
-        acted = self.policy.act(batch, self.policy_state, self._first, mode, self.draws, mask)
-        self.policy_state, self._first = acted.state, np.zeros(size, bool)
+        acted = self.policy.act(batch, current, first, mode, self.draws, mask)
+        if not given:
+            self.policy_state, self._first = acted.state, np.zeros(size, bool)
         actions = acted.action
         if self.action_bounds is not None:
             actions = np.clip(actions, *self.action_bounds).astype(actions.dtype)
-        if not single:
-            return actions
-        action = actions[0]
-        return int(action) if action.ndim == 0 else action
+        if single:
+            action = actions[0]
+            actions = int(action) if action.ndim == 0 else action
+        return (actions, acted.state) if given else actions
 
     def _mask_of(self, action_mask: Any, batch: int) -> np.ndarray | None:
         if action_mask is None:

@@ -169,14 +169,22 @@ def test_load_act_with_state_reproduces_the_evaluations_actions(tmp_path: Path) 
     assert video.stat().st_size > 0
     env = gym.make(ENV)
     obs, _ = env.reset(seed=int(evaluator_seed(evaluator)))
+    recorded_obs = obs[None].copy()
     agent.reset()
+    state = None  # the caller's own state, carried beside the agent's (SB3's predict)
     for want in recorded.actions:
         action = agent.act(obs[None])
         assert action.tolist() == want.tolist()
         assert agent.policy_state is not None
+        carried, state = agent.act(obs[None], state=state)
+        assert carried.tolist() == want.tolist()
+        torch.testing.assert_close(state, agent.policy_state)
         obs, _, term, trunc, _ = env.step(int(action[0]))
         if term or trunc:
             break
+    # an episode start given with the state forgets it: the first action again
+    first, _ = agent.act(recorded_obs, state=state, episode_start=[True])
+    assert first.tolist() == recorded.actions[0].tolist()
 
 
 def evaluator_seed(evaluator: Evaluator) -> int:
