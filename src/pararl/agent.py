@@ -159,10 +159,11 @@ class Agent:
         actions = acted.action
         if self.action_bounds is not None:
             actions = np.clip(actions, *self.action_bounds).astype(actions.dtype)
+        result: Any = actions
         if single:
             action = actions[0]
-            actions = int(action) if action.ndim == 0 else action
-        return (actions, acted.state) if given else actions
+            result = int(action) if action.ndim == 0 else action
+        return (result, acted.state) if given else result
 
     def _mask_of(self, action_mask: Any, batch: int) -> np.ndarray | None:
         if action_mask is None:
