@@ -1,7 +1,7 @@
 """A learning guard for images: pararl's PPO on MinAtar Space Invaders, 40,960 steps
 with its MinAtar defaults, must end clearly above a random policy and near SB3's PPO
 at the same budget. Measured with the same 100-episode sampled evaluation (sticky
-actions as in training, `benchmarks.minatar_ab.evaluate`; BENCHMARKS.md,
+actions as in training, `benchmarks.minatar_ab.evaluate`; results/notes-2026.md,
 `minatar_ab_guard_40k`, both with the MinAtar entropy bonus of 0.03): a random policy
 4.0; SB3's PPO 5.5-6.1 over 5 seeds (median 6.0); pararl's 5.6-6.0 (median 6.0). The
 threshold, 5.0, sits between them: ~3 standard errors above random, below every SB3
