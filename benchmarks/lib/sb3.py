@@ -259,7 +259,7 @@ ANCHORS: dict[str, Anchor] = {
                           policy="MultiInputPolicy"),
     "recurrent": Anchor("sb3-contrib's RecurrentPPO (MlpLstmPolicy), rl-baselines3-zoo's "
                         "CartPoleNoVel-v1 settings, VecNormalize",
-                        lambda a: ZOO_LSTM_ENVS, lambda e, t: e, _recurrent, normalize=True,
+                        lambda a: ZOO_LSTM_ENVS, _pararl_env, _recurrent, normalize=True,
                         model="sb3_contrib:RecurrentPPO", policy="MlpLstmPolicy",
                         norm_gamma=ZOO_LSTM["gamma"]),
 }  # fmt: skip
