@@ -24,6 +24,7 @@ BENCHMARKS = {
     "td3": "TD3 on MuJoCo (200k steps, async) against SB3's TD3, rl-zoo's figure",
     "masks": "PPO with action masks on Taxi-v4 (300k steps) against sb3-contrib's MaskablePPO",
     "dictobs": "PPO on Dict observations (CartPole as two keys, 50k steps) vs SB3 MultiInputPolicy",
+    "recurrent": "LSTM PPO on memory tasks vs sb3-contrib's RecurrentPPO and feed-forward PPO",
     "partial": "multi-task sampler: wait for all vs timeout vs min_envs vs auto",
     "maml": "MAML-TRPO meta-iteration time split, pararl vs the sampling post's design",
     "ray": "Ray actors vs local actor processes: DQN sampling throughput",

@@ -54,6 +54,7 @@ class Comparison:
     budget: int
     eval_every: int
     eval_episodes: int = 10
+    budgets: Mapping[str, int] = field(default_factory=dict)  # an env's own, not `budget`
     final_evals: int = 3
     target: float | None = None  # time to solve: each run stops at its first evaluation here
     verify_episodes: int = 20  # with a target: the untimed check of the saved policy
@@ -70,6 +71,11 @@ class Comparison:
 
     def system(self, name: str) -> System:
         return next(s for s in self.systems if s.name == name)
+
+    def budget_of(self, c: Any, env: str) -> int:
+        """The env steps of a run on `env`: the env's own budget (`budgets`) while the
+        budget is the table's; a budget given (--budget, --quick's) is every env's."""
+        return self.budgets.get(env, c.budget) if c.budget == self.budget else int(c.budget)
 
     def anchor_of(self, s: System) -> System | None:
         """The anchor `s` is held against (None: an anchor itself, or none here)."""
@@ -88,7 +94,8 @@ class Options:
     systems: tuple[str, ...] = ()
     """Systems to run (default: the table's)."""
     budget: int | None = None
-    """Env steps per run (default: the table's)."""
+    """Env steps per run, on every env (default: the table's, with the envs it gives
+    budgets of their own)."""
     eval_every: int | None = None
     """Env steps between deterministic evaluations (default: the table's)."""
     eval_episodes: int | None = None
@@ -191,7 +198,7 @@ def pararl_command(row: Comparison, c: Any, s: System, env: str, seed: int, out:
     the evaluations (none with `eval_every` NEVER), the target (none: the whole
     budget), `s.flags`."""
     flags: dict[str, object] = {
-        "env": env, "seed": seed, "total_steps": c.budget, "eval_every": c.eval_every,
+        "env": env, "seed": seed, "total_steps": row.budget_of(c, env), "eval_every": c.eval_every,
         "eval_episodes": c.eval_episodes, "target_return": row.target or NEVER,
         "run_dir": out, "progress": "plain", "tensorboard": False, **s.flags,
     }  # fmt: skip
@@ -206,9 +213,9 @@ def anchor_command(row: Comparison, c: Any, s: System, env: str, seed: int, out:
     threads = flags.pop("threads", None)
     settings = [f"{k}={json.dumps(v)}" for k, v in flags.items()]
     return sb3.command(
-        s.algo, "learn", anchor=s.anchor, env=env, seed=seed, budget=c.budget, eval_every=every,
-        eval_episodes=c.eval_episodes, target=row.target, save=out / "model.zip",
-        threads=threads, set=settings or None,
+        s.algo, "learn", anchor=s.anchor, env=env, seed=seed, budget=row.budget_of(c, env),
+        eval_every=every, eval_episodes=c.eval_episodes, target=row.target,
+        save=out / "model.zip", threads=threads, set=settings or None,
     )  # fmt: skip
 
 
@@ -306,9 +313,13 @@ class Outcome:
 
 def settings(row: Comparison, c: Any) -> dict[str, Any]:
     """What a kept ENV:SEED was run with (a later invocation reads it back only if the
-    same), as JSON has it: the systems, the budget, the evaluations and `row.kept`."""
+    same), as JSON has it: the systems, the budget (and the envs' own, where the row
+    gives any), the evaluations and `row.kept`."""
     names = ("systems", "budget", "eval_every", "eval_episodes", *row.kept)
-    return json.loads(json.dumps({name: getattr(c, name) for name in names}))
+    mine = {name: getattr(c, name) for name in names}
+    if row.budgets:
+        mine["budgets"] = {env: row.budget_of(c, env) for env in row.budgets}
+    return json.loads(json.dumps(mine))
 
 
 def sitting(meta: h.Metadata) -> str:
@@ -556,8 +567,11 @@ def tables(row: Comparison, outcome: Outcome, c: Any) -> list[str]:
         f"there and a {c.verify_episodes}-episode check of its saved policy agrees; an "
         "unsolved run counts as never solved in the median."
     )  # fmt: skip
+    own = {env: row.budget_of(c, env) for env in dict.fromkeys(r.env for r in outcome.runs)}
+    own = {env: n for env, n in own.items() if n != c.budget}
+    budget = f"{c.budget:,}" + "".join(f", {family(e)} {n:,}" for e, n in own.items())
     protocol = (
-        f"Budget {c.budget:,} env steps per run; deterministic evaluation every "
+        f"Budget {budget} env steps per run; deterministic evaluation every "
         f"{c.eval_every:,} steps ({c.eval_episodes} episodes); final return: the mean of the "
         f"last {n} evaluations. {row.notes} Wall times are launch to exit (start-up "
         "included); each curve is on that clock. Time to reach the anchor's final, per "
@@ -606,7 +620,9 @@ def describe(row: Comparison) -> str:
     """The table's defaults in words, for `--help`."""
     systems = ", ".join(s.name + ("" if s.default else " (not by default)") for s in row.systems)
     return (
-        f"Its table: runs {' '.join(row.runs)}; systems {systems}; budget {row.budget:,}; "
+        f"Its table: runs {' '.join(row.runs)}; systems {systems}; budget {row.budget:,}"
+        + "".join(f", {env} {n:,}" for env, n in row.budgets.items())
+        + "; "
         f"eval every {row.eval_every:,}, {row.eval_episodes} episodes; final evals "
         f"{row.final_evals}; timeout {row.run_timeout_s:g} s"
         + ("" if row.target is None else f"; target {row.target:g}")
@@ -629,13 +645,15 @@ def solve_cartpole(algo: str, systems: tuple[System, ...], budget: int, quick: i
 
 
 def with_flags(row: Comparison, flags: Flags | None, c: Any) -> Comparison:
-    """`row` with its two systems' flags set from the benchmark's options `c`."""
+    """`row` with the flags the benchmark's options `c` set (`flags(c)`: pararl's, then
+    the anchor's) over each system's own: pararl's over every pararl system's, the
+    anchor's over every anchor's."""
     if flags is None:
         return row
     ours, theirs = flags(c)
-    pararl, anchor = row.systems
-    return dataclasses.replace(row, systems=(
-        dataclasses.replace(pararl, flags=ours), dataclasses.replace(anchor, flags=theirs)
+    return dataclasses.replace(row, systems=tuple(
+        dataclasses.replace(s, flags={**s.flags, **(theirs if s.anchor else ours)})
+        for s in row.systems
     ))  # fmt: skip
 
 

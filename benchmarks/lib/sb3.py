@@ -104,6 +104,19 @@ MASKED_PPO: dict[str, Any] = {"n_steps": 128, "batch_size": 256, "n_epochs": 4,
                               "policy_kwargs": {"net_arch": [64, 64]}}  # fmt: skip
 # lr 2.5e-4 (CleanRL's Atari rate) left both systems at -200 after 300k steps
 MASKED_ENVS, MASKED_LR = 8, 1e-3
+# rl-baselines3-zoo hyperparams/ppo_lstm.yml, CartPoleNoVel-v1 (sb3-contrib's
+# RecurrentPPO, "Tuned"; 100k steps): 8 envs, VecNormalize of observations and rewards
+# (the zoo gives VecNormalize the algorithm's gamma), lr and clip linear from 1e-3 and
+# 0.2 to 0, and its MlpLstmPolicy's policy_kwargs: ortho_init=False, ReLU, an LSTM of
+# 64 for the actor and another for the critic (enable_critic_lstm), then 64 units
+# each (net_arch pi=[64], vf=[64]). SB3's defaults for the rest: vf_coef 0.5,
+# max_grad_norm 0.5, no value clipping, one LSTM layer.
+ZOO_LSTM: dict[str, Any] = {"n_steps": 32, "batch_size": 256, "gae_lambda": 0.8,
+                            "gamma": 0.98, "n_epochs": 20, "ent_coef": 0.0}  # fmt: skip
+ZOO_LSTM_POLICY: dict[str, Any] = {"ortho_init": False, "activation_fn": "ReLU",
+                                   "lstm_hidden_size": 64, "enable_critic_lstm": True,
+                                   "net_arch": {"pi": [64], "vf": [64]}}  # fmt: skip
+ZOO_LSTM_ENVS, ZOO_LSTM_LR, ZOO_LSTM_CLIP, ZOO_LSTM_STEPS = 8, 1e-3, 0.2, 100_000
 
 
 def mujoco_sac(learning_starts: int, net: list[int], env: str = "HalfCheetah-v5") -> dict[str, Any]:
@@ -155,6 +168,8 @@ class Anchor:
     normalize: bool = False  # VecNormalize over the training envs (the eval env frozen)
     model: str = ""  # "module:Class" of a model not in SB3 itself (sb3-contrib's)
     policy: str = "MlpPolicy"  # SB3's policy class by name (Dict observations: MultiInputPolicy)
+    masked: bool = False  # acts on the env's action masks (sb3-contrib's MaskablePPO)
+    norm_gamma: float = 0.99  # the discount VecNormalize scales rewards by
 
 
 def _zoo(algo: str, envs: Any, budget: int) -> dict[str, Any]:
@@ -175,6 +190,16 @@ def _minatar(algo: str, envs: Any, budget: int) -> dict[str, Any]:
 
 def _masked(algo: str, envs: Any, budget: int) -> dict[str, Any]:
     return {**MASKED_PPO, "learning_rate": functools.partial(linear, MASKED_LR)}
+
+
+def _recurrent(algo: str, envs: Any, budget: int) -> dict[str, Any]:
+    """The zoo's CartPoleNoVel-v1 RecurrentPPO settings (`ZOO_LSTM`), the activation as
+    torch's class, the schedules as picklable callables (the model is saved)."""
+    from torch import nn
+
+    lr, clip = (functools.partial(linear, v) for v in (ZOO_LSTM_LR, ZOO_LSTM_CLIP))
+    policy = {**ZOO_LSTM_POLICY, "activation_fn": getattr(nn, ZOO_LSTM_POLICY["activation_fn"])}
+    return {**ZOO_LSTM, "learning_rate": lr, "clip_range": clip, "policy_kwargs": policy}
 
 
 def env_mask(env: Any) -> Any:
@@ -220,17 +245,23 @@ ANCHORS: dict[str, Anchor] = {
     "zoo": Anchor("rl-baselines3-zoo's CartPole-v1 settings",
                   lambda a: 1 if a == "dqn" else ZOO_PPO_ENVS, lambda e, t: e, _zoo),
     "vecnormalize": Anchor("pararl's continuous PPO settings (CleanRL's), VecNormalize",
-                           lambda a: MUJOCO_ENVS, lambda e, t: e, _mujoco, normalize=True),
+                           lambda a: MUJOCO_ENVS, lambda e, t: e, _mujoco, normalize=True,
+                           norm_gamma=MUJOCO_PPO["gamma"]),
     "rl-zoo": Anchor("rl-zoo's MuJoCo settings, one env", lambda a: 1, lambda e, t: e, _mujoco),
     "minatar": Anchor("pararl's MinAtar settings and envs, the MinAtar paper's network",
                       lambda a: 1 if a == "dqn" else PPO_ENVS, _pararl_env, _minatar),
     "masked": Anchor("sb3-contrib's MaskablePPO, masks from the env's info, the masks row's "
                      "settings", lambda a: MASKED_ENVS, masked_env, _masked,
-                     model="sb3_contrib:MaskablePPO"),
+                     model="sb3_contrib:MaskablePPO", masked=True),
     "multi-input": Anchor("SB3's MultiInputPolicy (CombinedExtractor) on a Dict env, "
                           "rl-baselines3-zoo's CartPole-v1 settings",
                           lambda a: ZOO_PPO_ENVS, lambda e, t: e, _zoo,
                           policy="MultiInputPolicy"),
+    "recurrent": Anchor("sb3-contrib's RecurrentPPO (MlpLstmPolicy), rl-baselines3-zoo's "
+                        "CartPoleNoVel-v1 settings, VecNormalize",
+                        lambda a: ZOO_LSTM_ENVS, _pararl_env, _recurrent, normalize=True,
+                        model="sb3_contrib:RecurrentPPO", policy="MlpLstmPolicy",
+                        norm_gamma=ZOO_LSTM["gamma"]),
 }  # fmt: skip
 MODELS = {"dqn": "DQN", "ppo": "PPO", "sac": "SAC", "td3": "TD3"}
 
@@ -252,10 +283,12 @@ def make_envs(anchor: Anchor, algo: str, env: str, seed: int) -> tuple[Any, Any]
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import VecNormalize
 
+    import pararl.envs  # noqa: F401 - registers pararl's own ids (`pararl/...`)
+
     envs = make_vec_env(anchor.make(env, True), n_envs=anchor.n_envs(algo), seed=seed)
     evals = make_vec_env(anchor.make(env, False), n_envs=1, seed=seed + 10_000)
     if anchor.normalize:
-        envs = VecNormalize(envs, gamma=MUJOCO_PPO["gamma"])
+        envs = VecNormalize(envs, gamma=anchor.norm_gamma)
         evals = VecNormalize(evals, training=False, norm_reward=False)
     return envs, evals
 
@@ -346,7 +379,7 @@ def learn(algo: str, args: argparse.Namespace) -> dict[str, Any]:
     if args.eval_every > 0:
         every = max(args.eval_every // envs.num_envs, 1)  # SB3 counts calls of n_envs steps
         evaluate = timed_evaluation(eval_env, args.eval_episodes, every, clock, points,
-                                    args.target, masked=bool(anchor.model))  # fmt: skip
+                                    args.target, masked=anchor.masked)  # fmt: skip
         evaluate.n_calls = model.num_timesteps // envs.num_envs  # the schedule goes on
         callbacks.insert(0, evaluate)
     from_steps = int(model.num_timesteps)
@@ -391,7 +424,7 @@ def verify(algo: str, args: argparse.Namespace) -> dict[str, Any]:
 
     anchor = ANCHORS[args.anchor]
     evaluate: Any = evaluate_policy
-    if anchor.model:  # sb3-contrib's, which acts on the env's masks
+    if anchor.masked:  # sb3-contrib's, which acts on the env's masks
         from sb3_contrib.common.maskable.evaluation import evaluate_policy as masked
 
         evaluate = masked

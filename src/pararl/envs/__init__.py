@@ -34,6 +34,15 @@ _register(
     max_episode_steps=16,
     kwargs={"tuple_obs": True},
 )
+# Tasks that need memory (`envs.memory`): CartPole-v1 with its velocities hidden (its
+# time limit and reward threshold), and naming the symbol shown a step before
+_register(
+    "pararl/StatelessCartPole-v0",
+    "pararl.envs.memory:StatelessCartPole",
+    max_episode_steps=500,
+    reward_threshold=475.0,
+)
+_register("pararl/RepeatPrevious-v0", "pararl.envs.memory:RepeatPrevious")
 # Meta-RL task envs (sample_tasks / reset_task); episode lengths as in MAML's experiments.
 _register("pararl/HalfCheetahDir-v0", "pararl.envs.meta:HalfCheetahDir", max_episode_steps=200)
 _register("pararl/HalfCheetahVel-v0", "pararl.envs.meta:HalfCheetahVel", max_episode_steps=200)
