@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from pararl.models import ActorCritic
 from pararl.models.acting import Draws
+from pararl.models.normalize import NormSettings
 from pararl.models.recurrent import CoreSettings, Pieces, RecurrentCore, Sequences
 
 REPLAYS = ("padded", "packed", "loop")
@@ -128,6 +129,18 @@ def test_a_recurrent_model_carries_its_state_through_the_acting_call() -> None:
     # an episode start forgets what came before
     restart = model.act(obs, again.state, first, "greedy", Draws())
     torch.testing.assert_close(restart.state, acted.state)
+
+
+def test_observations_are_normalised_before_the_core() -> None:
+    """The statistics are the observations' (4 floats), not the core's width."""
+    norm = NormSettings(obs=True, reward=False, clip_obs=10.0, clip_reward=10.0)
+    model = _actor_critic(CoreSettings("lstm", 6), norm=norm)
+    obs = np.random.default_rng(0).normal(5.0, 3.0, size=(64, 4)).astype(np.float32)
+    model.update_norm(obs, np.zeros(64))
+    acted = model.act(obs[:2], None, np.ones(2, bool), "greedy", Draws())
+    assert acted.state.shape == (2, 2, 6)
+    x = model._core_input(torch.as_tensor(obs))
+    assert abs(float(x.mean())) < 0.1  # normalised: about zero mean
 
 
 def test_a_feed_forward_model_has_no_state() -> None:

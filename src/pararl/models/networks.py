@@ -247,7 +247,7 @@ class ActorCritic(FeedForward, nn.Module):
         if self.image and norm.obs:
             raise ValueError("image trunks take raw observations: no observation normalisation")
         self.encoder = encoder
-        normalized = encoder.normalized if encoder is not None else obs_dim
+        normalized = encoder.normalized if encoder is not None else self.obs_dim
         self.norm = Normalizer(0 if self.image else normalized, norm)
         if trunk is not None:
             self.body: nn.Module = trunk
