@@ -1,6 +1,7 @@
 """Does it learn at all? Every DQN mode and every PPO mode, on CartPole-v1 from a
 fixed seed, must reach a greedy return far above a random policy's (~22) within a
-small step budget; SAC must balance Pendulum. A learner that does not learn (no
+small step budget; SAC must balance Pendulum; a recurrent PPO must learn a task that
+needs memory, which the same PPO without memory cannot. A learner that does not learn (no
 optimizer step, targets never updated, weights never published to the actors)
 fails these."""
 
@@ -44,6 +45,20 @@ def test_ppo_learns(mode: str, tmp_path: Path) -> None:
     session = train(config)
     assert session is not None
     assert session.best_eval >= SOLVED, f"PPO {mode}: best greedy return {session.best_eval}"
+
+
+def test_only_a_recurrent_ppo_learns_a_task_that_needs_memory(tmp_path: Path) -> None:
+    """RepeatPrevious: name the symbol shown one step before (most 1.0; a policy that
+    sees only the present gets 0.0 in expectation, `envs.memory`). The LSTM policy
+    learns it; the same PPO without one stays at chance."""
+    common = dict(
+        COMMON, env="pararl/RepeatPrevious-v0", total_steps=6_144, eval_every=2_048,
+        eval_episodes=10, target_return=0.95, mode="serial",
+    )  # fmt: skip
+    lstm = train(PPOConfig(recurrent="lstm", run_dir=tmp_path / "lstm", **common))  # type: ignore[arg-type]
+    flat = train(PPOConfig(run_dir=tmp_path / "mlp", **common))  # type: ignore[arg-type]
+    assert lstm.best_eval >= 0.95, f"LSTM: best greedy return {lstm.best_eval}"
+    assert flat.best_eval <= 0.5, f"MLP: best greedy return {flat.best_eval}"
 
 
 @pytest.mark.slow

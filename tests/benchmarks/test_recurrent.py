@@ -1,7 +1,7 @@
 """`python -m benchmarks recurrent`: pararl's flags are the zoo's RecurrentPPO settings
 and parse as `pararl train ppo` reads them; the anchor builds the zoo's MlpLstmPolicy;
-each env runs at its own budget; the quick path end to end for RecurrentPPO and
-pararl's feed-forward PPO (a tiny budget), one row of the comparison harness."""
+each env runs at its own budget; the quick path end to end for every system (a tiny
+budget), one row of the comparison harness."""
 
 from __future__ import annotations
 
@@ -69,6 +69,11 @@ def test_pararls_flags_parse_and_the_lstm_adds_only_its_own(tmp_path: Path) -> N
     config = tyro.cli(PPOConfig, args=ff[5:])
     without = tyro.cli(PPOConfig, args=lstm[5:at] + lstm[at + 6 :])
     assert dataclasses.replace(without, run_dir=config.run_dir) == config
+    with_core = tyro.cli(PPOConfig, args=lstm[5:])
+    assert (with_core.recurrent, with_core.recurrent_size, with_core.recurrent_layers) == (
+        "lstm", 64, 1,
+    )  # fmt: skip
+    with_core.validate()
     assert (config.num_envs, config.num_steps, config.minibatch_size) == (8, 32, 256)
     assert (config.update_epochs, config.lr, config.clip_coef) == (20, 1e-3, 0.2)
     assert (config.anneal_lr, config.anneal_clip) == (True, True)
@@ -149,12 +154,10 @@ def test_the_anchors_threads_go_to_it_alone(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_quick_runs_the_anchor_and_the_feed_forward_system(
-    bench: Callable[..., dict[str, Any]], tmp_path: Path
-) -> None:
-    data = bench("recurrent", "--quick", "--systems", "sb3", "pararl-ff")
+def test_quick_runs_every_system(bench: Callable[..., dict[str, Any]], tmp_path: Path) -> None:
+    data = bench("recurrent", "--quick")
     runs = data["results"]["runs"]
-    assert [r["system"] for r in runs] == ["sb3", "pararl-ff"]
+    assert [r["system"] for r in runs] == ["pararl-lstm", "sb3", "pararl-ff"]
     for run in runs:
         assert run["ok"], run["note"]
         assert run["env"] == recurrent.MEMORY
@@ -165,3 +168,4 @@ def test_quick_runs_the_anchor_and_the_feed_forward_system(
         assert all(-1.0 <= p["eval_return"] <= 1.0 for p in run["curve"])
     assert (tmp_path / "bench_recurrent.png").read_bytes().startswith(PNG)
     assert "RepeatPrevious pararl PPO (feed-forward): final" in data["key_ratios"]
+    assert "RepeatPrevious pararl PPO (LSTM): final" in data["key_ratios"]
