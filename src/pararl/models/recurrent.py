@@ -63,17 +63,17 @@ class RecurrentCore(nn.Module):
     """An LSTM or GRU over features of `in_features` floats per step (see the module
     docstring for the state's layout and the two ways to replay a sequence)."""
 
-    def __init__(self, in_features: int, settings: CoreSettings, replay: Replay = "padded"):
+    def __init__(self, in_features: int, spec: CoreSettings, replay: Replay = "padded"):
         super().__init__()
-        if settings.kind not in CORE_KINDS:
-            raise ValueError(f"unknown core {settings.kind!r}; one of {', '.join(CORE_KINDS)}")
-        if settings.size < 1 or settings.layers < 1:
+        if spec.kind not in CORE_KINDS:
+            raise ValueError(f"unknown core {spec.kind!r}; one of {', '.join(CORE_KINDS)}")
+        if spec.size < 1 or spec.layers < 1:
             raise ValueError("a recurrent core needs a size and layers of at least 1")
-        self.settings, self.replay = settings, replay
-        self.lstm = settings.kind == "lstm"
+        self.spec, self.replay = spec, replay
+        self.lstm = spec.kind == "lstm"
         rnn = nn.LSTM if self.lstm else nn.GRU
-        self.rnn = rnn(in_features, settings.size, settings.layers)
-        self.features = settings.size
+        self.rnn = rnn(in_features, spec.size, spec.layers)
+        self.features = spec.size
         for name, param in self.rnn.named_parameters():  # as CleanRL's and SB3's cores
             if name.startswith("weight"):
                 nn.init.orthogonal_(param, 1.0)
@@ -83,7 +83,7 @@ class RecurrentCore(nn.Module):
     @property
     def rows(self) -> int:
         """S: the state's rows per env (layers, twice over for an LSTM's cells)."""
-        return self.settings.layers * (2 if self.lstm else 1)
+        return self.spec.layers * (2 if self.lstm else 1)
 
     def initial_state(self, batch: int, device: torch.device | None = None) -> torch.Tensor:
         """The state of `batch` envs at their episodes' starts: zeros `[B, S, H]`."""
@@ -153,7 +153,7 @@ class RecurrentCore(nn.Module):
 
     def _unpack(self, state: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """`[B, S, H]` -> what nn.LSTM / nn.GRU take (`[layers, B, H]`, or a pair)."""
-        layers = self.settings.layers
+        layers = self.spec.layers
         major = state.transpose(0, 1)
         if self.lstm:
             return major[:layers].contiguous(), major[layers:].contiguous()
