@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-EXTRAS ?= dev,bench,video,ray,atari,minatar
+EXTRAS ?= dev,bench,video,ray,atari,minatar,popgym
 # A package index for torch alone, e.g. PyTorch's CPU one (PyPI's Linux wheel is the
 # CUDA build): make venv TORCH_INDEX=https://download.pytorch.org/whl/cpu
 TORCH_INDEX ?=
