@@ -8,8 +8,10 @@ The settings are rl-baselines3-zoo's for RecurrentPPO on CartPoleNoVel-v1
 (`pararl.envs.memory`): `pararl/StatelessCartPole-v0`, CartPole-v1 with its
 velocities hidden (the zoo's CartPoleNoVel-v1 shows them as zeros; here they are left
 out), at the zoo's 100k steps; and `pararl/RepeatPrevious-v0`, naming the symbol of
-one step before (most 1.0; without memory 0.0 at best), at a budget of its own. The
-feed-forward system, the same PPO without memory, shows what the memory is worth.
+one step before (most 1.0; without memory 0.0 at best), at a budget of its own; and
+two of POPGym's tasks (Morad et al. 2023; the `popgym` extra), RepeatPreviousEasy and
+PositionOnlyCartPoleEasy, at 100k steps. The feed-forward system, the same PPO
+without memory, shows what the memory is worth.
 """
 
 from __future__ import annotations
@@ -22,7 +24,10 @@ from benchmarks.lib.compare import Comparison, System
 
 CARTPOLE = "pararl/StatelessCartPole-v0"
 MEMORY = "pararl/RepeatPrevious-v0"
-ENVS = (CARTPOLE, MEMORY)
+# POPGym's (the `popgym` extra): name the card 4 back (4 suits, 51-step episodes, most
+# 1.0, random about -0.5); CartPole showing positions only (200 steps, most 1.0)
+POPGYM = ("popgym:popgym-RepeatPreviousEasy-v0", "popgym:popgym-PositionOnlyCartPoleEasy-v0")
+ENVS = (CARTPOLE, MEMORY, *POPGYM)
 MEMORY_BUDGET = 20_000  # RecurrentPPO with these settings evaluated at 1.0 from 2.5k steps on
 
 
@@ -55,7 +60,7 @@ ROW = Comparison(
         System("sb3", "RecurrentPPO", "ppo", anchor="recurrent"),
         System("pararl-ff", "pararl PPO (feed-forward)", "ppo", flags=pararl_flags(False)),
     ),
-    runs=tuple(f"{env}:{seed}" for seed in range(3) for env in ENVS),
+    runs=tuple(f"{env}:{seed}" for seed in range(3) for env in ENVS),  # POPGym needs its extra
     budget=sb3.ZOO_LSTM_STEPS,
     budgets={MEMORY: MEMORY_BUDGET},
     eval_every=5_000,
@@ -87,21 +92,26 @@ ROW = Comparison(
         "(a 64-unit MLP each for actor and critic), which sees only the present. "
         "StatelessCartPole: CartPole-v1 without its velocities (most 500); "
         "RepeatPrevious: name the symbol of one step before, two symbols, 16-step "
-        "episodes (most 1.0, without memory 0.0). pararl: `pararl train ppo` in its "
+        "episodes (most 1.0, without memory 0.0); POPGym's (Morad et al. 2023) "
+        "RepeatPreviousEasy (name the card of 4 steps before, a Discrete value: "
+        "observations one-hot, not normalised, by both) and PositionOnlyCartPoleEasy "
+        "(most 1.0 each), at the zoo's 100k steps. pararl: `pararl train ppo` in its "
         "--mode auto; RecurrentPPO: 8 envs in one process."
     ),
     lines={
         "StatelessCartPole": (500.0, "the most (500 steps)"),
         "RepeatPrevious": (0.0, "the most without memory"),
+        "RepeatPreviousEasy": (1.0, "the most"),
+        "PositionOnlyCartPoleEasy": (1.0, "the most"),
     },
 )
 
 
 @dataclass(frozen=True)
 class Config(compare.Options, h.Options):
-    """Recurrent PPO on StatelessCartPole (100k steps) and RepeatPrevious (20k), 3 seeds
-    each, against sb3-contrib's RecurrentPPO and pararl's feed-forward PPO. --quick:
-    RepeatPrevious, one seed, 2,048 steps, nothing kept."""
+    """Recurrent PPO on StatelessCartPole (100k steps), RepeatPrevious (20k) and two
+    POPGym tasks (100k), 3 seeds each, against sb3-contrib's RecurrentPPO and pararl's
+    feed-forward PPO. --quick: RepeatPrevious, one seed, 2,048 steps, nothing kept."""
 
     sb3_threads: int = 0
     """Torch threads of the RecurrentPPO process (0: torch's default, one per core)."""

@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import json
 import math
+import re
 import statistics
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -466,8 +467,12 @@ def lines(row: Comparison, runs: Sequence[Run], last: int) -> list[Line]:
 
 
 def family(env: str) -> str:
-    """`MinAtar/Breakout-v1` -> `Breakout`; `module:TaxiOneHot-v0` -> `TaxiOneHot`."""
-    return env.split(":")[-1].split("/")[-1].split("-")[0]
+    """`MinAtar/Breakout-v1` -> `Breakout`; `module:TaxiOneHot-v0` -> `TaxiOneHot`;
+    `popgym:popgym-RepeatPreviousEasy-v0` -> `RepeatPreviousEasy` (the name's last part
+    before its version)."""
+    parts = env.split(":")[-1].split("/")[-1].split("-")
+    named = [p for p in parts if not re.fullmatch(r"v\d+", p)] or parts
+    return named[-1]
 
 
 def whole(v: float | None) -> str:

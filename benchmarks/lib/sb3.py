@@ -280,6 +280,7 @@ def model_class(algo: str, anchor: Anchor | None = None) -> Any:
 
 def make_envs(anchor: Anchor, algo: str, env: str, seed: int) -> tuple[Any, Any]:
     """The training envs and the evaluation env of `anchor`."""
+    import gymnasium as gym
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import VecNormalize
 
@@ -288,8 +289,11 @@ def make_envs(anchor: Anchor, algo: str, env: str, seed: int) -> tuple[Any, Any]
     envs = make_vec_env(anchor.make(env, True), n_envs=anchor.n_envs(algo), seed=seed)
     evals = make_vec_env(anchor.make(env, False), n_envs=1, seed=seed + 10_000)
     if anchor.normalize:
-        envs = VecNormalize(envs, gamma=anchor.norm_gamma)
-        evals = VecNormalize(evals, training=False, norm_reward=False)
+        # VecNormalize normalises Box observations only; others (POPGym's cards, a
+        # Discrete value) keep theirs, as pararl's --norm-obs leaves what is not a vector
+        boxed = isinstance(envs.observation_space, gym.spaces.Box)
+        envs = VecNormalize(envs, norm_obs=boxed, gamma=anchor.norm_gamma)
+        evals = VecNormalize(evals, norm_obs=boxed, training=False, norm_reward=False)
     return envs, evals
 
 

@@ -95,7 +95,8 @@ def test_each_env_runs_at_its_own_budget(tmp_path: Path) -> None:
                 assert int(mine[mine.index("--total-steps") + 1]) == out[env]
         return out
 
-    assert budgets() == {recurrent.CARTPOLE: 100_000, recurrent.MEMORY: 20_000}
+    popgym = dict.fromkeys(recurrent.POPGYM, 100_000)
+    assert budgets() == {recurrent.CARTPOLE: 100_000, recurrent.MEMORY: 20_000, **popgym}
     assert set(budgets(budget=5_000).values()) == {5_000}
     assert set(budgets(quick=True).values()) == {2_048}
     c = recurrent.resolve(recurrent.Config())
