@@ -4,12 +4,12 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-EXTRAS ?= dev,bench,video,ray,atari,minatar,popgym
+EXTRAS ?= dev,docs,bench,video,ray,atari,minatar,popgym
 # A package index for torch alone, e.g. PyTorch's CPU one (PyPI's Linux wheel is the
 # CUDA build): make venv TORCH_INDEX=https://download.pytorch.org/whl/cpu
 TORCH_INDEX ?=
 
-.PHONY: venv test lint typecheck check bench bench-quick train gpu-check clean
+.PHONY: venv test lint typecheck docs docs-serve check bench bench-quick train gpu-check clean
 
 venv: $(STAMP)
 
@@ -25,12 +25,21 @@ test: venv
 	$(BIN)/python -m pytest -q
 
 lint: venv
-	$(BIN)/ruff check src tests benchmarks compat
-	$(BIN)/ruff format --check src tests benchmarks compat
+	$(BIN)/ruff check src tests benchmarks compat docs/hooks.py
+	$(BIN)/ruff format --check src tests benchmarks compat docs/hooks.py
 	$(BIN)/lint-imports
 
 typecheck: venv
 	$(BIN)/mypy
+
+# the documentation site (mkdocs.yml, docs/) into site/; --strict: a broken link, anchor
+# or API reference fails the build
+docs: venv
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+# the same site served at http://127.0.0.1:8000, rebuilt on every change
+docs-serve: venv
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
 
 check: lint typecheck test
 
@@ -59,4 +68,4 @@ gpu-check: $(if $(GPU_PYTHON),,venv)
 	$(GPY) -m benchmarks pixels --parts pong --pong-systems pararl-ppo pararl-ppo-async sb3-ppo pararl-dqn sb3-dqn --slice-s 20 --update-benchmarks True --section pong_cuda
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site

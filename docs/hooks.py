@@ -1,0 +1,135 @@
+"""MkDocs hooks (mkdocs.yml `hooks:`): the site shows the repository's own Markdown
+files where they live, instead of copies.
+
+A page includes a file, or one section of it, with a line of its own:
+
+    <!-- include: ARCHITECTURE.md -->
+    <!-- include: BENCHMARKS.md#headline -->
+
+`#slug` takes the section under the heading with that anchor (GitHub's, which the
+site's `toc` slugify makes too), up to the next heading of its level or above, without
+the heading itself. The page that includes a whole file publishes it: links in any
+included text are rewritten from the repository's layout to the site's, so
+`[RESULTS.md](RESULTS.md)` in BENCHMARKS.md goes to the page that includes RESULTS.md,
+`(#a-section)` in the headline to that section of the BENCHMARKS.md page, and
+`figures/*.png` to the copies this hook adds to the site. A link to a repository
+file that no page publishes is a warning, which `mkdocs build --strict` fails on.
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+import re
+from pathlib import Path
+
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.structure.files import File, Files
+from mkdocs.structure.pages import Page
+
+log = logging.getLogger("mkdocs.hooks.include")
+
+ROOT = Path(__file__).resolve().parents[1]  # the repository
+INCLUDE = re.compile(r"^<!-- include: (?P<path>[^#\s]+)(?:#(?P<section>\S+))? -->$", re.M)
+FIGURES = "figures"  # the repository's figures, copied to the site at the same path
+FENCE = re.compile(r"^(```|~~~)")
+# a Markdown link or image whose target is relative: [text](target) or ![alt](target)
+LINK = re.compile(r"(?P<head>!?\[[^\]\n]*\])\((?P<target>[^)\s]+)\)")
+HEADING = re.compile(r"^(?P<level>#{1,6}) (?P<title>.+?)\s*#*$")
+
+# repository path -> the docs path of the page that publishes it (set by on_files)
+published: dict[str, str] = {}
+
+
+def on_files(files: Files, config: MkDocsConfig) -> Files:
+    """Note which page publishes which repository file; copy the figures."""
+    published.clear()
+    for file in files.documentation_pages():
+        text = Path(file.abs_src_path or "").read_text(encoding="utf-8")
+        for match in INCLUDE.finditer(text):
+            if match["section"] is None:
+                if match["path"] in published:
+                    log.warning("%s is included whole by two pages", match["path"])
+                published[match["path"]] = file.src_uri
+    for figure in sorted((ROOT / FIGURES).glob("*.png")):
+        uri = f"{FIGURES}/{figure.name}"
+        files.append(File.generated(config, uri, abs_src_path=str(figure)))
+        published[uri] = uri
+    return files
+
+
+def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
+    """Replace each include line by the text it names, its links rewritten."""
+
+    def expand(match: re.Match[str]) -> str:
+        path, section = match["path"], match["section"]
+        source = ROOT / path
+        if not source.is_file():
+            log.warning("%s: include of %s: no such file", page.file.src_uri, path)
+            return match[0]
+        text = source.read_text(encoding="utf-8")
+        if section is not None:
+            found = _section(text, section)
+            if found is None:
+                log.warning("%s: %s has no section #%s", page.file.src_uri, path, section)
+                return match[0]
+            text = found
+        return _rewrite_links(text, path, page.file.src_uri)
+
+    return INCLUDE.sub(expand, markdown)
+
+
+def _slug(title: str) -> str:
+    """GitHub's anchor for a heading (as pymdownx.slugs.slugify(case="lower") makes)."""
+    text = re.sub(r"`|\*\*|<[^>]+>", "", title).lower()
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def _section(text: str, slug: str) -> str | None:
+    """The body of the section under the heading whose anchor is `slug`."""
+    lines, start, level = text.splitlines(keepends=True), None, 0
+    in_code = False
+    for i, line in enumerate(lines):
+        if FENCE.match(line):
+            in_code = not in_code
+        heading = None if in_code else HEADING.match(line)
+        if heading is None:
+            continue
+        if start is None:
+            if _slug(heading["title"]) == slug:
+                start, level = i + 1, len(heading["level"])
+        elif len(heading["level"]) <= level:
+            return "".join(lines[start:i])
+    return None if start is None else "".join(lines[start:])
+
+
+def _rewrite_links(text: str, source: str, page_uri: str) -> str:
+    """Links of `source` (a repository path), made to work from the page `page_uri`;
+    fenced code is left as it is."""
+    out, in_code = [], False
+    for line in text.splitlines(keepends=True):
+        if FENCE.match(line):
+            in_code = not in_code
+        if not in_code:
+            line = LINK.sub(lambda m: _link(m, source, page_uri), line)
+        out.append(line)
+    return "".join(out)
+
+
+def _link(match: re.Match[str], source: str, page_uri: str) -> str:
+    target = match["target"]
+    if re.match(r"^[a-z][a-z0-9+.-]*:|^/", target):  # a URL, or absolute
+        return match[0]
+    path, _, anchor = target.partition("#")
+    repo_path = source  # an anchor alone: a section of the included file
+    if path:
+        repo_path = posixpath.normpath(posixpath.join(posixpath.dirname(source), path))
+    uri = published.get(repo_path)
+    if uri is None:
+        log.warning(
+            "%s: the link %s in %s goes to %s, which no page of the site publishes",
+            page_uri, target, source, repo_path,
+        )  # fmt: skip
+        return match[0]
+    relative = "" if uri == page_uri else posixpath.relpath(uri, posixpath.dirname(page_uri) or ".")
+    return f"{match['head']}({relative}{'#' + anchor if anchor else ''})"
