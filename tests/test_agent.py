@@ -4,7 +4,6 @@ PPO's normalisation statistics applied, images, MAML adapted to a task; and
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -201,13 +200,3 @@ def test_evaluate_acts_as_the_runs_evaluations_did_or_as_asked(
     assert greedy != sampled
     assert main(["evaluate", str(runs["pendulum"]), "--episodes", "2", "--actions", "sampled"]) == 0
     assert "actions sampled" in capsys.readouterr().out
-
-
-def test_the_readme_snippet_runs(runs: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
-    block = readme.split("## Using a trained agent", 1)[1].split("```python\n", 1)[1]
-    code = block.split("```", 1)[0]
-    placeholder = re.search(r'"(runs/dqn-CartPole-v1-[^"]+)"', code)
-    assert placeholder is not None, "the snippet names a run directory to replace"
-    exec(compile(code.replace(placeholder[1], str(runs["dqn"])), "README.md", "exec"), {})
-    assert "mean return" in capsys.readouterr().out
