@@ -24,7 +24,8 @@ cores, more than a tiny run takes), with the Python blocks sharing one namespace
 - A bash block holds `pararl` commands only, one a line (`#` comments and `\\`
   continuations as the shell reads them). Each runs in this process through
   `pararl.cli.main`, the program's own entry point (as tests/conftest.py's `pararl`
-  fixture), and must exit with 0; `--progress none` is appended to `pararl train`.
+  fixture), and must exit with 0; `--progress none` is appended to `pararl train`,
+  and a new run must have trained to its end (its `final` checkpoint).
 - Budgets shrink (in the test: the library has no hook for it): `--total-steps N` and
   `total_steps=N` become `SMALL`, and a `pararl train` line or a `*Config(` call that
   gives none gets `SMALL`, and `EPISODES` per evaluation unless it gives its own; a
@@ -147,6 +148,10 @@ def run_bash(example: Example) -> None:
             code = int(exc.code or 0)
         assert code == 0, f"{_where(example)}: `pararl {shlex.join(args)}`: {code}"
         runs.made(before)
+        if args[0] == "train" and "--help" not in args and "--resume" not in args:
+            made = _runs() - before  # a new run, trained to its budget
+            assert len(made) == 1, f"{_where(example)}: `pararl {shlex.join(args)}` made {made}"
+            assert (made.pop() / "checkpoints" / "final.pt").is_file()
 
 
 def _shrink_python(source: str) -> str:

@@ -2,9 +2,9 @@
 directory, a constructor without `render_mode` and with arguments of its own. It
 trains through the console script, evaluates and resumes from elsewhere (its
 metrics.csv and eval.csv in env-step order throughout), and the Python API builds it
-without Gymnasium's override warning. The README's "Your own env" section runs: each
-of its `pararl train` commands (one per space, and a masked env) and its factory
-snippet, each on a smaller budget."""
+without Gymnasium's override warning. The "Your own env" guide shows a command for
+each space, a masked env and a factory (tests/test_docs.py runs them, and README's
+copies)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import csv
 import json
 import os
 import re
-import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -152,46 +151,14 @@ def test_python_api_builds_it_with_kwargs_and_without_override_warnings(
         train(PPOConfig(env="Corridor-v0", env_kwargs={"length": object()}))
 
 
-def own_env_section() -> str:
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
-    return readme.split("### Your own env", 1)[1].split("\n### ", 1)[0]
+def own_env_guide() -> str:
+    return (Path(__file__).parents[1] / "docs" / "guides" / "your-own-env.md").read_text()
 
 
-def readme_commands() -> list[str]:
-    """The section's `pararl train` commands on envs that exist (not `myenv:`'s)."""
-    blocks = re.findall(r"```bash\n(.*?)```", own_env_section(), re.DOTALL)
-    lines = [line.split("  #")[0].strip() for block in blocks for line in block.splitlines()]
-    return [line for line in lines if line.startswith("pararl train") and "myenv:" not in line]
-
-
-def test_the_readme_shows_each_space_a_masked_env_and_a_factory() -> None:
-    commands = " ".join(readme_commands())
+def test_the_guide_shows_each_space_a_masked_env_and_a_factory() -> None:
+    blocks = re.findall(r"```bash\n(.*?)```", own_env_guide(), re.DOTALL)
+    commands = " ".join(line for block in blocks for line in block.splitlines())
     for shown in ("FrozenLake-v1", "DictCue", "TupleCue", "MultiDiscreteTarget",
                   "MultiBinaryTarget", "MaskedChoice"):  # fmt: skip
         assert shown in commands, shown
-    assert "env=make_env" in own_env_section()
-
-
-@pytest.mark.parametrize("command", readme_commands())
-def test_the_readme_commands_run(command: str, tmp_path: Path, pararl: Any) -> None:
-    """Each as written, on 512 steps (its own budget is for learning, which other
-    tests check) and without the extras a reader's run has."""
-    args = shlex.split(command)[1:]
-    args[args.index("--total-steps") + 1] = "512"
-    quiet = ["--eval-every", "512", "--eval-episodes", "1", "--eval-in", "inline",
-             "--progress", "none", "--no-tensorboard"]  # fmt: skip
-    done = pararl(*args, *quiet, "--run-dir", str(tmp_path / "run"))
-    assert done.returncode == 0, done.stderr
-    assert load(tmp_path / "run", "final").env_steps >= 512
-
-
-def test_the_readme_factory_snippet_runs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    block = own_env_section().split("**Envs from Python.**", 1)[1]
-    code = block.split("```python\n", 1)[1].split("```", 1)[0]
-    assert "total_steps=10_000" in code
-    monkeypatch.chdir(tmp_path)  # its run goes under ./runs
-    exec(compile(code.replace("total_steps=10_000", "total_steps=1_024"), "README.md", "exec"), {})
-    printed = capsys.readouterr().out.strip().splitlines()
-    assert printed[-1] in ("0", "1")  # CartPole's action for the first observation
+    assert "env=make_env" in own_env_guide()
