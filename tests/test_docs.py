@@ -1,6 +1,6 @@
 """The ```bash and ```python blocks of README.md and of the documentation site's pages
-(docs/**/*.md) run, page by page in the page's order, as a reader would run them, on
-tiny budgets.
+(docs/**/*.md, and the files they include) run, page by page in the page's order, as a
+reader would run them, on tiny budgets.
 
 The convention: every bash and Python block runs, unless an HTML comment right before
 it says why not, in sybil's skip directive (invisible on GitHub and on the site):
@@ -62,9 +62,17 @@ from sybil.parsers.markdown import CodeBlockParser, SkipParser
 from pararl.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
+DOCS = sorted((ROOT / "docs").rglob("*.md"))
+INCLUDED = sorted(  # the repository's files the site includes (docs/hooks.py)
+    {
+        ROOT / m
+        for page in DOCS
+        for m in re.findall(r"^<!-- include: ([^#\s]+)", page.read_text(), re.M)
+    }
+)
 PAGES = [  # those with a fenced block
     page
-    for page in (ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")))
+    for page in (ROOT / "README.md", *DOCS, *INCLUDED)
     if re.search(r"^ *(```|~~~)", page.read_text(encoding="utf-8"), re.M)
 ]
 SMALL = 256  # env steps: a PPO rollout or two, a few hundred DQN/SAC steps
