@@ -57,3 +57,23 @@ def test_evaluate_records_a_gif(run_dir: Path, tmp_path: Path) -> None:
     assert main(["evaluate", str(run_dir), "--episodes", "1", "--video", str(video)]) == 0
     assert video.stat().st_size > 1000
     assert video.read_bytes()[:3] == b"GIF"
+
+
+@pytest.mark.parametrize(("display", "expected"), [(None, "egl"), (":0", None)])
+def test_off_screen_frames_render_mujoco_through_egl_without_a_display(
+    monkeypatch: pytest.MonkeyPatch, display: str | None, expected: str | None
+) -> None:
+    """MuJoCo's default renderer (GLFW) needs a display: a video of a MuJoCo run on a
+    machine without one renders through EGL; with a display, MuJoCo chooses."""
+    import os
+
+    from pararl.playback import quiet_sdl
+
+    monkeypatch.delenv("MUJOCO_GL", raising=False)
+    if display is None:
+        monkeypatch.delenv("DISPLAY", raising=False)
+    else:
+        monkeypatch.setenv("DISPLAY", display)
+    quiet_sdl("rgb_array")
+    assert os.environ.get("MUJOCO_GL") == expected
+    monkeypatch.delenv("MUJOCO_GL", raising=False)

@@ -111,10 +111,13 @@ def check(cfg: EvaluateConfig) -> None:
 
 def quiet_sdl(render_mode: str) -> None:
     """No audio device, and no window for off-screen frames: pygame's SDL then
-    starts without complaining (e.g. about XDG_RUNTIME_DIR)."""
+    starts without complaining (e.g. about XDG_RUNTIME_DIR), and MuJoCo renders
+    through EGL where there is no display (its default, GLFW, needs one)."""
     os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
     if render_mode == "rgb_array":
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+        if not os.environ.get("DISPLAY"):  # MuJoCo's frames: rendered off-screen
+            os.environ.setdefault("MUJOCO_GL", "egl")
     if not os.environ.get("XDG_RUNTIME_DIR"):
         runtime = Path(tempfile.gettempdir()) / f"pararl-runtime-{os.getuid()}"
         runtime.mkdir(mode=0o700, exist_ok=True)
