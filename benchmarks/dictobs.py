@@ -49,14 +49,7 @@ ROW = Comparison(
     run_timeout_s=1_800.0,
     keep_dir="results/dictobs",
     kept=("sb3_threads",),
-    quick=dict(
-        runs=(f"{dict_cartpole.ENV}:0",),
-        budget=2_048,
-        eval_every=1_024,
-        eval_episodes=2,
-        final_evals=1,
-        run_timeout_s=300.0,
-    ),
+    quick=dict(runs=(f"{dict_cartpole.ENV}:0",), **compare.QUICK_RUN),
     notes=(
         "Both systems: PPO on 8 envs x 32 steps, 20 epochs of 256-sample minibatches, lr "
         "1e-3 and clip range 0.2 each annealed linearly to 0 over the budget, gamma 0.98, "

@@ -45,14 +45,7 @@ ROW = Comparison(
     run_timeout_s=3_600.0,
     keep_dir="results/masks",
     kept=("sb3_threads",),
-    quick=dict(
-        runs=(f"{taxi.ENV}:0",),
-        budget=2_048,
-        eval_every=1_024,
-        eval_episodes=2,
-        final_evals=1,
-        run_timeout_s=300.0,
-    ),
+    quick=dict(runs=(f"{taxi.ENV}:0",), **compare.QUICK_RUN),
     notes=(
         "Both systems: PPO on 8 envs x 128 steps (n_steps 128), 4 epochs of 256-sample "
         "minibatches, lr 1e-3 annealed linearly to 0, gamma 0.99, GAE lambda 0.95, clip "

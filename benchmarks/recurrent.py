@@ -68,14 +68,7 @@ ROW = Comparison(
     run_timeout_s=10_800.0,  # RecurrentPPO ran past an hour at 100k steps on 2 shared cores
     keep_dir="results/recurrent",
     kept=("sb3_threads",),
-    quick=dict(
-        runs=(f"{MEMORY}:0",),
-        budget=2_048,
-        eval_every=1_024,
-        eval_episodes=2,
-        final_evals=1,
-        run_timeout_s=300.0,
-    ),
+    quick=dict(runs=(f"{MEMORY}:0",), **compare.QUICK_RUN),
     notes=(
         "All three systems: PPO on 8 envs x 32 steps, 20 epochs of one 256-sample "
         "minibatch (the whole rollout), lr 1e-3 and clip range 0.2 each annealed "

@@ -44,6 +44,12 @@ class System:
     color: str | None = None
 
 
+# a row's --quick run: one ENV:SEED (the row gives it) at a budget of a few rollouts
+QUICK_RUN: dict[str, Any] = dict(
+    budget=2_048, eval_every=1_024, eval_episodes=2, final_evals=1, run_timeout_s=300.0
+)
+
+
 @dataclass(frozen=True)
 class Comparison:
     """A row: its systems, ENV:SEED runs, budget and evaluations, what it is held against."""
