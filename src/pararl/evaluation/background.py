@@ -60,6 +60,7 @@ class BackgroundEvaluator:
         self.timeout_s, self.max_steps = timeout_s, max_steps
         self._sent_at: float | None = None  # the request in flight: sent, or last heard of
         self.progress: Progress | None = None  # how far the evaluation in flight is
+        self._heard = False  # whether the child has answered yet (it is then past its imports)
         if child is None or not child.alive:
             if child is not None:
                 child.close(grace=0.0)
@@ -95,6 +96,7 @@ class BackgroundEvaluator:
         deadline = time.monotonic() + timeout
         while self._group.ready([0], max(0.0, deadline - time.monotonic())):
             answer = self._group.receive(0)
+            self._heard = True
             if not isinstance(answer, Progress):
                 self._sent_at = None
                 return answer
@@ -118,7 +120,14 @@ class BackgroundEvaluator:
         self, metrics_csv: Path, eval_csv: Path, out_png: Path, title: str, timeout: float = 60.0
     ) -> Path | None:
         """Draw the learning curve in the child (matplotlib is loaded there); the
-        PNG's path, or None if there was nothing to plot or no answer in time."""
+        PNG's path, or None if there was nothing to plot or no answer in time.
+
+        Also None, asking nothing, while the child has never answered: it may still be
+        starting (a run stopped before its first evaluation, Ctrl-C at once), and its
+        imports at its lower priority take many seconds while other processes keep
+        the cores busy; the caller draws the curve itself in about one."""
+        if not self._heard:
+            return None
         self._request(("plot", (metrics_csv, eval_csv, out_png, title)))
         answer: Path | None = self.wait(timeout)
         return answer

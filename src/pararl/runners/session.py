@@ -414,8 +414,8 @@ class TrainSession:
         )
 
     def _plot(self) -> None:
-        """The learning curve: drawn by the evaluation process when it is idle (it has
-        matplotlib loaded), else here."""
+        """The learning curve: drawn by the evaluation process when it is idle and up
+        (it has matplotlib loaded), else here."""
         args = (self.run.metrics, self.run.evaluations, self.run.curve, self.config.env_name)
         if isinstance(self.evaluator, BackgroundEvaluator) and not self.evaluator.busy:
             self.run.curve.unlink(missing_ok=True)  # only a curve drawn now counts
