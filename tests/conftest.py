@@ -10,6 +10,15 @@ from typing import Any
 
 import pytest
 
+# Torch's OpenMP threads wait for work by spinning. The suite runs a worker per core
+# (`-n auto`), so each worker's multi-threaded updates (MAML's outer step, a large
+# PPO update, the algorithm tests) run beside another busy process, where a thread
+# that spins at a barrier holds up its peers that the scheduler has given away: on 2
+# cores a 2-thread MAML meta-iteration ran 5-10x slower than on one thread. Waiting
+# threads sleep instead (set before torch loads; children inherit it). It changes no
+# thread count pararl chooses, only how idle threads wait.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 from pararl.cli import main
 
 # Tests send Ctrl-C (SIGINT) to processes they start. A shell that runs the suite as
