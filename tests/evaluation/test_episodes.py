@@ -15,6 +15,7 @@ import pytest
 
 import pararl.envs  # noqa: F401 - registers pararl/NeverEnds-v0
 from pararl.config import DQNConfig
+from pararl.envs.fake import NeverEndsEnv
 from pararl.envs.make import env_factory
 from pararl.evaluation import episodes
 from pararl.evaluation.background import BackgroundEvaluator
@@ -75,21 +76,30 @@ def test_a_long_evaluation_reports_progress(monkeypatch: pytest.MonkeyPatch) -> 
     assert seen[-1].text() == "0/2 episodes ended, 20 steps (at most 20)"
 
 
+class SlowNeverEnds(NeverEndsEnv):
+    """`pararl/NeverEnds-v0` whose steps take 1 ms of wall time asleep: the evaluation
+    process, which runs niced, takes as long with other processes busy on every core
+    as on idle ones (steps that burn 1 ms of CPU there took ten times as long)."""
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        time.sleep(0.001)
+        return super().step(action)
+
+
 def test_a_run_waiting_for_the_evaluation_process_says_how_far_it_is(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The run's budget is spent while the evaluation process plays episodes that
-    never end (steps of 1 ms: 2,500 take ~2.5 s): the run waits for them, saying how
-    far they are, and records them as cut at the cap."""
+    never end (steps of 1 ms: 2,500 take over 2.5 s, past the child's first progress
+    report at 2 s): the run waits for them, saying how far they are, and records them
+    as cut at the cap."""
     monkeypatch.setattr(episodes, "NOTE_EVERY_S", 0.0)  # every report the child sends
     cfg = DQNConfig(
-        env=NEVER_ENDS, env_kwargs={"cost_us": 1000.0}, eval_every=10, eval_max_steps=2_500,
+        env=NEVER_ENDS, eval_every=10, eval_max_steps=2_500,
         total_steps=10, checkpoint_every=10, progress="plain", tensorboard=False,
     )  # fmt: skip
     model_fn = functools.partial(QNetwork, 8, 2, (8,))
-    evaluator = BackgroundEvaluator(
-        env_factory(cfg.env, kwargs=cfg.env_kwargs), 1, 0, model_fn, max_steps=2_500
-    )
+    evaluator = BackgroundEvaluator(SlowNeverEnds, 1, 0, model_fn, max_steps=2_500)
     session = TrainSession(cfg, RunDir.new(tmp_path, "dqn", "x"), evaluator, None)
     model = model_fn()
     session.tick(10, 0, model, lambda: {"q": model.state_dict()})
