@@ -1,5 +1,6 @@
 """Suite-wide set-up, and the in-process `pararl` command fixture."""
 
+import contextlib
 import os
 import signal
 import sys
@@ -20,6 +21,18 @@ import pytest
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from pararl.cli import main
+
+# Each pytest-xdist worker in a session of its own. Linux's scheduler (with autogroup,
+# as desktop and most distribution kernels run) shares the CPU fairly between
+# sessions first, and weighs niceness only within one. The evaluation process a test
+# starts runs niced (`pararl.evaluation.child.NICENESS`), to give way to its own
+# training run; in the workers' shared session it gave way to the other worker's test
+# instead, and a test waiting for it waited ten times as long as on a machine where
+# the run is alone (its first evaluation alone: 10-20 s). Ctrl-C in the terminal still
+# stops the suite: the workers go with their controller.
+if "PYTEST_XDIST_WORKER" in os.environ and hasattr(os, "setsid"):
+    with contextlib.suppress(OSError):  # already a session leader
+        os.setsid()
 
 # Tests send Ctrl-C (SIGINT) to processes they start. A shell that runs the suite as
 # a background job starts it with SIGINT ignored; children inherit that, and Python
