@@ -89,8 +89,11 @@ def test_quick_runs_write_the_page_and_are_not_run_twice(
 
 
 @pytest.mark.slow
-def test_a_stopped_run_is_resumed_where_it_stopped(tmp_path: Path) -> None:
+def test_a_stopped_run_is_resumed_where_it_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytest.importorskip("minatar")
+    monkeypatch.setattr(training, "POLL_S", 0.1)  # each piece stopped soon after its condition
     entry = dataclasses.replace(
         results.ENTRIES[0],
         quick={"total_steps": 10**7, "eval_every": 2_048, "eval_episodes": 1,
