@@ -51,9 +51,12 @@ XDIST_GROUPS = (
     "tests/samplers/ray/",
     "tests/runners/test_maml.py",
     "tests/runners/test_modes_agree.py",
+    "tests/runners/test_sac.py",
+    "tests/runners/test_td3.py",
     "tests/test_agent.py",
     "tests/test_checkpoint.py",
     "tests/test_env_factories.py",
+    "tests/test_first_hour.py",
     "tests/test_playback.py",
 )
 

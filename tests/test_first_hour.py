@@ -8,6 +8,7 @@ import csv
 import importlib.util
 import io
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,6 +20,7 @@ import pytest
 import torch
 
 from pararl import checkpoint
+from pararl.cli import main
 from pararl.logging.console import Console
 from pararl.mp.topology import physical_cores
 from tests.procs import alive_after, interrupt_training, new_shm_entries, shm_entries
@@ -28,6 +30,21 @@ TINY = [
     "--mode", "serial", "--no-tensorboard", "--progress", "plain", "--learning-starts", "100",
     "--eval-in", "inline",  # no evaluation child to start: these tests do not check it
 ]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished TINY DQN run with a checkpoint every 400 steps, trained once for the
+    module; each test works on a copy of it (`run_copy`)."""
+    run = tmp_path_factory.mktemp("first_hour") / "run"
+    assert main(["train", "dqn", *TINY, "--checkpoint-every", "400", "--run-dir", str(run)]) == 0
+    return run
+
+
+def run_copy(tiny_run: Path, tmp_path: Path) -> Path:
+    run = tmp_path / "run"
+    shutil.copytree(tiny_run, run)
+    return run
 
 
 def steps_of(path: Path) -> int:
@@ -40,12 +57,10 @@ def metric_steps(run: Path) -> list[tuple[int, int]]:
         return [(int(float(r["env_steps"])), int(float(r["updates"]))) for r in csv.DictReader(f)]
 
 
-def test_resume_picks_the_checkpoint_by_content_not_mtime(tmp_path: Path, pararl: Any) -> None:
-    run = tmp_path / "run"
-    assert (
-        pararl("train", "dqn", *TINY, "--checkpoint-every", "400", "--run-dir", str(run)).returncode
-        == 0
-    )
+def test_resume_picks_the_checkpoint_by_content_not_mtime(
+    tiny_run: Path, tmp_path: Path, pararl: Any
+) -> None:
+    run = run_copy(tiny_run, tmp_path)
     ckpts = run / "checkpoints"
     early = min(ckpts.glob("step_*.pt"), key=steps_of)
     assert steps_of(early) < 400  # a fresh run saves at its first tick: always resumable
@@ -57,12 +72,8 @@ def test_resume_picks_the_checkpoint_by_content_not_mtime(tmp_path: Path, pararl
     assert steps_of(ckpts / "final.pt") - 1000 < 700  # continued from 1,000, not from the start
 
 
-def test_resumed_metrics_have_no_step_twice(tmp_path: Path, pararl: Any) -> None:
-    run = tmp_path / "run"
-    assert (
-        pararl("train", "dqn", *TINY, "--checkpoint-every", "400", "--run-dir", str(run)).returncode
-        == 0
-    )
+def test_resumed_metrics_have_no_step_twice(tiny_run: Path, tmp_path: Path, pararl: Any) -> None:
+    run = run_copy(tiny_run, tmp_path)
     for name in ("final", "best"):
         (run / "checkpoints" / f"{name}.pt").unlink()  # as if killed after step_800
     resumed_from = max(steps_of(p) for p in (run / "checkpoints").glob("step_*.pt"))
@@ -74,9 +85,10 @@ def test_resumed_metrics_have_no_step_twice(tmp_path: Path, pararl: Any) -> None
     assert resumed_from < 1000
 
 
-def test_options_on_resume_apply_or_are_refused(tmp_path: Path, pararl: Any) -> None:
-    run = tmp_path / "run"
-    assert pararl("train", "dqn", *TINY, "--run-dir", str(run)).returncode == 0
+def test_options_on_resume_apply_or_are_refused(
+    tiny_run: Path, tmp_path: Path, pararl: Any
+) -> None:
+    run = run_copy(tiny_run, tmp_path)
     finished = pararl("train", "--resume", str(run))
     assert finished.returncode == 0
     assert "is finished" in finished.stderr
@@ -154,9 +166,10 @@ def test_progress_line_fits_and_ends_on_the_final_state(
         assert "━" in lines[-1]
 
 
-def test_evaluate_is_quick_and_checks_options_first(tmp_path: Path, pararl: Any) -> None:
-    run = tmp_path / "run"
-    assert pararl("train", "dqn", *TINY, "--run-dir", str(run)).returncode == 0
+def test_evaluate_is_quick_and_checks_options_first(
+    tiny_run: Path, tmp_path: Path, pararl: Any
+) -> None:
+    run = run_copy(tiny_run, tmp_path)
     torch.set_num_threads(2)
     assert pararl("evaluate", str(run), "--episodes", "2").returncode == 0
     assert torch.get_num_threads() == 1
@@ -176,13 +189,12 @@ def test_render_without_a_display_is_refused(
         assert "needs a display" in result.stderr
 
 
-def test_gif_plays_at_the_envs_frame_rate(tmp_path: Path, pararl: Any) -> None:
+def test_gif_plays_at_the_envs_frame_rate(tiny_run: Path, tmp_path: Path, pararl: Any) -> None:
     pytest.importorskip("imageio")
     pytest.importorskip("pygame")
     from PIL import Image
 
-    run = tmp_path / "run"
-    assert pararl("train", "dqn", *TINY, "--run-dir", str(run)).returncode == 0
+    run = run_copy(tiny_run, tmp_path)
     gif = tmp_path / "play.gif"
     result = pararl("evaluate", str(run), "--episodes", "1", "--video", str(gif))
     assert result.returncode == 0, result.stderr

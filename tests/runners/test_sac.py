@@ -7,6 +7,7 @@ prioritized replay updates its priorities."""
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -56,13 +57,20 @@ def final(run_dir: Path) -> dict[str, Any]:
     return final_state(run_dir)
 
 
-def test_serial_and_sync_give_the_same_parameters(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def serial_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A serial run of SMALL, trained once for the module (tests that change it copy it)."""
+    run = tmp_path_factory.mktemp("sac") / "serial"
+    train(SACConfig(mode="serial", run_dir=run, **SMALL))  # type: ignore[arg-type]
+    return run
+
+
+def test_serial_and_sync_give_the_same_parameters(serial_run: Path, tmp_path: Path) -> None:
     """The same envs and seeds stepped in this process or by a worker process: the same
     transitions, the same batches and noise, so the same actor, critics, targets and
     temperature, bit for bit."""
-    for mode in ("serial", "sync"):
-        train(SACConfig(mode=mode, run_dir=tmp_path / mode, **SMALL))  # type: ignore[arg-type]
-    serial, sync = final(tmp_path / "serial"), final(tmp_path / "sync")
+    train(SACConfig(mode="sync", run_dir=tmp_path / "sync", **SMALL))  # type: ignore[arg-type]
+    serial, sync = final(serial_run), final(tmp_path / "sync")
     # one update per env step after the first 200 (the last vector step's are not due
     # before the budget ends the run)
     assert serial["learner"]["updates"] == sync["learner"]["updates"] == 600 - 200 - 2
@@ -113,9 +121,9 @@ def test_async_holds_the_update_to_data_ratio(tmp_path: Path) -> None:
     assert (actions <= high).all()
 
 
-def test_resume_evaluate_and_video(tmp_path: Path, pararl: Any) -> None:
+def test_resume_evaluate_and_video(serial_run: Path, tmp_path: Path, pararl: Any) -> None:
     run = tmp_path / "run"
-    train(SACConfig(mode="serial", run_dir=run, **SMALL))  # type: ignore[arg-type]
+    shutil.copytree(serial_run, run)  # the module's run stays as it finished
     first = final(run)
     session = train(SACConfig(resume=run, total_steps=1_000))
     second = final(run)

@@ -8,6 +8,7 @@ the bounds, and it learns Pendulum at all."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -66,10 +67,17 @@ def test_the_command_line_trains_it_and_saves_what_it_said(tmp_path: Path, parar
     assert refused.stderr.startswith("pararl: error: TD3 needs a continuous (Box)")
 
 
-def test_serial_and_sync_give_the_same_parameters(tmp_path: Path) -> None:
-    for mode in ("serial", "sync"):
-        train(TD3Config(mode=mode, run_dir=tmp_path / mode, **SMALL))  # type: ignore[arg-type]
-    serial, sync = final_state(tmp_path / "serial"), final_state(tmp_path / "sync")
+@pytest.fixture(scope="module")
+def serial_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A serial run of SMALL, trained once for the module (tests that change it copy it)."""
+    run = tmp_path_factory.mktemp("td3") / "serial"
+    train(TD3Config(mode="serial", run_dir=run, **SMALL))  # type: ignore[arg-type]
+    return run
+
+
+def test_serial_and_sync_give_the_same_parameters(serial_run: Path, tmp_path: Path) -> None:
+    train(TD3Config(mode="sync", run_dir=tmp_path / "sync", **SMALL))  # type: ignore[arg-type]
+    serial, sync = final_state(serial_run), final_state(tmp_path / "sync")
     assert serial["learner"]["updates"] == sync["learner"]["updates"] == 600 - 200 - 2
     np.testing.assert_array_equal(serial["replay"]["action"], sync["replay"]["action"])
     for net in ("actor", "critic", "actor_target", "critic_target"):
@@ -88,9 +96,9 @@ def test_async_learns_from_actor_processes_within_the_ratio(tmp_path: Path) -> N
     assert (actions <= 2).all()
 
 
-def test_resume_evaluate_video_and_load(tmp_path: Path, pararl: Any) -> None:
+def test_resume_evaluate_video_and_load(serial_run: Path, tmp_path: Path, pararl: Any) -> None:
     run = tmp_path / "run"
-    train(TD3Config(mode="serial", run_dir=run, **SMALL))  # type: ignore[arg-type]
+    shutil.copytree(serial_run, run)  # the module's run stays as it finished
     first = final_state(run)
     session = train(TD3Config(resume=run, total_steps=1_000))
     second = final_state(run)
