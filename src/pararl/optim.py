@@ -234,4 +234,121 @@ class FlatRMSprop(FlatAdam):
             self.flat.addcdiv_(grad, avg.add_(group["eps"]), value=-lr)
 
 
-__all__ = ["FlatAdam", "FlatRMSprop", "flat_view", "views_into"]
+class RowAdam:
+    """Adam for N networks of one architecture at once (`models.population`): the
+    parameters given are stacked `[N, ...]`, and become views into one matrix
+    `flat` [N, P] whose row i holds network i's parameters in the order and layout
+    FlatAdam gives one network (gradients likewise in `flat_grad`). Each row has its
+    own learning rate (`lr`: one, or one per row) and its own gradient-norm clipping,
+    so row i is updated as FlatAdam would update network i alone; the arithmetic is
+    FlatAdam's, with the step size a column of per-row values (the product is
+    rounded once more than `addcdiv_`'s, ~1 ulp). `row_state(i)` and
+    `load_row_state(i, ...)` read and write row i as a FlatAdam's saved state."""
+
+    def __init__(
+        self,
+        params: Iterable[torch.nn.Parameter],
+        lr: float | Iterable[float] = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+    ) -> None:
+        self.params = [p for p in params if p.requires_grad]
+        if not self.params:
+            raise ValueError("RowAdam got no parameters that require grad")
+        first = self.params[0]
+        self.rows = rows = first.shape[0]
+        if any(p.shape[0] != rows or p.device != first.device for p in self.params):
+            raise ValueError("RowAdam needs parameters stacked [N, ...] over one N, on one device")
+        total = sum(p[0].numel() for p in self.params)
+        self.flat = torch.empty(rows, total, device=first.device, dtype=first.dtype)
+        self.flat_grad = torch.zeros_like(self.flat)
+        offset = 0
+        with torch.no_grad():
+            for p in self.params:
+                n = p[0].numel()
+                view = self.flat[:, offset : offset + n].view(p.shape)
+                view.copy_(p)
+                p.data = view
+                offset += n
+        rates = [float(lr)] * rows if isinstance(lr, (int, float)) else [float(x) for x in lr]
+        if len(rates) != rows:
+            raise ValueError(f"RowAdam: {len(rates)} learning rates for {rows} rows")
+        self.base_lr = torch.tensor(rates, dtype=first.dtype, device=first.device)[:, None]
+        self.lr = self.base_lr.clone()
+        self.betas, self.eps = betas, eps
+        self.exp_avg = torch.zeros_like(self.flat)
+        self.exp_avg_sq = torch.zeros_like(self.flat)
+        self.steps = 0
+        self._clipped = False  # `flat_grad` holds this step's clipped gradients
+
+    def _gather_grads(self) -> None:
+        """The parameters' gradients (dense tensors autograd made: the rows' views are
+        strided, and autograd would not accumulate into them in place) into
+        `flat_grad`, one copy; a parameter without one contributes zeros."""
+        grads = [
+            (p.grad if p.grad is not None else torch.zeros_like(p)).reshape(self.rows, -1)
+            for p in self.params
+        ]
+        torch.cat(grads, dim=1, out=self.flat_grad)
+
+    def set_lr_fraction(self, fraction: float) -> None:
+        """Every row's learning rate times `fraction` (annealing)."""
+        torch.mul(self.base_lr, fraction, out=self.lr)
+
+    def zero_grad(self) -> None:
+        for p in self.params:
+            p.grad = None
+
+    @torch.no_grad()
+    def clip_grad_norm_(self, max_norm: float) -> torch.Tensor:
+        """Each row's gradient scaled to a 2-norm of at most `max_norm` (FlatAdam's
+        rule, per row); the rows' norms before clipping, [N]."""
+        self._gather_grads()
+        self._clipped = True
+        norm = torch.linalg.vector_norm(self.flat_grad, dim=1, keepdim=True)
+        self.flat_grad.mul_(torch.clamp(max_norm / (norm + 1e-6), max=1.0))
+        return norm.squeeze(1)
+
+    @torch.no_grad()
+    def step(self) -> None:
+        """Adam's step on every row; the gradients are `flat_grad` as
+        `clip_grad_norm_` left it (gathered now if it did not run)."""
+        if not self._clipped:
+            self._gather_grads()
+        self._clipped = False
+        beta1, beta2 = self.betas
+        self.steps += 1
+        grad = self.flat_grad
+        self.exp_avg.lerp_(grad, 1 - beta1)
+        self.exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        step_size = self.lr / (1 - beta1**self.steps)
+        denom = (self.exp_avg_sq.sqrt() / math.sqrt(1 - beta2**self.steps)).add_(self.eps)
+        self.flat.sub_(self.exp_avg / denom * step_size)
+
+    def row_state(self, i: int) -> dict[str, Any]:
+        """Row i as `FlatAdam.state_dict` saves one network's optimizer."""
+        return {
+            "kind": "flat_adam",
+            "steps": self.steps,
+            "exp_avg": self.exp_avg[i].detach().cpu().clone(),
+            "exp_avg_sq": self.exp_avg_sq[i].detach().cpu().clone(),
+            "param_groups": [{"lr": float(self.lr[i, 0]), "betas": self.betas, "eps": self.eps}],
+            "transposed": [False] * len(self.params),
+        }
+
+    def load_row_state(self, i: int, state: dict[str, Any]) -> None:
+        """Row i from a FlatAdam's saved state of a network of this architecture
+        (saved row-major: as `row_state` saves it)."""
+        if state.get("kind") != "flat_adam" or state["exp_avg"].numel() != self.flat.shape[1]:
+            raise UsageError(
+                "optimizer state does not match this model (saved by another pararl "
+                "version or for another network); start a new run instead of resuming"
+            )
+        if any(state.get("transposed", ())):
+            raise UsageError("this optimizer state holds transposed weights; resume it alone")
+        self.steps = int(state["steps"])
+        self.exp_avg[i].copy_(state["exp_avg"])
+        self.exp_avg_sq[i].copy_(state["exp_avg_sq"])
+
+
+__all__ = ["FlatAdam", "FlatRMSprop", "RowAdam", "flat_view", "views_into"]

@@ -12,7 +12,7 @@ Espeholt et al. 2018 (IMPALA's V-trace).
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -318,46 +318,13 @@ class PPOLearner:
     def _loss(
         self, mb: dict[str, torch.Tensor], mb_adv: torch.Tensor, clip: float | torch.Tensor
     ) -> dict[str, torch.Tensor]:
-        """The PPO loss of one minibatch (`loss`, for autograd), its parts, and the
-        importance ratios (detached)."""
-        hp = self.hyper
-        # with masks: illegal actions' logits masked, the entropy the legal actions'
+        """The PPO loss of one minibatch (`ppo_loss`) under the model being trained;
+        with masks: illegal actions' logits masked, the entropy the legal actions'."""
         sequences = None
         if "start_state" in mb:
             sequences = Sequences(mb["start_state"], mb["first"])
-        new_logprob, entropy, new_value = self.model.evaluate(
-            mb["obs"], mb["actions"], mb.get("masks"), sequences
-        )
-        log_ratio = new_logprob - mb["logprobs"]
-        ratio = log_ratio.exp()
-
-        # clipped surrogate objective (as a loss: the max of the two negatives)
-        pg_loss1 = -mb_adv * ratio
-        pg_loss2 = -mb_adv * ratio.clamp(1 - clip, 1 + clip)  # type: ignore[arg-type]
-        pg_loss = torch.max(pg_loss1, pg_loss2).mean()
-
-        # value loss: the mean squared error (SB3's scale; CleanRL halves it), optionally
-        # clipped around the rollout's value estimates
-        if hp.clip_vloss:
-            v_clipped = mb["values"] + torch.clamp(
-                new_value - mb["values"], -hp.clip_coef, hp.clip_coef
-            )
-            v_loss_unclipped = (new_value - mb["returns"]) ** 2
-            v_loss_clipped = (v_clipped - mb["returns"]) ** 2
-            v_loss = torch.max(v_loss_unclipped, v_loss_clipped).mean()
-        else:
-            v_loss = ((new_value - mb["returns"]) ** 2).mean()
-
-        entropy_loss = entropy.mean()
-        loss = pg_loss - hp.ent_coef * entropy_loss + hp.vf_coef * v_loss
-        return {
-            "loss": loss,
-            "pg_loss": pg_loss,
-            "v_loss": v_loss,
-            "entropy": entropy_loss,
-            "ratio": ratio.detach(),
-            "log_ratio": log_ratio.detach(),
-        }
+        evaluated = self.model.evaluate(mb["obs"], mb["actions"], mb.get("masks"), sequences)
+        return ppo_loss(self.hyper, evaluated, mb, mb_adv, clip)
 
     def state_dict(self) -> dict[str, Any]:
         return {
@@ -370,6 +337,55 @@ class PPOLearner:
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.updates = int(state["updates"])
+
+
+Evaluated = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # log-probs, entropies, values
+
+
+def ppo_loss(
+    hp: PPOHyper,
+    evaluated: Evaluated,
+    mb: dict[str, torch.Tensor],
+    mb_adv: torch.Tensor,
+    clip: float | torch.Tensor,
+    mean: Callable[[torch.Tensor], torch.Tensor] = torch.mean,
+) -> dict[str, torch.Tensor]:
+    """The PPO loss of one minibatch (`loss`, for autograd), its parts, and the
+    importance ratios (detached), from the current policy's log-probabilities,
+    entropies and values of the minibatch's rows (`evaluated`). `mean`: how rows are
+    averaged (a population's learner averages each agent's rows apart, and its
+    losses are then one per agent)."""
+    new_logprob, entropy, new_value = evaluated
+    log_ratio = new_logprob - mb["logprobs"]
+    ratio = log_ratio.exp()
+
+    # clipped surrogate objective (as a loss: the max of the two negatives)
+    pg_loss1 = -mb_adv * ratio
+    pg_loss2 = -mb_adv * ratio.clamp(1 - clip, 1 + clip)  # type: ignore[arg-type]
+    pg_loss = mean(torch.max(pg_loss1, pg_loss2))
+
+    # value loss: the mean squared error (SB3's scale; CleanRL halves it), optionally
+    # clipped around the rollout's value estimates
+    if hp.clip_vloss:
+        v_clipped = mb["values"] + torch.clamp(
+            new_value - mb["values"], -hp.clip_coef, hp.clip_coef
+        )
+        v_loss_unclipped = (new_value - mb["returns"]) ** 2
+        v_loss_clipped = (v_clipped - mb["returns"]) ** 2
+        v_loss = mean(torch.max(v_loss_unclipped, v_loss_clipped))
+    else:
+        v_loss = mean((new_value - mb["returns"]) ** 2)
+
+    entropy_loss = mean(entropy)
+    loss = pg_loss - hp.ent_coef * entropy_loss + hp.vf_coef * v_loss
+    return {
+        "loss": loss,
+        "pg_loss": pg_loss,
+        "v_loss": v_loss,
+        "entropy": entropy_loss,
+        "ratio": ratio.detach(),
+        "log_ratio": log_ratio.detach(),
+    }
 
 
 def check_spaces(config: PPOConfig, observation_space: gym.Space, action_space: gym.Space) -> None:

@@ -1,0 +1,231 @@
+"""N agents of one architecture as one batched network (`--seeds N`).
+
+Each agent is a network of its own (an `ActorCritic`, as a single run builds it: its
+own initialisation, its own checkpoint, acted and evaluated alone), and every one of
+its parameters is a view into one stacked tensor `[N, ...]` of the batched twin
+(`stacked`). The twin's linear layers multiply each agent's rows by that agent's
+weights in one batched matrix product (`StackedLinear`), its convolutions run as one
+grouped convolution (`StackedConv2d`), and everything else (activations, flattening,
+the action heads) runs on the agents' rows folded into one batch, agent-major: rows
+`[i * B, (i + 1) * B)` are agent i's. So one forward and one backward pass serve N
+agents: a small network's update pays its ~100-270 operator calls once, not N times
+(Agarwal et al. 2021 ask for many seeds; purejaxrl and PQN vectorise whole agents in
+JAX, and `torch.func`'s `stack_module_state` is the same idea in PyTorch: measured
+here, its `vmap` over the loss ran at about half the speed of these batched layers on
+the CPU, BENCHMARKS.md "Many seeds").
+
+What cannot be stacked is refused when the population is built (recurrent cores,
+observation normalisation, the multi-input encoder): a run with `--seeds` says so in
+one line before it starts.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F  # noqa: N812 - the usual name
+
+from pararl.models.acting import Acted, Draws, Mode, Observations, State, obs_tensor
+from pararl.models.heads import acting_mask
+from pararl.models.networks import ActorCritic
+from pararl.observations import batch_size
+
+
+def _biases(layers: Sequence[nn.Linear] | Sequence[nn.Conv2d]) -> torch.Tensor:
+    biases = [layer.bias for layer in layers]
+    if any(b is None for b in biases):
+        raise ValueError("stacked layers need biases")
+    return torch.stack([b.detach() for b in biases if b is not None])
+
+
+class StackedLinear(nn.Module):
+    """N `nn.Linear` layers of one shape: `weight` [N, out, in] and `bias` [N, out];
+    input and output rows agent-major ([N * B, in] -> [N * B, out])."""
+
+    def __init__(self, layers: Sequence[nn.Linear]) -> None:
+        super().__init__()
+        self.n = len(layers)
+        self.weight = nn.Parameter(torch.stack([la.weight.detach() for la in layers]))
+        self.bias = nn.Parameter(_biases(layers))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        rows = x.reshape(self.n, -1, x.shape[-1])
+        y = torch.baddbmm(self.bias.unsqueeze(1), rows, self.weight.transpose(1, 2))
+        return y.reshape(-1, y.shape[-1])
+
+
+class StackedConv2d(nn.Module):
+    """N `nn.Conv2d` layers of one shape as one grouped convolution: `weight`
+    [N, out, in, kh, kw], `bias` [N, out]; images agent-major [N * B, in, H, W]."""
+
+    def __init__(self, layers: Sequence[nn.Conv2d]) -> None:
+        super().__init__()
+        first = layers[0]
+        if first.groups != 1 or first.padding_mode != "zeros" or first.bias is None:
+            raise ValueError("stacked convolutions take plain, biased Conv2d layers")
+        self.n = len(layers)
+        self.stride, self.padding, self.dilation = first.stride, first.padding, first.dilation
+        self.weight = nn.Parameter(torch.stack([c.weight.detach() for c in layers]))
+        self.bias = nn.Parameter(_biases(layers))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n, (c, h, w) = self.n, x.shape[1:]
+        # the agents' channels side by side: [B, N * C, H, W], one group per agent
+        grouped = x.reshape(n, -1, c, h, w).transpose(0, 1).reshape(-1, n * c, h, w)
+        out = F.conv2d(
+            grouped,
+            self.weight.reshape(-1, *self.weight.shape[2:]),
+            self.bias.reshape(-1),
+            self.stride,
+            self.padding,
+            self.dilation,
+            groups=n,
+        )
+        o, oh, ow = out.shape[1] // n, out.shape[2], out.shape[3]
+        return out.reshape(-1, n, o, oh, ow).transpose(0, 1).reshape(-1, o, oh, ow)
+
+
+STACKED: dict[type[nn.Module], type[nn.Module]] = {
+    nn.Linear: StackedLinear,
+    nn.Conv2d: StackedConv2d,
+}
+
+
+def stacked(agents: Sequence[nn.Module]) -> nn.Module:
+    """The batched twin of `agents` (networks of one architecture): a copy of the
+    first whose linear and convolution layers are stacked over every agent's, and
+    whose other parameters (e.g. a Gaussian's `log_std`) are stacked `[N, ...]`.
+    Refuses a layer with parameters of another kind (an LSTM, a LayerNorm)."""
+    twin = copy.deepcopy(agents[0])
+    for name, module in list(twin.named_modules()):
+        kind = STACKED.get(type(module))
+        if kind is not None:
+            layers = [a.get_submodule(name) for a in agents]
+            _replace(twin, name, kind(layers))
+        elif module is not twin and any(True for _ in module.parameters(recurse=False)):
+            raise ValueError(f"cannot stack {type(module).__name__} ({name}) across agents")
+    for name, param in list(twin.named_parameters(recurse=False)):
+        values = torch.stack([a.get_parameter(name).detach() for a in agents])
+        setattr(twin, name, nn.Parameter(values, requires_grad=param.requires_grad))
+    return twin
+
+
+def _replace(root: nn.Module, name: str, module: nn.Module) -> None:
+    parent, _, child = name.rpartition(".")
+    setattr(root.get_submodule(parent) if parent else root, child, module)
+
+
+def bind(agents: Sequence[nn.Module], twin: nn.Module) -> None:
+    """Make every agent's parameter i a view of row i of the twin's stacked one (call
+    again whenever the twin's parameters move to new storage, e.g. into an
+    optimizer's flat rows)."""
+    for name, param in twin.named_parameters():
+        for i, agent in enumerate(agents):
+            agent.get_parameter(name).data = param.data[i]
+
+
+class Population:
+    """N actor-critics trained as one: `agents` (each the network a run of its seed
+    would build), `twin` their batched twin, whose parameters hold theirs."""
+
+    def __init__(self, agents: Sequence[ActorCritic]) -> None:
+        if len(agents) < 1:
+            raise ValueError("a population needs at least one agent")
+        first = agents[0]
+        if first.core is not None:
+            raise ValueError("recurrent cores are not stacked across agents yet")
+        if first.encoder is not None:
+            raise ValueError("the multi-input encoder is not stacked across agents yet")
+        if first.norm.settings.obs or first.norm.settings.reward:
+            raise ValueError("normalisation statistics are not stacked across agents yet")
+        self.agents = list(agents)
+        self.n = len(agents)
+        self.twin: ActorCritic = stacked(agents)  # type: ignore[assignment]
+        self.head = first.head
+        bind(self.agents, self.twin)
+
+    @property
+    def norm(self) -> Any:
+        """The reward scale a rollout applies (`Rollout.record`): the identity here,
+        as normalisation is refused."""
+        return self.twin.norm
+
+    def parameters(self) -> Any:
+        return self.twin.parameters()
+
+    def _log_std_rows(self, rows: int) -> torch.Tensor:
+        """Each agent's log standard deviation, on its rows ([N * B, A])."""
+        return self.twin.log_std.repeat_interleave(rows // self.n, dim=0)
+
+    def features(self, obs: Any) -> torch.Tensor:
+        return self.twin._features(obs)
+
+    def value(self, obs: Any, state: State = None, first: Any = None) -> torch.Tensor:
+        """The state values of agent-major rows (each agent's of its own)."""
+        return self.twin.critic(self.features(obs)).squeeze(-1)
+
+    def evaluate(
+        self, obs: Any, actions: torch.Tensor, mask: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """`ActorCritic.evaluate` for every agent's rows at once: log-probabilities,
+        entropies and values."""
+        features = self.features(obs)
+        value = self.twin.critic(features).squeeze(-1)
+        out = self.twin.actor(features)
+        log_prob, entropy = self.head.evaluate(out, self._log_std_rows(len(out)), actions, mask)
+        return log_prob, entropy, value
+
+    @torch.no_grad()
+    def act(
+        self,
+        obs: Observations,
+        state: State,
+        first: np.ndarray,
+        mode: Mode,
+        draws: Draws,
+        mask: np.ndarray | None = None,
+    ) -> Acted:
+        """The acting protocol (`models.acting`) over every agent's envs, agent-major:
+        one batched forward pass; each agent's sampled actions drawn from its own
+        stream (`draws.agents`: `PopulationDraws`), as its run alone would draw."""
+        device = next(self.twin.parameters()).device
+        features = self.features(obs_tensor(obs, device))
+        out = self.twin.actor(features)
+        torch_mask = acting_mask(mask, device)
+        if mode == "greedy":
+            return Acted(self.head.greedy(out, torch_mask).cpu().numpy(), state)
+        if not isinstance(draws, PopulationDraws) or len(draws.agents) != self.n:
+            raise ValueError(f"a population of {self.n} samples from PopulationDraws of as many")
+        rows = batch_size(obs) // self.n
+        log_std = self.twin.log_std.detach().cpu()
+        out = out.cpu()
+        actions, logprobs = [], []
+        for i, agent_draws in enumerate(draws.agents):
+            part = slice(i * rows, (i + 1) * rows)
+            agent_mask = None if torch_mask is None else torch_mask[part].cpu()
+            action, logprob = self.head.sample(
+                out[part], log_std[i], agent_draws.generator, agent_mask
+            )
+            actions.append(action)
+            logprobs.append(logprob)
+        value = self.twin.critic(features).squeeze(-1).cpu()
+        return Acted(torch.cat(actions).numpy(), state, torch.cat(logprobs).numpy(), value.numpy())
+
+    def initial_state(self, batch: int) -> State:
+        return None
+
+
+class PopulationDraws(Draws):
+    """One `Draws` per agent, in the agents' order."""
+
+    def __init__(self, agents: Sequence[Draws]) -> None:
+        super().__init__()
+        self.agents = list(agents)
+
+
+__all__ = ["Population", "PopulationDraws", "StackedConv2d", "StackedLinear", "bind", "stacked"]

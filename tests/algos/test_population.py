@@ -1,0 +1,129 @@
+"""A population's batched PPO update (`algos.population`) takes, for each agent, the
+steps that agent's own `PPOLearner` takes on its share of the rollout."""
+
+from __future__ import annotations
+
+import copy
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from pararl.algos.population import PopulationPPOLearner, agent_major
+from pararl.algos.ppo import PPOHyper, PPOLearner
+from pararl.models.acting import Draws
+from pararl.models.build import actor_critic
+from pararl.models.heads import head_for
+from pararl.models.normalize import NormSettings
+from pararl.models.population import Population, PopulationDraws
+
+N, ENVS, STEPS = 3, 4, 16
+
+
+def model(seed: int, action_space: gym.Space, obs_shape=(4,), kind="mlp", dtype="<f4"):
+    torch.manual_seed(seed)
+    head = head_for(action_space)
+    return actor_critic(
+        kind, obs_shape, np.dtype(dtype), head.logits, head.discrete, (32, 32), False,
+        NormSettings(), head, (), None,
+    )  # fmt: skip
+
+
+def rollout(rng: np.random.Generator, action_space: gym.Space, obs_shape=(4,), dtype="<f4"):
+    rows = STEPS * N * ENVS
+    if np.dtype(dtype) == np.bool_:
+        obs = rng.random((rows, *obs_shape)) < 0.3
+    else:
+        obs = rng.normal(size=(rows, *obs_shape)).astype(np.float32)
+    actions = np.stack([action_space.sample() for _ in range(rows)])
+    return {
+        "obs": obs,
+        "actions": actions,
+        "logprobs": (rng.normal(size=rows) * 0.1 - 0.7).astype(np.float32),
+        "advantages": rng.normal(size=rows).astype(np.float32),
+        "returns": rng.normal(size=rows).astype(np.float32),
+        "values": rng.normal(size=rows).astype(np.float32),
+    }
+
+
+def agents_slice(batch, i):
+    """Agent i's rollout, laid out as its run alone lays it out."""
+    return {k: agent_major(v, N, STEPS).reshape(N, -1, *v.shape[1:])[i] for k, v in batch.items()}
+
+
+SPACES = {
+    "discrete": gym.spaces.Discrete(3),
+    "box": gym.spaces.Box(-1, 1, (2,)),
+    "multidiscrete": gym.spaces.MultiDiscrete([2, 3]),
+}
+
+
+@pytest.mark.parametrize("space", SPACES)
+@pytest.mark.parametrize("minibatches", [1, 4])
+def test_each_agent_takes_the_steps_it_takes_alone(space: str, minibatches: int) -> None:
+    action_space = SPACES[space]
+    action_space.seed(0)
+    batch = rollout(np.random.default_rng(0), action_space)
+    hyper = PPOHyper(num_minibatches=minibatches, update_epochs=2, ent_coef=0.01)
+    agents = [model(seed, action_space) for seed in range(N)]
+    alone = [copy.deepcopy(a) for a in agents]
+    learner = PopulationPPOLearner(Population(agents), hyper, 3e-3, torch.device("cpu"))
+    learner.set_lr_fraction(0.5)
+    stats = learner.update(batch, STEPS, [np.random.default_rng(10 + i) for i in range(N)])
+    for i, single in enumerate(alone):
+        one = PPOLearner(single, hyper, 3e-3, torch.device("cpu"))
+        one.set_lr_fraction(0.5)
+        expected = one.update(agents_slice(batch, i), np.random.default_rng(10 + i))
+        for (name, p), q in zip(single.named_parameters(), agents[i].parameters(), strict=True):
+            torch.testing.assert_close(q, p, rtol=1e-4, atol=1e-5, msg=name)
+        for k, v in expected.items():
+            assert stats[k][i] == pytest.approx(v, rel=1e-3, abs=1e-5), k
+        assert learner.agent_state(i)["optimizer"]["steps"] == one.optimizer.steps
+
+
+def test_images_stack_into_a_grouped_convolution() -> None:
+    action_space = gym.spaces.Discrete(3)
+    shape = (10, 10, 4)
+    batch = rollout(np.random.default_rng(1), action_space, shape, "|b1")
+    hyper = PPOHyper(num_minibatches=2, update_epochs=1)
+    agents = [model(s, action_space, shape, "minatar-cnn", "|b1") for s in range(N)]
+    alone = [copy.deepcopy(a) for a in agents]
+    learner = PopulationPPOLearner(Population(agents), hyper, 1e-3, torch.device("cpu"))
+    learner.update(batch, STEPS, [np.random.default_rng(i) for i in range(N)])
+    for i, single in enumerate(alone):
+        one = PPOLearner(single, hyper, 1e-3, torch.device("cpu"))
+        one.update(agents_slice(batch, i), np.random.default_rng(i))
+        for p, q in zip(single.parameters(), agents[i].parameters(), strict=True):
+            torch.testing.assert_close(q, p, rtol=1e-4, atol=1e-5)
+
+
+def test_acting_draws_each_agents_actions_from_its_own_stream() -> None:
+    action_space = gym.spaces.Discrete(3)
+    agents = [model(s, action_space) for s in range(N)]
+    population = Population(agents)
+    obs = np.random.default_rng(2).normal(size=(N * ENVS, 4)).astype(np.float32)
+    first = np.ones(N * ENVS, bool)
+
+    def draws(i: int) -> Draws:
+        return Draws(generator=torch.Generator().manual_seed(i))
+
+    acted = population.act(
+        obs, None, first, "sampled", PopulationDraws([draws(i) for i in range(N)])
+    )
+    for i, agent in enumerate(agents):
+        rows = slice(i * ENVS, (i + 1) * ENVS)
+        alone = agent.act(obs[rows], None, first[rows], "sampled", draws(i))
+        np.testing.assert_array_equal(acted.action[rows], alone.action)
+        np.testing.assert_allclose(acted.logprob[rows], alone.logprob, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(acted.value[rows], alone.value, rtol=1e-5, atol=1e-6)
+
+
+def test_what_cannot_be_stacked_is_refused() -> None:
+    torch.manual_seed(0)
+    head = head_for(gym.spaces.Discrete(2))
+    normalized = actor_critic(
+        "mlp", (4,), np.dtype("<f4"), 2, True, (8,), False, NormSettings(obs=True), head, (), None
+    )
+    with pytest.raises(ValueError, match="normalisation"):
+        Population([normalized, copy.deepcopy(normalized)])
