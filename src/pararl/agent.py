@@ -219,6 +219,7 @@ def load(
     seed: int = 0,
     trust_checkpoint: bool = False,
     env: EnvArg | None = None,
+    agent: int | None = None,
 ) -> Agent:
     """The agent saved in `run_dir` (a `pararl train` run directory) at `checkpoint`
     (best, final, interrupted, latest, step_N). A `module:EnvId` run imports its
@@ -228,7 +229,9 @@ def load(
     earlier pararl version), which runs any code it holds: only for a trusted file.
     `env`: the env the agent acts in (`make_env`, `pararl.evaluate`) instead of the
     run's, as `env=` of a config takes it; a run whose env a factory built needs its
-    factory given again here (config.json holds only its name)."""
+    factory given again here (config.json holds only its name). `agent`: which of a
+    run of several agents (`--seeds N`: 0 to N-1; it is loaded as the run of its
+    seed alone)."""
     run = RunDir(Path(run_dir))
     if not run.config.is_file():
         raise UsageError(
@@ -253,7 +256,28 @@ def load(
         )
     algo = algorithm_of(config)
     state = ckpt.load(path, trust_checkpoint, algo.name)
+    state, config = member(state, config, agent, run.root)
     return Agent(config, algo.policy(config, state), state, path, seed)
+
+
+def member(
+    state: dict[str, Any], config: Any, agent: int | None, root: Path
+) -> tuple[dict[str, Any], Any]:
+    """Agent `agent` of a checkpoint of several (`--seeds`), with its run's config (its
+    seed, one agent), as a run of its own; a checkpoint of one agent as it is."""
+    agents = state.get("agents")
+    if agents is None:
+        if agent not in (None, 0):
+            raise UsageError(f"{root} trained one agent; drop --agent (or give 0)")
+        return state, config
+    if agent is None or not 0 <= agent < len(agents):
+        given = "" if agent is None else f" (not {agent})"
+        raise UsageError(
+            f"{root} trained {len(agents)} agents (--seeds {len(agents)}); pick one with "
+            f"--agent (from Python: agent=) between 0 and {len(agents) - 1}{given}"
+        )
+    seed = state["seeds"][agent]
+    return agents[agent], replace(config, seed=seed, seeds=1)
 
 
 __all__ = ["Agent", "load"]

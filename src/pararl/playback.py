@@ -138,7 +138,12 @@ def run(cfg: EvaluateConfig, env: EnvArg | None = None) -> dict[str, float]:
             raise UsageError("env=: a MAML run is evaluated on its own tasks, by their id")
         return own(cfg, write_video)
     agent = load(
-        cfg.run_dir, cfg.checkpoint, seed=cfg.seed, trust_checkpoint=cfg.trust_checkpoint, env=env
+        cfg.run_dir,
+        cfg.checkpoint,
+        seed=cfg.seed,
+        trust_checkpoint=cfg.trust_checkpoint,
+        env=env,
+        agent=cfg.agent,
     )
     config = agent.config
     actions = config.eval_actions if cfg.actions == "run" else cfg.actions

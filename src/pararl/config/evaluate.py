@@ -20,6 +20,8 @@ class EvaluateConfig:
     """Episodes to run (MAML runs: episodes per task and adaptation step)."""
     checkpoint: str = "best"
     """Checkpoint name in RUN_DIR/checkpoints (best, final, interrupted, latest, step_N)."""
+    agent: int | None = None
+    """A run of several agents (`--seeds`): which one, 0 to N-1 (required there)."""
     seed: int = 12_345
     """Seed of the evaluation envs."""
     render: bool = False

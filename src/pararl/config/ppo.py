@@ -54,6 +54,14 @@ class PPOConfig(RunConfig):
     """--mode async: relabel each rollout's advantages and value targets with V-trace
     (Espeholt et al. 2018) under the learner's weights, instead of GAE under the
     acting ones; the surrogate's ratio is against the acting policy either way."""
+    seeds: int = 1
+    """Agents to train in this run, one per seed: --seed, --seed + 1, ... Each has
+    its own envs (--num-envs each, stepped by the same workers), initialisation,
+    minibatches, optimizer state and evaluations, as its run alone would, and all
+    are updated in one batched pass (`--mode serial` or `sync`; feed-forward models
+    without --norm-obs or --norm-reward). --total-steps is each agent's budget.
+    metrics.csv and eval.csv get an `agent` column; `pararl evaluate RUN --agent i`
+    picks one, and `pararl compare` reads them all."""
     act_device: Literal["auto", "cpu", "cuda"] = "auto"
     """Device for acting (policy forward during sampling); `auto` times both at start-up."""
     learn_device: Literal["auto", "cpu", "cuda"] = "auto"
@@ -197,6 +205,7 @@ class PPOConfig(RunConfig):
             (unset_or(self.num_envs, lambda v: v >= 1), "--num-envs must be >= 1"),
             (len(self.hidden) >= 1, "--hidden needs at least one width"),
             (self.policy_lag >= 0, "--policy-lag must be >= 0"),
+            (self.seeds >= 1, "--seeds must be >= 1 (the number of agents to train)"),
             (
                 not self.vtrace or self.mode in ("auto", "async"),
                 "--vtrace corrects for the policy lag of --mode async; add --mode async",

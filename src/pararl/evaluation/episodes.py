@@ -18,7 +18,7 @@ an evaluation that never ends would stall the run at every evaluation.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +28,7 @@ import numpy as np
 from pararl import seeding
 from pararl.envs.masks import batch_mask
 from pararl.envs.modules import split_env_id
-from pararl.models.acting import Draws, Mode, Policy, starts
+from pararl.models.acting import Draws, Mode, Policy, PopulationDraws, starts
 from pararl.vector import SerialVectorEnv
 
 EvalActions = Mode
@@ -82,6 +82,20 @@ class Episodes:
     @property
     def std(self) -> float:
         return float(self.returns.std())
+
+    def split(self, agents: int) -> list[Episodes]:
+        """A population's evaluation (`Evaluator` of several seeds) as each agent's
+        episodes, agent i's the i-th block; one agent: itself."""
+        if agents == 1:
+            return [self]
+        parts = zip(
+            *(
+                np.split(a, agents)
+                for a in (self.returns, self.lengths, self.truncated, self.capped)
+            ),
+            strict=True,
+        )
+        return [Episodes(r, n, t, c, self.cap) for r, n, t, c in parts]
 
     def cap_note(self) -> str:
         """What the cap did, for the log ("" when it cut nothing)."""
@@ -172,14 +186,23 @@ class Evaluator:
         max_steps: int = DEFAULT_EPISODE_CAP,
         actions: EvalActions = "greedy",
         epsilon: float = 0.0,
+        seeds: Sequence[int] = (),
     ) -> None:
-        """`epsilon`: a Q-policy's, when its actions are sampled."""
-        self.episodes, self.max_steps = episodes, max_steps
-        self.seed, self.stream = seed, stream
+        """`epsilon`: a Q-policy's, when its actions are sampled. `seeds`: a
+        population's (`models.population`: several agents, `--seeds`), each agent's
+        run seed in order; each agent then plays `episodes` episodes of its own, reset
+        and drawn from its seed's streams as its run alone would (the envs of agent i
+        are the i-th block), and `seed` is unused."""
+        self.seeds = list(seeds) or [seed]
+        self.agents = len(self.seeds)
+        self.per_agent, self.max_steps = episodes, max_steps
+        self.episodes = episodes * self.agents
+        self.seed, self.stream = self.seeds[0], stream
         self.mode: Mode = actions
-        self.draws = action_draws(actions, seed, stream, epsilon)
+        draws = [action_draws(actions, s, stream, epsilon) for s in self.seeds]
+        self.draws = draws[0] if self.agents == 1 else PopulationDraws(draws)
         self.calls = 0
-        self.envs = SerialVectorEnv([env_fn] * episodes)
+        self.envs = SerialVectorEnv([env_fn] * self.episodes)
         self._result: Episodes | None = None
         self.progress: ProgressFn | None = None  # told how far a running evaluation is
 
@@ -187,7 +210,11 @@ class Evaluator:
         """One episode per env (undiscounted true env reward), `policy` acting through
         its one acting call, greedy or sampled as this evaluator says; `progress` is
         told how far it is every `PROGRESS_EVERY_S` seconds."""
-        seeds = eval_seeds(self.seed, self.episodes, self.stream, self.calls)
+        seeds = [
+            reset
+            for seed in self.seeds
+            for reset in eval_seeds(seed, self.per_agent, self.stream, self.calls)
+        ]
         obs, infos = self.envs.reset(seed=seeds)
         mask = batch_mask(infos)
         self.calls += 1

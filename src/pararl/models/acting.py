@@ -27,7 +27,7 @@ playback. SB3's `predict(obs, state, episode_start, deterministic)` is the same 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -64,6 +64,15 @@ class Draws:
         if self.rng is None:
             raise ValueError("this policy samples with numpy: give Draws an rng")
         return self.rng
+
+
+class PopulationDraws(Draws):
+    """A population's streams (`models.population`, `--seeds`): one `Draws` per agent,
+    in the agents' order, each the one its run alone would draw from."""
+
+    def __init__(self, agents: Sequence[Draws]) -> None:
+        super().__init__()
+        self.agents = list(agents)
 
 
 @dataclass(frozen=True)
@@ -163,6 +172,7 @@ __all__ = [
     "Mode",
     "Observations",
     "Policy",
+    "PopulationDraws",
     "State",
     "Stateless",
     "device_of",

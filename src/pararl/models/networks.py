@@ -324,9 +324,12 @@ class ActorCritic(FeedForward, nn.Module):
         seen = self.encoder.vector_part(obs) if self.encoder is not None else obs
         self.norm.update(seen, discounted_returns)
 
-    def value(self, obs: Any, state: State = None, first: Any = None) -> torch.Tensor:
+    def value(
+        self, obs: Any, state: State = None, first: Any = None, envs: np.ndarray | None = None
+    ) -> torch.Tensor:
         """State values of a batch of observations; a recurrent model's, stepped from
-        `state` (None: episodes' starts), reset where `first`."""
+        `state` (None: episodes' starts), reset where `first`. `envs`: the envs the
+        rows come from (a population's agents differ by env; one network: unused)."""
         if self.core is None:
             return self.critic(self._features(obs)).squeeze(-1)
         if first is None:

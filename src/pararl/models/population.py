@@ -30,7 +30,15 @@ import torch
 from torch import nn
 from torch.nn import functional as F  # noqa: N812 - the usual name
 
-from pararl.models.acting import Acted, Draws, Mode, Observations, State, obs_tensor
+from pararl.models.acting import (
+    Acted,
+    Draws,
+    Mode,
+    Observations,
+    PopulationDraws,
+    State,
+    obs_tensor,
+)
 from pararl.models.heads import acting_mask
 from pararl.models.networks import ActorCritic
 from pararl.observations import batch_size
@@ -129,6 +137,10 @@ def bind(agents: Sequence[nn.Module], twin: nn.Module) -> None:
             agent.get_parameter(name).data = param.data[i]
 
 
+def _rows(obs: Any, rows: torch.Tensor) -> Any:
+    return obs[rows.to(obs.device)]
+
+
 class Population:
     """N actor-critics trained as one: `agents` (each the network a run of its seed
     would build), `twin` their batched twin, whose parameters hold theirs."""
@@ -147,6 +159,7 @@ class Population:
         self.n = len(agents)
         self.twin: ActorCritic = stacked(agents)  # type: ignore[assignment]
         self.head = first.head
+        self._envs_per_agent: int | None = None  # of the batch last acted on
         bind(self.agents, self.twin)
 
     @property
@@ -165,9 +178,23 @@ class Population:
     def features(self, obs: Any) -> torch.Tensor:
         return self.twin._features(obs)
 
-    def value(self, obs: Any, state: State = None, first: Any = None) -> torch.Tensor:
-        """The state values of agent-major rows (each agent's of its own)."""
-        return self.twin.critic(self.features(obs)).squeeze(-1)
+    def value(
+        self, obs: Any, state: State = None, first: Any = None, envs: np.ndarray | None = None
+    ) -> torch.Tensor:
+        """The state values of agent-major rows, each agent's by its own critic; or
+        of rows from the given `envs` of the batch last acted on (agent i's envs its
+        i-th block: a truncated episode's last observations), each by its agent's
+        network, as its run alone computes them."""
+        if envs is None:
+            return self.twin.critic(self.features(obs)).squeeze(-1)
+        if self._envs_per_agent is None:
+            raise ValueError("a population knows its envs' agents once it has acted")
+        agents = np.asarray(envs) // self._envs_per_agent
+        values = torch.empty(len(agents), device=next(self.twin.parameters()).device)
+        for agent in np.unique(agents):
+            rows = torch.as_tensor(np.flatnonzero(agents == agent))
+            values[rows] = self.agents[agent].value(_rows(obs, rows))
+        return values
 
     def evaluate(
         self, obs: Any, actions: torch.Tensor, mask: torch.Tensor | None = None
@@ -201,7 +228,7 @@ class Population:
             return Acted(self.head.greedy(out, torch_mask).cpu().numpy(), state)
         if not isinstance(draws, PopulationDraws) or len(draws.agents) != self.n:
             raise ValueError(f"a population of {self.n} samples from PopulationDraws of as many")
-        rows = batch_size(obs) // self.n
+        rows = self._envs_per_agent = batch_size(obs) // self.n
         log_std = self.twin.log_std.detach().cpu()
         out = out.cpu()
         actions, logprobs = [], []
@@ -220,12 +247,4 @@ class Population:
         return None
 
 
-class PopulationDraws(Draws):
-    """One `Draws` per agent, in the agents' order."""
-
-    def __init__(self, agents: Sequence[Draws]) -> None:
-        super().__init__()
-        self.agents = list(agents)
-
-
-__all__ = ["Population", "PopulationDraws", "StackedConv2d", "StackedLinear", "bind", "stacked"]
+__all__ = ["Population", "StackedConv2d", "StackedLinear", "bind", "stacked"]

@@ -396,6 +396,10 @@ def plan(p: Prepared) -> Plan:
     """Lay the envs out, check the minibatch fits, build the state with its thread
     rule, and set acting's threads; the loop runs on that."""
     cfg: PPOConfig = p.config
+    if cfg.seeds > 1:  # N agents in one run: its own loop (imported here: it uses ours)
+        from pararl.runners import ppo_population
+
+        return ppo_population.plan(p)
     layout = choose(cfg)
     if cfg.vtrace and "async" not in (layout.mode, cfg.mode):
         raise UsageError(

@@ -70,6 +70,15 @@ EVAL_METRICS = (
 )
 
 
+def _by_step(eval_csv: Any, agents: int) -> list[float]:
+    """The evaluations' returns in eval.csv, in order: a population's median over its
+    agents at each evaluation."""
+    returns = column(eval_csv, "eval_return")
+    if agents == 1:
+        return returns
+    return [float(np.median(returns[i : i + agents])) for i in range(0, len(returns), agents)]
+
+
 def evaluations(count: int) -> str:
     return f"{count:,} evaluation{'' if count == 1 else 's'}"
 
@@ -96,8 +105,17 @@ class TrainSession:
         metrics: Sequence[str] = (),
         recent_returns: Sequence[float] = (),
         resumed: bool = False,
+        agents: int = 1,
+        agent_returns: Sequence[Sequence[float]] = (),
     ) -> None:
+        """`agents`: a population's (`--seeds`): metrics.csv and eval.csv then have a
+        row per agent (an `agent` column), episodes count for the agent whose env
+        ended them (the envs of agent i are the i-th block of the vector env), and
+        the progress line, the best checkpoint and the target go by the agents'
+        median (solved: every agent's evaluation reached the target);
+        `agent_returns`: each agent's window of training episodes, resumed."""
         self.config, self.run, self.evaluator = config, run, evaluator
+        self.agents = agents
         self.target_return = target_return
         run.config.write_text(to_json(config, extra_config))
         # resumed: rows written after the checkpoint are redone now
@@ -105,8 +123,11 @@ class TrainSession:
         if start_steps:
             truncate_after(run.evaluations, start_steps)
         tb = run.tensorboard if config.tensorboard else None
-        self.metrics = MetricsWriter(run.metrics, tb, (*METRICS, *metrics))
-        self.evaluations = MetricsWriter(run.evaluations, self.metrics.events, EVAL_METRICS)
+        agent = ("agent",) if agents > 1 else ()
+        self.metrics = MetricsWriter(run.metrics, tb, (*agent, *METRICS, *metrics))
+        self.evaluations = MetricsWriter(
+            run.evaluations, self.metrics.events, (*agent, *EVAL_METRICS)
+        )
         self.console = Console(
             config.budget, config.progress, title or config.env_name, start_steps
         )
@@ -131,7 +152,11 @@ class TrainSession:
         # the window showed the first few episodes to end after the reset, and `best`
         # was overwritten by the first evaluation, however poor
         self.episode_returns: deque[float] = deque(recent_returns, maxlen=RETURN_WINDOW)
-        evaluated = column(run.evaluations, "eval_return") if start_steps else []
+        self.agent_returns: list[deque[float]] = [
+            deque(agent_returns[i] if i < len(agent_returns) else (), maxlen=RETURN_WINDOW)
+            for i in range(agents if agents > 1 else 0)
+        ]
+        evaluated = _by_step(run.evaluations, agents) if start_steps else []
         self.best_eval = max(evaluated, default=-np.inf)
         self.last_eval: float | None = evaluated[-1] if evaluated else None
         # evaluations that fell due and did not run (the module docstring)
@@ -146,8 +171,12 @@ class TrainSession:
         self._step_rate, self._update_rate = RateMeter(), RateMeter()
 
     def _state(self, state_fn: StateFn) -> dict[str, Any]:
-        """A checkpoint's state: the loop's, and the window of training episodes."""
-        return {**state_fn(), "episode_returns": list(self.episode_returns)}
+        """A checkpoint's state: the loop's, and the window of training episodes (a
+        population's: each agent's too)."""
+        state = {**state_fn(), "episode_returns": list(self.episode_returns)}
+        if self.agent_returns:
+            state["agent_returns"] = [list(d) for d in self.agent_returns]
+        return state
 
     @property
     def wall_s(self) -> float:
@@ -159,6 +188,10 @@ class TrainSession:
         if "episode" in infos:
             mask = infos["_episode"]
             self.episode_returns.extend(float(r) for r in infos["episode"]["r"][mask])
+            if self.agent_returns:  # agent i's envs are the i-th block
+                per = len(mask) // self.agents
+                for env in np.flatnonzero(mask):
+                    self.agent_returns[env // per].append(float(infos["episode"]["r"][env]))
 
     def done(self, env_steps: int) -> bool:
         return self.solved or env_steps >= self.config.budget
@@ -259,22 +292,31 @@ class TrainSession:
             return None
         env_steps, wall_s, state_fn, skipped = self._pending
         self._pending = None
-        mean, std = episodes.mean, episodes.std
-        self.last_eval = mean
         self.skipped_evals += skipped
-        self.evaluations.write(
-            {
-                "env_steps": env_steps,
-                "wall_s": round(wall_s, 3),
-                "eval_return": mean,
-                "eval_std": std,
-                "eval_episodes": len(episodes.returns),
-                "eval_truncated": int(episodes.truncated.sum()),
-                "eval_length": float(episodes.lengths.mean()) if episodes.cap else None,
-                "eval_skipped": skipped,
-            }
-        )
+        each = episodes.split(self.agents)
+        for i, agent in enumerate(each):
+            self.evaluations.write(
+                {
+                    **({"agent": i} if self.agents > 1 else {}),
+                    "env_steps": env_steps,
+                    "wall_s": round(wall_s, 3),
+                    "eval_return": agent.mean,
+                    "eval_std": agent.std,
+                    "eval_episodes": len(agent.returns),
+                    "eval_truncated": int(agent.truncated.sum()),
+                    "eval_length": float(agent.lengths.mean()) if agent.cap else None,
+                    "eval_skipped": skipped,
+                }
+            )
+        means = np.array([agent.mean for agent in each])
+        # a population goes by its median agent; solved once every agent is
+        mean, std = float(np.median(means)), episodes.std
+        self.last_eval = mean
         notes = [note] if (note := episodes.cap_note()) else []
+        if self.agents > 1:
+            notes.insert(
+                0, f"median of {self.agents} agents, from {means.min():.1f} to {means.max():.1f}"
+            )
         if skipped:
             why = "the last was running" if self.evaluator.deferred else "one iteration passed them"
             notes.append(f"{evaluations(skipped)} due before it skipped ({why})")
@@ -285,7 +327,7 @@ class TrainSession:
         if mean > self.best_eval:
             self.best_eval = mean
             checkpoints.save(self.run, "best", state_fn())
-        if self.target_return is not None and mean >= self.target_return:
+        if self.target_return is not None and means.min() >= self.target_return:
             self.solved = True
         return mean
 
@@ -307,14 +349,26 @@ class TrainSession:
             "eval_return": self.last_eval,
             "eval_skipped": self.skipped_evals,
         }
-        row.update({k: float(v) for k, v in (stats or {}).items()})  # tensors -> floats here
+        per_agent = {k: v for k, v in (stats or {}).items() if np.ndim(v) == 1}
+        # tensors -> floats here
+        row.update({k: float(v) for k, v in (stats or {}).items() if k not in per_agent})
+        windows = [float(np.mean(d)) if d else None for d in self.agent_returns]
+        if self.agent_returns:  # the progress line: the median agent's
+            seen = [w for w in windows if w is not None]
+            row["episode_return"] = float(np.median(seen)) if seen else None
         # a row per (env steps, updates) moved on: a tick with nothing new since the last
         # row (an evaluation's row, then a console line's; a resumed run's first tick
         # where its checkpoint's run ended) adds none
         if (env_steps, updates) > self._logged:
             self._logged = (env_steps, updates)
             console_only = ("eval_return", "eval_skipped")  # eval.csv has them
-            self.metrics.write({k: v for k, v in row.items() if k not in console_only})
+            shared = {k: v for k, v in row.items() if k not in console_only}
+            if self.agents == 1:
+                self.metrics.write(shared)
+            for i in range(self.agents if self.agents > 1 else 0):
+                own = {k: float(v[i]) for k, v in per_agent.items()}
+                self.metrics.write({"agent": i, **shared, "episode_return": windows[i], **own})
+            row.update({k: float(np.median(v)) for k, v in per_agent.items()})
         if console:
             self.console.update(row)
         return row

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -36,19 +36,22 @@ def make_evaluator(
     child: EvalChild | None = None,
     start_steps: int = 0,
     probed: Probed | None = None,
+    seeds: Sequence[int] = (),
 ) -> Evaluator | BackgroundEvaluator:
     """The run's evaluator (greedy, or `--eval-actions sampled`): in a child process
     when there is a core to spare (or when asked), else in the training loop.
     `child`: an evaluation process started earlier by the caller (`pararl train`
     starts it before importing torch), adopted here; without one, the evaluator
     starts its own. `probed`: what building the env told (`prepare`): an env a
-    factory builds gets its time limit and registration from there."""
+    factory builds gets its time limit and registration from there. `seeds`: a
+    population's (`--seeds`), evaluated in this process, each agent on its seed's
+    episodes (`Evaluator`)."""
     env_fn = env_factory(cfg.env, kwargs=cfg.env_kwargs)
     stream = (start_steps,)  # a resumed run evaluates on new episodes
     limit = probed.time_limit if probed is not None else None
     cap = episode_cap(cfg.env, cfg.env_kwargs, cfg.eval_max_steps, limit)
     carried = _spec_for_child(cfg.env, probed.spec if probed is not None else None)
-    if evaluates_in_process(cfg.eval_in) and carried is not False:
+    if evaluates_in_process(cfg.eval_in) and carried is not False and not seeds:
         spec = carried if isinstance(carried, gym.envs.registration.EnvSpec) else None
         return BackgroundEvaluator(
             env_fn,
@@ -63,7 +66,9 @@ def make_evaluator(
         )
     if child is not None:
         child.close(grace=0.0)  # not needed: evaluations run in this process
-    return Evaluator(env_fn, cfg.eval_episodes, cfg.seed, stream, cap, cfg.eval_actions)
+    return Evaluator(
+        env_fn, cfg.eval_episodes, cfg.seed, stream, cap, cfg.eval_actions, seeds=seeds
+    )
 
 
 def _spec_for_child(env: EnvArg, made_from: EnvSpec | None = None) -> EnvSpec | bool | None:
@@ -107,6 +112,12 @@ def open_session(
         if eval_child is not None:
             eval_child.close(grace=0.0)  # not needed: the loop measures the returns
         evaluator = plan.reported
+    elif plan.seeds:  # a population: every agent's episodes at once, in this process
+        if eval_child is not None:
+            eval_child.close(grace=0.0)
+        evaluator = make_evaluator(
+            p.config, plan.make_model, None, start_steps, p.probed, seeds=plan.seeds
+        )
     else:
         evaluator = make_evaluator(p.config, plan.make_model, eval_child, start_steps, p.probed)
     facts = {
@@ -131,6 +142,8 @@ def open_session(
             metrics=plan.metrics,
             recent_returns=(p.resume_state or {}).get("episode_returns", ()),
             resumed=p.resume_state is not None,
+            agents=max(1, len(plan.seeds)),
+            agent_returns=(p.resume_state or {}).get("agent_returns", ()),
         )
     except BaseException:
         evaluator.close()
@@ -277,6 +290,7 @@ class Plan:
     close: Callable[[], None] = field(default=lambda: None)
     reported: ReportedReturns | None = None  # the loop's own returns as the evaluation
     notes: tuple[str, ...] = ()  # said at start, after the banner (warnings, replay memory)
+    seeds: tuple[int, ...] = ()  # a population's agents' seeds (`--seeds`); () for one agent
 
 
 def _say_start(p: Prepared, plan: Plan, session: TrainSession) -> None:

@@ -229,7 +229,8 @@ class Rollout:
             # a recurrent policy's value of the true last observation: stepped on from
             # the state that acted in the same episode
             state = None if self.acted_state is None else self.acted_state[truncated]
-            self.final_values[t, truncated] = self.actor.value(final, state).cpu().numpy()
+            values = self.actor.value(final, state, envs=np.flatnonzero(truncated))
+            self.final_values[t, truncated] = values.cpu().numpy()
 
     @torch.no_grad()
     def close(self, stream: EnvStream) -> None:

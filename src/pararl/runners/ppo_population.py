@@ -1,0 +1,238 @@
+"""PPO for N seeds in one run (`--seeds N`): one loop, one vector env of every agent's
+envs, one batched update.
+
+    agents <- for each seed: the state its run alone builds (`PPOState`, from the
+              global streams seeded with that seed), their networks stacked into
+              one population (`models.population`)
+    while not done:
+        rollout <- every agent's envs (agent i's: the i-th block), acted by the
+                   population in one forward pass, each agent drawing from its
+                   own stream
+        env_steps += steps per agent
+        one batched update (`algos.population`): each agent its own minibatches
+        log (a row per agent), evaluate (each agent on its own episodes), checkpoint
+
+Each agent is the agent its seed's run would have been, to float tolerance: the same
+env seeds, action draws, minibatch orders and initial weights, and the same steps
+(tests/runners/test_ppo_population.py). A checkpoint holds each agent as a run of its
+own would save it (`agents`), so `pararl.load(RUN, agent=i)` and `pararl evaluate RUN
+--agent i` read agent i as they read any run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import torch
+
+from pararl import seeding
+from pararl.algos.population import PopulationPPOLearner
+from pararl.checkpoint import Header
+from pararl.config import PPOConfig
+from pararl.envs.make import env_factory
+from pararl.envs.masks import batch_mask
+from pararl.errors import UsageError
+from pararl.models import num_params
+from pararl.models.acting import PopulationDraws
+from pararl.models.population import Population
+from pararl.mp.threads import ppo_threads, torch_threads
+from pararl.mp.topology import physical_cores
+from pararl.runners.ppo import check_minibatch
+from pararl.runners.ppo_mode import ModeChoice, choose_mode
+from pararl.runners.ppo_state import PPOState
+from pararl.runners.session import TrainSession
+from pararl.runners.setup import Plan, Prepared
+from pararl.samplers.rollout.actors import rollout_draws
+from pararl.samplers.rollout.collect import EnvStream, collect
+from pararl.vector import ParallelVectorEnv, SerialVectorEnv
+
+METRICS = ("pg_loss", "v_loss", "entropy", "approx_kl", "clipfrac", "update_threads")
+
+
+def check(cfg: PPOConfig) -> None:
+    """What a population does not do yet, refused in one line before anything starts."""
+    s = cfg.settings
+    refusals = [
+        (cfg.backend == "ray", "--backend ray"),
+        (cfg.mode == "async", "--mode async"),
+        (cfg.recurrent != "none", "--recurrent"),
+        (bool(s.norm_obs) or bool(s.norm_reward), "--norm-obs or --norm-reward"),
+        (s.model == "multi-input", "the multi-input encoder (Dict and Tuple observations)"),
+        (cfg.compile == "on", "--compile on"),
+    ]
+    for refused, what in refusals:
+        if refused:
+            raise UsageError(
+                f"--seeds {cfg.seeds}: {what} is not batched across agents yet; drop it, "
+                "or train the seeds as separate runs"
+            )
+
+
+def layout(cfg: PPOConfig, total_envs: int) -> tuple[ModeChoice, int]:
+    """The mode (serial or sync; `auto` by the envs' step time) and the workers, on
+    as many of the cores as split every agent's envs together evenly."""
+    if cfg.workers is not None:
+        workers = cfg.workers
+        if total_envs % workers:
+            raise UsageError(
+                f"{total_envs} envs ({cfg.seeds} agents x {total_envs // cfg.seeds}) do not "
+                f"split evenly over --workers {workers}; give --workers that divides them"
+            )
+    else:
+        cores = physical_cores()
+        workers = max(w for w in range(1, min(total_envs, cores) + 1) if total_envs % w == 0)
+    env_fn = env_factory(cfg.env, cfg.wrapper, training=True, kwargs=cfg.env_kwargs)
+    return choose_mode(cfg.mode, env_fn, total_envs, workers), workers
+
+
+class PopulationState:
+    """Every agent's `PPOState` (built as its run alone builds it: its seed's global
+    streams, its own network), and the learner that trains their stacked weights."""
+
+    def __init__(self, p: Prepared, per_agent: int, mode: str, workers: int) -> None:
+        """`per_agent`: each agent's envs."""
+        cfg: PPOConfig = p.config
+        self.config, self.per_agent = cfg, per_agent
+        self.seeds = tuple(cfg.seed + i for i in range(cfg.seeds))
+        resume = p.resume_state
+        if resume is not None and len(resume.get("agents", ())) != cfg.seeds:
+            raise UsageError(
+                f"--seeds {cfg.seeds}: the run resumed has "
+                f"{len(resume.get('agents', ())) or 1} agent(s); resume it as it was"
+            )
+        self.members: list[PPOState] = []
+        for seed in self.seeds:
+            seeding.seed_everything(seed)  # as `compose` seeds a run of this seed
+            filled = dataclasses.replace(p.filled, config=dataclasses.replace(cfg, seed=seed))
+            member = PPOState(
+                filled, p.observation_space, p.action_space, per_agent, None, None, p.action_masks
+            )
+            self.members.append(member)
+        first = self.members[0]
+        size = num_params(first.learner.model) * cfg.seeds  # the batched update's
+        self.act_threads, self.update_threads = ppo_threads(
+            size, mode, workers, cfg.learner_threads
+        )
+        self.population = Population([m.learner.model for m in self.members])
+        self.learner = PopulationPPOLearner(
+            self.population, first.learner.hyper, cfg.settings.lr, first.devices.learn
+        )
+        self.env_steps, self.wall_s = 0, 0.0  # each agent's
+        if resume is not None:
+            for i, agent in enumerate(resume["agents"]):
+                self.learner.load_agent_state(i, agent["learner"])
+            header = Header.of(resume)
+            self.env_steps, self.wall_s = header.env_steps, header.wall_s
+        # each agent's minibatch stream, as its run's `PPOState.rng`
+        self.rngs = [seeding.generator(s, "replay", 0, self.env_steps) for s in self.seeds]
+
+    @property
+    def n(self) -> int:
+        return len(self.seeds)
+
+    def state(self, wall_s: float) -> dict[str, Any]:
+        """The checkpoint: each agent as its run alone would save it, under `agents`."""
+        agents = []
+        for i, member in enumerate(self.members):
+            member.env_steps = self.env_steps
+            agents.append({**member.state(wall_s), "learner": self.learner.agent_state(i)})
+        return {
+            **Header("ppo", 2, self.env_steps, wall_s).as_dict(),
+            "seeds": list(self.seeds),
+            "agents": agents,
+        }
+
+
+def run(state: PopulationState, session: TrainSession, mode: str, workers: int) -> None:
+    """The loop over every agent's envs, stepped here (`serial`) or by workers (`sync`)."""
+    cfg, n = state.config, state.n
+    spec = state.members[0].rollout_spec
+    fn = env_factory(cfg.env, cfg.wrapper, training=True, kwargs=cfg.env_kwargs)
+    num_envs = n * state.per_agent
+    masks = state.members[0].mask_info
+    envs: SerialVectorEnv | ParallelVectorEnv = (
+        SerialVectorEnv([fn] * num_envs, autoreset_mode="SameStep", shared_infos=masks)
+        if mode == "serial"
+        else ParallelVectorEnv(
+            [fn] * num_envs, num_workers=workers, autoreset_mode="SameStep", shared_infos=masks
+        )
+    )
+    try:
+        steps, each = state.env_steps, state.per_agent
+        seeds = [x for s in state.seeds for x in seeding.env_seeds(s, each, "env", 0, 0, steps)]
+        obs, infos = envs.reset(seed=seeds)
+        stream = EnvStream.start(obs, spec.gamma, None, batch_mask(infos))
+        draws = PopulationDraws([rollout_draws(s, 0, 0, steps) for s in state.seeds])
+        learner = state.learner
+        while not session.done(state.env_steps):
+            remaining = max(0.0, 1 - state.env_steps / cfg.budget)
+            if cfg.anneal_lr:
+                learner.set_lr_fraction(remaining)
+            if cfg.anneal_clip:
+                learner.set_clip_fraction(remaining)
+            rollout = collect(
+                state.population,  # type: ignore[arg-type]
+                spec,
+                envs,
+                stream,
+                session.record_episodes,
+                draws,
+            )
+            state.env_steps += len(rollout["advantages"]) // n
+            with torch_threads(state.update_threads):
+                stats: dict[str, Any] = learner.update(rollout, spec.num_steps, state.rngs)
+            stats["update_threads"] = np.full(n, state.update_threads)
+            session.tick(
+                state.env_steps,
+                learner.updates,
+                state.population,
+                lambda: state.state(session.wall_s),
+                stats,
+            )
+    finally:
+        envs.close()
+
+
+def plan(p: Prepared) -> Plan:
+    """Check what a population refuses, lay its envs out, build every agent."""
+    cfg: PPOConfig = p.config
+    check(cfg)
+    workers_of_one, per_worker = cfg.split_envs(1)  # one agent's envs, on no machine
+    per_agent = workers_of_one * per_worker
+    total = per_agent * cfg.seeds
+    check_minibatch(cfg, per_agent)
+    choice, workers = layout(cfg, total)
+    mode = choice.mode
+    state = PopulationState(p, per_agent, mode, workers)
+    torch.set_num_threads(state.act_threads)
+    first = state.members[0]
+    banner = (
+        f"pararl: PPO on {cfg.env}, {cfg.seeds} agents (seeds {state.seeds[0]}-"
+        f"{state.seeds[-1]}) in one batched update, mode {mode} ({choice.reason}), "
+        f"{per_agent} envs each on {workers} worker{'s' if workers > 1 else ''}, "
+        f"on {first.devices.learn}"
+    )
+    return Plan(
+        banner=banner,
+        metrics=METRICS,
+        resolved={
+            "mode": mode,
+            "mode_reason": choice.reason,
+            "num_envs": per_agent,
+            "workers": workers,
+            "seeds": list(state.seeds),
+            "devices": first.devices.as_dict(),
+            "update_threads": state.update_threads,
+        },
+        make_model=first.make_model,
+        start=(state.env_steps, state.wall_s),
+        run=lambda session: run(state, session, mode, workers),
+        steps=lambda: state.env_steps,
+        checkpoint=state.state,
+        seeds=state.seeds,
+    )
+
+
+__all__ = ["METRICS", "PopulationState", "check", "plan"]

@@ -1,0 +1,146 @@
+"""`--seeds N`: N PPO agents in one run. Agent i is the agent a run of seed i alone
+trains (to float tolerance), its rows and evaluations are its own, the batch
+resumes, loads and evaluates by agent, and what is not batched yet is refused."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from pararl import PPOConfig, checkpoint, load, train
+
+SMALL: dict[str, Any] = dict(
+    env="CartPole-v1",
+    total_steps=768,
+    num_steps=32,
+    num_envs=4,
+    minibatch_size=32,
+    update_epochs=2,
+    eval_every=512,
+    eval_episodes=2,
+    tensorboard=False,
+    progress="none",
+    hidden=(16, 16),
+    target_return=10_000.0,
+    eval_in="inline",
+    learner_threads=1,
+)
+SEEDS = 2
+
+
+def final(run: Path) -> dict[str, Any]:
+    return checkpoint.load(run / "checkpoints" / "final.pt")
+
+
+def rows(path: Path) -> list[dict[str, str]]:
+    with path.open() as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.fixture(scope="module")
+def batched(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A sync run of two agents (seeds 3 and 4), two workers stepping their 8 envs."""
+    run = tmp_path_factory.mktemp("population") / "sync"
+    train(PPOConfig(seed=3, seeds=SEEDS, mode="sync", workers=2, run_dir=run, **SMALL))
+    return run
+
+
+@pytest.fixture(scope="module")
+def alone(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """The runs of seeds 3 and 4 alone, in this process."""
+    runs = []
+    for i in range(SEEDS):
+        run = tmp_path_factory.mktemp("population") / f"seed{3 + i}"
+        train(PPOConfig(seed=3 + i, mode="serial", run_dir=run, **SMALL))
+        runs.append(run)
+    return runs
+
+
+def assert_same_agent(batched_state: dict[str, Any], single: dict[str, Any]) -> None:
+    ours, theirs = batched_state["learner"], single["learner"]
+    assert ours["updates"] == theirs["updates"]
+    for name, value in theirs["model"].items():
+        torch.testing.assert_close(ours["model"][name], value, rtol=1e-4, atol=1e-5, msg=name)
+    for moment in ("exp_avg", "exp_avg_sq"):
+        torch.testing.assert_close(
+            ours["optimizer"][moment], theirs["optimizer"][moment], rtol=1e-3, atol=1e-6
+        )
+
+
+def test_each_agent_is_the_agent_its_seed_trains_alone(batched: Path, alone: list[Path]) -> None:
+    state = final(batched)
+    assert state["seeds"] == [3, 4]
+    for i, run in enumerate(alone):
+        assert_same_agent(state["agents"][i], final(run))
+
+
+def test_serial_batch_agrees_too(tmp_path: Path, alone: list[Path]) -> None:
+    run = tmp_path / "serial"
+    train(PPOConfig(seed=3, seeds=SEEDS, mode="serial", run_dir=run, **SMALL))
+    state = final(run)
+    for i, single in enumerate(alone):
+        assert_same_agent(state["agents"][i], final(single))
+
+
+def test_rows_and_evaluations_are_per_agent(batched: Path, alone: list[Path]) -> None:
+    evals = rows(batched / "eval.csv")
+    assert [r["agent"] for r in evals] == ["0", "1"] * (len(evals) // 2)
+    for i, run in enumerate(alone):  # each agent plays its own seed's episodes
+        own = [r for r in evals if r["agent"] == str(i)]
+        theirs = rows(run / "eval.csv")
+        assert [r["env_steps"] for r in own] == [r["env_steps"] for r in theirs]
+        np.testing.assert_allclose(
+            [float(r["eval_return"]) for r in own], [float(r["eval_return"]) for r in theirs]
+        )
+    metrics = rows(batched / "metrics.csv")
+    assert {r["agent"] for r in metrics} == {"0", "1"}
+    assert all(r["pg_loss"] != "" for r in metrics)
+
+
+def test_load_and_evaluate_pick_an_agent(batched: Path, pararl: Any) -> None:
+    agent = load(batched, "final", agent=1)
+    assert agent.config.seed == 4
+    assert agent.act(np.zeros(4, np.float32)) in (0, 1)
+    result = pararl("evaluate", str(batched), "--agent", "1", "--episodes", "2")
+    assert result.returncode == 0, result.stderr
+    missing = pararl("evaluate", str(batched), "--episodes", "2")
+    assert missing.returncode == 2
+    assert "trained 2 agents" in missing.stderr and "--agent" in missing.stderr
+    assert len(missing.stderr.strip().splitlines()) == 1
+
+
+def test_the_batch_resumes_as_one(batched: Path, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(batched, run)
+    before = final(run)
+    train(PPOConfig(resume=run, total_steps=1_024))
+    after = final(run)
+    assert after["env_steps"] > before["env_steps"]
+    assert after["agents"][0]["learner"]["updates"] > before["agents"][0]["learner"]["updates"]
+    assert len(after["agents"]) == SEEDS
+
+
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        (["--mode", "async"], "--mode async"),
+        (["--recurrent", "lstm"], "--recurrent"),
+        (["--norm-obs"], "--norm-obs"),
+        (["--seeds", "0"], "--seeds must be >= 1"),
+    ],
+)
+def test_what_is_not_batched_is_refused_in_one_line(
+    option: list[str], said: str, tmp_path: Path, pararl: Any
+) -> None:
+    args = ["train", "ppo", "--env", "CartPole-v1", "--seeds", "2", *option]
+    result = pararl(*args, "--run-dir", str(tmp_path / "r"), "--total-steps", "256")
+    assert result.returncode == 2
+    assert said in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "r").exists()
