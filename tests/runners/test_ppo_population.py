@@ -111,7 +111,8 @@ def test_load_and_evaluate_pick_an_agent(batched: Path, pararl: Any) -> None:
     assert result.returncode == 0, result.stderr
     missing = pararl("evaluate", str(batched), "--episodes", "2")
     assert missing.returncode == 2
-    assert "trained 2 agents" in missing.stderr and "--agent" in missing.stderr
+    assert "trained 2 agents" in missing.stderr
+    assert "--agent" in missing.stderr
     assert len(missing.stderr.strip().splitlines()) == 1
 
 
