@@ -71,9 +71,21 @@ def _evaluate() -> Command:
     return Command(lambda: EvaluateConfig, run)
 
 
+def _compare() -> Command:
+    from pararl.config import CompareConfig
+
+    def run(config: CompareConfig, given: frozenset[str]) -> Any:
+        from pararl import compare
+
+        return compare.run(config)
+
+    return Command(lambda: CompareConfig, run)
+
+
 COMMANDS: dict[tuple[str, ...], Entry] = {
     **{("train", name): _train(algo) for name, algo in ALGORITHMS.items()},
     ("evaluate",): Entry("return of a run's checkpoint; render or record video", _evaluate),
+    ("compare",): Entry("two sets of runs' final returns: IQM, P(A > B), p-value", _compare),
 }
 
 

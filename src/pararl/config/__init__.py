@@ -1,9 +1,9 @@
 """Run configurations, one package: the fields of every run (`run`), each
 algorithm's config (one module each: `dqn`, `sac`, `td3`, `ppo`, `maml`, ...), the kinds
 of env and the defaults they pick (`kinds`), the options of `pararl evaluate`
-(`evaluate`), and a run's saved `config.json` (`saved`). Typed dataclasses whose field
-docstrings are the `--help`; light on purpose (no torch): the command line lists and
-parses them.
+(`evaluate`) and of `pararl compare` (`compare`), and a run's saved `config.json`
+(`saved`). Typed dataclasses whose field docstrings are the `--help`; light on purpose
+(no torch): the command line lists and parses them.
 
 Every module of this package is imported here, so that every algorithm's config is
 known by its class name (`configs()`: what `config.json` names) without a list of them.
@@ -12,6 +12,7 @@ known by its class name (`configs()`: what `config.json` names) without a list o
 import importlib
 import pkgutil
 
+from pararl.config.compare import CompareConfig
 from pararl.config.dqn import DQNConfig
 from pararl.config.evaluate import EvaluateConfig
 from pararl.config.kinds import KIND_TEXT, EnvKind, ModelChoice, env_kind, settings_of
@@ -35,6 +36,7 @@ def __getattr__(name: str) -> type[RunConfig]:
 
 __all__ = [
     "KIND_TEXT",
+    "CompareConfig",
     "DQNConfig",
     "EnvKind",
     "EvaluateConfig",
