@@ -132,7 +132,7 @@ def read(value: Any, hint: Any, name: str, expected: str | None = None) -> Any:
         try:
             number = float(value)
         except OverflowError:  # an int beyond any float
-            number = math.copysign(math.inf, value)
+            number = math.inf if value > 0 else -math.inf  # copysign overflows too
         if math.isnan(number) or (math.isinf(number) and name not in NO_LIMIT):
             raise wrong("a finite number")
         return number
