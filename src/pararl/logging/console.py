@@ -9,7 +9,9 @@ _FIELDS = (
     ("steps_per_s", "steps/s", "{:,.0f}"),
     ("updates_per_s", "upd/s", "{:,.0f}"),
     ("episode_return", "return", "{:.1f}"),
+    ("return_iqm", "iqm", "{:.1f}"),  # a population's (`--seeds`): over its agents
     ("eval_return", "eval", "{:.1f}"),
+    ("eval_iqm", "iqm", "{:.1f}"),
     ("pre_return", "pre", "{:.1f}"),
     ("post_return", "post", "{:.1f}"),
     ("epsilon", "eps", "{:.3f}"),
@@ -56,6 +58,7 @@ class Console:
             mode = "bar" if sys.stderr.isatty() else "plain"
         self.mode, self.total, self.title = mode, total, title
         self._bar: Any = None
+        self._iqm: float | None = None  # a population's last evaluation's IQM
         self._skipped = 0  # evaluations skipped, as the last row said
         self._skipped_shown = False  # whether the bar has room for them
         if mode == "bar":
@@ -99,6 +102,7 @@ class Console:
     def update(self, row: dict[str, Any]) -> None:
         if self.mode == "bar":
             self._skipped = int(row.get("eval_skipped") or 0)
+            self._iqm = row.get("eval_iqm")
             self._show(row["env_steps"], row.get("eval_return"), row.get("steps_per_s"))
         elif self.mode == "plain":
             print(
@@ -113,6 +117,8 @@ class Console:
             fields["rate"] = f"{_short(rate)}/s"
         if last_eval is not None:
             fields["eval"] = f"eval {last_eval:.1f}"
+            if self._iqm is not None:  # a population's: its median agent's, and the IQM
+                fields["eval"] += f" iqm {self._iqm:.1f}"
             if self._skipped and self._skipped_shown:
                 fields["eval"] += f" ({skipped(self._skipped)})"
         self._bar.update(self._task, **fields)

@@ -40,6 +40,7 @@ from pararl.logging import (
 from pararl.plots import learning_curve
 from pararl.rundir import RunDir
 from pararl.runners import checkpoints
+from pararl.stats import iqm
 from pararl.vector import WorkerError, WorkerTimeoutError
 
 StateFn = Callable[[], dict[str, Any]]
@@ -159,6 +160,7 @@ class TrainSession:
         evaluated = _by_step(run.evaluations, agents) if start_steps else []
         self.best_eval = max(evaluated, default=-np.inf)
         self.last_eval: float | None = evaluated[-1] if evaluated else None
+        self.last_eval_iqm: float | None = None  # a population's, over its agents
         # evaluations that fell due and did not run (the module docstring)
         skipped = column(run.evaluations, "eval_skipped") if start_steps else []
         self.skipped_evals = int(sum(skipped))
@@ -312,10 +314,13 @@ class TrainSession:
         # a population goes by its median agent; solved once every agent is
         mean, std = float(np.median(means)), episodes.std
         self.last_eval = mean
+        self.last_eval_iqm = iqm(means) if self.agents > 1 else None
         notes = [note] if (note := episodes.cap_note()) else []
         if self.agents > 1:
             notes.insert(
-                0, f"median of {self.agents} agents, from {means.min():.1f} to {means.max():.1f}"
+                0,
+                f"median of {self.agents} agents (IQM {self.last_eval_iqm:.1f}), from "
+                f"{means.min():.1f} to {means.max():.1f}",
             )
         if skipped:
             why = "the last was running" if self.evaluator.deferred else "one iteration passed them"
@@ -353,15 +358,18 @@ class TrainSession:
         # tensors -> floats here
         row.update({k: float(v) for k, v in (stats or {}).items() if k not in per_agent})
         windows = [float(np.mean(d)) if d else None for d in self.agent_returns]
-        if self.agent_returns:  # the progress line: the median agent's
+        if self.agent_returns:  # the progress line: the median agent's, and the IQM
             seen = [w for w in windows if w is not None]
             row["episode_return"] = float(np.median(seen)) if seen else None
+            row["return_iqm"] = iqm(seen) if seen else None
+            row["eval_iqm"] = self.last_eval_iqm
         # a row per (env steps, updates) moved on: a tick with nothing new since the last
         # row (an evaluation's row, then a console line's; a resumed run's first tick
         # where its checkpoint's run ended) adds none
         if (env_steps, updates) > self._logged:
             self._logged = (env_steps, updates)
-            console_only = ("eval_return", "eval_skipped")  # eval.csv has them
+            # eval.csv has them; the IQMs over agents are the agents' rows' to compute
+            console_only = ("eval_return", "eval_skipped", "return_iqm", "eval_iqm")
             shared = {k: v for k, v in row.items() if k not in console_only}
             if self.agents == 1:
                 self.metrics.write(shared)
