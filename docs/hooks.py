@@ -14,13 +14,23 @@ included text are rewritten from the repository's layout to the site's, so
 `(#a-section)` in the headline to that section of the BENCHMARKS.md page, and
 `figures/*.png` to the copies this hook adds to the site. A link to a repository
 file that no page publishes is a warning, which `mkdocs build --strict` fails on.
+
+A line of its own `<!-- cli-reference -->` becomes the command line's reference: what
+`pararl --help` prints, then for each command of `pararl.cli.COMMANDS` (the table the
+program itself dispatches on, so a new command appears without an edit here) its one
+line of help and the text of `pararl COMMAND --help`, as a terminal of `HELP_COLUMNS`
+columns shows it. tests/test_cli_reference.py checks it against the program.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import logging
+import os
 import posixpath
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from mkdocs.config.defaults import MkDocsConfig
@@ -36,6 +46,8 @@ FENCE = re.compile(r"^(```|~~~)")
 # a Markdown link or image whose target is relative: [text](target) or ![alt](target)
 LINK = re.compile(r"(?P<head>!?\[[^\]\n]*\])\((?P<target>[^)\s]+)\)")
 HEADING = re.compile(r"^(?P<level>#{1,6}) (?P<title>.+?)\s*#*$")
+CLI_REFERENCE = re.compile(r"^<!-- cli-reference -->$", re.M)
+HELP_COLUMNS = 80  # the help's width on the page: a common terminal's
 
 # repository path -> the docs path of the page that publishes it (set by on_files)
 published: dict[str, str] = {}
@@ -76,7 +88,56 @@ def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Fil
             text = found
         return _rewrite_links(text, path, page.file.src_uri)
 
-    return INCLUDE.sub(expand, markdown)
+    markdown = INCLUDE.sub(expand, markdown)
+    return CLI_REFERENCE.sub(lambda _: cli_reference(), markdown)
+
+
+@contextlib.contextmanager
+def _columns(columns: int) -> Iterator[None]:
+    """A terminal `columns` wide, as the help formatter reads it
+    (`shutil.get_terminal_size`: $COLUMNS first)."""
+    before = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = str(columns)
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = before
+
+
+def cli_help(*args: str) -> str:
+    """What `pararl ARGS` prints (`pararl.cli.main`, in this process) to a UTF-8
+    terminal of `HELP_COLUMNS` columns (tyro draws its boxes in UTF-8 when the output's
+    encoding is "utf-8"; no colours, as the output is no tty)."""
+    from pararl.cli import main
+
+    buffer = io.BytesIO()
+    out = io.TextIOWrapper(buffer, encoding="utf-8", newline="\n")
+    # SystemExit: the option parser's own exit after --help
+    with _columns(HELP_COLUMNS), contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+        main(list(args))
+    out.flush()
+    return buffer.getvalue().decode("utf-8")
+
+
+def cli_reference() -> str:
+    """The command line's reference page body: the usage, then every command's help."""
+    from pararl.cli import COMMANDS
+
+    parts = [
+        "What `pararl --help` prints:\n",
+        f"```text\n{cli_help('--help')}```\n",
+    ]
+    for key, entry in COMMANDS.items():
+        command = " ".join(key)
+        parts += [
+            f"## pararl {command}\n",
+            f"{entry.help[:1].upper()}{entry.help[1:]}. What `pararl {command} --help` prints:\n",
+            f"```text\n{cli_help(*key, '--help')}```\n",
+        ]
+    return "\n".join(parts)
 
 
 def _slug(title: str) -> str:

@@ -58,6 +58,7 @@ XDIST_GROUPS = (
     "tests/test_env_factories.py",
     "tests/test_first_hour.py",
     "tests/test_playback.py",
+    "tests/test_site.py",  # builds the site once (a module-scoped fixture)
 )
 
 

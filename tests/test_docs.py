@@ -1,6 +1,6 @@
-"""The ```bash and ```python blocks of README.md and of the documentation site's pages
-(docs/**/*.md, and the files they include) run, page by page in the page's order, as a
-reader would run them, on tiny budgets.
+"""The ```bash and ```python blocks of README.md (and its translations, README.*.md)
+and of the documentation site's pages (docs/**/*.md, and the files they include) run,
+page by page in the page's order, as a reader would run them, on tiny budgets.
 
 The convention: every bash and Python block runs, unless an HTML comment right before
 it says why not, in sybil's skip directive (invisible on GitHub and on the site):
@@ -12,7 +12,10 @@ training run, Atari, MuJoCo's samplers, Ray, torchrun) or needs what the page do
 give (a module of the reader's own); skipping is the exception. A block that another
 page holds word for word and runs says so (README.md's copies of the guides' blocks),
 `<!-- skip: next "runs in docs/PAGE.md" -->`, and is checked to be there, unskipped.
-Blocks in other languages (text, yaml, none) are not run; ```sh, ```shell, ```console
+A translation (README.zh-CN.md of README.md, docs/zh/PAGE.md of docs/PAGE.md) holds
+its original's blocks, skip directives included, in the same order, word for word, and
+runs them as its original does. Blocks in other languages (text, yaml, none) are not
+run; ```sh, ```shell, ```console
 and ```py are refused, so that a block meant to run is not passed over for its
 spelling.
 
@@ -62,7 +65,9 @@ from sybil.parsers.markdown import CodeBlockParser, SkipParser
 from pararl.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
+READMES = sorted(ROOT.glob("README*.md"))  # README.md and its translations
 DOCS = sorted((ROOT / "docs").rglob("*.md"))
+LANGUAGES = ("zh",)  # docs/LANGUAGE/PAGE.md translates docs/PAGE.md
 INCLUDED = sorted(  # the repository's files the site includes (docs/hooks.py)
     {
         ROOT / m
@@ -72,12 +77,27 @@ INCLUDED = sorted(  # the repository's files the site includes (docs/hooks.py)
 )
 PAGES = [  # those with a fenced block
     page
-    for page in (ROOT / "README.md", *DOCS, *INCLUDED)
+    for page in (*READMES, *DOCS, *INCLUDED)
     if re.search(r"^ *(```|~~~)", page.read_text(encoding="utf-8"), re.M)
 ]
 SMALL = 256  # env steps: a PPO rollout or two, a few hundred DQN/SAC steps
 EPISODES = 2  # per evaluation (20 by default: 20,000 steps of an untrained HalfCheetah)
 REFUSED = ("sh", "shell", "console", "zsh", "py", "pycon", "python3")
+
+
+def _original(page: Path) -> Path | None:
+    """The page that `page` translates, if it is a translation."""
+    parts = page.relative_to(ROOT).parts
+    if len(parts) == 1 and re.fullmatch(r"README\.[\w-]+\.md", parts[0]):
+        return ROOT / "README.md"
+    if len(parts) > 2 and parts[0] == "docs" and parts[1] in LANGUAGES:
+        return ROOT.joinpath("docs", *parts[2:])
+    return None
+
+
+TRANSLATIONS = {page: original for page in (*READMES, *DOCS) if (original := _original(page))}
+# a fenced block, with the skip directive right before it if there is one
+BLOCK = re.compile(r"^(?:(<!-- skip:[^\n]*-->)\n)?(```|~~~)(\w*)\n(.*?)^\2", re.M | re.S)
 
 
 def _where(example: Example) -> str:
@@ -263,6 +283,20 @@ def test_the_pages_blocks_run(
     monkeypatch.chdir(tmp_path)  # the runs go to ./runs here
     ran, skipped = _evaluate(page)
     print(f"{page.name}: blocks run at lines {', '.join(ran)}; skipped at {skipped}")
+
+
+@pytest.mark.parametrize(
+    ("page", "original"), TRANSLATIONS.items(), ids=lambda p: str(p.relative_to(ROOT))
+)
+def test_a_translation_holds_its_originals_blocks(page: Path, original: Path) -> None:
+    def blocks(path: Path) -> list[tuple[str, ...]]:
+        return [m.group(1, 3, 4) for m in BLOCK.finditer(path.read_text(encoding="utf-8"))]
+
+    assert original.is_file(), f"{page.relative_to(ROOT)} translates no page: {original}"
+    assert blocks(page) == blocks(original), (
+        f"{page.relative_to(ROOT)}: its blocks differ from {original.relative_to(ROOT)}'s"
+    )
+    assert page in PAGES or not blocks(page)
 
 
 def test_budgets_shrink_and_placeholders_name_the_pages_runs(

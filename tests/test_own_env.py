@@ -3,8 +3,8 @@ directory, a constructor without `render_mode` and with arguments of its own. It
 trains through the console script, evaluates and resumes from elsewhere (its
 metrics.csv and eval.csv in env-step order throughout), and the Python API builds it
 without Gymnasium's override warning. The "Your own env" guide shows a command for
-each space, a masked env and a factory (tests/test_docs.py runs them, and README's
-copies)."""
+each space, a masked env and a factory (tests/test_docs.py runs them, and checks
+the READMEs' copy of the factory against it)."""
 
 from __future__ import annotations
 

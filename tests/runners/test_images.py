@@ -124,7 +124,7 @@ def test_minatar_ppo_learns_breakout_above_random_and_is_evaluated_and_recorded(
     session = train(config)
     assert saved(tmp_path / "ppo")["model"] == "minatar-cnn"
     # MinAtar's small network acts and updates on one thread: on several, two runs side
-    # by side on the same cores slowed each other down 6.6x (README, threads)
+    # by side on the same cores slowed each other down 6.6x (docs/guides/cores-and-threads.md)
     resolved = saved(tmp_path / "ppo")["resolved"]
     assert (resolved["learner_threads"], resolved["update_threads"]) == (1, 1)
     assert session.last_eval is not None

@@ -79,7 +79,7 @@ class RunConfig:
     one JSON object (`'{"size": 5}'`)."""
     wrapper: Literal["none", "cartpole-shaped"] = "none"
     """Reward wrapper for training envs: `cartpole-shaped` is the CartPole shaping of the
-    multi-process DQN post in README's Sources (position and angle terms); evaluation
+    multi-process DQN post (docs/design/sources.md; position and angle terms); evaluation
     always uses the true reward."""
     seed: int = 0
     """Random seed: every env, actor, replica, evaluation and network gets its own

@@ -19,8 +19,8 @@ _register("pararl/SeedLog-v0", "pararl.envs.fake:SeedLogEnv", kwargs={"episode_l
 _register("pararl/Faulty-v0", "pararl.envs.fake:FaultyEnv", kwargs={"at": 300})
 # episodes that never end (no termination, no time limit): evaluations must cap them
 _register("pararl/NeverEnds-v0", "pararl.envs.fake:NeverEndsEnv")
-# many-dimensional discrete actions, and action masks (`envs.fake`; README's own-env
-# section trains on them)
+# many-dimensional discrete actions, and action masks (`envs.fake`; the own-env
+# guide, docs/guides/your-own-env.md, trains on them)
 _register("pararl/MultiDiscreteTarget-v0", "pararl.envs.fake:TargetEnv", kwargs={"nvec": (3, 4)})
 _register("pararl/MultiBinaryTarget-v0", "pararl.envs.fake:TargetEnv", kwargs={"bits": 4})
 _register("pararl/MaskedMultiDiscrete-v0", "pararl.envs.fake:MaskedTargetEnv")

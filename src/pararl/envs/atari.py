@@ -9,7 +9,7 @@ envs also end an episode at each life lost (the game plays on: the next reset is
 no-op step, as in EnvPool and SB3, not a new game) and clip rewards to their sign;
 evaluation envs do neither, so they report the real game score.
 
-Where the references differ (see the README): the no-op count is drawn from 1–30
+Where the references differ (see docs/guides/images.md): the no-op count is drawn from 1–30
 (Gymnasium's and EnvPool's rule; ALE's own vector env draws 0–29); the stack starts
 as copies of the reset frame (Gymnasium and EnvPool; ALE pads with zeros); a lost life
 ends a training episode without restarting the game (EnvPool; ALE's `episodic_life`

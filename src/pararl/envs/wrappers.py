@@ -27,7 +27,7 @@ class ClipToBounds(gym.ActionWrapper, gym.utils.RecordConstructorArgs):
 
 
 class CartPoleShapedReward(gym.RewardWrapper):
-    """The CartPole shaping of the multi-process DQN post (README, Sources): reward
+    """The CartPole shaping of the multi-process DQN post (docs/design/sources.md): reward
     staying near the centre and upright.
 
     r = 3 * ((x_thr - |x|) / x_thr - 0.8) + ((theta_thr - |theta|) / theta_thr - 0.5)

@@ -52,7 +52,7 @@ def takes_every_core(mode: str, convolutional: bool, batch_size: int) -> bool:
     processes, a convolutional network or a batch of `WIDE_BATCH` rows or more.
     Actors held to the replay ratio leave most of their cores idle, and such updates
     have enough work per operation to gain from a second thread (measured on 2 cores:
-    README, the learner's torch threads); a small MLP's step on a small batch gains
+    docs/guides/cores-and-threads.md); a small MLP's step on a small batch gains
     nothing, so it keeps one."""
     return mode in ("async", "ray") and (convolutional or batch_size >= WIDE_BATCH)
 

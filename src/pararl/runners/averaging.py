@@ -1,5 +1,5 @@
-"""Parameter-averaging DQN (the multi-process DQN post's first design, README's
-Sources): N replicas that meet to average.
+"""Parameter-averaging DQN (the multi-process DQN post's first design,
+docs/design/sources.md): N replicas that meet to average.
 
 Every replica is a whole serial DQN — the one off-policy learner loop (`runners.offpolicy`) over
 its own in-process chunk source (a `SerialVectorEnv`), with its own replay memory,

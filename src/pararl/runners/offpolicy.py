@@ -1,5 +1,5 @@
 """The off-policy learner loop, one for DQN, SAC and TD3 (the multi-process DQN post's
-actors + one learner, README's Sources):
+actors + one learner, docs/design/sources.md):
 
     while not done:
         if no update is due: take the chunks that arrived -> replay memory, env_steps

@@ -1,5 +1,5 @@
 """Parameter averaging across replicas (the multi-process DQN post's first design,
-README's Sources) as a way of shipping weights: every replica publishes its own and
+docs/design/sources.md) as a way of shipping weights: every replica publishes its own and
 holds the mean of all of them after.
 
 Every rank calls these functions at the same point with tensors of the same shapes
