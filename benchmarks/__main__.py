@@ -37,6 +37,7 @@ BENCHMARKS = {
     "ppo_async": "async PPO on MinAtar (1M steps) vs serial, sync and SB3; its overlap's floor",
     "recurrent_core": "recurrent PPO's sequence replay: padded vs packed vs a loop over steps",
     "learner": "learners alone: DQN/PPO updates/s vs SB3's train() and the FLOP floor",
+    "seeds": "N seeds in one batched run vs N separate runs two at a time (CartPole, MinAtar)",
     "results": "whole runs at the field's budgets (hours, resumable) vs published numbers",
 }
 

@@ -1,0 +1,50 @@
+"""`python -m benchmarks seeds`: its pool runs commands two at a time with a log each,
+its options are checked, and its table says what each way measured."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from benchmarks import seeds
+from benchmarks.lib import harness as h
+from pararl.errors import UsageError
+
+
+def test_the_pool_runs_two_at_a_time_and_keeps_each_log(tmp_path: Path) -> None:
+    sleep = "import time, sys; print('ran', sys.argv[-1]); time.sleep(0.6)"
+    fail = "import sys; print('broken'); sys.exit(3)"
+    commands = [
+        [sys.executable, "-c", sleep, "--run-dir", str(tmp_path / f"r{i}")] for i in range(3)
+    ]
+    commands.append([sys.executable, "-c", fail, "--run-dir", str(tmp_path / "bad")])
+    start = time.perf_counter()
+    wall, failures = seeds._pool(commands, 2, tmp_path)
+    assert wall == pytest.approx(time.perf_counter() - start, abs=0.5)
+    assert 1.1 < wall < 3.0  # two at a time: three sleeps of 0.6 s take two turns
+    assert failures == ["rc 3: broken"]
+    assert (tmp_path / "r1.log").read_text().strip() == "ran " + str(tmp_path / "r1")
+
+
+def test_bad_options_are_refused() -> None:
+    with pytest.raises(UsageError, match="unknown"):
+        seeds.resolve(seeds.Config(cases=("pong",)))
+    with pytest.raises(UsageError, match="--agents"):
+        seeds.resolve(seeds.Config(agents=1))
+    assert seeds.resolve(seeds.Config(quick=True)).cases == ("cartpole-ppo",)
+
+
+def test_the_table_gives_rates_ratio_and_finals() -> None:
+    way = seeds.Way(10.0, 4, 1_000, (1.0, 2.0, 3.0, 4.0))
+    result = seeds.Result(
+        "cartpole-ppo", way, seeds.Way(40.0, 4, 1_000, (1.0, 2.0)), seeds.Way(8.0, 1, 1_000, ()),
+        {"batched": (2.5, 1.5, 3.5)}, 0.5,
+    )  # fmt: skip
+    report = seeds.report([result], h.Metadata("seeds", {}))
+    table = report.blocks[0]
+    assert "| cartpole-ppo | 4 | 1,000 | 10 | 40 | 8 | 400 | 100 | 4.00× | >= 3x |" in table
+    assert "2.5 [1.5, 3.5]" in table
+    assert report.key_ratios == "cartpole-ppo 4.00×"
