@@ -1,9 +1,19 @@
-"""Learning-curve plots from a run's metrics.csv and eval.csv."""
+"""Learning-curve plots from a run's metrics.csv and eval.csv: one run's returns, or
+(a run of several agents, `--seeds`: rows with an `agent` column) the agents' IQM with
+its 95% bootstrap band at each point, as Agarwal et al. 2021 draw curves over seeds."""
 
 from __future__ import annotations
 
 import csv
+from collections import defaultdict
 from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pararl import stats
+
+BAND_REPS = 2_000  # bootstrap resamples per point of a band (a figure, not a claim)
 
 
 def _column(rows: list[dict[str, str]], key: str, where: str) -> tuple[list[float], list[float]]:
@@ -15,6 +25,45 @@ def _column(rows: list[dict[str, str]], key: str, where: str) -> tuple[list[floa
     return xs, ys
 
 
+def _bands(
+    rows: list[dict[str, str]], key: str, where: str
+) -> tuple[list[float], list[float], list[float], list[float]]:
+    """Over agents, at each `key` where every agent has a `where`: x, the IQM and its
+    95% bootstrap interval (the same resamples' stream at every point: seeded)."""
+    agents = {row["agent"] for row in rows if row.get("agent")}
+    at: dict[float, dict[str, float]] = defaultdict(dict)
+    for row in rows:
+        if row.get("agent") and row.get(key) and row.get(where):
+            at[float(row[key])][row["agent"]] = float(row[where])
+    xs, mids, lows, highs = [], [], [], []
+    for x in sorted(at):
+        if len(at[x]) < len(agents):  # a point some agent has not reached
+            continue
+        values = np.array(list(at[x].values()))
+        low, high = stats.bootstrap_ci(values, stats.iqm, BAND_REPS, rng=0)
+        xs.append(x)
+        mids.append(stats.iqm(values))
+        lows.append(low)
+        highs.append(high)
+    return xs, mids, lows, highs
+
+
+def _draw(
+    ax: Any, rows: list[dict[str, str]], x_key: str, y_key: str, label: str, style: str
+) -> None:
+    """One series: a line, or over agents the IQM and its band."""
+    if not any(row.get("agent") for row in rows):
+        xs, ys = _column(rows, x_key, y_key)
+        if xs:
+            ax.plot(xs, ys, style, label=label, markersize=3)
+        return
+    xs, mids, lows, highs = _bands(rows, x_key, y_key)
+    if xs:
+        agents = len({row["agent"] for row in rows if row.get("agent")})
+        (line,) = ax.plot(xs, mids, style, label=f"{label}: IQM of {agents} agents", markersize=3)
+        ax.fill_between(xs, lows, highs, alpha=0.2, color=line.get_color(), linewidth=0)
+
+
 def _rows(path: Path) -> list[dict[str, str]]:
     if not path.is_file():
         return []
@@ -24,8 +73,9 @@ def _rows(path: Path) -> list[dict[str, str]]:
 
 def learning_curve(metrics_csv: Path, eval_csv: Path, out_png: Path, title: str) -> Path | None:
     """Return (training episodes and greedy evaluations; MAML: before and after
-    adaptation) against env steps and wall time, side by side. Returns the PNG path,
-    or None if there is nothing to plot."""
+    adaptation) against env steps and wall time, side by side; a run of several
+    agents: their IQM, with its 95% bootstrap band. Returns the PNG path, or None if
+    there is nothing to plot."""
     # Figure + Agg canvas directly: importing pyplot costs half a second of start-up
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -51,9 +101,7 @@ def learning_curve(metrics_csv: Path, eval_csv: Path, out_png: Path, title: str)
         (axes[1], "wall_s", "wall time (s)"),
     ):
         for y_key, label, style in series:
-            xs, ys = _column(rows, x_key, y_key)
-            if xs:
-                ax.plot(xs, ys, style, label=label, markersize=3)
+            _draw(ax, rows, x_key, y_key, label, style)
         ax.set_xlabel(x_label)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("return")
