@@ -276,8 +276,9 @@ def member(
             f"{root} trained {len(agents)} agents (--seeds {len(agents)}); pick one with "
             f"--agent (from Python: agent=) between 0 and {len(agents) - 1}{given}"
         )
-    seed = state["seeds"][agent]
-    return agents[agent], replace(config, seed=seed, seeds=1)
+    seed, settings = state["seeds"][agent], state.get("settings", [{}] * len(agents))[agent]
+    alone = {k: v for k, v in (("seeds", 1), ("sweep", ())) if hasattr(config, k)}
+    return agents[agent], replace(config, seed=seed, **alone, **settings)
 
 
 __all__ = ["Agent", "load"]

@@ -21,10 +21,16 @@ Array = TypeVar("Array", np.ndarray, torch.Tensor)
 
 
 def gae(
-    rewards: Array, values: Array, next_values: Array, ends: Array, gamma: float, lam: float
+    rewards: Array,
+    values: Array,
+    next_values: Array,
+    ends: Array,
+    gamma: float | np.ndarray,
+    lam: float | np.ndarray,
 ) -> Array:
     """Advantages [T, ...] (time first) of numpy arrays or torch tensors; `ends[t]`:
-    an episode ended at step t (nothing carried back into it). See the module."""
+    an episode ended at step t (nothing carried back into it). `gamma` and `lam`: one
+    number, or (numpy) one per env, the last axis. See the module."""
     xp = torch if isinstance(rewards, torch.Tensor) else np
     # one-step TD errors, then their (gamma lambda)-discounted sums backwards in time
     deltas = rewards + gamma * next_values - values

@@ -300,9 +300,10 @@ class RowAdam:
             p.grad = None
 
     @torch.no_grad()
-    def clip_grad_norm_(self, max_norm: float) -> torch.Tensor:
+    def clip_grad_norm_(self, max_norm: float | torch.Tensor) -> torch.Tensor:
         """Each row's gradient scaled to a 2-norm of at most `max_norm` (FlatAdam's
-        rule, per row); the rows' norms before clipping, [N]."""
+        rule, per row; a tensor [N, 1]: each row's own); the rows' norms before
+        clipping, [N]."""
         self._gather_grads()
         self._clipped = True
         norm = torch.linalg.vector_norm(self.flat_grad, dim=1, keepdim=True)

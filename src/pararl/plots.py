@@ -5,6 +5,7 @@ its 95% bootstrap band at each point, as Agarwal et al. 2021 draw curves over se
 from __future__ import annotations
 
 import csv
+import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -49,19 +50,46 @@ def _bands(
 
 
 def _draw(
-    ax: Any, rows: list[dict[str, str]], x_key: str, y_key: str, label: str, style: str
+    ax: Any,
+    rows: list[dict[str, str]],
+    x_key: str,
+    y_key: str,
+    label: str,
+    style: str,
+    groups: dict[str, str],
 ) -> None:
-    """One series: a line, or over agents the IQM and its band."""
+    """One series: a line, or over agents the IQM and its band (one per group of
+    agents with the same settings: `groups`, agent -> the settings' label)."""
     if not any(row.get("agent") for row in rows):
         xs, ys = _column(rows, x_key, y_key)
         if xs:
             ax.plot(xs, ys, style, label=label, markersize=3)
         return
-    xs, mids, lows, highs = _bands(rows, x_key, y_key)
-    if xs:
-        agents = len({row["agent"] for row in rows if row.get("agent")})
-        (line,) = ax.plot(xs, mids, style, label=f"{label}: IQM of {agents} agents", markersize=3)
-        ax.fill_between(xs, lows, highs, alpha=0.2, color=line.get_color(), linewidth=0)
+    for index, group in enumerate(sorted(set(groups.values())) or [""]):
+        members = {a for a, g in groups.items() if g == group}
+        mine = [r for r in rows if not members or r.get("agent") in members]
+        xs, mids, lows, highs = _bands(mine, x_key, y_key)
+        if xs:
+            agents = len({row["agent"] for row in mine if row.get("agent")})
+            name = f"{label}{' ' + group if group else ''}: IQM of {agents} agents"
+            # a sweep: one colour per setting, its training and evaluation curves alike
+            color = {"color": f"C{index}"} if group else {}
+            (line,) = ax.plot(xs, mids, style, label=name, markersize=3, **color)
+            ax.fill_between(xs, lows, highs, alpha=0.2, color=line.get_color(), linewidth=0)
+
+
+def _groups(run_dir: Path) -> dict[str, str]:
+    """A run's agents by the settings they sweep (config.json's `resolved.agents`):
+    agent -> e.g. "lr=0.001 gamma=0.99"; {} when they share their settings."""
+    try:
+        agents = json.loads((run_dir / "config.json").read_text())["resolved"]["agents"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    labels = {
+        str(i): " ".join(f"{k}={v:g}" for k, v in a.items() if k != "seed")
+        for i, a in enumerate(agents)
+    }
+    return labels if len(set(labels.values())) > 1 else {}
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -74,8 +102,8 @@ def _rows(path: Path) -> list[dict[str, str]]:
 def learning_curve(metrics_csv: Path, eval_csv: Path, out_png: Path, title: str) -> Path | None:
     """Return (training episodes and greedy evaluations; MAML: before and after
     adaptation) against env steps and wall time, side by side; a run of several
-    agents: their IQM, with its 95% bootstrap band. Returns the PNG path, or None if
-    there is nothing to plot."""
+    agents: their IQM, with its 95% bootstrap band (a sweep: one per setting).
+    Returns the PNG path, or None if there is nothing to plot."""
     # Figure + Agg canvas directly: importing pyplot costs half a second of start-up
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -83,6 +111,7 @@ def learning_curve(metrics_csv: Path, eval_csv: Path, out_png: Path, title: str)
     rows = _rows(metrics_csv) + _rows(eval_csv)  # each series reads its own rows
     if not rows:
         return None
+    groups = _groups(metrics_csv.parent)  # a sweep's settings (config.json beside)
     fig = Figure(figsize=(11, 4))
     # fixed margins: tight_layout() measured every label and took ~30% of the drawing
     FigureCanvasAgg(fig)
@@ -101,7 +130,7 @@ def learning_curve(metrics_csv: Path, eval_csv: Path, out_png: Path, title: str)
         (axes[1], "wall_s", "wall time (s)"),
     ):
         for y_key, label, style in series:
-            _draw(ax, rows, x_key, y_key, label, style)
+            _draw(ax, rows, x_key, y_key, label, style, groups)
         ax.set_xlabel(x_label)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("return")

@@ -127,3 +127,42 @@ def test_what_cannot_be_stacked_is_refused() -> None:
     )
     with pytest.raises(ValueError, match="normalisation"):
         Population([normalized, copy.deepcopy(normalized)])
+
+
+def test_agents_with_their_own_settings_take_their_own_steps() -> None:
+    """A sweep: each agent's entropy and value weights, clip range, gradient norm and
+    learning rate are its own, and it steps as its own learner would."""
+    action_space = gym.spaces.Discrete(3)
+    action_space.seed(1)
+    batch = rollout(np.random.default_rng(3), action_space)
+    hypers = [
+        PPOHyper(num_minibatches=2, update_epochs=2, ent_coef=e, vf_coef=v, clip_coef=c,
+                 max_grad_norm=g, clip_vloss=True)
+        for e, v, c, g in ((0.0, 0.5, 0.2, 0.5), (0.05, 1.0, 0.1, 0.05), (0.01, 0.25, 0.3, 10.0))
+    ]  # fmt: skip
+    lrs = [1e-3, 3e-3, 1e-2]
+    agents = [model(seed, action_space) for seed in range(N)]
+    alone = [copy.deepcopy(a) for a in agents]
+    learner = PopulationPPOLearner(Population(agents), hypers, lrs, torch.device("cpu"))
+    learner.set_clip_fraction(0.5)
+    stats = learner.update(batch, STEPS, [np.random.default_rng(i) for i in range(N)])
+    for i, single in enumerate(alone):
+        one = PPOLearner(single, hypers[i], lrs[i], torch.device("cpu"))
+        one.set_clip_fraction(0.5)
+        expected = one.update(agents_slice(batch, i), np.random.default_rng(i))
+        for p, q in zip(single.parameters(), agents[i].parameters(), strict=True):
+            torch.testing.assert_close(q, p, rtol=1e-4, atol=1e-5)
+        for k, v in expected.items():
+            assert stats[k][i] == pytest.approx(v, rel=1e-3, abs=1e-5), k
+
+
+def test_settings_that_shape_the_update_are_shared() -> None:
+    action_space = gym.spaces.Discrete(2)
+    agents = [model(seed, action_space) for seed in range(2)]
+    with pytest.raises(ValueError, match="differ only in"):
+        PopulationPPOLearner(
+            Population(agents),
+            [PPOHyper(update_epochs=1), PPOHyper(update_epochs=2)],
+            1e-3,
+            torch.device("cpu"),
+        )

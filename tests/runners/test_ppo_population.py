@@ -145,3 +145,38 @@ def test_what_is_not_batched_is_refused_in_one_line(
     assert said in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "r").exists()
+
+
+def test_a_sweep_trains_each_setting_as_its_run_alone(tmp_path: Path) -> None:
+    """`--sweep lr=... gamma=...`: agent k has combination k // seeds and seed
+    --seed + k % seeds; its discount reaches its envs' advantages (GAE per env)."""
+    sweep = ("lr=1e-3,3e-3", "gamma=0.9,0.99")
+    run = tmp_path / "sweep"
+    train(PPOConfig(seed=7, sweep=sweep, mode="serial", run_dir=run, **SMALL))
+    state = final(run)
+    assert state["seeds"] == [7, 7, 7, 7]
+    combos = [{"lr": lr, "gamma": g} for lr in (1e-3, 3e-3) for g in (0.9, 0.99)]
+    assert state["settings"] == combos
+    for k in (1, 2):  # two of the four, each against its run alone
+        alone = tmp_path / f"alone{k}"
+        train(PPOConfig(seed=7, mode="serial", run_dir=alone, **combos[k], **SMALL))
+        assert_same_agent(state["agents"][k], final(alone))
+    assert load(run, "final", agent=3).config.lr == 3e-3
+    assert load(run, "final", agent=3).config.gamma == 0.99
+    assert (run / "learning_curve.png").is_file()
+
+
+@pytest.mark.parametrize(
+    ("sweep", "said"),
+    [
+        ("hidden=8,16", "--sweep hidden=8,16: PPO sweeps lr, gamma"),
+        ("lr=", "give its values as lr=V1,V2"),
+        ("gamma=0.9,1.5", "--sweep (gamma=1.5): --gamma must be in (0, 1]"),
+    ],
+)
+def test_a_bad_sweep_is_one_line(sweep: str, said: str, tmp_path: Path, pararl: Any) -> None:
+    args = ["train", "ppo", "--env", "CartPole-v1", "--sweep", sweep]
+    result = pararl(*args, "--run-dir", str(tmp_path / "r"))
+    assert result.returncode == 2
+    assert said in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1

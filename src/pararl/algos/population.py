@@ -13,6 +13,7 @@ float tolerance, not bit for bit (tests/algos/test_population.py).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -32,31 +33,67 @@ def agent_major(array: np.ndarray, agents: int, steps: int) -> np.ndarray:
     return np.ascontiguousarray(shaped.swapaxes(0, 1)).reshape(array.shape)
 
 
+# the settings each agent may have its own of (`--sweep`); the rest shape the update
+PER_AGENT = ("clip_coef", "ent_coef", "vf_coef", "max_grad_norm")
+
+
+@dataclass(frozen=True)
+class AgentCoefs:
+    """The loss's settings for a minibatch of every agent's rows (`ppo_loss` reads
+    them): one number for all, or one per agent ([N]: the entropy and value weights,
+    which scale each agent's loss) or per row ([N * B]: the value clip)."""
+
+    clip_vloss: bool
+    clip_coef: float | torch.Tensor
+    ent_coef: float | torch.Tensor
+    vf_coef: float | torch.Tensor
+
+
 class PopulationPPOLearner:
-    """PPO's learner (`algos.ppo.PPOLearner`) for a population: the same settings for
-    every agent except each one's learning rate (`lr`: one, or one per agent)."""
+    """PPO's learner (`algos.ppo.PPOLearner`) for a population: each agent's settings
+    (`hypers`, one per agent) may differ in `PER_AGENT`'s and the learning rate
+    (`lr`: one, or one per agent), not in what shapes the update."""
 
     def __init__(
         self,
         population: Population,
-        hyper: PPOHyper,
+        hypers: PPOHyper | Sequence[PPOHyper],
         lr: float | Sequence[float],
         device: torch.device,
     ) -> None:
         self.population = population
-        self.n = population.n
-        self.hyper, self.device = hyper, device
+        self.n = n = population.n
+        each = [hypers] * n if isinstance(hypers, PPOHyper) else list(hypers)
+        if len(each) != n:
+            raise ValueError(f"{len(each)} settings for {n} agents")
+        shared = [
+            tuple(getattr(h, f.name) for f in fields(h) if f.name not in PER_AGENT) for h in each
+        ]
+        if any(h != shared[0] for h in shared):
+            raise ValueError("a population's agents differ only in " + ", ".join(PER_AGENT))
+        self.hyper, self.device = each[0], device
+        # each setting: one number when the agents share it (the loss then runs as
+        # one agent's), else a tensor [N]
+        self.coef: dict[str, float | torch.Tensor] = {}
+        for name in PER_AGENT:
+            values = [float(getattr(h, name)) for h in each]
+            same = len(set(values)) == 1
+            self.coef[name] = values[0] if same else torch.tensor(values, device=device)
         population.twin.to(device)
         self.optimizer = RowAdam(population.twin.parameters(), lr=lr, eps=1e-5)
         bind(population.agents, population.twin)  # the optimizer moved the weights
         self.updates = 0
-        self.clip = hyper.clip_coef
+        self.clip = self.coef["clip_coef"]  # the surrogate's clip range now (annealed)
 
     def set_lr_fraction(self, fraction: float) -> None:
         self.optimizer.set_lr_fraction(fraction)
 
     def set_clip_fraction(self, fraction: float) -> None:
-        self.clip = self.hyper.clip_coef * fraction
+        self.clip = self.coef["clip_coef"] * fraction
+
+    def _rows(self, value: float | torch.Tensor, rows: int) -> float | torch.Tensor:
+        """A per-agent setting on each agent's rows ([N * rows]); a shared one as it is."""
+        return value.repeat_interleave(rows) if isinstance(value, torch.Tensor) else value
 
     def update(
         self, batch: dict[str, Any], num_steps: int, rngs: Sequence[np.random.Generator]
@@ -116,16 +153,27 @@ class PopulationPPOLearner:
         def mean(x: torch.Tensor) -> torch.Tensor:
             return x.reshape(n, -1).mean(1)
 
-        out = ppo_loss(hp, evaluated, mb, advantages, self.clip, mean)
+        rows = len(advantages) // n
+        coefs = AgentCoefs(
+            hp.clip_vloss,
+            self._rows(self.coef["clip_coef"], rows),
+            self.coef["ent_coef"],
+            self.coef["vf_coef"],
+        )
+        clip = self._rows(self.clip, rows)
+        out = ppo_loss(coefs, evaluated, mb, advantages, clip, mean)
         out["loss"].sum().backward()  # the agents' losses share no weight
-        self.optimizer.clip_grad_norm_(hp.max_grad_norm)
+        max_norm = self.coef["max_grad_norm"]
+        self.optimizer.clip_grad_norm_(
+            max_norm if isinstance(max_norm, float) else max_norm[:, None]
+        )
         self.optimizer.step()
         stats = {k: out[k].detach() for k in ("pg_loss", "v_loss", "entropy")}
         if with_kl:
             with torch.no_grad():
                 ratio, log_ratio = out["ratio"], out["log_ratio"]
                 stats["approx_kl"] = mean((ratio - 1) - log_ratio)
-                stats["clipfrac"] = mean(((ratio - 1.0).abs() > self.clip).float())
+                stats["clipfrac"] = mean(((ratio - 1.0).abs() > clip).float())
         return stats
 
     def agent_state(self, i: int) -> dict[str, Any]:

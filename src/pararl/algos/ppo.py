@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import gymnasium as gym
 import numpy as np
@@ -342,8 +342,25 @@ class PPOLearner:
 Evaluated = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # log-probs, entropies, values
 
 
+class LossSettings(Protocol):
+    """What the loss reads of its settings: `PPOHyper`, or a population's, whose
+    coefficients may be one per agent (`algos.population`)."""
+
+    @property
+    def clip_vloss(self) -> bool: ...
+
+    @property
+    def clip_coef(self) -> float | torch.Tensor: ...
+
+    @property
+    def ent_coef(self) -> float | torch.Tensor: ...
+
+    @property
+    def vf_coef(self) -> float | torch.Tensor: ...
+
+
 def ppo_loss(
-    hp: PPOHyper,
+    hp: LossSettings,
     evaluated: Evaluated,
     mb: dict[str, torch.Tensor],
     mb_adv: torch.Tensor,
@@ -368,7 +385,9 @@ def ppo_loss(
     # clipped around the rollout's value estimates
     if hp.clip_vloss:
         v_clipped = mb["values"] + torch.clamp(
-            new_value - mb["values"], -hp.clip_coef, hp.clip_coef
+            new_value - mb["values"],
+            -hp.clip_coef,  # type: ignore[arg-type]
+            hp.clip_coef,  # type: ignore[arg-type]
         )
         v_loss_unclipped = (new_value - mb["returns"]) ** 2
         v_loss_clipped = (v_clipped - mb["returns"]) ** 2

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import itertools
+from dataclasses import dataclass, replace
 from typing import Annotated, Any, ClassVar, Literal
 
 import tyro
@@ -62,6 +63,12 @@ class PPOConfig(RunConfig):
     without --norm-obs or --norm-reward). --total-steps is each agent's budget.
     metrics.csv and eval.csv get an `agent` column; `pararl evaluate RUN --agent i`
     picks one, and `pararl compare` reads them all."""
+    sweep: tuple[str, ...] = ()
+    """Settings to sweep in the same run, each `NAME=V1,V2,...` (PPO: lr, gamma,
+    gae_lambda, ent_coef, vf_coef, clip_coef, max_grad_norm: those that change no
+    shape): every combination trains --seeds agents (e.g. `--sweep lr=1e-4,3e-4,1e-3
+    --seeds 4`: 12 agents, seeds shared across combinations), each agent's settings
+    saved in config.json; the learning curve draws each combination's IQM."""
     act_device: Literal["auto", "cpu", "cuda"] = "auto"
     """Device for acting (policy forward during sampling); `auto` times both at start-up."""
     learn_device: Literal["auto", "cpu", "cuda"] = "auto"
@@ -188,6 +195,28 @@ class PPOConfig(RunConfig):
         workers = max(w for w in range(1, min(n, max(1, available)) + 1) if n % w == 0)
         return workers, n // workers
 
+    @property
+    def grid(self) -> list[dict[str, float]]:
+        """The settings of each combination `--sweep` names, in order (the last name
+        varies fastest); one empty combination without a sweep."""
+        axes = [(name, values) for name, values in _parsed(self.sweep)]
+        return [dict(zip([a[0] for a in axes], combo, strict=True))
+                for combo in itertools.product(*(a[1] for a in axes))]  # fmt: skip
+
+    @property
+    def agents(self) -> int:
+        """The agents this run trains: --seeds for each combination of --sweep."""
+        return self.seeds * len(self.grid)
+
+    def _sweep_problem(self) -> str | None:
+        try:
+            names = [name for name, _ in _parsed(self.sweep)]
+        except UsageError as exc:
+            return str(exc)
+        if len(set(names)) < len(names):
+            return "--sweep names a setting twice; give each once, with all its values"
+        return None
+
     def validate(self) -> None:
         super().validate()
         checks = [
@@ -206,6 +235,7 @@ class PPOConfig(RunConfig):
             (len(self.hidden) >= 1, "--hidden needs at least one width"),
             (self.policy_lag >= 0, "--policy-lag must be >= 0"),
             (self.seeds >= 1, "--seeds must be >= 1 (the number of agents to train)"),
+            (self._sweep_problem() is None, self._sweep_problem() or ""),
             (
                 not self.vtrace or self.mode in ("auto", "async"),
                 "--vtrace corrects for the policy lag of --mode async; add --mode async",
@@ -229,8 +259,38 @@ class PPOConfig(RunConfig):
             ),
         ]
         raise_first(checks)
+        for combo in self.grid if self.sweep else ():  # each swept value, checked as given
+            try:
+                replace(self, sweep=(), **combo).validate()  # type: ignore[arg-type]
+            except UsageError as exc:
+                given = " ".join(f"{k}={v:g}" for k, v in combo.items())
+                raise UsageError(f"--sweep ({given}): {exc}") from None
         if self.workers is not None:  # the split needs no machine then: check it now
             self.split_envs(self.workers)
 
 
-__all__ = ["PPOConfig"]
+SWEEPABLE = ("lr", "gamma", "gae_lambda", "ent_coef", "vf_coef", "clip_coef", "max_grad_norm")
+
+
+def _parsed(sweep: tuple[str, ...]) -> list[tuple[str, tuple[float, ...]]]:
+    """`--sweep`'s items as (setting, its values); a bad one is a UsageError."""
+    parsed = []
+    for item in sweep:
+        name, _, values = item.partition("=")
+        name = name.strip().lstrip("-").replace("-", "_")
+        if name not in SWEEPABLE:
+            raise UsageError(
+                f"--sweep {item}: PPO sweeps {', '.join(SWEEPABLE)} (settings that change "
+                "no shape), as NAME=V1,V2,..."
+            )
+        try:
+            numbers = tuple(float(v) for v in values.split(",") if v.strip())
+        except ValueError:
+            numbers = ()
+        if not numbers:
+            raise UsageError(f"--sweep {item}: give its values as {name}=V1,V2,... (numbers)")
+        parsed.append((name, numbers))
+    return parsed
+
+
+__all__ = ["SWEEPABLE", "PPOConfig"]

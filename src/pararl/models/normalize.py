@@ -138,7 +138,7 @@ class DiscountedReturns:
     """Each env's running discounted return, the statistic reward scaling is based on;
     kept by whoever steps the envs, reset where an episode ends."""
 
-    def __init__(self, num_envs: int, gamma: float) -> None:
+    def __init__(self, num_envs: int, gamma: float | np.ndarray) -> None:
         self.gamma = gamma
         self.value = np.zeros(num_envs)
 

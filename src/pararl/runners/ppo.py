@@ -195,7 +195,7 @@ def lagged(state: PPOState, session: TrainSession, rollouts: LaggedRollouts) -> 
         batch = batch_of(taken.arrays, spec, raw=cfg.vtrace)
         clock.steps = len(batch["advantages"])
         if cfg.vtrace:
-            clock.stats |= state.learner.vtrace(batch, spec.num_steps, spec.gamma)
+            clock.stats |= state.learner.vtrace(batch, spec.num_steps, state.settings.gamma)
         return batch
 
     def learned() -> dict[str, float]:
@@ -396,7 +396,7 @@ def plan(p: Prepared) -> Plan:
     """Lay the envs out, check the minibatch fits, build the state with its thread
     rule, and set acting's threads; the loop runs on that."""
     cfg: PPOConfig = p.config
-    if cfg.seeds > 1:  # N agents in one run: its own loop (imported here: it uses ours)
+    if cfg.agents > 1:  # N agents in one run: its own loop (imported here: it uses ours)
         from pararl.runners import ppo_population
 
         return ppo_population.plan(p)

@@ -45,7 +45,7 @@ from pararl.runners.ppo_state import PPOState
 from pararl.runners.session import TrainSession
 from pararl.runners.setup import Plan, Prepared
 from pararl.samplers.rollout.actors import rollout_draws
-from pararl.samplers.rollout.collect import EnvStream, collect
+from pararl.samplers.rollout.collect import EnvStream, RolloutSpec, collect
 from pararl.vector import ParallelVectorEnv, SerialVectorEnv
 
 METRICS = ("pg_loss", "v_loss", "entropy", "approx_kl", "clipfrac", "update_threads")
@@ -65,8 +65,8 @@ def check(cfg: PPOConfig) -> None:
     for refused, what in refusals:
         if refused:
             raise UsageError(
-                f"--seeds {cfg.seeds}: {what} is not batched across agents yet; drop it, "
-                "or train the seeds as separate runs"
+                f"{cfg.agents} agents (--seeds, --sweep): {what} is not batched across "
+                "agents yet; drop it, or train them as separate runs"
             )
 
 
@@ -77,7 +77,7 @@ def layout(cfg: PPOConfig, total_envs: int) -> tuple[ModeChoice, int]:
         workers = cfg.workers
         if total_envs % workers:
             raise UsageError(
-                f"{total_envs} envs ({cfg.seeds} agents x {total_envs // cfg.seeds}) do not "
+                f"{total_envs} envs ({cfg.agents} agents x {total_envs // cfg.agents}) do not "
                 f"split evenly over --workers {workers}; give --workers that divides them"
             )
     else:
@@ -89,7 +89,7 @@ def layout(cfg: PPOConfig, total_envs: int) -> tuple[ModeChoice, int]:
         return ModeChoice("serial", None, "one core"), workers
     # every agent's envs at once: their vector step outweighs the round trip to the
     # workers (CartPole, 8 agents x 8 envs on 2 cores: sync 0.68x serial's wall time)
-    return ModeChoice("sync", None, f"{total_envs} envs of {cfg.seeds} agents"), workers
+    return ModeChoice("sync", None, f"{total_envs} envs of {cfg.agents} agents"), workers
 
 
 class PopulationState:
@@ -100,29 +100,35 @@ class PopulationState:
         """`per_agent`: each agent's envs."""
         cfg: PPOConfig = p.config
         self.config, self.per_agent = cfg, per_agent
-        self.seeds = tuple(cfg.seed + i for i in range(cfg.seeds))
+        # agent k: combination k // --seeds of --sweep, seed --seed + k % --seeds
+        self.settings = [combo for combo in cfg.grid for _ in range(cfg.seeds)]
+        self.seeds = tuple(cfg.seed + k % cfg.seeds for k in range(cfg.agents))
         resume = p.resume_state
-        if resume is not None and len(resume.get("agents", ())) != cfg.seeds:
+        if resume is not None and len(resume.get("agents", ())) != cfg.agents:
             raise UsageError(
-                f"--seeds {cfg.seeds}: the run resumed has "
-                f"{len(resume.get('agents', ())) or 1} agent(s); resume it as it was"
+                f"{cfg.agents} agents (--seeds, --sweep): the run resumed has "
+                f"{len(resume.get('agents', ())) or 1}; resume it as it was"
             )
         self.members: list[PPOState] = []
-        for seed in self.seeds:
+        for seed, combo in zip(self.seeds, self.settings, strict=True):
             seeding.seed_everything(seed)  # as `compose` seeds a run of this seed
-            filled = dataclasses.replace(p.filled, config=dataclasses.replace(cfg, seed=seed))
+            own = dataclasses.replace(cfg, seed=seed, seeds=1, sweep=(), **combo)  # type: ignore[arg-type]
+            filled = dataclasses.replace(p.filled, config=own)
             member = PPOState(
                 filled, p.observation_space, p.action_space, per_agent, None, None, p.action_masks
             )
             self.members.append(member)
         first = self.members[0]
-        size = num_params(first.learner.model) * cfg.seeds  # the batched update's
+        size = num_params(first.learner.model) * cfg.agents  # the batched update's
         self.act_threads, self.update_threads = ppo_threads(
             size, mode, workers, cfg.learner_threads
         )
         self.population = Population([m.learner.model for m in self.members])
         self.learner = PopulationPPOLearner(
-            self.population, first.learner.hyper, cfg.settings.lr, first.devices.learn
+            self.population,
+            [m.learner.hyper for m in self.members],
+            [m.settings.lr for m in self.members],
+            first.devices.learn,
         )
         self.env_steps, self.wall_s = 0, 0.0  # each agent's
         if resume is not None:
@@ -146,14 +152,26 @@ class PopulationState:
         return {
             **Header("ppo", 2, self.env_steps, wall_s).as_dict(),
             "seeds": list(self.seeds),
+            "settings": self.settings,
             "agents": agents,
         }
+
+    @property
+    def rollout_spec(self) -> RolloutSpec:
+        """The agents' rollout: their discounts per env where they sweep them."""
+        spec = self.members[0].rollout_spec
+        discounts: list[float | np.ndarray] = []
+        for name in ("gamma", "gae_lambda"):
+            values = [getattr(m.rollout_spec, name) for m in self.members]
+            same = len(set(values)) == 1
+            discounts.append(values[0] if same else np.repeat(values, self.per_agent))
+        return dataclasses.replace(spec, gamma=discounts[0], gae_lambda=discounts[1])
 
 
 def run(state: PopulationState, session: TrainSession, mode: str, workers: int) -> None:
     """The loop over every agent's envs, stepped here (`serial`) or by workers (`sync`)."""
     cfg, n = state.config, state.n
-    spec = state.members[0].rollout_spec
+    spec = state.rollout_spec
     fn = env_factory(cfg.env, cfg.wrapper, training=True, kwargs=cfg.env_kwargs)
     num_envs = n * state.per_agent
     masks = state.members[0].mask_info
@@ -206,16 +224,17 @@ def plan(p: Prepared) -> Plan:
     check(cfg)
     workers_of_one, per_worker = cfg.split_envs(1)  # one agent's envs, on no machine
     per_agent = workers_of_one * per_worker
-    total = per_agent * cfg.seeds
+    total = per_agent * cfg.agents
     check_minibatch(cfg, per_agent)
     choice, workers = layout(cfg, total)
     mode = choice.mode
     state = PopulationState(p, per_agent, mode, workers)
     torch.set_num_threads(state.act_threads)
     first = state.members[0]
+    swept = f" x {len(cfg.grid)} settings (--sweep)" if cfg.sweep else ""
     banner = (
-        f"pararl: PPO on {cfg.env}, {cfg.seeds} agents (seeds {state.seeds[0]}-"
-        f"{state.seeds[-1]}) in one batched update, mode {mode} ({choice.reason}), "
+        f"pararl: PPO on {cfg.env}, {cfg.agents} agents (seeds {cfg.seed}-"
+        f"{cfg.seed + cfg.seeds - 1}{swept}) in one batched update, mode {mode} ({choice.reason}), "
         f"{per_agent} envs each on {workers} worker{'s' if workers > 1 else ''}, "
         f"on {first.devices.learn}"
     )
@@ -228,6 +247,7 @@ def plan(p: Prepared) -> Plan:
             "num_envs": per_agent,
             "workers": workers,
             "seeds": list(state.seeds),
+            "agents": [{"seed": s, **c} for s, c in zip(state.seeds, state.settings, strict=True)],
             "devices": first.devices.as_dict(),
             "update_threads": state.update_threads,
         },

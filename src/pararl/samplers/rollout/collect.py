@@ -40,6 +40,9 @@ from pararl.mp.shared import ArraySpec, local_arrays
 from pararl.observations import Leaf, batch_size, map_leaves, put, stacked
 
 FLOAT32 = np.dtype(np.float32)
+# a discount (gamma, GAE's lambda): one for every env, or each env's own (`[B]`: a
+# population sweeping it, `runners.ppo_population`)
+Discount = float | np.ndarray
 
 
 @dataclass(frozen=True)
@@ -50,8 +53,8 @@ class RolloutSpec:
     action_shape: tuple[int, ...]  # one action's (`ActionHead.action_shape`)
     action_dtype: np.dtype
     num_steps: int  # steps per env
-    gamma: float
-    gae_lambda: float
+    gamma: Discount
+    gae_lambda: Discount
     obs_dtype: np.dtype = FLOAT32  # images: their own (uint8, bool)
     mask_size: int = 0  # > 0: the env gives action masks of this size
     leaves: tuple[Leaf, ...] = ()  # Dict and Tuple observations: one array per leaf
@@ -67,8 +70,8 @@ def advantages_and_returns(
     terminated: np.ndarray,
     truncated: np.ndarray,
     final_values: np.ndarray,
-    gamma: float,
-    lam: float,
+    gamma: Discount,
+    lam: Discount,
 ) -> tuple[np.ndarray, np.ndarray]:
     """GAE advantages (`pararl.gae`) and returns for a rollout shaped [T, B].
 
@@ -101,7 +104,7 @@ class EnvStream:
 
     @classmethod
     def start(
-        cls, obs: Observations, gamma: float, state: State = None, mask: np.ndarray | None = None
+        cls, obs: Observations, gamma: Discount, state: State = None, mask: np.ndarray | None = None
     ) -> EnvStream:
         """From the envs' reset: its observations (an array, or Dict and Tuple
         observations' leaves) and (`mask`) their action masks."""
