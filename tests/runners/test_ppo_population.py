@@ -180,3 +180,20 @@ def test_a_bad_sweep_is_one_line(sweep: str, said: str, tmp_path: Path, pararl: 
     assert result.returncode == 2
     assert said in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_failing_env_is_reported_with_its_agent(tmp_path: Path) -> None:
+    import re
+
+    import pararl.envs  # noqa: F401 - registers pararl/Faulty-v0
+    from pararl.vector import WorkerError
+
+    options = {**SMALL, "env": "pararl/Faulty-v0", "env_kwargs": {"at": 40}}
+    with pytest.raises(WorkerError, match="FaultyEnv failed") as info:
+        train(PPOConfig(seeds=2, seed=5, mode="sync", workers=2, run_dir=tmp_path / "r", **options))
+    note = "\n".join(getattr(info.value, "__notes__", []))
+    found = re.search(r"env (\d+) is agent (\d+)'s \(seed (\d+), its env (\d+) of 4\)", note)
+    assert found, note
+    env, agent, seed, own = map(int, found.groups())
+    assert (agent, own) == divmod(env, 4)
+    assert seed == 5 + agent

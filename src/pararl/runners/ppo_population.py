@@ -46,7 +46,7 @@ from pararl.runners.session import TrainSession
 from pararl.runners.setup import Plan, Prepared
 from pararl.samplers.rollout.actors import rollout_draws
 from pararl.samplers.rollout.collect import EnvStream, RolloutSpec, collect
-from pararl.vector import ParallelVectorEnv, SerialVectorEnv
+from pararl.vector import ParallelVectorEnv, SerialVectorEnv, WorkerError
 
 METRICS = ("pg_loss", "v_loss", "entropy", "approx_kl", "clipfrac", "update_threads")
 
@@ -214,6 +214,14 @@ def run(state: PopulationState, session: TrainSession, mode: str, workers: int) 
                 lambda: state.state(session.wall_s),
                 stats,
             )
+    except WorkerError as exc:  # a worker's env failed: say whose it was
+        if exc.env_index is not None and hasattr(exc, "add_note"):  # Python 3.11+
+            agent, own = divmod(exc.env_index, state.per_agent)
+            exc.add_note(
+                f"pararl: env {exc.env_index} is agent {agent}'s (seed {state.seeds[agent]}, "
+                f"its env {own} of {state.per_agent})"
+            )
+        raise
     finally:
         envs.close()
 
