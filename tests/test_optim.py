@@ -1,16 +1,19 @@
 """FlatAdam against torch.optim.Adam, and its flat-vector bookkeeping; FlatRMSprop
-against torch.optim.RMSprop(centered=True), and its checkpoint."""
+against torch.optim.RMSprop(centered=True), and its checkpoint; RowAdam and
+RowRMSprop, row by row, against them."""
 
 from __future__ import annotations
 
 import copy
+from typing import Any
 
+import numpy as np
 import pytest
 import torch
 
 from pararl.errors import UsageError
 from pararl.models import ActorCritic, QNetwork
-from pararl.optim import FlatAdam, FlatRMSprop
+from pararl.optim import FlatAdam, FlatRMSprop, RowAdam, RowRMSprop
 
 
 def _loss(model: torch.nn.Module, seed: int) -> torch.Tensor:
@@ -186,3 +189,49 @@ def test_moments_saved_row_major_load_into_a_weight_stored_in_out() -> None:
     again = FlatRMSprop(weights_in_out(copy.deepcopy(row_major)).parameters(), lr=1e-2)
     again.load_state_dict(resumed.state_dict())  # saved with its layout: loads as it is
     torch.testing.assert_close(again.exp_avg_sq, resumed.exp_avg_sq)
+
+
+@pytest.mark.parametrize(
+    ("rows", "flat", "settings"),
+    [
+        (RowAdam, FlatAdam, {"lr": 2.5e-3}),
+        (RowRMSprop, FlatRMSprop, {"lr": 2.5e-4, "alpha": 0.95, "eps": 0.01}),
+    ],
+)
+def test_each_row_steps_as_its_network_alone_bit_for_bit(
+    rows: type[RowAdam], flat: type[FlatAdam], settings: dict[str, Any]
+) -> None:
+    """A population's optimizer (`--seeds`): row i, clipped and stepped with the others
+    or left out of a step, is network i's FlatAdam (FlatRMSprop) exactly, and saves
+    as its state."""
+    torch.manual_seed(5)
+    nets = [QNetwork(4, 3, (16, 16)) for _ in range(3)]
+    alone = [copy.deepcopy(n) for n in nets]
+    names = [name for name, _ in nets[0].named_parameters()]
+    stacked = [
+        torch.nn.Parameter(torch.stack([n.get_parameter(k).detach() for n in nets])) for k in names
+    ]
+    together = rows(stacked, **settings)
+    optimizers = [flat(a.parameters(), **settings) for a in alone]
+    draws = torch.Generator().manual_seed(6)
+    for step in range(30):
+        grads = [torch.randn(p.shape, generator=draws) for p in stacked]
+        stepped = np.array([True, step % 3 != 0, step % 2 == 0])
+        for p, g in zip(stacked, grads, strict=True):
+            p.grad = g.clone()
+        together.clip_grad_norm_(1.0)
+        together.step(stepped)
+        for i in np.flatnonzero(stepped):
+            optimizers[i].zero_grad()
+            for p, g in zip(alone[i].parameters(), grads, strict=True):
+                p.grad.copy_(g[i])
+            optimizers[i].clip_grad_norm_(1.0)
+            optimizers[i].step()
+    for i, one in enumerate(optimizers):
+        assert torch.equal(together.flat[i], one.flat)
+        saved, theirs = together.row_state(i), one.state_dict()
+        assert saved["steps"] == theirs["steps"] == int(together.row_steps[i])
+        assert saved["kind"] == theirs["kind"]
+        assert saved["param_groups"] == theirs["param_groups"]
+        for moment in ("exp_avg", "exp_avg_sq"):
+            assert torch.equal(saved[moment], theirs[moment])

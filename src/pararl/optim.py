@@ -24,6 +24,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
 import torch
 
 from pararl.errors import UsageError
@@ -234,16 +235,39 @@ class FlatRMSprop(FlatAdam):
             self.flat.addcdiv_(grad, avg.add_(group["eps"]), value=-lr)
 
 
+def row_views(params: Iterable[torch.Tensor], flat: torch.Tensor) -> None:
+    """Copy stacked parameters `[N, ...]` into the matrix `flat` [N, P] and make them
+    views of it: along each row, one after another in the order given, each
+    row-major, as `RowAdam` lays out the networks it steps (so a second population of
+    the same architecture, a target network's, is one more matrix of that layout:
+    one op copies or averages every row)."""
+    offset = 0
+    with torch.no_grad():
+        for p in params:
+            n = p[0].numel()
+            view = flat[:, offset : offset + n].view(p.shape)
+            view.copy_(p)
+            p.data = view
+            offset += n
+
+
+CACHE_FLOATS = 1 << 18  # floats of a block of rows one optimizer step goes through at once
+
+
 class RowAdam:
     """Adam for N networks of one architecture at once (`models.population`): the
     parameters given are stacked `[N, ...]`, and become views into one matrix
     `flat` [N, P] whose row i holds network i's parameters in the order and layout
     FlatAdam gives one network (gradients likewise in `flat_grad`). Each row has its
-    own learning rate (`lr`: one, or one per row) and its own gradient-norm clipping,
-    so row i is updated as FlatAdam would update network i alone; the arithmetic is
-    FlatAdam's, with the step size a column of per-row values (the product is
-    rounded once more than `addcdiv_`'s, ~1 ulp). `row_state(i)` and
+    own learning rate (`lr`: one, or one per row), its own gradient-norm clipping
+    and its own step count: `step(rows)` may step some rows only (the others keep
+    their parameters, moments and count), so row i is updated as FlatAdam would
+    update network i alone, with FlatAdam's arithmetic in the same order (the step
+    size and bias corrections a column of per-row values, computed in double
+    precision as FlatAdam computes its Python numbers). `row_state(i)` and
     `load_row_state(i, ...)` read and write row i as a FlatAdam's saved state."""
+
+    kind = "flat_adam"  # the FlatAdam state a row is saved as
 
     def __init__(
         self,
@@ -254,32 +278,33 @@ class RowAdam:
     ) -> None:
         self.params = [p for p in params if p.requires_grad]
         if not self.params:
-            raise ValueError("RowAdam got no parameters that require grad")
+            raise ValueError(f"{type(self).__name__} got no parameters that require grad")
         first = self.params[0]
         self.rows = rows = first.shape[0]
         if any(p.shape[0] != rows or p.device != first.device for p in self.params):
-            raise ValueError("RowAdam needs parameters stacked [N, ...] over one N, on one device")
+            raise ValueError(
+                f"{type(self).__name__} needs parameters stacked [N, ...] over one N, on one device"
+            )
         total = sum(p[0].numel() for p in self.params)
         self.flat = torch.empty(rows, total, device=first.device, dtype=first.dtype)
         self.flat_grad = torch.zeros_like(self.flat)
-        offset = 0
-        with torch.no_grad():
-            for p in self.params:
-                n = p[0].numel()
-                view = self.flat[:, offset : offset + n].view(p.shape)
-                view.copy_(p)
-                p.data = view
-                offset += n
+        row_views(self.params, self.flat)
         rates = [float(lr)] * rows if isinstance(lr, (int, float)) else [float(x) for x in lr]
         if len(rates) != rows:
-            raise ValueError(f"RowAdam: {len(rates)} learning rates for {rows} rows")
-        self.base_lr = torch.tensor(rates, dtype=first.dtype, device=first.device)[:, None]
+            raise ValueError(f"{type(self).__name__}: {len(rates)} learning rates for {rows} rows")
+        # in double precision, as FlatAdam's Python numbers: a step size is rounded once
+        self.base_lr = torch.tensor(rates, dtype=torch.float64)[:, None]
         self.lr = self.base_lr.clone()
         self.betas, self.eps = betas, eps
         self.exp_avg = torch.zeros_like(self.flat)
         self.exp_avg_sq = torch.zeros_like(self.flat)
-        self.steps = 0
+        self.row_steps = np.zeros(rows, np.int64)  # steps each row took
         self._clipped = False  # `flat_grad` holds this step's clipped gradients
+
+    @property
+    def steps(self) -> int:
+        """Steps of the row that took the most."""
+        return int(self.row_steps.max())
 
     def _gather_grads(self) -> None:
         """The parameters' gradients (dense tensors autograd made: the rows' views are
@@ -311,45 +336,134 @@ class RowAdam:
         return norm.squeeze(1)
 
     @torch.no_grad()
-    def step(self) -> None:
-        """Adam's step on every row; the gradients are `flat_grad` as
-        `clip_grad_norm_` left it (gathered now if it did not run)."""
+    def step(self, rows: np.ndarray | None = None) -> None:
+        """A step of every row, or of the `rows` given (`[N]` bools); the gradients
+        are `flat_grad` as `clip_grad_norm_` left it (gathered now if it did not run)."""
         if not self._clipped:
             self._gather_grads()
         self._clipped = False
+        chosen = None if rows is None or bool(np.all(rows)) else np.flatnonzero(rows)
+        if chosen is None:
+            self.row_steps += 1
+            # a block of rows at a time on a CPU, each block's tensors small enough to
+            # stay in cache through the update's passes (a network of 100k+ parameters:
+            # a row at a time); the same arithmetic, element by element
+            cpu = self.flat.device.type == "cpu"
+            block = max(1, CACHE_FLOATS // self.flat.shape[1]) if cpu else self.rows
+            for a in range(0, self.rows, block):
+                b = slice(a, a + block)
+                state = (self.flat[b], self.exp_avg[b], self.exp_avg_sq[b])
+                self._update(*state, self.flat_grad[b], self.lr[b], self.row_steps[b])
+            return
+        if chosen.size == 0:
+            return
+        self.row_steps[chosen] += 1
+        index = torch.as_tensor(chosen, device=self.flat.device)
+        full = (self.flat, self.exp_avg, self.exp_avg_sq)
+        flat, exp_avg, exp_avg_sq = part = [t.index_select(0, index) for t in full]
+        grad = self.flat_grad.index_select(0, index)
+        self._update(flat, exp_avg, exp_avg_sq, grad, self.lr[chosen], self.row_steps[chosen])
+        for whole, rows_of in zip(full, part, strict=True):
+            whole.index_copy_(0, index, rows_of)
+
+    def _column(self, values: np.ndarray | torch.Tensor) -> torch.Tensor:
+        """Per-row numbers computed in double precision as a column of the rows' dtype
+        (rounded once, as FlatAdam's Python numbers are where a kernel reads them)."""
+        column = torch.as_tensor(values, dtype=torch.float64).reshape(-1, 1)
+        return column.to(self.flat.device, self.flat.dtype)
+
+    def _update(
+        self,
+        flat: torch.Tensor,
+        exp_avg: torch.Tensor,
+        exp_avg_sq: torch.Tensor,
+        grad: torch.Tensor,
+        lr: torch.Tensor,
+        steps: np.ndarray,
+    ) -> None:
+        """Adam's step on these rows (in place), FlatAdam's arithmetic op for op."""
         beta1, beta2 = self.betas
-        self.steps += 1
-        grad = self.flat_grad
-        self.exp_avg.lerp_(grad, 1 - beta1)
-        self.exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-        step_size = self.lr / (1 - beta1**self.steps)
-        denom = (self.exp_avg_sq.sqrt() / math.sqrt(1 - beta2**self.steps)).add_(self.eps)
-        self.flat.sub_(self.exp_avg / denom * step_size)
+        exp_avg.lerp_(grad, 1 - beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        step_size = self._column(lr.reshape(-1).numpy() / (1 - beta1**steps))
+        denom = (exp_avg_sq.sqrt() / self._column(np.sqrt(1 - beta2**steps))).add_(self.eps)
+        # addcdiv_'s order, (value * t1) / t2; the rows' tensor first, so that the
+        # temporaries are laid out as it is (a column first makes them column-major)
+        flat.sub_(torch.mul(exp_avg, step_size).div_(denom))
+
+    def _groups(self, i: int) -> list[dict[str, Any]]:
+        return [{"lr": float(self.lr[i, 0]), "betas": self.betas, "eps": self.eps}]
 
     def row_state(self, i: int) -> dict[str, Any]:
         """Row i as `FlatAdam.state_dict` saves one network's optimizer."""
         return {
-            "kind": "flat_adam",
-            "steps": self.steps,
+            "kind": self.kind,
+            "steps": int(self.row_steps[i]),
             "exp_avg": self.exp_avg[i].detach().cpu().clone(),
             "exp_avg_sq": self.exp_avg_sq[i].detach().cpu().clone(),
-            "param_groups": [{"lr": float(self.lr[i, 0]), "betas": self.betas, "eps": self.eps}],
+            "param_groups": self._groups(i),
             "transposed": [False] * len(self.params),
         }
 
     def load_row_state(self, i: int, state: dict[str, Any]) -> None:
         """Row i from a FlatAdam's saved state of a network of this architecture
         (saved row-major: as `row_state` saves it)."""
-        if state.get("kind") != "flat_adam" or state["exp_avg"].numel() != self.flat.shape[1]:
+        if state.get("kind") != self.kind or state["exp_avg"].numel() != self.flat.shape[1]:
             raise UsageError(
                 "optimizer state does not match this model (saved by another pararl "
                 "version or for another network); start a new run instead of resuming"
             )
         if any(state.get("transposed", ())):
             raise UsageError("this optimizer state holds transposed weights; resume it alone")
-        self.steps = int(state["steps"])
+        self.row_steps[i] = int(state["steps"])
         self.exp_avg[i].copy_(state["exp_avg"])
         self.exp_avg_sq[i].copy_(state["exp_avg_sq"])
 
 
-__all__ = ["FlatAdam", "FlatRMSprop", "RowAdam", "flat_view", "views_into"]
+class RowRMSprop(RowAdam):
+    """Centred RMSProp for N networks at once: `RowAdam`'s rows with `FlatRMSprop`'s
+    arithmetic (`exp_avg` the running mean of the gradient, `exp_avg_sq` that of its
+    square); a row saves as a FlatRMSprop's state."""
+
+    kind = "flat_rmsprop"
+
+    def __init__(
+        self,
+        params: Iterable[torch.nn.Parameter],
+        lr: float | Iterable[float] = 1e-2,
+        alpha: float = 0.99,
+        eps: float = 1e-8,
+    ) -> None:
+        super().__init__(params, lr=lr, eps=eps)
+        self.alpha = alpha
+
+    def _update(
+        self,
+        flat: torch.Tensor,
+        exp_avg: torch.Tensor,
+        exp_avg_sq: torch.Tensor,
+        grad: torch.Tensor,
+        lr: torch.Tensor,
+        steps: np.ndarray,
+    ) -> None:
+        del steps  # RMSProp has no bias correction
+        alpha = self.alpha
+        exp_avg_sq.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
+        exp_avg.lerp_(grad, 1 - alpha)
+        avg = exp_avg_sq.addcmul(exp_avg, exp_avg, value=-1).sqrt_()
+        step = torch.mul(grad, self._column(lr.reshape(-1).numpy()))
+        flat.sub_(step.div_(avg.add_(self.eps)))  # FlatRMSprop's addcdiv_, as RowAdam's
+
+    def _groups(self, i: int) -> list[dict[str, Any]]:
+        return [{**super()._groups(i)[0], "alpha": self.alpha}]
+
+
+__all__ = [
+    "FlatAdam",
+    "FlatRMSprop",
+    "RowAdam",
+    "RowRMSprop",
+    "flat_view",
+    "row_views",
+    "views_into",
+]

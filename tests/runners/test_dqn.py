@@ -11,13 +11,17 @@ import sys
 import time
 from pathlib import Path
 
+import gymnasium as gym
+import numpy as np
 import psutil
 import pytest
 import torch
 
 from pararl import DQNConfig, checkpoint, train
+from pararl.algos.dqn import DQNState
+from pararl.envs.make import env_factory
 from pararl.runners import offpolicy
-from pararl.vector import WorkerError
+from pararl.vector import SerialVectorEnv, WorkerError
 from tests.procs import alive_after, interrupt_training, new_shm_entries, shm_entries
 from tests.runners.saved import final_state
 
@@ -210,3 +214,19 @@ def test_killed_actor_is_replaced_when_asked(
     state = checkpoint.load(session.run.checkpoint("final"))
     assert state["env_steps"] >= 6_000
     assert "killed by signal SIGKILL" in capsys.readouterr().err
+
+
+def test_a_resumed_serial_run_explores_with_the_epsilon_of_its_steps() -> None:
+    """The in-process actor of a run resumed at step S acts with epsilon(S) from its
+    first step on (here 0, greedy), not with the epsilon of step 0 (1, uniform)."""
+    space, actions = gym.spaces.Box(-np.inf, np.inf, (4,), np.float32), gym.spaces.Discrete(2)
+    cfg = DQNConfig(env="CartPole-v1", n_step=1, eps_end=0.0, eps_decay_steps=100)
+    state = DQNState(cfg.for_spaces(space, actions), space, actions, torch.device("cpu"))
+    state.env_steps = 1_000
+    envs = SerialVectorEnv([env_factory("CartPole-v1")] * 16)
+    source = offpolicy.local_source(state, envs, (0, 0, state.env_steps))
+    try:
+        _, batch, _ = next(source.chunks(0.0))
+        np.testing.assert_array_equal(batch.action, state.learner.q.greedy(batch.obs))
+    finally:
+        source.close()

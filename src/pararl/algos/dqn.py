@@ -37,17 +37,34 @@ from pararl.models import QNetwork
 from pararl.models.acting import Acted, Draws, Policy, State, obs_tensor
 from pararl.models.build import q_network
 from pararl.observations import Leaf, encoded, stored
-from pararl.optim import FlatAdam, FlatRMSprop
+from pararl.optim import FlatAdam, FlatRMSprop, RowAdam, RowRMSprop
 from pararl.replay.make import make_replay
 from pararl.replay.nstep import Transitions
+
+RMSPROP = {"alpha": 0.95, "eps": 0.01}  # the Nature DQN's and MinAtar's centred RMSProp
 
 
 def make_optimizer(q: torch.nn.Module, name: str, lr: float, capturable: bool = False) -> FlatAdam:
     """Adam, or centred RMSProp as the Nature DQN and MinAtar ran it (decay 0.95,
     eps 0.01 on the standard deviation of the gradient)."""
     if name == "rmsprop":
-        return FlatRMSprop(q.parameters(), lr=lr, alpha=0.95, eps=0.01, capturable=capturable)
+        return FlatRMSprop(q.parameters(), lr=lr, capturable=capturable, **RMSPROP)
     return FlatAdam(q.parameters(), lr=lr, capturable=capturable)
+
+
+def make_row_optimizer(twin: torch.nn.Module, name: str, lr: float) -> RowAdam:
+    """`make_optimizer` for a population's batched twin (`--seeds`): the same
+    optimizer and settings, a row per agent (`optim.RowAdam`, `RowRMSprop`)."""
+    if name == "rmsprop":
+        return RowRMSprop(twin.parameters(), lr=lr, **RMSPROP)
+    return RowAdam(twin.parameters(), lr=lr)
+
+
+def stored_dtype(observation_space: gym.Space) -> np.dtype:
+    """The dtype a DQN run learns from and stores its observations in: vector
+    observations as float32, the others (uint8 frames, discrete values) as they come."""
+    dtype = np.dtype(observation_space.dtype or np.float32)
+    return np.dtype(np.float32) if dtype.kind == "f" else dtype
 
 
 class DQNLearner:
@@ -319,9 +336,7 @@ class DQNState(ReplayState[DQNLearner]):
         self.mask_info = mask_info(action_space) if action_masks else None
         self.filled, self.config, self.settings = filled, cfg, cfg.settings
         self.obs_shape = tuple(observation_space.shape or ())
-        self.obs_dtype = np.dtype(observation_space.dtype or np.float32)
-        if self.obs_dtype.kind == "f":  # vector observations are learned from as float32
-            self.obs_dtype = np.dtype(np.float32)
+        self.obs_dtype = stored_dtype(observation_space)
         # what the multi-input encoder reads (Dict and Tuple observations: their leaves,
         # each stored as its own array; a bare discrete one: one leaf, one array)
         self.leaves = encoded(observation_space)

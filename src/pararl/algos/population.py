@@ -8,6 +8,19 @@ same minibatches (its own random stream) and take the same steps; only the order
 floating-point reductions differs (a batched matrix product instead of one, the
 per-row gradient norm, one more rounding in Adam's step), so their weights agree to
 float tolerance, not bit for bit (tests/algos/test_population.py).
+
+DQN's (`PopulationDQNLearner`): each agent's minibatch drawn from its own replay
+memory with its own stream, one forward and backward pass of the online twin (and one
+of the target twin), each agent's TD loss averaged over its own rows, its gradient
+clipped and stepped by its own row of one optimizer (Adam or centred RMSProp), and
+its target network a row of one matrix laid out as the optimizer's, so a Polyak or
+hard update of every agent is one op. An update may leave some agents out (those
+whose run alone would not update now: their memories became ready a step later), so
+every agent keeps its own update count. The optimizer's arithmetic is FlatAdam's
+and FlatRMSprop's bit for bit, per-row clipping included (tests/test_optim.py); the
+batched layers' products (a batched matrix product, a grouped convolution) and each
+agent's mean loss over its rows round in another order than one network's, so agents
+agree with their runs alone to float tolerance (tests/algos/test_dqn_population.py).
 """
 
 from __future__ import annotations
@@ -18,10 +31,16 @@ from typing import Any
 
 import numpy as np
 import torch
+import torch.nn.functional as F  # noqa: N812 - the usual name
 
+from pararl.algos.dqn import make_row_optimizer
 from pararl.algos.ppo import LOSS_KEYS, PPOHyper, ppo_loss
-from pararl.models.population import Population, bind
-from pararl.optim import RowAdam
+from pararl.config import DQNConfig
+from pararl.models.acting import obs_tensor
+from pararl.models.networks import QNetwork
+from pararl.models.population import Population, QPopulation, bind
+from pararl.optim import RowAdam, row_views
+from pararl.replay.nstep import Transitions
 
 
 def agent_major(array: np.ndarray, agents: int, steps: int) -> np.ndarray:
@@ -193,10 +212,167 @@ class PopulationPPOLearner:
         self.updates = int(state["updates"])
 
 
+class PopulationDQNLearner:
+    """DQN's learner (`algos.dqn.DQNLearner`, eager) for a population: `online` the
+    agents' Q-networks, `targets` their target networks (each agent's as its run
+    built it), trained with the one config's settings."""
+
+    def __init__(
+        self,
+        online: QPopulation,
+        targets: QPopulation,
+        config: DQNConfig,
+        device: torch.device,
+    ) -> None:
+        self.online, self.targets = online, targets
+        self.n = online.n
+        self.config, self.settings = config, config.settings
+        self.device = device
+        online.twin.to(device)
+        self.optimizer = make_row_optimizer(online.twin, self.settings.optimizer, self.settings.lr)
+        bind(online.agents, online.twin)  # the optimizer moved the weights
+        # the targets: one matrix laid out as the optimizer's rows
+        targets.twin.to(device).requires_grad_(False)
+        self.target_flat = torch.empty_like(self.optimizer.flat)
+        row_views(list(targets.twin.parameters()), self.target_flat)
+        bind(targets.agents, targets.twin)
+        self.updates = np.zeros(self.n, np.int64)  # each agent's
+
+    def _tensor(self, array: Any, dtype: torch.dtype) -> torch.Tensor:
+        return torch.as_tensor(array, dtype=dtype).to(self.device, non_blocking=True)
+
+    def update(self, batches: Sequence[Transitions | None]) -> dict[str, torch.Tensor]:
+        """One gradient step of every agent given a batch (`batches[i]`, drawn from
+        its own memory), none of those given None; each agent's loss and mean Q ([N];
+        an agent left out gets the numbers of rows that are not its own)."""
+        rows = np.array([b is not None for b in batches])
+        given = [b for b in batches if b is not None]
+        if len(batches) != self.n or not given:
+            raise ValueError(f"a population of {self.n} updates on {self.n} batches, one or more")
+        # an agent left out computes on another's batch; its step is dropped
+        batch = Transitions.concat([b if b is not None else given[0] for b in batches])
+        obs = obs_tensor(batch.obs, self.device)
+        next_obs = obs_tensor(batch.next_obs, self.device)
+        actions = self._tensor(batch.action, torch.int64)
+        next_mask = None
+        if batch.next_mask is not None:
+            next_mask = self._tensor(batch.next_mask, torch.bool)
+        with torch.no_grad():  # `DQNLearner._step`, on every agent's rows
+            next_q_target = self.targets(next_obs)
+            if self.settings.double_dqn:
+                next_q = self.online(next_obs)
+                if next_mask is not None:
+                    next_q = next_q.masked_fill(~next_mask, -torch.inf)
+                next_actions = next_q.argmax(dim=1, keepdim=True)
+                next_value = next_q_target.gather(1, next_actions).squeeze(1)
+            else:
+                if next_mask is not None:
+                    next_q_target = next_q_target.masked_fill(~next_mask, -torch.inf)
+                next_value = next_q_target.max(dim=1).values
+            ret = self._tensor(batch.ret, torch.float32)
+            td_target = ret + self._tensor(batch.discount, torch.float32) * next_value
+        q_taken = self.online(obs).gather(1, actions.unsqueeze(1)).squeeze(1)
+        per_sample = F.smooth_l1_loss(q_taken, td_target, reduction="none")
+        loss = per_sample.reshape(self.n, -1).mean(1)
+        self.optimizer.zero_grad()
+        loss.sum().backward()  # the agents' losses share no weight
+        self.optimizer.clip_grad_norm_(self.config.max_grad_norm)
+        self.optimizer.step(rows)
+        self.updates[rows] += 1
+        self._update_targets(rows)
+        return {"loss": loss.detach(), "q_mean": q_taken.detach().reshape(self.n, -1).mean(1)}
+
+    @torch.no_grad()
+    def _update_targets(self, rows: np.ndarray) -> None:
+        """`DQNLearner._update_target` for the agents updated (`rows`): Polyak
+        averaging every update, or a copy every `target_update`-th of each agent's."""
+        online, target = self.optimizer.flat, self.target_flat
+        if self.config.tau < 1.0:
+            if rows.all():
+                target.lerp_(online, self.config.tau)
+                return
+            index = torch.as_tensor(np.flatnonzero(rows), device=target.device)
+            moved = target.index_select(0, index).lerp_(
+                online.index_select(0, index), self.config.tau
+            )
+            target.index_copy_(0, index, moved)
+            return
+        due = rows & (self.updates % self.settings.target_update == 0)
+        if due.any():
+            index = torch.as_tensor(np.flatnonzero(due), device=target.device)
+            target.index_copy_(0, index, online.index_select(0, index))
+
+    def agent_state(self, i: int) -> dict[str, Any]:
+        """Agent i's learner as `DQNLearner.state_dict` saves a run's (its own copies of
+        the rows: a checkpoint does not carry every agent's weights for each one)."""
+        return {
+            "q": _own(self.online.agents[i].state_dict()),
+            "q_target": _own(self.targets.agents[i].state_dict()),
+            "optimizer": self.optimizer.row_state(i),
+            "updates": int(self.updates[i]),
+        }
+
+    def load_agent_state(self, i: int, state: dict[str, Any]) -> None:
+        self.online.agents[i].load_state_dict(state["q"])  # copied into its rows
+        self.targets.agents[i].load_state_dict(state["q_target"])
+        self.optimizer.load_row_state(i, state["optimizer"])
+        self.updates[i] = int(state["updates"])
+
+    def agent(self, i: int) -> AgentLearner:
+        return AgentLearner(self, i)
+
+
+def _own(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """A state dict's tensors copied out of the storage they view."""
+    out = type(state)((k, v.detach().clone()) for k, v in state.items())
+    metadata = getattr(state, "_metadata", None)
+    if metadata is not None:
+        out._metadata = metadata  # type: ignore[attr-defined]
+    return out
+
+
+class AgentLearner:
+    """Agent i of a population's learner as a run's state (`algos.dqn.DQNState`)
+    sees its learner: its networks, its update count, its saved state; the
+    population makes its updates (`PopulationDQNLearner.update`)."""
+
+    step_mode = "eager"
+
+    def __init__(self, population: PopulationDQNLearner, i: int) -> None:
+        self.population, self.i = population, i
+
+    @property
+    def q(self) -> QNetwork:
+        return self.population.online.agents[self.i]
+
+    @property
+    def q_target(self) -> QNetwork:
+        return self.population.targets.agents[self.i]
+
+    @property
+    def device(self) -> torch.device:
+        return self.population.device
+
+    @property
+    def updates(self) -> int:
+        return int(self.population.updates[self.i])
+
+    def update(
+        self, batch: Transitions, weights: np.ndarray | None = None
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        raise RuntimeError("an agent of a population is updated with the others, in one pass")
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.population.agent_state(self.i)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.population.load_agent_state(self.i, state)
+
+
 def _normalized(advantages: torch.Tensor, n: int) -> torch.Tensor:
     """Each agent's advantages normalised over its own rows (`algos.ppo._normalized`)."""
     a = advantages.reshape(n, -1)
     return ((a - a.mean(1, keepdim=True)) / (a.std(1, keepdim=True) + 1e-8)).reshape(-1)
 
 
-__all__ = ["PopulationPPOLearner", "agent_major"]
+__all__ = ["AgentLearner", "PopulationDQNLearner", "PopulationPPOLearner", "agent_major"]

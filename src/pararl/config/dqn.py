@@ -28,6 +28,15 @@ class DQNConfig(RunConfig):
     `averaging`: `--workers` replicas each learn on their own envs and replay memory,
     and average their parameters every `--average-every` updates (torch.distributed;
     also under `torchrun`)."""
+    seeds: int = 1
+    """Agents to train in this run, one per seed: --seed, --seed + 1, ... Each has
+    its own envs (--workers x --envs-per-worker, as its run alone has; every agent's
+    stepped by the same workers), initialisation, replay memory, exploration, target
+    network, optimizer state and evaluations, as its run alone would, and all are
+    updated in one batched pass (`--mode serial` or `sync`; uniform replay; not the
+    multi-input encoder). --total-steps is each agent's budget, --buffer-size each
+    agent's memory. metrics.csv and eval.csv get an `agent` column; `pararl evaluate
+    RUN --agent i` picks one, and `pararl compare` reads them all."""
     model: ModelChoice = "auto"
     """Q-network: `mlp` on flattened observations, `nature-cnn` (Mnih et al. 2015) or
     `minatar-cnn` (Young & Tian 2019) on images, `multi-input` on Dict and Tuple
@@ -141,6 +150,7 @@ class DQNConfig(RunConfig):
                     "--eps-decay-steps must be >= 1",
                 ),
                 (self.average_every >= 1, "--average-every must be >= 1"),
+                (self.seeds >= 1, "--seeds must be >= 1 (the number of agents to train)"),
                 (
                     self.eval_actions == "greedy",
                     "DQN's policy is greedy in its Q-values: drop --eval-actions sampled "

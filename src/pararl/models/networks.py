@@ -101,13 +101,24 @@ class QNetwork(FeedForward, nn.Module):
         del first
         actions = self.greedy(obs, mask)
         if mode == "sampled":
-            explore = draws.numpy.random(len(actions)) < draws.epsilon
-            count = int(explore.sum())
-            if mask is None:
-                actions[explore] = draws.numpy.integers(0, self.num_actions, size=count)
-            elif count:
-                actions[explore] = uniform_legal(mask[explore], draws.numpy)
+            actions = epsilon_greedy(actions, self.num_actions, draws, mask)
         return Acted(actions, state)
+
+
+def epsilon_greedy(
+    greedy: np.ndarray, num_actions: int, draws: Draws, mask: np.ndarray | None = None
+) -> np.ndarray:
+    """`greedy` actions, each replaced by a uniform one (among the legal ones, given a
+    `mask`) with probability `draws.epsilon`, drawn from `draws.rng`: one coin per
+    action, then the uniform actions of those that came up (a Q-network's sampled
+    actions; a population's, agent by agent)."""
+    explore = draws.numpy.random(len(greedy)) < draws.epsilon
+    count = int(explore.sum())
+    if mask is None:
+        greedy[explore] = draws.numpy.integers(0, num_actions, size=count)
+    elif count:
+        greedy[explore] = uniform_legal(mask[explore], draws.numpy)
+    return greedy
 
 
 def uniform_legal(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -1,22 +1,23 @@
 """N agents of one architecture as one batched network (`--seeds N`).
 
-Each agent is a network of its own (an `ActorCritic`, as a single run builds it: its
-own initialisation, its own checkpoint, acted and evaluated alone), and every one of
-its parameters is a view into one stacked tensor `[N, ...]` of the batched twin
-(`stacked`). The twin's linear layers multiply each agent's rows by that agent's
-weights in one batched matrix product (`StackedLinear`), its convolutions run as one
-grouped convolution (`StackedConv2d`), and everything else (activations, flattening,
-the action heads) runs on the agents' rows folded into one batch, agent-major: rows
-`[i * B, (i + 1) * B)` are agent i's. So one forward and one backward pass serve N
-agents: a small network's update pays its ~100-270 operator calls once, not N times
-(Agarwal et al. 2021 ask for many seeds; purejaxrl and PQN vectorise whole agents in
-JAX, and `torch.func`'s `stack_module_state` is the same idea in PyTorch: measured
-here, its `vmap` over the loss ran at about half the speed of these batched layers on
-the CPU, BENCHMARKS.md "Many seeds").
+Each agent is a network of its own (an `ActorCritic` or a `QNetwork`, as a single
+run builds it: its own initialisation, its own checkpoint, acted and evaluated alone),
+and every one of its parameters is a view into one stacked tensor `[N, ...]` of the
+batched twin (`stacked`). The twin's linear layers multiply each agent's rows by that
+agent's weights in one batched matrix product (`StackedLinear`), its convolutions run
+as one grouped convolution (`StackedConv2d`), and everything else (activations,
+flattening, the action heads) runs on the agents' rows folded into one batch,
+agent-major: rows `[i * B, (i + 1) * B)` are agent i's. So one forward and one
+backward pass serve N agents: a small network's update pays its ~100-270 operator
+calls once, not N times (Agarwal et al. 2021 ask for many seeds; purejaxrl and PQN
+vectorise whole agents in JAX, and `torch.func`'s `stack_module_state` is the same
+idea in PyTorch: measured here, its `vmap` over the loss ran at about half the speed
+of these batched layers on the CPU, BENCHMARKS.md "Many seeds").
 
-What cannot be stacked is refused when the population is built (recurrent cores,
-observation normalisation, the multi-input encoder): a run with `--seeds` says so in
-one line before it starts.
+`Population` holds PPO's actor-critics, `QPopulation` DQN's Q-networks (a run's online
+networks, or their targets). What cannot be stacked is refused when the population is
+built (recurrent cores, observation normalisation, the multi-input encoder): a run with
+`--seeds` says so in one line before it starts.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from pararl.models.acting import (
     obs_tensor,
 )
 from pararl.models.heads import acting_mask
-from pararl.models.networks import ActorCritic
+from pararl.models.networks import ActorCritic, Encoder, QNetwork, epsilon_greedy
 from pararl.observations import batch_size
 
 
@@ -247,4 +248,62 @@ class Population:
         return None
 
 
-__all__ = ["Population", "StackedConv2d", "StackedLinear", "bind", "stacked"]
+class QPopulation:
+    """N Q-networks trained as one (DQN's `--seeds`): `agents` (each the network a run
+    of its seed would build), `twin` their batched twin, whose parameters hold theirs.
+    Called on agent-major rows, it gives each row's Q-values by its agent's network."""
+
+    def __init__(self, agents: Sequence[QNetwork]) -> None:
+        if len(agents) < 1:
+            raise ValueError("a population needs at least one agent")
+        if any(isinstance(m, Encoder) for m in agents[0].modules()):
+            raise ValueError("the multi-input encoder is not stacked across agents yet")
+        self.agents = list(agents)
+        self.n = len(agents)
+        self.num_actions = agents[0].num_actions
+        self.twin: QNetwork = stacked(agents)  # type: ignore[assignment]
+        bind(self.agents, self.twin)
+
+    def parameters(self) -> Any:
+        return self.twin.parameters()
+
+    def __call__(self, obs: Any) -> torch.Tensor:
+        """Q-values of agent-major rows (tensors), [N * B, actions]."""
+        return self.twin(obs)
+
+    @torch.no_grad()
+    def act(
+        self,
+        obs: Observations,
+        state: State,
+        first: np.ndarray,
+        mode: Mode,
+        draws: Draws,
+        mask: np.ndarray | None = None,
+    ) -> Acted:
+        """The acting protocol (`models.acting`) over every agent's envs, agent-major:
+        one batched forward pass for the greedy actions; `sampled`, each agent's
+        epsilon-greedy coins and uniform actions drawn from its own stream with its
+        own epsilon (`draws.agents`: `PopulationDraws`), as its run alone draws them."""
+        del first
+        device = next(self.twin.parameters()).device
+        q = self.twin(obs_tensor(obs, device))
+        if mask is not None:
+            q = q.masked_fill(~torch.as_tensor(mask, device=device), -torch.inf)
+        actions = q.argmax(dim=1).cpu().numpy()
+        if mode == "greedy":
+            return Acted(actions, state)
+        if not isinstance(draws, PopulationDraws) or len(draws.agents) != self.n:
+            raise ValueError(f"a population of {self.n} samples from PopulationDraws of as many")
+        rows = len(actions) // self.n
+        for i, agent_draws in enumerate(draws.agents):
+            part = slice(i * rows, (i + 1) * rows)
+            agent_mask = None if mask is None else mask[part]
+            actions[part] = epsilon_greedy(actions[part], self.num_actions, agent_draws, agent_mask)
+        return Acted(actions, state)
+
+    def initial_state(self, batch: int) -> State:
+        return None
+
+
+__all__ = ["Population", "QPopulation", "StackedConv2d", "StackedLinear", "bind", "stacked"]

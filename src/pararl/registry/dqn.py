@@ -16,7 +16,7 @@ def train(config: DQNConfig, **kwargs: Any) -> Any:
     from pararl.runners import averaging, dqn
     from pararl.runners.setup import compose
 
-    if averaging.uses_averaging(config):
+    if averaging.uses_averaging(config) and config.seeds == 1:  # --seeds refuses it
         return averaging.train_averaging(config, **kwargs)
     return compose(config, "dqn", check_spaces, dqn.plan, **kwargs)
 

@@ -47,4 +47,22 @@ def make_replay(
     return PrioritizedReplay(memory, alpha) if prioritized else memory
 
 
-__all__ = ["Replay", "make_replay"]
+def slot_bytes(
+    obs_shape: tuple[int, ...],
+    obs_dtype: npt.DTypeLike,
+    frame_stack: int,
+    action_shape: tuple[int, ...] = (),
+    action_dtype: npt.DTypeLike = np.int64,
+    mask_size: int = 0,
+    leaves: Sequence[Leaf] = (),
+) -> int:
+    """Bytes per slot of the memory `make_replay` makes for these observations (without
+    prioritized replay's sum tree): what a memory of `capacity` slots takes once full."""
+    if frame_stack > 0:
+        return FrameReplay.slot_bytes(obs_shape)
+    return ReplayBuffer.slot_bytes(
+        obs_shape, obs_dtype, action_shape, action_dtype, mask_size, leaves
+    )
+
+
+__all__ = ["Replay", "make_replay", "slot_bytes"]

@@ -32,17 +32,26 @@ class Added:
     priority: np.ndarray | None
 
 
-def check_fits(capacity: int, slot_bytes: int) -> None:
-    """A one-line UsageError when `capacity` slots of `slot_bytes` cannot fit in the
-    memory available now (said at start, not hours later when the ring fills)."""
-    needed = capacity * slot_bytes
+def check_fits(capacity: int, slot_bytes: int, agents: int = 1) -> None:
+    """A one-line UsageError when `capacity` slots of `slot_bytes` (`agents` memories
+    of them: a population's, `--seeds`) cannot fit in the memory available now (said
+    at start, not hours later when the rings fill)."""
+    needed = agents * capacity * slot_bytes
     available = psutil.virtual_memory().available
-    if needed > available:
+    if needed <= available:
+        return
+    have = f"but {available:,} bytes ({available / 2**30:.1f} GiB) are available"
+    if agents == 1:
         raise UsageError(
             f"--buffer-size {capacity:,} needs {needed:,} bytes of replay memory "
-            f"({needed / 2**30:.1f} GiB), but {available:,} bytes "
-            f"({available / 2**30:.1f} GiB) are available; lower --buffer-size"
+            f"({needed / 2**30:.1f} GiB), {have}; lower --buffer-size"
         )
+    each = capacity * slot_bytes
+    raise UsageError(
+        f"--seeds {agents} x --buffer-size {capacity:,} need {needed:,} bytes of replay "
+        f"memory ({agents} memories of {each / 2**30:.2f} GiB: {needed / 2**30:.1f} GiB), "
+        f"{have}; lower --buffer-size or --seeds"
+    )
 
 
 def leaves_of(obs: Any) -> list[np.ndarray]:
@@ -69,11 +78,8 @@ class ReplayBuffer:
         if capacity < 1:
             raise ValueError(f"replay capacity must be >= 1, got {capacity}")
         self.capacity = capacity
-        obs_bytes = int(np.prod(obs_shape)) * np.dtype(obs_dtype).itemsize
-        if leaves:
-            obs_bytes = row_bytes(leaves)
-        action_bytes = int(np.prod(action_shape)) * np.dtype(action_dtype).itemsize
-        check_fits(capacity, 2 * obs_bytes + action_bytes + 4 + 4 + mask_size)
+        slot = self.slot_bytes(obs_shape, obs_dtype, action_shape, action_dtype, mask_size, leaves)
+        check_fits(capacity, slot)
         self.obs: Any
         self.next_obs: Any
         if leaves:
@@ -88,6 +94,22 @@ class ReplayBuffer:
         self.pos = 0  # next write index
         self.size = 0
         self.added = 0  # transitions ever added
+
+    @staticmethod
+    def slot_bytes(
+        obs_shape: tuple[int, ...],
+        obs_dtype: npt.DTypeLike = np.float32,
+        action_shape: tuple[int, ...] = (),
+        action_dtype: npt.DTypeLike = np.int64,
+        mask_size: int = 0,
+        leaves: Sequence[Leaf] = (),
+    ) -> int:
+        """Bytes per slot: both observations, the action, return, discount and mask."""
+        obs_bytes = int(np.prod(obs_shape)) * np.dtype(obs_dtype).itemsize
+        if leaves:
+            obs_bytes = row_bytes(leaves)
+        action_bytes = int(np.prod(action_shape)) * np.dtype(action_dtype).itemsize
+        return 2 * obs_bytes + action_bytes + 4 + 4 + mask_size
 
     def __len__(self) -> int:
         return self.size

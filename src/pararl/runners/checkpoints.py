@@ -8,7 +8,9 @@ A replay memory is the bulk of a DQN run's state (an Atari one is 0.7 GB), so it
 written once, to `replay.pt`, and only with the checkpoint a resume needs it for:
 `final` or `interrupted`. No checkpoint file holds it. `replay.pt` records the env
 steps it was saved at; a resume takes it only with a checkpoint of the same steps
-(after a crash, from `latest` or `step_N`, the memory refills instead).
+(after a crash, from `latest` or `step_N`, the memory refills instead). A population's
+(`--seeds`) is the list of its agents' memories, in the agents' order, in one
+`replay.pt`.
 """
 
 from __future__ import annotations
@@ -36,18 +38,26 @@ def save(run: RunDir, name: str, state: dict[str, Any]) -> None:
     checkpoint.save(run.checkpoint(name), {**state, "replay": None})
 
 
-def replay_for(run: RunDir, state: dict[str, Any], trust: bool = False) -> dict[str, Any] | None:
-    """The replay memory saved with the checkpoint `state`, or None when there is
-    none for its env steps (a run resumed after a crash refills its memory). `trust`:
-    unpickle a file the weights-only loader refuses (`checkpoint.load`)."""
+Memory = dict[str, Any] | list[dict[str, Any]]  # a run's; a population's, one per agent
+
+
+def replay_for(run: RunDir, state: dict[str, Any], trust: bool = False) -> Memory | None:
+    """The replay memory saved with the checkpoint `state` (a population's: the list
+    of its agents'), or None when there is none for its env steps (a run resumed
+    after a crash refills its memory). `trust`: unpickle a file the weights-only
+    loader refuses (`checkpoint.load`)."""
     if state.get("replay") is not None:  # a checkpoint from before replay.pt
-        return dict(state["replay"])
+        return _memory(state["replay"])
     if not run.replay.is_file():
         return None
     saved = checkpoint.load(run.replay, trust)
     if int(saved.get("env_steps", -1)) != checkpoint.Header.of(state).env_steps:
         return None
-    return dict(saved["replay"])
+    return _memory(saved["replay"])
 
 
-__all__ = ["WITH_REPLAY", "replay_for", "save"]
+def _memory(saved: Any) -> Memory:
+    return [dict(m) for m in saved] if isinstance(saved, list) else dict(saved)
+
+
+__all__ = ["WITH_REPLAY", "Memory", "replay_for", "save"]

@@ -1,7 +1,8 @@
 """DQN on the off-policy engine (`runners.offpolicy`): its run state, its image frame
 stacks, its metrics. Every mode (serial, sync, async, Ray) is the one off-policy
 learner loop; parameter averaging runs that loop in every replica
-(`runners.averaging`)."""
+(`runners.averaging`); `--seeds N` trains N agents in one batched loop
+(`runners.dqn_population`)."""
 
 from __future__ import annotations
 
@@ -35,8 +36,13 @@ def frame_stack(cfg: DQNConfig, observation_space: gym.Space) -> int:
 
 
 def plan(p: Prepared) -> Plan:
-    """A single-learner DQN run (serial, sync, async, Ray)."""
+    """A single-learner DQN run (serial, sync, async, Ray); or N agents in one
+    (`--seeds N`: `runners.dqn_population`)."""
     cfg: DQNConfig = p.config
+    if cfg.seeds > 1:  # N agents in one run: its own loop (imported here: it uses ours)
+        from pararl.runners import dqn_population
+
+        return dqn_population.plan(p)
     device = resolve_device(cfg.device)
     mode = offpolicy.resolve_mode(cfg)
     stack = frame_stack(cfg, p.observation_space)

@@ -195,6 +195,7 @@ def local_source(
     source = LocalChunkSource(
         spec, envs, acting, state.learner.updates, cfg.seed, path, cfg.acting_lag
     )
+    source.set_env_steps(state.env_steps)  # a resumed run explores as far as it got
     source.publish(net, state.learner.updates)
     return source
 

@@ -1,4 +1,5 @@
-"""`--mode auto` for PPO: step the envs in this process, or in worker processes.
+"""`--mode auto` for PPO (and a population of DQN agents, `--seeds`): step the envs in
+this process, or in worker processes.
 
 In sync mode the main process sends actions to the workers and waits for them at
 every vector step, so workers pay only when the env time they take off this process

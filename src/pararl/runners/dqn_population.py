@@ -1,0 +1,312 @@
+"""DQN for N seeds in one run (`--seeds N`): one loop, one vector env of every agent's
+envs, one batched update.
+
+    agents <- for each seed: the state its run alone builds (`DQNState`, from the
+              global streams seeded with that seed: its network, target network,
+              replay memory, epsilon schedule), their networks and target networks
+              stacked into populations (`models.population.QPopulation`)
+    while not done:
+        if an agent has updates due (its replay ratio, once its memory is ready):
+            one batched update per round (`algos.population.PopulationDQNLearner`),
+            each agent due its own minibatch from its own memory and stream
+        else:
+            one vector step of every agent's envs (`samplers.chunks.population`),
+            acted by the population in one forward pass, each agent drawing its
+            exploration from its own stream; each agent's transitions to its memory
+        log (a row per agent), evaluate (each agent on its own episodes), checkpoint
+
+This is the single run's loop (`runners.offpolicy.OffPolicyLoop` over a local
+source) agent by agent: before each vector step an agent has made every update its
+ratio allows, as its run alone has. Memories become ready at different steps (an
+n-step builder holds back an agent's last transitions until its episodes end or n
+steps pass), so agents may be due different numbers of updates: a round updates those
+due and leaves the others as they are (rows of the optimizer not stepped, update
+counts their own). Each agent is the agent its seed's run would have been, to float
+tolerance (tests/runners/test_dqn_population.py). A checkpoint holds each agent as a
+run of its own would save it (`agents`), and the replay memories beside, one per
+agent in `replay.pt` (`runners.checkpoints`), so `pararl.load(RUN, agent=i)`, `pararl
+evaluate RUN --agent i` and `--resume` of the whole batch work.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import torch
+
+from pararl import seeding
+from pararl.algos.dqn import DQNState, stored_dtype
+from pararl.algos.population import PopulationDQNLearner
+from pararl.checkpoint import Header
+from pararl.config import DQNConfig
+from pararl.devices import resolve_device
+from pararl.envs.make import env_factory
+from pararl.envs.masks import mask_size
+from pararl.errors import UsageError
+from pararl.models import num_params
+from pararl.models.population import QPopulation
+from pararl.mp.threads import set_learner_threads
+from pararl.mp.topology import physical_cores
+from pararl.observations import encoded, stored
+from pararl.replay.make import slot_bytes
+from pararl.replay.uniform import check_fits
+from pararl.runners.dqn import frame_stack
+from pararl.runners.offpolicy import actor_spec, start_notes
+from pararl.runners.ppo_mode import choose_mode
+from pararl.runners.session import TrainSession
+from pararl.runners.setup import Plan, Prepared
+from pararl.samplers.chunks.population import PopulationSampler
+from pararl.vector import ParallelVectorEnv, SerialVectorEnv
+
+METRICS = ("epsilon", "loss", "q_mean", "learner_threads")
+
+
+def check(cfg: DQNConfig) -> None:
+    """What a population does not do yet, refused in one line before anything starts."""
+    s = cfg.settings
+    refusals = [
+        (cfg.backend == "ray", "--backend ray"),
+        (cfg.mode == "async", "--mode async"),
+        (cfg.mode == "averaging", "--mode averaging"),
+        (cfg.prioritized, "--prioritized"),
+        (cfg.acting_lag > 0, "--acting-lag"),
+        (cfg.compile == "on", "--compile on"),
+        (
+            s.model == "multi-input",
+            "the multi-input encoder (Dict, Tuple and discrete observations)",
+        ),
+        (s.replay_ratio == 0, "--replay-ratio 0 (learning without a ratio, in --mode async)"),
+    ]
+    for refused, what in refusals:
+        if refused:
+            raise UsageError(
+                f"--seeds {cfg.seeds}: {what} is not batched across agents yet; drop it, "
+                "or train the seeds as separate runs"
+            )
+
+
+def check_memory(p: Prepared, stack: int) -> None:
+    """Every agent's replay memory, once full, must fit in the memory available now
+    (one line, before any is made, saying what they need and what to lower)."""
+    cfg: DQNConfig = p.config
+    space = p.observation_space
+    slot = slot_bytes(
+        tuple(space.shape or ()),
+        stored_dtype(space),
+        stack,
+        mask_size=mask_size(p.action_space) if p.action_masks else 0,
+        leaves=stored(encoded(space)),
+    )
+    check_fits(cfg.settings.buffer_size, slot, agents=cfg.seeds)
+
+
+class DQNPopulationState:
+    """Every agent's `DQNState` (built as its run alone builds it: its seed's global
+    streams, its own networks and memory), whose learner is its row of one
+    `PopulationDQNLearner` (`AgentLearner`); the env steps, each agent's."""
+
+    def __init__(self, p: Prepared, device: torch.device, stack: int) -> None:
+        cfg: DQNConfig = p.config
+        self.config, self.settings = cfg, cfg.settings
+        self.seeds = tuple(cfg.seed + i for i in range(cfg.seeds))
+        resume = p.resume_state
+        if resume is not None and len(resume.get("agents", ())) != cfg.seeds:
+            raise UsageError(
+                f"--seeds {cfg.seeds}: the run resumed has "
+                f"{len(resume.get('agents', ())) or 1} agent(s); resume it as it was"
+            )
+        check_memory(p, stack)
+        self.members: list[DQNState] = []
+        for seed in self.seeds:
+            seeding.seed_everything(seed)  # as `compose` seeds a run of this seed
+            own = dataclasses.replace(cfg, seed=seed, seeds=1, compile="off")
+            member = DQNState(
+                dataclasses.replace(p.filled, config=own),
+                p.observation_space,
+                p.action_space,
+                device,
+                frame_stack=stack,
+                action_masks=p.action_masks,
+            )
+            self.members.append(member)
+        self.online = QPopulation([m.learner.q for m in self.members])
+        targets = QPopulation([m.learner.q_target for m in self.members])
+        self.learner = PopulationDQNLearner(self.online, targets, cfg, device)
+        for i, member in enumerate(self.members):
+            # the agent's learner is now its row of the population's; its own goes
+            member.learner = self.learner.agent(i)  # type: ignore[assignment]
+        self.env_steps, self.wall_s = 0, 0.0  # each agent's
+        if resume is not None:
+            memories = resume.get("replay") or [None] * self.n
+            for member, agent, memory in zip(self.members, resume["agents"], memories, strict=True):
+                member.load({**agent, "replay": memory})
+            header = Header.of(resume)
+            self.env_steps, self.wall_s = header.env_steps, header.wall_s
+        for member, seed in zip(self.members, self.seeds, strict=True):
+            member.env_steps = self.env_steps
+            # its minibatch stream, as its run's (`DQNState.replay_rng`)
+            member.replay_rng = seeding.generator(seed, "replay", 0, self.env_steps)
+        # each agent's epsilon, as its run's one local actor explores (`actor_spec`)
+        self.schedules = [m.acting_policy(0, 1, False).schedule for m in self.members]
+        self.loss: torch.Tensor | None = None  # each agent's last update's loss, mean Q
+        self.q_mean: torch.Tensor | None = None
+
+    @property
+    def n(self) -> int:
+        return len(self.seeds)
+
+    @property
+    def updates(self) -> int:
+        """The updates of the agent that made the most (the metrics' `updates`)."""
+        return int(self.learner.updates.max())
+
+    def advance(self, env_steps: int) -> None:
+        """Every agent took `env_steps` more env steps."""
+        self.env_steps += env_steps
+        for member in self.members:
+            member.env_steps = self.env_steps
+
+    def updates_due(self) -> np.ndarray:
+        """The updates each agent's replay ratio allows now ([N])."""
+        return np.array([m.updates_due() for m in self.members])
+
+    def update(self, due: np.ndarray) -> None:
+        """One batched update of the agents `due` ([N] bools), each on a minibatch of
+        its own memory, drawn with its own stream."""
+        size = self.settings.batch_size
+        batches = [
+            m.replay.sample(size, m.replay_rng) if row else None
+            for m, row in zip(self.members, due, strict=True)
+        ]
+        stats = self.learner.update(batches)
+        loss, q_mean = stats["loss"], stats["q_mean"]
+        if self.loss is not None and self.q_mean is not None and not due.all():
+            rows = torch.as_tensor(due, device=loss.device)
+            loss = torch.where(rows, loss, self.loss)
+            q_mean = torch.where(rows, q_mean, self.q_mean)
+        self.loss, self.q_mean = loss, q_mean
+
+    def epsilons(self) -> list[float]:
+        return [schedule(self.env_steps) for schedule in self.schedules]
+
+    def log_stats(self, threads: int) -> dict[str, Any]:
+        """Each agent's numbers ([N]): its epsilon, and once every agent has updated,
+        its last update's loss and mean Q."""
+        stats: dict[str, Any] = {
+            "epsilon": np.array([m.acting_stats()["epsilon"] for m in self.members]),
+            "learner_threads": threads,
+        }
+        if self.loss is not None and self.q_mean is not None and self.learner.updates.all():
+            stats["loss"] = self.loss.cpu().numpy()
+            stats["q_mean"] = self.q_mean.cpu().numpy()
+        return stats
+
+    def state(self, with_replay: bool, wall_s: float) -> dict[str, Any]:
+        """The checkpoint: each agent as its run alone would save it, under `agents`;
+        their replay memories (or None), one per agent, under `replay`."""
+        agents = [m.state(False, wall_s) for m in self.members]
+        memories = [m.replay.state_dict() for m in self.members] if with_replay else None
+        return {
+            **Header("dqn", 1, self.env_steps, wall_s).as_dict(),
+            "seeds": list(self.seeds),
+            "agents": agents,
+            "replay": memories,
+        }
+
+
+def run(state: DQNPopulationState, session: TrainSession, mode: str, workers: int) -> None:
+    """The loop over every agent's envs, stepped here (`serial`) or by workers (`sync`)."""
+    cfg, first = state.config, state.members[0]
+    per_agent = (cfg.workers or physical_cores()) * cfg.envs_per_worker
+    fn = env_factory(cfg.env, cfg.wrapper, training=True, kwargs=cfg.env_kwargs)
+    fns, masks = [fn] * (state.n * per_agent), first.mask_info
+    envs: SerialVectorEnv | ParallelVectorEnv = (
+        SerialVectorEnv(fns, shared_infos=masks)
+        if mode == "serial"
+        else ParallelVectorEnv(fns, num_workers=workers, shared_infos=masks)
+    )
+    try:
+        spec = actor_spec(first, per_agent, chunk_steps=1)
+        path = (0, 0, state.env_steps)  # as a run's one local actor names its streams
+        sampler = PopulationSampler(spec, envs, state.online, state.seeds, path)
+        threads = torch.get_num_threads()
+        while not session.done(state.env_steps):
+            due = state.updates_due()
+            for turn in range(int(due.max())):
+                state.update(due > turn)
+            if not due.any():
+                payloads = sampler.step(state.epsilons(), session.record_episodes)
+                for member, payload in zip(state.members, payloads, strict=True):
+                    member.replay.add(payload)
+                state.advance(per_agent)
+            session.tick(
+                state.env_steps,
+                state.updates,
+                state.online,
+                lambda: state.state(False, session.wall_s),
+                lambda: state.log_stats(threads),
+            )
+    finally:
+        envs.close()
+
+
+def plan(p: Prepared) -> Plan:
+    """Check what a population refuses, choose its mode, build every agent."""
+    cfg: DQNConfig = p.config
+    check(cfg)
+    device = resolve_device(cfg.device)
+    workers = cfg.workers or physical_cores()
+    per_agent = workers * cfg.envs_per_worker  # as a run of one agent steps
+    fn = env_factory(cfg.env, cfg.wrapper, training=True, kwargs=cfg.env_kwargs)
+    choice = choose_mode(cfg.mode, fn, per_agent * cfg.seeds, workers)
+    mode = choice.mode
+    stack = frame_stack(cfg, p.observation_space)
+    state = DQNPopulationState(p, device, stack)
+    first = state.members[0]
+    size = num_params(first.learner.q) * state.n  # the batched update's
+    threads = set_learner_threads(size, 0 if mode == "serial" else workers, cfg.learner_threads)
+    banner = (
+        f"pararl: DQN on {cfg.env}, {state.n} agents (seeds {state.seeds[0]}-"
+        f"{state.seeds[-1]}) in one batched update, mode {mode} ({choice.reason}), "
+        f"{per_agent} envs each"
+        + (f" on {workers} worker{'s' if workers > 1 else ''}" if mode == "sync" else "")
+        + f", learner on {device}"
+    )
+    notes = start_notes(first, resumed=False)
+    if p.resume_state is not None:
+        held = [len(m.replay) for m in state.members]
+        notes += (
+            (f"pararl: replay memories restored ({min(held):,} to {max(held):,} transitions)",)
+            if any(held)
+            else (
+                "pararl: this checkpoint has no replay memories (only final and "
+                f"interrupted save them): the agents refill {cfg.settings.learning_starts:,} "
+                "transitions each before they learn again",
+            )
+        )
+    return Plan(
+        banner=banner,
+        metrics=METRICS,
+        resolved={
+            "mode": mode,
+            "mode_reason": choice.reason,
+            "num_envs": per_agent,
+            "workers": workers,
+            "seeds": list(state.seeds),
+            "device": str(device),
+            "learner_threads": threads,
+            "replay": type(first.replay).__name__,
+        },
+        make_model=first.make_model,
+        start=(state.env_steps, state.wall_s),
+        run=lambda session: run(state, session, mode, workers),
+        steps=lambda: state.env_steps,
+        checkpoint=lambda wall_s: state.state(True, wall_s),
+        notes=notes,
+        seeds=state.seeds,
+    )
+
+
+__all__ = ["METRICS", "DQNPopulationState", "check", "plan"]
