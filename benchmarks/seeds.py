@@ -186,6 +186,7 @@ def run_case(name: str, c: Config, work: Path) -> Result:
 
 def measure(c: Config, meta: h.Metadata) -> list[Result]:
     work = c.keep_dir or Path(tempfile.mkdtemp(prefix="pararl-seeds-"))
+    work.mkdir(parents=True, exist_ok=True)
     try:
         t.warm_up(work)
         return [run_case(name, c, work) for name in c.cases]
