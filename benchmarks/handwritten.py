@@ -1,6 +1,8 @@
 """`python -m benchmarks handwritten`: what pararl's hand-written replacements buy
-against the libraries they replace: FlatAdam (`adam`) and the event writer
-(`tensorboard`).
+against the libraries they replace: FlatAdam (`adam`), the event writer
+(`tensorboard`), and the stacked layers of a population (`stacked`: `--seeds N`'s
+batched update against `torch.func`'s `vmap` over the loss, and against N separate
+updates).
 """
 
 from __future__ import annotations
@@ -28,7 +30,11 @@ class Config(h.Options):
     """Hand-written replacements (FlatAdam, the TensorBoard event writer) against the
     library code they replace. --quick: tiny spells."""
 
-    parts: tuple[Literal["adam", "tensorboard"], ...] = ("adam", "tensorboard")
+    parts: tuple[Literal["adam", "tensorboard", "stacked"], ...] = (
+        "adam",
+        "tensorboard",
+        "stacked",
+    )
     """Parts to run."""
 
     repeats: int = 3
@@ -40,8 +46,14 @@ class Config(h.Options):
     tb_rows: int = 2_000
     """tensorboard: metrics rows written per spell."""
 
+    agents: int = 8
+    """stacked: agents updated together (CartPole-sized PPO actor-critics)."""
 
-QUICK = {"repeats": 1, "dqn_updates": 300, "tb_rows": 50}
+    steps: int = 300
+    """stacked: minibatch steps per spell."""
+
+
+QUICK = {"repeats": 1, "dqn_updates": 300, "tb_rows": 50, "steps": 5, "agents": 2}
 
 
 def resolve(config: Config) -> Config:
@@ -200,6 +212,108 @@ def measure_tensorboard(c: Config) -> dict[str, dict[str, h.Summary]]:
     return {k: {"row_s": h.summarize(rows[k]), "import_s": h.summarize(imports[k])} for k in kinds}
 
 
+# --- stacked ----------------------------------------------------------------------------
+
+STACKED = ("stacked layers", "torch.func vmap", "separate learners")
+
+
+def _population_spells(agents: int) -> dict[str, object]:
+    """One PPO minibatch step (forward, backward, per-agent clip, Adam) of `agents`
+    CartPole-sized actor-critics (64x64 tanh, 2 actions, 128 rows each), three ways."""
+    import copy
+
+    import torch
+    from torch.func import functional_call, grad, stack_module_state, vmap
+
+    from pararl.algos.population import PopulationPPOLearner
+    from pararl.algos.ppo import PPOHyper, PPOLearner, ppo_loss
+    from pararl.models import ActorCritic
+    from pararl.models.build import actor_critic
+    from pararl.models.heads import Categorical
+    from pararl.models.normalize import NormSettings
+    from pararl.models.population import Population
+    from pararl.optim import RowAdam
+
+    torch.set_num_threads(1)
+    hyper, rows, cpu = PPOHyper(), 128, torch.device("cpu")
+
+    def net(seed: int) -> ActorCritic:
+        torch.manual_seed(seed)
+        return actor_critic("mlp", (4,), np.dtype("<f4"), 2, True, (64, 64), False,
+                            NormSettings(), Categorical(2), (), None)  # fmt: skip
+
+    gen = torch.Generator().manual_seed(0)
+    mb = {
+        "obs": torch.randn(agents * rows, 4, generator=gen),
+        "actions": torch.randint(0, 2, (agents * rows,), generator=gen),
+        "logprobs": torch.randn(agents * rows, generator=gen) * 0.1 - 0.7,
+        "advantages": torch.randn(agents * rows, generator=gen),
+        "returns": torch.randn(agents * rows, generator=gen),
+        "values": torch.randn(agents * rows, generator=gen),
+    }
+    nets = [net(i) for i in range(agents)]
+    batched = PopulationPPOLearner(Population([copy.deepcopy(n) for n in nets]), hyper, 1e-3, cpu)
+    separate = [PPOLearner(copy.deepcopy(n), hyper, 1e-3, cpu) for n in nets]
+    parts = {k: v.reshape(agents, rows, *v.shape[1:]) for k, v in mb.items()}
+
+    class Evaluate(torch.nn.Module):  # functional_call calls forward: evaluate through it
+        def __init__(self, model: torch.nn.Module) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, obs: torch.Tensor, actions: torch.Tensor) -> object:
+            return self.model.evaluate(obs, actions)  # type: ignore[operator]
+
+    params, buffers = stack_module_state(nets)
+    leaves = {k: v.detach() for k, v in params.items() if v.requires_grad}
+    fixed = {k: v for k, v in params.items() if not v.requires_grad}
+    base = Evaluate(copy.deepcopy(nets[0]).to("meta"))
+    optimizer = RowAdam(list(leaves.values()), lr=1e-3, eps=1e-5)
+
+    def loss(p: dict, b: dict, part: dict) -> torch.Tensor:
+        state = {f"model.{k}": v for k, v in {**p, **b}.items()}
+        evaluated = functional_call(base, state, (part["obs"], part["actions"]))
+        adv = part["advantages"]
+        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        return ppo_loss(hyper, evaluated, part, adv, hyper.clip_coef)["loss"]
+
+    grads_of = vmap(grad(loss))
+
+    def vmapped() -> None:
+        grads = grads_of(leaves, {**fixed, **buffers}, parts)
+        for p, g in zip(optimizer.params, grads.values(), strict=True):
+            p.grad = g
+        optimizer.clip_grad_norm_(hyper.max_grad_norm)
+        optimizer.step()
+
+    def alone() -> None:
+        for i, learner in enumerate(separate):
+            one = {k: v[i] for k, v in parts.items()}
+            learner._step(**one, clip=hyper.clip_coef, normalized=False, with_kl=False)
+
+    return {
+        "stacked layers": lambda: batched._step(mb, False, False),
+        "torch.func vmap": vmapped,
+        "separate learners": alone,
+    }
+
+
+def measure_stacked(c: Config) -> dict[str, h.Summary]:
+    spells = _population_spells(c.agents)
+    for fn in spells.values():
+        for _ in range(10):
+            fn()  # type: ignore[operator]
+
+    def spell(name: str) -> float:
+        fn = spells[name]
+        seconds, _ = h.timed(lambda: [fn() for _ in range(c.steps)])  # type: ignore[operator]
+        h.progress(f"stacked: {name}: {seconds / c.steps * 1e3:.2f} ms per step")
+        return seconds / c.steps
+
+    times = h.interleaved({n: functools.partial(spell, n) for n in STACKED}, c.repeats)
+    return {n: h.summarize(times[n]) for n in STACKED}
+
+
 # --- the benchmark ---------------------------------------------------------------------
 
 
@@ -207,15 +321,19 @@ def measure_tensorboard(c: Config) -> dict[str, dict[str, h.Summary]]:
 class Results:
     adam: dict[str, dict[str, h.Summary]] = dataclasses.field(default_factory=dict)
     tensorboard: dict[str, dict[str, h.Summary]] = dataclasses.field(default_factory=dict)
+    stacked: dict[str, h.Summary] = dataclasses.field(default_factory=dict)
     dqn_updates: int = 0
+    agents: int = 0
 
 
 def measure(c: Config, meta: h.Metadata) -> Results:
-    r = Results(dqn_updates=c.dqn_updates)
+    r = Results(dqn_updates=c.dqn_updates, agents=c.agents)
     if "adam" in c.parts:
         r.adam = measure_adam(c)
     if "tensorboard" in c.parts:
         r.tensorboard = measure_tensorboard(c)
+    if "stacked" in c.parts:
+        r.stacked = measure_stacked(c)
     return r
 
 
@@ -274,6 +392,29 @@ def report(r: Results, meta: h.Metadata) -> h.Report:
         keys.append(
             "event writer row time ÷ SummaryWriter "
             f"{h.fmt_ratio(h.ratio(tb['pararl']['row_s'], tb['SummaryWriter']['row_s']))}"
+        )
+    if r.stacked:
+        own = r.stacked["stacked layers"]
+        blocks.append(
+            f"### {r.agents} agents' PPO step: stacked layers against torch.func\n\n"
+            f"One minibatch step (forward, backward, each agent's gradient clipped, Adam) of "
+            f"{r.agents} CartPole-sized actor-critics (64x64 tanh, 128 rows each, one "
+            "thread): `--seeds`'s batched twin (`models.population`), `torch.func`'s "
+            "`vmap(grad(loss))` over stacked parameters with the same optimizer, and "
+            f"{r.agents} separate learners.\n\n"
+            + h.table(
+                [
+                    h.Col[tuple]("way", lambda x: x[0], "l"),
+                    h.Col[tuple]("ms per step (min–max)", lambda x: _us(x[1]).replace("–", "–")),
+                    h.Col[tuple]("÷ stacked layers", lambda x: h.fmt_ratio(h.ratio(x[1], own))),
+                ],
+                list(r.stacked.items()),
+            ).replace(" µs", "")
+        )
+        keys.append(
+            f"torch.func vmap step ÷ stacked layers "
+            f"{h.fmt_ratio(h.ratio(r.stacked['torch.func vmap'], own))}, separate ÷ stacked "
+            f"{h.fmt_ratio(h.ratio(r.stacked['separate learners'], own))}"
         )
     return h.Report(
         title=f"Hand-written replacements against the libraries (`{h.PROG} {NAME}`)",

@@ -1,4 +1,4 @@
-"""`python -m benchmarks handwritten`: the adam and tensorboard parts end to end in
+"""`python -m benchmarks handwritten`: the adam, tensorboard and stacked parts end to end in
 this process (their fresh-interpreter timings stubbed: seconds each)."""
 
 from __future__ import annotations
@@ -26,3 +26,11 @@ def test_handwritten_quick(
     for writer in ("pararl", "SummaryWriter"):
         assert board[writer]["import_s"]["median"] == 0.1  # stubbed as well
     assert "FlatAdam update time" in data["key_ratios"]
+
+
+def test_stacked_quick(bench: Callable[..., dict[str, Any]]) -> None:
+    data = bench("handwritten", "--quick", "--parts", "stacked")
+    stacked = data["results"]["stacked"]
+    assert set(stacked) == {"stacked layers", "torch.func vmap", "separate learners"}
+    assert all(row["median"] > 0 for row in stacked.values())
+    assert "torch.func vmap step ÷ stacked layers" in data["key_ratios"]
