@@ -5,6 +5,7 @@ resumes, loads and evaluates by agent, and what is not batched yet is refused.""
 from __future__ import annotations
 
 import csv
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -197,3 +198,17 @@ def test_a_failing_env_is_reported_with_its_agent(tmp_path: Path) -> None:
     env, agent, seed, own = map(int, found.groups())
     assert (agent, own) == divmod(env, 4)
     assert seed == 5 + agent
+
+
+def test_the_evaluation_process_evaluates_every_agent(batched: Path, tmp_path: Path) -> None:
+    """In the evaluation child (the population built there, its weights sent), each
+    agent plays its own seed's episodes, as the inline evaluations did."""
+    run = tmp_path / "process"
+    options = {**SMALL, "eval_in": "process"}
+    train(PPOConfig(seed=3, seeds=SEEDS, mode="sync", workers=2, run_dir=run, **options))
+    inline = {(r["env_steps"], r["agent"]): r["eval_return"] for r in rows(batched / "eval.csv")}
+    done = rows(run / "eval.csv")
+    assert {r["agent"] for r in done} == {"0", "1"}
+    assert json.loads((run / "config.json").read_text())["resolved"]["eval_in"] == "process"
+    for r in done:  # evaluations skipped while one ran are not in either file alike
+        assert float(r["eval_return"]) == pytest.approx(float(inline[(r["env_steps"], r["agent"])]))

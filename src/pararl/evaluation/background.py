@@ -19,7 +19,7 @@ silent for `timeout_s` is taken for hung.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from gymnasium.envs.registration import EnvSpec
 
 from pararl.evaluation.child import EvalChild
 from pararl.evaluation.episodes import DEFAULT_EPISODE_CAP, EvalActions, Progress
+from pararl.models.population import Stack
 from pararl.mp.errors import WorkerTimeoutError
 from pararl.weights.base import numpy_state
 
@@ -49,14 +50,17 @@ class BackgroundEvaluator:
         env_fn: Callable[[], gym.Env],
         episodes: int,
         seed: int,
-        model_fn: Callable[[], torch.nn.Module],
+        model_fn: Callable[[], torch.nn.Module | Stack],
         timeout_s: float = 600.0,
         spec: EnvSpec | None = None,
         child: EvalChild | None = None,
         stream: tuple[int, ...] = (),
         max_steps: int = DEFAULT_EPISODE_CAP,
         actions: EvalActions = "greedy",
+        seeds: Sequence[int] = (),
     ) -> None:
+        """`seeds`: a population's (`Evaluator`'s); `model_fn` then builds the
+        population (`models.population.population_of`)."""
         self.timeout_s, self.max_steps = timeout_s, max_steps
         self._sent_at: float | None = None  # the request in flight: sent, or last heard of
         self.progress: Progress | None = None  # how far the evaluation in flight is
@@ -67,14 +71,14 @@ class BackgroundEvaluator:
             child = EvalChild()
         self._child = child
         self._group = child.group
-        setup = (env_fn, episodes, seed, stream, model_fn, spec, max_steps, actions)
+        setup = (env_fn, episodes, seed, stream, model_fn, spec, max_steps, actions, tuple(seeds))
         self._group.send(0, ("setup", setup))
 
     @property
     def busy(self) -> bool:
         return self._sent_at is not None
 
-    def submit(self, policy: torch.nn.Module) -> None:
+    def submit(self, policy: torch.nn.Module | Stack) -> None:
         self._request(("eval", numpy_state(policy)))
 
     def _request(self, message: tuple[str, Any]) -> None:

@@ -30,11 +30,12 @@ def serve(
     spec: EnvSpec | None,
     max_steps: int,
     actions: EvalActions,
+    seeds: tuple[int, ...] = (),
 ) -> None:
     if spec is not None:
         register_carried(spec)
     one_thread()
-    evaluator = Evaluator(env_fn, episodes, seed, stream, max_steps, actions)
+    evaluator = Evaluator(env_fn, episodes, seed, stream, max_steps, actions, seeds=seeds)
     model = model_fn()
     assert isinstance(model, Policy), f"a {type(model).__name__} has no acting call"
     warm = False

@@ -23,7 +23,7 @@ built (recurrent cores, observation normalisation, the multi-input encoder): a r
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -142,7 +142,36 @@ def _rows(obs: Any, rows: torch.Tensor) -> Any:
     return obs[rows.to(obs.device)]
 
 
-class Population:
+class Stack:
+    """What a population's two kinds share: its batched twin (`twin`) holds every
+    agent's weights, so its parameters and its state (what a checkpoint of the batch
+    or an evaluation process is sent) are the twin's."""
+
+    twin: nn.Module
+
+    def parameters(self) -> Any:
+        return self.twin.parameters()
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return self.twin.state_dict()
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        """The twin's weights, copied in place: the agents' views see them."""
+        self.twin.load_state_dict(state)
+
+
+def population_of(make: Callable[[], ActorCritic], agents: int) -> Population:
+    """A population of `agents` networks from `make` (an evaluation process's: the
+    weights come after), picklable when `make` is."""
+    return Population([make() for _ in range(agents)])
+
+
+def q_population_of(make: Callable[[], QNetwork], agents: int) -> QPopulation:
+    """`population_of` for Q-networks."""
+    return QPopulation([make() for _ in range(agents)])
+
+
+class Population(Stack):
     """N actor-critics trained as one: `agents` (each the network a run of its seed
     would build), `twin` their batched twin, whose parameters hold theirs."""
 
@@ -168,9 +197,6 @@ class Population:
         """The reward scale a rollout applies (`Rollout.record`): the identity here,
         as normalisation is refused."""
         return self.twin.norm
-
-    def parameters(self) -> Any:
-        return self.twin.parameters()
 
     def _log_std_rows(self, rows: int) -> torch.Tensor:
         """Each agent's log standard deviation, on its rows ([N * B, A])."""
@@ -248,7 +274,7 @@ class Population:
         return None
 
 
-class QPopulation:
+class QPopulation(Stack):
     """N Q-networks trained as one (DQN's `--seeds`): `agents` (each the network a run
     of its seed would build), `twin` their batched twin, whose parameters hold theirs.
     Called on agent-major rows, it gives each row's Q-values by its agent's network."""
@@ -263,9 +289,6 @@ class QPopulation:
         self.num_actions = agents[0].num_actions
         self.twin: QNetwork = stacked(agents)  # type: ignore[assignment]
         bind(self.agents, self.twin)
-
-    def parameters(self) -> Any:
-        return self.twin.parameters()
 
     def __call__(self, obs: Any) -> torch.Tensor:
         """Q-values of agent-major rows (tensors), [N * B, actions]."""
@@ -306,4 +329,14 @@ class QPopulation:
         return None
 
 
-__all__ = ["Population", "QPopulation", "StackedConv2d", "StackedLinear", "bind", "stacked"]
+__all__ = [
+    "Population",
+    "QPopulation",
+    "Stack",
+    "StackedConv2d",
+    "StackedLinear",
+    "bind",
+    "population_of",
+    "q_population_of",
+    "stacked",
+]

@@ -31,6 +31,7 @@ evaluate RUN --agent i` and `--resume` of the whole batch work.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 import numpy as np
@@ -46,7 +47,7 @@ from pararl.envs.make import env_factory
 from pararl.envs.masks import mask_size
 from pararl.errors import UsageError
 from pararl.models import num_params
-from pararl.models.population import QPopulation
+from pararl.models.population import QPopulation, q_population_of
 from pararl.mp.threads import set_learner_threads
 from pararl.mp.topology import physical_cores
 from pararl.observations import encoded, stored
@@ -299,7 +300,7 @@ def plan(p: Prepared) -> Plan:
             "learner_threads": threads,
             "replay": type(first.replay).__name__,
         },
-        make_model=first.make_model,
+        make_model=functools.partial(q_population_of, first.make_model, len(state.seeds)),
         start=(state.env_steps, state.wall_s),
         run=lambda session: run(state, session, mode, workers),
         steps=lambda: state.env_steps,

@@ -24,6 +24,7 @@ from pararl.evaluation.child import EvalChild, evaluates_in_process
 from pararl.evaluation.episodes import Evaluator, episode_cap
 from pararl.evaluation.reported import ReportedReturns
 from pararl.models.networks import Encoder
+from pararl.models.population import Stack
 from pararl.mp.topology import physical_cores
 from pararl.rundir import RunDir
 from pararl.runners import resume
@@ -32,7 +33,7 @@ from pararl.runners.session import TrainSession
 
 def make_evaluator(
     cfg: RunConfig,
-    model_fn: Callable[[], torch.nn.Module],
+    model_fn: Callable[[], torch.nn.Module | Stack],
     child: EvalChild | None = None,
     start_steps: int = 0,
     probed: Probed | None = None,
@@ -44,14 +45,14 @@ def make_evaluator(
     starts it before importing torch), adopted here; without one, the evaluator
     starts its own. `probed`: what building the env told (`prepare`): an env a
     factory builds gets its time limit and registration from there. `seeds`: a
-    population's (`--seeds`), evaluated in this process, each agent on its seed's
-    episodes (`Evaluator`)."""
+    population's (`--seeds`), each agent on its seed's episodes (`Evaluator`);
+    `model_fn` then builds the population."""
     env_fn = env_factory(cfg.env, kwargs=cfg.env_kwargs)
     stream = (start_steps,)  # a resumed run evaluates on new episodes
     limit = probed.time_limit if probed is not None else None
     cap = episode_cap(cfg.env, cfg.env_kwargs, cfg.eval_max_steps, limit)
     carried = _spec_for_child(cfg.env, probed.spec if probed is not None else None)
-    if evaluates_in_process(cfg.eval_in) and carried is not False and not seeds:
+    if evaluates_in_process(cfg.eval_in) and carried is not False:
         spec = carried if isinstance(carried, gym.envs.registration.EnvSpec) else None
         return BackgroundEvaluator(
             env_fn,
@@ -63,6 +64,7 @@ def make_evaluator(
             stream=stream,
             max_steps=cap,
             actions=cfg.eval_actions,
+            seeds=seeds,
         )
     if child is not None:
         child.close(grace=0.0)  # not needed: evaluations run in this process
@@ -112,14 +114,10 @@ def open_session(
         if eval_child is not None:
             eval_child.close(grace=0.0)  # not needed: the loop measures the returns
         evaluator = plan.reported
-    elif plan.seeds:  # a population: every agent's episodes at once, in this process
-        if eval_child is not None:
-            eval_child.close(grace=0.0)
+    else:  # a population (`plan.seeds`): every agent's episodes at once
         evaluator = make_evaluator(
-            p.config, plan.make_model, None, start_steps, p.probed, seeds=plan.seeds
+            p.config, plan.make_model, eval_child, start_steps, p.probed, seeds=plan.seeds
         )
-    else:
-        evaluator = make_evaluator(p.config, plan.make_model, eval_child, start_steps, p.probed)
     facts = {
         **plan.resolved,
         "env_kind": p.kind,
@@ -282,7 +280,8 @@ class Plan:
     banner: str  # the start-up line (the run dir is added)
     metrics: tuple[str, ...]  # the loop's metric columns (beside the session's own)
     resolved: dict[str, Any]  # facts resolved at start-up, saved in config.json
-    make_model: Callable[[], torch.nn.Module]  # the evaluated network's constructor
+    # the evaluated policy's constructor: a network, or a population (`--seeds`)
+    make_model: Callable[[], torch.nn.Module | Stack]
     start: tuple[int, float]  # env steps and wall seconds already done (resume)
     run: Callable[[TrainSession], None]  # the training loop, until the session is done
     steps: Callable[[], int]  # the run's env steps now
