@@ -265,7 +265,7 @@ def _population_spells(agents: int) -> dict[str, object]:
             return self.model.evaluate(obs, actions)  # type: ignore[operator]
 
     params, buffers = stack_module_state(nets)
-    leaves = {k: v.detach() for k, v in params.items() if v.requires_grad}
+    leaves = {k: v.detach().requires_grad_() for k, v in params.items() if v.requires_grad}
     fixed = {k: v for k, v in params.items() if not v.requires_grad}
     base = Evaluate(copy.deepcopy(nets[0]).to("meta"))
     optimizer = RowAdam(list(leaves.values()), lr=1e-3, eps=1e-5)
@@ -282,7 +282,7 @@ def _population_spells(agents: int) -> dict[str, object]:
     def vmapped() -> None:
         grads = grads_of(leaves, {**fixed, **buffers}, parts)
         for p, g in zip(optimizer.params, grads.values(), strict=True):
-            p.grad = g
+            p.grad = g.detach()
         optimizer.clip_grad_norm_(hyper.max_grad_norm)
         optimizer.step()
 
@@ -405,11 +405,11 @@ def report(r: Results, meta: h.Metadata) -> h.Report:
             + h.table(
                 [
                     h.Col[tuple]("way", lambda x: x[0], "l"),
-                    h.Col[tuple]("ms per step (min–max)", lambda x: _us(x[1]).replace("–", "–")),
+                    h.Col[tuple]("µs per step (min–max)", lambda x: _us(x[1])),
                     h.Col[tuple]("÷ stacked layers", lambda x: h.fmt_ratio(h.ratio(x[1], own))),
                 ],
                 list(r.stacked.items()),
-            ).replace(" µs", "")
+            )
         )
         keys.append(
             f"torch.func vmap step ÷ stacked layers "

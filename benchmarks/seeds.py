@@ -93,6 +93,7 @@ class Result:
     single: Way
     iqm: dict[str, tuple[float, float, float]]  # way -> (IQM, CI low, CI high)
     p: float | None  # Mann-Whitney, batched vs separate finals
+    envs_alone: float | None = None  # agent steps/s of the batch's envs alone (the floor)
 
 
 def resolve(c: Config) -> Config:
@@ -147,6 +148,45 @@ def _pool(commands: Sequence[list[str]], width: int, cwd: Path) -> tuple[float, 
     return time.perf_counter() - start, failures
 
 
+FLOOR_STEPS = 2_000  # vector steps of the envs alone
+
+
+def envs_alone(run_dir: Path, steps: int = FLOOR_STEPS) -> float | None:
+    """Agent steps/s of a batched run's envs alone, laid out as the run laid them
+    out (config.json: every agent's envs, its workers, serial or sync), stepped with
+    random actions: what the run's throughput can never exceed."""
+    import json
+
+    from pararl.envs.make import env_factory
+    from pararl.vector import ParallelVectorEnv, SerialVectorEnv
+
+    try:
+        config = json.loads((run_dir / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    facts = config["resolved"]
+    n = facts["num_envs"] * len(facts["seeds"])
+    fns = [env_factory(config["env"], "none", training=True, kwargs={})] * n
+    envs: SerialVectorEnv | ParallelVectorEnv = (
+        SerialVectorEnv(fns, autoreset_mode="SameStep")
+        if facts["mode"] == "serial"
+        else ParallelVectorEnv(fns, num_workers=facts["workers"], autoreset_mode="SameStep")
+    )
+    try:
+        envs.reset(seed=list(range(n)))
+        space = envs.action_space
+        space.seed(0)
+        actions = [space.sample() for _ in range(64)]
+        for i in range(50):
+            envs.step(actions[i % 64])
+        start = time.perf_counter()
+        for i in range(steps):
+            envs.step(actions[i % 64])
+        return n * steps / (time.perf_counter() - start)
+    finally:
+        envs.close()
+
+
 def _finals(runs: Sequence[Path]) -> tuple[float, ...]:
     try:
         return tuple(float(x) for x in side(list(runs)).scores)
@@ -181,7 +221,9 @@ def run_case(name: str, c: Config, work: Path) -> Result:
         for way, summary in (("batched", result.summary_a), ("separate", result.summary_b)):
             iqm[way] = (summary.iqm, *summary.iqm_ci)
         p = result.p_value
-    return Result(name, ways["batched"], ways["separate"], ways["single"], iqm, p)
+    h.progress(f"{name}: the batch's envs alone")
+    floor = envs_alone(root / "batched")
+    return Result(name, ways["batched"], ways["separate"], ways["single"], iqm, p, floor)
 
 
 def measure(c: Config, meta: h.Metadata) -> list[Result]:
@@ -204,8 +246,8 @@ def _iqm(r: Result, way: str) -> str:
 
 def report(results: list[Result], meta: h.Metadata) -> h.Report:
     heads = ["case", "agents", "steps each", "batched s", "separate s", "single s",
-             "agent steps/s batched", "separate", "ratio", "target", "IQM batched",
-             "IQM separate", "p"]  # fmt: skip
+             "agent steps/s batched", "separate", "ratio", "target", "envs alone",
+             "IQM batched", "IQM separate", "p"]  # fmt: skip
     rows: list[list[str]] = []
     ratios = []
     for r in results:
@@ -216,7 +258,7 @@ def report(results: list[Result], meta: h.Metadata) -> h.Report:
             [r.case, str(r.batched.agents), f"{r.batched.steps:,}", f"{r.batched.wall_s:.0f}",
              f"{r.separate.wall_s:.0f}", f"{r.single.wall_s:.0f}", h.fmt_rate(r.batched.rate),
              h.fmt_rate(r.separate.rate), h.fmt_ratio(ratio), f">= {case.target:g}x",
-             _iqm(r, "batched"), _iqm(r, "separate"),
+             h.fmt_rate(r.envs_alone), _iqm(r, "batched"), _iqm(r, "separate"),
              "-" if r.p is None else f"{r.p:.2f}"]
         )  # fmt: skip
     failed = [f"{r.case} {way}: {w.failed}" for r in results
@@ -227,7 +269,12 @@ def report(results: list[Result], meta: h.Metadata) -> h.Report:
         "(start-up and evaluations included). Separate: the runs two at a time on the 2 "
         "cores, each in its --mode auto; batched: one run of N agents, --mode auto "
         "(sync on 2 cores). IQM of the agents' final evaluations with its 95% percentile "
-        "bootstrap interval; p: two-sided Mann-Whitney, batched against separate finals."
+        "bootstrap interval; p: two-sided Mann-Whitney, batched against separate finals. "
+        "Envs alone: the batch's envs (every agent's, on its workers) stepped with random "
+        "actions and nothing else, the ceiling of its throughput. On 2 cores --mode auto "
+        "runs a single CartPole run async (an actor process beside the learner) and a "
+        "batch sync: the separate runs' finals come from that schedule, not the batch's "
+        "(an agent of a batch is the agent of its seed's sync run: the tests)."
     )
     blocks = [h.text_table(heads, rows), notes]
     if failed:

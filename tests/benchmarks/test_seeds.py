@@ -48,3 +48,14 @@ def test_the_table_gives_rates_ratio_and_finals() -> None:
     assert "| cartpole-ppo | 4 | 1,000 | 10 | 40 | 8 | 400 | 100 | 4.00× | >= 3x |" in table
     assert "2.5 [1.5, 3.5]" in table
     assert report.key_ratios == "cartpole-ppo 4.00×"
+
+
+def test_the_floor_steps_the_batchs_envs_as_it_laid_them_out(tmp_path: Path) -> None:
+    import json
+
+    resolved = {"num_envs": 2, "seeds": [0, 1], "mode": "serial", "workers": 1}
+    (tmp_path / "config.json").write_text(json.dumps({"env": "CartPole-v1", "resolved": resolved}))
+    rate = seeds.envs_alone(tmp_path, steps=50)
+    assert rate is not None
+    assert rate > 0
+    assert seeds.envs_alone(tmp_path / "missing") is None
