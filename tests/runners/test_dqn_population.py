@@ -5,7 +5,6 @@ refused in one line."""
 
 from __future__ import annotations
 
-import csv
 import shutil
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,8 @@ import psutil
 import pytest
 import torch
 
-from pararl import DQNConfig, checkpoint, load, train
+from pararl import DQNConfig, load, train
+from tests.runners.population import assert_evaluations_per_agent, final
 from tests.runners.saved import final_state
 
 SMALL: dict[str, Any] = dict(
@@ -37,15 +37,6 @@ SMALL: dict[str, Any] = dict(
 )
 SEEDS = 2
 MORE = 1_800  # the budget the runs are resumed to
-
-
-def final(run: Path) -> dict[str, Any]:
-    return checkpoint.load(run / "checkpoints" / "final.pt")
-
-
-def rows(path: Path) -> list[dict[str, str]]:
-    with path.open() as f:
-        return list(csv.DictReader(f))
 
 
 @pytest.fixture(scope="module")
@@ -103,17 +94,7 @@ def test_serial_batch_agrees_too(tmp_path: Path, alone: list[Path]) -> None:
 
 
 def test_rows_and_evaluations_are_per_agent(batched: Path, alone: list[Path]) -> None:
-    evals = rows(batched / "eval.csv")
-    assert [r["agent"] for r in evals] == ["0", "1"] * (len(evals) // 2)
-    for i, run in enumerate(alone):  # each agent plays its own seed's episodes
-        own = [r for r in evals if r["agent"] == str(i)]
-        theirs = rows(run / "eval.csv")
-        assert [r["env_steps"] for r in own] == [r["env_steps"] for r in theirs]
-        np.testing.assert_allclose(
-            [float(r["eval_return"]) for r in own], [float(r["eval_return"]) for r in theirs]
-        )
-    metrics = rows(batched / "metrics.csv")
-    assert {r["agent"] for r in metrics} == {"0", "1"}
+    metrics = assert_evaluations_per_agent(batched, alone)
     assert all(r["epsilon"] != "" and r["loss"] != "" for r in metrics)
 
 

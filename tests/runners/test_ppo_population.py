@@ -4,7 +4,6 @@ resumes, loads and evaluates by agent, and what is not batched yet is refused.""
 
 from __future__ import annotations
 
-import csv
 import json
 import shutil
 from pathlib import Path
@@ -14,7 +13,8 @@ import numpy as np
 import pytest
 import torch
 
-from pararl import PPOConfig, checkpoint, load, train
+from pararl import PPOConfig, load, train
+from tests.runners.population import assert_evaluations_per_agent, final, rows
 
 SMALL: dict[str, Any] = dict(
     env="CartPole-v1",
@@ -33,15 +33,6 @@ SMALL: dict[str, Any] = dict(
     learner_threads=1,
 )
 SEEDS = 2
-
-
-def final(run: Path) -> dict[str, Any]:
-    return checkpoint.load(run / "checkpoints" / "final.pt")
-
-
-def rows(path: Path) -> list[dict[str, str]]:
-    with path.open() as f:
-        return list(csv.DictReader(f))
 
 
 @pytest.fixture(scope="module")
@@ -90,17 +81,7 @@ def test_serial_batch_agrees_too(tmp_path: Path, alone: list[Path]) -> None:
 
 
 def test_rows_and_evaluations_are_per_agent(batched: Path, alone: list[Path]) -> None:
-    evals = rows(batched / "eval.csv")
-    assert [r["agent"] for r in evals] == ["0", "1"] * (len(evals) // 2)
-    for i, run in enumerate(alone):  # each agent plays its own seed's episodes
-        own = [r for r in evals if r["agent"] == str(i)]
-        theirs = rows(run / "eval.csv")
-        assert [r["env_steps"] for r in own] == [r["env_steps"] for r in theirs]
-        np.testing.assert_allclose(
-            [float(r["eval_return"]) for r in own], [float(r["eval_return"]) for r in theirs]
-        )
-    metrics = rows(batched / "metrics.csv")
-    assert {r["agent"] for r in metrics} == {"0", "1"}
+    metrics = assert_evaluations_per_agent(batched, alone)
     assert all(r["pg_loss"] != "" for r in metrics)
 
 
