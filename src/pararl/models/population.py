@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import torch
@@ -44,6 +44,8 @@ from pararl.models.acting import (
 from pararl.models.heads import acting_mask
 from pararl.models.networks import ActorCritic, Encoder, QNetwork, epsilon_greedy
 from pararl.observations import batch_size
+
+M = TypeVar("M", bound=nn.Module)  # one architecture's networks
 
 
 def _biases(layers: Sequence[nn.Linear] | Sequence[nn.Conv2d]) -> torch.Tensor:
@@ -106,7 +108,7 @@ STACKED: dict[type[nn.Module], type[nn.Module]] = {
 }
 
 
-def stacked(agents: Sequence[nn.Module]) -> nn.Module:
+def stacked(agents: Sequence[M]) -> M:
     """The batched twin of `agents` (networks of one architecture): a copy of the
     first whose linear and convolution layers are stacked over every agent's, and
     whose other parameters (e.g. a Gaussian's `log_std`) are stacked `[N, ...]`.
@@ -143,12 +145,28 @@ def _rows(obs: Any, rows: torch.Tensor) -> Any:
     return obs[rows.to(obs.device)]
 
 
-class Stack:
-    """What a population's two kinds share: its batched twin (`twin`) holds every
-    agent's weights, so its parameters and its state (what a checkpoint of the batch
-    or an evaluation process is sent) are the twin's."""
+class Stack(Generic[M]):
+    """What a population's two kinds share: `agents` (each the network a run of its
+    seed would build) and their batched twin (`twin`), which holds every agent's
+    weights, so its parameters and its state (what a checkpoint of the batch or an
+    evaluation process is sent) are the twin's."""
 
-    twin: nn.Module
+    def __init__(self, agents: Sequence[M]) -> None:
+        if len(agents) < 1:
+            raise ValueError("a population needs at least one agent")
+        self.agents: list[M] = list(agents)
+        self.n = len(agents)
+        self.twin = stacked(agents)
+        bind(self.agents, self.twin)
+
+    def _agents_draws(self, draws: Draws) -> list[Draws]:
+        """Each agent's streams of a sampled action (`PopulationDraws`)."""
+        if not isinstance(draws, PopulationDraws) or len(draws.agents) != self.n:
+            raise ValueError(f"a population of {self.n} samples from PopulationDraws of as many")
+        return draws.agents
+
+    def initial_state(self, batch: int) -> State:
+        return None
 
     def parameters(self) -> Any:
         return self.twin.parameters()
@@ -172,26 +190,21 @@ def q_population_of(make: Callable[[], QNetwork], agents: int) -> QPopulation:
     return QPopulation([make() for _ in range(agents)])
 
 
-class Population(Stack):
+class Population(Stack[ActorCritic]):
     """N actor-critics trained as one: `agents` (each the network a run of its seed
     would build), `twin` their batched twin, whose parameters hold theirs."""
 
     def __init__(self, agents: Sequence[ActorCritic]) -> None:
-        if len(agents) < 1:
-            raise ValueError("a population needs at least one agent")
-        first = agents[0]
-        if first.core is not None:
+        first = agents[0] if agents else None
+        if first is not None and first.core is not None:
             raise ValueError("recurrent cores are not stacked across agents yet")
-        if first.encoder is not None:
+        if first is not None and first.encoder is not None:
             raise ValueError("the multi-input encoder is not stacked across agents yet")
-        if first.norm.settings.obs or first.norm.settings.reward:
+        if first is not None and (first.norm.settings.obs or first.norm.settings.reward):
             raise ValueError("normalisation statistics are not stacked across agents yet")
-        self.agents = list(agents)
-        self.n = len(agents)
-        self.twin: ActorCritic = stacked(agents)  # type: ignore[assignment]
-        self.head = first.head
+        super().__init__(agents)
+        self.head = self.agents[0].head
         self._envs_per_agent: int | None = None  # of the batch last acted on
-        bind(self.agents, self.twin)
 
     @property
     def norm(self) -> Any:
@@ -254,13 +267,12 @@ class Population(Stack):
         torch_mask = acting_mask(mask, device)
         if mode == "greedy":
             return Acted(self.head.greedy(out, torch_mask).cpu().numpy(), state)
-        if not isinstance(draws, PopulationDraws) or len(draws.agents) != self.n:
-            raise ValueError(f"a population of {self.n} samples from PopulationDraws of as many")
+        each = self._agents_draws(draws)
         rows = self._envs_per_agent = batch_size(obs) // self.n
         log_std = self.twin.log_std.detach().cpu()
         out = out.cpu()
         actions, logprobs = [], []
-        for i, agent_draws in enumerate(draws.agents):
+        for i, agent_draws in enumerate(each):
             part = slice(i * rows, (i + 1) * rows)
             agent_mask = None if torch_mask is None else torch_mask[part].cpu()
             action, logprob = self.head.sample(
@@ -271,25 +283,17 @@ class Population(Stack):
         value = self.twin.critic(features).squeeze(-1).cpu()
         return Acted(torch.cat(actions).numpy(), state, torch.cat(logprobs).numpy(), value.numpy())
 
-    def initial_state(self, batch: int) -> State:
-        return None
 
-
-class QPopulation(Stack):
+class QPopulation(Stack[QNetwork]):
     """N Q-networks trained as one (DQN's `--seeds`): `agents` (each the network a run
     of its seed would build), `twin` their batched twin, whose parameters hold theirs.
     Called on agent-major rows, it gives each row's Q-values by its agent's network."""
 
     def __init__(self, agents: Sequence[QNetwork]) -> None:
-        if len(agents) < 1:
-            raise ValueError("a population needs at least one agent")
-        if any(isinstance(m, Encoder) for m in agents[0].modules()):
+        if agents and any(isinstance(m, Encoder) for m in agents[0].modules()):
             raise ValueError("the multi-input encoder is not stacked across agents yet")
-        self.agents = list(agents)
-        self.n = len(agents)
-        self.num_actions = agents[0].num_actions
-        self.twin: QNetwork = stacked(agents)  # type: ignore[assignment]
-        bind(self.agents, self.twin)
+        super().__init__(agents)
+        self.num_actions = self.agents[0].num_actions
 
     def __call__(self, obs: Any) -> torch.Tensor:
         """Q-values of agent-major rows (tensors), [N * B, actions]."""
@@ -317,17 +321,13 @@ class QPopulation(Stack):
         actions = q.argmax(dim=1).cpu().numpy()
         if mode == "greedy":
             return Acted(actions, state)
-        if not isinstance(draws, PopulationDraws) or len(draws.agents) != self.n:
-            raise ValueError(f"a population of {self.n} samples from PopulationDraws of as many")
+        each = self._agents_draws(draws)
         rows = len(actions) // self.n
-        for i, agent_draws in enumerate(draws.agents):
+        for i, agent_draws in enumerate(each):
             part = slice(i * rows, (i + 1) * rows)
             agent_mask = None if mask is None else mask[part]
             actions[part] = epsilon_greedy(actions[part], self.num_actions, agent_draws, agent_mask)
         return Acted(actions, state)
-
-    def initial_state(self, batch: int) -> State:
-        return None
 
 
 __all__ = [

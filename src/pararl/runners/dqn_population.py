@@ -45,7 +45,6 @@ from pararl.config import DQNConfig
 from pararl.devices import resolve_device
 from pararl.envs.make import env_factory
 from pararl.envs.masks import mask_size
-from pararl.errors import UsageError
 from pararl.models import num_params
 from pararl.models.population import QPopulation, q_population_of
 from pararl.mp.threads import set_learner_threads
@@ -57,7 +56,7 @@ from pararl.runners.dqn import frame_stack
 from pararl.runners.offpolicy import actor_spec, start_notes
 from pararl.runners.ppo_mode import choose_mode
 from pararl.runners.session import TrainSession
-from pararl.runners.setup import Plan, Prepared
+from pararl.runners.setup import Plan, Prepared, check_resumed_agents, refuse_unbatched
 from pararl.samplers.chunks.population import PopulationSampler
 from pararl.vector import ParallelVectorEnv, SerialVectorEnv
 
@@ -80,12 +79,7 @@ def check(cfg: DQNConfig) -> None:
         ),
         (s.replay_ratio == 0, "--replay-ratio 0 (learning without a ratio, in --mode async)"),
     ]
-    for refused, what in refusals:
-        if refused:
-            raise UsageError(
-                f"--seeds {cfg.seeds}: {what} is not batched across agents yet; drop it, "
-                "or train the seeds as separate runs"
-            )
+    refuse_unbatched(f"--seeds {cfg.seeds}", refusals)
 
 
 def check_memory(p: Prepared, stack: int) -> None:
@@ -113,11 +107,7 @@ class DQNPopulationState:
         self.config, self.settings = cfg, cfg.settings
         self.seeds = tuple(cfg.seed + i for i in range(cfg.seeds))
         resume = p.resume_state
-        if resume is not None and len(resume.get("agents", ())) != cfg.seeds:
-            raise UsageError(
-                f"--seeds {cfg.seeds}: the run resumed has "
-                f"{len(resume.get('agents', ())) or 1} agent(s); resume it as it was"
-            )
+        check_resumed_agents(f"--seeds {cfg.seeds}", resume, cfg.seeds)
         check_memory(p, stack)
         self.members: list[DQNState] = []
         for seed in self.seeds:

@@ -44,7 +44,7 @@ from pararl.runners.ppo import check_minibatch
 from pararl.runners.ppo_mode import ModeChoice
 from pararl.runners.ppo_state import PPOState
 from pararl.runners.session import TrainSession
-from pararl.runners.setup import Plan, Prepared
+from pararl.runners.setup import Plan, Prepared, check_resumed_agents, refuse_unbatched
 from pararl.samplers.rollout.actors import rollout_draws
 from pararl.samplers.rollout.collect import EnvStream, RolloutSpec, collect
 from pararl.vector import ParallelVectorEnv, SerialVectorEnv, WorkerError
@@ -63,12 +63,12 @@ def check(cfg: PPOConfig) -> None:
         (s.model == "multi-input", "the multi-input encoder (Dict and Tuple observations)"),
         (cfg.compile == "on", "--compile on"),
     ]
-    for refused, what in refusals:
-        if refused:
-            raise UsageError(
-                f"{cfg.agents} agents (--seeds, --sweep): {what} is not batched across "
-                "agents yet; drop it, or train them as separate runs"
-            )
+    refuse_unbatched(who(cfg), refusals)
+
+
+def who(cfg: PPOConfig) -> str:
+    """How a population's errors name it."""
+    return f"{cfg.agents} agents (--seeds, --sweep)"
 
 
 def layout(cfg: PPOConfig, total_envs: int) -> tuple[ModeChoice, int]:
@@ -105,11 +105,7 @@ class PopulationState:
         self.settings = [combo for combo in cfg.grid for _ in range(cfg.seeds)]
         self.seeds = tuple(cfg.seed + k % cfg.seeds for k in range(cfg.agents))
         resume = p.resume_state
-        if resume is not None and len(resume.get("agents", ())) != cfg.agents:
-            raise UsageError(
-                f"{cfg.agents} agents (--seeds, --sweep): the run resumed has "
-                f"{len(resume.get('agents', ())) or 1}; resume it as it was"
-            )
+        check_resumed_agents(who(cfg), resume, cfg.agents)
         self.members: list[PPOState] = []
         for seed, combo in zip(self.seeds, self.settings, strict=True):
             seeding.seed_everything(seed)  # as `compose` seeds a run of this seed

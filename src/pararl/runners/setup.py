@@ -292,6 +292,24 @@ class Plan:
     seeds: tuple[int, ...] = ()  # a population's agents' seeds (`--seeds`); () for one agent
 
 
+def refuse_unbatched(who: str, refusals: Sequence[tuple[bool, str]]) -> None:
+    """A population run's (`--seeds`) first refusal that holds, in one line: `who` says
+    how many agents (e.g. "--seeds 4"), each refusal what is not batched yet."""
+    for refused, what in refusals:
+        if refused:
+            raise UsageError(
+                f"{who}: {what} is not batched across agents yet; drop it, or train the "
+                "agents as separate runs"
+            )
+
+
+def check_resumed_agents(who: str, resume: dict[str, Any] | None, agents: int) -> None:
+    """A population resumed with as many agents as it saved (one line if not)."""
+    saved = len((resume or {}).get("agents", ()))
+    if resume is not None and saved != agents:
+        raise UsageError(f"{who}: the run resumed has {saved or 1} agent(s); resume it as it was")
+
+
 def _say_start(p: Prepared, plan: Plan, session: TrainSession) -> None:
     """The start-up lines: the banner and run dir, where a resumed run starts, the
     plan's notes, the defaults filled in, and a warning for too many workers."""
