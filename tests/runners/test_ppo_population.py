@@ -112,7 +112,7 @@ def test_the_batch_resumes_as_one(batched: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("option", "said"),
     [
-        (["--mode", "async"], "--mode async"),
+        (["--mode", "async", "--vtrace"], "--vtrace"),
         (["--recurrent", "lstm"], "--recurrent"),
         (["--norm-obs"], "--norm-obs"),
         (["--seeds", "0"], "--seeds must be >= 1"),

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import time
 from typing import Any
 
 import numpy as np
@@ -38,15 +39,21 @@ from pararl.errors import UsageError
 from pararl.models import num_params
 from pararl.models.acting import PopulationDraws
 from pararl.models.population import Population, population_of
-from pararl.mp.threads import every_core_threads, ppo_threads, torch_threads
+from pararl.mp.threads import (
+    AdaptiveThreads,
+    every_core_threads,
+    held,
+    ppo_threads,
+    torch_threads,
+)
 from pararl.mp.topology import physical_cores
-from pararl.runners.ppo import check_minibatch
+from pararl.runners.ppo import ASYNC_METRICS, Clock, check_minibatch
 from pararl.runners.ppo_mode import ModeChoice
 from pararl.runners.ppo_state import PPOState
 from pararl.runners.session import TrainSession
 from pararl.runners.setup import Plan, Prepared, check_resumed_agents, refuse_unbatched
-from pararl.samplers.rollout.actors import rollout_draws
-from pararl.samplers.rollout.collect import EnvStream, RolloutSpec, collect
+from pararl.samplers.rollout.actors import ActorPlan, RolloutActors, rollout_draws
+from pararl.samplers.rollout.collect import EnvStream, RolloutSpec, batch_of, collect
 from pararl.vector import ParallelVectorEnv, SerialVectorEnv, WorkerError
 
 METRICS = ("pg_loss", "v_loss", "entropy", "approx_kl", "clipfrac", "update_threads")
@@ -57,7 +64,7 @@ def check(cfg: PPOConfig) -> None:
     s = cfg.settings
     refusals = [
         (cfg.backend == "ray", "--backend ray"),
-        (cfg.mode == "async", "--mode async"),
+        (cfg.vtrace, "--vtrace"),
         (cfg.recurrent != "none", "--recurrent"),
         (bool(s.norm_obs) or bool(s.norm_reward), "--norm-obs or --norm-reward"),
         (s.model == "multi-input", "the multi-input encoder (Dict and Tuple observations)"),
@@ -72,8 +79,11 @@ def who(cfg: PPOConfig) -> str:
 
 
 def layout(cfg: PPOConfig, total_envs: int) -> tuple[ModeChoice, int]:
-    """The mode (serial or sync; `auto`: sync on 2 cores or more) and the workers, on
-    as many of the cores as split every agent's envs together evenly."""
+    """The mode (serial, sync or async; `auto`: sync on 2 cores or more) and the
+    workers, on as many of the cores as split every agent's envs together evenly
+    (async: one actor process steps them all)."""
+    if cfg.mode == "async":
+        return ModeChoice("async", None, "asked for; one actor process beside the learner"), 1
     if cfg.workers is not None:
         workers = cfg.workers
         if total_envs % workers:
@@ -117,11 +127,13 @@ class PopulationState:
             self.members.append(member)
         first = self.members[0]
         size = num_params(first.learner.model) * cfg.agents  # the batched update's
-        self.act_threads, _ = ppo_threads(size, mode, workers, cfg.learner_threads)
+        self.act_threads, threads = ppo_threads(size, mode, workers, cfg.learner_threads)
         # the workers wait for the update (serial, sync): it takes every core, as a
         # large network's does (8 CartPole agents, 50k steps each, 2 cores: the run
-        # in 0.81x the wall time of one thread's)
-        self.update_threads = every_core_threads(cfg.learner_threads)
+        # in 0.81x the wall time of one thread's); beside an actor (async), the
+        # learner's count
+        waited = mode != "async"
+        self.update_threads = every_core_threads(cfg.learner_threads) if waited else threads
         self.population = Population([m.learner.model for m in self.members])
         self.learner = PopulationPPOLearner(
             self.population,
@@ -155,6 +167,12 @@ class PopulationState:
             "agents": agents,
         }
 
+    def env_seeds(self) -> list[int]:
+        """Every agent's env seeds, agent after agent (each its run alone's, where
+        it is now)."""
+        each, steps = self.per_agent, self.env_steps
+        return [x for s in self.seeds for x in seeding.env_seeds(s, each, "env", 0, 0, steps)]
+
     @property
     def rollout_spec(self) -> RolloutSpec:
         """The agents' rollout: their discounts per env where they sweep them."""
@@ -167,26 +185,118 @@ class PopulationState:
         return dataclasses.replace(spec, gamma=discounts[0], gae_lambda=discounts[1])
 
 
-def run(state: PopulationState, session: TrainSession, mode: str, workers: int) -> None:
-    """The loop over every agent's envs, stepped here (`serial`) or by workers (`sync`)."""
-    cfg, n = state.config, state.n
-    spec = state.rollout_spec
-    fn = env_factory(cfg.env, cfg.wrapper, training=True, kwargs=cfg.env_kwargs)
-    num_envs = n * state.per_agent
-    masks = state.members[0].mask_info
-    envs: SerialVectorEnv | ParallelVectorEnv = (
-        SerialVectorEnv([fn] * num_envs, autoreset_mode="SameStep", shared_infos=masks)
-        if mode == "serial"
-        else ParallelVectorEnv(
-            [fn] * num_envs, num_workers=workers, autoreset_mode="SameStep", shared_infos=masks
+class LocalRollouts:
+    """Every agent's envs stepped here (`serial`) or by workers (`sync`), acted by the
+    population between updates."""
+
+    def __init__(self, state: PopulationState, session: TrainSession, mode: str, workers: int):
+        cfg, self.state, self.session = state.config, state, session
+        self.spec = state.rollout_spec
+        fn = env_factory(cfg.env, cfg.wrapper, training=True, kwargs=cfg.env_kwargs)
+        fns = [fn] * (state.n * state.per_agent)
+        masks = state.members[0].mask_info
+        self.envs: SerialVectorEnv | ParallelVectorEnv = (
+            SerialVectorEnv(fns, autoreset_mode="SameStep", shared_infos=masks)
+            if mode == "serial"
+            else ParallelVectorEnv(
+                fns, num_workers=workers, autoreset_mode="SameStep", shared_infos=masks
+            )
         )
+        try:
+            obs, infos = self.envs.reset(seed=state.env_seeds())
+        except BaseException:
+            self.envs.close()
+            raise
+        self.stream = EnvStream.start(obs, self.spec.gamma, None, batch_mask(infos))
+        steps = state.env_steps
+        self.draws = PopulationDraws([rollout_draws(s, 0, 0, steps) for s in state.seeds])
+
+    def next(self) -> dict[str, Any]:
+        return collect(
+            self.state.population,  # type: ignore[arg-type]
+            self.spec,
+            self.envs,
+            self.stream,
+            self.session.record_episodes,
+            self.draws,
+        )
+
+    def learned(self) -> dict[str, float]:
+        return {}
+
+    def close(self) -> None:
+        self.envs.close()
+
+
+class LaggedPopulationRollouts:
+    """`--mode async`: one actor process steps every agent's envs and acts with the
+    population's weights exactly `--policy-lag` updates behind, collecting the next
+    rollout while this process updates (`samplers.rollout.actors`; with lag 0, the
+    sync loop's rollouts). One actor: the population acts on every agent's envs at
+    once, its agents' envs side by side."""
+
+    def __init__(self, state: PopulationState, session: TrainSession) -> None:
+        cfg, self.state, self.session = state.config, state, session
+        self.spec = state.rollout_spec
+        plan = ActorPlan(
+            functools.partial(population_of, state.members[0].make_model, state.n),  # type: ignore[arg-type]
+            env_factory(cfg.env, cfg.wrapper, training=True, kwargs=cfg.env_kwargs),
+            self.spec,
+            state.members[0].mask_info,
+            cfg.policy_lag,
+            cfg.seed,
+            state.seeds,
+        )
+        self.actors = RolloutActors(
+            plan,
+            1,
+            state.env_seeds(),
+            state.population,  # type: ignore[arg-type]
+            state.env_steps,
+        )
+        self.clock = Clock()
+
+    def next(self) -> dict[str, Any]:
+        taken = self.actors.take()
+        self.clock.taken(taken)
+        for infos in taken.episodes:
+            self.session.record_episodes(infos)
+        return batch_of(taken.arrays, self.spec)
+
+    def learned(self) -> dict[str, float]:
+        stats = self.clock.learned()  # version `clock.rollouts`: learned from as many
+        self.actors.publish(self.state.population, self.clock.rollouts)  # type: ignore[arg-type]
+        return stats
+
+    def close(self) -> None:
+        if self.clock.rollouts:
+            ahead = self.state.config.policy_lag + 1
+            self.session.console.message(
+                f"pararl: the actor's rollouts in flight (up to {ahead}) were not learned from"
+            )
+        self.actors.close()
+
+
+def run(state: PopulationState, session: TrainSession, mode: str, workers: int) -> None:
+    """The loop over every agent's envs, stepped here (`serial`), by workers (`sync`)
+    or by an actor process a policy lag behind (`async`)."""
+    cfg, n, num_steps = state.config, state.n, state.rollout_spec.num_steps
+    rollouts: LocalRollouts | LaggedPopulationRollouts = (
+        LaggedPopulationRollouts(state, session)
+        if mode == "async"
+        else LocalRollouts(state, session, mode, workers)
+    )
+    # the update's threads drop to one while something else uses the cores (as a
+    # run's alone, `runners.ppo.train_loop`): on a busy machine, 8 CartPole agents'
+    # update on 2 threads ran ~10x slower than on one
+    governor = AdaptiveThreads(
+        state.update_threads,
+        session.console.message,
+        hold=held(state.members[0].devices.learn.type, cfg.learner_threads),
+        name="the population's update",
+        set_threads=lambda threads: None,  # applied around each update
     )
     try:
-        steps, each = state.env_steps, state.per_agent
-        seeds = [x for s in state.seeds for x in seeding.env_seeds(s, each, "env", 0, 0, steps)]
-        obs, infos = envs.reset(seed=seeds)
-        stream = EnvStream.start(obs, spec.gamma, None, batch_mask(infos))
-        draws = PopulationDraws([rollout_draws(s, 0, 0, steps) for s in state.seeds])
         learner = state.learner
         while not session.done(state.env_steps):
             remaining = max(0.0, 1 - state.env_steps / cfg.budget)
@@ -194,18 +304,15 @@ def run(state: PopulationState, session: TrainSession, mode: str, workers: int) 
                 learner.set_lr_fraction(remaining)
             if cfg.anneal_clip:
                 learner.set_clip_fraction(remaining)
-            rollout = collect(
-                state.population,  # type: ignore[arg-type]
-                spec,
-                envs,
-                stream,
-                session.record_episodes,
-                draws,
-            )
+            rollout = rollouts.next()
             state.env_steps += len(rollout["advantages"]) // n
-            with torch_threads(state.update_threads):
-                stats: dict[str, Any] = learner.update(rollout, spec.num_steps, state.rngs)
-            stats["update_threads"] = np.full(n, state.update_threads)
+            threads, updates, start = governor.threads, learner.updates, time.perf_counter()
+            with torch_threads(threads):
+                stats: dict[str, Any] = learner.update(rollout, num_steps, state.rngs)
+            governor.record(learner.updates - updates, time.perf_counter() - start)
+            stats["update_threads"] = np.full(n, threads)
+            for name, value in rollouts.learned().items():
+                stats[name] = np.full(n, value)
             session.tick(
                 state.env_steps,
                 learner.updates,
@@ -222,7 +329,7 @@ def run(state: PopulationState, session: TrainSession, mode: str, workers: int) 
             )
         raise
     finally:
-        envs.close()
+        rollouts.close()
 
 
 def plan(p: Prepared) -> Plan:
@@ -239,15 +346,18 @@ def plan(p: Prepared) -> Plan:
     torch.set_num_threads(state.act_threads)
     first = state.members[0]
     swept = f" x {len(cfg.grid)} settings (--sweep)" if cfg.sweep else ""
+    where = f"{workers} worker{'s' if workers > 1 else ''}"
+    if mode == "async":
+        where = f"one actor process, {cfg.policy_lag} update(s) behind"
     banner = (
         f"pararl: PPO on {cfg.env}, {cfg.agents} agents (seeds {cfg.seed}-"
         f"{cfg.seed + cfg.seeds - 1}{swept}) in one batched update, mode {mode} ({choice.reason}), "
-        f"{per_agent} envs each on {workers} worker{'s' if workers > 1 else ''}, "
+        f"{per_agent} envs each on {where}, "
         f"on {first.devices.learn}"
     )
     return Plan(
         banner=banner,
-        metrics=METRICS,
+        metrics=METRICS + (ASYNC_METRICS[:3] if mode == "async" else ()),
         resolved={
             "mode": mode,
             "mode_reason": choice.reason,

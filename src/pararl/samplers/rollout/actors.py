@@ -43,6 +43,7 @@ from torch import nn
 from pararl import seeding
 from pararl.envs.masks import batch_mask
 from pararl.models import ActorCritic
+from pararl.models.acting import Draws, PopulationDraws
 from pararl.mp.outbox import handle_messages
 from pararl.mp.procs import ParentWatch, ProcessGroup
 from pararl.mp.shared import ArraySpec, SharedArrays, local_arrays
@@ -65,7 +66,9 @@ SEGMENT_TIMEOUT_S = 600.0  # the longest a rollout segment may take to arrive
 @dataclass(frozen=True)
 class ActorPlan:
     """What every actor builds from: its policy copy, its envs, the rollout's shape,
-    the vector envs' `shared_infos` (action masks), the lag, and the run's seed."""
+    the vector envs' `shared_infos` (action masks), the lag, and the run's seed; a
+    population's (`--seeds`, one actor stepping every agent's envs): its agents'
+    seeds, each agent's actions drawn from the stream its run alone draws from."""
 
     make_model: Callable[[], ActorCritic]
     env_fn: Callable[[], gym.Env]
@@ -73,10 +76,17 @@ class ActorPlan:
     shared_infos: dict[str, np.ndarray] | None
     lag: int
     seed: int
+    agent_seeds: tuple[int, ...] = ()
 
     @property
     def slots(self) -> int:
         return self.lag + 1
+
+    def draws(self, *path: int) -> Draws:
+        """The streams of the actor at `path` (`rollout_draws`)."""
+        if not self.agent_seeds:
+            return rollout_draws(self.seed, *path)
+        return PopulationDraws([rollout_draws(s, *path) for s in self.agent_seeds])
 
 
 @dataclass(frozen=True)
@@ -107,7 +117,7 @@ class SegmentActor:
         self.stream = EnvStream.start(
             obs, plan.spec.gamma, self.model.initial_state(n), batch_mask(infos)
         )
-        self.draws = rollout_draws(plan.seed, *path)
+        self.draws = plan.draws(*path)
         self.num_envs = n
 
     def collect(self, arrays: dict[str, np.ndarray]) -> list[dict[str, Any]]:
