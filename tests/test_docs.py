@@ -13,11 +13,10 @@ give (a module of the reader's own); skipping is the exception. A block that ano
 page holds word for word and runs says so (README.md's copies of the guides' blocks),
 `<!-- skip: next "runs in docs/PAGE.md" -->`, and is checked to be there, unskipped.
 A translation (README.zh-CN.md of README.md, docs/zh/PAGE.md of docs/PAGE.md) holds
-its original's blocks, skip directives included, in the same order, word for word, and
-runs them as its original does. Blocks in other languages (text, yaml, none) are not
-run; ```sh, ```shell, ```console
-and ```py are refused, so that a block meant to run is not passed over for its
-spelling.
+its original's blocks, skip directives included, in the same order, word for word, so
+they would run as its original's do: they run once, on the original. Blocks in other
+languages (text, yaml, none) are not run; ```sh, ```shell, ```console and ```py are
+refused, so that a block meant to run is not passed over for its spelling.
 
 How a page runs: in a fresh working directory, on one CPU (the process's affinity:
 what `pararl` resolves for a one-core machine, serial modes and evaluations inline, so
@@ -75,14 +74,6 @@ INCLUDED = sorted(  # the repository's files the site includes (docs/hooks.py)
         for m in re.findall(r"^<!-- include: ([^#\s]+)", page.read_text(), re.M)
     }
 )
-PAGES = [  # those with a fenced block
-    page
-    for page in (*READMES, *DOCS, *INCLUDED)
-    if re.search(r"^ *(```|~~~)", page.read_text(encoding="utf-8"), re.M)
-]
-SMALL = 256  # env steps: a PPO rollout or two, a few hundred DQN/SAC steps
-EPISODES = 2  # per evaluation (20 by default: 20,000 steps of an untrained HalfCheetah)
-REFUSED = ("sh", "shell", "console", "zsh", "py", "pycon", "python3")
 
 
 def _original(page: Path) -> Path | None:
@@ -96,6 +87,17 @@ def _original(page: Path) -> Path | None:
 
 
 TRANSLATIONS = {page: original for page in (*READMES, *DOCS) if (original := _original(page))}
+PAGES = [  # those with a fenced block, but translations: they run as their originals
+    page
+    for page in (*READMES, *DOCS, *INCLUDED)
+    if page not in TRANSLATIONS
+    and re.search(r"^ *(```|~~~)", page.read_text(encoding="utf-8"), re.M)
+]
+SMALL = 256  # env steps: a PPO rollout or two, a few hundred DQN/SAC steps
+EPISODES = 2  # per evaluation (20 by default: 20,000 steps of an untrained HalfCheetah)
+REFUSED = ("sh", "shell", "console", "zsh", "py", "pycon", "python3")
+
+
 # a fenced block, with the skip directive right before it if there is one
 BLOCK = re.compile(r"^(?:(<!-- skip:[^\n]*-->)\n)?(```|~~~)(\w*)\n(.*?)^\2", re.M | re.S)
 
@@ -289,14 +291,30 @@ def test_the_pages_blocks_run(
     ("page", "original"), TRANSLATIONS.items(), ids=lambda p: str(p.relative_to(ROOT))
 )
 def test_a_translation_holds_its_originals_blocks(page: Path, original: Path) -> None:
+    """Word for word, skip directives included, and so is every example sybil finds
+    (what `_evaluate` would run or skip, in order): the translation's blocks run as
+    its original's do, so they run once, on the original (a page that is in PAGES)."""
+
     def blocks(path: Path) -> list[tuple[str, ...]]:
         return [m.group(1, 3, 4) for m in BLOCK.finditer(path.read_text(encoding="utf-8"))]
+
+    def examples(path: Path) -> list[tuple[str, str, str]]:
+        found = [(e.region.evaluator, e.region.lexemes, e.parsed) for e in SYBIL.parse(path)]
+        return [  # run_bash, run_python, refuse or the skip directive's Skipper
+            (getattr(run, "__name__", type(run).__name__), str(lex.get("arguments")), str(p))
+            for run, lex, p in found
+        ]
 
     assert original.is_file(), f"{page.relative_to(ROOT)} translates no page: {original}"
     assert blocks(page) == blocks(original), (
         f"{page.relative_to(ROOT)}: its blocks differ from {original.relative_to(ROOT)}'s"
     )
-    assert page in PAGES or not blocks(page)
+    assert examples(page) == examples(original), (
+        f"{page.relative_to(ROOT)}: its runnable examples differ from "
+        f"{original.relative_to(ROOT)}'s"
+    )
+    assert page not in PAGES
+    assert original in PAGES or not blocks(page)
 
 
 def test_budgets_shrink_and_placeholders_name_the_pages_runs(

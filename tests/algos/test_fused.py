@@ -1,8 +1,16 @@
 """The fused gradient steps (`pararl.algos.fused`) against the plain one: the same
 loss, TD errors or PPO statistics, and the same parameters and optimizer state after
-several updates, for each algorithm and network (prioritized weights and n-step
-returns included). The traced steps compile with the "aot_eager" backend (dynamo's
-graph capture and AOT autograd, seconds on this CPU), one case with inductor."""
+several updates, for each algorithm and network (prioritized weights, n-step returns
+and action masks included). The traced steps compile with the "aot_eager" backend
+(dynamo's graph capture and AOT autograd, seconds on this CPU), one case with inductor.
+
+Each program compiled costs seconds (~5 s here), so the cases share out the variants
+and networks between them, each compiled once: a learner compiles one program per
+variant of its step (DQN: with importance weights or not, with masks or not; PPO: the
+last epoch's, which also returns approx_kl and clipfrac, and the others'), so only one
+PPO case runs two epochs; DQN's cases take each branch of the target (double or not,
+masked or not) and the loss (weighted or not) once, on the MLP and the Nature CNN,
+PPO's the MinAtar CNN."""
 
 from __future__ import annotations
 
@@ -43,7 +51,7 @@ def _obs(space: gym.spaces.Box, n: int, rng: np.random.Generator) -> np.ndarray:
     return rng.standard_normal((n, *space.shape)).astype(np.float32)
 
 
-def _dqn(model: str, setting: str, n_step: int, double: bool) -> DQNState:
+def _dqn(model: str, setting: str, n_step: int, double: bool, masked: bool = False) -> DQNState:
     space, actions = SPACES[model]
     torch.manual_seed(0)
     cfg = DQNConfig(
@@ -51,10 +59,13 @@ def _dqn(model: str, setting: str, n_step: int, double: bool) -> DQNState:
         target_update=2, hidden=(32, 32),
     )  # fmt: skip
     act_space = gym.spaces.Discrete(actions)
-    return DQNState(cfg.for_env(env_kind(space, act_space)), space, act_space, CPU)
+    kind = env_kind(space, act_space)
+    return DQNState(cfg.for_env(kind), space, act_space, CPU, action_masks=masked)
 
 
 def _dqn_updates(state: DQNState, prioritized: bool) -> list[Any]:
+    """4 updates on random batches (with the next observations' action masks, every
+    one allowing the last action, when the learner takes masks)."""
     space, actions = SPACES[state.settings.model]
     rng, out = np.random.default_rng(1), []
     for _ in range(4):
@@ -66,6 +77,9 @@ def _dqn_updates(state: DQNState, prioritized: bool) -> list[Any]:
             _obs(space, n, rng),
             np.where(rng.random(n) < 0.2, 0.0, 0.99**state.settings.n_step).astype(np.float32),
         )
+        if state.mask_size:
+            batch.next_mask = rng.random((n, actions)) < 0.5
+            batch.next_mask[:, -1] = True
         weights = rng.random(n).astype(np.float32) if prioritized else None
         stats, td_error = state.learner.update(batch, weights)
         out.append((stats["loss"].clone(), stats["q_mean"].clone(), td_error.clone()))
@@ -74,13 +88,17 @@ def _dqn_updates(state: DQNState, prioritized: bool) -> list[Any]:
 
 @pytest.mark.usefixtures("aot_eager")
 @pytest.mark.parametrize(
-    ("model", "n_step", "double", "prioritized"),
-    [("mlp", 3, True, True), ("minatar-cnn", 1, False, False), ("nature-cnn", 1, False, True)],
+    ("model", "n_step", "double", "prioritized", "masked"),
+    [
+        ("mlp", 3, True, True, True),  # the double target among the legal next actions
+        ("nature-cnn", 1, False, False, False),  # (MinAtar's CNN: PPO's case)
+    ],
 )
 def test_dqn_compiled_step_is_the_plain_step(
-    model: str, n_step: int, double: bool, prioritized: bool
+    model: str, n_step: int, double: bool, prioritized: bool, masked: bool
 ) -> None:
-    plain, fast = _dqn(model, "off", n_step, double), _dqn(model, "on", n_step, double)
+    plain = _dqn(model, "off", n_step, double, masked)
+    fast = _dqn(model, "on", n_step, double, masked)
     assert (plain.learner.step_mode, fast.learner.step_mode) == ("eager", "compile")
     for a, b in zip(_dqn_updates(plain, prioritized), _dqn_updates(fast, prioritized), strict=True):
         for x, y in zip(a, b, strict=True):
@@ -103,12 +121,12 @@ def test_dqn_step_compiled_by_inductor_is_the_plain_step() -> None:
     )
 
 
-def _ppo(model: str, discrete: bool, setting_mode: str) -> PPOLearner:
+def _ppo(model: str, discrete: bool, setting_mode: str, epochs: int) -> PPOLearner:
     space, actions = SPACES[model] if model != "mlp" else (gym.spaces.Box(-1, 1, (5,)), 3)
     torch.manual_seed(0)
     net = actor_critic(model, space.shape, space.dtype, actions, discrete, (16, 16))  # type: ignore[arg-type]
     hyper = PPOHyper(
-        clip_coef=0.2, clip_vloss=True, ent_coef=0.01, vf_coef=0.5, update_epochs=2,
+        clip_coef=0.2, clip_vloss=True, ent_coef=0.01, vf_coef=0.5, update_epochs=epochs,
         num_minibatches=2,
     )  # fmt: skip
     return PPOLearner(net, hyper, 1e-3, CPU, setting_mode)  # type: ignore[arg-type]
@@ -116,10 +134,13 @@ def _ppo(model: str, discrete: bool, setting_mode: str) -> PPOLearner:
 
 @pytest.mark.usefixtures("aot_eager")
 @pytest.mark.parametrize(
-    ("model", "discrete"), [("mlp", False), ("mlp", True), ("minatar-cnn", True)]
+    ("model", "discrete", "epochs"),
+    # a Gaussian under MLPs, and a Categorical under a shared CNN trunk (2 epochs: both
+    # programs); the MultiDiscrete head with masks: test_masked_ppo_step_...
+    [("mlp", False, 1), ("minatar-cnn", True, 2)],
 )
-def test_ppo_compiled_step_is_the_plain_step(model: str, discrete: bool) -> None:
-    learners = [_ppo(model, discrete, mode) for mode in ("eager", "compile")]
+def test_ppo_compiled_step_is_the_plain_step(model: str, discrete: bool, epochs: int) -> None:
+    learners = [_ppo(model, discrete, mode, epochs) for mode in ("eager", "compile")]
     space = SPACES[model][0] if model != "mlp" else gym.spaces.Box(-1, 1, (5,))
     rng, n = np.random.default_rng(2), 64
     batch = {
@@ -145,13 +166,13 @@ def test_ppo_compiled_step_is_the_plain_step(model: str, discrete: bool) -> None
             assert a[key] == pytest.approx(b[key], rel=1e-4, abs=1e-6)
     plain, fast = learners
     torch.testing.assert_close(plain.optimizer.flat, fast.optimizer.flat, rtol=1e-5, atol=1e-6)
-    assert fast.updates == plain.updates == 12
+    assert fast.updates == plain.updates == 3 * 2 * epochs  # updates x minibatches x epochs
 
 
 @pytest.mark.usefixtures("aot_eager")
-def test_masked_steps_compiled_are_the_plain_steps() -> None:
-    """The steps with action masks as one more input: PPO on MultiDiscrete actions and
-    DQN's target among the legal next actions."""
+def test_masked_ppo_step_compiled_is_the_plain_step() -> None:
+    """PPO's step with action masks as one more input, on MultiDiscrete actions (DQN's
+    masked target: test_dqn_compiled_step_is_the_plain_step's mlp case)."""
     head = head_for(gym.spaces.MultiDiscrete([3, 2]))
     rng, n = np.random.default_rng(3), 64
     mask = rng.random((n, 5)) < 0.6
@@ -165,7 +186,7 @@ def test_masked_steps_compiled_are_the_plain_steps() -> None:
         "returns": rng.standard_normal(n).astype(np.float32),
         "masks": mask,
     }
-    hyper = PPOHyper(ent_coef=0.01, update_epochs=2, num_minibatches=2)
+    hyper = PPOHyper(ent_coef=0.01, update_epochs=1, num_minibatches=2)
     ppo = []
     for mode in ("eager", "compile"):
         torch.manual_seed(0)
@@ -174,25 +195,6 @@ def test_masked_steps_compiled_are_the_plain_steps() -> None:
         ppo.append((learner.update(batch, np.random.default_rng(0)), learner))
     assert ppo[0][0] == pytest.approx(ppo[1][0], rel=1e-4, abs=1e-6)
     torch.testing.assert_close(ppo[0][1].optimizer.flat, ppo[1][1].optimizer.flat)
-
-    dqn = []
-    for setting in ("off", "on"):
-        torch.manual_seed(0)
-        cfg = DQNConfig(env="x", compile=setting, hidden=(16,))  # type: ignore[arg-type]
-        space, act_space = gym.spaces.Box(-1, 1, (4,), np.float32), gym.spaces.Discrete(3)
-        state = DQNState(cfg.for_env("discrete"), space, act_space, CPU, action_masks=True)
-        rng = np.random.default_rng(4)
-        next_mask = rng.random((32, 3)) < 0.5
-        next_mask[:, 2] = True
-        obs = rng.standard_normal((2, 32, 4)).astype(np.float32)
-        transitions = Transitions(
-            obs[0], rng.integers(0, 3, 32), rng.standard_normal(32), obs[1], np.full(32, 0.9)
-        )
-        transitions.next_mask = next_mask
-        stats, td_error = state.learner.update(transitions, rng.random(32).astype(np.float32))
-        dqn.append((stats["loss"], td_error, state.learner.optimizer.flat))
-    for x, y in zip(*dqn, strict=True):
-        torch.testing.assert_close(x, y, rtol=1e-5, atol=1e-6)
 
 
 def test_step_modes() -> None:

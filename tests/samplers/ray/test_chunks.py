@@ -1,5 +1,7 @@
-"""DQN with Ray actors: trains as the serial loop does; a killed actor is restarted,
-the run goes on, the log says so, and every transition received is stored."""
+"""DQN with Ray actors: trains as the serial loop does, within action masks; a killed
+actor is restarted, the run goes on, the log says so, and every transition received
+is stored. Each test starts its own actors (a Ray worker process each, which imports
+torch: most of a test's time)."""
 
 from __future__ import annotations
 
@@ -74,18 +76,24 @@ def test_killed_actor_is_restarted_and_nothing_received_is_lost(two_nodes: str) 
         loop.close()
 
 
-def test_ray_agrees_with_the_serial_loop(two_nodes: str, tmp_path: Path) -> None:
+def test_ray_agrees_with_the_serial_loop_and_acts_within_masks(
+    two_nodes: str, tmp_path: Path
+) -> None:
     """`pararl.train` with Ray actors: the same learner loop as serial mode with them
     as the chunk source: the same checkpoint layout, the budget spent, the replay ratio
     kept (up to the chunk that ended the run: 512 transitions of a Ray actor), an
-    evaluation at the end; on the two-node cluster, which pararl leaves running."""
+    evaluation at the end; on the two-node cluster, which pararl leaves running. The
+    env raises on an action outside its mask: the Ray actor explores (its epsilon's
+    uniform actions) among the legal ones, and the transitions it sends keep their
+    next masks for the target."""
     from pararl.runners.offpolicy import PUBLISH_EVERY
     from pararl.samplers.chunks.ray import RayChunkPool
     from tests.runners.saved import final_state
     from tests.runners.test_modes_agree import RUN, expected_updates, shapes
 
-    train(DQNConfig(mode="serial", workers=1, seed=1, run_dir=tmp_path / "serial", **RUN))  # type: ignore[arg-type]
-    config = DQNConfig(backend="ray", workers=1, seed=1, run_dir=tmp_path / "ray", **RUN)  # type: ignore[arg-type]
+    run = {**RUN, "env": "pararl/MaskedChoice-v0"}
+    train(DQNConfig(mode="serial", workers=1, seed=1, run_dir=tmp_path / "serial", **run))  # type: ignore[arg-type]
+    config = DQNConfig(backend="ray", workers=1, seed=1, run_dir=tmp_path / "ray", **run)  # type: ignore[arg-type]
     session = train(config)
     assert '"backend": "ray"' in (tmp_path / "ray" / "config.json").read_text()
     assert session.last_eval is not None  # evaluated at the end of the budget
@@ -96,24 +104,6 @@ def test_ray_agrees_with_the_serial_loop(two_nodes: str, tmp_path: Path) -> None
     last_chunk = int(RayChunkPool.CHUNK_TRANSITIONS * config.replay_ratio)
     due = expected_updates(state["env_steps"])
     assert due - last_chunk - PUBLISH_EVERY <= state["learner"]["updates"] <= due
-    assert state["replay"]["added"] == len(state["replay"]["action"])
-
-
-def test_ray_actors_act_within_masks(ray_kind: str, tmp_path: Path) -> None:
-    """An env that raises on an action outside its mask: Ray actors explore (their
-    epsilon's uniform actions) among the legal ones, and the transitions they send
-    keep their next masks for the target."""
-    config = dataclasses.replace(
-        TINY,
-        env="pararl/MaskedChoice-v0",
-        total_steps=1_000,
-        learning_starts=200,
-        eval_every=1_000,
-        run_dir=tmp_path,
-    )
-    session = train(config)
-    assert session.last_eval is not None
-    from tests.runners.saved import final_state
-
-    replay = final_state(tmp_path)["replay"]
+    replay = state["replay"]
+    assert replay["added"] == len(replay["action"])
     assert replay["next_mask"].shape == (len(replay["action"]), 4)

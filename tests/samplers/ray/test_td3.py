@@ -1,5 +1,7 @@
-"""TD3 with Ray actors, on the same chunk pool as DQN's and SAC's: it trains on the
-two-node cluster, its actors acting with the actor and its noise."""
+"""TD3 with Ray actors, on the same chunk pool as DQN's and SAC's: it trains with a
+Ray actor acting with the actor and its noise (one actor: each starts a Ray worker
+process, which imports torch; the actors' placement over the two nodes is checked in
+tests/samplers/ray/test_chunks.py and test_sac.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ ray = pytest.importorskip("ray")
 TINY = TD3Config(
     env="Pendulum-v1",
     backend="ray",
-    workers=2,
+    workers=1,
     envs_per_worker=2,
     total_steps=1_000,
     learning_starts=250,
