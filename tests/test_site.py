@@ -37,9 +37,11 @@ def _newest_source() -> float:
     return newest
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A built site: site/ if it is up to date, else a fresh build."""
+    """A built site: site/ if it is up to date, else a fresh build, once per process
+    (the suite runs the browser test, marked slow, first: a module-scoped build was
+    made again for the others in a run without xdist)."""
     index = SITE / "index.html"
     if index.is_file() and index.stat().st_mtime >= _newest_source():
         return SITE

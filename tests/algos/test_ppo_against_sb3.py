@@ -115,7 +115,7 @@ def test_rollouts_are_sb3s(workers: int, monkeypatch: pytest.MonkeyPatch) -> Non
         stream = EnvStream.start(envs.reset(seed=list(range(ENVS)))[0], 0.99)
         assert np.array_equal(stream.obs, model._last_obs)
         ends = 0
-        for k in range(3):
+        for k in range(2):  # the second starts where the first left off
             torch.manual_seed(k)  # the same action draws on both sides
             model.collect_rollouts(model.env, callback, model.rollout_buffer, STEPS)
             torch.manual_seed(k)
@@ -135,7 +135,7 @@ def test_rollouts_are_sb3s(workers: int, monkeypatch: pytest.MonkeyPatch) -> Non
                 theirs_flat = _by_step(getattr(buf, theirs)).reshape(-1)
                 np.testing.assert_allclose(batch[ours], theirs_flat, atol=1e-5)
             ends += int(raw["ends"].sum())
-        assert ends > 10  # episodes ended inside the rollouts: autoreset was exercised
+        assert ends > 10  # episodes ended inside the rollouts (~40): autoreset was exercised
     finally:
         envs.close()
 
@@ -163,7 +163,7 @@ def test_training_iterations_are_sb3s() -> None:
 
     try:
         stream = EnvStream.start(envs.reset(seed=list(range(ENVS)))[0], 0.99)
-        for k in range(3):
+        for k in range(2):  # the second starts where the first left off
             torch.manual_seed(k)
             np.random.seed(k)
             model.collect_rollouts(model.env, callback, model.rollout_buffer, STEPS)
@@ -182,6 +182,6 @@ def test_training_iterations_are_sb3s() -> None:
             state.learner.update(env_major, NumpyStream())  # type: ignore[arg-type]
             ours, theirs = params(state.learner.model), params(model.policy)
             torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-6)
-        assert state.learner.updates == 3 * 4 * 4  # iterations x epochs x minibatches
+        assert state.learner.updates == 2 * 4 * 4  # iterations x epochs x minibatches
     finally:
         envs.close()

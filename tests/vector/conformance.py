@@ -166,7 +166,7 @@ def run_on(scenario: Scenario, factory: MakeVec) -> Any:
             env.close()
         made.clear()
         if raised:  # an env whose constructor raised stops its workers in __del__
-            gc.collect()  # (only then: a full collection of the suite's heap is slow)
+            gc.collect()  # (only then; tests/vector/conftest.py keeps it to the test's objects)
 
 
 def run_pararl(scenario: Scenario) -> Any:
