@@ -49,8 +49,10 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 # a module-scoped fixture (a trained run), which each worker would train again.
 XDIST_GROUPS = (
     "tests/samplers/ray/",
+    "tests/runners/test_dqn_population.py",
     "tests/runners/test_maml.py",
     "tests/runners/test_modes_agree.py",
+    "tests/runners/test_ppo_population.py",
     "tests/runners/test_sac.py",
     "tests/runners/test_td3.py",
     "tests/test_agent.py",

@@ -39,7 +39,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         ),
         # continuous actions: observation normalisation on by default
         "pendulum": PPOConfig(
-            env="Pendulum-v1", total_steps=2048, num_steps=128, eval_every=2048,
+            env="Pendulum-v1", total_steps=1024, num_steps=128, eval_every=1024,
             eval_episodes=1, hidden=(16,), **QUIET,
         ),
         "sac": SACConfig(

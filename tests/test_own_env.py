@@ -76,7 +76,8 @@ def test_console_script_trains_it_then_evaluate_and_resume_find_it(
     assert 0 <= evaluated.stderr.find(notice) < evaluated.stderr.find("corridor_env runs")
     (run / "checkpoints" / "final.pt").unlink()  # as if killed: resume from step_N
     sys.modules.pop("corridor_env")  # a new process, as far as the module goes
-    resumed = pararl("train", "--resume", str(run), "--total-steps", "1200")
+    # the resumed run's evaluations inline: no second evaluation child to start
+    resumed = pararl("train", "--resume", str(run), "--total-steps", "1200", "--eval-in", "inline")
     assert resumed.returncode == 0, resumed.stderr
     assert 0 <= resumed.stderr.find(notice) < resumed.stderr.find("corridor_env runs")
     assert "resuming from checkpoints/step_800.pt: 800 env steps" in resumed.stderr

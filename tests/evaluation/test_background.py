@@ -50,26 +50,6 @@ def _wait(evaluator: BackgroundEvaluator, seconds: float = 20.0) -> np.ndarray:
     raise AssertionError("no evaluation result in time")
 
 
-def test_same_returns_as_inline_and_snapshot_taken_at_submit() -> None:
-    inline = Evaluator(env_factory("CartPole-v1"), 3, seed=5)
-    background = BackgroundEvaluator(env_factory("CartPole-v1"), 3, 5, MODEL_FN)
-    try:
-        model = _model(0)
-        expected = inline.run(model).returns
-        background.submit(model)
-        assert background.busy
-        with torch.no_grad():  # changing the weights now must not change the result
-            for p in model.parameters():
-                p.add_(1.0)
-        result = _wait(background)
-        np.testing.assert_array_equal(result, expected)
-        assert not background.busy
-        assert background.poll() is None  # taken once
-    finally:
-        inline.close()
-        background.close()
-
-
 def test_failure_is_reported_and_close_leaves_no_process() -> None:
     background = BackgroundEvaluator(_faulty_env, 1, 0, MODEL_FN)
     pids = list(background._group.pids)
@@ -158,19 +138,30 @@ def test_dead_evaluator_at_the_end_loses_no_checkpoint(tmp_path: Path) -> None:
     assert not alive_after(background._group.pids, 0.0)
 
 
-def test_started_child_is_adopted_by_the_evaluator() -> None:
+def test_an_adopted_child_returns_what_inline_does_for_the_submitted_weights() -> None:
+    """A child started ahead (as `pararl train` starts it) is taken over by the
+    evaluator and evaluates at a lower priority than training; its returns are those
+    of the same evaluation inline, of the weights as they were at submit."""
     child = EvalChild()
     pids = list(child.group.pids)
-    background = BackgroundEvaluator(env_factory("CartPole-v1"), 2, 3, MODEL_FN, child=child)
+    inline = Evaluator(env_factory("CartPole-v1"), 3, seed=5)
+    background = BackgroundEvaluator(env_factory("CartPole-v1"), 3, 5, MODEL_FN, child=child)
     try:
         assert background._group is child.group
-        model = _model(3)
-        expected = Evaluator(env_factory("CartPole-v1"), 2, seed=3).run(model).returns
+        model = _model(0)
+        expected = inline.run(model).returns
         background.submit(model)
+        assert background.busy
+        with torch.no_grad():  # changing the weights now must not change the result
+            for p in model.parameters():
+                p.add_(1.0)
         np.testing.assert_array_equal(_wait(background), expected)
+        assert not background.busy
+        assert background.poll() is None  # taken once
         # it evaluates at a lower priority than training (`evaluation.child`)
         assert psutil.Process(pids[0]).nice() == min(os.nice(0) + NICENESS, 19)
     finally:
+        inline.close()
         background.close()
         background.close()  # idempotent
     assert not alive_after(pids, 0.0)

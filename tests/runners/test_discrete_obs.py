@@ -21,11 +21,13 @@ from pararl import DQNConfig, PPOConfig, SACConfig, checkpoint, load, train
 from pararl.errors import UsageError
 
 # FrozenLake 4x4 without slipping: reward 1 at the goal, which random play rarely
-# reaches; a policy that reads the state index walks there in 6 steps
+# reaches; a policy that reads the state index walks there in 6 steps. The untrained
+# networks' greedy policies (seed 0) never get there; the runs stop at the first
+# evaluation that does (PPO's after ~1,000 steps, DQN's after ~2,000)
 FROZEN = {"is_slippery": False}
 QUIET: dict[str, Any] = {
     "eval_episodes": 4,
-    "target_return": 1e9,
+    "target_return": 1.0,
     "tensorboard": False,
     "progress": "none",
     "eval_in": "inline",
@@ -34,7 +36,7 @@ PPO = PPOConfig(
     env="FrozenLake-v1",
     env_kwargs=FROZEN,
     total_steps=4_096,
-    eval_every=2_048,
+    eval_every=256,
     workers=2,
     envs_per_worker=4,
     **QUIET,
@@ -43,7 +45,7 @@ DQN = DQNConfig(
     env="FrozenLake-v1",
     env_kwargs=FROZEN,
     total_steps=4_000,
-    eval_every=1_000,
+    eval_every=250,
     learning_starts=500,
     buffer_size=5_000,
     workers=1,
@@ -70,15 +72,17 @@ def test_ppo_learns_frozenlake_from_its_state_index(mode: str, tmp_path: Path) -
         agent.act({"state": obs})
 
 
-@pytest.mark.parametrize("mode", ["serial", "sync", "async"])
+# no sync case: its worker processes carry the index as PPO's sync run has them carry
+# it, and its learner stores it as the serial run's does
+@pytest.mark.parametrize("mode", ["serial", "async"])
 def test_dqn_learns_frozenlake_and_stores_the_state_index_as_it_comes(
     mode: str, tmp_path: Path
 ) -> None:
     run = tmp_path / "run"
     config = dataclasses.replace(DQN, mode=mode, run_dir=run)
     if mode == "async":  # its learner keeps the machine's pace, not the actors': a budget
-        # to spare on a loaded machine (it stopped at 0.0 there), stopping once solved
-        config = dataclasses.replace(config, total_steps=12_000, target_return=1.0)
+        # to spare on a loaded machine (it stopped at 0.0 there)
+        config = dataclasses.replace(config, total_steps=12_000)
     session = train(config)
     assert session.best_eval == 1.0
     replay = checkpoint.load(run / "checkpoints" / "replay.pt")["replay"]
@@ -109,11 +113,11 @@ def test_sac_takes_a_discrete_observation_with_box_actions_through_an_actor_proc
         gamma=0.5,  # the cue of one step says nothing of the next
         lr=1e-3,
         hidden=(64, 64),
-        eval_every=500,
+        eval_every=128,
         workers=1,
         envs_per_worker=2,
         run_dir=run,
-        **QUIET,
+        **{**QUIET, "target_return": 14.0},  # stops there (the untrained actor: 7-9)
     )
     session = train(config)
     assert session.last_eval is not None

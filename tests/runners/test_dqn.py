@@ -49,7 +49,7 @@ def final_weights(run_dir: Path) -> dict[str, torch.Tensor]:
     return state["learner"]["q"]
 
 
-def test_serial_is_bit_for_bit_reproducible(tmp_path: Path) -> None:
+def test_serial_is_bit_for_bit_reproducible_and_resumes(tmp_path: Path) -> None:
     for name in ("a", "b"):
         train(DQNConfig(mode="serial", seed=3, run_dir=tmp_path / name, **SMALL))
     a, b = final_weights(tmp_path / "a"), final_weights(tmp_path / "b")
@@ -60,10 +60,7 @@ def test_serial_is_bit_for_bit_reproducible(tmp_path: Path) -> None:
     assert (tmp_path / "a" / "eval.csv").read_text().count("\n") >= 2
     assert (tmp_path / "a" / "learning_curve.png").is_file()
 
-
-def test_resume_continues_the_run(tmp_path: Path) -> None:
-    run = tmp_path / "run"
-    train(DQNConfig(mode="serial", run_dir=run, **SMALL))
+    run = tmp_path / "a"
     first = final_state(run)
     session = train(DQNConfig(resume=str(run), total_steps=2_400))  # a str, as from Python
     second = final_state(run)
@@ -139,7 +136,9 @@ def test_restart_actors_replaces_a_failed_actor(
     assert "restarting it, replay data kept" in capsys.readouterr().err
 
 
-def test_ctrl_c_saves_checkpoint_and_leaves_nothing(tmp_path: Path) -> None:
+def test_sigterm_saves_checkpoint_and_leaves_nothing(tmp_path: Path) -> None:
+    """SIGTERM (`kill`, a scheduler's pre-emption) takes Ctrl-C's path through the run
+    (`errors.Terminated`), which the other runners' Ctrl-C tests check, and exits 143."""
     run = tmp_path / "run"
     shm_before = shm_entries()
     proc = subprocess.Popen(
@@ -162,13 +161,16 @@ def test_ctrl_c_saves_checkpoint_and_leaves_nothing(tmp_path: Path) -> None:
             "0.2",
             "--workers",
             "1",
+            "--eval-in",  # no evaluation child: test_ppo.py's Ctrl-C has one
+            "inline",
         ],
         stderr=subprocess.PIPE,
         text=True,
     )
-    children, err = interrupt_training(proc)
+    children, err = interrupt_training(proc, signal.SIGTERM)
     assert children
-    assert proc.returncode == 130, err
+    assert proc.returncode == 143, err
+    assert "terminated" in err
     assert (run / "checkpoints" / "interrupted.pt").is_file()
     assert str(run) in err or "run saved in" in err
     assert alive_after(children, 0.5) == []

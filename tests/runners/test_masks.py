@@ -1,7 +1,7 @@
 """Action masks end to end. The masked envs (`pararl.envs.fake`) raise on an action
 outside their mask, so a run that finishes never gave one to `step`: PPO and DQN, in
-this process and with worker processes, with their evaluations (inline and in the
-evaluation child), `pararl.load(run).act()`, `pararl evaluate` and playback."""
+this process and with worker or actor processes, with their evaluations (inline and
+in the evaluation child), `pararl.load(run).act()`, `pararl evaluate` and playback."""
 
 from __future__ import annotations
 
@@ -68,10 +68,21 @@ def play_agent(run_dir: Path, episodes: int = 3) -> None:
         env.close()
 
 
+def assert_ppo_never_stepped_an_illegal_action(run_dir: Path) -> None:
+    """A finished PPO run (its two evaluations, inline), then its agent through
+    `load().act()`, `pararl.evaluate` and playback, on the env that raises."""
+    assert len(evals(run_dir)) == 2
+    play_agent(run_dir)
+    result = pararl.evaluate(run_dir, episodes=3, actions="sampled")
+    assert result["episodes"] == 3
+    agent = load(run_dir)
+    _play(agent, 2, 0, "human", 50)  # playback's loop (no frames asked for)
+
+
 @pytest.mark.parametrize(
     ("env", "mode"),
     [
-        ("pararl/MaskedChoice-v0", "serial"),
+        # MaskedChoice-v0 in this process: the run that learns, below
         ("pararl/MaskedChoice-v0", "sync"),
         ("pararl/MaskedChoiceInfo-v0", "serial"),  # the mask in the info, not a method
         ("pararl/MaskedMultiDiscrete-v0", "sync"),  # a mask per dimension
@@ -80,20 +91,18 @@ def play_agent(run_dir: Path, episodes: int = 3) -> None:
 def test_ppo_never_steps_an_illegal_action(env: str, mode: str, tmp_path: Path) -> None:
     workers = 2 if mode == "sync" else 1
     train(PPOConfig(env=env, run_dir=tmp_path, mode=mode, workers=workers, **PPO, **QUIET))
-    returns = evals(tmp_path)
-    assert len(returns) == 2
-    play_agent(tmp_path)
-    result = pararl.evaluate(tmp_path, episodes=3, actions="sampled")
-    assert result["episodes"] == 3
-    agent = load(tmp_path)
-    _play(agent, 2, 0, "human", 50)  # playback's loop (no frames asked for)
+    assert_ppo_never_stepped_an_illegal_action(tmp_path)
 
 
 def test_a_masked_ppo_run_learns_its_task(tmp_path: Path) -> None:
     """The highest legal action pays: within the mask a policy learns it (a random
-    legal choice gets about half)."""
-    train(PPOConfig(env="pararl/MaskedChoice-v0", run_dir=tmp_path, **{**PPO, **QUIET}))
+    legal choice gets about half); in this process, it never steps an illegal action."""
+    config = PPOConfig(
+        env="pararl/MaskedChoice-v0", run_dir=tmp_path, mode="serial", workers=1, **PPO, **QUIET
+    )
+    train(config)
     assert evals(tmp_path)[-1] >= 9.0  # of 10
+    assert_ppo_never_stepped_an_illegal_action(tmp_path)
 
 
 @pytest.mark.parametrize("mode", ["serial", "sync", "async"])
@@ -133,10 +142,12 @@ def test_dqn_with_prioritized_apex_replay_keeps_the_masks(tmp_path: Path) -> Non
 
 @pytest.mark.eval_child
 def test_the_evaluation_child_acts_within_the_masks(tmp_path: Path) -> None:
+    """Actor processes (`--mode async`) and the evaluation child, sampling."""
     train(
         PPOConfig(
             env="pararl/MaskedChoice-v0",
             run_dir=tmp_path,
+            mode="async",
             **{**PPO, **QUIET, "eval_in": "process", "eval_actions": "sampled"},
         )
     )
@@ -147,7 +158,8 @@ def test_the_evaluation_child_acts_within_the_masks(tmp_path: Path) -> None:
 
 def test_an_env_without_masks_trains_as_before(tmp_path: Path) -> None:
     """No masks: nothing about them in the rollout or the checkpoint."""
-    train(PPOConfig(env="CartPole-v1", run_dir=tmp_path, **{**PPO, "total_steps": 256}, **QUIET))
+    config = {**PPO, **QUIET, "total_steps": 256, "mode": "serial"}
+    train(PPOConfig(env="CartPole-v1", run_dir=tmp_path, **config))
     state = pararl.checkpoint.load(tmp_path / "checkpoints" / "final.pt")
     assert state["action_masks"] is False
     assert state["action_head"] == {"kind": "Categorical", "n": 2}

@@ -74,6 +74,7 @@ def test_modes_agree_with_the_serial_loop(
     if mode == "averaging":
         # one replica is the serial run: same seed, same streams, the same data (its
         # average over one replica changes nothing)
+        assert state["replicas"] == 1
         assert state["env_steps"] == serial["env_steps"]
         for key in ("obs", "action", "ret", "discount"):
             assert (state["replay"][key] == serial["replay"][key]).all(), key

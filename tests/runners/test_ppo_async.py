@@ -182,7 +182,8 @@ def test_ctrl_c_stops_the_actors_and_leaves_nothing(tmp_path: Path) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "pararl.cli", "train", "ppo", "--mode", "async",
          "--total-steps", "100000000", "--run-dir", str(run), "--progress", "plain",
-         "--no-tensorboard", "--log-every-s", "0.2"],
+         "--no-tensorboard", "--log-every-s", "0.2",
+         "--eval-in", "inline"],  # no evaluation child: test_ppo.py's Ctrl-C has one
         stderr=subprocess.PIPE,
         text=True,
     )  # fmt: skip

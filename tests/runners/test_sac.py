@@ -26,7 +26,7 @@ from tests.runners.saved import final_state
 
 SMALL: dict[str, Any] = dict(
     env="Pendulum-v1",
-    total_steps=600,
+    total_steps=400,
     learning_starts=200,
     batch_size=32,
     buffer_size=10_000,
@@ -73,7 +73,7 @@ def test_serial_and_sync_give_the_same_parameters(serial_run: Path, tmp_path: Pa
     serial, sync = final(serial_run), final(tmp_path / "sync")
     # one update per env step after the first 200 (the last vector step's are not due
     # before the budget ends the run)
-    assert serial["learner"]["updates"] == sync["learner"]["updates"] == 600 - 200 - 2
+    assert serial["learner"]["updates"] == sync["learner"]["updates"] == 400 - 200 - 2
     np.testing.assert_array_equal(serial["replay"]["action"], sync["replay"]["action"])
     for net in ("actor", "critic", "critic_target"):
         a, b = serial["learner"][net], sync["learner"][net]
@@ -87,7 +87,7 @@ def test_async_holds_the_update_to_data_ratio(tmp_path: Path) -> None:
     """Actor processes with the learner loop: after every turn the learner is neither
     ahead of the ratio nor behind it by more than one chunk's updates, and the data it
     learns from came through the shared-memory outboxes from the actor's own copy."""
-    config = SACConfig(mode="async", run_dir=tmp_path, **{**SMALL, "total_steps": 1_200})  # type: ignore[arg-type]
+    config = SACConfig(mode="async", run_dir=tmp_path, **{**SMALL, "total_steps": 800})  # type: ignore[arg-type]
     env = gym.make(config.env)
     spaces = env.observation_space, env.action_space
     env.close()
@@ -125,11 +125,11 @@ def test_resume_evaluate_and_video(serial_run: Path, tmp_path: Path, pararl: Any
     run = tmp_path / "run"
     shutil.copytree(serial_run, run)  # the module's run stays as it finished
     first = final(run)
-    session = train(SACConfig(resume=run, total_steps=1_000))
+    session = train(SACConfig(resume=run, total_steps=700))
     second = final(run)
     assert session is not None
-    assert (first["env_steps"], second["env_steps"]) == (600, 1_000)
-    assert second["learner"]["updates"] == first["learner"]["updates"] + 400  # no refill
+    assert (first["env_steps"], second["env_steps"]) == (400, 700)
+    assert second["learner"]["updates"] == first["learner"]["updates"] + 300  # no refill
     kept = len(first["replay"]["obs"])
     np.testing.assert_array_equal(second["replay"]["obs"][:kept], first["replay"]["obs"])
     done = pararl("evaluate", str(run), "--episodes", "2", "--checkpoint", "final")
