@@ -296,27 +296,42 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_ranks_started_like_torchrun_train_together(tmp_path: Path) -> None:
-    """Two processes with torchrun's variables: rank 0 owns the run, rank 1 none."""
+def test_ranks_started_like_torchrun_train_together(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pararl: Any
+) -> None:
+    """Two ranks with torchrun's variables: rank 0 owns the run, rank 1 none. Rank 1 is
+    a process of its own; rank 0 is the command line in this process, as the
+    collective tests above run their rank 0 here (one interpreter fewer to start)."""
     port = str(_free_port())
-    procs = []
-    for rank in (0, 1):
+
+    def command(rank: int) -> tuple[tuple[str, ...], dict[str, str]]:
         env = {"RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank)}
         env |= {"LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
-        run_dir = tmp_path / f"rank{rank}"
-        procs.append(
-            pararl_process(
-                *("train", "dqn", "--mode", "averaging", "--run-dir", str(run_dir)),
-                *("--total-steps", "1600", "--learning-starts", "200", "--eval-every", "800"),
-                *("--eval-episodes", "2", "--hidden", "32", "--progress", "none"),
-                *("--eval-in", "inline"),  # no evaluation child: not what this checks
-                "--no-tensorboard",
-                env=env,
-            )
+        args = (
+            *("train", "dqn", "--mode", "averaging", "--run-dir", str(tmp_path / f"rank{rank}")),
+            *("--total-steps", "1600", "--learning-starts", "200", "--eval-every", "800"),
+            *("--eval-episodes", "2", "--hidden", "32", "--progress", "none"),
+            *("--eval-in", "inline"),  # no evaluation child: not what this checks
+            "--no-tensorboard",
         )
-    outputs = [p.communicate(timeout=120) for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], outputs
-    assert "step budget reached after" in outputs[0][1]
+        return args, env
+
+    args, env = command(1)
+    rank1 = pararl_process(*args, env=env)
+    try:
+        args, env = command(0)
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        rank0 = pararl(*args)
+    finally:
+        try:
+            output = rank1.communicate(timeout=120)
+        finally:
+            if rank1.poll() is None:
+                rank1.kill()
+                rank1.communicate()
+    assert (rank0.returncode, rank1.returncode) == (0, 0), (rank0.stderr, output)
+    assert "step budget reached after" in rank0.stderr
     state = checkpoint.load(tmp_path / "rank0" / "checkpoints" / "final.pt")
     assert state["replicas"] == 2
     assert not (tmp_path / "rank1").exists()

@@ -110,7 +110,8 @@ def test_an_actors_chunk_holds_the_same_updates_worth_whatever_the_replay_ratio(
 
 
 def faulty(**kw: object) -> dict[str, object]:
-    return {**SMALL, "env": "pararl/Faulty-v0", "total_steps": 3_000, **kw}
+    """pararl/Faulty-v0 fails at each env's 300th step: an actor of 2 envs every 600."""
+    return {**SMALL, "env": "pararl/Faulty-v0", "total_steps": 1_500, **kw}
 
 
 def test_actor_that_raises_is_reported(tmp_path: Path) -> None:
@@ -132,7 +133,7 @@ def test_restart_actors_replaces_a_failed_actor(
     config = faulty(progress="plain", restart_actors=True)
     session = train(DQNConfig(mode="async", run_dir=tmp_path / "run", **config))  # type: ignore[arg-type]
     state = checkpoint.load(session.run.checkpoint("final"))
-    assert state["env_steps"] >= 3_000  # the run went on past the failures
+    assert state["env_steps"] >= 1_500  # the run went on past the two failures
     assert "restarting it, replay data kept" in capsys.readouterr().err
 
 

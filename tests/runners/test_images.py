@@ -27,7 +27,7 @@ QUIET = (
 )  # fmt: skip
 # MinAtar Breakout, 20 episodes per policy: uniform random actions 0.38, each constant
 # action 0.27 or 0, an untrained network's greedy policy 0 to 0.2. The DQN run stops
-# at the first evaluation there (seed 0: 0.2, 0.6 and 2.75 at 2,000, 4,000 and 6,000
+# at the first evaluation there (seed 0: 0.25, 0.6 and 2.4 at 2,000, 4,000 and 6,000
 # steps)
 ABOVE_RANDOM = 2.0
 

@@ -31,11 +31,11 @@ from pararl.vector import SerialVectorEnv
 
 RANDOM_RETURN = 8.0  # half of the 16 steps of an episode; reading the cue earns 16
 # the cue read: the runs that learn stop at the first evaluation there; the untrained
-# networks (seed 0) score 6-12 greedily (8 evaluations of 4 episodes, the optimizer's
+# networks (seed 0) score 4-12 greedily (8-12 evaluations of 4 episodes, the optimizer's
 # step taken out: a cue of 255 in the image sways even a random network)
 READ = 14.0
 # a small image (channels last) for a fast CNN, where the image's size is not what a
-# test is about (the updates through a 10x10x2 one took 1.6-1.8x as long); the env's
+# test is about (the SAC runs with a 10x10x2 one took 1.6-1.8x as long); the env's
 # own 3x16x16 (channels first) in the others
 SMALL_IMAGE = {"image_shape": [5, 5, 1]}
 # the kind's defaults (discrete actions: 8 envs x 32 steps, 20 epochs), a small MLP,
