@@ -10,6 +10,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from benchmarks import learning
 from benchmarks.lib import harness as h
 from benchmarks.lib.compare import Comparison, describe
 from pararl.errors import Terminated, UsageError, sigterm_as_interrupt
@@ -69,7 +70,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     import tyro
 
     name = args[0]
-    module = importlib.import_module(f"benchmarks.{name}")
+    module = (
+        learning.benchmark(name)
+        if name in learning.BENCHMARKS
+        else importlib.import_module(f"benchmarks.{name}")
+    )
     try:
         # SIGTERM takes Ctrl-C's path, so the runs a benchmark started are stopped too
         with sigterm_as_interrupt():

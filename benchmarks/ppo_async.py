@@ -4,25 +4,23 @@ finished seeds are kept in `results/ppo_async`.
 
 `pararl train ppo --mode async`: an actor process steps the envs and acts with its own
 copy of the policy, collecting rollout j + 1 while the learner updates on rollout j,
-with weights exactly one rollout behind (`--policy-lag 1`). Its iteration can be no
-shorter than the longer of the two: the floor, measured in the same invocation before
-the runs, once per game, acting one rollout and one update each alone on one torch
-thread (`measure_floor`). After each pararl run, its metrics.csv (a row per rollout:
-`--log-every-s 0`, given to every pararl system) gives the busy fractions, the lag and
-the iteration, and its config.json the mode and why (`run_facts`).
+with weights exactly one rollout behind. Its iteration can be no shorter than the
+longer of the two: the floor, measured before the runs, once per game (`measure_floor`).
+After each pararl run, its metrics.csv (a row per rollout: `--log-every-s 0`) and
+config.json give the mode and why, the busy fractions, the lag and the iteration
+(`run_facts`).
 
 Targets (the issue's): async's final return the same as serial's and sync's
 (Mann-Whitney, two-sided, p > 0.05) in at most 0.6x their wall time, and at most 0.5x
-SB3's; one async iteration within 1.2x its floor. The report computes each from the
-runs and says whether it is met.
+SB3's; one async iteration within 1.2x its floor.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import statistics
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -33,7 +31,7 @@ from typing import Any
 from benchmarks.lib import compare, training
 from benchmarks.lib import harness as h
 from benchmarks.lib.compare import Comparison, Outcome, Run, System
-from benchmarks.lib.stats import mann_whitney, smallest_p
+from pararl.stats import mann_whitney, smallest_p
 
 GAMES = ("Breakout", "Asterix")
 NUM_ENVS = 8  # every system's: pararl's default, SB3's `lib.sb3.PPO_ENVS`
@@ -42,13 +40,12 @@ ALPHA = 0.05  # "the same final return": Mann-Whitney's two-sided p above this
 WALL_TARGETS = {"pararl-serial": 0.6, "pararl-sync": 0.6, "sb3": 0.5}  # async's wall ÷ theirs
 SAME_FINAL = ("pararl-serial", "pararl-sync")  # whose final async must match
 FLOOR_TARGET = 1.2  # async's iteration ÷ its floor
-PER_ROLLOUT = {"log_every_s": 0.0}  # a metrics.csv row per rollout
 
 
 def pararl(mode: str, default: bool = True, color: str | None = None) -> System:
-    """`pararl train ppo --mode MODE` with its MinAtar defaults."""
-    return System(f"pararl-{mode}", f"pararl PPO ({mode})", "ppo", {"mode": mode, **PER_ROLLOUT},
-                  default=default, color=color)  # fmt: skip
+    """`pararl train ppo --mode MODE` with its MinAtar defaults, a metrics row per rollout."""
+    return System(f"pararl-{mode}", f"pararl PPO ({mode})", "ppo", {"mode": mode,
+                  "log_every_s": 0.0}, default=default, color=color)  # fmt: skip
 
 
 ROW = Comparison(
@@ -85,32 +82,18 @@ class Config(compare.Options, h.Options):
     pararl's serial (and sync) loops and SB3's PPO, after the floor of one asynchronous
     iteration. --quick: Breakout, one seed, 8,192 steps, nothing kept."""
 
-    sb3_threads: int = 0
-    """Torch threads of the SB3 process (0: torch's default, one per core)."""
     floor_repeats: int = 10
     """Floor: rollouts acted and updates timed on each game (their median)."""
     floor_warmup: int = 2
     """Floor: rollouts acted and updates before those, not timed."""
 
 
-QUICK = {"sb3_threads": 1, "floor_repeats": 3, "floor_warmup": 1}
-
-
 def resolve(config: Config) -> Config:
-    c = h.apply_quick(compare.resolve(ROW, config), QUICK)
-    h.require(c, ">= 0: sb3_threads floor_warmup", ">= 1: floor_repeats")
+    c = h.apply_quick(compare.resolve(ROW, config), {"floor_repeats": 3, "floor_warmup": 1})
+    h.require(c, ">= 0: floor_warmup", ">= 1: floor_repeats")
     for run in c.runs:  # the anchor has pararl's MinAtar settings
         h.check([(not run.startswith("MinAtar/"), f"--runs: '{run}' is not a MinAtar/ id")])
     return c
-
-
-def row_for(c: Any) -> Comparison:
-    """The table with the SB3 process's threads from the options."""
-    systems = tuple(
-        dataclasses.replace(s, flags={"threads": c.sb3_threads}) if s.anchor else s
-        for s in ROW.systems
-    )
-    return dataclasses.replace(ROW, systems=systems)
 
 
 # --- the floor --------------------------------------------------------------------------
@@ -173,14 +156,10 @@ def measure_floor(env: str, repeats: int, warmup: int, num_envs: int = NUM_ENVS)
         actors = InlineActors(plan, 1, env_seeds(0, num_envs), learner.model, 0)
         try:
             for i in range(warmup + repeats):
-                start = time.perf_counter()
-                taken = actors.take()  # the actor's weights, its steps and its copy out
-                acted = time.perf_counter() - start
+                acted, taken = h.timed(actors.take)  # its weights, its steps, its copy out
                 batch = batch_of(taken.arrays, spec)
                 batch.pop("discounted")  # the reward scale's, not the loss's (`train_loop`)
-                start = time.perf_counter()
-                learner.update(batch, state.rng)
-                took = time.perf_counter() - start
+                took, _ = h.timed(functools.partial(learner.update, batch, state.rng))
                 actors.publish(learner.model, i + 1)
                 if i >= warmup:
                     acting.append(acted)
@@ -218,22 +197,16 @@ def run_facts(rows: Sequence[Mapping[str, str]], config: Mapping[str, Any]) -> d
         "rollouts": points[-1][0] // rollout if points else 0,
         "iteration_s": (points[-1][1] - points[0][1]) / spanned if spanned else None,
         "iteration_median_s": statistics.median(gaps) if gaps else None,
-        "actor_busy": mean("actor_busy"),
-        "learner_busy": mean("learner_busy"),
-        "policy_lag": mean("policy_lag"),
+        **{key: mean(key) for key in ("actor_busy", "learner_busy", "policy_lag")},
         "update_threads": mean("update_threads"),
     }
 
 
 def read_run(s: System, run: Run, run_dir: Path) -> None:
     """`compare.measure`'s `after`: a pararl run's facts into `run.extra`."""
-    if s.anchor:
-        return
-    config = json.loads((run_dir / "config.json").read_text())
-    run.extra = run_facts(training.read_metrics(run_dir), config)
-
-
-# --- measure ----------------------------------------------------------------------------
+    if not s.anchor:
+        config = json.loads((run_dir / "config.json").read_text())
+        run.extra = run_facts(training.read_metrics(run_dir), config)
 
 
 @dataclass
@@ -246,30 +219,20 @@ def measure(c: Config, meta: h.Metadata) -> Results:
     floors = []
     for env in dict.fromkeys(run.rpartition(":")[0] for run in c.runs):
         h.progress(f"ppo_async: the floor on {env} ({c.floor_repeats} rollouts and updates) ...")
-        floor = measure_floor(env, c.floor_repeats, c.floor_warmup)
+        floors.append(floor := measure_floor(env, c.floor_repeats, c.floor_warmup))
         h.progress(
             f"ppo_async: {env}: acting {1e3 * floor.acting.median:.0f} ms, update "
             f"{1e3 * floor.update.median:.0f} ms, floor {1e3 * floor.floor_s:.0f} ms"
         )
-        floors.append(floor)
-    return Results(compare.measure(row_for(c), c, meta, after=read_run), floors)
+    return Results(compare.measure(ROW, c, meta, after=read_run), floors)
 
 
 # --- the arithmetic of the report -------------------------------------------------------
 
 
-def finals(runs: Sequence[Run], env: str, system: str, last: int) -> list[float]:
-    mine = [r.final(last) for r in runs if (r.env, r.system) == (env, system)]
-    return [f for f in mine if f is not None]
-
-
-def walls(runs: Sequence[Run], env: str, system: str) -> list[float]:
-    return [r.wall_s for r in runs if (r.env, r.system) == (env, system) and r.ok]
-
-
-def extras(runs: Sequence[Run], env: str, system: str, key: str) -> list[float]:
-    """`key` of the runs' facts (`run_facts`), where they have it."""
-    mine = [r.extra.get(key) for r in runs if (r.env, r.system) == (env, system)]
+def of(runs: Sequence[Run], env: str, system: str, value: Callable[[Run], Any]) -> list[float]:
+    """`value` of each run of `system` on `env` that has one."""
+    mine = [value(r) for r in runs if (r.env, r.system) == (env, system)]
     return [float(v) for v in mine if v is not None]
 
 
@@ -292,22 +255,25 @@ class Versus:
         n = (len(s.samples) if s else 0 for s in (self.async_final, self.other_final))
         return " vs ".join(map(str, n))
 
+    @property
+    def wall_met(self) -> bool | None:
+        return None if self.wall_ratio is None else self.wall_ratio <= WALL_TARGETS[self.other]
+
 
 def versus(runs: Sequence[Run], env: str, other: str, last: int) -> Versus:
-    mine, theirs = finals(runs, env, ASYNC, last), finals(runs, env, other, last)
-    a_wall, o_wall = h.maybe(walls(runs, env, ASYNC)), h.maybe(walls(runs, env, other))
-    return Versus(env, other, h.maybe(mine), h.maybe(theirs), a_wall, o_wall,
-                  mann_whitney(mine, theirs), smallest_p(len(mine), len(theirs)),
+    mine, theirs = (of(runs, env, s, lambda r: r.final(last)) for s in (ASYNC, other))
+    a_wall, o_wall = (h.maybe(of(runs, env, s, lambda r: r.wall_s if r.ok else None))
+                      for s in (ASYNC, other))  # fmt: skip
+    both = bool(mine and theirs)
+    p = mann_whitney(mine, theirs) if both else None
+    least = smallest_p(len(mine), len(theirs)) if both else 1.0
+    return Versus(env, other, h.maybe(mine), h.maybe(theirs), a_wall, o_wall, p, least,
                   h.ratio(a_wall, o_wall))  # fmt: skip
 
 
 def short(system: str) -> str:
     """`pararl-serial` -> `serial`; `sb3` -> `SB3`."""
     return "SB3" if system == "sb3" else system.removeprefix("pararl-")
-
-
-def wall_met(v: Versus) -> bool | None:
-    return None if v.wall_ratio is None else v.wall_ratio <= WALL_TARGETS[v.other]
 
 
 def verdict(met: bool | None) -> str:
@@ -328,38 +294,30 @@ class Iteration:
 
 
 def iterations(runs: Sequence[Run], floors: Sequence[Floor]) -> list[Iteration]:
-    return [
-        Iteration(f, h.maybe(extras(runs, f.env, ASYNC, "iteration_s")),
-                  h.maybe(extras(runs, f.env, "pararl-serial", "iteration_s")))
-        for f in floors
-    ]  # fmt: skip
+    def mean(env: str, system: str) -> h.Summary | None:
+        return h.maybe(of(runs, env, system, lambda r: r.extra.get("iteration_s")))
+
+    return [Iteration(f, mean(f.env, ASYNC), mean(f.env, "pararl-serial")) for f in floors]
 
 
-@dataclass
-class Target:
-    """One of the issue's targets on one game, what was measured, and whether met
-    (None: not measured)."""
-
-    env: str
-    target: str
-    measured: str
-    met: bool | None
+Target = tuple[str, str, str, str]  # env, target, measured, verdict
 
 
 def targets(versuses: Sequence[Versus], iters: Sequence[Iteration]) -> list[Target]:
-    out = []
+    """The issue's targets, game by game."""
+    out: list[Target] = []
     for v in versuses:
         theirs = f"{short(v.other)}'s"
         if v.other in SAME_FINAL:
             same = None if v.p is None else v.p > ALPHA
             shown = "–" if v.p is None else f"p = {v.p:.2f} ({v.seeds} seeds)"
-            out.append(Target(v.env, f"final the same as {theirs} (p > {ALPHA:g})", shown, same))
+            out.append((v.env, f"final the same as {theirs} (p > {ALPHA:g})", shown, verdict(same)))
         wall = f"wall ≤ {WALL_TARGETS[v.other]:g}× {theirs}"
-        out.append(Target(v.env, wall, h.fmt_ratio(v.wall_ratio), wall_met(v)))
+        out.append((v.env, wall, h.fmt_ratio(v.wall_ratio), verdict(v.wall_met)))
     for it in iters:
         ok = None if it.ratio is None else it.ratio <= FLOOR_TARGET
         target = f"iteration ≤ {FLOOR_TARGET:g}× its floor"
-        out.append(Target(it.floor.env, target, h.fmt_ratio(it.ratio), ok))
+        out.append((it.floor.env, target, h.fmt_ratio(it.ratio), verdict(ok)))
     return out
 
 
@@ -396,12 +354,22 @@ def settings_note() -> str:
     )
 
 
-def ms(value: float | None) -> str:
+def ms(value: float | h.Summary | None) -> str:
+    if isinstance(value, h.Summary):
+        return h.fmt_spread(value, lambda v: f"{1e3 * v:.0f}")
     return h.fmt_num(None if value is None else 1e3 * value, 0)
 
 
-def ms_spread(s: h.Summary | None) -> str:
-    return h.fmt_spread(s, lambda v: f"{1e3 * v:.0f}")
+BUSY_NOTE = (
+    "#### Busy fractions, lag and iteration of pararl's runs\n\nEach run's mean over "
+    "its metrics.csv rows (one per rollout), then the median over seeds (min–max). "
+    "Actor busy: the share of each rollout's time the actor spent acting (the rest "
+    "it waited for weights or a free slot); learner busy: the update's share of the "
+    "time between two rollouts taken; policy lag: rollouts between the weights that "
+    "acted and the learner's. Iteration: wall time per rollout after the first, its "
+    "mean (every pause counted: evaluations, checkpoints) and the median of single "
+    "rollouts."
+)
 
 
 def blocks_of(r: Results, c: Any, label: Mapping[str, str]) -> list[str]:
@@ -409,15 +377,15 @@ def blocks_of(r: Results, c: Any, label: Mapping[str, str]) -> list[str]:
     versuses = compared(r.outcome, c.final_evals)
     iters = iterations(r.outcome.runs, r.floors)
     goals = targets(versuses, iters)
-
+    game = compare.family
     target_cols: list[h.Col[Target]] = [
-        h.Col("game", lambda t: compare.family(t.env), "l"),
-        h.Col("target", lambda t: t.target, "l"),
-        h.Col("measured", lambda t: t.measured),
-        h.Col("", lambda t: verdict(t.met), "c"),
+        h.Col("game", lambda t: game(t[0]), "l"),
+        h.Col("target", lambda t: t[1], "l"),
+        h.Col("measured", lambda t: t[2]),
+        h.Col("", lambda t: t[3], "c"),
     ]
-    measured = [t.met for t in goals if t.met is not None]
-    done = "not measured" if not measured else "yes" if all(measured) else "no"
+    measured = [t[3] for t in goals if t[3] != "–"]
+    done = "not measured" if not measured else "yes" if "missed" not in measured else "no"
     weak = [v for v in versuses if v.other in SAME_FINAL and v.smallest_p > ALPHA]
     caution = "" if not weak else (
         f" With {weak[0].seeds} seeds the smallest p Mann-Whitney can give is "
@@ -433,15 +401,18 @@ def blocks_of(r: Results, c: Any, label: Mapping[str, str]) -> list[str]:
         f"floor. Wall ratios: medians over seeds, launch to exit.{caution} All met: {done}."
     )
 
+    def returns(s: h.Summary | None) -> str:
+        return h.fmt_spread(s, compare.whole)
+
     vs_cols: list[h.Col[Versus]] = [
-        h.Col("game", lambda v: compare.family(v.env), "l"),
+        h.Col("game", lambda v: game(v.env), "l"),
         h.Col("against", lambda v: label.get(v.other, v.other), "l"),
-        h.Col("async final", lambda v: h.fmt_spread(v.async_final, compare.whole)),
-        h.Col("their final", lambda v: h.fmt_spread(v.other_final, compare.whole)),
+        h.Col("async final", lambda v: returns(v.async_final)),
+        h.Col("their final", lambda v: returns(v.other_final)),
         h.Col("Mann-Whitney p (seeds; the smallest possible)", lambda v: "–" if v.p is None
               else f"{v.p:.2f} ({v.seeds}; {v.smallest_p:.2f})"),
-        h.Col("async wall s", lambda v: h.fmt_spread(v.async_wall, compare.whole)),
-        h.Col("their wall s", lambda v: h.fmt_spread(v.other_wall, compare.whole)),
+        h.Col("async wall s", lambda v: returns(v.async_wall)),
+        h.Col("their wall s", lambda v: returns(v.other_wall)),
         h.Col("async ÷ their wall", lambda v: h.fmt_ratio(v.wall_ratio)),
     ]  # fmt: skip
     vs_note = (
@@ -449,39 +420,29 @@ def blocks_of(r: Results, c: Any, label: Mapping[str, str]) -> list[str]:
         f"{c.final_evals} evaluations, median over seeds (min–max); wall: launch to exit."
     )
 
-    def cell(key: str, fmt: Callable[[float], str]) -> Callable[[tuple[str, str]], str]:
+    def cell(head: str, key: str, fmt: Callable[[float], str]) -> h.Col[tuple[str, str]]:
         def show(es: tuple[str, str]) -> str:
-            return h.fmt_spread(h.maybe(extras(r.outcome.runs, *es, key)), fmt)
+            return h.fmt_spread(h.maybe(of(r.outcome.runs, *es, lambda x: x.extra.get(key))), fmt)
 
-        return show
+        return h.Col(head, show)
 
     def reason(es: tuple[str, str]) -> str:
         runs = [x for x in r.outcome.runs if (x.env, x.system) == es and x.extra.get("mode")]
         return "–" if not runs else f"{runs[0].extra['mode']} ({runs[0].extra['mode_reason']})"
 
-    pairs = [(x.env, x.system) for x in r.outcome.runs if not row_for(c).system(x.system).anchor]
+    pairs = [(x.env, x.system) for x in r.outcome.runs if not ROW.system(x.system).anchor]
     busy_cols: list[h.Col[tuple[str, str]]] = [
-        h.Col("game", lambda es: compare.family(es[0]), "l"),
+        h.Col("game", lambda es: game(es[0]), "l"),
         h.Col("system", lambda es: label[es[1]], "l"),
         h.Col("mode (why)", reason, "l"),
-        h.Col("rollouts", cell("rollouts", lambda v: f"{v:.0f}")),
-        h.Col("actor busy", cell("actor_busy", lambda v: f"{100 * v:.0f}%")),
-        h.Col("learner busy", cell("learner_busy", lambda v: f"{100 * v:.0f}%")),
-        h.Col("policy lag", cell("policy_lag", lambda v: f"{v:.2f}")),
-        h.Col("iteration ms, mean", cell("iteration_s", lambda v: f"{1e3 * v:.0f}")),
-        h.Col("iteration ms, median", cell("iteration_median_s", lambda v: f"{1e3 * v:.0f}")),
-        h.Col("update threads", cell("update_threads", lambda v: f"{v:.1f}")),
+        cell("rollouts", "rollouts", lambda v: f"{v:.0f}"),
+        cell("actor busy", "actor_busy", lambda v: f"{100 * v:.0f}%"),
+        cell("learner busy", "learner_busy", lambda v: f"{100 * v:.0f}%"),
+        cell("policy lag", "policy_lag", lambda v: f"{v:.2f}"),
+        cell("iteration ms, mean", "iteration_s", lambda v: f"{1e3 * v:.0f}"),
+        cell("iteration ms, median", "iteration_median_s", lambda v: f"{1e3 * v:.0f}"),
+        cell("update threads", "update_threads", lambda v: f"{v:.1f}"),
     ]
-    busy_note = (
-        "#### Busy fractions, lag and iteration of pararl's runs\n\nEach run's mean over "
-        "its metrics.csv rows (one per rollout), then the median over seeds (min–max). "
-        "Actor busy: the share of each rollout's time the actor spent acting (the rest "
-        "it waited for weights or a free slot); learner busy: the update's share of the "
-        "time between two rollouts taken; policy lag: rollouts between the weights that "
-        "acted and the learner's. Iteration: wall time per rollout after the first, its "
-        "mean (every pause counted: evaluations, checkpoints) and the median of single "
-        "rollouts."
-    )
 
     floor = r.floors[0] if r.floors else None
     what = "" if floor is None else (
@@ -490,14 +451,14 @@ def blocks_of(r: Results, c: Any, label: Mapping[str, str]) -> list[str]:
         f"of {floor.minibatch_size})"
     )  # fmt: skip
     floor_cols: list[h.Col[Iteration]] = [
-        h.Col("game", lambda it: compare.family(it.floor.env), "l"),
-        h.Col("acting ms", lambda it: ms_spread(it.floor.acting)),
-        h.Col("update ms", lambda it: ms_spread(it.floor.update)),
+        h.Col("game", lambda it: game(it.floor.env), "l"),
+        h.Col("acting ms", lambda it: ms(it.floor.acting)),
+        h.Col("update ms", lambda it: ms(it.floor.update)),
         h.Col("floor ms (the longer)", lambda it: ms(it.floor.floor_s)),
-        h.Col("async iteration ms", lambda it: ms_spread(it.iteration)),
+        h.Col("async iteration ms", lambda it: ms(it.iteration)),
         h.Col(f"÷ floor (target ≤ {FLOOR_TARGET:g})", lambda it: h.fmt_ratio(it.ratio)),
         h.Col("serial's floor ms (the sum)", lambda it: ms(it.floor.serial_s)),
-        h.Col("serial iteration ms", lambda it: ms_spread(it.serial)),
+        h.Col("serial iteration ms", lambda it: ms(it.serial)),
     ]
     floor_note = (
         f"#### The floor of one asynchronous iteration\n\nMeasured in this invocation "
@@ -510,7 +471,7 @@ def blocks_of(r: Results, c: Any, label: Mapping[str, str]) -> list[str]:
     return [
         f"{intro}\n\n{h.table(target_cols, goals)}",
         f"{vs_note}\n\n{h.table(vs_cols, versuses)}",
-        f"{busy_note}\n\n{h.table(busy_cols, list(dict.fromkeys(pairs)))}",
+        f"{BUSY_NOTE}\n\n{h.table(busy_cols, list(dict.fromkeys(pairs)))}",
         f"{floor_note}\n\n{h.table(floor_cols, iters)}",
     ]
 
@@ -525,7 +486,7 @@ def key_ratios(r: Results, c: Any) -> str:
         mine = [v for v in versuses if v.env == env]
         ratios = ", ".join(
             f"{short(v.other)} {h.fmt_ratio(v.wall_ratio)} (≤ {WALL_TARGETS[v.other]:g}: "
-            f"{verdict(wall_met(v))})"
+            f"{verdict(v.wall_met)})"
             for v in mine
         )
         text = [f"{compare.family(env)}: async wall ÷ {ratios}"]
@@ -546,7 +507,7 @@ def key_ratios(r: Results, c: Any) -> str:
 
 def report(r: Results, meta: h.Metadata) -> h.Report:
     c = SimpleNamespace(**meta.params)
-    row = dataclasses.replace(row_for(c), notes=settings_note())
+    row = dataclasses.replace(ROW, notes=settings_note())
     _, blocks, panels = compare.report(row, r.outcome, c)
     label = {s.name: s.label for s in row.systems}
     return h.Report(

@@ -13,7 +13,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from benchmarks import dictobs
+from benchmarks import learning
 from benchmarks.lib import compare, dict_cartpole, sb3
 from tests.benchmarks.conftest import PNG
 
@@ -63,7 +63,7 @@ def test_both_systems_build_the_same_network() -> None:
     envs, _ = sb3.make_envs(anchor, "ppo", dict_cartpole.ENV, 0)
     theirs = PPO(anchor.policy, envs, device="cpu", **anchor.settings("ppo", envs, 50_000))
     env = gym.make(dict_cartpole.ENV)
-    flags = dictobs.pararl_flags()
+    flags = learning.dictobs_flags()
     config = PPOConfig(env="x", hidden=flags["hidden"], shared_body=flags["shared_body"])  # type: ignore[arg-type]
     mine = actor_critic(
         str(flags["model"]),  # type: ignore[arg-type]

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import tyro
 
-from benchmarks import recurrent
+from benchmarks import learning as recurrent
 from benchmarks.lib import compare, sb3
 from pararl.config import PPOConfig
 from tests.benchmarks.conftest import PNG
@@ -26,7 +26,7 @@ RECURRENT_FLAGS = ["--recurrent", "lstm", "--recurrent-size", "64", "--recurrent
 
 def test_pararls_flags_are_the_zoos_settings() -> None:
     s, policy = sb3.ZOO_LSTM, sb3.ZOO_LSTM_POLICY
-    flags = recurrent.pararl_flags()
+    flags = recurrent.recurrent_flags()
     assert flags["num_envs"] == sb3.ZOO_LSTM_ENVS == 8
     assert (flags["num_steps"], flags["minibatch_size"]) == (s["n_steps"], s["batch_size"])
     assert (flags["update_epochs"], flags["gamma"]) == (s["n_epochs"], s["gamma"])
@@ -41,15 +41,15 @@ def test_pararls_flags_are_the_zoos_settings() -> None:
     minibatches, left = divmod(sb3.ZOO_LSTM_ENVS * s["n_steps"], s["batch_size"])
     assert (minibatches, left) == (1, 0)
     assert sb3.ZOO_LSTM_ENVS % minibatches == 0
-    assert recurrent.pararl_flags(False) == {
+    assert recurrent.recurrent_flags(False) == {
         k: v for k, v in flags.items() if not k.startswith("recurrent")
     }
 
 
 def _command(system: str, env: str, tmp_path: Path, **options: Any) -> list[str]:
     """The command of `system` on ENV seed 1, with the benchmark's `options`."""
-    c = recurrent.resolve(recurrent.Config(**options))
-    row = compare.with_flags(recurrent.ROW, recurrent.flags, c)
+    c = recurrent.benchmark("recurrent").resolve(recurrent.Config(**options))
+    row = compare.with_options(recurrent.RECURRENT, c)
     s, out = row.system(system), tmp_path / system
     if s.anchor:
         return compare.anchor_command(row, c, s, env, 1, out)
@@ -99,9 +99,11 @@ def test_each_env_runs_at_its_own_budget(tmp_path: Path) -> None:
     assert budgets() == {recurrent.CARTPOLE: 100_000, recurrent.MEMORY: 20_000, **popgym}
     assert set(budgets(budget=5_000).values()) == {5_000}
     assert set(budgets(quick=True).values()) == {2_048}
-    c = recurrent.resolve(recurrent.Config())
-    assert compare.settings(recurrent.ROW, c)["budgets"] == {recurrent.MEMORY: 20_000}
-    assert "budget 100,000, pararl/RepeatPrevious-v0 20,000;" in compare.describe(recurrent.ROW)
+    c = recurrent.benchmark("recurrent").resolve(recurrent.Config())
+    assert compare.settings(recurrent.RECURRENT, c)["budgets"] == {recurrent.MEMORY: 20_000}
+    assert "budget 100,000, pararl/RepeatPrevious-v0 20,000;" in compare.describe(
+        recurrent.RECURRENT
+    )
 
 
 def test_the_anchor_is_the_zoos_recurrent_ppo() -> None:
@@ -142,11 +144,11 @@ def test_the_anchor_is_the_zoos_recurrent_ppo() -> None:
 
 
 def test_the_anchors_threads_go_to_it_alone(tmp_path: Path) -> None:
-    c = recurrent.resolve(recurrent.Config(sb3_threads=1))
-    row = compare.with_flags(recurrent.ROW, recurrent.flags, c)
-    assert row.system("sb3").flags == {"threads": 1}
-    assert row.system("pararl-lstm").flags == recurrent.pararl_flags()
-    assert row.system("pararl-ff").flags == recurrent.pararl_flags(False)
+    c = recurrent.benchmark("recurrent").resolve(recurrent.Config(sb3_threads=1))
+    row = compare.with_options(recurrent.RECURRENT, c)
+    assert row.system("sb3").flags == {}
+    assert row.system("pararl-lstm").flags == recurrent.recurrent_flags()
+    assert row.system("pararl-ff").flags == recurrent.recurrent_flags(False)
     cmd = _command("sb3", recurrent.MEMORY, tmp_path, sb3_threads=1)
     assert cmd[2:5] == ["benchmarks.lib.sb3", "ppo", "learn"]
     assert cmd[cmd.index("--anchor") + 1] == "recurrent"

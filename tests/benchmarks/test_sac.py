@@ -16,9 +16,11 @@ from benchmarks.__main__ import main
 from benchmarks.lib.compare import Outcome, Run
 from benchmarks.lib.harness import ROOT, Metadata
 
-from benchmarks import sac
+from benchmarks import learning
 from benchmarks.lib import compare
 from tests.benchmarks.conftest import PNG
+
+sac = learning.benchmark("sac")
 
 pytest.importorskip("mujoco")
 pytest.importorskip("stable_baselines3")
