@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 import pytest
 from benchmarks.__main__ import main
+from benchmarks.lib.stepping import PipeBytes
 from gymnasium.vector import AsyncVectorEnv
 
-from benchmarks import atari_runners as ar
+from benchmarks import atari as ar
 from pararl.envs.atari import AtariOptions, make_atari
 from pararl.vector import ParallelVectorEnv
 from tests.benchmarks.conftest import PNG
@@ -70,10 +71,10 @@ def bytes_per_step(side: int, shared_memory: bool, steps: int = 30) -> float:
     fns = [functools.partial(make_atari, "ALE/Pong-v5", AtariOptions(screen_size=side))] * 4
     if shared_memory:
         venv: Any = ParallelVectorEnv(fns, num_workers=2)
-        pipes = ar.PipeBytes(venv._transport.group.conns)
+        pipes = PipeBytes(venv._transport.group.conns)
     else:
         venv = AsyncVectorEnv(fns, shared_memory=False, context="fork")
-        pipes = ar.PipeBytes(venv.parent_pipes)
+        pipes = PipeBytes(venv.parent_pipes)
     try:
         venv.reset(seed=0)
         before = pipes.total
@@ -106,8 +107,7 @@ def test_pickled_frames_are_counted_whole() -> None:
     ],
 )
 def test_game_names_for_ale_py_and_envpool(env_id: str, game: str, envpool_id: str) -> None:
-    case = ar.Case(env_id, workers=2, envs_per_worker=1, seed=0)
-    assert (case.game, case.envpool_id) == (game, envpool_id)
+    assert (ar.game(env_id), ar.envpool_id(env_id)) == (game, envpool_id)
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,6 @@ from typing import Any
 import gymnasium as gym
 import pytest
 from benchmarks.__main__ import main
-from benchmarks.lib.stepping import BACKENDS
 
 from benchmarks import vector
 from tests.benchmarks.conftest import PNG
@@ -35,7 +34,7 @@ def test_quick_run_measures_every_backend(
         best = max(asyncs, key=lambda c: c["rate"]["median"])
         assert result["best_async"] == [best["rate"]["median"], best["envs_per_worker"]]
         assert [c["envs_per_worker"] for c in result["cells"]] == [1] * 8 + [4] * 8
-        assert [c["backend"] for c in result["cells"][:8]] == list(BACKENDS)
+        assert [c["backend"] for c in result["cells"][:8]] == list(vector.BACKENDS)
         for cell in result["cells"]:
             assert cell["status"] == "ok", cell
             assert 0 < cell["rate"]["min"] <= cell["rate"]["median"] <= cell["rate"]["max"]
@@ -67,7 +66,7 @@ def test_env_without_its_simulator_is_skipped_with_a_note(monkeypatch: pytest.Mo
     def no_mujoco(env_id: str, kwargs: dict[str, Any]) -> gym.Env:
         raise gym.error.DependencyNotInstalled("MuJoCo is not installed")
 
-    monkeypatch.setattr(vector.stepping, "make_env", no_mujoco)
+    monkeypatch.setattr(vector, "make_env", no_mujoco)
     reason = vector.probe_env("HalfCheetah-v5", {})
     assert reason is not None
     assert "MuJoCo is not installed" in reason
