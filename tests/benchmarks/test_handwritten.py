@@ -14,8 +14,8 @@ from benchmarks import handwritten
 def test_handwritten_quick(
     bench: Callable[..., dict[str, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(handwritten, "_construct_s", lambda name: 0.5)
-    monkeypatch.setattr(handwritten, "_import_s", lambda kind: 0.1)
+    monkeypatch.setattr(handwritten, "construct_s", lambda name: 0.5)
+    monkeypatch.setattr(handwritten, "import_s", lambda kind: 0.1)
     data = bench("handwritten", "--quick", "--parts", "adam", "tensorboard", "--dqn-updates", "20")
     results = data["results"]
     assert set(results["adam"]) == {"FlatAdam", "torch Adam (fused)", "torch Adam (foreach)"}
