@@ -460,6 +460,7 @@ def measure(c: Config, meta: h.Metadata) -> Results:
     from torch.utils.flop_counter import FlopCounterMode
 
     from pararl.algos.fused import resolve_step_mode
+    from pararl.mp.topology import available_cpus
 
     device = "cuda" if c.device == "auto" and torch.cuda.is_available() else c.device
     device = "cpu" if device == "auto" else device
@@ -472,7 +473,7 @@ def measure(c: Config, meta: h.Metadata) -> Results:
     for setting in c.compile:
         settings.setdefault(resolve_step_mode(setting, torch.device(device)), setting)
     meta.machine_note = f"; {threads} torch thread(s), learners on {gpu or 'the CPU'}"
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    cores = len(available_cpus())
     peak_s, cpu = min(0.5, c.seconds), torch.device("cpu")
     peaks = {threads_label(n): gemm_peak(cpu, n, seconds=peak_s) for n in {1, cores, threads}}
     if device == "cuda":
