@@ -179,6 +179,7 @@ class Run:
     status: str = ""  # the trainer's own word: solved, step budget reached, failed, ...
     train_return: float | None = None  # the mean of its last 20 training episodes
     check: float | None = None  # the untimed check of its saved policy (a target's)
+    train_s: float | None = None  # its own clock, as its last line says
     extra: dict[str, Any] = field(default_factory=dict)  # what a benchmark adds (`after`)
 
     def final(self, last: int) -> float | None:
@@ -263,12 +264,12 @@ def run_one(row: Comparison, c: Any, s: System, env: str, seed: int, workdir: Pa
     command = anchor_command if s.anchor else pararl_command
     done = training.run_process(command(row, c, s, env, seed, out), c.run_timeout_s, workdir)
     run = Run(s.name, env, seed, done.wall_s, done.returncode == 0)
-    own_s = read_anchor(run, s, done) if s.anchor else read_pararl(run, out, done)
+    run.train_s = read_anchor(run, s, done) if s.anchor else read_pararl(run, out, done)
     if not run.ok:
         run.status, run.note = ("timeout" if done.timed_out else "failed"), done.tail
     # each system's clock starts at its own point of its start-up: what its process
     # spent outside it (imports, building, shutting down) is added to every point
-    offset = 0.0 if own_s is None else max(run.wall_s - own_s, 0.0)
+    offset = 0.0 if run.train_s is None else max(run.wall_s - run.train_s, 0.0)
     for point in run.curve:
         point["wall_s"] = round(point["wall_s"] + offset, 3)
     if row.target is not None and run.status == "solved":
