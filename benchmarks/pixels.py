@@ -133,58 +133,44 @@ def window_rate(points: Sequence[Point], slice_s: float) -> tuple[float, float, 
     return (s1 - s0) / (t1 - t0), t1 - t0, (u1 - u0) / (t1 - t0)
 
 
-def pararl_slice(system: str, env: str, learning_starts: int, slice_s: float,
-                 timeout_s: float, workdir: Path) -> Slice:  # fmt: skip
-    """`pararl train` on Pong until `slice_s` after its first update, then stopped
-    (SIGTERM: it finishes cleanly, exit status 143); stopped too `timeout_s` after
+def pong_slice(system: str, c: Config, workdir: Path) -> Slice:
+    """One Pong throughput run of `system`: pararl's `pararl train` until `c.slice_s`
+    after its first update, then stopped (SIGTERM: it finishes cleanly, exit status
+    143), or SB3's process timing its own slice; either stopped `c.pong_timeout_s` after
     launch."""
-    out = workdir / f"{system}-pong"
-    flags: dict[str, object] = dict(
-        total_steps=NEVER, eval_every=NEVER, checkpoint_every=NEVER, log_every_s=1.0,
-        target_return=NEVER,
-    )  # fmt: skip
-    if PONG[system].algo == "dqn":
-        flags["learning_starts"] = learning_starts
     s = PONG[system]
-    flags |= {"env": env, "seed": 0, "run_dir": out, "progress": "plain", "tensorboard": False}
-    cmd = training.train_command(s.algo, **flags, **s.flags)
-
-    def sliced() -> bool:
-        points = training.clock(training.read_metrics(out))
-        first = next((p[0] for p in points if p[2] > 0), None)
-        return first is not None and points[-1][0] - first >= slice_s
-
-    deadline = time.monotonic() + timeout_s
-    how, code, text = training.run_until(cmd, out.with_suffix(".log"), workdir, deadline, sliced)
-    if how == "interrupted":
-        raise KeyboardInterrupt
-    result = Slice(system, training.clock(training.read_metrics(out)))
-    if how == "deadline":
-        result.note = f"stopped after {timeout_s:g} s"
-    elif how == "ended" and code not in (0, 143):
-        result.note = f"rc {code}: " + " | ".join(text.strip().splitlines()[-3:])
-    return result
-
-
-def sb3_slice(system: str, env: str, learning_starts: int, slice_s: float,
-              timeout_s: float, workdir: Path) -> Slice:  # fmt: skip
-    flags = {"env": env, "slice_s": slice_s, "learning_starts": learning_starts}
-    done = training.run_process(sb3.command(PONG[system].algo, "pong", **flags), timeout_s, workdir)
-    parsed = sb3.parse(done.stdout, PONG[system].algo)
-    result = Slice(system, [tuple(p) for p in parsed["points"]] if parsed else [])
-    if parsed is None or done.returncode != 0:
-        result.note = done.tail
-    return result
-
-
-def pong_slice(system: str, envs: tuple[str, str], learning_starts: int, slice_s: float,
-               timeout_s: float, workdir: Path) -> Slice:  # fmt: skip
-    """One Pong throughput run of `system` (`envs`: pararl's id, SB3's id)."""
-    if system.startswith("sb3"):
-        run = sb3_slice(system, envs[1], learning_starts, slice_s, timeout_s, workdir)
+    if s.anchor:
+        flags = {"env": c.sb3_pong_env, "slice_s": c.slice_s, "learning_starts": c.learning_starts}
+        done = training.run_process(sb3.command(s.algo, "pong", **flags), c.pong_timeout_s, workdir)
+        parsed = sb3.parse(done.stdout, s.algo)
+        run = Slice(system, [tuple(p) for p in parsed["points"]] if parsed else [])
+        run.note = done.tail if parsed is None or done.returncode != 0 else ""
     else:
-        run = pararl_slice(system, envs[0], learning_starts, slice_s, timeout_s, workdir)
-    measured = window_rate(run.points, slice_s)
+        out = workdir / f"{system}-pong"
+        more = {"learning_starts": c.learning_starts} if s.algo == "dqn" else {}
+        cmd = training.train_command(
+            s.algo, total_steps=NEVER, eval_every=NEVER, checkpoint_every=NEVER, log_every_s=1.0,
+            target_return=NEVER, **more, env=c.pong_env, seed=0, run_dir=out, progress="plain",
+            tensorboard=False, **s.flags,
+        )  # fmt: skip
+
+        def sliced() -> bool:
+            points = training.clock(training.read_metrics(out))
+            first = next((p[0] for p in points if p[2] > 0), None)
+            return first is not None and points[-1][0] - first >= c.slice_s
+
+        deadline = time.monotonic() + c.pong_timeout_s
+        how, code, text = training.run_until(
+            cmd, out.with_suffix(".log"), workdir, deadline, sliced
+        )
+        if how == "interrupted":
+            raise KeyboardInterrupt
+        run = Slice(system, training.clock(training.read_metrics(out)))
+        if how == "deadline":
+            run.note = f"stopped after {c.pong_timeout_s:g} s"
+        elif how == "ended" and code not in (0, 143):
+            run.note = f"rc {code}: " + " | ".join(text.strip().splitlines()[-3:])
+    measured = window_rate(run.points, c.slice_s)
     if measured is not None:
         run.rate, run.window_s, run.updates_per_s = measured
     elif not run.note:
@@ -238,10 +224,7 @@ def measure(c: Config, meta: h.Metadata) -> Result:
     with tempfile.TemporaryDirectory(prefix="pararl-bench-pixels-") as tmp:
         for pong in c.pong_systems if "pong" in c.parts else ():
             h.progress(f"pixels: {pong} on Pong, {c.slice_s:g} s after its first update ...")
-            envs = (c.pong_env, c.sb3_pong_env)
-            piece = pong_slice(
-                pong, envs, c.learning_starts, c.slice_s, c.pong_timeout_s, Path(tmp)
-            )
+            piece = pong_slice(pong, c, Path(tmp))
             out.slices.append(piece)
             h.progress(f"pixels: {pong} on Pong: {h.fmt_rate(piece.rate)} agent steps/s")
     return out
