@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -35,21 +34,12 @@ class Config(h.Options):
     """Steps per episode."""
     iterations: int = 3
     """Timed meta-iterations per design and env (after one warm-up each)."""
-    seed: int = 0
-    """Seed of the meta-learners (the same for both designs)."""
-
-
-QUICK = {
-    "envs": ("pararl/Navigation2D-v0",),
-    "meta_batch_size": 4,
-    "fast_batch_size": 4,
-    "episode_length": 20,
-    "iterations": 1,
-}
 
 
 def resolve(config: Config) -> Config:
-    c = h.apply_quick(config, QUICK)
+    quick = {"envs": ("pararl/Navigation2D-v0",), "meta_batch_size": 4, "fast_batch_size": 4,
+             "episode_length": 20, "iterations": 1}  # fmt: skip
+    c = h.apply_quick(config, quick)
     h.require(c, ">= 1: envs workers meta_batch_size fast_batch_size episode_length iterations")
     return c
 
@@ -70,68 +60,42 @@ class Row:
     vs_seed: float | None = None  # this design's time per iteration / the post's
 
 
-def maml_config(c: Config, env: str) -> Any:
-    from pararl.config import MAMLConfig
-
-    cfg = MAMLConfig(
-        env=env,
-        meta_batch_size=c.meta_batch_size,
-        fast_batch_size=c.fast_batch_size,
-        episode_length=c.episode_length,
-        seed=c.seed,
-        device="cpu",
-    )
-    return cfg.for_env("continuous").config
-
-
-def samplers(cfg: Any, c: Config, states: dict[str, Any]) -> dict[str, Any]:
-    from benchmarks.maml_seed import SeedSampler
-    from pararl.runners.maml import layout
-    from pararl.samplers.meta.sampler import MultiTaskSampler
-
-    num_envs = cfg.meta_batch_size * cfg.fast_batch_size
-    return {
-        "pararl": MultiTaskSampler(
-            cfg.env,
-            states["pararl"].acting,
-            num_workers=c.workers,
-            envs_per_worker=layout(cfg, c.workers),
-            episode_length=cfg.episode_length,
-            recv="auto",
-            worker_timeout=120.0,
-        ),
-        "seed": SeedSampler(
-            cfg.env,
-            states["seed"].acting,
-            num_workers=c.workers,
-            num_envs=num_envs,
-            episode_length=cfg.episode_length,
-        ),
-    }
-
-
 def measure_env(c: Config, env: str) -> list[Row]:
+    """Both designs on `env`, alternating meta-iterations after a warm-up each (process
+    start, auto's first decision); the reference's outer step takes one task at a time
+    with autograd's Fisher-vector products."""
     import torch
 
+    from benchmarks.maml_seed import SeedSampler
     from pararl.algos.maml import check_spaces
+    from pararl.config import MAMLConfig
     from pararl.envs.make import probe_env
     from pararl.mp.topology import physical_cores
-    from pararl.runners.maml import MAMLState, meta_iteration
+    from pararl.runners.maml import MAMLState, layout, meta_iteration
+    from pararl.samplers.meta.sampler import MultiTaskSampler
 
-    cfg = maml_config(c, env)
+    cfg = MAMLConfig(env=env, meta_batch_size=c.meta_batch_size, fast_batch_size=c.fast_batch_size,
+                     episode_length=c.episode_length, seed=0, device="cpu")  # fmt: skip
+    cfg = cfg.for_env("continuous").config
     obs_space, act_space = probe_env(env)
     check_spaces(cfg, obs_space, act_space)
     obs_dim, act_dim = (int(np.prod(s.shape or ())) for s in (obs_space, act_space))
     states = {}
     for design in DESIGNS:
-        torch.manual_seed(c.seed)  # the same initial meta-policy for both
+        torch.manual_seed(0)  # the same initial meta-policy for both
         states[design] = MAMLState(cfg, obs_dim, act_dim, None)
+        states[design].learner.threads = physical_cores()  # as `pararl train maml` does
     states["seed"].learner.fisher = "autograd"
-    states["seed"].learner.task_chunk = 1  # the reference's loop: one task at a time
-    for state in states.values():  # as `pararl train maml` does
-        state.learner.threads = physical_cores()
+    states["seed"].learner.task_chunk = 1
     stats: dict[str, list[dict[str, float]]] = {d: [] for d in DESIGNS}
-    opened = samplers(cfg, c, states)
+    common = {"num_workers": c.workers, "episode_length": cfg.episode_length}
+    opened = {
+        "pararl": MultiTaskSampler(cfg.env, states["pararl"].acting, recv="auto",
+                                   envs_per_worker=layout(cfg, c.workers), worker_timeout=120.0,
+                                   **common),
+        "seed": SeedSampler(cfg.env, states["seed"].acting, **common,
+                            num_envs=cfg.meta_batch_size * cfg.fast_batch_size),
+    }  # fmt: skip
     try:
 
         def one(design: str) -> float:
@@ -140,7 +104,7 @@ def measure_env(c: Config, env: str) -> list[Row]:
             stats[design].append(row)
             return sum(row[f"time_{p}_s"] for p in PARTS)
 
-        for design in DESIGNS:  # warm-up: process start, auto's first decision
+        for design in DESIGNS:
             one(design)
             stats[design].clear()
         tasks = {d: functools.partial(one, d) for d in DESIGNS}
@@ -151,23 +115,10 @@ def measure_env(c: Config, env: str) -> list[Row]:
     rows = []
     for design in DESIGNS:
         st = stats[design]
-
-        def part(name: str, st: list[dict[str, float]] = st) -> h.Summary:
-            return h.summarize([s[f"time_{name}_s"] for s in st])
-
-        rows.append(
-            Row(
-                env,
-                design,
-                cfg.meta_batch_size,
-                cfg.fast_batch_size,
-                h.summarize(times[design]),
-                part("sampling"),
-                part("adaptation"),
-                part("outer"),
-                float(np.mean([s["post_return"] - s["pre_return"] for s in st])),
-            )
-        )
+        parts = (h.summarize([s[f"time_{name}_s"] for s in st]) for name in PARTS)
+        gap = float(np.mean([s["post_return"] - s["pre_return"] for s in st]))
+        rows.append(Row(env, design, cfg.meta_batch_size, cfg.fast_batch_size,
+                        h.summarize(times[design]), *parts, gap))  # fmt: skip
     for r in rows:
         r.vs_seed = h.ratio(r.iteration, rows[-1].iteration)
     return rows
