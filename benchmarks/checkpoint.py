@@ -32,11 +32,8 @@ class Config(h.Options):
     """Interleaved save and load rounds per format (median, min and max reported)."""
 
 
-QUICK = {"steps": 2_000, "repeats": 2}
-
-
 def resolve(config: Config) -> Config:
-    c = h.apply_quick(config, QUICK)
+    c = h.apply_quick(config, {"steps": 2_000, "repeats": 2})
     h.require(c, "> 0: steps repeats")
     return c
 
@@ -75,26 +72,25 @@ def saved(fmt: str, path: Path, state: dict[str, Any]) -> float:
 
     from pararl import checkpoint
 
-    def write() -> None:
-        if fmt == "weights-only":
-            checkpoint.save(path, state)
-            return
+    def pickled() -> None:
         with path.open("wb") as f:
             torch.save(state, f)
             f.flush()
             os.fsync(f.fileno())
 
+    write = pickled if fmt == "pickled" else functools.partial(checkpoint.save, path, state)
     return h.timed(write)[0]
 
 
 def loaded(fmt: str, path: Path) -> float:
+    """Seconds to read `path` back in `fmt`, on the CPU."""
     import torch
 
     from pararl import checkpoint
 
     if fmt == "weights-only":
-        return h.timed(lambda: checkpoint.load(path))[0]
-    return h.timed(lambda: torch.load(path, map_location="cpu", weights_only=False))[0]
+        return h.timed(functools.partial(checkpoint.load, path))[0]
+    return h.timed(functools.partial(torch.load, path, map_location="cpu", weights_only=False))[0]
 
 
 def measure(c: Config, meta: h.Metadata) -> list[Row]:
@@ -111,18 +107,13 @@ def measure(c: Config, meta: h.Metadata) -> list[Row]:
         if state["replay"] is None:
             raise UsageError(f"{run.root} has no replay memory saved with its final checkpoint")
         paths = {fmt: Path(scratch) / f"{fmt}.pt" for fmt in FORMATS}
-        save = h.interleaved(
-            {fmt: functools.partial(saved, fmt, paths[fmt], state) for fmt in FORMATS}, c.repeats
-        )
+        tasks = {fmt: functools.partial(saved, fmt, paths[fmt], state) for fmt in FORMATS}
+        save = h.interleaved(tasks, c.repeats)
         load = h.interleaved(
-            {fmt: functools.partial(loaded, fmt, paths[fmt]) for fmt in FORMATS}, c.repeats
+            {f: functools.partial(loaded, f, paths[f]) for f in FORMATS}, c.repeats
         )
-        return [
-            Row(
-                fmt, paths[fmt].stat().st_size / 1e6, h.summarize(save[fmt]), h.summarize(load[fmt])
-            )
-            for fmt in FORMATS
-        ]
+        return [Row(fmt, paths[fmt].stat().st_size / 1e6, h.summarize(save[fmt]),
+                    h.summarize(load[fmt])) for fmt in FORMATS]  # fmt: skip
 
 
 def seconds(s: h.Summary | None) -> str:

@@ -45,11 +45,8 @@ class Config(compare.Options, h.Options):
     """Evaluation episodes per final policy, greedy and again sampled."""
 
 
-QUICK = {"episodes": 3}
-
-
 def resolve(config: Config) -> Config:
-    c = h.apply_quick(compare.resolve(ROW, config), QUICK)
+    c = h.apply_quick(compare.resolve(ROW, config), {"episodes": 3})
     h.require(c, ">= 1: episodes")
     return c
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import Any
 
 from benchmarks.lib import harness as h
 
 REPLAYS = ("padded", "packed", "loop")
+WAYS = (*REPLAYS, "floor")
 
 
 @dataclass(frozen=True)
@@ -40,18 +42,13 @@ class Config(h.Options):
     """Interleaved spells per way (median, min and max reported)."""
     threads: int = 1
     """Torch threads (an update on one core, as beside the actors)."""
-    seed: int = 0
-
-
-QUICK = {"sizes": (16,), "episode_lengths": (10,), "calls": 2, "repeats": 1, "steps": 8}
 
 
 def resolve(config: Config) -> Config:
-    c = h.apply_quick(config, QUICK)
-    h.require(c, "> 0: steps envs features calls repeats threads")
+    quick = {"sizes": (16,), "episode_lengths": (10,), "calls": 2, "repeats": 1, "steps": 8}
+    c = h.apply_quick(config, quick)
+    h.require(c, "> 0: steps envs features calls repeats threads sizes episode_lengths")
     h.check([(c.kind not in ("lstm", "gru"), "--kind: lstm or gru")])
-    h.check([(not c.sizes or min(c.sizes) < 1, "--sizes: widths of at least 1")])
-    h.check([(not c.episode_lengths or min(c.episode_lengths) < 1, "--episode-lengths: >= 1")])
     return c
 
 
@@ -66,6 +63,14 @@ class Row:
     ms: dict[str, h.Summary]
 
 
+def starts(c: Config, length: int) -> Any:
+    """Where episodes start in the minibatch: each env's step with probability 1/length."""
+    import torch
+
+    gen = torch.Generator().manual_seed(0)
+    return torch.rand(c.steps, c.envs, generator=gen) < 1 / length
+
+
 def spell(replay: str, size: int, length: int, c: Config) -> float:
     """Milliseconds per forward-backward of one minibatch (`floor`: no cuts)."""
     import torch
@@ -73,14 +78,13 @@ def spell(replay: str, size: int, length: int, c: Config) -> float:
     from pararl.intraop import torch_threads
     from pararl.models.recurrent import CoreSettings, RecurrentCore
 
-    torch.manual_seed(c.seed)
+    torch.manual_seed(0)
     core = RecurrentCore(c.features, CoreSettings(c.kind, size), "padded")  # type: ignore[arg-type]
     if replay != "floor":
         core.replay = replay  # type: ignore[assignment]
     x = torch.randn(c.steps, c.envs, c.features, requires_grad=True)
     state = torch.zeros(c.envs, core.rows, size)
-    gen = torch.Generator().manual_seed(c.seed)
-    first = torch.rand(c.steps, c.envs, generator=gen) < 1 / length
+    first = starts(c, length)
     if replay == "floor":
         first[:] = False
 
@@ -98,7 +102,6 @@ def spell(replay: str, size: int, length: int, c: Config) -> float:
 def measure(c: Config, meta: h.Metadata) -> list[Row]:
     del meta
     import numpy as np
-    import torch
 
     from pararl.models.recurrent import Pieces
 
@@ -106,16 +109,12 @@ def measure(c: Config, meta: h.Metadata) -> list[Row]:
     for size in c.sizes:
         for length in c.episode_lengths:
             h.progress(f"recurrent_core: width {size}, episodes of ~{length} steps ...")
-            gen = torch.Generator().manual_seed(c.seed)
-            first = (torch.rand(c.steps, c.envs, generator=gen) < 1 / length).numpy()
-            pieces = Pieces.of(first)
-            tasks = {
-                way: functools.partial(spell, way, size, length, c) for way in (*REPLAYS, "floor")
-            }
+            first = starts(c, length).numpy()
+            tasks = {way: functools.partial(spell, way, size, length, c) for way in WAYS}
             times = h.interleaved(tasks, c.repeats)
-            cuts = int(np.count_nonzero(first[1:]))
             ms = {way: h.summarize(t) for way, t in times.items()}
-            rows.append(Row(size, length, cuts, len(pieces.length), ms))
+            rows.append(Row(size, length, int(np.count_nonzero(first[1:])),
+                            len(Pieces.of(first).length), ms))  # fmt: skip
     return rows
 
 
@@ -127,7 +126,7 @@ COLUMNS: list[h.Col[Row]] = [
     h.Col("width", lambda r: str(r.size)),
     h.Col("episode length", lambda r: f"{r.episode_length:,}"),
     h.Col("cuts / pieces", lambda r: f"{r.cuts} / {r.pieces}"),
-    *(_ms(way) for way in (*REPLAYS, "floor")),
+    *(_ms(way) for way in WAYS),
     h.Col("padded ÷ loop", lambda r: h.fmt_ratio(h.ratio(r.ms["padded"], r.ms["loop"]))),
     h.Col("padded ÷ floor", lambda r: h.fmt_ratio(h.ratio(r.ms["padded"], r.ms["floor"]))),
 ]

@@ -46,17 +46,13 @@ class Config(h.Options):
     """Batches per timed spell."""
     repeats: int = 5
     """Interleaved spells per memory (median, min and max reported)."""
-    seed: int = 0
-    """Seed of the frames, episode ends and draws."""
-
-
-QUICK = {"capacity": 5_000, "naive_capacity": 2_000, "batches": 50, "repeats": 2}
 
 
 def resolve(config: Config) -> Config:
-    c = h.apply_quick(config, QUICK)
-    h.require(c, "> 0: capacity naive_capacity frame stack envs episode_length n_step")
-    h.require(c, "> 0: batch_size batches repeats")
+    c = h.apply_quick(config, {"capacity": 5_000, "naive_capacity": 2_000, "batches": 50,
+                               "repeats": 2})  # fmt: skip
+    h.require(c, "> 0: capacity naive_capacity frame stack envs episode_length n_step batch_size "
+              "batches repeats")  # fmt: skip
     return c
 
 
@@ -70,7 +66,6 @@ class Row:
     bytes_per_transition: float
     per_frame: float  # bytes per transition / bytes of one frame
     batch_ms: h.Summary
-    fill_s: float
 
 
 def fill(memory: Any, capacity: int, kind: str, shape: tuple[int, ...], envs: int = 8,
@@ -110,68 +105,53 @@ def fill(memory: Any, capacity: int, kind: str, shape: tuple[int, ...], envs: in
         obs, ended = next_obs, end
 
 
-def build(c: Config, kind: str, sampling: str) -> tuple[object, int, float]:
+def build(c: Config, kind: str, sampling: str) -> tuple[Any, int]:
+    """A memory of `kind`, filled: frames stored once (`FrameReplay`) or whole stacks."""
     from pararl.replay.frame_memory import FrameReplay
     from pararl.replay.prioritized import PrioritizedReplay
     from pararl.replay.uniform import ReplayBuffer
 
     shape = (c.stack, c.frame, c.frame)
     capacity = c.capacity if kind == "frames" else c.naive_capacity
-    memory: object
-    if kind == "frames":
-        memory = FrameReplay(capacity, shape)
-    else:
-        memory = ReplayBuffer(capacity, shape, np.uint8)
+    memory: Any = FrameReplay(capacity, shape) if kind == "frames" else ReplayBuffer(
+        capacity, shape, np.uint8)  # fmt: skip
     if sampling == "prioritized":
         memory = PrioritizedReplay(memory, alpha=0.6)
-    fill_s, _ = h.timed(
-        lambda: fill(memory, capacity, kind, shape, c.envs, c.n_step, c.episode_length, c.seed)
-    )
-    return memory, capacity, fill_s
+    fill(memory, capacity, kind, shape, c.envs, c.n_step, c.episode_length)
+    return memory, capacity
 
 
-def spell(memory: object, c: Config, rng: np.random.Generator) -> float:
-    """Milliseconds per batch over `c.batches` batches."""
-    from pararl.replay.prioritized import PrioritizedReplay
+def spell(memory: Any, c: Config, rng: np.random.Generator) -> float:
+    """Milliseconds per batch over `c.batches` batches (prioritized: with the priority
+    update after each)."""
+    prioritized = hasattr(memory, "sample_prioritized")
 
     def run() -> None:
         for _ in range(c.batches):
-            if isinstance(memory, PrioritizedReplay):
+            if prioritized:
                 sample = memory.sample_prioritized(c.batch_size, rng, beta=0.4)
                 memory.update_priorities(sample.slots, rng.random(c.batch_size))
             else:
-                memory.sample(c.batch_size, rng)  # type: ignore[attr-defined]
+                memory.sample(c.batch_size, rng)
 
     seconds, _ = h.timed(run)
     return 1e3 * seconds / c.batches
 
 
 def measure(c: Config, meta: h.Metadata) -> list[Row]:
-    del meta
     rows = []
     for kind in KINDS:  # one kind's memories at a time: the naive one is large
         built = {}
         for sampling in SAMPLINGS:
             h.progress(f"replay: filling {kind} / {sampling} ...")
             built[sampling] = build(c, kind, sampling)
-        tasks = {
-            s: functools.partial(spell, m, c, np.random.default_rng(c.seed))
-            for s, (m, _, _) in built.items()
-        }
+        tasks = {s: functools.partial(spell, m, c, np.random.default_rng(0))
+                 for s, (m, _) in built.items()}  # fmt: skip
         times = h.interleaved(tasks, c.repeats)
-        for sampling, (memory, capacity, fill_s) in built.items():
-            per = memory.nbytes / capacity  # type: ignore[attr-defined]
-            rows.append(
-                Row(
-                    kind,
-                    sampling,
-                    capacity,
-                    per,
-                    per / (c.frame * c.frame),
-                    h.summarize(times[sampling]),
-                    fill_s,
-                )
-            )
+        for sampling, (memory, capacity) in built.items():
+            per = memory.nbytes / capacity
+            rows.append(Row(kind, sampling, capacity, per, per / (c.frame * c.frame),
+                            h.summarize(times[sampling])))  # fmt: skip
         del built, tasks
     return rows
 
