@@ -37,9 +37,18 @@ ZOO_DQN_TIMESTEPS, ZOO_DQN_EXPLORATION = 50_000, 0.16
 ZOO_PPO: dict[str, Any] = {"n_steps": 32, "batch_size": 256, "gae_lambda": 0.8,
                            "gamma": 0.98, "n_epochs": 20, "ent_coef": 0.0}  # fmt: skip
 ZOO_PPO_ENVS, ZOO_PPO_LR, ZOO_PPO_CLIP = 8, 1e-3, 0.2
+# hyperparams/ppo_lstm.yml, CartPoleNoVel-v1 (sb3-contrib's RecurrentPPO, "Tuned"; 100k
+# steps): ppo.yml's CartPole-v1 numbers, VecNormalize of observations and rewards (with
+# the algorithm's gamma), and its MlpLstmPolicy: no orthogonal init, ReLU, an LSTM of 64
+# each for the actor and the critic, then 64 units each; SB3's defaults for the rest
+ZOO_LSTM = ZOO_PPO
+ZOO_LSTM_POLICY: dict[str, Any] = {"ortho_init": False, "activation_fn": "ReLU",
+                                   "lstm_hidden_size": 64, "enable_critic_lstm": True,
+                                   "net_arch": {"pi": [64], "vf": [64]}}  # fmt: skip
+ZOO_LSTM_STEPS = 100_000
 PPO_ENVS = 8  # CleanRL's ppo_atari and the zoo's Atari PPO; pararl runs 2 workers x 4 envs
-# rl-baselines3-zoo hyperparams/dqn.yml and ppo.yml, atari (learning_starts is the
-# benchmark's, so that the slice measures learning)
+# the zoo's dqn.yml and ppo.yml, atari (learning_starts is the benchmark's: the slice
+# measures learning)
 ZOO_ATARI_DQN: dict[str, Any] = {"buffer_size": 100_000, "learning_rate": 1e-4,
                                  "batch_size": 32, "target_update_interval": 1_000,
                                  "train_freq": 4, "gradient_steps": 1,
@@ -48,47 +57,29 @@ ZOO_ATARI_DQN: dict[str, Any] = {"buffer_size": 100_000, "learning_rate": 1e-4,
 ZOO_ATARI_PPO: dict[str, Any] = {"n_steps": 128, "n_epochs": 4, "batch_size": 256,
                                  "vf_coef": 0.5, "ent_coef": 0.01}  # fmt: skip
 ZOO_ATARI_STEPS, ZOO_ATARI_PPO_LR, ZOO_ATARI_PPO_CLIP = 10_000_000, 2.5e-4, 0.1
-# CleanRL's ppo_continuous_action settings, laid out as pararl's continuous defaults
-# (8 envs x 256 steps = CleanRL's 2048-step rollout; 64-sample minibatches); value loss
-# weight 0.25 on SB3's mean squared error = CleanRL's 0.5 on half of it; no value
-# clipping (SB3's default, and pararl's continuous default); lr 3e-4 annealed
+# CleanRL's ppo_continuous_action as pararl's continuous defaults lay it out (8 envs x
+# 256 steps, 64-sample minibatches); value weight 0.25 on SB3's mean squared error =
+# CleanRL's 0.5 on half of it; no value clipping; lr 3e-4 annealed
 MUJOCO_PPO: dict[str, Any] = {"n_steps": 256, "batch_size": 64, "n_epochs": 10,
                               "gamma": 0.99, "gae_lambda": 0.95, "ent_coef": 0.0,
                               "vf_coef": 0.25, "max_grad_norm": 0.5, "clip_range": 0.2,
                               "clip_range_vf": None}  # fmt: skip
 MUJOCO_ENVS, MUJOCO_LR = 8, 3e-4
-# rl-baselines3-zoo hyperparams/td3.yml, MuJoCo (HalfCheetah, Hopper, Walker2d, Ant):
-# SB3's TD3 defaults (lr 1e-3, batch 256, tau 0.005, gamma 0.99, policy delay 2, target
-# noise 0.2 clipped at 0.5, a 1M memory), 400x300 networks, 10k random steps, one
-# update per env step, Gaussian exploration noise of 0.1
+# the zoo's td3.yml, MuJoCo: SB3's TD3 defaults (tau 0.005, gamma 0.99, policy delay 2,
+# target noise 0.2 clipped at 0.5, a 1M memory), 400x300, 10k random steps, one update
+# per env step, Gaussian exploration noise of 0.1
 ZOO_TD3: dict[str, Any] = {"learning_rate": 1e-3, "batch_size": 256,
                            "learning_starts": 10_000, "train_freq": 1, "gradient_steps": 1,
                            "policy_kwargs": {"net_arch": [400, 300]}}  # fmt: skip
 ZOO_TD3_NOISE = 0.1
-# PPO with action masks on Taxi-v4 (`benchmarks masks`), the same for pararl and
-# sb3-contrib's MaskablePPO: 8 envs x 128 steps, 4 epochs of 256-sample minibatches, lr
-# annealed linearly to 0, clip 0.2, entropy 0.01, no value clipping, separate 64x64
-# tanh actor and critic on the one-hot observation
+# `benchmarks masks`, the same for pararl and sb3-contrib's MaskablePPO (lr 2.5e-4,
+# CleanRL's Atari rate, left both at -200 after 300k steps)
 MASKED_PPO: dict[str, Any] = {"n_steps": 128, "batch_size": 256, "n_epochs": 4,
                               "gamma": 0.99, "gae_lambda": 0.95, "clip_range": 0.2,
                               "clip_range_vf": None, "ent_coef": 0.01, "vf_coef": 0.5,
                               "max_grad_norm": 0.5,
                               "policy_kwargs": {"net_arch": [64, 64]}}  # fmt: skip
-# lr 2.5e-4 (CleanRL's Atari rate) left both systems at -200 after 300k steps
 MASKED_ENVS, MASKED_LR = 8, 1e-3
-# rl-baselines3-zoo hyperparams/ppo_lstm.yml, CartPoleNoVel-v1 (sb3-contrib's
-# RecurrentPPO, "Tuned"; 100k steps): 8 envs, VecNormalize of observations and rewards
-# (the zoo gives VecNormalize the algorithm's gamma), lr and clip linear from 1e-3 and
-# 0.2 to 0, and its MlpLstmPolicy's policy_kwargs: ortho_init=False, ReLU, an LSTM of
-# 64 for the actor and another for the critic (enable_critic_lstm), then 64 units
-# each (net_arch pi=[64], vf=[64]). SB3's defaults for the rest: vf_coef 0.5,
-# max_grad_norm 0.5, no value clipping, one LSTM layer.
-ZOO_LSTM: dict[str, Any] = {"n_steps": 32, "batch_size": 256, "gae_lambda": 0.8,
-                            "gamma": 0.98, "n_epochs": 20, "ent_coef": 0.0}  # fmt: skip
-ZOO_LSTM_POLICY: dict[str, Any] = {"ortho_init": False, "activation_fn": "ReLU",
-                                   "lstm_hidden_size": 64, "enable_critic_lstm": True,
-                                   "net_arch": {"pi": [64], "vf": [64]}}  # fmt: skip
-ZOO_LSTM_ENVS, ZOO_LSTM_LR, ZOO_LSTM_CLIP, ZOO_LSTM_STEPS = 8, 1e-3, 0.2, 100_000
 
 
 def silent(model: Any) -> Any:
@@ -160,7 +151,7 @@ def recurrent(algo: str, envs: Any, budget: int) -> dict[str, Any]:
     from torch import nn
 
     policy = {**ZOO_LSTM_POLICY, "activation_fn": getattr(nn, ZOO_LSTM_POLICY["activation_fn"])}
-    return {**ZOO_LSTM, **annealed(ZOO_LSTM_LR, ZOO_LSTM_CLIP), "policy_kwargs": policy}
+    return {**ZOO_LSTM, **annealed(ZOO_PPO_LR, ZOO_PPO_CLIP), "policy_kwargs": policy}
 
 
 def masked_env(env: str, training: bool) -> Any:
@@ -240,7 +231,7 @@ ANCHORS: dict[str, Anchor] = {
     # SB3's MultiInputPolicy (CombinedExtractor) on a Dict env, the zoo's CartPole-v1's
     "multi-input": Anchor(lambda a: ZOO_PPO_ENVS, by_id, zoo, policy="MultiInputPolicy"),
     # sb3-contrib's RecurrentPPO (MlpLstmPolicy), the zoo's CartPoleNoVel-v1 settings
-    "recurrent": Anchor(lambda a: ZOO_LSTM_ENVS, pararl_env, recurrent, normalize=True,
+    "recurrent": Anchor(lambda a: ZOO_PPO_ENVS, pararl_env, recurrent, normalize=True,
                         model="sb3_contrib:RecurrentPPO", policy="MlpLstmPolicy",
                         norm_gamma=ZOO_LSTM["gamma"]),
 }  # fmt: skip

@@ -27,20 +27,20 @@ RECURRENT_FLAGS = ["--recurrent", "lstm", "--recurrent-size", "64", "--recurrent
 def test_pararls_flags_are_the_zoos_settings() -> None:
     s, policy = sb3.ZOO_LSTM, sb3.ZOO_LSTM_POLICY
     flags = recurrent.recurrent_flags()
-    assert flags["num_envs"] == sb3.ZOO_LSTM_ENVS == 8
+    assert flags["num_envs"] == sb3.ZOO_PPO_ENVS == 8
     assert (flags["num_steps"], flags["minibatch_size"]) == (s["n_steps"], s["batch_size"])
     assert (flags["update_epochs"], flags["gamma"]) == (s["n_epochs"], s["gamma"])
     assert (flags["gae_lambda"], flags["ent_coef"]) == (s["gae_lambda"], s["ent_coef"])
-    assert (flags["lr"], flags["clip_coef"]) == (sb3.ZOO_LSTM_LR, sb3.ZOO_LSTM_CLIP)
+    assert (flags["lr"], flags["clip_coef"]) == (sb3.ZOO_PPO_LR, sb3.ZOO_PPO_CLIP)
     assert flags["anneal_lr"] is True
     assert flags["anneal_clip"] is True  # the zoo's lin_0.001 and lin_0.2
     assert (flags["norm_obs"], flags["norm_reward"]) == ("True", "True")  # normalize: True
     assert flags["recurrent_size"] == policy["lstm_hidden_size"] == 64
     assert flags["hidden"] == tuple(policy["net_arch"]["pi"]) == tuple(policy["net_arch"]["vf"])
     # minibatches of whole env sequences: the rollout's 8 envs split evenly among them
-    minibatches, left = divmod(sb3.ZOO_LSTM_ENVS * s["n_steps"], s["batch_size"])
+    minibatches, left = divmod(sb3.ZOO_PPO_ENVS * s["n_steps"], s["batch_size"])
     assert (minibatches, left) == (1, 0)
-    assert sb3.ZOO_LSTM_ENVS % minibatches == 0
+    assert sb3.ZOO_PPO_ENVS % minibatches == 0
     assert recurrent.recurrent_flags(False) == {
         k: v for k, v in flags.items() if not k.startswith("recurrent")
     }
