@@ -21,8 +21,7 @@ from benchmarks.lib.training import Point
 
 PPO_ENVS = {"workers": 2, "envs_per_worker": 4}  # 8 envs, as SB3's (`lib.sb3.PPO_ENVS`)
 ROW = Comparison(
-    name="pixels",
-    title="MinAtar: learning against SB3 at the same budget",
+    name="pixels", title="MinAtar: learning against SB3 at the same budget",
     systems=(
         System("pararl-dqn", "pararl DQN (async)", "dqn", {"mode": "async"}, color="C0"),
         System("pararl-dqn-per", "pararl DQN (async, prioritized)", "dqn",
@@ -36,9 +35,7 @@ ROW = Comparison(
     ),
     runs=tuple(f"MinAtar/{game}-v1:{seed}" for seed in range(3)
                for game in ("Breakout", "SpaceInvaders")),
-    budget=200_000,
-    eval_every=10_000,
-    final_evals=2,
+    budget=200_000, eval_every=10_000, final_evals=2,
     quick=dict(runs=("MinAtar/Breakout-v1:0",), budget=2_048, eval_every=1_024, eval_episodes=2,
                final_evals=1, run_timeout_s=300.0),
     notes=(
@@ -57,13 +54,9 @@ ROW = Comparison(
     # with sticky actions; PPO at 10M steps from gymnax's MinAtar baselines (no sticky
     # actions)
     published=("game", "DQN (5M)", "actor-critic (5M)", "PPO gymnax (10M)"),
-    figures={
-        "Breakout": ("~10", "~17.5", "28"),
-        "SpaceInvaders": ("~43", "~185", "131"),
-        "Asterix": ("~17", "–", "–"),
-        "Seaquest": ("~20", "–", "–"),
-        "Freeway": ("~50", "–", "–"),
-    },
+    figures={"Breakout": ("~10", "~17.5", "28"), "SpaceInvaders": ("~43", "~185", "131"),
+             "Asterix": ("~17", "–", "–"), "Seaquest": ("~20", "–", "–"),
+             "Freeway": ("~50", "–", "–")},
     published_note=(
         "Published MinAtar returns for reference (not re-measured; far longer budgets): the "
         "MinAtar paper's DQN and actor-critic at 5M frames, read off its README's plots; "

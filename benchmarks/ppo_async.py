@@ -51,29 +51,15 @@ def pararl(mode: str, default: bool = True, color: str | None = None) -> System:
 ROW = Comparison(
     name="ppo_async",
     title="Asynchronous PPO on MinAtar against the serial and sync loops and SB3",
-    systems=(
-        pararl("async", color="C0"),
-        pararl("serial", color="C1"),
-        pararl("sync", default=False, color="C2"),
-        System("sb3", "SB3 PPO", "ppo", anchor="minatar", color="C3"),
-    ),
+    systems=(pararl("async", color="C0"), pararl("serial", color="C1"),
+             pararl("sync", default=False, color="C2"),
+             System("sb3", "SB3 PPO", "ppo", anchor="minatar", color="C3")),
     runs=tuple(f"MinAtar/{game}-v1:{seed}" for seed in range(3) for game in GAMES),
-    budget=1_000_000,
-    eval_every=100_000,
-    eval_episodes=10,
-    final_evals=3,
-    run_timeout_s=3 * 3_600.0,
-    keep_dir="results/ppo_async",
-    kept=("sb3_threads",),
-    quick=dict(
-        runs=("MinAtar/Breakout-v1:0",),
-        budget=8_192,
-        eval_every=4_096,
-        eval_episodes=2,
-        final_evals=2,
-        run_timeout_s=600.0,
-    ),
-)
+    budget=1_000_000, eval_every=100_000, run_timeout_s=3 * 3_600.0,
+    keep_dir="results/ppo_async", kept=("sb3_threads",),
+    quick=dict(runs=("MinAtar/Breakout-v1:0",), budget=8_192, eval_every=4_096,
+               eval_episodes=2, final_evals=2, run_timeout_s=600.0),
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -361,14 +347,12 @@ def ms(value: float | h.Summary | None) -> str:
 
 
 BUSY_NOTE = (
-    "#### Busy fractions, lag and iteration of pararl's runs\n\nEach run's mean over "
-    "its metrics.csv rows (one per rollout), then the median over seeds (min–max). "
-    "Actor busy: the share of each rollout's time the actor spent acting (the rest "
-    "it waited for weights or a free slot); learner busy: the update's share of the "
-    "time between two rollouts taken; policy lag: rollouts between the weights that "
-    "acted and the learner's. Iteration: wall time per rollout after the first, its "
-    "mean (every pause counted: evaluations, checkpoints) and the median of single "
-    "rollouts."
+    "#### Busy fractions, lag and iteration of pararl's runs\n\nEach run's mean over its "
+    "metrics.csv rows (one per rollout), median over seeds (min–max). Actor busy: the share "
+    "of a rollout's time spent acting; learner busy: the update's share of the time between "
+    "two rollouts; policy lag: rollouts between the acting weights and the learner's. "
+    "Iteration: wall time per rollout after the first, the mean (every pause counted) and "
+    "the median of single rollouts."
 )
 
 
@@ -389,16 +373,14 @@ def blocks_of(r: Results, c: Any, label: Mapping[str, str]) -> list[str]:
     weak = [v for v in versuses if v.other in SAME_FINAL and v.smallest_p > ALPHA]
     caution = "" if not weak else (
         f" With {weak[0].seeds} seeds the smallest p Mann-Whitney can give is "
-        f"{weak[0].smallest_p:.2f}: it cannot find finals different at {ALPHA:g} whatever they "
-        "are, so \"the same\" there says only that no difference was shown; the spreads "
-        "and the curves say more."
+        f"{weak[0].smallest_p:.2f}: \"the same\" there says only that no difference was shown."
     )  # fmt: skip
     intro = (
-        "#### Targets\n\nThe issue's: async reaches the same final return as serial and "
-        f"sync (Mann-Whitney, two-sided, p > {ALPHA:g}) in at most "
-        f"{WALL_TARGETS['pararl-serial']:g}× their wall time and at most "
-        f"{WALL_TARGETS['sb3']:g}× SB3's; one async iteration is within {FLOOR_TARGET:g}× its "
-        f"floor. Wall ratios: medians over seeds, launch to exit.{caution} All met: {done}."
+        "#### Targets\n\nThe issue's: async's final return the same as serial's and sync's "
+        f"(Mann-Whitney, two-sided, p > {ALPHA:g}) in at most "
+        f"{WALL_TARGETS['pararl-serial']:g}× their wall time and {WALL_TARGETS['sb3']:g}× SB3's; "
+        f"an async iteration within {FLOOR_TARGET:g}× its floor. Wall ratios: medians over "
+        f"seeds, launch to exit.{caution} All met: {done}."
     )
 
     def returns(s: h.Summary | None) -> str:
@@ -461,12 +443,10 @@ def blocks_of(r: Results, c: Any, label: Mapping[str, str]) -> list[str]:
         h.Col("serial iteration ms", lambda it: ms(it.serial)),
     ]
     floor_note = (
-        f"#### The floor of one asynchronous iteration\n\nMeasured in this invocation "
-        f"before the runs, once per game: {what}, each alone on one torch thread, in "
-        f"turn, {c.floor_repeats} times after {c.floor_warmup} untimed; median (min–max). "
-        "Overlapped, an iteration takes at least the longer of the two; the serial loop "
-        "the sum. Async iteration: each async run's mean (above), median over seeds "
-        "(min–max); a kept seed's runs come from its own sitting."
+        f"#### The floor of one asynchronous iteration\n\nMeasured before the runs, once per "
+        f"game: {what}, each alone on one torch thread, {c.floor_repeats} times after "
+        f"{c.floor_warmup} untimed; median (min–max). Overlapped, an iteration takes at least "
+        "the longer of the two; the serial loop the sum."
     )
     return [
         f"{intro}\n\n{h.table(target_cols, goals)}",

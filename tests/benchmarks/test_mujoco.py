@@ -20,7 +20,7 @@ pytest.importorskip("stable_baselines3")
 
 
 def test_quick_runs_both_systems(bench: Callable[..., dict[str, Any]], tmp_path: Path) -> None:
-    data = bench("mujoco", "--quick", "--budget", "2048", "--eval-every", "1024")
+    data = bench("mujoco", "--quick", "--budget", "2048", "--eval-every", "2048")
     runs = data["results"]["runs"]
     assert [r["system"] for r in runs] == ["pararl", "sb3"]
     for run in runs:

@@ -74,9 +74,7 @@ def test_devices_harness_on_fake_runs(
 
 
 def test_ppo_quick_end_to_end(bench: Callable[..., dict[str, Any]], no_warm_up: None) -> None:
-    data = bench(
-        *("ppo", "--quick", "--budget", "512", "--eval-every", "256"),
-    )
+    data = bench(*("ppo", "--quick", "--budget", "512", "--eval-every", "256"), figure=False)
     runs = {r["system"]: r for r in data["results"]["runs"]}
     assert set(runs) == {"pararl", "sb3"}
     for run in runs.values():

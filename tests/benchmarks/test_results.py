@@ -43,17 +43,17 @@ def test_quick_runs_are_carried_on_write_the_page_and_are_not_run_twice(
 ) -> None:
     """Each kind of run stopped once and carried on to its end where it stopped (SB3's
     anchor from its saved state, pararl's from the checkpoint it saved when stopped), a
-    real MAML run beside them (4 iterations, 2 tasks x 2 episodes of 20 steps); the page
+    real MAML run beside them (2 iterations, 2 tasks x 2 episodes of 20 steps); the page
     from the saved curves; a finished run not run again."""
     pytest.importorskip("minatar")
     pytest.importorskip("stable_baselines3")
     entries = {e.name: e for e in results.ENTRIES}
     ppo = entries["minatar-ppo-breakout"] = _quick(
-        entries["minatar-ppo-breakout"], total_steps=3_072, eval_episodes=1
+        entries["minatar-ppo-breakout"], total_steps=4_096, eval_episodes=1
     )
-    anchor = entries["minatar-dqn-breakout-sb3"] = _quick(
-        entries["minatar-dqn-breakout-sb3"], total_steps=1_500, learning_starts=500
-    )
+    anchor = entries["minatar-dqn-breakout-sb3"]
+    maml = "maml-navigation2d"
+    entries[maml] = _quick(entries[maml], meta_iterations=2)
     monkeypatch.setattr(results, "ENTRIES", tuple(entries.values()))
     monkeypatch.setattr(training, "POLL_S", 0.1)  # each piece stopped soon after its condition
     config = results.resolve(results.Config(quick=True, out_dir=tmp_path))
@@ -63,7 +63,7 @@ def test_quick_runs_are_carried_on_write_the_page_and_are_not_run_twice(
     deadline = time.monotonic() + 600.0  # a bound only: each piece ends on its condition
     first = results.advance(anchor, config, deadline, learning)
     assert first.status == "paused"
-    assert 0 < first.pieces[0].to_x < 1_500
+    assert 0 < first.pieces[0].to_x < 3_000
     assert (config.state_dir / anchor.name / "replay.pkl").exists()
 
     def evaluated() -> bool:
@@ -73,19 +73,19 @@ def test_quick_runs_are_carried_on_write_the_page_and_are_not_run_twice(
     assert stopped.status == "paused"
     [piece] = stopped.pieces
     assert piece.from_x == 0
-    assert 0 < piece.to_x < 3_072
+    assert 0 < piece.to_x < 4_096  # stopped with rollouts to go
     assert not _running_with(str(tmp_path))
 
     args = ("results", "--quick", "--update-benchmarks", "True", "--entries")
-    data = bench(*args, ppo.name, anchor.name, "maml-navigation2d")
+    data = bench(*args, ppo.name, anchor.name, maml)
     saved = {s["name"]: s for s in data["results"]["saved"]}
-    mine, theirs, maml = saved[ppo.name], saved[anchor.name], saved["maml-navigation2d"]
+    mine, theirs, meta = saved[ppo.name], saved[anchor.name], saved[maml]
     assert mine["status"] == "step budget reached"
-    assert [p[0] for p in mine["curves"]["greedy evaluation"]][-1] == 3_072
+    assert [p[0] for p in mine["curves"]["greedy evaluation"]][-1] == 4_096
     assert mine["command"].startswith("pararl train ppo --env MinAtar/Breakout-v1 --seed 0")
     pieces = [(p["from_x"], p["to_x"], p["status"]) for p in mine["pieces"]]
     # resumed from the checkpoint saved when it was stopped
-    assert pieces == [(0, piece.to_x, "paused"), (piece.to_x, 3_072, "step budget reached")]
+    assert pieces == [(0, piece.to_x, "paused"), (piece.to_x, 4_096, "step budget reached")]
     assert "resuming from checkpoints/" in (config.state_dir / f"{ppo.name}.log").read_text()
     assert not list(config.state_dir.glob("*.stale-*"))
     assert theirs["status"] == "step budget reached"
@@ -93,21 +93,21 @@ def test_quick_runs_are_carried_on_write_the_page_and_are_not_run_twice(
     assert "--state" not in theirs["command"]
     # the evaluation schedule went on where the first piece left it, on one clock
     curve = theirs["curves"]["evaluation (deterministic)"]
-    assert [p[0] for p in curve] == [500, 1000, 1500]
+    assert [p[0] for p in curve] == [500, 1000, 1500, 2000, 2500, 3000]
     assert [p[1] for p in curve] == sorted(p[1] for p in curve)
     pieces = [(p["from_x"], p["to_x"], p["status"]) for p in theirs["pieces"]]
     assert pieces == [(0, first.pieces[0].to_x, "paused"),
-                      (first.pieces[0].to_x, 1_500, "step budget reached")]  # fmt: skip
+                      (first.pieces[0].to_x, 3_000, "step budget reached")]  # fmt: skip
     assert theirs["wall_s"] == pytest.approx(sum(p["wall_s"] for p in theirs["pieces"]))
     assert not (config.state_dir / anchor.name / "replay.pkl").exists()
-    assert maml["status"] == "step budget reached"
-    after, before = maml["curves"]["after one adaptation step"], maml["curves"]["before adaptation"]
-    assert [p[0] for p in after] == [p[0] for p in before] == [1, 2, 3, 4]
+    assert meta["status"] == "step budget reached"
+    after, before = meta["curves"]["after one adaptation step"], meta["curves"]["before adaptation"]
+    assert [p[0] for p in after] == [p[0] for p in before] == [1, 2]
     assert all(p[2] < 0 for p in after + before)  # distances to the goals
     assert "maml-navigation2d: after − before:" in data["key_ratios"]
     page = (tmp_path / "BENCHMARKS.md").read_text()
-    assert f"| {ppo.name}: pararl PPO | MinAtar/Breakout-v1 | 3,072 / 5,000,000 steps |" in page
-    for group in (ppo.name, "minatar-dqn-breakout", "maml-navigation2d"):
+    assert f"| {ppo.name}: pararl PPO | MinAtar/Breakout-v1 | 4,096 / 5,000,000 steps |" in page
+    for group in (ppo.name, "minatar-dqn-breakout", maml):
         assert (tmp_path / f"results_{group}.png").read_bytes().startswith(PNG)
         assert f"results_{group}.png)" in page
     assert not _running_with(str(tmp_path))

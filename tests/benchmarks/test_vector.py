@@ -20,14 +20,16 @@ from tests.benchmarks.conftest import PNG
 def test_quick_run_measures_every_backend(
     bench: Callable[..., dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # Two workers: 8 envs at 4 per worker, so no anchor is skipped on any machine.
+    # Two workers: 8 envs at 4 per worker, so no anchor is skipped on any machine; one
+    # env, the one with options of its own (every env takes the same backends' paths)
     args = ("--workers", "2", "--envs-per-worker", "1", "4", "--block-s", "0.05")
-    data = bench("vector", "--quick", *args)
+    data = bench("vector", "--quick", *args, "--envs", "pararl/StepCost-v0")
     assert not (tmp_path / "BENCHMARKS.md").exists()  # --quick leaves it alone
     assert (tmp_path / "bench_vector.png").read_bytes()[:8] == PNG
     assert data["metadata"]["params"]["workers_resolved"] == 2
     results = {r["env_id"]: r for r in data["results"]}
-    assert set(results) == {"CartPole-v1", "pararl/StepCost-v0"}
+    assert set(results) == {"pararl/StepCost-v0"}
+    assert results["pararl/StepCost-v0"]["env_kwargs"] == {"cost_us": 20.0, "tail_alpha": 1.5}
     for result in results.values():
         assert result["skipped"] is None
         asyncs = [c for c in result["cells"] if c["backend"] == "gym_async"]
@@ -41,7 +43,7 @@ def test_quick_run_measures_every_backend(
             assert len(cell["rate"]["samples"]) == 2
             vs = cell["rate"]["median"] / result["best_async"][0]
             assert cell["vs_best_async"] == pytest.approx(vs)
-    loops = results["CartPole-v1"]["cells"][1]
+    loops = results["pararl/StepCost-v0"]["cells"][1]
     assert loops["backend"] == "loops"
     assert loops["of_loops"] == pytest.approx(1.0)
     out = capsys.readouterr().out
