@@ -74,20 +74,18 @@ class Config(h.Options):
     """Timed blocks per backend and case, interleaved across backends."""
     block_s: float = 0.5
     """Target seconds per timed block (step counts come from a calibration run)."""
-    warmup_steps: int = 20
-    """Untimed vector steps after reset, before calibration."""
 
 
 QUICK = {"envs": ("ALE/Pong-v5",), "workers": (2,), "envs_per_worker": (1,), "repeats": 2,
-         "block_s": 0.05, "warmup_steps": 2}  # fmt: skip
+         "block_s": 0.05}  # fmt: skip
+WARMUP = 20  # untimed vector steps after reset, before calibration
 
 
 def resolve(config: Config) -> Config:
     c = h.apply_quick(config, QUICK)
     c = replace(c, workers=tuple(sorted(set(c.workers))),
                 envs_per_worker=tuple(sorted(set(c.envs_per_worker))))  # fmt: skip
-    h.require(c, ">= 0: warmup_steps", ">= 1: envs workers envs_per_worker backends repeats",
-              "> 0: block_s")  # fmt: skip
+    h.require(c, ">= 1: envs workers envs_per_worker backends repeats", "> 0: block_s")
     h.check(
         [(not register_atari(), "the Atari benchmark needs ale-py: pip install 'pararl[atari]'")]
     )
@@ -285,8 +283,7 @@ def measure(c: Config, meta: h.Metadata) -> Results:
                         why = "needs 2 envs or more"
                     if why:
                         cell.status, cell.note = "skipped", why
-                stepping.measure_case(case, cells, open_backend, c.warmup_steps, c.block_s,
-                                      c.repeats)  # fmt: skip
+                stepping.measure_case(case, cells, open_backend, WARMUP, c.block_s, c.repeats)
                 result.cells += cells.values()
         for cell in result.cells:
             best = result.best(ENVPOOL, cell.workers)

@@ -26,8 +26,6 @@ class Config(h.Options):
     """Atari game of the run."""
     steps: int = 20_000
     """Env steps of the run (its replay memory holds them all)."""
-    run_dir: Path | None = None
-    """A finished DQN run to read instead of training one."""
     repeats: int = 5
     """Interleaved save and load rounds per format (median, min and max reported)."""
 
@@ -49,9 +47,7 @@ class Row:
 
 
 def trained(c: Config, scratch: Path) -> Path:
-    """The run to read: `c.run_dir`, or a run of `c.steps` trained now."""
-    if c.run_dir is not None:
-        return c.run_dir
+    """A run of `c.steps` trained now."""
     from pararl import DQNConfig, train
 
     h.progress(f"checkpoint: training DQN on {c.env} for {c.steps:,} steps ...")

@@ -42,9 +42,7 @@ class Config(h.Options):
     total_steps: int = 20_000
     """Env steps per run (the run never stops early)."""
     widths: tuple[int, ...] = (64, 128, 256, 1024)
-    """Hidden widths; each run's MLPs have `depth` layers of that width."""
-    depth: int = 2
-    """Hidden layers of the actor and critic MLPs."""
+    """Hidden widths; each run's actor and critic MLPs have two layers of that width."""
     placements: tuple[Placement, ...] = ("cpu-only", "gpu-only", "cpu-act-gpu-learn", "auto")
     """Placements to time (`auto`: pararl's measured choice)."""
     repeats: int = 3
@@ -59,7 +57,7 @@ def resolve(config: Config) -> Config:
     quick = {"total_steps": 2_048, "widths": (64, 1024), "repeats": 1, "eval_episodes": 1,
              "run_timeout_s": 120.0}  # fmt: skip
     c = h.apply_quick(config, quick)
-    h.require(c, ">= 1: total_steps widths depth repeats eval_episodes", ">= 0: placements",
+    h.require(c, ">= 1: total_steps widths repeats eval_episodes", ">= 0: placements",
               "> 0: run_timeout_s")  # fmt: skip
     return c
 
@@ -93,7 +91,7 @@ class Results:
 
 def system(c: Config, width: int, placement: str) -> System:
     act, learn, label = DEVICES[placement]
-    flags = {"hidden": (width,) * c.depth, "act_device": act, "learn_device": learn}
+    flags = {"hidden": (width, width), "act_device": act, "learn_device": learn}
     return System(f"w{width}-{placement}", label, "ppo", flags)
 
 
@@ -192,7 +190,7 @@ def report(r: Results, meta: h.Metadata) -> h.Report:
     notes = (
         f"`pararl train ppo --env {p['env']}` for {p['total_steps']:,} env steps (no early stop, "
         f"one {p['eval_episodes']}-episode evaluation at the end, no TensorBoard), MLPs of "
-        f"{p['depth']} hidden layers of each width; whole processes, launch to exit; "
+        "2 hidden layers of each width; whole processes, launch to exit; "
         f"{p['repeats']} interleaved round(s). Trainer s: the run's own clock (from after the "
         "device choice); start-up s = wall − trainer. ★: fastest placement. "
         + (f"GPU: {r.gpu}. " if r.gpu else "No CUDA here: GPU placements not run. ")

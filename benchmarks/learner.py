@@ -66,8 +66,6 @@ class Config(h.Options):
     """pararl's `--compile` settings to time, each once per step mode it gives on the
     device (CPU: off and auto run the step as written, on compiles it; CUDA: off as
     written, auto a recorded CUDA graph, on compiled and recorded)."""
-    sb3: bool = True
-    """Time SB3's train() on the same network, batch and optimizer."""
     prioritized: bool = True
     """DQN and SAC cases also with prioritized replay (pararl only: SB3 has none)."""
     device: Literal["auto", "cpu", "cuda"] = "auto"
@@ -380,7 +378,7 @@ def learners(case: str, c: Config, device: str, settings: dict[str, str]) -> lis
                 run, per, size = functools.partial(updates, state), 1, state.settings.batch_size
             row = Row(case, sampling, f"pararl {mode}", size)
             out.append(Learner(row, synced(device, run), per, functools.partial(setup_s, state)))
-        if c.sb3 and sampling != "prioritized":
+        if sampling != "prioritized":
             model = sb3_model(case, c, device)
             if ppo:
                 per = model.n_epochs * (PPO_ENVS * model.n_steps // model.batch_size)

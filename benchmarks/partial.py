@@ -37,9 +37,8 @@ class Config(h.Options):
     skip: tuple[str, ...] = ("512,512@4000",)
     """Cases left out, as HIDDEN@ENVS_PER_WORKER (the default keeps the full run ~10 min)."""
     episode_length: int = 100
-    """Steps per episode (one episode per env per sample), before the cap below."""
-    max_steps_per_sample: int = 50_000
-    """Cap on env steps per sample: large cases run shorter episodes (>= 10 steps)."""
+    """Steps per episode (one episode per env per sample); a case of many envs runs shorter
+    ones (50,000 env steps a sample at most, at least 10 steps an episode)."""
     recv: tuple[str, ...] = ("all", "timeout=0.0001", "timeout=0.001", "timeout=0.01",
                              "timeout=0.1", "min_envs=0.5", "auto")  # fmt: skip
     """Recv policies: all, timeout=SECONDS, min_envs=K (a fraction of envs if < 1), auto."""
@@ -82,7 +81,7 @@ def resolve(config: Config) -> Config:
              "hidden": ("64,64", "256,256"), "repeats": 1, "max_repeats": 2,
              "case_seconds": 1.0}  # fmt: skip
     c = h.apply_quick(config, quick)
-    h.require(c, ">= 1: workers envs_per_worker episode_length max_steps_per_sample repeats",
+    h.require(c, ">= 1: workers envs_per_worker episode_length repeats",
               ">= 0: recv hidden case_seconds")  # fmt: skip
     h.check([(c.max_repeats < c.repeats, "--max-repeats must be >= --repeats")])
     for spec in c.recv:
@@ -127,7 +126,7 @@ def measure_case(c: Config, workers: int, epw: int, hidden: tuple[int, ...]) -> 
     from pararl.samplers.meta.sampler import MultiTaskSampler, make_task_env, parse_recv
 
     n = workers * epw
-    length = max(10, min(c.episode_length, c.max_steps_per_sample // n))
+    length = max(10, min(c.episode_length, 50_000 // n))
     where = f"{epw} envs/worker × {workers}, hidden {hidden}, L={length}"
     h.progress(f"{where}: starting ...")
     probe = make_task_env(c.env, length, {})

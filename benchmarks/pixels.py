@@ -76,24 +76,21 @@ class Config(compare.Options, h.Options):
     """Parts to run."""
     pong_systems: tuple[PongSystem, ...] = ("pararl-dqn", "sb3-dqn", "pararl-ppo", "sb3-ppo")
     """pong: systems, run in this order."""
-    pong_env: str = "ALE/Pong-v5"
-    """pong: pararl's env id (pararl sets frame skip 4 and no sticky actions itself)."""
-    sb3_pong_env: str = "PongNoFrameskip-v4"
-    """pong: SB3's env id (the zoo's; `AtariWrapper` skips the frames)."""
     slice_s: float = 60.0
     """pong: wall seconds measured, from each run's first gradient update."""
     learning_starts: int = 1_000
     """pong: DQN's learning starts, both systems (small, so that the slice measures learning)."""
-    pong_timeout_s: float = 600.0
-    """pong: a run is killed after this long."""
 
 
-QUICK: dict[str, Any] = dict(slice_s=5.0, learning_starts=200, pong_timeout_s=180.0)
+QUICK: dict[str, Any] = dict(slice_s=5.0, learning_starts=200)
+# Pong for pararl (frame skip 4, no sticky actions) and SB3 (the zoo's; `AtariWrapper`
+# skips the frames); a run killed after PONG_TIMEOUT_S
+PONG_ENV, SB3_PONG_ENV, PONG_TIMEOUT_S = "ALE/Pong-v5", "PongNoFrameskip-v4", 600.0
 
 
 def resolve(config: Config) -> Config:
     c = h.apply_quick(compare.resolve(ROW, config), QUICK)
-    h.require(c, "> 0: slice_s pong_timeout_s", ">= 0: learning_starts parts")
+    h.require(c, "> 0: slice_s", ">= 0: learning_starts parts")
     h.check([("pong" in c.parts and not c.pong_systems, "--pong-systems needs at least one value")])
     for run in c.runs:
         h.check([(not run.startswith("MinAtar/"), f"--runs: '{run}' is not a MinAtar/ id")])
@@ -129,12 +126,12 @@ def window_rate(points: Sequence[Point], slice_s: float) -> tuple[float, float, 
 def pong_slice(system: str, c: Config, workdir: Path) -> Slice:
     """One Pong throughput run of `system`: pararl's `pararl train` until `c.slice_s`
     after its first update, then stopped (SIGTERM: it finishes cleanly, exit status
-    143), or SB3's process timing its own slice; either stopped `c.pong_timeout_s` after
+    143), or SB3's process timing its own slice; either stopped `PONG_TIMEOUT_S` after
     launch."""
     s = PONG[system]
     if s.anchor:
-        flags = {"env": c.sb3_pong_env, "slice_s": c.slice_s, "learning_starts": c.learning_starts}
-        done = training.run_process(sb3.command(s.algo, "pong", **flags), c.pong_timeout_s, workdir)
+        flags = {"env": SB3_PONG_ENV, "slice_s": c.slice_s, "learning_starts": c.learning_starts}
+        done = training.run_process(sb3.command(s.algo, "pong", **flags), PONG_TIMEOUT_S, workdir)
         parsed = sb3.parse(done.stdout, s.algo)
         run = Slice(system, [tuple(p) for p in parsed["points"]] if parsed else [])
         run.note = done.tail if parsed is None or done.returncode != 0 else ""
@@ -143,7 +140,7 @@ def pong_slice(system: str, c: Config, workdir: Path) -> Slice:
         more = {"learning_starts": c.learning_starts} if s.algo == "dqn" else {}
         cmd = training.train_command(
             s.algo, total_steps=NEVER, eval_every=NEVER, checkpoint_every=NEVER, log_every_s=1.0,
-            target_return=NEVER, **more, env=c.pong_env, seed=0, run_dir=out, progress="plain",
+            target_return=NEVER, **more, env=PONG_ENV, seed=0, run_dir=out, progress="plain",
             tensorboard=False, **s.flags,
         )  # fmt: skip
 
@@ -152,7 +149,7 @@ def pong_slice(system: str, c: Config, workdir: Path) -> Slice:
             first = next((p[0] for p in points if p[2] > 0), None)
             return first is not None and points[-1][0] - first >= c.slice_s
 
-        deadline = time.monotonic() + c.pong_timeout_s
+        deadline = time.monotonic() + PONG_TIMEOUT_S
         how, code, text = training.run_until(
             cmd, out.with_suffix(".log"), workdir, deadline, sliced
         )
@@ -160,7 +157,7 @@ def pong_slice(system: str, c: Config, workdir: Path) -> Slice:
             raise KeyboardInterrupt
         run = Slice(system, training.clock(training.read_metrics(out)))
         if how == "deadline":
-            run.note = f"stopped after {c.pong_timeout_s:g} s"
+            run.note = f"stopped after {PONG_TIMEOUT_S:g} s"
         elif how == "ended" and code not in (0, 143):
             run.note = f"rc {code}: " + " | ".join(text.strip().splitlines()[-3:])
     measured = window_rate(run.points, c.slice_s)
@@ -193,8 +190,8 @@ def pong_block(slices: Sequence[Slice], p: dict[str, Any]) -> str:
         f"learning, over the {p['slice_s']:g} s that follow each run's first gradient update; "
         f"no evaluations. pararl: `pararl train dqn --mode async` and `pararl train ppo` (2 "
         f"workers x 4 envs; async: the 8 envs on actor processes, one rollout ahead of the "
-        f"update) on {p['pong_env']} with their Atari defaults. SB3: the zoo's Atari "
-        f"settings on {p['sb3_pong_env']} (`AtariWrapper`, 4 stacked frames, `CnnPolicy`; DQN "
+        f"update) on {PONG_ENV} with their Atari defaults. SB3: the zoo's Atari "
+        f"settings on {SB3_PONG_ENV} (`AtariWrapper`, 4 stacked frames, `CnnPolicy`; DQN "
         "one env, an update every 4 steps, batch 32; PPO 8 `DummyVecEnv` envs x 128 steps, 4 "
         f"epochs of 256). DQN's learning starts at {p['learning_starts']:,} steps for both "
         "(the zoo's 100,000 would leave no learning in the slice). One run each. Targets: "

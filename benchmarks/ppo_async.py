@@ -40,6 +40,7 @@ ALPHA = 0.05  # "the same final return": Mann-Whitney's two-sided p above this
 WALL_TARGETS = {"pararl-serial": 0.6, "pararl-sync": 0.6, "sb3": 0.5}  # async's wall ÷ theirs
 SAME_FINAL = ("pararl-serial", "pararl-sync")  # whose final async must match
 FLOOR_TARGET = 1.2  # async's iteration ÷ its floor
+FLOOR_WARMUP = 2  # rollouts acted and updates before the floor's timed ones
 
 
 def pararl(mode: str, default: bool = True, color: str | None = None) -> System:
@@ -69,14 +70,13 @@ class Config(compare.Options, h.Options):
     iteration. --quick: Breakout, one seed, 8,192 steps, nothing kept."""
 
     floor_repeats: int = 10
-    """Floor: rollouts acted and updates timed on each game (their median)."""
-    floor_warmup: int = 2
-    """Floor: rollouts acted and updates before those, not timed."""
+    """Floor: rollouts acted and updates timed on each game (their median), after two
+    untimed."""
 
 
 def resolve(config: Config) -> Config:
-    c = h.apply_quick(compare.resolve(ROW, config), {"floor_repeats": 3, "floor_warmup": 1})
-    h.require(c, ">= 0: floor_warmup", ">= 1: floor_repeats")
+    c = h.apply_quick(compare.resolve(ROW, config), {"floor_repeats": 3})
+    h.require(c, ">= 1: floor_repeats")
     for run in c.runs:  # the anchor has pararl's MinAtar settings
         h.check([(not run.startswith("MinAtar/"), f"--runs: '{run}' is not a MinAtar/ id")])
     return c
@@ -205,7 +205,7 @@ def measure(c: Config, meta: h.Metadata) -> Results:
     floors = []
     for env in dict.fromkeys(run.rpartition(":")[0] for run in c.runs):
         h.progress(f"ppo_async: the floor on {env} ({c.floor_repeats} rollouts and updates) ...")
-        floors.append(floor := measure_floor(env, c.floor_repeats, c.floor_warmup))
+        floors.append(floor := measure_floor(env, c.floor_repeats, FLOOR_WARMUP))
         h.progress(
             f"ppo_async: {env}: acting {1e3 * floor.acting.median:.0f} ms, update "
             f"{1e3 * floor.update.median:.0f} ms, floor {1e3 * floor.floor_s:.0f} ms"
@@ -445,7 +445,7 @@ def blocks_of(r: Results, c: Any, label: Mapping[str, str]) -> list[str]:
     floor_note = (
         f"#### The floor of one asynchronous iteration\n\nMeasured before the runs, once per "
         f"game: {what}, each alone on one torch thread, {c.floor_repeats} times after "
-        f"{c.floor_warmup} untimed; median (min–max). Overlapped, an iteration takes at least "
+        f"{FLOOR_WARMUP} untimed; median (min–max). Overlapped, an iteration takes at least "
         "the longer of the two; the serial loop the sum."
     )
     return [

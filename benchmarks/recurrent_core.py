@@ -34,8 +34,6 @@ class Config(h.Options):
     episode_lengths: tuple[int, ...] = (25, 200, 100_000)
     """Mean episode lengths: an env's step starts an episode with probability 1/this
     (CartPole early in training, a long episode, and practically none)."""
-    kind: str = "lstm"
-    """`lstm` or `gru`."""
     calls: int = 20
     """Forward-backward passes per timed spell."""
     repeats: int = 5
@@ -48,7 +46,6 @@ def resolve(config: Config) -> Config:
     quick = {"sizes": (16,), "episode_lengths": (10,), "calls": 2, "repeats": 1, "steps": 8}
     c = h.apply_quick(config, quick)
     h.require(c, "> 0: steps envs features calls repeats threads sizes episode_lengths")
-    h.check([(c.kind not in ("lstm", "gru"), "--kind: lstm or gru")])
     return c
 
 
@@ -79,7 +76,7 @@ def spell(replay: str, size: int, length: int, c: Config) -> float:
     from pararl.models.recurrent import CoreSettings, RecurrentCore
 
     torch.manual_seed(0)
-    core = RecurrentCore(c.features, CoreSettings(c.kind, size), "padded")  # type: ignore[arg-type]
+    core = RecurrentCore(c.features, CoreSettings("lstm", size), "padded")  # type: ignore[arg-type]
     if replay != "floor":
         core.replay = replay  # type: ignore[assignment]
     x = torch.randn(c.steps, c.envs, c.features, requires_grad=True)
@@ -142,7 +139,7 @@ def report(rows: list[Row], meta: h.Metadata) -> h.Report:
     ]
     note = (
         f"One minibatch: {p['envs']} envs x {p['steps']} steps of {p['features']} features "
-        f"through a one-layer {p['kind'].upper()}, forward and backward, {p['threads']} torch "
+        f"through a one-layer LSTM, forward and backward, {p['threads']} torch "
         f"thread(s); `floor`: the same steps in one call with no episode start inside."
     )
     return h.Report(

@@ -15,6 +15,8 @@ import numpy as np
 from benchmarks.lib import harness as h
 
 KINDS = ("frames", "naive")
+STACK, FRAME, ENVS, N_STEP, BATCH = 4, 84, 8, 3, 32  # frames of a stack, its side, ...
+EPISODE_LENGTH = 400  # the mean: an episode ends with probability 1/this a step
 SAMPLINGS = ("uniform", "prioritized")
 
 
@@ -29,19 +31,6 @@ class Config(h.Options):
     naive_capacity: int = 25_000
     """Capacity of the naive memory (56 KB per transition: 100k would hold 5.6 GB on a
     shared machine; bytes per transition do not depend on it)."""
-    frame: int = 84
-    """Frame side (pixels)."""
-    stack: int = 4
-    """Frames per observation."""
-    envs: int = 8
-    """Envs whose frames arrive interleaved."""
-    episode_length: int = 400
-    """Mean episode length (steps); an episode ends with probability 1/this per step,
-    half of the ends by termination, half by truncation."""
-    n_step: int = 3
-    """Steps of the n-step return."""
-    batch_size: int = 32
-    """Transitions per sampled batch."""
     batches: int = 300
     """Batches per timed spell."""
     repeats: int = 5
@@ -51,8 +40,7 @@ class Config(h.Options):
 def resolve(config: Config) -> Config:
     c = h.apply_quick(config, {"capacity": 5_000, "naive_capacity": 2_000, "batches": 50,
                                "repeats": 2})  # fmt: skip
-    h.require(c, "> 0: capacity naive_capacity frame stack envs episode_length n_step batch_size "
-              "batches repeats")  # fmt: skip
+    h.require(c, "> 0: capacity naive_capacity batches repeats")
     return c
 
 
@@ -111,13 +99,13 @@ def build(c: Config, kind: str, sampling: str) -> tuple[Any, int]:
     from pararl.replay.prioritized import PrioritizedReplay
     from pararl.replay.uniform import ReplayBuffer
 
-    shape = (c.stack, c.frame, c.frame)
+    shape = (STACK, FRAME, FRAME)
     capacity = c.capacity if kind == "frames" else c.naive_capacity
     memory: Any = FrameReplay(capacity, shape) if kind == "frames" else ReplayBuffer(
         capacity, shape, np.uint8)  # fmt: skip
     if sampling == "prioritized":
         memory = PrioritizedReplay(memory, alpha=0.6)
-    fill(memory, capacity, kind, shape, c.envs, c.n_step, c.episode_length)
+    fill(memory, capacity, kind, shape, ENVS, N_STEP, EPISODE_LENGTH)
     return memory, capacity
 
 
@@ -129,10 +117,10 @@ def spell(memory: Any, c: Config, rng: np.random.Generator) -> float:
     def run() -> None:
         for _ in range(c.batches):
             if prioritized:
-                sample = memory.sample_prioritized(c.batch_size, rng, beta=0.4)
-                memory.update_priorities(sample.slots, rng.random(c.batch_size))
+                sample = memory.sample_prioritized(BATCH, rng, beta=0.4)
+                memory.update_priorities(sample.slots, rng.random(BATCH))
             else:
-                memory.sample(c.batch_size, rng)
+                memory.sample(BATCH, rng)
 
     seconds, _ = h.timed(run)
     return 1e3 * seconds / c.batches
@@ -150,7 +138,7 @@ def measure(c: Config, meta: h.Metadata) -> list[Row]:
         times = h.interleaved(tasks, c.repeats)
         for sampling, (memory, capacity) in built.items():
             per = memory.nbytes / capacity
-            rows.append(Row(kind, sampling, capacity, per, per / (c.frame * c.frame),
+            rows.append(Row(kind, sampling, capacity, per, per / (FRAME * FRAME),
                             h.summarize(times[sampling])))  # fmt: skip
         del built, tasks
     return rows
@@ -180,10 +168,9 @@ def report(rows: list[Row], meta: h.Metadata) -> h.Report:
         if u and p:
             slower = h.fmt_ratio(h.ratio(p.batch_ms, u.batch_ms))
             ratios.append(f"{kind}: prioritized / uniform time per batch {slower}")
-    params = meta.params
     note = (
-        f"Batches of {params['batch_size']}, {params['stack']}x{params['frame']}x{params['frame']} "
-        f"uint8 stacks, {params['envs']} envs interleaved, n = {params['n_step']}; prioritized "
+        f"Batches of {BATCH}, {STACK}x{FRAME}x{FRAME} uint8 stacks, {ENVS} envs interleaved "
+        f"(episodes of ~{EPISODE_LENGTH} steps), n = {N_STEP}; prioritized "
         "times include the priority update after each batch."
     )
     return h.Report(

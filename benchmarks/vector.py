@@ -48,12 +48,9 @@ class Config(h.Options):
     """Timed blocks per backend and case, interleaved across backends."""
     block_s: float = 0.75
     """Target seconds per timed block (step counts come from a calibration run)."""
-    warmup_iters: int = 10
-    """Untimed vector steps after reset, before calibration."""
-    step_cost_us: float = 20.0
-    """pararl/StepCost-v0: base CPU cost of one step, in microseconds."""
     tail_alpha: float = 1.5
-    """pararl/StepCost-v0: Pareto shape of the extra cost (> 1, smaller = heavier; 0: off)."""
+    """pararl/StepCost-v0 (20 µs a step, and a tail): the Pareto shape of the tail's extra
+    cost (> 1, smaller = heavier; 0: off)."""
     timeout_s: float = 1e-3
     """Window of the pararl timeout mode, recv(timeout=...), in seconds."""
     max_process_per_env: int = 32
@@ -61,13 +58,14 @@ class Config(h.Options):
 
 
 QUICK = {"envs": ("CartPole-v1", "pararl/StepCost-v0"), "envs_per_worker": (1, 16),
-         "repeats": 2, "block_s": 0.12, "warmup_iters": 3}  # fmt: skip
+         "repeats": 2, "block_s": 0.12}  # fmt: skip
+WARMUP = 10  # untimed vector steps after reset, before calibration
 
 
 def resolve(config: Config) -> Config:
     c = h.apply_quick(config, QUICK)
     c = replace(c, envs_per_worker=tuple(sorted(set(c.envs_per_worker))))
-    h.require(c, ">= 0: envs backends warmup_iters step_cost_us max_process_per_env",
+    h.require(c, ">= 0: envs backends max_process_per_env",
               ">= 1: envs_per_worker workers repeats", "> 0: block_s timeout_s")  # fmt: skip
     h.check([(c.tail_alpha != 0 and not c.tail_alpha > 1, "--tail-alpha must be 0 or > 1")])
     return c
@@ -229,7 +227,7 @@ def measure(c: Config, meta: h.Metadata) -> list[EnvResult]:
     for env_id in c.envs:  # every env built once up front: a typo fails before minutes pass
         kwargs = {}
         if env_id.split("/")[-1].startswith("StepCost"):
-            kwargs = {"cost_us": c.step_cost_us, "tail_alpha": c.tail_alpha}
+            kwargs = {"cost_us": 20.0, "tail_alpha": c.tail_alpha}
         results.append(EnvResult(env_id, kwargs, workers, probe_env(env_id, kwargs)))
     for result in results:
         if result.skipped:
@@ -242,7 +240,7 @@ def measure(c: Config, meta: h.Metadata) -> list[EnvResult]:
             for name in PROCESS_PER_ENV & cells.keys():
                 if case.num_envs > c.max_process_per_env:
                     cells[name].status, cells[name].note = "skipped", f"{case.num_envs} processes"
-            stepping.measure_case(case, cells, open_backend, c.warmup_iters, c.block_s, c.repeats)
+            stepping.measure_case(case, cells, open_backend, WARMUP, c.block_s, c.repeats)
             result.cells += cells.values()
         derive(result)
     return results

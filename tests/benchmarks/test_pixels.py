@@ -105,7 +105,7 @@ def test_report_times_pararl_to_sb3s_final_return() -> None:
         )
     result = pixels.Result(Outcome("pixels", runs), slices)
     params = {"final_evals": 1, "budget": 2_000, "eval_every": 1_000, "keep_dir": None}
-    params |= {"eval_episodes": 5, "slice_s": 10.0, "pong_env": "p", "sb3_pong_env": "q"}
+    params |= {"eval_episodes": 5, "slice_s": 10.0}
     params["learning_starts"] = 100
     report = pixels.report(result, Metadata("x", params))
     # each seed's SB3 run ends at 5.0 (after 100, 80 and 100 s); pararl reaches it at

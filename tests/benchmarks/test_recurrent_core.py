@@ -19,6 +19,6 @@ def test_tiny_run(bench: Callable[..., dict[str, Any]]) -> None:
     assert "padded" in data["key_ratios"]
 
 
-@pytest.mark.parametrize("args", [["--kind", "rnn"], ["--steps", "0"], ["--sizes"]])
+@pytest.mark.parametrize("args", [["--calls", "0"], ["--steps", "0"], ["--sizes"]])
 def test_bad_options_exit_with_code_2(args: list[str]) -> None:
     assert main(["recurrent_core", "--quick", *args]) == 2
