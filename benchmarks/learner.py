@@ -188,7 +188,7 @@ def pararl_replay(case: str, mode: str, prioritized: bool, c: Config, device: st
     for image stacks, random transitions otherwise."""
     import torch
 
-    from benchmarks.replay import fill
+    from benchmarks.handwritten import fill
     from pararl.algos.dqn import DQNState
     from pararl.algos.sac import SACState
     from pararl.config import DQNConfig, SACConfig, env_kind
