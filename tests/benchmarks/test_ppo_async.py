@@ -152,20 +152,15 @@ def test_ratios_p_values_floor_and_targets_on_made_up_runs() -> None:
     assert it.floor.floor_s == pytest.approx(0.182)  # the longer of the two
     assert it.floor.serial_s == pytest.approx(0.319)
     assert it.ratio == pytest.approx(0.20 / 0.182)  # the median async run's iteration
-    goals = pa.targets([serial, sb3], [it])
-    assert [(g[1], g[3]) for g in goals] == [
-        ("final the same as serial's (p > 0.05)", "met"),
-        ("wall ≤ 0.6× serial's", "met"),
-        ("wall ≤ 0.5× SB3's", "met"),
-        ("iteration ≤ 1.2× its floor", "met"),
-    ]
-    slow = pa.iterations(MADE_UP, [_floor(0.137, 0.15)])
-    assert [g[3] for g in pa.targets([], slow)] == ["missed"]  # 0.20 / 0.15 = 1.33
+    assert (serial.targets, sb3.targets, it.met) == ({"final": True, "wall": True},
+                                                     {"wall": True}, True)  # fmt: skip
+    (slow,) = pa.iterations(MADE_UP, [_floor(0.137, 0.15)])
+    assert slow.met is False  # 0.20 / 0.15 = 1.33
     far = dataclasses.replace(serial, wall_ratio=0.61, p=0.03)
-    assert [g[3] for g in pa.targets([far], [])] == ["missed", "missed"]
+    assert far.targets == {"final": False, "wall": False}
     unmeasured = pa.versus(MADE_UP, BREAKOUT, "pararl-sync", 3)
     assert (unmeasured.p, unmeasured.wall_ratio) == (None, None)
-    assert [g[3] for g in pa.targets([unmeasured], [])] == ["–", "–"]
+    assert unmeasured.targets == {"final": None, "wall": None}
 
 
 def test_the_report_states_each_target_and_its_verdict() -> None:
@@ -180,8 +175,11 @@ def test_the_report_states_each_target_and_its_verdict() -> None:
     text = "\n".join(rep.blocks)
     assert "All met: yes." in text
     assert "the smallest p Mann-Whitney can give is 0.10" in text
-    assert "| Breakout | iteration ≤ 1.2× its floor | 1.10× | met |" in text
-    assert "| Breakout | 137 (137–137) | 182 (182–182) | 182 |" in text
+    assert "| 0.59× | final met, wall met |" in text  # against serial
+    assert "| 0.48× | wall met |" in text  # against SB3
+    assert (
+        "| Breakout | 137 (137–137) | 182 (182–182) | 182 | 200 (190–210) | 1.10× (met) |" in text
+    )
     assert [p.title for p in rep.panels] == [
         f"{BREAKOUT}: return vs env steps",
         f"{BREAKOUT}: return vs wall time",
