@@ -122,7 +122,10 @@ class TorchAdam:
     def __init__(self, params: list[Any], lr: float, variant: str) -> None:
         import torch
 
-        self.params, self.optimizer = params, torch.optim.Adam(params, lr=lr, **{variant: True})
+        self.params, self.optimizer = (
+            params,
+            torch.optim.Adam(params, lr=lr, fused=variant == "fused", foreach=variant == "foreach"),
+        )
         self.zero_grad, self.step = self.optimizer.zero_grad, self.optimizer.step
 
     def clip_grad_norm_(self, max_norm: float) -> None:

@@ -244,7 +244,8 @@ def sb3_model(case: str, c: Config, device: str) -> Any:
         net = sb3.minatar_policy()
     elif shape.model == "nature-cnn":
         policy, net = "CnnPolicy", {}
-    rng, n, common = np.random.default_rng(SEED), c.memory, {"device": device, "seed": SEED}
+    rng, n = np.random.default_rng(SEED), c.memory
+    common: dict[str, Any] = {"device": device, "seed": SEED}
     if algo == "ppo":  # its default: separate 64x64 tanh MLPs, as pararl's
         settings = sb3.ppo_settings(PPOConfig(env=case).for_env(kind).config)
         envs = make_vec_env(Spaces, n_envs=PPO_ENVS)
@@ -262,8 +263,8 @@ def sb3_model(case: str, c: Config, device: str) -> Any:
                                           dones=np.zeros(PPO_ENVS, bool))  # fmt: skip
         return model
     if algo == "dqn":
-        cfg = DQNConfig(env=case, device=device, hidden=(256, 256) if case == "dqn-mlp" else
-                        DQNConfig.hidden).for_env(kind).config  # fmt: skip
+        hidden = (256, 256) if case == "dqn-mlp" else DQNConfig.hidden
+        cfg = DQNConfig(env=case, device=device, hidden=hidden).for_env(kind).config  # type: ignore[arg-type]
         kwargs = sb3.dqn_settings(cfg, cfg.budget) | {"buffer_size": n, "learning_starts": 0}
         kwargs["policy_kwargs"] |= net
         model = DQN(policy, Spaces(), **common, **kwargs)
@@ -551,7 +552,7 @@ COLUMNS: list[h.Col[Row]] = [
     h.Col("MFLOP / update", lambda x: h.fmt_num(x.flops and x.flops / 1e6, 2)),
     h.Col("GFLOP/s", lambda x: h.fmt_num(x.gflops, 2)),
     h.Col("floor ms", lambda x: h.fmt_num(x.floor_ms, 3)),
-    h.Col("× floor", lambda x: f"{ms(x) / x.floor_ms:.1f}×" if ms(x) and x.floor_ms else "–"),
+    h.Col("× floor", lambda x: h.fmt_num(h.ratio(ms(x), x.floor_ms), 1) + "×" * bool(x.floor_ms)),
     h.Col("setup s", lambda x: h.fmt_num(x.setup_s, 1)),
     h.Col("profiled ms: matrix / other ops / outside", lambda x: "–" if not x.split else
           f"{x.split.matrix_ms:.2f} / {x.split.other_ms:.2f} / {x.split.outside_ms:.2f}"),

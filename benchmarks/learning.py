@@ -8,6 +8,7 @@ is worth) against RecurrentPPO.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,7 +42,7 @@ PPO = compare.solve_cartpole("ppo", (
 ), budget=100_000, quick=2_048)  # fmt: skip
 
 
-def published(figures: dict[str, tuple[str, ...]], label: str) -> dict[str, tuple[float, str]]:
+def published(figures: Mapping[str, tuple[str, ...]], label: str) -> dict[str, tuple[float, str]]:
     """The figure ("1443 ± 46") of each env in the first source's column, as a line."""
     return {env: (float(row[0].split()[0]), label) for env, row in figures.items()}
 

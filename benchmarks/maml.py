@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -74,13 +75,14 @@ def measure_env(c: Config, env: str) -> list[Row]:
     from pararl.runners.maml import MAMLState, layout, meta_iteration
     from pararl.samplers.meta.sampler import MultiTaskSampler
 
-    cfg = MAMLConfig(env=env, meta_batch_size=c.meta_batch_size, fast_batch_size=c.fast_batch_size,
-                     episode_length=c.episode_length, seed=0, device="cpu")  # fmt: skip
-    cfg = cfg.for_env("continuous").config
+    asked = MAMLConfig(env=env, meta_batch_size=c.meta_batch_size,
+                       fast_batch_size=c.fast_batch_size, episode_length=c.episode_length, seed=0,
+                       device="cpu")  # fmt: skip
+    cfg: Any = asked.for_env("continuous").config  # every field set
     obs_space, act_space = probe_env(env)
     check_spaces(cfg, obs_space, act_space)
     obs_dim, act_dim = (int(np.prod(s.shape or ())) for s in (obs_space, act_space))
-    states = {}
+    states: dict[str, Any] = {}
     for design in DESIGNS:
         torch.manual_seed(0)  # the same initial meta-policy for both
         states[design] = MAMLState(cfg, obs_dim, act_dim, None)
@@ -88,8 +90,8 @@ def measure_env(c: Config, env: str) -> list[Row]:
     states["seed"].learner.fisher = "autograd"
     states["seed"].learner.task_chunk = 1
     stats: dict[str, list[dict[str, float]]] = {d: [] for d in DESIGNS}
-    common = {"num_workers": c.workers, "episode_length": cfg.episode_length}
-    opened = {
+    common: dict[str, Any] = {"num_workers": c.workers, "episode_length": cfg.episode_length}
+    opened: dict[str, Any] = {
         "pararl": MultiTaskSampler(cfg.env, states["pararl"].acting, recv="auto",
                                    envs_per_worker=layout(cfg, c.workers), worker_timeout=120.0,
                                    **common),
@@ -115,10 +117,10 @@ def measure_env(c: Config, env: str) -> list[Row]:
     rows = []
     for design in DESIGNS:
         st = stats[design]
-        parts = (h.summarize([s[f"time_{name}_s"] for s in st]) for name in PARTS)
+        sampling, adaptation, outer = (h.summarize([s[f"time_{p}_s"] for s in st]) for p in PARTS)
         gap = float(np.mean([s["post_return"] - s["pre_return"] for s in st]))
         rows.append(Row(env, design, cfg.meta_batch_size, cfg.fast_batch_size,
-                        h.summarize(times[design]), *parts, gap))  # fmt: skip
+                        h.summarize(times[design]), sampling, adaptation, outer, gap))  # fmt: skip
     for r in rows:
         r.vs_seed = h.ratio(r.iteration, rows[-1].iteration)
     return rows

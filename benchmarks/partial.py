@@ -130,9 +130,10 @@ def measure_case(c: Config, workers: int, epw: int, hidden: tuple[int, ...]) -> 
     where = f"{epw} envs/worker × {workers}, hidden {hidden}, L={length}"
     h.progress(f"{where}: starting ...")
     probe = make_task_env(c.env, length, {})
-    dims = (int(np.prod(s.shape or ())) for s in (probe.observation_space, probe.action_space))
+    obs_dim, act_dim = (int(np.prod(s.shape or ())) for s in (probe.observation_space,
+                                                               probe.action_space))  # fmt: skip
     probe.close()
-    policy = MLPGaussianPolicy(*dims, hidden, seed=0)
+    policy = MLPGaussianPolicy(obs_dim, act_dim, hidden, seed=0)
     sampler = MultiTaskSampler(c.env, policy, num_workers=workers, envs_per_worker=epw,
                                episode_length=length, worker_timeout=120.0)  # fmt: skip
     stats: dict[str, list[dict[str, Any]]] = {name: [] for name in c.recv}
@@ -258,7 +259,6 @@ def report(rows: list[Row], meta: h.Metadata) -> h.Report:
                             "time per iteration / wait-all", ticks, logx=10,
                             hlines=[(1.0, "-", None)]))  # fmt: skip
     heads = ("source", "workers × envs", "compared", "result")
-    seed = [h.Col(name, lambda r, i=i: r[i], "l") for i, name in enumerate(heads)]
     return h.Report(
         f"Partial collection: wait for all vs timeout vs min_envs vs auto (`{h.PROG} partial`)",
         "; ".join(ratios) or "none",
@@ -271,6 +271,6 @@ def report(rows: list[Row], meta: h.Metadata) -> h.Report:
         "partial collection benchmark",
         preface=[
             "The parallel-sampling post's numbers (8 workers, HalfCheetahDir, GPU policy; "
-            f"not re-measured here):\n\n{h.table(seed, SEED_001)}"
+            f"not re-measured here):\n\n{h.text_table(heads, SEED_001)}"
         ],
     )

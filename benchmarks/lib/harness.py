@@ -248,9 +248,11 @@ def table(columns: Sequence[Col[R]], rows: Iterable[R]) -> str:
 
 def text_table(heads: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
     """A table of words (published figures, say): the first column left, the rest right."""
-    cols = [Col(name, lambda row, i=i: row[i], "l" if i == 0 else "r")
-            for i, name in enumerate(heads)]  # fmt: skip
-    return table(cols, rows)
+
+    def cell(i: int) -> Callable[[Sequence[str]], str]:
+        return lambda row: row[i]
+
+    return table([Col(name, cell(i), "l" if i == 0 else "r") for i, name in enumerate(heads)], rows)
 
 
 @dataclass

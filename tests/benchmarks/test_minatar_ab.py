@@ -29,8 +29,8 @@ def test_tiny_run(bench: Callable[..., dict[str, Any]]) -> None:
         assert extra["sampled"] is not None
         assert 0 < extra["entropy"] <= 1.1 + 1e-6  # Breakout-v1: 3 actions, ln 3 = 1.099
         assert extra["train"] >= 0
-    cells = {c["system"]: c for c in data["results"]["cells"]}
-    assert cells["pararl"]["stats"]["sampled"]["median"] == runs[0]["extra"]["sampled"]
+    cells = data["results"]["cells"]
+    assert cells["pararl"]["sampled"]["median"] == runs[0]["extra"]["sampled"]
     assert data["key_ratios"].startswith("pararl vs SB3 medians train ")
 
 
