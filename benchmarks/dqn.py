@@ -1,8 +1,7 @@
 """`python -m benchmarks dqn`: DQN's time to solve against SB3 (`solve`, a row of
-`lib.compare`) and transitions/s against the DQN post's design (`throughput`): the
-design (`SeedDesign`, the whole net pickled back through a pipe after every step: the
-cost measured) and pararl's async off-policy loop (`Pararl`, which `ray` drives too),
-in timed spells.
+`lib.compare`) and transitions/s (`throughput`) of the DQN post's design (`SeedDesign`:
+the whole net pickled through a pipe after every step) against pararl's async loop
+(`Pararl`, which `ray` drives too), in timed spells.
 """
 
 from __future__ import annotations
@@ -55,16 +54,15 @@ LABELS = {
 
 @dataclass(frozen=True)
 class Config(compare.Options, h.Options):
-    """DQN: time to solve CartPole against SB3, and transitions/s against the DQN post's
-    design. --quick: 1 seed, 1,200-step budget, short spells (1-2 min)."""
+    """DQN: time to solve CartPole against SB3, transitions/s against the DQN post's design.
+    --quick: 1 seed, 1,200-step budget, short spells (1-2 min)."""
 
     parts: tuple[Part, ...] = ("solve", "throughput")
     """Parts to run."""
     actors: tuple[int, ...] = (1, 2)
     """throughput: actor process counts (the DQN post's children, pararl's actors)."""
     workloads: tuple[Workload, ...] = ("seed", "defaults")
-    """throughput: pararl configs; `seed`: the DQN post's net, batch, lr, gamma and update rate
-    on pararl's machinery; `defaults`: pararl's DQN defaults."""
+    """throughput: pararl configs (`seed`: the DQN post's learning work; `defaults`: pararl's)."""
     repeats: int = 3
     """throughput: timed spells per system, interleaved."""
     block_s: float = 3.0
@@ -72,8 +70,7 @@ class Config(compare.Options, h.Options):
     warmup_s: float = 1.0
     """throughput: untimed seconds before each spell."""
     learner_threads: int | None = None
-    """throughput: torch threads of this (learner) process; default: what
-    `pararl train` chooses for the model (`set_learner_threads`)."""
+    """throughput: torch threads of the learner (default: what `pararl train` chooses)."""
 
 
 def resolve(config: Config) -> Config:
@@ -136,11 +133,10 @@ def seed_child(pipe: Connection, seed: int) -> None:
 
 
 class SeedDesign:
-    """The post's main process with `num_actors` children, as written but for: CPU
-    only, no model saving, one torch thread per child, `None` stops a child, and the net
-    goes back only to the child just heard from. Its memory starts full of
-    random-policy transitions, so learning (every 5 transitions) runs from the first
-    measured step, as in steady state."""
+    """The post's main process with `num_actors` children, as written but for: CPU only,
+    no model saving, one torch thread a child, `None` stops a child, the net sent only to
+    the child just heard from, and a memory that starts full (random-policy transitions),
+    so that it learns every 5 transitions from the first timed step, as in steady state."""
 
     def __init__(self, num_actors: int, seed: int = 0) -> None:
         self.net, self.real_net, self.target_net = SeedNet(), SeedNet(), SeedNet()
@@ -177,10 +173,8 @@ class SeedDesign:
         self.learn_step += 1
         rows = torch.FloatTensor(self.mem[np.random.choice(MEMORY, BATCH), :])
         q = self.real_net(rows[:, :4]).gather(1, rows[:, 4:5].long())
-        target = rows[:, 5:6] + GAMMA * self.target_net(rows[:, -4:]).detach().max(1)[0].view(
-            BATCH, 1
-        )
-        loss = nn.MSELoss()(q, target)
+        q_next = self.target_net(rows[:, -4:]).detach().max(1)[0].view(BATCH, 1)
+        loss = nn.MSELoss()(q, rows[:, 5:6] + GAMMA * q_next)
         self.optimizer.zero_grad()
         loss.backward()
         self.optimizer.step()
@@ -218,12 +212,10 @@ class SeedDesign:
 
 
 def workload_config(workload: Workload, env: str = "CartPole-v1", seed: int = 0) -> Any:
-    """`defaults`: pararl's DQN defaults. `seed`: the DQN post's learning work per transition
-    (its net, batch, lr, gamma, 1-step targets, target sync, one update per 5
-    transitions, epsilon 0.1, its reward shaping) on pararl's machinery: each actor
-    steps 32 envs (the post's one), chunks of transitions, weights in shared memory. No
-    step budget: spells run as long as they are timed (the learner loop takes no chunk
-    past a run's budget)."""
+    """`defaults`: pararl's DQN defaults; `seed`: the DQN post's learning work per transition
+    (its net, batch, lr, gamma, 1-step targets, target sync, an update per 5 transitions,
+    epsilon 0.1, reward shaping) on pararl's machinery, 32 envs an actor. No step budget:
+    the learner loop takes no chunk past one, and spells run as long as they are timed."""
     from pararl.config import DQNConfig
 
     base = DQNConfig(env=env, seed=seed, mode="async", progress="none", tensorboard=False,
@@ -246,10 +238,9 @@ class Spell:
 
 
 class Pararl:
-    """`OffPolicyLoop` over the source `pararl train` uses in async mode (`make_source`:
-    actor processes, or Ray actors), with no evaluation, checkpoints or logs. Spells:
-    `actors` (chunks into the replay only), `loop` (the production loop, with the
-    config's replay ratio or, at 0, free-running)."""
+    """`OffPolicyLoop` over `pararl train`'s async source (actor processes, or Ray actors),
+    no evaluation, checkpoints or logs; spells of `actors` (chunks into the replay only)
+    or the whole `loop` (its replay ratio, or free-running at 0)."""
 
     def __init__(self, config: Any, actors: int, learner_threads: int | None = None,
                  report: Callable[[str], None] = print, fill_s: float = 120.0) -> None:  # fmt: skip
@@ -293,18 +284,15 @@ class Pararl:
         return time.perf_counter() - start
 
     def spell(self, mode: Mode, seconds: float, warmup_s: float) -> Spell:
-        """`warmup_s` untimed, then `seconds` timed, in `mode`. Env steps arrive a
-        chunk at a time: a timed block in which none arrived (shorter than one chunk's
-        sampling, as on a loaded machine) goes on until one does, instead of
-        measuring a rate of 0 (for at most `FIRST_CHUNK_WAIT_S` more)."""
+        """`warmup_s` untimed, then `seconds` timed, in `mode`; a block in which no chunk
+        arrived (a loaded machine) goes on until one does, for `FIRST_CHUNK_WAIT_S` at most."""
         self._run(mode, warmup_s)
         steps, updates = self.state.env_steps, self.state.learner.updates
         elapsed = self._run(mode, seconds)
         deadline = time.monotonic() + FIRST_CHUNK_WAIT_S
         while self.state.env_steps == steps and time.monotonic() <= deadline:
             elapsed += self._run(mode, TAKE_WAIT_S)
-        state = self.state
-        return Spell(state.env_steps - steps, state.learner.updates - updates, elapsed)
+        return Spell(self.state.env_steps - steps, self.state.learner.updates - updates, elapsed)
 
     def close(self) -> None:
         self.loop.close()
@@ -326,8 +314,7 @@ class RateRow:
 
 def spells(runners: dict[str, tuple[Any, Mode]], rows: dict[str, RateRow], repeats: int,
            block_s: float, warmup_s: float) -> None:  # fmt: skip
-    """The interleaved spells of every runner (`SeedDesign` or `Pararl`, and its mode);
-    failures are noted in the rows."""
+    """Interleaved spells of every runner (`SeedDesign` or `Pararl`, and its mode)."""
     steps: dict[str, list[float]] = {n: [] for n in rows}
     updates: dict[str, list[float]] = {n: [] for n in rows}
 

@@ -1,9 +1,7 @@
 """`python -m benchmarks handwritten`: pararl's own parts, each alone, against what they
-replace: FlatAdam (`adam`), the event writer (`tensorboard`), the stacked layers of a
-population (`stacked`: `--seeds N`'s batched update against `torch.func`'s `vmap` over
-the loss, and against N separate updates), frame-deduplicated replay against whole
-stacks (`replay`), weights-only checkpoints against pickled ones (`checkpoint`), and
-recurrent PPO's ways to replay sequences that episode starts cut (`recurrent`).
+replace: FlatAdam (`adam`), the event writer (`tensorboard`), a population's stacked
+layers (`stacked`), frames stored once (`replay`), weights-only checkpoints
+(`checkpoint`), one call over cut sequences (`recurrent`).
 """
 
 from __future__ import annotations
@@ -55,8 +53,8 @@ class Config(h.Options):
     capacity: int = 100_000
     """replay: capacity of the frame-deduplicated memory (transitions = frames)."""
     naive_capacity: int = 25_000
-    """replay: capacity of the naive memory (56 KB per transition: 100k would hold 5.6 GB
-    on a shared machine; bytes per transition do not depend on it)."""
+    """replay: capacity of the naive memory (56 KB a transition; its bytes per one do not
+    depend on it)."""
     batches: int = 300
     """replay: batches per timed spell."""
     checkpoint_env: str = "ALE/Pong-v5"
@@ -66,8 +64,7 @@ class Config(h.Options):
     core_sizes: tuple[int, ...] = (64, 256)
     """recurrent: LSTM widths."""
     episode_lengths: tuple[int, ...] = (25, 200, 100_000)
-    """recurrent: mean episode lengths (an env's step starts an episode with probability
-    1/this: CartPole early in training, a long episode, practically none)."""
+    """recurrent: mean episode lengths (CartPole early in training, a long one, none)."""
     calls: int = 20
     """recurrent: forward-backward passes per timed spell."""
 
@@ -122,10 +119,9 @@ class TorchAdam:
     def __init__(self, params: list[Any], lr: float, variant: str) -> None:
         import torch
 
-        self.params, self.optimizer = (
-            params,
-            torch.optim.Adam(params, lr=lr, fused=variant == "fused", foreach=variant == "foreach"),
-        )
+        fused = variant == "fused"
+        self.params, self.optimizer = params, torch.optim.Adam(params, lr, fused=fused,
+                                                               foreach=not fused)  # fmt: skip
         self.zero_grad, self.step = self.optimizer.zero_grad, self.optimizer.step
 
     def clip_grad_norm_(self, max_norm: float) -> None:
@@ -136,19 +132,17 @@ class TorchAdam:
 
 def dqn_update(name: str) -> Callable[[], object]:
     """One update of the default DQN learner (batch 64, one thread) with `name`'s Adam."""
-    import gymnasium as gym
     import torch
 
     from pararl.algos.dqn import DQNState
     from pararl.config import DQNConfig
+    from pararl.envs.make import probe_env
     from pararl.replay.nstep import Transitions
 
     torch.set_num_threads(1)  # as the learner runs with small models
     torch.manual_seed(0)
     cfg = DQNConfig()
-    env = gym.make(cfg.env_name)
-    spaces = env.observation_space, env.action_space
-    env.close()
+    spaces = probe_env(cfg.env_name)
     state = DQNState(cfg.for_spaces(*spaces), *spaces, torch.device("cpu"))
     learner = state.learner
     if name != "FlatAdam":
@@ -214,8 +208,7 @@ def import_s(kind: str) -> float:
 
 
 def population_steps(agents: int) -> dict[str, Callable[[], object]]:
-    """One PPO minibatch step (forward, backward, per-agent clip, Adam) of `agents`
-    CartPole-sized actor-critics (64x64 tanh, 2 actions, 128 rows each), three ways."""
+    """One PPO minibatch step of `agents` CartPole-sized actor-critics, three ways."""
     import torch
     from torch.func import functional_call, grad, stack_module_state, vmap
 
@@ -289,11 +282,10 @@ def population_steps(agents: int) -> dict[str, Callable[[], object]]:
 
 def fill(memory: Any, capacity: int, kind: str, shape: tuple[int, ...], envs: int = 8,
          n_step: int = 1, episode_length: float = math.inf, seed: int = 0) -> None:  # fmt: skip
-    """Steps of `envs` envs until the ring has wrapped once, as an actor emits them:
-    stacks of random frames (`shape`: stack, height, width), each step adding a new one;
-    an episode ends with probability 1/`episode_length` per step, half of the ends by
-    termination, half by truncation. `kind`: `frames` (chunks of frame steps) or `naive`
-    (n-step transitions of whole stacks)."""
+    """Steps of `envs` envs, as an actor emits them, until the ring has wrapped: stacks of
+    random frames (`shape`), a new one a step; an episode ends with probability
+    1/`episode_length` a step (half terminated, half truncated). `kind`: `frames` (chunks
+    of frame steps) or `naive` (n-step transitions of whole stacks)."""
     from pararl.replay.frame_steps import FrameStepBuilder
     from pararl.replay.nstep import NStepBuilder
 
@@ -352,8 +344,7 @@ def memory_of(kind: str, sampling: str, capacity: int) -> Any:
 
 
 def batch_ms(sampling: str, memory: Any, batches: int) -> float:
-    """Milliseconds per batch over `batches` batches (prioritized: with the priority
-    update after each)."""
+    """Milliseconds per batch (prioritized: with the priority update after each)."""
     rng = np.random.default_rng(0)
 
     def run() -> None:
@@ -423,8 +414,7 @@ def loaded_s(fmt: str, path: Path) -> float:
 
 
 def checkpoint_rows(c: Config) -> list[CheckpointRow]:
-    """The final checkpoint of a DQN run trained now, its replay memory in the same
-    file, saved and loaded in each format."""
+    """A DQN run's final checkpoint, with its replay memory, saved and loaded each way."""
     from pararl import DQNConfig, checkpoint, train
     from pararl.rundir import RunDir
     from pararl.runners.checkpoints import replay_for
@@ -471,8 +461,7 @@ def starts(length: int) -> Any:
 
 
 def core_ms(way: str, size: int, length: int, calls: int) -> float:
-    """Milliseconds per forward-backward of one minibatch on one torch thread (`floor`:
-    the replay of the default, with no cut)."""
+    """Milliseconds per forward-backward of one minibatch, one torch thread (`floor`: no cut)."""
     import torch
 
     from pararl.intraop import torch_threads

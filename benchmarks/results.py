@@ -43,9 +43,8 @@ class Published:
 
 @dataclass(frozen=True)
 class Entry:
-    """One whole run of a learning comparison's system (`lib.compare.System`: `pararl
-    train ALGO` with its flags beyond the defaults, or the SB3 anchor of `group`) on
-    `env`, its seed 0, for the field's budget (MAML: meta-iterations)."""
+    """One whole run of a `System` (pararl, or the SB3 anchor of its `group`) on `env`, seed
+    0, for the field's budget (MAML: meta-iterations); `quick`: --quick's tiny run."""
 
     name: str
     group: str  # entries of a group share a figure and sit together in the table
@@ -53,87 +52,61 @@ class Entry:
     env: str
     budget: int
     published: tuple[Published, ...] = ()
-    quick: Mapping[str, object] = field(default_factory=dict)  # --quick: a tiny run
+    quick: Mapping[str, object] = field(default_factory=dict)
 
     @property
     def maml(self) -> bool:
         return self.system.algo == "maml"
 
 
-PARARL_PPO = System("pararl-ppo", "pararl PPO", "ppo")  # its MinAtar defaults (8 envs)
-MINATAR_PAPER = (
-    "MinAtar paper (Young & Tian 2019), 5M frames, sticky actions 0.1, read off its plots"
-)
-GYMNAX = "gymnax PPO, 10M steps, no sticky actions"
-# --quick: tiny runs, evaluated in the training process (every evaluation taken)
-MINATAR_PPO_QUICK = {"total_steps": 4_096, "eval_every": 1_024, "eval_episodes": 2,
-                     "eval_in": "inline"}  # fmt: skip
-MINATAR_DQN_QUICK = {"total_steps": 3_000, "learning_starts": 1_000, "eval_every": 500,
-                     "eval_episodes": 2, "eval_in": "inline"}  # fmt: skip
-
-
-def _paper(kind: str, figure: str) -> Published:
+def paper(kind: str, figure: str) -> Published:
     """The MinAtar paper's `kind` ("DQN", "actor-critic") figure, "~N" read off its plots."""
+    source = ("MinAtar paper (Young & Tian 2019), 5M frames, sticky actions 0.1, read off its "
+              f"plots, {kind}")  # fmt: skip
     short = "AC" if kind == "actor-critic" else kind
-    return Published(f"{MINATAR_PAPER}, {kind}", float(figure[1:]), figure,
-                     f"MinAtar paper {short}, 5M")  # fmt: skip
+    return Published(source, float(figure[1:]), figure, f"MinAtar paper {short}, 5M")
 
 
-def _minatar_ppo(game: str, actor_critic: str | None, gymnax: str | None,
-                 dqn: str | None = None) -> Entry:  # fmt: skip
-    published = [_paper("actor-critic", actor_critic)] if actor_critic else []
-    if gymnax:
-        published.append(Published(GYMNAX, float(gymnax), gymnax, "gymnax PPO, 10M"))
-    if dqn:  # where the paper's actor-critic figure is not given here
-        published.append(_paper("DQN", dqn))
-    name = f"minatar-ppo-{game.lower()}"
-    return Entry(name, name, PARARL_PPO, f"MinAtar/{game}-v1", 5_000_000, tuple(published),
-                 MINATAR_PPO_QUICK)  # fmt: skip
+def gymnax(figure: str) -> Published:
+    return Published("gymnax PPO, 10M steps, no sticky actions", float(figure), figure,
+                     "gymnax PPO, 10M")  # fmt: skip
 
 
-def _minatar_dqn(game: str, dqn: str) -> tuple[Entry, Entry]:
-    group, env, paper = f"minatar-dqn-{game.lower()}", f"MinAtar/{game}-v1", (_paper("DQN", dqn),)
-    ours, theirs = (pixels.ROW.system(name) for name in ("pararl-dqn", "sb3-dqn"))
-    quick = MINATAR_DQN_QUICK
-    return (Entry(group, group, ours, env, 1_000_000, paper, quick),
-            Entry(f"{group}-sb3", group, theirs, env, 1_000_000, paper, quick))  # fmt: skip
-
-
-def _pong_ppo(name: str, budget: int) -> Entry:
-    """Pong PPO with the defaults, stopping at the first evaluation of 18."""
-    cleanrl = Published(
-        "CleanRL ppo_atari, 10M agent steps = 40M frames (281 min, 1 GPU + 10 CPUs)",
-        20.36, "20.36 in 281 min", "CleanRL, 10M steps",
-    )  # fmt: skip
-    quick = {"total_steps": 4_096, "eval_every": 1_024, "eval_episodes": 1,
-             "eval_max_steps": 500, "eval_in": "inline"}  # fmt: skip
-    pong = System("pararl-ppo", "pararl PPO", "ppo", {"target_return": 18.0})
-    return Entry(name, name, pong, "ALE/Pong-v5", budget, (cleanrl,), quick)
-
-
-def _maml(env: str, iterations: int, source: str, text: str) -> Entry:
-    """MAML-TRPO on `env`, the return before and after one adaptation step per
-    meta-iteration (the paper reports curves, not numbers)."""
-    name = f"maml-{env.lower()}"
-    quick = {"meta_iterations": 4, "meta_batch_size": 2, "fast_batch_size": 2,
-             "episode_length": 20}  # fmt: skip
-    maml = System("pararl", "pararl MAML", "maml")
-    return Entry(name, name, maml, f"pararl/{env}-v0", iterations, (Published(source, None, text),),
-                 quick)  # fmt: skip
-
-
+CLEANRL_PONG = Published("CleanRL ppo_atari, 10M agent steps = 40M frames (281 min, 1 GPU + "
+                         "10 CPUs)", 20.36, "20.36 in 281 min", "CleanRL, 10M steps")  # fmt: skip
+PPO, MAML = System("pararl-ppo", "pararl PPO", "ppo"), System("pararl", "pararl MAML", "maml")
+PONG = System("pararl-ppo", "pararl PPO", "ppo", {"target_return": 18.0})  # stops at 18
+DQN, SB3_DQN = (pixels.ROW.system(name) for name in ("pararl-dqn", "sb3-dqn"))
+# --quick: tiny runs, evaluated in the training process (every evaluation taken)
+QUICK_PPO = {"total_steps": 4_096, "eval_every": 1_024, "eval_episodes": 2, "eval_in": "inline"}
+QUICK_DQN = {"total_steps": 3_000, "learning_starts": 1_000, "eval_every": 500,
+             "eval_episodes": 2, "eval_in": "inline"}  # fmt: skip
+QUICK_PONG = {"total_steps": 4_096, "eval_every": 1_024, "eval_episodes": 1,
+              "eval_max_steps": 500, "eval_in": "inline"}  # fmt: skip
+QUICK_MAML = {"meta_iterations": 4, "meta_batch_size": 2, "fast_batch_size": 2,
+              "episode_length": 20}  # fmt: skip
+BREAKOUT, INVADERS = "MinAtar/Breakout-v1", "MinAtar/SpaceInvaders-v1"
 ENTRIES: tuple[Entry, ...] = (
-    _minatar_ppo("Breakout", "~17.5", "28"),
-    _minatar_ppo("SpaceInvaders", "~185", "131"),
-    _minatar_ppo("Freeway", None, None, "~50"),
-    _pong_ppo("pong-ppo", 2_500_000),
-    _pong_ppo("pong-ppo-10m", 10_000_000),  # CleanRL's budget; it stops at an evaluation of 18
-    *_minatar_dqn("Breakout", "~10"),
-    *_minatar_dqn("SpaceInvaders", "~43"),
-    _maml("HalfCheetahDir", 200, "MAML paper, Fig. 5; pytorch-maml-rl's curve",
-          "after-adaptation return pulls away from before over meta-training"),
-    _maml("Navigation2D", 500, "MAML paper, Fig. 4",
-          "after one adaptation step the policy heads for the goal"),
+    Entry("minatar-ppo-breakout", "minatar-ppo-breakout", PPO, BREAKOUT, 5_000_000,
+          (paper("actor-critic", "~17.5"), gymnax("28")), QUICK_PPO),
+    Entry("minatar-ppo-spaceinvaders", "minatar-ppo-spaceinvaders", PPO, INVADERS, 5_000_000,
+          (paper("actor-critic", "~185"), gymnax("131")), QUICK_PPO),
+    Entry("minatar-ppo-freeway", "minatar-ppo-freeway", PPO, "MinAtar/Freeway-v1", 5_000_000,
+          (paper("DQN", "~50"),), QUICK_PPO),
+    Entry("pong-ppo", "pong-ppo", PONG, "ALE/Pong-v5", 2_500_000, (CLEANRL_PONG,), QUICK_PONG),
+    # CleanRL's budget
+    Entry("pong-ppo-10m", "pong-ppo-10m", PONG, "ALE/Pong-v5", 10_000_000, (CLEANRL_PONG,),
+          QUICK_PONG),
+    *(Entry(f"minatar-dqn-{game}{tail}", f"minatar-dqn-{game}", system, env, 1_000_000,
+            (paper("DQN", figure),), QUICK_DQN)
+      for game, env, figure in (("breakout", BREAKOUT, "~10"), ("spaceinvaders", INVADERS, "~43"))
+      for tail, system in (("", DQN), ("-sb3", SB3_DQN))),
+    Entry("maml-halfcheetahdir", "maml-halfcheetahdir", MAML, "pararl/HalfCheetahDir-v0", 200,
+          (Published("MAML paper, Fig. 5; pytorch-maml-rl's curve", None, "after-adaptation "
+                     "return pulls away from before over meta-training"),), QUICK_MAML),
+    Entry("maml-navigation2d", "maml-navigation2d", MAML, "pararl/Navigation2D-v0", 500,
+          (Published("MAML paper, Fig. 4", None, "after one adaptation step the policy heads "
+                     "for the goal"),), QUICK_MAML),
 )  # fmt: skip
 NAMES = tuple(e.name for e in ENTRIES)
 
@@ -147,8 +120,7 @@ class Config(h.Options):
     entries: tuple[str, ...] = NAMES
     """Which runs, in this order (each is run to its end before the next starts)."""
     hours: float = 0.0
-    """Stop (saving the run) after this many hours; the next invocation carries on (0:
-    no limit)."""
+    """Stop (the run saved) after this many hours; the next invocation carries on (0: never)."""
     final_evals: int = 10
     """A run's final return: the mean of its last this-many evaluations."""
     state_dir: Path | None = None
@@ -180,10 +152,9 @@ Point = list[float]  # x (env steps; MAML: meta-iteration), wall s, return
 
 @dataclass
 class Piece:
-    """One invocation's share of a run: the code it ran, when it started, from where to
-    where it got (x: env steps, MAML: meta-iterations), how it ended, the machine it ran
-    on (`machine()`; empty in records made before pieces said so: this project's 2-core
-    machine) and its share of the run's own clock."""
+    """One invocation's share of a run: its code, start, from where to where (env steps;
+    MAML: meta-iterations), how it ended, its machine (`machine()`; empty in older
+    records: this project's) and its share of the run's own clock."""
 
     commit: str | None
     dirty: bool | None
@@ -258,8 +229,7 @@ def _points(rows: list[dict[str, str]], x: str, y: str) -> list[Point]:
 
 
 def read_curves(e: Entry, run_dir: Path) -> tuple[dict[str, list[Point]], float]:
-    """A pararl run's curves from its run directory (the evaluated one first), and its
-    own clock."""
+    """A pararl run's curves (the evaluated one first), and its own clock."""
     rows = training.read_metrics(run_dir)
     wall = max((float(r["wall_s"]) for r in rows if r.get("wall_s")), default=0.0)
     if e.maml:  # the returns before and after adaptation, per iteration
@@ -286,9 +256,8 @@ def pararl_command(e: Entry, run_dir: Path, quick: bool) -> list[str]:
 def anchor_command(e: Entry, c: Config) -> list[str]:
     """The SB3 anchor of `e.group` with pararl's MinAtar settings (`lib.sb3`) and its
     evaluation schedule."""
-    every = RunConfig.BY_KIND["minatar"]["eval_every"]
-    episodes = next(f.default for f in dataclasses.fields(RunConfig) if f.name == "eval_episodes")
-    flags: dict[str, object] = {"seed": 0, "eval_every": every, "eval_episodes": episodes}
+    flags: dict[str, object] = {"seed": 0, "eval_every": RunConfig.BY_KIND["minatar"]["eval_every"],
+                                "eval_episodes": RunConfig.eval_episodes}  # fmt: skip
     budget = e.budget
     if c.quick:
         flags |= {k: v for k, v in e.quick.items() if k in ("eval_every", "eval_episodes")}
@@ -318,11 +287,10 @@ class StoppedError(Exception):
 
 def advance(e: Entry, c: Config, deadline: float | None,
             until: Callable[[], bool] | None = None) -> Saved:  # fmt: skip
-    """Carry the run of `e` on (start it, or resume it) until it ends, the deadline
-    passes (StoppedError) or `until()` holds; Ctrl-C or SIGTERM: KeyboardInterrupt,
-    after the run has saved and its piece is recorded. A pararl run resumes from its
-    last checkpoint; an SB3 anchor, asked to stop, saves its model, replay memory and
-    curve in its state directory, and the next piece goes on from there."""
+    """Carry the run of `e` on (start or resume it) until it ends, the deadline passes
+    (StoppedError) or `until()` holds; Ctrl-C or SIGTERM: KeyboardInterrupt, once the
+    run has saved (pararl: its checkpoint; SB3: its state directory) and its piece is
+    recorded."""
     assert c.state_dir is not None
     assert c.saved_dir is not None
     saved = Saved.load(c.saved_dir, e.name)

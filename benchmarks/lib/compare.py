@@ -1,7 +1,6 @@
 """The one learning comparison: pararl and its SB3 anchor trained at a budget on each
-ENV:SEED, whole processes interleaved; final returns, wall times and ratios (time to
-the anchor's final return, or time to solve against a target). A benchmark states its
-comparisons as rows (`Comparison`) of `System`s.
+ENV:SEED, whole processes interleaved; finals, wall times and ratios (time to the
+anchor's final, or to solve). A benchmark states it as a `Comparison` of `System`s.
 """
 
 from __future__ import annotations
@@ -29,10 +28,9 @@ NEVER = 10**12  # a step count or return no run reaches: the whole budget, no ev
 
 @dataclass(frozen=True)
 class System:
-    """One side of a comparison. pararl: `pararl train ALGO` with `flags` beyond the
-    comparison's own; an anchor: SB3's `algo` run as `lib.sb3.ANCHORS[anchor]` says,
-    with `flags` over its settings (`--set`). A pararl system is held against the first
-    anchor of its algorithm."""
+    """pararl (`pararl train ALGO` with `flags`) or an anchor (SB3's `algo` as
+    `lib.sb3.ANCHORS[anchor]` runs it, `flags` over its settings); a pararl system is
+    held against the first anchor of its algorithm."""
 
     name: str
     label: str
@@ -79,8 +77,7 @@ class Comparison:
         return next(s for s in self.systems if s.name == name)
 
     def budget_of(self, c: Any, env: str) -> int:
-        """The env steps of a run on `env`: the env's own budget (`budgets`) while the
-        budget is the table's; a budget given (--budget, --quick's) is every env's."""
+        """A run's env steps on `env`: its own (`budgets`) under the table's budget, else `c`'s."""
         return self.budgets.get(env, c.budget) if c.budget == self.budget else int(c.budget)
 
     def anchor_of(self, s: System) -> System | None:
@@ -100,29 +97,25 @@ class Options:
     systems: tuple[str, ...] = ()
     """Systems to run (default: the table's)."""
     budget: int | None = None
-    """Env steps per run, on every env (default: the table's, with the envs it gives
-    budgets of their own)."""
+    """Env steps per run, on every env (default: the table's, with its envs' own)."""
     eval_every: int | None = None
     """Env steps between deterministic evaluations (default: the table's)."""
     eval_episodes: int | None = None
     """Episodes per evaluation (default: the table's)."""
     final_evals: int | None = None
-    """The final return is the mean of this many last evaluations (default: the table's)."""
+    """The final return: the mean of this many last evaluations (default: the table's)."""
     run_timeout_s: float | None = None
     """A run is killed after this long, and reported as failed (default: the table's)."""
     verify_episodes: int | None = None
-    """With a target: episodes of the untimed check of each solved run's saved policy
-    (default: the table's)."""
+    """With a target: episodes of the check of a solved run's policy (default: the table's)."""
     sb3_threads: int = 0
-    """Torch threads of the SB3 process (0: torch's default, one per core; --quick: 1).
-    Two threads beside other work on a 2-core machine ran SB3's SAC update ~10x slower
-    than one."""
+    """Torch threads of the SB3 process (0: torch's default; --quick: 1; two beside other
+    work on 2 cores ran SB3's SAC update ~10x slower than one)."""
     keep_dir: Path | None = None
-    """Folder where each ENV:SEED whose runs all ended is kept (ENV-seedSEED.json) and
-    read back, not run again, by an invocation with the same settings (default: the
-    table's; with --quick, nothing is kept unless a folder is given)."""
+    """Folder where each ENV:SEED whose runs all ended is kept and read back by a run with
+    the same settings, not run again (default: the table's; --quick: none)."""
     fresh: bool = False
-    """Run every ENV:SEED again, also one that is kept (the kept file is then replaced)."""
+    """Run every ENV:SEED again, also one that is kept (its file then replaced)."""
 
 
 TABLE = ("runs", "systems", "budget", "eval_every", "eval_episodes", "final_evals",
@@ -130,9 +123,8 @@ TABLE = ("runs", "systems", "budget", "eval_every", "eval_episodes", "final_eval
 
 
 def resolve(row: Comparison, config: Any) -> Any:
-    """`config` (an `Options`) with --quick applied and every option left at its default
-    filled from the table; bad options raise UsageError. What it returns, every value
-    set, is the `c` the functions below take."""
+    """`config` (an `Options`) with --quick's values and the table's for every option left
+    at its default (the `c` the functions below take); bad options raise UsageError."""
     quick = getattr(config, "quick", False)
     changes: dict[str, Any] = dict(row.quick) if quick else {}
     if quick and not config.sb3_threads:
@@ -149,13 +141,10 @@ def resolve(row: Comparison, config: Any) -> Any:
     h.require(c, ">= 1: budget eval_every eval_episodes final_evals verify_episodes")
     h.require(c, "> 0: run_timeout_s", ">= 0: sb3_threads")
     known = [s.name for s in row.systems]
-    for name in c.systems:
-        h.check([(name not in known, f"--systems: '{name}' is not one of {', '.join(known)}")])
-    for run in c.runs:
-        env, _, seed = run.rpartition(":")
-        h.check([(not env or not seed.isdigit(), f"--runs: '{run}' is not ENV:SEED")])
-    h.check([(not c.runs, "--runs needs at least one value"),
-             (not c.systems, "--systems needs at least one value")])  # fmt: skip
+    h.check([(n not in known, f"--systems: '{n}' is not one of {', '.join(known)}")
+             for n in c.systems])  # fmt: skip
+    h.check([(not r.rpartition(":")[0] or not r.rpartition(":")[2].isdigit(),
+              f"--runs: '{r}' is not ENV:SEED") for r in c.runs])  # fmt: skip
     return c
 
 
@@ -164,8 +153,7 @@ def resolve(row: Comparison, config: Any) -> Any:
 
 @dataclass
 class Run:
-    """A whole training run of one system on one ENV:SEED: launch to exit, its
-    evaluation curve on that clock, what it ended with."""
+    """A whole run of one system on one ENV:SEED: launch to exit, its curve on that clock."""
 
     system: str
     env: str
@@ -191,8 +179,7 @@ class Run:
 
 
 def time_to_reach(run: Run, target: float) -> float:
-    """Wall s (the launch-to-exit clock) of the run's first evaluation at `target` or
-    above; inf when none reaches it."""
+    """Wall s of the run's first evaluation at `target` or above (inf: none)."""
     return next((p["wall_s"] for p in run.curve if p["eval_return"] >= target), math.inf)
 
 
@@ -201,9 +188,8 @@ def directory(workdir: Path, system: str, env: str, seed: int) -> Path:
 
 
 def pararl_command(row: Comparison, c: Any, s: System, env: str, seed: int, out: Path) -> list[str]:
-    """`pararl train ALGO` of `s` on ENV:SEED, writing its run into `out`: the budget and
-    the evaluations (none with `eval_every` NEVER), the target (none: the whole
-    budget), `s.flags`."""
+    """`pararl train ALGO` of `s` on ENV:SEED into `out`: the budget, the evaluations,
+    the target (NEVER: none) and `s.flags`."""
     flags: dict[str, object] = {
         "env": env, "seed": seed, "total_steps": row.budget_of(c, env), "eval_every": c.eval_every,
         "eval_episodes": c.eval_episodes, "target_return": row.target or NEVER,
@@ -213,8 +199,7 @@ def pararl_command(row: Comparison, c: Any, s: System, env: str, seed: int, out:
 
 
 def anchor_command(row: Comparison, c: Any, s: System, env: str, seed: int, out: Path) -> list[str]:
-    """The SB3 anchor `s` on ENV:SEED (`lib.sb3 ALGO learn`) on `c.sb3_threads` torch
-    threads, its model saved in `out`; its flags over the anchor's settings."""
+    """The SB3 anchor `s` on ENV:SEED (`lib.sb3 ALGO learn`), its model saved in `out`."""
     every = 0 if c.eval_every >= NEVER else c.eval_every
     settings = [f"{k}={json.dumps(v)}" for k, v in s.flags.items()]
     return sb3.command(
@@ -236,8 +221,8 @@ def read_anchor(run: Run, s: System, done: training.Finished) -> float | None:
 
 
 def read_pararl(run: Run, out: Path, done: training.Finished) -> float | None:
-    """What a pararl run leaves (its run directory, its last line), and its own clock;
-    for an off-policy run, its learner's threads and step mode in its note."""
+    """What a pararl run left (its run directory, its last line), and its own clock; an
+    off-policy run's learner threads and step mode in its note."""
     from pararl.config.saved import saved_facts
 
     rows = training.read_metrics(out)
@@ -256,8 +241,7 @@ def read_pararl(run: Run, out: Path, done: training.Finished) -> float | None:
 
 
 def run_one(row: Comparison, c: Any, s: System, env: str, seed: int, workdir: Path) -> Run:
-    """One whole run of `s`, launch to exit, its curve on that clock; with a target, its
-    saved policy checked afterwards (untimed)."""
+    """One whole run of `s`, launch to exit; with a target, its saved policy checked after."""
     out = directory(workdir, s.name, env, seed)
     if s.anchor:  # pararl makes its own run directory
         out.mkdir(parents=True, exist_ok=True)
@@ -308,9 +292,8 @@ class Outcome:
 
 
 def settings(row: Comparison, c: Any) -> dict[str, Any]:
-    """What a kept ENV:SEED was run with (a later invocation reads it back only if the
-    same), as JSON has it: the systems, the budget (and the envs' own, where the row
-    gives any), the evaluations and `row.kept`."""
+    """What a kept ENV:SEED was run with (read back only by a run with the same), as JSON
+    has it: the systems, the budget (and the envs' own), the evaluations and `row.kept`."""
     names = ("systems", "budget", "eval_every", "eval_episodes", *row.kept)
     mine = {name: getattr(c, name) for name in names}
     if row.budgets:
@@ -324,9 +307,8 @@ def sitting(meta: h.Metadata) -> str:
 
 
 def kept_runs(row: Comparison, c: Any, path: Path) -> tuple[dict[str, Any] | None, bool]:
-    """The runs kept in `path` with this invocation's settings (None: run them), and
-    whether new runs may be kept in their place: never over runs kept with other
-    settings, which this invocation does not replace."""
+    """The runs kept in `path` with these settings (None: run them), and whether new runs
+    may be kept there (never over runs kept with other settings)."""
     mine, kept = settings(row, c), None
     with contextlib.suppress(OSError, ValueError):
         kept = json.loads(path.read_text())
@@ -410,8 +392,8 @@ class Line:
 
 
 def paired(runs: Sequence[Run], run: Run, anchor: str, last: int) -> tuple[float, float] | None:
-    """When `run` first reached the final return of `anchor`'s run of its env and seed,
-    and that time over the anchor run's wall time (inf when never); None without one."""
+    """When `run` first reached the final of `anchor`'s run of its env and seed, and that
+    over the anchor run's wall time (inf: never); None without such a run."""
     other = next(
         (r for r in runs if (r.system, r.env, r.seed) == (anchor, run.env, run.seed)), None
     )
@@ -455,9 +437,8 @@ def lines(row: Comparison, runs: Sequence[Run], last: int) -> list[Line]:
 
 
 def family(env: str) -> str:
-    """`MinAtar/Breakout-v1` -> `Breakout`; `module:TaxiOneHot-v0` -> `TaxiOneHot`;
-    `popgym:popgym-RepeatPreviousEasy-v0` -> `RepeatPreviousEasy` (the name's last part
-    before its version)."""
+    """The name's last part before its version: `MinAtar/Breakout-v1` -> `Breakout`,
+    `popgym:popgym-RepeatPreviousEasy-v0` -> `RepeatPreviousEasy`."""
     parts = env.split(":")[-1].split("/")[-1].split("-")
     named = [p for p in parts if not re.fullmatch(r"v\d+", p)] or parts
     return named[-1]
@@ -576,8 +557,7 @@ def tables(row: Comparison, outcome: Outcome, c: Any) -> list[str]:
 
 
 def panels(row: Comparison, runs: Sequence[Run]) -> list[Panel]:
-    """Return against env steps and against wall time, per env: one line per run, each
-    system named once in the legend."""
+    """Return against env steps and against wall time per env, a line a run."""
     out = []
     colors = {s.name: s.color or f"C{i}" for i, s in enumerate(row.systems)}
     label = {s.name: s.label for s in row.systems}
@@ -617,8 +597,8 @@ def describe(row: Comparison) -> str:
 
 
 def solve_cartpole(algo: str, systems: tuple[System, ...], budget: int, quick: int) -> Comparison:
-    """Time to solve CartPole-v1 (475), pararl's `systems` against SB3's `algo` with
-    rl-baselines3-zoo's settings; `quick`: --quick's budget."""
+    """Time to solve CartPole-v1 (475), pararl's `systems` against SB3's `algo` with the
+    zoo's settings; `quick`: --quick's budget."""
     anchor = System("sb3", f"SB3 {algo.upper()} (zoo)", algo, anchor="zoo")
     return Comparison(
         name=algo, title="Time to solve CartPole-v1", systems=(*systems, anchor),
@@ -631,8 +611,8 @@ def solve_cartpole(algo: str, systems: tuple[System, ...], budget: int, quick: i
 
 
 def with_options(row: Comparison, c: Any) -> Comparison:
-    """`row` with what the benchmark's own options set on both sides, over each
-    system's flags: `learning_starts`, and `hidden` (the anchor's `net`)."""
+    """`row` with the benchmark's own `learning_starts` and `hidden` (the anchor's `net`)
+    over every system's flags."""
     ours = {k: getattr(c, k) for k in ("learning_starts", "hidden") if hasattr(c, k)}
     theirs = {k: v for k, v in ours.items() if k != "hidden"}
     if "hidden" in ours:
@@ -645,8 +625,7 @@ def with_options(row: Comparison, c: Any) -> Comparison:
 
 def one(row: Comparison, heading: str, quick: Mapping[str, Any], checks: Sequence[str]) -> Any:
     """The benchmark that is `row` alone (`resolve`, `measure`, `report`, `ROW`), titled
-    `heading`; `quick` gives its own options' --quick values and `checks` their
-    `h.require` rules."""
+    `heading`; its own options' --quick values and `h.require` rules."""
 
     def resolve_one(config: Any) -> Any:
         c = h.apply_quick(resolve(row, config), quick)

@@ -1,10 +1,7 @@
 """The Stable-Baselines3 anchors, each run as its own process (`command` launches one,
-`parse` reads its last line, `sb3-ALGO: {json}`), e.g.:
-
-    python -m benchmarks.lib.sb3 dqn learn --anchor zoo --env CartPole-v1 --target 475
-    python -m benchmarks.lib.sb3 ppo pong --slice-s 60
-
-`ANCHORS` names each anchor's envs and settings. SB3 is imported only in that process.
+`parse` reads its last line, `sb3-ALGO: {json}`), e.g. `python -m benchmarks.lib.sb3 dqn
+learn --anchor zoo --env CartPole-v1 --target 475`; `ANCHORS` names each anchor's envs
+and settings. SB3 is imported only in that process.
 """
 
 from __future__ import annotations
@@ -83,8 +80,7 @@ MASKED_ENVS, MASKED_LR = 8, 1e-3
 
 
 def silent(model: Any) -> Any:
-    """`model` with a logger that writes nothing. SB3's own, set up by `learn`, makes an
-    empty directory in the temp dir on every call (`SB3-<date>`), output or not."""
+    """`model` with a logger that writes nothing (SB3's own makes a directory per `learn`)."""
     from stable_baselines3.common.logger import Logger
 
     model.set_logger(Logger(folder=None, output_formats=[]))
@@ -104,9 +100,8 @@ def annealed(lr: float, clip: float | None = None) -> dict[str, Any]:
 
 
 def dqn_hyper(budget: int) -> dict[str, Any]:
-    """The zoo's DQN settings for a run of `budget` steps. SB3 decays epsilon over a
-    fraction of the steps given to `learn`; the zoo's 0.16 of its 50k steps is 8,000
-    steps, kept whatever the budget (100k would otherwise explore twice as long)."""
+    """The zoo's DQN settings for `budget` steps: epsilon decays over the zoo's 8,000 steps
+    (0.16 of its 50k), whatever the budget (SB3 takes a fraction of the steps of `learn`)."""
     return {**ZOO_DQN, "exploration_fraction": ZOO_DQN_EXPLORATION * ZOO_DQN_TIMESTEPS / budget}
 
 
@@ -116,11 +111,8 @@ def ppo_hyper() -> dict[str, Any]:
 
 
 def mujoco_sac(learning_starts: int, net: list[int], env: str = "HalfCheetah-v5") -> dict[str, Any]:
-    """SB3 SAC with pararl's SAC defaults for `env`'s continuous actions
-    (`SACConfig.BY_KIND["continuous"]`, rl-zoo's MuJoCo settings: SB3's own defaults
-    but 10k random steps; over them `BY_ENV`'s row for `env`, if it has one): one
-    gradient step per env step, the temperature tuned from pararl's initial value
-    toward SB3's target entropy -|A|, as pararl's."""
+    """SB3 SAC with pararl's SAC defaults for `env` (rl-zoo's MuJoCo settings): an update
+    per env step, the temperature tuned from pararl's initial value toward -|A|."""
     from pararl.config import SACConfig
 
     config = SACConfig(env=env).for_env("continuous").config
@@ -146,8 +138,7 @@ def mujoco(algo: str, envs: Any, budget: int) -> dict[str, Any]:
 
 
 def recurrent(algo: str, envs: Any, budget: int) -> dict[str, Any]:
-    """The zoo's CartPoleNoVel-v1 RecurrentPPO settings (`ZOO_LSTM`), the activation
-    as torch's class."""
+    """The zoo's CartPoleNoVel-v1 RecurrentPPO settings, the activation as torch's class."""
     from torch import nn
 
     policy = {**ZOO_LSTM_POLICY, "activation_fn": getattr(nn, ZOO_LSTM_POLICY["activation_fn"])}
@@ -155,9 +146,7 @@ def recurrent(algo: str, envs: Any, budget: int) -> dict[str, Any]:
 
 
 def masked_env(env: str, training: bool) -> Any:
-    """A factory of `env` wrapped so that sb3-contrib reads the mask of its last
-    observation, as its last reset or step gave it in `info["action_mask"]`
-    (Gymnasium's Taxi)."""
+    """A factory of `env` whose last `info["action_mask"]` (Taxi's) sb3-contrib reads."""
     return functools.partial(_masked_env, env)
 
 
@@ -165,9 +154,7 @@ def _masked_env(env_id: str) -> Any:
     import gymnasium as gym
     from sb3_contrib.common.wrappers import ActionMasker
 
-    class InfoMask(gym.Wrapper[Any, Any, Any, Any]):
-        """Keeps the `info["action_mask"]` of the last reset or step as `last_mask`."""
-
+    class InfoMask(gym.Wrapper[Any, Any, Any, Any]):  # the last reset's or step's mask
         last_mask: Any = None
 
         def reset(self, **kwargs: Any) -> Any:
@@ -195,9 +182,8 @@ def by_id(env: str, training: bool) -> str:
 
 @dataclass(frozen=True)
 class Anchor:
-    """How SB3 runs one kind of comparison: its training envs (`n_envs(algo)` of them,
-    seeded), its evaluation env (seeded apart, as pararl's) and its settings (`algo`,
-    the training envs, the budget)."""
+    """How SB3 runs one kind of comparison: its envs (`n_envs(algo)`, and an evaluation env
+    seeded apart, as pararl's) and its settings (of `algo`, the training envs, the budget)."""
 
     n_envs: Callable[[str], int]
     make: Callable[[str, bool], Any]  # (env id, training) -> an env factory or id
@@ -274,13 +260,12 @@ def overrides(pairs: Sequence[str]) -> dict[str, Any]:
 
 @functools.cache
 def callbacks() -> SimpleNamespace:
-    """SB3's callbacks this process needs, as classes made on first use (their base
-    class is SB3's, imported then): `Stopper`, `Clock` and `timed(masked)`."""
+    """SB3's callbacks `Stopper`, `Clock` and `timed(masked)`, made on first use (SB3's
+    base classes are imported then)."""
     from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
 
     class Stopper(BaseCallback):
-        """Ends `learn` once `stopped` is set or `stop_at` env steps are done (0: never;
-        the budget ends `learn` by itself, after its last update)."""
+        """Ends `learn` once `stopped` is set or `stop_at` env steps are done (0: never)."""
 
         def __init__(self, stopped: threading.Event, stop_at: int) -> None:
             super().__init__()
@@ -309,10 +294,8 @@ def callbacks() -> SimpleNamespace:
             return self.first is None or wall - self.first < self.slice_s
 
     def timed(masked: bool) -> type:
-        """SB3's deterministic `EvalCallback` (`masked`: sb3-contrib's
-        `MaskableEvalCallback`, which acts on the env's masks) that appends each
-        evaluation to `points` with its env steps and wall time since `start`, and
-        stops training at the first one reaching `target`."""
+        """SB3's deterministic `EvalCallback` (`masked`: sb3-contrib's, on the env's masks)
+        keeping each evaluation in `points`, stopping at the first reaching `target`."""
         base: Any = EvalCallback
         if masked:
             from sb3_contrib.common.maskable.callbacks import MaskableEvalCallback
@@ -347,8 +330,8 @@ STOP = threading.Event()  # set by SIGTERM or Ctrl-C while `stop_signals` holds
 
 @contextlib.contextmanager
 def stop_signals() -> Iterator[None]:
-    """SIGTERM and Ctrl-C set `STOP` inside (the handlers before are put back): a run
-    asked to stop while it loads still stops at its first step, and saves."""
+    """SIGTERM and Ctrl-C set `STOP` inside: a run asked to stop while it loads still
+    stops at its first step, and saves."""
     handlers = {sig: signal.signal(sig, lambda *_: STOP.set())
                 for sig in (signal.SIGTERM, signal.SIGINT)}  # fmt: skip
     try:
@@ -371,8 +354,8 @@ def load_state(state: Path | None) -> dict[str, Any] | None:
 
 def save_state(model: Any, state: Path, points: list[dict[str, float]], train_s: float,
                pieces: int) -> None:  # fmt: skip
-    """Model (with its optimizer), replay memory, then counters and curve, each to a
-    temporary name first: the curve file, renamed last, marks a whole save."""
+    """Model (with its optimizer), replay memory, counters and curve, each written under
+    a temporary name first: the curve, renamed last, marks a whole save."""
     state.mkdir(parents=True, exist_ok=True)
     model.save(state / f"tmp-{MODEL}")
     model.save_replay_buffer(state / f"tmp-{REPLAY}")
@@ -385,13 +368,10 @@ def save_state(model: Any, state: Path, points: list[dict[str, float]], train_s:
 
 def learn(algo: str, args: argparse.Namespace) -> dict[str, Any]:
     """`algo` as `--anchor` runs it on `--env`, for the budget or until an evaluation
-    reaches `--target`; every deterministic evaluation with its wall time.
-
-    With `--state DIR` the run goes in pieces: SIGTERM, Ctrl-C or `--stop-at` stop it at
-    the next env step (that step's transition is not stored), and it saves its model
-    with the optimizer, its replay memory, its counters and its curve in DIR; run again
-    with the same DIR, it carries on to the budget on the same clock and evaluation
-    schedule. A piece's envs start afresh (the episode in flight is cut)."""
+    reaches `--target`; every deterministic evaluation with its wall time. With `--state
+    DIR` it goes in pieces: SIGTERM, Ctrl-C or `--stop-at` stop it at the next env step
+    and it saves itself in DIR (`save_state`), from where the next piece carries on (its
+    envs start afresh) on the same clock and evaluation schedule."""
     import numpy as np
     import torch
     from stable_baselines3.common.callbacks import CallbackList
@@ -460,8 +440,7 @@ def learn(algo: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def verify(algo: str, args: argparse.Namespace) -> dict[str, Any]:
-    """Deterministic mean return of the model saved at `args.model`, on the anchor's
-    evaluation env."""
+    """Deterministic mean return of the model saved at `args.model` (the anchor's eval env)."""
     import numpy as np
     from stable_baselines3.common.evaluation import evaluate_policy
 
@@ -528,18 +507,15 @@ def parse(stdout: str, algo: str) -> dict[str, Any] | None:
 
 @functools.cache
 def minatar_cnn() -> type:
-    """The MinAtar paper's network as SB3 features (a class made on first use: its base
-    class is SB3's, imported then)."""
+    """The MinAtar paper's network as SB3 features (made on first use, as `callbacks`)."""
     import gymnasium as gym
     import torch
     from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
     from torch import nn
 
     class MinAtarCNN(BaseFeaturesExtractor):
-        """Young & Tian 2019's network as SB3 features: one 3x3 convolution with 16
-        filters, then 128 hidden units, ReLU after each. Takes MinAtar's channels-last
-        boolean planes as they come (SB3 transposes only uint8 images) and moves the
-        channels first itself, as pararl's `ImageInput` does."""
+        """Young & Tian 2019: a 3x3 convolution of 16 filters, 128 hidden units, ReLUs; on
+        MinAtar's channels-last boolean planes, moved first here (as pararl's `ImageInput`)."""
 
         def __init__(self, observation_space: gym.spaces.Box) -> None:
             super().__init__(observation_space, features_dim=128)
@@ -561,9 +537,8 @@ def minatar_policy() -> dict[str, Any]:
 
 
 def dqn_settings(cfg: Any, budget: int) -> dict[str, Any]:
-    """SB3 DQN with the settings of a pararl DQN config whose fields are all set
-    (`for_env`): SB3 counts its target interval in env steps, pararl in updates, and
-    decays epsilon over a fraction of `budget`."""
+    """SB3 DQN with a pararl DQN config's settings (`for_env`'s, every field set); SB3
+    counts its target interval in env steps, and decays epsilon over a fraction of `budget`."""
     steps_per_update = round(1 / cfg.replay_ratio)
     optimizer: dict[str, Any] = {}
     if cfg.optimizer == "rmsprop":  # pararl's centred RMSProp
@@ -581,10 +556,8 @@ def dqn_settings(cfg: Any, budget: int) -> dict[str, Any]:
 
 
 def ppo_settings(cfg: Any) -> dict[str, Any]:
-    """SB3 PPO with the settings of a pararl PPO config whose fields are all set
-    (`for_env`); both take the value loss as the mean squared error. SB3 clips the
-    value with `clip_range_vf` and takes the clipped error alone, where pararl (CleanRL)
-    takes the larger of the clipped and the unclipped errors."""
+    """SB3 PPO with a pararl PPO config's settings (`for_env`'s); SB3's value clipping
+    takes the clipped error alone, pararl's (CleanRL's) the larger of the two."""
     return {"learning_rate": functools.partial(linear, cfg.lr) if cfg.anneal_lr else cfg.lr,
             "n_steps": cfg.num_steps, "batch_size": cfg.minibatch_size,
             "n_epochs": cfg.update_epochs, "gamma": cfg.gamma, "gae_lambda": cfg.gae_lambda,
