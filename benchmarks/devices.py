@@ -233,6 +233,3 @@ def report(r: Results, meta: h.Metadata) -> h.Report:
         [panel],
         "device placement benchmark",
     )
-
-
-__all__ = ["Config", "measure", "report", "resolve"]

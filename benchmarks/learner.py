@@ -1,6 +1,6 @@
 """`python -m benchmarks learner`: the learners alone (DQN, PPO, SAC updates on random
-data in pararl's formats) against SB3's own `train()` with the same network, batch and
-optimizer, and against the FLOP floor of this machine's GEMM peak.
+data) against SB3's own `train()` with the same network, batch and optimizer, and
+against the FLOP floor of this machine's GEMM peak.
 """
 
 from __future__ import annotations
@@ -30,8 +30,7 @@ PPO_ENVS = 8  # the rollout's envs (pararl: 2 workers x 4; SB3: 8 DummyVecEnv en
 
 @dataclass(frozen=True)
 class Shape:
-    """A case's observations and actions, and the network pararl builds for them (SB3
-    gets the same one)."""
+    """A case's observations and actions, and the network both systems build for them."""
 
     obs: tuple[int, ...]
     obs_dtype: str  # float32 | bool | uint8
@@ -56,16 +55,15 @@ def shape_of(case: str) -> Shape:
 
 @dataclass(frozen=True)
 class Config(h.Options):
-    """Updates/s of pararl's learners against SB3's train() and the FLOP floor, learner
-    alone. --quick: small memories, few updates, one round."""
+    """Updates/s of pararl's learners alone against SB3's train() and the FLOP floor.
+    --quick: small memories, few updates, one round."""
 
     cases: tuple[Case, ...] = CASES
-    """Which learners (DQN: the CartPole MLP, MinAtar CNN, Nature CNN; PPO: the 64x64
-    continuous MLP, MinAtar CNN, Nature CNN; SAC: HalfCheetah's 256x256 networks)."""
+    """Which learners (DQN: CartPole MLP, MinAtar CNN, Nature CNN; PPO: 64x64 continuous MLP,
+    MinAtar CNN, Nature CNN; SAC: HalfCheetah's 256x256 networks)."""
     compile: tuple[Setting, ...] = ("off", "on", "auto")
-    """pararl's `--compile` settings to time, each once per step mode it gives on the
-    device (CPU: off and auto run the step as written, on compiles it; CUDA: off as
-    written, auto a recorded CUDA graph, on compiled and recorded)."""
+    """pararl's `--compile` settings, each timed once per step mode it gives on the device
+    (CPU: on compiles; CUDA: auto records a CUDA graph, on compiles and records)."""
     prioritized: bool = True
     """DQN and SAC cases also with prioritized replay (pararl only: SB3 has none)."""
     device: Literal["auto", "cpu", "cuda"] = "auto"
@@ -73,8 +71,7 @@ class Config(h.Options):
     threads: int = 1
     """torch threads (the learner of a 2-core run has one core; 0: all)."""
     seconds: float = 2.0
-    """Target length of one timed spell (the number of updates is set from the
-    warm-up's rate)."""
+    """Target length of one timed spell (its updates set from the warm-up's rate)."""
     repeats: int = 3
     """Interleaved spells per system (median, min and max reported)."""
     memory: int = 10_000
@@ -91,8 +88,7 @@ def resolve(config: Config) -> Config:
 
 @dataclass
 class Split:
-    """Where one update's time goes, from a profiled spell (the report's intro says
-    what each part holds); the profiler's own cost is in it."""
+    """Where one update's time goes, from a profiled spell (`SPLIT_NOTE`)."""
 
     matrix_ms: float
     other_ms: float
@@ -183,9 +179,8 @@ def random_actions(shape: Shape, n: int, rng: np.random.Generator) -> np.ndarray
 
 
 def pararl_replay(case: str, mode: str, prioritized: bool, c: Config, device: str) -> Any:
-    """A DQN or SAC state of this case (its run's defaults; DQN on CartPole with an MLP
-    256x256) with a full memory: frames as an actor adds them (8 envs, no episode ends)
-    for image stacks, random transitions otherwise."""
+    """A DQN or SAC state of this case (its run's defaults; CartPole's DQN 256x256) with a
+    full memory: frames as an actor adds them for image stacks, else random transitions."""
     import torch
 
     from benchmarks.handwritten import fill
@@ -219,8 +214,8 @@ def pararl_replay(case: str, mode: str, prioritized: bool, c: Config, device: st
 
 
 def sb3_model(case: str, c: Config, device: str) -> Any:
-    """SB3's DQN, PPO or SAC with this case's settings (pararl's, as `lib.sb3` reads
-    them) and network, its replay memory or rollout buffer full of random data."""
+    """SB3's DQN, PPO or SAC with this case's settings (pararl's, as `lib.sb3` reads them)
+    and network, its replay memory or rollout buffer full of random data."""
     import gymnasium as gym
     import torch
     from stable_baselines3 import DQN, PPO, SAC
@@ -285,8 +280,8 @@ def sb3_model(case: str, c: Config, device: str) -> Any:
 
 @dataclass
 class Learner:
-    """Something to time: `run(k)` does k updates (k = minibatch steps for PPO, which
-    rounds to whole rollouts) and returns how many it did."""
+    """Something to time: `run(k)` does about k updates (PPO: whole rollouts) and returns
+    how many it did."""
 
     row: Row
     run: Callable[[int], int]
@@ -305,9 +300,8 @@ MATRIX_OPS = frozenset({
 
 @contextlib.contextmanager
 def no_native_stderr() -> Iterator[None]:
-    """The process's stderr (file descriptor 2) sent to /dev/null inside the block:
-    the profiler's native library logs two lines per profile there ("profiler_start",
-    "profiler_stop"), which no setting turns off. Python exceptions still propagate."""
+    """File descriptor 2 to /dev/null inside: the profiler's native library logs two lines
+    a profile there, which no setting turns off."""
     sys.stderr.flush()
     saved = os.dup(2)
     try:
@@ -361,9 +355,8 @@ def rollouts(step: Callable[[], Any], per: int) -> Callable[[int], int]:
 
 
 def learners(case: str, c: Config, device: str, settings: dict[str, str]) -> list[Learner]:
-    """pararl's learner of `case` under each step mode (`settings`: mode -> --compile),
-    with each sampling (DQN and SAC: one replay batch per update; PPO: per minibatch
-    step, a rollout at a time), then SB3's."""
+    """pararl's learner of `case` under each step mode (`settings`: mode -> --compile) and
+    sampling (a replay batch an update; PPO: a rollout's minibatch steps), then SB3's."""
     out: list[Learner] = []
     ppo = case.startswith("ppo")
     samplings = ["rollout"] if ppo else ["uniform", "prioritized"][: 1 + c.prioritized]
@@ -425,25 +418,19 @@ def pararl_ppo(case: str, mode: str, device: str) -> tuple[Any, int]:
 
 def random_rollout(shape: Shape, n: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(SEED)
-    if shape.discrete:
-        actions = rng.integers(0, shape.actions, n)
-    else:
-        actions = rng.standard_normal((n, shape.actions)).astype(np.float32)
-    batch = {"obs": random_obs(shape, n, rng), "actions": actions,
+    batch = {"obs": random_obs(shape, n, rng), "actions": random_actions(shape, n, rng),
              "logprobs": (-1.0 - rng.random(n)).astype(np.float32)}  # fmt: skip
     for key in ("values", "advantages", "returns"):
         batch[key] = rng.standard_normal(n).astype(np.float32)
     return batch
 
 
-# past a fused step's warm-up (3 calls) and its recording (the 4th): six updates, or
-# two rollouts (each has many minibatch steps of each kind)
-WARM_CALLS, WARM_ROLLOUTS = 6, 2
+WARM_CALLS, WARM_ROLLOUTS = 6, 2  # past a fused step's warm-up (3 calls) and recording (4th)
 
 
 def warm(learner: Learner, seconds: float) -> None:
     """First calls (compiling, recording, SB3's first train), their cost beyond plain
-    updates kept apart; then the rate that sizes the spells."""
+    updates kept; then the rate that sizes the spells."""
     calls = WARM_CALLS if learner.per_call == 1 else WARM_ROLLOUTS
     first, done = h.timed(functools.partial(learner.run, learner.per_call * calls))
     start, more = time.perf_counter(), 0
@@ -515,9 +502,8 @@ def measure(c: Config, meta: h.Metadata) -> Results:
 
 
 def fill_ratios(rows: list[Row], peak: float) -> None:
-    """FLOPs for every row of a case (SB3's update does the same matrix work, one
-    forward fewer where pararl computes double-DQN targets: the eager row's count, as
-    an estimate), GFLOP/s, floor (at `peak`) and ratios."""
+    """FLOPs (the eager row's count for every row: SB3's has the same matrix work, one
+    forward fewer than double-DQN's), GFLOP/s, the floor at `peak`, and ratios."""
     sb3 = next((r for r in rows if r.system == "SB3"), None)
     for sampling in dict.fromkeys(r.sampling for r in rows):
         mine = [r for r in rows if r.sampling == sampling]
@@ -605,6 +591,3 @@ def report(r: Results, meta: h.Metadata) -> h.Report:
         [roofline],
         "achieved GFLOP/s against FLOPs per update, with the GEMM peak",
     )
-
-
-__all__ = ["Config", "measure", "report", "resolve"]

@@ -183,6 +183,3 @@ def report(rows: list[Row], meta: h.Metadata) -> h.Report:
         panels,
         "MAML meta-iteration time split",
     )
-
-
-__all__ = ["Config", "measure", "report", "resolve"]

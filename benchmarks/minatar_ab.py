@@ -219,6 +219,3 @@ def report(r: Results, meta: h.Metadata) -> h.Report:
         panels, "final returns per seed: training, greedy and sampled evaluation",
         legend_below=True,
     )  # fmt: skip
-
-
-__all__ = ["Config", "evaluate", "measure", "report", "resolve"]

@@ -1,6 +1,6 @@
 """`python -m benchmarks partial`: wait for every worker, or take what has finished
-(timeout, min_envs, auto)? Each recv policy on one `MultiTaskSampler` per case,
-timed in rotated rounds.
+(timeout, min_envs, auto)? Each recv policy on one `MultiTaskSampler` per case (policy
+size, envs per worker), timed in rotated rounds.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from benchmarks.lib.figures import Panel, Series
 from pararl.mp.topology import physical_cores
 
 MAX_AUTO_WARMUP = 8  # extra warm-up samples allowed for auto to settle
+SKIP = {((512, 512), 4000)}  # cases left out (the full run stays ~10 min)
 SEED_001 = [  # the parallel-sampling post's (8 workers, HalfCheetahDir, GPU policy)
     ["sampling post", "8 × 20 (160)", "timeout=0.0001 vs wait (0.1 s)", "wait as fast or faster"],
     ["sampling post", "8 × 4000 (32,000)", "timeout=0.0001 vs wait (0.1 s)",
@@ -34,16 +35,14 @@ class Config(h.Options):
     """Worker processes; default: the physical cores available to this process."""
     envs_per_worker: tuple[int, ...] = (4, 20, 100, 500, 2000, 4000)
     """Sweep of envs per worker (the seed ran 20 and 4000 with 8 workers)."""
-    skip: tuple[str, ...] = ("512,512@4000",)
-    """Cases left out, as HIDDEN@ENVS_PER_WORKER (the default keeps the full run ~10 min)."""
     episode_length: int = 100
-    """Steps per episode (one episode per env per sample); a case of many envs runs shorter
-    ones (50,000 env steps a sample at most, at least 10 steps an episode)."""
+    """Steps per episode, one episode per env a sample (shorter for many envs: 50,000 env
+    steps a sample at most, 10 steps an episode at least)."""
     recv: tuple[str, ...] = ("all", "timeout=0.0001", "timeout=0.001", "timeout=0.01",
                              "timeout=0.1", "min_envs=0.5", "auto")  # fmt: skip
     """Recv policies: all, timeout=SECONDS, min_envs=K (a fraction of envs if < 1), auto."""
     hidden: tuple[str, ...] = ("64,64", "512,512")
-    """Policy sizes (hidden widths, comma separated): small vs wide (forward grows with batch)."""
+    """Policy sizes, hidden widths comma separated (the forward grows with the batch)."""
     repeats: int = 4
     """Least timed samples per recv policy and case, interleaved across policies."""
     max_repeats: int = 15
@@ -61,19 +60,6 @@ def widths(text: str) -> tuple[int, ...]:
     return out
 
 
-def cases(c: Config) -> list[tuple[tuple[int, ...], int]]:
-    """(hidden widths, envs per worker) of every case run, in order."""
-    skip = set()
-    for case in c.skip:
-        hid, at, epw = case.partition("@")
-        h.check(
-            [(not at or not epw.isdigit(), f"--skip {case!r}: use HIDDEN@ENVS, e.g. 512,512@4000")]
-        )
-        skip.add((widths(hid), int(epw)))
-    every = [(widths(hid), epw) for hid in c.hidden for epw in sorted(set(c.envs_per_worker))]
-    return [case for case in every if case not in skip]
-
-
 def resolve(config: Config) -> Config:
     from pararl.samplers.meta.sampler import parse_recv
 
@@ -86,7 +72,8 @@ def resolve(config: Config) -> Config:
     h.check([(c.max_repeats < c.repeats, "--max-repeats must be >= --repeats")])
     for spec in c.recv:
         parse_recv(spec)  # UsageError for a bad one, before anything starts
-    cases(c)
+    for text in c.hidden:
+        widths(text)
     return c
 
 
@@ -121,18 +108,16 @@ def measure_case(c: Config, workers: int, epw: int, hidden: tuple[int, ...]) -> 
     that the timed samples show the mode it keeps for the run."""
     import psutil
 
+    from pararl.envs.make import probe_env
     from pararl.models.gaussian import MLPGaussianPolicy
     from pararl.samplers.meta.auto import Auto
-    from pararl.samplers.meta.sampler import MultiTaskSampler, make_task_env, parse_recv
+    from pararl.samplers.meta.sampler import MultiTaskSampler, parse_recv
 
     n = workers * epw
     length = max(10, min(c.episode_length, 50_000 // n))
     where = f"{epw} envs/worker × {workers}, hidden {hidden}, L={length}"
     h.progress(f"{where}: starting ...")
-    probe = make_task_env(c.env, length, {})
-    obs_dim, act_dim = (int(np.prod(s.shape or ())) for s in (probe.observation_space,
-                                                               probe.action_space))  # fmt: skip
-    probe.close()
+    obs_dim, act_dim = (int(np.prod(s.shape or ())) for s in probe_env(c.env))
     policy = MLPGaussianPolicy(obs_dim, act_dim, hidden, seed=0)
     sampler = MultiTaskSampler(c.env, policy, num_workers=workers, envs_per_worker=epw,
                                episode_length=length, worker_timeout=120.0)  # fmt: skip
@@ -158,20 +143,18 @@ def measure_case(c: Config, workers: int, epw: int, hidden: tuple[int, ...]) -> 
             samples.clear()
         pids = getattr(sampler.venv, "worker_pids", [])
         rss = sum(psutil.Process(pid).memory_info().rss for pid in pids) / n / 1e6 if pids else None
-        tasks_ = {name: functools.partial(one, name) for name in c.recv}
-        times = h.interleaved(tasks_, max(c.repeats, min(c.max_repeats, fit)), rotate=True)
+        times = h.interleaved({name: functools.partial(one, name) for name in c.recv},
+                              max(c.repeats, min(c.max_repeats, fit)), rotate=True)  # fmt: skip
     finally:
         sampler.close()
     rows = []
     for name in c.recv:
         st = stats[name]
-        workers_per_recv, forwards, share = (
-            float(np.mean([s["mean_workers_per_recv"] for s in st])),
-            float(np.mean([s["forward_passes"] for s in st])) / length,
-            float(np.mean([s["forward_s"] / s["wall_s"] for s in st])),
-        )
-        row = Row(hidden, epw, n, length, name, h.summarize(times[name]), workers_per_recv,
-                  forwards, share, rss_per_env_mb=rss)  # fmt: skip
+        row = Row(hidden, epw, n, length, name, h.summarize(times[name]),
+                  float(np.mean([s["mean_workers_per_recv"] for s in st])),
+                  float(np.mean([s["forward_passes"] for s in st])) / length,
+                  float(np.mean([s["forward_s"] / s["wall_s"] for s in st])),
+                  rss_per_env_mb=rss)  # fmt: skip
         if name in autos:
             info = autos[name].summary()
             trial = info.get("trial_partial_vs_wait")
@@ -197,7 +180,9 @@ def measure(c: Config, meta: h.Metadata) -> list[Row]:
     workers = c.workers or physical_cores()
     meta.params["workers_resolved"] = workers
     torch.set_num_threads(1)
-    return [row for hid, epw in cases(c) for row in measure_case(c, workers, epw, hid)]
+    cases = [(widths(hid), epw) for hid in c.hidden for epw in sorted(set(c.envs_per_worker))]
+    return [row for hid, epw in cases if (hid, epw) not in SKIP
+            for row in measure_case(c, workers, epw, hid)]  # fmt: skip
 
 
 def size(hidden: tuple[int, ...]) -> str:

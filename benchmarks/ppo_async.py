@@ -453,6 +453,3 @@ def report(r: Results, meta: h.Metadata) -> h.Report:
         figure_alt="MinAtar return against env steps and wall time, async PPO against "
         "serial, sync and SB3", legend_below=True,
     )  # fmt: skip
-
-
-__all__ = ["Config", "measure", "measure_floor", "report", "resolve", "run_facts"]

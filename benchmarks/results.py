@@ -535,6 +535,3 @@ def report(results: Results, meta: h.Metadata) -> h.Report:
         "; ".join(keys) or "no run yet",
         blocks,
     )
-
-
-__all__ = ["ENTRIES", "Config", "exit_code", "measure", "report", "resolve"]

@@ -2,10 +2,9 @@
 against N separate runs two at a time (what a user does on 2 cores) and one run alone,
 in one sitting, every run to the same budget per agent with its default evaluations.
 
-Reported: agent env steps per second of the whole (every agent's steps over the wall
-time, launch to exit), the ratio batched/separate, the IQM of the agents' final
-evaluations with its 95% bootstrap interval, and the Mann-Whitney p of batched
-against separate finals (`pararl compare`'s numbers): a batched agent should be the
+Reported: agent env steps/s of the whole (launch to exit), the ratio batched/separate,
+the IQM of the agents' finals with its 95% bootstrap interval, and the Mann-Whitney p of
+batched against separate finals (`pararl compare`'s): a batched agent should be the
 agent its seed trains alone, so p should stay above 0.05.
 """
 
@@ -85,9 +84,8 @@ def resolve(c: Config) -> Config:
 
 
 def _pool(commands: Sequence[list[str]], width: int, cwd: Path) -> tuple[float, list[str]]:
-    """`commands` run `width` at a time, the next starting as one ends, each writing
-    to a log of its own beside its run dir: the wall time of the whole, and each
-    failure's last line."""
+    """`commands` run `width` at a time, each logged beside its run dir: the wall time of
+    the whole, and each failure's last line."""
     start, waiting = time.perf_counter(), list(commands)
     running: list[tuple[subprocess.Popen[str], Path, float]] = []
     failures: list[str] = []
@@ -116,9 +114,10 @@ def _pool(commands: Sequence[list[str]], width: int, cwd: Path) -> tuple[float, 
 
 
 def envs_alone(run_dir: Path, steps: int = FLOOR_STEPS) -> float | None:
-    """Agent steps/s of a batched run's envs alone, laid out as the run laid them
-    out (config.json: every agent's envs, its workers, serial or sync), stepped with
-    random actions: what the run's throughput can never exceed."""
+    """Agent steps/s of a batched run's envs alone, laid out as its config.json says
+    (every agent's envs, its workers, serial or sync), stepped with random actions: the
+    ceiling of its throughput."""
+    from benchmarks.lib.stepping import VectorStep, actions
     from pararl.envs.make import env_factory
     from pararl.vector import ParallelVectorEnv, SerialVectorEnv
 
@@ -134,17 +133,11 @@ def envs_alone(run_dir: Path, steps: int = FLOOR_STEPS) -> float | None:
         else ParallelVectorEnv(fns, num_workers=facts["workers"], autoreset_mode="SameStep")
     )  # fmt: skip
     try:
+        runner = VectorStep(envs, n, actions(envs.single_action_space, n), lambda: None)
         envs.reset(seed=list(range(n)))
-        envs.action_space.seed(0)
-        actions = [envs.action_space.sample() for _ in range(64)]
-
-        def run(count: int) -> None:
-            for i in range(count):
-                envs.step(actions[i % 64])
-
-        run(50)
-        seconds, _ = h.timed(lambda: run(steps))
-        return n * steps / seconds
+        runner.run(50 * n)
+        seconds, done = h.timed(lambda: runner.run(steps * n))
+        return done / seconds
     finally:
         envs.close()
 

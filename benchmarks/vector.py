@@ -9,7 +9,6 @@ import multiprocessing as mp
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from multiprocessing.connection import Connection
 from typing import Any, Literal, get_args
 
 import gymnasium as gym
@@ -89,42 +88,30 @@ def make_env(env_id: str, env_kwargs: dict[str, Any]) -> gym.Env:
     return gym.make(env_id, **env_kwargs)
 
 
-def _loop_child(conn: Connection, case: Case) -> None:
-    """Serve ("reset", _) and ("run", steps) on one `Single` until ("close", _)."""
-    runner = Single(make_env(case.env_id, case.env_kwargs))
-    try:
-        conn.send((True, None))
-        while (msg := conn.recv())[0] != "close":
-            if msg[0] == "reset":
-                runner.reset()
-            conn.send((True, 0 if msg[0] == "reset" else runner.run(msg[1])))
-    finally:
-        runner.env.close()
-
-
 class Loops:
-    """The cores' own ceiling: one `Single` per worker in its own process, all run at
-    once, one message each way per timed block."""
+    """The cores' own ceiling: one `Single` per worker, each in a driver of its own
+    (`stepping.driver`), all run at once, one message each way a block."""
 
     def __init__(self, case: Case) -> None:
         self.unit = case.workers
-        self.group = ProcessGroup(_loop_child, [(case,)] * case.workers, mp.get_context())
+        args = [(open_backend, "single", case, 0)] * case.workers
+        self.group = ProcessGroup(stepping.driver, args, mp.get_context())
         try:
-            self.group.await_ready(120.0)
+            why = [w for w in self.group.gather(range(self.unit), 120.0, "not built") if w]
+            if why:
+                raise RuntimeError(why[0])
         except BaseException:
             self.group.kill()
             raise
 
-    def _all(self, command: str, value: int) -> int:
-        for i in range(self.unit):
-            self.group.send(i, (command, value))
-        return sum(self.group.gather(range(self.unit), LOOP_TIMEOUT_S, "no reply in {timeout} s"))
-
-    def reset(self) -> None:
-        self._all("reset", 0)
+    def reset(self) -> None:  # each driver reset its env when it built it
+        pass
 
     def run(self, steps: int) -> int:
-        return self._all("run", -(-steps // self.unit))
+        for i in range(self.unit):
+            self.group.send(i, ("block", -(-steps // self.unit)))
+        blocks = self.group.gather(range(self.unit), LOOP_TIMEOUT_S, "no reply in {timeout} s")
+        return sum(b.steps for b in blocks)
 
 
 def open_backend(name: str, case: Case) -> stepping.Opened:

@@ -641,6 +641,3 @@ def one(row: Comparison, heading: str, quick: Mapping[str, Any], checks: Sequenc
         return h.Report(heading, ratios, blocks, figs, f"{row.name} benchmark", legend_below=True)
 
     return SimpleNamespace(ROW=row, resolve=resolve_one, measure=measure_one, report=report_one)
-
-
-__all__ = ["Comparison", "Options", "Outcome", "Run", "System", "measure", "report", "resolve"]
