@@ -61,19 +61,12 @@ class Config(h.Options):
     """Atari samplers: pararl against EnvPool, ale-py's vector env, Gymnasium, SB3.
     --quick: Pong, 2 workers × 1 env, 2 short blocks per backend (< 1 min)."""
 
-    envs: tuple[str, ...] = ("ALE/Pong-v5", "ALE/Breakout-v5")
-    """Gymnasium ids of ale-py games (ale-py's vector env and EnvPool take the same game)."""
-    workers: tuple[int, ...] = (1, 2)
-    """pararl worker processes = EnvPool and ale-py threads (Gymnasium and SB3: one
-    process per env whatever this is)."""
-    envs_per_worker: tuple[int, ...] = (1, 2, 4, 8)
-    """Sweep of envs per worker; total envs = workers × envs per worker."""
-    backends: tuple[Backend, ...] = BACKENDS
-    """Backends to time; the async modes (batch of half the envs) need 2 envs or more."""
-    repeats: int = 5
-    """Timed blocks per backend and case, interleaved across backends."""
-    block_s: float = 0.5
-    """Target seconds per timed block (step counts come from a calibration run)."""
+    envs: tuple[str, ...] = ("ALE/Pong-v5", "ALE/Breakout-v5")  # Gymnasium ids of ale-py games.
+    workers: tuple[int, ...] = (1, 2)  # pararl's processes, EnvPool's and ale-py's threads.
+    envs_per_worker: tuple[int, ...] = (1, 2, 4, 8)  # Sweep of envs per worker.
+    backends: tuple[Backend, ...] = BACKENDS  # Backends to time (the async ones need 2+ envs).
+    repeats: int = 5  # Timed blocks per backend and case, interleaved across backends.
+    block_s: float = 0.5  # Target seconds per timed block (its steps from a calibration).
 
 
 QUICK = {"envs": ("ALE/Pong-v5",), "workers": (2,), "envs_per_worker": (1,), "repeats": 2,

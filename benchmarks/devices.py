@@ -10,7 +10,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Literal
+from typing import Literal, get_args
 
 from benchmarks.lib import compare, training
 from benchmarks.lib import harness as h
@@ -37,20 +37,13 @@ class Config(h.Options):
     """PPO wall time for a fixed number of env steps, per device placement and hidden
     width (the CPU/GPU placement post). --quick: widths 64 and 1024, 2,048 steps, 1 round."""
 
-    env: str = "CartPole-v1"
-    """Gymnasium env id."""
-    total_steps: int = 20_000
-    """Env steps per run (the run never stops early)."""
-    widths: tuple[int, ...] = (64, 128, 256, 1024)
-    """Hidden widths; each run's actor and critic MLPs have two layers of that width."""
-    placements: tuple[Placement, ...] = ("cpu-only", "gpu-only", "cpu-act-gpu-learn", "auto")
-    """Placements to time (`auto`: pararl's measured choice)."""
-    repeats: int = 3
-    """Rounds; every width and placement runs once per round."""
-    eval_episodes: int = 2
-    """Episodes of the one evaluation at the end of each run."""
-    run_timeout_s: float = 900.0
-    """One training process is killed after this long (reported as a timeout)."""
+    env: str = "CartPole-v1"  # Gymnasium env id.
+    total_steps: int = 20_000  # Env steps per run (the run never stops early).
+    widths: tuple[int, ...] = (64, 128, 256, 1024)  # Actor's and critic's 2 hidden layers.
+    placements: tuple[Placement, ...] = get_args(Placement)  # `auto`: pararl's measured choice.
+    repeats: int = 3  # Rounds; every width and placement runs once per round.
+    eval_episodes: int = 2  # Episodes of the one evaluation at the end of each run.
+    run_timeout_s: float = 900.0  # A run is killed after this long (reported as a timeout).
 
 
 def resolve(config: Config) -> Config:

@@ -57,20 +57,13 @@ class Config(compare.Options, h.Options):
     """DQN: time to solve CartPole against SB3, transitions/s against the DQN post's design.
     --quick: 1 seed, 1,200-step budget, short spells (1-2 min)."""
 
-    parts: tuple[Part, ...] = ("solve", "throughput")
-    """Parts to run."""
-    actors: tuple[int, ...] = (1, 2)
-    """throughput: actor process counts (the DQN post's children, pararl's actors)."""
-    workloads: tuple[Workload, ...] = ("seed", "defaults")
-    """throughput: pararl configs (`seed`: the DQN post's learning work; `defaults`: pararl's)."""
-    repeats: int = 3
-    """throughput: timed spells per system, interleaved."""
-    block_s: float = 3.0
-    """throughput: seconds per timed spell."""
-    warmup_s: float = 1.0
-    """throughput: untimed seconds before each spell."""
-    learner_threads: int | None = None
-    """throughput: torch threads of the learner (default: what `pararl train` chooses)."""
+    parts: tuple[Part, ...] = ("solve", "throughput")  # Parts to run.
+    actors: tuple[int, ...] = (1, 2)  # throughput: actor processes (the post's children).
+    workloads: tuple[Workload, ...] = ("seed", "defaults")  # throughput: pararl's configs.
+    repeats: int = 3  # throughput: timed spells per system, interleaved.
+    block_s: float = 3.0  # throughput: seconds per timed spell.
+    warmup_s: float = 1.0  # throughput: untimed seconds before each spell.
+    learner_threads: int | None = None  # throughput: the learner's threads (`pararl train`'s).
 
 
 def resolve(config: Config) -> Config:

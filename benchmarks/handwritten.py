@@ -38,35 +38,20 @@ Part = Literal["adam", "tensorboard", "stacked", "replay", "checkpoint", "recurr
 class Config(h.Options):
     """pararl's own parts alone against what they replace. --quick: tiny spells."""
 
-    parts: tuple[Part, ...] = ("adam", "tensorboard", "stacked")
-    """Parts to run."""
-    repeats: int = 3
-    """Interleaved repeats of every measurement (median, min and max reported)."""
-    dqn_updates: int = 25_000
-    """adam: DQN updates per spell (a default 100k-step DQN run does 24,750)."""
-    tb_rows: int = 2_000
-    """tensorboard: metrics rows written per spell."""
-    agents: int = 8
-    """stacked: agents updated together (CartPole-sized PPO actor-critics)."""
-    steps: int = 300
-    """stacked: minibatch steps per spell."""
-    capacity: int = 100_000
-    """replay: capacity of the frame-deduplicated memory (transitions = frames)."""
-    naive_capacity: int = 25_000
-    """replay: capacity of the naive memory (56 KB a transition; its bytes per one do not
-    depend on it)."""
-    batches: int = 300
-    """replay: batches per timed spell."""
-    checkpoint_env: str = "ALE/Pong-v5"
-    """checkpoint: the env of the DQN run whose final checkpoint is saved and loaded."""
-    checkpoint_steps: int = 20_000
-    """checkpoint: env steps of that run (its replay memory holds them all)."""
-    core_sizes: tuple[int, ...] = (64, 256)
-    """recurrent: LSTM widths."""
-    episode_lengths: tuple[int, ...] = (25, 200, 100_000)
-    """recurrent: mean episode lengths (CartPole early in training, a long one, none)."""
-    calls: int = 20
-    """recurrent: forward-backward passes per timed spell."""
+    parts: tuple[Part, ...] = ("adam", "tensorboard", "stacked")  # Parts to run.
+    repeats: int = 3  # Interleaved repeats of every measurement (median, min and max reported).
+    dqn_updates: int = 25_000  # adam: DQN updates per spell (a 100k-step run does 24,750).
+    tb_rows: int = 2_000  # tensorboard: metrics rows written per spell.
+    agents: int = 8  # stacked: agents updated together (CartPole-sized PPO actor-critics).
+    steps: int = 300  # stacked: minibatch steps per spell.
+    capacity: int = 100_000  # replay: capacity of the memory of frames (transitions).
+    naive_capacity: int = 25_000  # replay: capacity of the naive one (56 KB a transition).
+    batches: int = 300  # replay: batches per timed spell.
+    checkpoint_env: str = "ALE/Pong-v5"  # checkpoint: the env of the DQN run saved and loaded.
+    checkpoint_steps: int = 20_000  # checkpoint: its env steps (its memory holds them all).
+    core_sizes: tuple[int, ...] = (64, 256)  # recurrent: LSTM widths.
+    episode_lengths: tuple[int, ...] = (25, 200, 100_000)  # recurrent: mean episode lengths.
+    calls: int = 20  # recurrent: forward-backward passes per timed spell.
 
 
 def resolve(config: Config) -> Config:

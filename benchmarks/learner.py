@@ -58,24 +58,14 @@ class Config(h.Options):
     """Updates/s of pararl's learners alone against SB3's train() and the FLOP floor.
     --quick: small memories, few updates, one round."""
 
-    cases: tuple[Case, ...] = CASES
-    """Which learners (DQN: CartPole MLP, MinAtar CNN, Nature CNN; PPO: 64x64 continuous MLP,
-    MinAtar CNN, Nature CNN; SAC: HalfCheetah's 256x256 networks)."""
-    compile: tuple[Setting, ...] = ("off", "on", "auto")
-    """pararl's `--compile` settings, each timed once per step mode it gives on the device
-    (CPU: on compiles; CUDA: auto records a CUDA graph, on compiles and records)."""
-    prioritized: bool = True
-    """DQN and SAC cases also with prioritized replay (pararl only: SB3 has none)."""
-    device: Literal["auto", "cpu", "cuda"] = "auto"
-    """Where the learners run (`auto`: CUDA when present)."""
-    threads: int = 1
-    """torch threads (the learner of a 2-core run has one core; 0: all)."""
-    seconds: float = 2.0
-    """Target length of one timed spell (its updates set from the warm-up's rate)."""
-    repeats: int = 3
-    """Interleaved spells per system (median, min and max reported)."""
-    memory: int = 10_000
-    """Transitions in each DQN replay memory."""
+    cases: tuple[Case, ...] = CASES  # Which learners: an algorithm on a network.
+    compile: tuple[Setting, ...] = ("off", "on", "auto")  # `--compile`s, one per step mode.
+    prioritized: bool = True  # DQN and SAC also with prioritized replay (SB3 has none).
+    device: Literal["auto", "cpu", "cuda"] = "auto"  # Where they run (`auto`: CUDA if present).
+    threads: int = 1  # torch threads (the learner of a 2-core run has one core; 0: all).
+    seconds: float = 2.0  # Target length of a timed spell (its updates: the warm-up's rate).
+    repeats: int = 3  # Interleaved spells per system (median, min and max reported).
+    memory: int = 10_000  # Transitions in each DQN replay memory.
 
 
 def resolve(config: Config) -> Config:

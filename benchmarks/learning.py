@@ -25,14 +25,12 @@ class Config(compare.Options, h.Options):
 
 @dataclass(frozen=True)
 class OffPolicyConfig(Config):
-    learning_starts: int = 10_000
-    """Uniformly random env steps before the first update (both systems)."""
+    learning_starts: int = 10_000  # Random env steps before the first update (both systems).
 
 
 @dataclass(frozen=True)
 class SACConfig(OffPolicyConfig):
-    hidden: tuple[int, ...] = (256, 256)
-    """Hidden layer widths of the actor and of each critic (both systems)."""
+    hidden: tuple[int, ...] = (256, 256)  # Hidden widths of the actor and each critic (both).
 
 
 PPO = compare.solve_cartpole("ppo", (

@@ -23,18 +23,12 @@ class Config(h.Options):
     """MAML-TRPO meta-iteration time, pararl's sampler vs the sampling post's design, split into
     sampling / adaptation / outer step. --quick: Navigation2D, a small meta-batch."""
 
-    envs: tuple[str, ...] = ("pararl/HalfCheetahDir-v0", "pararl/Navigation2D-v0")
-    """Task envs to run."""
-    workers: int = 2
-    """Env worker processes (both designs)."""
-    meta_batch_size: int | None = None
-    """Tasks per meta-iteration; default: the reference's (40 HalfCheetah, 20 Navigation2D)."""
-    fast_batch_size: int = 20
-    """Episodes per task per batch."""
-    episode_length: int = 100
-    """Steps per episode."""
-    iterations: int = 3
-    """Timed meta-iterations per design and env (after one warm-up each)."""
+    envs: tuple[str, ...] = ("pararl/HalfCheetahDir-v0", "pararl/Navigation2D-v0")  # Task envs.
+    workers: int = 2  # Env worker processes (both designs).
+    meta_batch_size: int | None = None  # Tasks per meta-iteration (default: the reference's).
+    fast_batch_size: int = 20  # Episodes per task per batch.
+    episode_length: int = 100  # Steps per episode.
+    iterations: int = 3  # Timed meta-iterations per design and env (after one warm-up each).
 
 
 def resolve(config: Config) -> Config:

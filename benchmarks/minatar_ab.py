@@ -41,8 +41,7 @@ class Config(compare.Options, h.Options):
     """pararl PPO vs SB3 PPO on a MinAtar game, final policies evaluated greedy and
     sampled on the same episodes. --quick: Breakout, 1 seed, 8,192 steps."""
 
-    episodes: int = 50
-    """Evaluation episodes per final policy, greedy and again sampled."""
+    episodes: int = 50  # Evaluation episodes per final policy, greedy and again sampled.
 
 
 def resolve(config: Config) -> Config:

@@ -29,26 +29,17 @@ class Config(h.Options):
     """Wait-for-all vs timeout vs min_envs vs auto recv, over envs per worker and policy
     size (the parallel-sampling post). --quick: Navigation2D, 2 sizes, 1-2 repeats (< 1 min)."""
 
-    env: str = "pararl/HalfCheetahDir-v0"
-    """Task env id (needs sample_tasks and reset_task)."""
-    workers: int | None = None
-    """Worker processes; default: the physical cores available to this process."""
-    envs_per_worker: tuple[int, ...] = (4, 20, 100, 500, 2000, 4000)
-    """Sweep of envs per worker (the seed ran 20 and 4000 with 8 workers)."""
-    episode_length: int = 100
-    """Steps per episode, one episode per env a sample (shorter for many envs: 50,000 env
-    steps a sample at most, 10 steps an episode at least)."""
+    env: str = "pararl/HalfCheetahDir-v0"  # Task env id (needs sample_tasks and reset_task).
+    workers: int | None = None  # Worker processes (default: the physical cores here).
+    envs_per_worker: tuple[int, ...] = (4, 20, 100, 500, 2000, 4000)  # The seed's: 20, 4000.
+    episode_length: int = 100  # Steps per episode (at most 50,000 env steps a sample, >= 10).
     recv: tuple[str, ...] = ("all", "timeout=0.0001", "timeout=0.001", "timeout=0.01",
                              "timeout=0.1", "min_envs=0.5", "auto")  # fmt: skip
     """Recv policies: all, timeout=SECONDS, min_envs=K (a fraction of envs if < 1), auto."""
-    hidden: tuple[str, ...] = ("64,64", "512,512")
-    """Policy sizes, hidden widths comma separated (the forward grows with the batch)."""
-    repeats: int = 4
-    """Least timed samples per recv policy and case, interleaved across policies."""
-    max_repeats: int = 15
-    """Most timed samples per recv policy and case (for cheap cases)."""
-    case_seconds: float = 20.0
-    """Timed seconds a case may take: cheap cases run more repeats, up to --max-repeats."""
+    hidden: tuple[str, ...] = ("64,64", "512,512")  # Policy sizes: hidden widths, comma separated.
+    repeats: int = 4  # Least timed samples per recv policy and case, interleaved across policies.
+    max_repeats: int = 15  # Most timed samples per recv policy and case (for cheap cases).
+    case_seconds: float = 20.0  # Timed seconds of a case: cheap ones run more repeats.
 
 
 def widths(text: str) -> tuple[int, ...]:

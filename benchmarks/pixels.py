@@ -72,14 +72,11 @@ class Config(compare.Options, h.Options):
     """MinAtar learning against SB3 (same budget, same settings), and Pong training
     throughput against SB3 zoo. --quick: Breakout, one seed, 2,048 steps; a 5 s slice."""
 
-    parts: tuple[Literal["minatar", "pong"], ...] = ("minatar", "pong")
-    """Parts to run."""
+    parts: tuple[Literal["minatar", "pong"], ...] = ("minatar", "pong")  # Parts to run.
     pong_systems: tuple[PongSystem, ...] = ("pararl-dqn", "sb3-dqn", "pararl-ppo", "sb3-ppo")
     """pong: systems, run in this order."""
-    slice_s: float = 60.0
-    """pong: wall seconds measured, from each run's first gradient update."""
-    learning_starts: int = 1_000
-    """pong: DQN's learning starts, both systems (small, so that the slice measures learning)."""
+    slice_s: float = 60.0  # pong: wall seconds measured, from each run's first gradient update.
+    learning_starts: int = 1_000  # pong: DQN's learning starts (small: the slice learns).
 
 
 QUICK: dict[str, Any] = dict(slice_s=5.0, learning_starts=200)

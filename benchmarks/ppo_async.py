@@ -64,8 +64,7 @@ class Config(compare.Options, h.Options):
     """Async PPO on MinAtar against serial (and sync) and SB3, after the floor of one
     async iteration. --quick: Breakout, one seed, 8,192 steps, nothing kept."""
 
-    floor_repeats: int = 10
-    """Floor: rollouts acted and updates timed per game (their median), after two untimed."""
+    floor_repeats: int = 10  # Floor: timed rollouts and updates per game, after two untimed.
 
 
 def resolve(config: Config) -> Config:

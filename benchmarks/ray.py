@@ -25,20 +25,13 @@ class Config(h.Options):
     """DQN sampling throughput, Ray actors against local actor processes, on a simulated
     multi-node Ray cluster. --quick: 0.5 s spells, 1 round."""
 
-    env: str = "CartPole-v1"
-    """Gymnasium env id the actors step (DQN defaults otherwise)."""
-    workers: int = 2
-    """Actors of each backend (Ray actors, or local actor processes)."""
-    envs_per_worker: int = 4
-    """Envs each actor steps."""
-    nodes: int = 2
-    """Simulated Ray nodes; each gets workers / nodes CPUs."""
-    repeats: int = 5
-    """Rounds; every measurement runs once per round."""
-    block_s: float = 3.0
-    """Length of each timed spell (s)."""
-    warmup_s: float = 1.0
-    """Untimed lead-in of each spell (s)."""
+    env: str = "CartPole-v1"  # Gymnasium env id the actors step (DQN defaults otherwise).
+    workers: int = 2  # Actors of each backend (Ray actors, or local actor processes).
+    envs_per_worker: int = 4  # Envs each actor steps.
+    nodes: int = 2  # Simulated Ray nodes; each gets workers / nodes CPUs.
+    repeats: int = 5  # Rounds; every measurement runs once per round.
+    block_s: float = 3.0  # Length of each timed spell (s).
+    warmup_s: float = 1.0  # Untimed lead-in of each spell (s).
 
 
 def resolve(config: Config) -> Config:

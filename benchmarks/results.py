@@ -117,16 +117,11 @@ class Config(h.Options):
     carried on across invocations. --quick: tiny runs in --out-dir, nothing saved in the
     repository."""
 
-    entries: tuple[str, ...] = NAMES
-    """Which runs, in this order (each is run to its end before the next starts)."""
-    hours: float = 0.0
-    """Stop (the run saved) after this many hours; the next invocation carries on (0: never)."""
-    final_evals: int = 10
-    """A run's final return: the mean of its last this-many evaluations."""
-    state_dir: Path | None = None
-    """Run directories and logs; default <repo>/bench_results/results (--quick: in --out-dir)."""
-    saved_dir: Path | None = None
-    """The runs' saved curves (NAME.json); default <repo>/results (--quick: in --out-dir)."""
+    entries: tuple[str, ...] = NAMES  # Which runs, in order (each to its end before the next).
+    hours: float = 0.0  # Stop (the run saved) after this many hours (0: never); rerun carries on.
+    final_evals: int = 10  # A run's final return: the mean of its last this-many evaluations.
+    state_dir: Path | None = None  # Run directories and logs (default: under --out-dir).
+    saved_dir: Path | None = None  # The runs' saved curves (default: <repo>/results).
 
 
 def resolve(c: Config) -> Config:

@@ -38,14 +38,10 @@ class Config(h.Options):
     """N seeds in one batched run vs N separate runs two at a time vs one run alone.
     --quick: CartPole PPO, 2 agents, 2,048 steps each, nothing kept."""
 
-    cases: tuple[str, ...] = tuple(CASES)
-    """Which cases: cartpole-ppo, cartpole-dqn, breakout-ppo, breakout-dqn."""
-    agents: int | None = None
-    """Agents per case (default: the case's N)."""
-    budget: int | None = None
-    """Env steps per agent (default: the case's)."""
-    keep_dir: Path | None = None
-    """Keep the runs here (default: a temporary folder, removed after)."""
+    cases: tuple[str, ...] = tuple(CASES)  # Which cases (CASES).
+    agents: int | None = None  # Agents per case (default: the case's N).
+    budget: int | None = None  # Env steps per agent (default: the case's).
+    keep_dir: Path | None = None  # Keep the runs here (default: a temporary folder, removed after).
 
 
 @dataclass(frozen=True)

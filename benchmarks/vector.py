@@ -34,26 +34,15 @@ class Config(h.Options):
     """Vector-env stepping throughput: pararl against Gymnasium, SB3 and one env.
     --quick: CartPole + StepCost, 1 and 16 envs/worker, 2 short repeats (< 1 min)."""
 
-    envs: tuple[str, ...] = ("CartPole-v1", "HalfCheetah-v5", "pararl/StepCost-v0")
-    """Gymnasium env ids; one whose simulator is missing (MuJoCo) is skipped with a note."""
-    envs_per_worker: tuple[int, ...] = (1, 4, 16, 64, 256, 512)
-    """Sweep of envs per worker; total envs = workers × envs per worker."""
-    workers: int | None = None
-    """pararl worker processes; default: the physical cores available to this process."""
-    backends: tuple[Backend, ...] = BACKENDS
-    """Backends to time; single = one env in a plain loop, the reference rate; loops =
-    one such loop per worker, all at once in their own processes (what the cores give)."""
-    repeats: int = 3
-    """Timed blocks per backend and case, interleaved across backends."""
-    block_s: float = 0.75
-    """Target seconds per timed block (step counts come from a calibration run)."""
-    tail_alpha: float = 1.5
-    """pararl/StepCost-v0 (20 µs a step, and a tail): the Pareto shape of the tail's extra
-    cost (> 1, smaller = heavier; 0: off)."""
-    timeout_s: float = 1e-3
-    """Window of the pararl timeout mode, recv(timeout=...), in seconds."""
-    max_process_per_env: int = 32
-    """Skip Async/SubprocVecEnv (one process per env) when total envs exceed this."""
+    envs: tuple[str, ...] = ("CartPole-v1", "HalfCheetah-v5", "pararl/StepCost-v0")  # Env ids.
+    envs_per_worker: tuple[int, ...] = (1, 4, 16, 64, 256, 512)  # Sweep of envs per worker.
+    workers: int | None = None  # pararl worker processes (default: the physical cores here).
+    backends: tuple[Backend, ...] = BACKENDS  # single: the reference; loops: one a worker.
+    repeats: int = 3  # Timed blocks per backend and case, interleaved across backends.
+    block_s: float = 0.75  # Target seconds per timed block (its steps from a calibration).
+    tail_alpha: float = 1.5  # StepCost-v0's Pareto tail shape (> 1, smaller: heavier; 0: off).
+    timeout_s: float = 1e-3  # Window of the pararl timeout mode, recv(timeout=...), in seconds.
+    max_process_per_env: int = 32  # Skip Async/SubprocVecEnv (a process an env) above this.
 
 
 QUICK = {"envs": ("CartPole-v1", "pararl/StepCost-v0"), "envs_per_worker": (1, 16),

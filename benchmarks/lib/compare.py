@@ -92,30 +92,21 @@ class Comparison:
 class Options:
     """The options of a comparison (each default: its table's)."""
 
-    runs: tuple[str, ...] = ()
-    """ENV:SEED pairs, run in this order, each by every system (default: the table's)."""
-    systems: tuple[str, ...] = ()
-    """Systems to run (default: the table's)."""
-    budget: int | None = None
-    """Env steps per run, on every env (default: the table's, with its envs' own)."""
-    eval_every: int | None = None
-    """Env steps between deterministic evaluations (default: the table's)."""
-    eval_episodes: int | None = None
-    """Episodes per evaluation (default: the table's)."""
-    final_evals: int | None = None
-    """The final return: the mean of this many last evaluations (default: the table's)."""
-    run_timeout_s: float | None = None
-    """A run is killed after this long, and reported as failed (default: the table's)."""
-    verify_episodes: int | None = None
-    """With a target: episodes of the check of a solved run's policy (default: the table's)."""
+    runs: tuple[str, ...] = ()  # ENV:SEED pairs, in this order, each run by every system.
+    systems: tuple[str, ...] = ()  # Systems to run.
+    budget: int | None = None  # Env steps per run on every env (default: with the envs' own).
+    eval_every: int | None = None  # Env steps between deterministic evaluations.
+    eval_episodes: int | None = None  # Episodes per evaluation.
+    final_evals: int | None = None  # The final return: the mean of this many last evaluations.
+    run_timeout_s: float | None = None  # A run is killed after this long (reported as failed).
+    verify_episodes: int | None = None  # With a target: episodes checking a solved run's policy.
     sb3_threads: int = 0
     """Torch threads of the SB3 process (0: torch's default; --quick: 1; two beside other
     work on 2 cores ran SB3's SAC update ~10x slower than one)."""
     keep_dir: Path | None = None
     """Folder where each ENV:SEED whose runs all ended is kept and read back by a run with
-    the same settings, not run again (default: the table's; --quick: none)."""
-    fresh: bool = False
-    """Run every ENV:SEED again, also one that is kept (its file then replaced)."""
+    the same settings, not run again (--quick: none)."""
+    fresh: bool = False  # Run every ENV:SEED again, also one that is kept (its file replaced).
 
 
 TABLE = ("runs", "systems", "budget", "eval_every", "eval_episodes", "final_evals",

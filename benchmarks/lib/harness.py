@@ -48,16 +48,11 @@ R = TypeVar("R")
 class Options:
     """What every benchmark accepts: --quick and where results go."""
 
-    quick: bool = False
-    """Fast check (tiny sizes, no claims): BENCHMARKS.md is left alone (see --update-benchmarks)."""
-    out_dir: Path | None = None
-    """Folder for NAME.json (and, with --quick, the PNG); default: <repo>/bench_results."""
-    figure: Path | None = None
-    """PNG path; default: <repo>/figures/bench_NAME.png (--quick: in --out-dir)."""
-    benchmarks_md: Path | None = None
-    """Markdown file whose bench:NAME section is rewritten; default: <repo>/BENCHMARKS.md."""
-    update_benchmarks: bool | None = None
-    """Rewrite the BENCHMARKS.md section; default: yes, except with --quick."""
+    quick: bool = False  # Fast check (tiny sizes, no claims), BENCHMARKS.md left alone.
+    out_dir: Path | None = None  # NAME.json's folder (--quick: the PNG's); <repo>/bench_results.
+    figure: Path | None = None  # PNG path; <repo>/figures/bench_NAME.png (--quick: in --out-dir).
+    benchmarks_md: Path | None = None  # File whose bench:NAME section is rewritten; BENCHMARKS.md.
+    update_benchmarks: bool | None = None  # Rewrite that section; default: yes, but for --quick.
     section: str | None = None
     """Name of the run's section, JSON and figure (bench:SECTION, SECTION.json,
     bench_SECTION.png); default: the benchmark's NAME. Another name keeps a second run
