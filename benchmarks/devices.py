@@ -1,5 +1,6 @@
 """`python -m benchmarks devices`: where PPO should act and learn (the CPU/GPU
-placement post): whole `pararl train ppo` processes per width and placement.
+placement post): whole `pararl train ppo` processes (`lib.compare.run_one`) per width
+and placement, interleaved.
 """
 
 from __future__ import annotations
@@ -8,10 +9,12 @@ import functools
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from types import SimpleNamespace
+from typing import Literal, get_args
 
+from benchmarks.lib import compare, training
 from benchmarks.lib import harness as h
-from benchmarks.lib import training
+from benchmarks.lib.compare import Comparison, Run, System
 from benchmarks.lib.figures import Panel, grouped_bars
 from pararl.config.saved import saved_facts
 
@@ -24,9 +27,8 @@ DEVICES = {  # placement -> (--act-device, --learn-device), label
 }
 SEED_002 = (
     "The CPU/GPU placement post (PPO on CartPole, its own machine): GPU only 2m08s, "
-    "CPU only 47 s, CPU sampling "
-    "+ GPU training 43–45 s; CPU only fastest for 64-wide nets, CPU acting + GPU learning from "
-    "128 wide up."
+    "CPU only 47 s, CPU sampling + GPU training 43–45 s; CPU only fastest for 64-wide nets, "
+    "CPU acting + GPU learning from 128 wide up."
 )
 
 
@@ -35,56 +37,22 @@ class Config(h.Options):
     """PPO wall time for a fixed number of env steps, per device placement and hidden
     width (the CPU/GPU placement post). --quick: widths 64 and 1024, 2,048 steps, 1 round."""
 
-    env: str = "CartPole-v1"
-    """Gymnasium env id."""
-    total_steps: int = 20_000
-    """Env steps per run (the run never stops early)."""
-    widths: tuple[int, ...] = (64, 128, 256, 1024)
-    """Hidden widths; each run's MLPs have `depth` layers of that width."""
-    depth: int = 2
-    """Hidden layers of the actor and critic MLPs."""
-    placements: tuple[Placement, ...] = ("cpu-only", "gpu-only", "cpu-act-gpu-learn", "auto")
-    """Placements to time (`auto`: pararl's measured choice)."""
-    repeats: int = 3
-    """Rounds; every width and placement runs once per round."""
-    eval_episodes: int = 2
-    """Episodes of the one evaluation at the end of each run."""
-    seed: int = 0
-    """Training seed (the same for every run)."""
-    run_timeout_s: float = 900.0
-    """One training process is killed after this long (reported as a timeout)."""
-
-
-QUICK = {
-    "total_steps": 2_048,
-    "widths": (64, 1024),
-    "repeats": 1,
-    "eval_episodes": 1,
-    "run_timeout_s": 120.0,
-}
+    env: str = "CartPole-v1"  # Gymnasium env id.
+    total_steps: int = 20_000  # Env steps per run (the run never stops early).
+    widths: tuple[int, ...] = (64, 128, 256, 1024)  # Actor's and critic's 2 hidden layers.
+    placements: tuple[Placement, ...] = get_args(Placement)  # `auto`: pararl's measured choice.
+    repeats: int = 3  # Rounds; every width and placement runs once per round.
+    eval_episodes: int = 2  # Episodes of the one evaluation at the end of each run.
+    run_timeout_s: float = 900.0  # A run is killed after this long (reported as a timeout).
 
 
 def resolve(config: Config) -> Config:
-    c = h.apply_quick(config, QUICK)
-    h.require(c, ">= 1: total_steps widths depth repeats eval_episodes", ">= 0: placements")
-    h.require(c, "> 0: run_timeout_s")
+    quick = {"total_steps": 2_048, "widths": (64, 1024), "repeats": 1, "eval_episodes": 1,
+             "run_timeout_s": 120.0}  # fmt: skip
+    c = h.apply_quick(config, quick)
+    h.require(c, ">= 1: total_steps widths repeats eval_episodes", ">= 0: placements",
+              "> 0: run_timeout_s")  # fmt: skip
     return c
-
-
-@dataclass
-class Run:
-    """One training process."""
-
-    width: int
-    placement: str
-    round: int
-    wall_s: float
-    returncode: int
-    status: str = "failed"
-    note: str = ""
-    train_s: float | None = None
-    startup_s: float | None = None
-    devices: dict[str, Any] | None = None  # what the run resolved (act, learn, reason, ...)
 
 
 @dataclass
@@ -114,62 +82,53 @@ class Results:
     runs: list[Run]
 
 
-def train_command(c: Config, width: int, placement: str, out: Path) -> list[str]:
-    act, learn, _ = DEVICES[placement]
-    return training.train_command(
-        "ppo", env=c.env, seed=c.seed, hidden=(width,) * c.depth, act_device=act,
-        learn_device=learn, total_steps=c.total_steps, target_return="1e9",
-        eval_every=c.total_steps, eval_episodes=c.eval_episodes, tensorboard=False,
-        progress="plain", run_dir=out,
-    )  # fmt: skip
+def system(c: Config, width: int, placement: str) -> System:
+    act, learn, label = DEVICES[placement]
+    flags = {"hidden": (width, width), "act_device": act, "learn_device": learn}
+    return System(f"w{width}-{placement}", label, "ppo", flags)
 
 
-def run_one(c: Config, width: int, placement: str, round_: int, workdir: Path) -> Run:
-    out = workdir / f"w{width}-{placement}-r{round_}"
-    done = training.run_process(train_command(c, width, placement, out), c.run_timeout_s, workdir)
-    final = training.parse_final(done.stderr)
-    run = Run(width, placement, round_, done.wall_s, done.returncode)
-    if done.timed_out:
-        run.status, run.note = "timeout", f"killed after {c.run_timeout_s:g} s"
-    elif final is None or done.returncode != 0:
-        run.note = done.tail
-    else:
-        run.status, run.train_s = "ok", final["train_s"]
-        run.startup_s = done.wall_s - final["train_s"]
-        run.devices = saved_facts(out).get("devices")
-    return run
-
-
-def cell(runs: list[Run], width: int, placement: str) -> Cell:
-    mine = [r for r in runs if r.width == width and r.placement == placement]
-    ok = [r for r in mine if r.status == "ok"]
+def cell(runs: list[Run], c: Config, width: int, placement: str) -> Cell:
+    mine = [r for r in runs if r.system == system(c, width, placement).name]
+    ok = [r for r in mine if r.ok and r.train_s is not None]
     last = mine[-1] if mine else None
     status = "ok" if ok else (last.status if last else "no CUDA")
     out = Cell(width, placement, len(mine), status, "" if ok or not last else last.note)
     out.wall = h.maybe([r.wall_s for r in ok])
     out.train = h.maybe([r.train_s for r in ok if r.train_s is not None])
-    out.startup = h.maybe([r.startup_s for r in ok if r.startup_s is not None])
+    out.startup = h.maybe([r.wall_s - r.train_s for r in ok if r.train_s is not None])
     if ok and placement == "auto":
-        devices = ok[-1].devices or {}
+        devices = ok[-1].extra.get("devices") or {}
         out.picked = f"act {devices.get('act')}, learn {devices.get('learn')}"
         out.reason, out.timings_ms = devices.get("reason") or "", devices.get("timings_ms") or {}
     return out
 
 
 def measure(c: Config, meta: h.Metadata) -> Results:
-    """Every (width, placement) once per round, interleaved; GPU ones only with CUDA."""
+    """Every (width, placement) once per round, interleaved; GPU ones only with CUDA; a
+    placement that fails is not run again."""
     import torch
 
     cuda = bool(torch.cuda.is_available())
     gpu = torch.cuda.get_device_name(0) if cuda else None
+    row = Comparison("devices", "", (), (), c.total_steps, c.total_steps)  # no early stop
+    options = SimpleNamespace(budget=c.total_steps, eval_every=c.total_steps,
+                              eval_episodes=c.eval_episodes, run_timeout_s=c.run_timeout_s,
+                              sb3_threads=0, verify_episodes=1)  # fmt: skip
     runs: list[Run] = []
 
     def task(width: int, placement: str, workdir: Path) -> float:
-        round_ = 1 + sum(r.width == width and r.placement == placement for r in runs)
+        s = system(c, width, placement)
+        round_ = 1 + sum(r.system == s.name for r in runs)
         h.progress(f"devices: width {width}, {placement}, round {round_} ...")
-        runs.append(run := run_one(c, width, placement, round_, workdir))
+        where = workdir / f"round{round_}"  # the runs of a round in a folder of their own
+        where.mkdir(exist_ok=True)
+        runs.append(run := compare.run_one(row, options, s, c.env, 0, where))
+        run.extra["devices"] = saved_facts(compare.directory(where, s.name, c.env, 0)).get(
+            "devices"
+        )
         h.progress(f"devices: width {width}, {placement}: {run.status}, {run.wall_s:.1f} s")
-        if run.status != "ok":
+        if not run.ok:
             raise RuntimeError(run.note or run.status)
         return run.wall_s
 
@@ -179,13 +138,12 @@ def measure(c: Config, meta: h.Metadata) -> Results:
     runnable = [p for p in c.placements if cuda or "cuda" not in DEVICES[p]]
     with tempfile.TemporaryDirectory(prefix="pararl-bench-devices-") as tmp:
         training.warm_up(Path(tmp))
-        tasks = {
-            f"{w}/{p}": functools.partial(task, w, p, Path(tmp)) for w in c.widths for p in runnable
-        }
+        tasks = {f"{w}/{p}": functools.partial(task, w, p, Path(tmp))
+                 for w in c.widths for p in runnable}  # fmt: skip
         h.interleaved(tasks, c.repeats, failed)
     cells = []
     for width in c.widths:
-        mine = [cell(runs, width, p) for p in c.placements]
+        mine = [cell(runs, c, width, p) for p in c.placements]
         cpu = next((x.wall for x in mine if x.placement == "cpu-only"), None)
         timed = [x for x in mine if x.wall and x.placement != "auto"]
         for x in mine:
@@ -204,29 +162,20 @@ def label(x: Cell) -> str:
 PLACEMENTS: list[h.Col[Cell]] = [
     h.Col("width", lambda x: x.width),
     h.Col("placement", lambda x: label(x) + (" ★" if x.fastest else ""), "l"),
-    h.Col(
-        "wall s, median (min–max)",
-        lambda x: (
-            h.fmt_spread(x.wall, h.fmt_num) if x.wall else x.status + f" ({x.note})" * bool(x.note)
-        ),
-    ),
+    h.Col("wall s, median (min–max)", lambda x: h.fmt_spread(x.wall, h.fmt_num) if x.wall
+          else x.status + f" ({x.note})" * bool(x.note)),
     h.Col("trainer s", lambda x: h.fmt_num(h.med(x.train))),
     h.Col("start-up s", lambda x: h.fmt_num(h.med(x.startup))),
     h.Col("÷ CPU only", lambda x: h.fmt_ratio(x.vs_cpu) if x.wall else "–"),
     h.Col("auto picked", lambda x: x.picked, "l"),
-]
+]  # fmt: skip
 AUTO: list[h.Col[Cell]] = [
     h.Col("width", lambda x: x.width),
     h.Col("auto picked", lambda x: x.picked or "–", "l"),
     h.Col("why", lambda x: x.reason or "–", "l"),
-    h.Col(
-        "start-up timings (ms)",
-        lambda x: (
-            ", ".join(f"{k} {v:.3g}" for k, v in sorted(x.timings_ms.items())) or "none (no choice)"
-        ),
-        "l",
-    ),
-]
+    h.Col("start-up timings (ms)", lambda x: ", ".join(
+        f"{k} {v:.3g}" for k, v in sorted(x.timings_ms.items())) or "none (no choice)", "l"),
+]  # fmt: skip
 
 
 def report(r: Results, meta: h.Metadata) -> h.Report:
@@ -234,7 +183,7 @@ def report(r: Results, meta: h.Metadata) -> h.Report:
     notes = (
         f"`pararl train ppo --env {p['env']}` for {p['total_steps']:,} env steps (no early stop, "
         f"one {p['eval_episodes']}-episode evaluation at the end, no TensorBoard), MLPs of "
-        f"{p['depth']} hidden layers of each width; whole processes, launch to exit; "
+        "2 hidden layers of each width; whole processes, launch to exit; "
         f"{p['repeats']} interleaved round(s). Trainer s: the run's own clock (from after the "
         "device choice); start-up s = wall − trainer. ★: fastest placement. "
         + (f"GPU: {r.gpu}. " if r.gpu else "No CUDA here: GPU placements not run. ")
@@ -252,33 +201,24 @@ def report(r: Results, meta: h.Metadata) -> h.Report:
     for width in dict.fromkeys(x.width for x in r.cells):
         mine = {x.placement: x for x in r.cells if x.width == width}
         fastest = next((label(x) for x in mine.values() if x.fastest), "–")
-        text = f"width {width}: fastest {fastest}"
-        gpus = [
-            f"{label(x)} {h.fmt_ratio(x.vs_cpu)}"
-            for x in mine.values()
-            if "gpu" in x.placement and x.vs_cpu
-        ]
-        text += f" (÷ CPU only: {', '.join(gpus)})" if gpus else ""
+        gpus = [f"{label(x)} {h.fmt_ratio(x.vs_cpu)}" for x in mine.values()
+                if "gpu" in x.placement and x.vs_cpu]  # fmt: skip
+        text = f"width {width}: fastest {fastest}" + (
+            f" (÷ CPU only: {', '.join(gpus)})" if gpus else ""
+        )
         ratios.append(
             text + (f", auto picked {mine['auto'].picked or '–'}" if "auto" in mine else "")
         )
     if not r.cuda:
         ratios.append("no CUDA: GPU placements not measured")
-    widths = list(dict.fromkeys(x.width for x in r.cells))
-    series, texts = grouped_bars(
-        {
-            DEVICES[name][2]: [x.wall or x.status for x in r.cells if x.placement == name]
-            for name in dict.fromkeys(x.placement for x in r.cells)
-        }
-    )
-    title = f"PPO {p['env']}, {p['total_steps']:,} env steps"
-    panel = Panel(
-        title,
-        series,
-        ylabel="wall time, launch to exit (s): median, min–max",
-        xticks=[(i, f"{w} wide") for i, w in enumerate(widths)],
-        texts=texts,
-    )
+    series, texts = grouped_bars({
+        DEVICES[name][2]: [x.wall or x.status for x in r.cells if x.placement == name]
+        for name in dict.fromkeys(x.placement for x in r.cells)
+    })  # fmt: skip
+    widths = [(i, f"{w} wide") for i, w in enumerate(dict.fromkeys(x.width for x in r.cells))]
+    panel = Panel(f"PPO {p['env']}, {p['total_steps']:,} env steps", series,
+                  ylabel="wall time, launch to exit (s): median, min–max", xticks=widths,
+                  texts=texts)  # fmt: skip
     return h.Report(
         f"PPO device placement: where to act, where to learn (`{h.PROG} devices`)",
         "; ".join(ratios),

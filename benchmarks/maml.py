@@ -23,33 +23,18 @@ class Config(h.Options):
     """MAML-TRPO meta-iteration time, pararl's sampler vs the sampling post's design, split into
     sampling / adaptation / outer step. --quick: Navigation2D, a small meta-batch."""
 
-    envs: tuple[str, ...] = ("pararl/HalfCheetahDir-v0", "pararl/Navigation2D-v0")
-    """Task envs to run."""
-    workers: int = 2
-    """Env worker processes (both designs)."""
-    meta_batch_size: int | None = None
-    """Tasks per meta-iteration; default: the reference's (40 HalfCheetah, 20 Navigation2D)."""
-    fast_batch_size: int = 20
-    """Episodes per task per batch."""
-    episode_length: int = 100
-    """Steps per episode."""
-    iterations: int = 3
-    """Timed meta-iterations per design and env (after one warm-up each)."""
-    seed: int = 0
-    """Seed of the meta-learners (the same for both designs)."""
-
-
-QUICK = {
-    "envs": ("pararl/Navigation2D-v0",),
-    "meta_batch_size": 4,
-    "fast_batch_size": 4,
-    "episode_length": 20,
-    "iterations": 1,
-}
+    envs: tuple[str, ...] = ("pararl/HalfCheetahDir-v0", "pararl/Navigation2D-v0")  # Task envs.
+    workers: int = 2  # Env worker processes (both designs).
+    meta_batch_size: int | None = None  # Tasks per meta-iteration (default: the reference's).
+    fast_batch_size: int = 20  # Episodes per task per batch.
+    episode_length: int = 100  # Steps per episode.
+    iterations: int = 3  # Timed meta-iterations per design and env (after one warm-up each).
 
 
 def resolve(config: Config) -> Config:
-    c = h.apply_quick(config, QUICK)
+    quick = {"envs": ("pararl/Navigation2D-v0",), "meta_batch_size": 4, "fast_batch_size": 4,
+             "episode_length": 20, "iterations": 1}  # fmt: skip
+    c = h.apply_quick(config, quick)
     h.require(c, ">= 1: envs workers meta_batch_size fast_batch_size episode_length iterations")
     return c
 
@@ -70,68 +55,43 @@ class Row:
     vs_seed: float | None = None  # this design's time per iteration / the post's
 
 
-def maml_config(c: Config, env: str) -> Any:
-    from pararl.config import MAMLConfig
-
-    cfg = MAMLConfig(
-        env=env,
-        meta_batch_size=c.meta_batch_size,
-        fast_batch_size=c.fast_batch_size,
-        episode_length=c.episode_length,
-        seed=c.seed,
-        device="cpu",
-    )
-    return cfg.for_env("continuous").config
-
-
-def samplers(cfg: Any, c: Config, states: dict[str, Any]) -> dict[str, Any]:
-    from benchmarks.maml_seed import SeedSampler
-    from pararl.runners.maml import layout
-    from pararl.samplers.meta.sampler import MultiTaskSampler
-
-    num_envs = cfg.meta_batch_size * cfg.fast_batch_size
-    return {
-        "pararl": MultiTaskSampler(
-            cfg.env,
-            states["pararl"].acting,
-            num_workers=c.workers,
-            envs_per_worker=layout(cfg, c.workers),
-            episode_length=cfg.episode_length,
-            recv="auto",
-            worker_timeout=120.0,
-        ),
-        "seed": SeedSampler(
-            cfg.env,
-            states["seed"].acting,
-            num_workers=c.workers,
-            num_envs=num_envs,
-            episode_length=cfg.episode_length,
-        ),
-    }
-
-
 def measure_env(c: Config, env: str) -> list[Row]:
+    """Both designs on `env`, alternating meta-iterations after a warm-up each (process
+    start, auto's first decision); the reference's outer step takes one task at a time
+    with autograd's Fisher-vector products."""
     import torch
 
+    from benchmarks.maml_seed import SeedSampler
     from pararl.algos.maml import check_spaces
+    from pararl.config import MAMLConfig
     from pararl.envs.make import probe_env
     from pararl.mp.topology import physical_cores
-    from pararl.runners.maml import MAMLState, meta_iteration
+    from pararl.runners.maml import MAMLState, layout, meta_iteration
+    from pararl.samplers.meta.sampler import MultiTaskSampler
 
-    cfg = maml_config(c, env)
+    asked = MAMLConfig(env=env, meta_batch_size=c.meta_batch_size,
+                       fast_batch_size=c.fast_batch_size, episode_length=c.episode_length, seed=0,
+                       device="cpu")  # fmt: skip
+    cfg: Any = asked.for_env("continuous").config  # every field set
     obs_space, act_space = probe_env(env)
     check_spaces(cfg, obs_space, act_space)
     obs_dim, act_dim = (int(np.prod(s.shape or ())) for s in (obs_space, act_space))
-    states = {}
+    states: dict[str, Any] = {}
     for design in DESIGNS:
-        torch.manual_seed(c.seed)  # the same initial meta-policy for both
+        torch.manual_seed(0)  # the same initial meta-policy for both
         states[design] = MAMLState(cfg, obs_dim, act_dim, None)
+        states[design].learner.threads = physical_cores()  # as `pararl train maml` does
     states["seed"].learner.fisher = "autograd"
-    states["seed"].learner.task_chunk = 1  # the reference's loop: one task at a time
-    for state in states.values():  # as `pararl train maml` does
-        state.learner.threads = physical_cores()
+    states["seed"].learner.task_chunk = 1
     stats: dict[str, list[dict[str, float]]] = {d: [] for d in DESIGNS}
-    opened = samplers(cfg, c, states)
+    common: dict[str, Any] = {"num_workers": c.workers, "episode_length": cfg.episode_length}
+    opened: dict[str, Any] = {
+        "pararl": MultiTaskSampler(cfg.env, states["pararl"].acting, recv="auto",
+                                   envs_per_worker=layout(cfg, c.workers), worker_timeout=120.0,
+                                   **common),
+        "seed": SeedSampler(cfg.env, states["seed"].acting, **common,
+                            num_envs=cfg.meta_batch_size * cfg.fast_batch_size),
+    }  # fmt: skip
     try:
 
         def one(design: str) -> float:
@@ -140,7 +100,7 @@ def measure_env(c: Config, env: str) -> list[Row]:
             stats[design].append(row)
             return sum(row[f"time_{p}_s"] for p in PARTS)
 
-        for design in DESIGNS:  # warm-up: process start, auto's first decision
+        for design in DESIGNS:
             one(design)
             stats[design].clear()
         tasks = {d: functools.partial(one, d) for d in DESIGNS}
@@ -151,23 +111,10 @@ def measure_env(c: Config, env: str) -> list[Row]:
     rows = []
     for design in DESIGNS:
         st = stats[design]
-
-        def part(name: str, st: list[dict[str, float]] = st) -> h.Summary:
-            return h.summarize([s[f"time_{name}_s"] for s in st])
-
-        rows.append(
-            Row(
-                env,
-                design,
-                cfg.meta_batch_size,
-                cfg.fast_batch_size,
-                h.summarize(times[design]),
-                part("sampling"),
-                part("adaptation"),
-                part("outer"),
-                float(np.mean([s["post_return"] - s["pre_return"] for s in st])),
-            )
-        )
+        sampling, adaptation, outer = (h.summarize([s[f"time_{p}_s"] for s in st]) for p in PARTS)
+        gap = float(np.mean([s["post_return"] - s["pre_return"] for s in st]))
+        rows.append(Row(env, design, cfg.meta_batch_size, cfg.fast_batch_size,
+                        h.summarize(times[design]), sampling, adaptation, outer, gap))  # fmt: skip
     for r in rows:
         r.vs_seed = h.ratio(r.iteration, rows[-1].iteration)
     return rows
@@ -230,6 +177,3 @@ def report(rows: list[Row], meta: h.Metadata) -> h.Report:
         panels,
         "MAML meta-iteration time split",
     )
-
-
-__all__ = ["Config", "measure", "report", "resolve"]

@@ -72,36 +72,19 @@ class SynVectorEnv:
         obs_shape = probe.observation_space.shape
         act_dim = int(np.prod(probe.action_space.shape))
         probe.close()
-        n = len(env_fns)
-        self.data = {
-            "actions": shared((n, act_dim), np.float32),
-            "rewards": shared((n,), np.float32),
-            "next_obs": shared((n, *obs_shape), np.float32),
-            "next_obs_truncated": shared((n, *obs_shape), np.float32),
-            "terminated": shared((n,), np.float32),
-            "truncated": shared((n,), np.float32),
-        }
+        n, per = len(env_fns), self.per
+        shapes = {"actions": (n, act_dim), "rewards": (n,), "next_obs": (n, *obs_shape),
+                  "next_obs_truncated": (n, *obs_shape), "terminated": (n,),
+                  "truncated": (n,)}  # fmt: skip
+        self.data = {k: shared(shape, np.float32) for k, shape in shapes.items()}
         ctx = mp.get_context("fork")
         self.queues = [ctx.Queue() for _ in range(n_process)]
         self.barrier = ctx.Queue()
-        self.blocks = [
-            {k: v[i * self.per : (i + 1) * self.per] for k, v in self.data.items()}
-            for i in range(n_process)
-        ]
-        self.procs = [
-            ctx.Process(
-                target=child_main,
-                args=(
-                    i,
-                    env_fns[i * self.per : (i + 1) * self.per],
-                    self.blocks[i],
-                    self.queues[i],
-                    self.barrier,
-                ),
-                daemon=True,
-            )
-            for i in range(n_process)
-        ]
+        self.blocks = [{k: v[i * per : (i + 1) * per] for k, v in self.data.items()}
+                       for i in range(n_process)]  # fmt: skip
+        self.procs = [ctx.Process(target=child_main, daemon=True, args=(
+            i, env_fns[i * per : (i + 1) * per], self.blocks[i], self.queues[i], self.barrier))
+            for i in range(n_process)]  # fmt: skip
         for p in self.procs:
             p.start()
         self.running_num = 0
@@ -212,13 +195,12 @@ class SeedSampler:
         tasks: list[Any],
     ) -> list[TaskEpisodes]:
         """Per worker [steps + 1] copies -> per-task arrays [episodes, L, ...]."""
-        obs = np.concatenate([np.stack([r["next_obs"] for r in w]) for w in results], axis=1)
-        final = np.concatenate(
-            [np.stack([r["next_obs_truncated"] for r in w]) for w in results], axis=1
-        )
-        rew = np.concatenate([np.stack([r["rewards"] for r in w[1:]]) for w in results], axis=1)
-        term = np.concatenate([np.stack([r["terminated"] for r in w[1:]]) for w in results], 1)
-        trunc = np.concatenate([np.stack([r["truncated"] for r in w[1:]]) for w in results], 1)
+
+        def stacked(key: str, first: int = 0) -> np.ndarray:
+            return np.concatenate([np.stack([r[key] for r in w[first:]]) for w in results], 1)
+
+        obs, final = stacked("next_obs"), stacked("next_obs_truncated")
+        rew, term, trunc = (stacked(key, 1) for key in ("rewards", "terminated", "truncated"))
         acts = np.concatenate([np.stack(a) for a in actions_of], axis=1)
         ended = (term + trunc) > 0
         mask = np.cumsum(ended, axis=0) - ended < 1  # real steps: up to the first end

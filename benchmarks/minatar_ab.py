@@ -6,7 +6,7 @@ pararl below SB3 on Space Invaders.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,15 +41,11 @@ class Config(compare.Options, h.Options):
     """pararl PPO vs SB3 PPO on a MinAtar game, final policies evaluated greedy and
     sampled on the same episodes. --quick: Breakout, 1 seed, 8,192 steps."""
 
-    episodes: int = 50
-    """Evaluation episodes per final policy, greedy and again sampled."""
-
-
-QUICK = {"episodes": 3}
+    episodes: int = 50  # Evaluation episodes per final policy, greedy and again sampled.
 
 
 def resolve(config: Config) -> Config:
-    c = h.apply_quick(compare.resolve(ROW, config), QUICK)
+    c = h.apply_quick(compare.resolve(ROW, config), {"episodes": 3})
     h.require(c, ">= 1: episodes")
     return c
 
@@ -138,58 +134,45 @@ def final_policy(episodes: int) -> compare.After:
             sampled = evaluate(act, probs, run.env, episodes, eval_seed, greedy=False)
         finally:
             torch.set_num_threads(threads)
-        run.extra = {
-            "train": run.train_return,
-            "greedy": greedy["mean"],
-            "sampled": sampled["mean"],
-            "entropy": sampled.get("entropy"),
-            "greedy_length": greedy["length"],
-            "sampled_length": sampled["length"],
-        }
+        run.extra = {"train": run.train_return, "greedy": greedy["mean"],
+                     "sampled": sampled["mean"], "entropy": sampled.get("entropy"),
+                     "greedy_length": greedy["length"],
+                     "sampled_length": sampled["length"]}  # fmt: skip
 
     return after
 
 
 @dataclass
-class Cell:
-    system: str
-    runs: int
-    stats: dict[str, h.Summary | None] = field(default_factory=dict)
-
-
-@dataclass
 class Results:
     outcome: Outcome
-    cells: list[Cell]
+    cells: dict[str, dict[str, h.Summary | None]]  # system: METRICS' summaries over seeds
 
 
 def measure(c: Config, meta: h.Metadata) -> Results:
     outcome = compare.measure(ROW, c, meta, after=final_policy(c.episodes))
-    cells = []
-    for system in c.systems:
-        mine = [r.extra for r in outcome.runs if r.system == system and r.ok and r.extra]
-        stats = {m: h.maybe([x[m] for x in mine if x.get(m) is not None]) for m in METRICS}
-        cells.append(Cell(system, len(mine), stats))
-    return Results(outcome, cells)
+    extras = {s: [r.extra for r in outcome.runs if r.system == s and r.ok and r.extra]
+              for s in c.systems}  # fmt: skip
+    return Results(outcome, {s: {m: h.maybe([x[m] for x in mine if x.get(m) is not None])
+                                 for m in METRICS} for s, mine in extras.items()})  # fmt: skip
 
 
 def report(r: Results, meta: h.Metadata) -> h.Report:
     p, label = meta.params, {s.name: s.label for s in ROW.systems}
     games = ", ".join(dict.fromkeys(run.env.split("/")[-1] for run in r.outcome.runs))
 
-    def spread(m: str, digits: int = 1) -> Callable[[Cell], str]:
-        return lambda cell: h.fmt_spread(cell.stats.get(m), lambda v: f"{v:.{digits}f}")
+    def spread(m: str, digits: int = 1) -> Callable[[str], str]:
+        return lambda s: h.fmt_spread(r.cells[s].get(m), lambda v: f"{v:.{digits}f}")
 
     def get(m: str, digits: int = 1) -> Callable[[Run], str]:
         return lambda run: h.fmt_num(run.extra.get(m), digits)
 
     cols = [
-        h.Col[Cell]("system", lambda x: label[x.system], "l"),
-        h.Col[Cell]("runs", lambda x: x.runs),
-        h.Col[Cell]("last 20 training episodes", spread("train")),
-        h.Col[Cell]("greedy evaluation", spread("greedy")),
-        h.Col[Cell]("sampled evaluation", spread("sampled")),
-        h.Col[Cell]("policy entropy (nats)", spread("entropy", 2)),
+        h.Col[str]("system", label.__getitem__, "l"),
+        h.Col[str]("runs", lambda s: len([x for x in r.outcome.runs if x.system == s and x.extra])),
+        h.Col[str]("last 20 training episodes", spread("train")),
+        h.Col[str]("greedy evaluation", spread("greedy")),
+        h.Col[str]("sampled evaluation", spread("sampled")),
+        h.Col[str]("policy entropy (nats)", spread("entropy", 2)),
     ]
     run_cols = [
         h.Col[Run]("system", lambda x: label[x.system], "l"),
@@ -215,33 +198,23 @@ def report(r: Results, meta: h.Metadata) -> h.Report:
         "Entropy: the policy's mean over the states of its sampled episodes (uniform "
         "over the game's actions would be ln(actions)). Medians over seeds (min–max)."
     )
-    cells, parts = {c.system: c for c in r.cells}, []
-    for m in ("train", "greedy", "sampled"):
-        a, b = (h.med(cells[x].stats.get(m)) if x in cells else None for x in ("pararl", "sb3"))
-        parts.append(f"{m} {h.fmt_num(a)} vs {h.fmt_num(b)}")
+    parts = [f"{m} " + " vs ".join(h.fmt_num(h.med(r.cells[s].get(m)) if s in r.cells else None)
+                                   for s in ("pararl", "sb3")) for m in METRICS[:3]]  # fmt: skip
     panels = []
-    for m, title in (("train", "training"), ("greedy", "greedy evaluation"),
-                     ("sampled", "sampled evaluation")):  # fmt: skip
+    for m, title in zip(METRICS[:3], ("training", "greedy evaluation", "sampled evaluation"),
+                        strict=True):  # fmt: skip
         series = []
-        for i, cell in enumerate(r.cells):
-            ys = [x.extra[m] for x in r.outcome.runs if x.system == cell.system
+        for i, system in enumerate(r.cells):
+            ys = [x.extra[m] for x in r.outcome.runs if x.system == system
                   and x.extra.get(m) is not None]  # fmt: skip
-            series.append(Series(label[cell.system], [i] * len(ys), ys, kind="points", fmt="o",
+            series.append(Series(label[system], [i] * len(ys), ys, kind="points", fmt="o",
                                  color=f"C{i}"))  # fmt: skip
         panels.append(Panel(f"{games}: {title}", series, ylabel="return", legend=m == "train"))
     return h.Report(
-        title=f"PPO on MinAtar against SB3, final policies evaluated alike (`{h.PROG} minatar_ab`)",
-        key_ratios="pararl vs SB3 medians " + ", ".join(parts),
-        blocks=[
-            intro,
-            h.table(cols, r.cells),
-            "Runs, in the order run:",
-            h.table(run_cols, r.outcome.runs),
-        ],
-        panels=panels,
-        figure_alt="final returns per seed: training, greedy and sampled evaluation",
+        f"PPO on MinAtar against SB3, final policies evaluated alike (`{h.PROG} minatar_ab`)",
+        "pararl vs SB3 medians " + ", ".join(parts),
+        [intro, h.table(cols, list(r.cells)), "Runs, in the order run:",
+         h.table(run_cols, r.outcome.runs)],
+        panels, "final returns per seed: training, greedy and sampled evaluation",
         legend_below=True,
-    )
-
-
-__all__ = ["Config", "evaluate", "measure", "report", "resolve"]
+    )  # fmt: skip

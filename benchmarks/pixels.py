@@ -21,8 +21,7 @@ from benchmarks.lib.training import Point
 
 PPO_ENVS = {"workers": 2, "envs_per_worker": 4}  # 8 envs, as SB3's (`lib.sb3.PPO_ENVS`)
 ROW = Comparison(
-    name="pixels",
-    title="MinAtar: learning against SB3 at the same budget",
+    name="pixels", title="MinAtar: learning against SB3 at the same budget",
     systems=(
         System("pararl-dqn", "pararl DQN (async)", "dqn", {"mode": "async"}, color="C0"),
         System("pararl-dqn-per", "pararl DQN (async, prioritized)", "dqn",
@@ -36,9 +35,7 @@ ROW = Comparison(
     ),
     runs=tuple(f"MinAtar/{game}-v1:{seed}" for seed in range(3)
                for game in ("Breakout", "SpaceInvaders")),
-    budget=200_000,
-    eval_every=10_000,
-    final_evals=2,
+    budget=200_000, eval_every=10_000, final_evals=2,
     quick=dict(runs=("MinAtar/Breakout-v1:0",), budget=2_048, eval_every=1_024, eval_episodes=2,
                final_evals=1, run_timeout_s=300.0),
     notes=(
@@ -57,13 +54,9 @@ ROW = Comparison(
     # with sticky actions; PPO at 10M steps from gymnax's MinAtar baselines (no sticky
     # actions)
     published=("game", "DQN (5M)", "actor-critic (5M)", "PPO gymnax (10M)"),
-    figures={
-        "Breakout": ("~10", "~17.5", "28"),
-        "SpaceInvaders": ("~43", "~185", "131"),
-        "Asterix": ("~17", "–", "–"),
-        "Seaquest": ("~20", "–", "–"),
-        "Freeway": ("~50", "–", "–"),
-    },
+    figures={"Breakout": ("~10", "~17.5", "28"), "SpaceInvaders": ("~43", "~185", "131"),
+             "Asterix": ("~17", "–", "–"), "Seaquest": ("~20", "–", "–"),
+             "Freeway": ("~50", "–", "–")},
     published_note=(
         "Published MinAtar returns for reference (not re-measured; far longer budgets): the "
         "MinAtar paper's DQN and actor-critic at 5M frames, read off its README's plots; "
@@ -79,28 +72,22 @@ class Config(compare.Options, h.Options):
     """MinAtar learning against SB3 (same budget, same settings), and Pong training
     throughput against SB3 zoo. --quick: Breakout, one seed, 2,048 steps; a 5 s slice."""
 
-    parts: tuple[Literal["minatar", "pong"], ...] = ("minatar", "pong")
-    """Parts to run."""
+    parts: tuple[Literal["minatar", "pong"], ...] = ("minatar", "pong")  # Parts to run.
     pong_systems: tuple[PongSystem, ...] = ("pararl-dqn", "sb3-dqn", "pararl-ppo", "sb3-ppo")
     """pong: systems, run in this order."""
-    pong_env: str = "ALE/Pong-v5"
-    """pong: pararl's env id (pararl sets frame skip 4 and no sticky actions itself)."""
-    sb3_pong_env: str = "PongNoFrameskip-v4"
-    """pong: SB3's env id (the zoo's; `AtariWrapper` skips the frames)."""
-    slice_s: float = 60.0
-    """pong: wall seconds measured, from each run's first gradient update."""
-    learning_starts: int = 1_000
-    """pong: DQN's learning starts, both systems (small, so that the slice measures learning)."""
-    pong_timeout_s: float = 600.0
-    """pong: a run is killed after this long."""
+    slice_s: float = 60.0  # pong: wall seconds measured, from each run's first gradient update.
+    learning_starts: int = 1_000  # pong: DQN's learning starts (small: the slice learns).
 
 
-QUICK: dict[str, Any] = dict(slice_s=5.0, learning_starts=200, pong_timeout_s=180.0)
+QUICK: dict[str, Any] = dict(slice_s=5.0, learning_starts=200)
+# Pong for pararl (frame skip 4, no sticky actions) and SB3 (the zoo's; `AtariWrapper`
+# skips the frames); a run killed after PONG_TIMEOUT_S
+PONG_ENV, SB3_PONG_ENV, PONG_TIMEOUT_S = "ALE/Pong-v5", "PongNoFrameskip-v4", 600.0
 
 
 def resolve(config: Config) -> Config:
     c = h.apply_quick(compare.resolve(ROW, config), QUICK)
-    h.require(c, "> 0: slice_s pong_timeout_s", ">= 0: learning_starts parts")
+    h.require(c, "> 0: slice_s", ">= 0: learning_starts parts")
     h.check([("pong" in c.parts and not c.pong_systems, "--pong-systems needs at least one value")])
     for run in c.runs:
         h.check([(not run.startswith("MinAtar/"), f"--runs: '{run}' is not a MinAtar/ id")])
@@ -133,58 +120,44 @@ def window_rate(points: Sequence[Point], slice_s: float) -> tuple[float, float, 
     return (s1 - s0) / (t1 - t0), t1 - t0, (u1 - u0) / (t1 - t0)
 
 
-def pararl_slice(system: str, env: str, learning_starts: int, slice_s: float,
-                 timeout_s: float, workdir: Path) -> Slice:  # fmt: skip
-    """`pararl train` on Pong until `slice_s` after its first update, then stopped
-    (SIGTERM: it finishes cleanly, exit status 143); stopped too `timeout_s` after
+def pong_slice(system: str, c: Config, workdir: Path) -> Slice:
+    """One Pong throughput run of `system`: pararl's `pararl train` until `c.slice_s`
+    after its first update, then stopped (SIGTERM: it finishes cleanly, exit status
+    143), or SB3's process timing its own slice; either stopped `PONG_TIMEOUT_S` after
     launch."""
-    out = workdir / f"{system}-pong"
-    flags: dict[str, object] = dict(
-        total_steps=NEVER, eval_every=NEVER, checkpoint_every=NEVER, log_every_s=1.0,
-        target_return=NEVER,
-    )  # fmt: skip
-    if PONG[system].algo == "dqn":
-        flags["learning_starts"] = learning_starts
     s = PONG[system]
-    flags |= {"env": env, "seed": 0, "run_dir": out, "progress": "plain", "tensorboard": False}
-    cmd = training.train_command(s.algo, **flags, **s.flags)
-
-    def sliced() -> bool:
-        points = training.clock(training.read_metrics(out))
-        first = next((p[0] for p in points if p[2] > 0), None)
-        return first is not None and points[-1][0] - first >= slice_s
-
-    deadline = time.monotonic() + timeout_s
-    how, code, text = training.run_until(cmd, out.with_suffix(".log"), workdir, deadline, sliced)
-    if how == "interrupted":
-        raise KeyboardInterrupt
-    result = Slice(system, training.clock(training.read_metrics(out)))
-    if how == "deadline":
-        result.note = f"stopped after {timeout_s:g} s"
-    elif how == "ended" and code not in (0, 143):
-        result.note = f"rc {code}: " + " | ".join(text.strip().splitlines()[-3:])
-    return result
-
-
-def sb3_slice(system: str, env: str, learning_starts: int, slice_s: float,
-              timeout_s: float, workdir: Path) -> Slice:  # fmt: skip
-    flags = {"env": env, "slice_s": slice_s, "learning_starts": learning_starts}
-    done = training.run_process(sb3.command(PONG[system].algo, "pong", **flags), timeout_s, workdir)
-    parsed = sb3.parse(done.stdout, PONG[system].algo)
-    result = Slice(system, [tuple(p) for p in parsed["points"]] if parsed else [])
-    if parsed is None or done.returncode != 0:
-        result.note = done.tail
-    return result
-
-
-def pong_slice(system: str, envs: tuple[str, str], learning_starts: int, slice_s: float,
-               timeout_s: float, workdir: Path) -> Slice:  # fmt: skip
-    """One Pong throughput run of `system` (`envs`: pararl's id, SB3's id)."""
-    if system.startswith("sb3"):
-        run = sb3_slice(system, envs[1], learning_starts, slice_s, timeout_s, workdir)
+    if s.anchor:
+        flags = {"env": SB3_PONG_ENV, "slice_s": c.slice_s, "learning_starts": c.learning_starts}
+        done = training.run_process(sb3.command(s.algo, "pong", **flags), PONG_TIMEOUT_S, workdir)
+        parsed = sb3.parse(done.stdout, s.algo)
+        run = Slice(system, [tuple(p) for p in parsed["points"]] if parsed else [])
+        run.note = done.tail if parsed is None or done.returncode != 0 else ""
     else:
-        run = pararl_slice(system, envs[0], learning_starts, slice_s, timeout_s, workdir)
-    measured = window_rate(run.points, slice_s)
+        out = workdir / f"{system}-pong"
+        more = {"learning_starts": c.learning_starts} if s.algo == "dqn" else {}
+        cmd = training.train_command(
+            s.algo, total_steps=NEVER, eval_every=NEVER, checkpoint_every=NEVER, log_every_s=1.0,
+            target_return=NEVER, **more, env=PONG_ENV, seed=0, run_dir=out, progress="plain",
+            tensorboard=False, **s.flags,
+        )  # fmt: skip
+
+        def sliced() -> bool:
+            points = training.clock(training.read_metrics(out))
+            first = next((p[0] for p in points if p[2] > 0), None)
+            return first is not None and points[-1][0] - first >= c.slice_s
+
+        deadline = time.monotonic() + PONG_TIMEOUT_S
+        how, code, text = training.run_until(
+            cmd, out.with_suffix(".log"), workdir, deadline, sliced
+        )
+        if how == "interrupted":
+            raise KeyboardInterrupt
+        run = Slice(system, training.clock(training.read_metrics(out)))
+        if how == "deadline":
+            run.note = f"stopped after {PONG_TIMEOUT_S:g} s"
+        elif how == "ended" and code not in (0, 143):
+            run.note = f"rc {code}: " + " | ".join(text.strip().splitlines()[-3:])
+    measured = window_rate(run.points, c.slice_s)
     if measured is not None:
         run.rate, run.window_s, run.updates_per_s = measured
     elif not run.note:
@@ -214,8 +187,8 @@ def pong_block(slices: Sequence[Slice], p: dict[str, Any]) -> str:
         f"learning, over the {p['slice_s']:g} s that follow each run's first gradient update; "
         f"no evaluations. pararl: `pararl train dqn --mode async` and `pararl train ppo` (2 "
         f"workers x 4 envs; async: the 8 envs on actor processes, one rollout ahead of the "
-        f"update) on {p['pong_env']} with their Atari defaults. SB3: the zoo's Atari "
-        f"settings on {p['sb3_pong_env']} (`AtariWrapper`, 4 stacked frames, `CnnPolicy`; DQN "
+        f"update) on {PONG_ENV} with their Atari defaults. SB3: the zoo's Atari "
+        f"settings on {SB3_PONG_ENV} (`AtariWrapper`, 4 stacked frames, `CnnPolicy`; DQN "
         "one env, an update every 4 steps, batch 32; PPO 8 `DummyVecEnv` envs x 128 steps, 4 "
         f"epochs of 256). DQN's learning starts at {p['learning_starts']:,} steps for both "
         "(the zoo's 100,000 would leave no learning in the slice). One run each. Targets: "
@@ -238,10 +211,7 @@ def measure(c: Config, meta: h.Metadata) -> Result:
     with tempfile.TemporaryDirectory(prefix="pararl-bench-pixels-") as tmp:
         for pong in c.pong_systems if "pong" in c.parts else ():
             h.progress(f"pixels: {pong} on Pong, {c.slice_s:g} s after its first update ...")
-            envs = (c.pong_env, c.sb3_pong_env)
-            piece = pong_slice(
-                pong, envs, c.learning_starts, c.slice_s, c.pong_timeout_s, Path(tmp)
-            )
+            piece = pong_slice(pong, c, Path(tmp))
             out.slices.append(piece)
             h.progress(f"pixels: {pong} on Pong: {h.fmt_rate(piece.rate)} agent steps/s")
     return out

@@ -1,28 +1,22 @@
 """`python -m benchmarks ppo_async`: asynchronous PPO on MinAtar against pararl's own
-serial and sync loops and SB3's PPO, each trained to the same budget (`lib.compare`);
-finished seeds are kept in `results/ppo_async`.
-
-`pararl train ppo --mode async`: an actor process steps the envs and acts with its own
-copy of the policy, collecting rollout j + 1 while the learner updates on rollout j,
-with weights exactly one rollout behind (`--policy-lag 1`). Its iteration can be no
-shorter than the longer of the two: the floor, measured in the same invocation before
-the runs, once per game, acting one rollout and one update each alone on one torch
-thread (`measure_floor`). After each pararl run, its metrics.csv (a row per rollout:
-`--log-every-s 0`, given to every pararl system) gives the busy fractions, the lag and
-the iteration, and its config.json the mode and why (`run_facts`).
+serial and sync loops and SB3's PPO, each trained to the same budget (`lib.compare`;
+finished seeds kept in `results/ppo_async`), after the floor of one asynchronous
+iteration, measured once per game: `--mode async` acts rollout j + 1 in an actor process
+while the learner updates on rollout j, so an iteration is at least the longer of the
+two. Each pararl run's metrics.csv (a row per rollout) and config.json give its mode,
+busy fractions, lag and iteration (`run_facts`).
 
 Targets (the issue's): async's final return the same as serial's and sync's
 (Mann-Whitney, two-sided, p > 0.05) in at most 0.6x their wall time, and at most 0.5x
-SB3's; one async iteration within 1.2x its floor. The report computes each from the
-runs and says whether it is met.
+SB3's; one async iteration within 1.2x its floor.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import statistics
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -33,7 +27,7 @@ from typing import Any
 from benchmarks.lib import compare, training
 from benchmarks.lib import harness as h
 from benchmarks.lib.compare import Comparison, Outcome, Run, System
-from benchmarks.lib.stats import mann_whitney, smallest_p
+from pararl.stats import mann_whitney, smallest_p
 
 GAMES = ("Breakout", "Asterix")
 NUM_ENVS = 8  # every system's: pararl's default, SB3's `lib.sb3.PPO_ENVS`
@@ -42,75 +36,43 @@ ALPHA = 0.05  # "the same final return": Mann-Whitney's two-sided p above this
 WALL_TARGETS = {"pararl-serial": 0.6, "pararl-sync": 0.6, "sb3": 0.5}  # async's wall ÷ theirs
 SAME_FINAL = ("pararl-serial", "pararl-sync")  # whose final async must match
 FLOOR_TARGET = 1.2  # async's iteration ÷ its floor
-PER_ROLLOUT = {"log_every_s": 0.0}  # a metrics.csv row per rollout
+FLOOR_WARMUP = 2  # rollouts acted and updates before the floor's timed ones
 
 
 def pararl(mode: str, default: bool = True, color: str | None = None) -> System:
-    """`pararl train ppo --mode MODE` with its MinAtar defaults."""
-    return System(f"pararl-{mode}", f"pararl PPO ({mode})", "ppo", {"mode": mode, **PER_ROLLOUT},
-                  default=default, color=color)  # fmt: skip
+    """`pararl train ppo --mode MODE` with its MinAtar defaults, a metrics row per rollout."""
+    return System(f"pararl-{mode}", f"pararl PPO ({mode})", "ppo", {"mode": mode,
+                  "log_every_s": 0.0}, default=default, color=color)  # fmt: skip
 
 
 ROW = Comparison(
     name="ppo_async",
     title="Asynchronous PPO on MinAtar against the serial and sync loops and SB3",
-    systems=(
-        pararl("async", color="C0"),
-        pararl("serial", color="C1"),
-        pararl("sync", default=False, color="C2"),
-        System("sb3", "SB3 PPO", "ppo", anchor="minatar", color="C3"),
-    ),
+    systems=(pararl("async", color="C0"), pararl("serial", color="C1"),
+             pararl("sync", default=False, color="C2"),
+             System("sb3", "SB3 PPO", "ppo", anchor="minatar", color="C3")),
     runs=tuple(f"MinAtar/{game}-v1:{seed}" for seed in range(3) for game in GAMES),
-    budget=1_000_000,
-    eval_every=100_000,
-    eval_episodes=10,
-    final_evals=3,
-    run_timeout_s=3 * 3_600.0,
-    keep_dir="results/ppo_async",
-    kept=("sb3_threads",),
-    quick=dict(
-        runs=("MinAtar/Breakout-v1:0",),
-        budget=8_192,
-        eval_every=4_096,
-        eval_episodes=2,
-        final_evals=2,
-        run_timeout_s=600.0,
-    ),
-)
+    budget=1_000_000, eval_every=100_000, run_timeout_s=3 * 3_600.0,
+    keep_dir="results/ppo_async", kept=("sb3_threads",),
+    quick=dict(runs=("MinAtar/Breakout-v1:0",), budget=8_192, eval_every=4_096,
+               eval_episodes=2, final_evals=2, run_timeout_s=600.0),
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Config(compare.Options, h.Options):
-    """Asynchronous PPO on MinAtar Breakout and Asterix (1M steps, 3 seeds) against
-    pararl's serial (and sync) loops and SB3's PPO, after the floor of one asynchronous
-    iteration. --quick: Breakout, one seed, 8,192 steps, nothing kept."""
+    """Async PPO on MinAtar against serial (and sync) and SB3, after the floor of one
+    async iteration. --quick: Breakout, one seed, 8,192 steps, nothing kept."""
 
-    sb3_threads: int = 0
-    """Torch threads of the SB3 process (0: torch's default, one per core)."""
-    floor_repeats: int = 10
-    """Floor: rollouts acted and updates timed on each game (their median)."""
-    floor_warmup: int = 2
-    """Floor: rollouts acted and updates before those, not timed."""
-
-
-QUICK = {"sb3_threads": 1, "floor_repeats": 3, "floor_warmup": 1}
+    floor_repeats: int = 10  # Floor: timed rollouts and updates per game, after two untimed.
 
 
 def resolve(config: Config) -> Config:
-    c = h.apply_quick(compare.resolve(ROW, config), QUICK)
-    h.require(c, ">= 0: sb3_threads floor_warmup", ">= 1: floor_repeats")
+    c = h.apply_quick(compare.resolve(ROW, config), {"floor_repeats": 3})
+    h.require(c, ">= 1: floor_repeats")
     for run in c.runs:  # the anchor has pararl's MinAtar settings
         h.check([(not run.startswith("MinAtar/"), f"--runs: '{run}' is not a MinAtar/ id")])
     return c
-
-
-def row_for(c: Any) -> Comparison:
-    """The table with the SB3 process's threads from the options."""
-    systems = tuple(
-        dataclasses.replace(s, flags={"threads": c.sb3_threads}) if s.anchor else s
-        for s in ROW.systems
-    )
-    return dataclasses.replace(ROW, systems=systems)
 
 
 # --- the floor --------------------------------------------------------------------------
@@ -118,10 +80,8 @@ def row_for(c: Any) -> Comparison:
 
 @dataclass
 class Floor:
-    """One game's floor, measured before the runs: one actor acting one rollout of every
-    env (`InlineActors.take`: its weights, its steps, the copy out) and
-    `PPOLearner.update` on one rollout, each alone on one torch thread, one after the
-    other; seconds."""
+    """One game's floor: one actor acting a rollout of every env (`InlineActors.take`)
+    and `PPOLearner.update` on it, each alone on one torch thread, in turn; seconds."""
 
     env: str
     acting: h.Summary
@@ -133,35 +93,28 @@ class Floor:
     minibatch_size: int
 
     @property
-    def floor_s(self) -> float:
-        """One asynchronous iteration at best: acting and updating side by side."""
+    def floor_s(self) -> float:  # an async iteration at best: side by side
         return max(self.acting.median, self.update.median)
 
     @property
-    def serial_s(self) -> float:
-        """One serial iteration at best: acting, then updating."""
+    def serial_s(self) -> float:  # a serial iteration at best: one after the other
         return self.acting.median + self.update.median
 
 
 def measure_floor(env: str, repeats: int, warmup: int, num_envs: int = NUM_ENVS) -> Floor:
-    """Act a rollout, update on it, publish the new weights (lag 0: each rollout acts
-    with the newest), `warmup` + `repeats` times; the medians of the last `repeats`.
-    The run's own pieces: its MinAtar config, `PPOState`'s learner, `InlineActors`
-    (the async actor's serial twin) with one actor of all the envs."""
+    """Act a rollout, update on it, publish the weights, `warmup` + `repeats` times
+    with the run's own pieces (`InlineActors` is the async actor's serial twin)."""
     import torch
 
     from pararl.config import PPOConfig
-    from pararl.envs.make import env_factory
+    from pararl.envs.make import env_factory, probe_env
     from pararl.intraop import torch_threads
     from pararl.runners.ppo_state import PPOState
     from pararl.samplers.rollout.actors import ActorPlan, InlineActors
     from pararl.samplers.rollout.collect import batch_of
     from pararl.seeding import env_seeds
 
-    fn = env_factory(env, training=True)
-    probe = fn()
-    spaces = probe.observation_space, probe.action_space
-    probe.close()
+    fn, spaces = env_factory(env, training=True), probe_env(env)
     config = PPOConfig(env=env, act_device="cpu", learn_device="cpu")
     acting: list[float] = []
     updates: list[float] = []
@@ -173,14 +126,10 @@ def measure_floor(env: str, repeats: int, warmup: int, num_envs: int = NUM_ENVS)
         actors = InlineActors(plan, 1, env_seeds(0, num_envs), learner.model, 0)
         try:
             for i in range(warmup + repeats):
-                start = time.perf_counter()
-                taken = actors.take()  # the actor's weights, its steps and its copy out
-                acted = time.perf_counter() - start
+                acted, taken = h.timed(actors.take)  # its weights, its steps, its copy out
                 batch = batch_of(taken.arrays, spec)
                 batch.pop("discounted")  # the reward scale's, not the loss's (`train_loop`)
-                start = time.perf_counter()
-                learner.update(batch, state.rng)
-                took = time.perf_counter() - start
+                took, _ = h.timed(functools.partial(learner.update, batch, state.rng))
                 actors.publish(learner.model, i + 1)
                 if i >= warmup:
                     acting.append(acted)
@@ -196,11 +145,10 @@ def measure_floor(env: str, repeats: int, warmup: int, num_envs: int = NUM_ENVS)
 
 
 def run_facts(rows: Sequence[Mapping[str, str]], config: Mapping[str, Any]) -> dict[str, Any]:
-    """From a run's metrics.csv rows and config.json: the mode and why, the rollouts,
-    one iteration's wall time (the mean over every rollout after the first, so that
-    start-up is left out and every pause in the run counted; and the median of the
-    rollouts a row apart), and the means over its rows of the busy fractions, the
-    lag and the update's threads (None: not in its rows)."""
+    """From a run's metrics.csv rows and config.json: its mode and why, its rollouts, an
+    iteration's wall time (the mean over the rollouts after the first, every pause
+    counted; the median of those a row apart), the rows' means of the busy fractions,
+    the lag and the update's threads (None: not in its rows)."""
     resolved = config.get("resolved", {})
     rollout = int(resolved.get("num_envs") or NUM_ENVS) * int(config["num_steps"])
     points = [(int(float(r["env_steps"])), float(r["wall_s"])) for r in rows if r.get("wall_s")]
@@ -212,28 +160,20 @@ def run_facts(rows: Sequence[Mapping[str, str]], config: Mapping[str, Any]) -> d
         return statistics.fmean(values) if values else None
 
     return {
-        "mode": resolved.get("mode"),
-        "mode_reason": resolved.get("mode_reason"),
-        "num_envs": resolved.get("num_envs"),
+        **{key: resolved.get(key) for key in ("mode", "mode_reason", "num_envs")},
         "rollouts": points[-1][0] // rollout if points else 0,
         "iteration_s": (points[-1][1] - points[0][1]) / spanned if spanned else None,
         "iteration_median_s": statistics.median(gaps) if gaps else None,
-        "actor_busy": mean("actor_busy"),
-        "learner_busy": mean("learner_busy"),
-        "policy_lag": mean("policy_lag"),
-        "update_threads": mean("update_threads"),
-    }
+        **{key: mean(key) for key in ("actor_busy", "learner_busy", "policy_lag",
+                                      "update_threads")},
+    }  # fmt: skip
 
 
 def read_run(s: System, run: Run, run_dir: Path) -> None:
     """`compare.measure`'s `after`: a pararl run's facts into `run.extra`."""
-    if s.anchor:
-        return
-    config = json.loads((run_dir / "config.json").read_text())
-    run.extra = run_facts(training.read_metrics(run_dir), config)
-
-
-# --- measure ----------------------------------------------------------------------------
+    if not s.anchor:
+        config = json.loads((run_dir / "config.json").read_text())
+        run.extra = run_facts(training.read_metrics(run_dir), config)
 
 
 @dataclass
@@ -246,31 +186,25 @@ def measure(c: Config, meta: h.Metadata) -> Results:
     floors = []
     for env in dict.fromkeys(run.rpartition(":")[0] for run in c.runs):
         h.progress(f"ppo_async: the floor on {env} ({c.floor_repeats} rollouts and updates) ...")
-        floor = measure_floor(env, c.floor_repeats, c.floor_warmup)
+        floors.append(floor := measure_floor(env, c.floor_repeats, FLOOR_WARMUP))
         h.progress(
             f"ppo_async: {env}: acting {1e3 * floor.acting.median:.0f} ms, update "
             f"{1e3 * floor.update.median:.0f} ms, floor {1e3 * floor.floor_s:.0f} ms"
         )
-        floors.append(floor)
-    return Results(compare.measure(row_for(c), c, meta, after=read_run), floors)
+    return Results(compare.measure(ROW, c, meta, after=read_run), floors)
 
 
 # --- the arithmetic of the report -------------------------------------------------------
 
 
-def finals(runs: Sequence[Run], env: str, system: str, last: int) -> list[float]:
-    mine = [r.final(last) for r in runs if (r.env, r.system) == (env, system)]
-    return [f for f in mine if f is not None]
-
-
-def walls(runs: Sequence[Run], env: str, system: str) -> list[float]:
-    return [r.wall_s for r in runs if (r.env, r.system) == (env, system) and r.ok]
-
-
-def extras(runs: Sequence[Run], env: str, system: str, key: str) -> list[float]:
-    """`key` of the runs' facts (`run_facts`), where they have it."""
-    mine = [r.extra.get(key) for r in runs if (r.env, r.system) == (env, system)]
+def of(runs: Sequence[Run], env: str, system: str, value: Callable[[Run], Any]) -> list[float]:
+    """`value` of each run of `system` on `env` that has one."""
+    mine = [value(r) for r in runs if (r.env, r.system) == (env, system)]
     return [float(v) for v in mine if v is not None]
+
+
+def verdict(met: bool | None) -> str:
+    return "–" if met is None else "met" if met else "missed"
 
 
 @dataclass
@@ -292,26 +226,35 @@ class Versus:
         n = (len(s.samples) if s else 0 for s in (self.async_final, self.other_final))
         return " vs ".join(map(str, n))
 
+    @property
+    def targets(self) -> dict[str, bool | None]:
+        """Its targets met or not (None: not measured): the same final (against serial
+        and sync), the wall ratio."""
+        wall = None if self.wall_ratio is None else self.wall_ratio <= WALL_TARGETS[self.other]
+        if self.other not in SAME_FINAL:
+            return {"wall": wall}
+        return {"final": None if self.p is None else self.p > ALPHA, "wall": wall}
+
 
 def versus(runs: Sequence[Run], env: str, other: str, last: int) -> Versus:
-    mine, theirs = finals(runs, env, ASYNC, last), finals(runs, env, other, last)
-    a_wall, o_wall = h.maybe(walls(runs, env, ASYNC)), h.maybe(walls(runs, env, other))
-    return Versus(env, other, h.maybe(mine), h.maybe(theirs), a_wall, o_wall,
-                  mann_whitney(mine, theirs), smallest_p(len(mine), len(theirs)),
+    mine, theirs = (of(runs, env, s, lambda r: r.final(last)) for s in (ASYNC, other))
+    a_wall, o_wall = (h.maybe(of(runs, env, s, lambda r: r.wall_s if r.ok else None))
+                      for s in (ASYNC, other))  # fmt: skip
+    both = bool(mine and theirs)
+    p = mann_whitney(mine, theirs) if both else None
+    least = smallest_p(len(mine), len(theirs)) if both else 1.0
+    return Versus(env, other, h.maybe(mine), h.maybe(theirs), a_wall, o_wall, p, least,
                   h.ratio(a_wall, o_wall))  # fmt: skip
 
 
-def short(system: str) -> str:
-    """`pararl-serial` -> `serial`; `sb3` -> `SB3`."""
-    return "SB3" if system == "sb3" else system.removeprefix("pararl-")
-
-
-def wall_met(v: Versus) -> bool | None:
-    return None if v.wall_ratio is None else v.wall_ratio <= WALL_TARGETS[v.other]
-
-
-def verdict(met: bool | None) -> str:
-    return "–" if met is None else "met" if met else "missed"
+def compared(outcome: Outcome, last: int) -> list[Versus]:
+    """Async against every other system run, game by game."""
+    runs, out = outcome.runs, []
+    for env in dict.fromkeys(r.env for r in runs):
+        systems = dict.fromkeys(r.system for r in runs if r.env == env)
+        if ASYNC in systems:
+            out += [versus(runs, env, s, last) for s in systems if s != ASYNC]
+    return out
 
 
 @dataclass
@@ -326,59 +269,24 @@ class Iteration:
     def ratio(self) -> float | None:
         return h.ratio(self.iteration, self.floor.floor_s)
 
+    @property
+    def met(self) -> bool | None:
+        return None if self.ratio is None else self.ratio <= FLOOR_TARGET
+
 
 def iterations(runs: Sequence[Run], floors: Sequence[Floor]) -> list[Iteration]:
-    return [
-        Iteration(f, h.maybe(extras(runs, f.env, ASYNC, "iteration_s")),
-                  h.maybe(extras(runs, f.env, "pararl-serial", "iteration_s")))
-        for f in floors
-    ]  # fmt: skip
+    def mean(env: str, system: str) -> h.Summary | None:
+        return h.maybe(of(runs, env, system, lambda r: r.extra.get("iteration_s")))
 
-
-@dataclass
-class Target:
-    """One of the issue's targets on one game, what was measured, and whether met
-    (None: not measured)."""
-
-    env: str
-    target: str
-    measured: str
-    met: bool | None
-
-
-def targets(versuses: Sequence[Versus], iters: Sequence[Iteration]) -> list[Target]:
-    out = []
-    for v in versuses:
-        theirs = f"{short(v.other)}'s"
-        if v.other in SAME_FINAL:
-            same = None if v.p is None else v.p > ALPHA
-            shown = "–" if v.p is None else f"p = {v.p:.2f} ({v.seeds} seeds)"
-            out.append(Target(v.env, f"final the same as {theirs} (p > {ALPHA:g})", shown, same))
-        wall = f"wall ≤ {WALL_TARGETS[v.other]:g}× {theirs}"
-        out.append(Target(v.env, wall, h.fmt_ratio(v.wall_ratio), wall_met(v)))
-    for it in iters:
-        ok = None if it.ratio is None else it.ratio <= FLOOR_TARGET
-        target = f"iteration ≤ {FLOOR_TARGET:g}× its floor"
-        out.append(Target(it.floor.env, target, h.fmt_ratio(it.ratio), ok))
-    return out
-
-
-def compared(outcome: Outcome, last: int) -> list[Versus]:
-    """Async against every other system run, game by game."""
-    runs, out = outcome.runs, []
-    for env in dict.fromkeys(r.env for r in runs):
-        systems = dict.fromkeys(r.system for r in runs if r.env == env)
-        if ASYNC in systems:
-            out += [versus(runs, env, s, last) for s in systems if s != ASYNC]
-    return out
+    return [Iteration(f, mean(f.env, ASYNC), mean(f.env, "pararl-serial")) for f in floors]
 
 
 # --- report -----------------------------------------------------------------------------
 
 
 def settings_note() -> str:
-    """The settings every system trains with, in words (from pararl's MinAtar config,
-    which `lib.sb3.minatar_ppo` gives SB3 too)."""
+    """The settings every system trains with, from pararl's MinAtar config (which
+    `lib.sb3.minatar_ppo` gives SB3 too)."""
     from pararl.config import PPOConfig
 
     s = PPOConfig().for_env("minatar").config
@@ -388,101 +296,91 @@ def settings_note() -> str:
         f"{' annealed linearly to 0' if s.anneal_lr else ''}, gamma {s.gamma:g}, GAE lambda "
         f"{s.gae_lambda:g}, clip {s.clip_coef:g}, entropy {s.ent_coef:g}, value loss weight "
         f"{s.vf_coef:g}, gradient norm {s.max_grad_norm:g} (pararl's MinAtar defaults), the "
-        "MinAtar paper's network (one 3x3 convolution of 16 filters, 128 hidden units) on "
-        "pararl's MinAtar envs (sticky actions 0.1, in evaluation too). pararl: `pararl "
-        "train ppo --mode async|serial|sync --log-every-s 0` (async: one actor process of "
-        "the 8 envs beside the learner, weights one rollout behind; sync: env worker "
-        "processes, 2 x 4 on 2 cores); SB3: PPO on 8 envs in one process."
+        "MinAtar paper's network on pararl's MinAtar envs (sticky actions 0.1, in evaluation "
+        "too). pararl: `pararl train ppo --mode async|serial|sync --log-every-s 0` (async: "
+        "one actor process of the 8 envs beside the learner; sync: env worker processes, 2 x "
+        "4 on 2 cores); SB3: PPO on 8 envs in one process."
     )
 
 
-def ms(value: float | None) -> str:
+def ms(value: float | h.Summary | None) -> str:
+    if isinstance(value, h.Summary):
+        return h.fmt_spread(value, lambda v: f"{1e3 * v:.0f}")
     return h.fmt_num(None if value is None else 1e3 * value, 0)
 
 
-def ms_spread(s: h.Summary | None) -> str:
-    return h.fmt_spread(s, lambda v: f"{1e3 * v:.0f}")
+BUSY: tuple[tuple[str, str, Callable[[float], str]], ...] = (
+    ("rollouts", "rollouts", "{:.0f}".format), ("actor_busy", "actor busy", "{:.0%}".format),
+    ("learner_busy", "learner busy", "{:.0%}".format),
+    ("policy_lag", "policy lag", "{:.2f}".format),
+    ("iteration_s", "iteration ms, mean", lambda v: f"{1e3 * v:.0f}"),
+    ("iteration_median_s", "iteration ms, median", lambda v: f"{1e3 * v:.0f}"),
+    ("update_threads", "update threads", "{:.1f}".format),
+)  # fmt: skip
 
 
 def blocks_of(r: Results, c: Any, label: Mapping[str, str]) -> list[str]:
-    """The targets, async against each system, the busy fractions and the floor."""
+    """Async against each system with its targets, the busy fractions and the floor."""
     versuses = compared(r.outcome, c.final_evals)
     iters = iterations(r.outcome.runs, r.floors)
-    goals = targets(versuses, iters)
-
-    target_cols: list[h.Col[Target]] = [
-        h.Col("game", lambda t: compare.family(t.env), "l"),
-        h.Col("target", lambda t: t.target, "l"),
-        h.Col("measured", lambda t: t.measured),
-        h.Col("", lambda t: verdict(t.met), "c"),
-    ]
-    measured = [t.met for t in goals if t.met is not None]
-    done = "not measured" if not measured else "yes" if all(measured) else "no"
+    met = [m for v in versuses for m in v.targets.values()] + [it.met for it in iters]
+    done = "not measured" if all(m is None for m in met) else "no" if False in met else "yes"
     weak = [v for v in versuses if v.other in SAME_FINAL and v.smallest_p > ALPHA]
     caution = "" if not weak else (
         f" With {weak[0].seeds} seeds the smallest p Mann-Whitney can give is "
-        f"{weak[0].smallest_p:.2f}: it cannot find finals different at {ALPHA:g} whatever they "
-        "are, so \"the same\" there says only that no difference was shown; the spreads "
-        "and the curves say more."
+        f"{weak[0].smallest_p:.2f}: \"the same\" there says only that no difference was shown."
     )  # fmt: skip
-    intro = (
-        "#### Targets\n\nThe issue's: async reaches the same final return as serial and "
-        f"sync (Mann-Whitney, two-sided, p > {ALPHA:g}) in at most "
-        f"{WALL_TARGETS['pararl-serial']:g}× their wall time and at most "
-        f"{WALL_TARGETS['sb3']:g}× SB3's; one async iteration is within {FLOOR_TARGET:g}× its "
-        f"floor. Wall ratios: medians over seeds, launch to exit.{caution} All met: {done}."
-    )
+    game = compare.family
+
+    def returns(s: h.Summary | None) -> str:
+        return h.fmt_spread(s, compare.whole)
 
     vs_cols: list[h.Col[Versus]] = [
-        h.Col("game", lambda v: compare.family(v.env), "l"),
+        h.Col("game", lambda v: game(v.env), "l"),
         h.Col("against", lambda v: label.get(v.other, v.other), "l"),
-        h.Col("async final", lambda v: h.fmt_spread(v.async_final, compare.whole)),
-        h.Col("their final", lambda v: h.fmt_spread(v.other_final, compare.whole)),
+        h.Col("async final", lambda v: returns(v.async_final)),
+        h.Col("their final", lambda v: returns(v.other_final)),
         h.Col("Mann-Whitney p (seeds; the smallest possible)", lambda v: "–" if v.p is None
               else f"{v.p:.2f} ({v.seeds}; {v.smallest_p:.2f})"),
-        h.Col("async wall s", lambda v: h.fmt_spread(v.async_wall, compare.whole)),
-        h.Col("their wall s", lambda v: h.fmt_spread(v.other_wall, compare.whole)),
+        h.Col("async wall s", lambda v: returns(v.async_wall)),
+        h.Col("their wall s", lambda v: returns(v.other_wall)),
         h.Col("async ÷ their wall", lambda v: h.fmt_ratio(v.wall_ratio)),
+        h.Col("targets", lambda v: ", ".join(f"{k} {verdict(m)}" for k, m in v.targets.items()),
+              "l"),
     ]  # fmt: skip
-    vs_note = (
-        "#### Async against each system\n\nFinal: the mean of each run's last "
-        f"{c.final_evals} evaluations, median over seeds (min–max); wall: launch to exit."
+    intro = (
+        "#### Async against each system, and the targets\n\nThe issue's: async's final return "
+        f"the same as serial's and sync's (Mann-Whitney, two-sided, p > {ALPHA:g}) in at most "
+        f"{WALL_TARGETS['pararl-serial']:g}× their wall time and {WALL_TARGETS['sb3']:g}× SB3's; "
+        f"an async iteration within {FLOOR_TARGET:g}× its floor (below).{caution} All met: "
+        f"{done}. Final: the mean of each run's last {c.final_evals} evaluations; medians over "
+        "seeds (min–max); wall: launch to exit."
     )
 
-    def cell(key: str, fmt: Callable[[float], str]) -> Callable[[tuple[str, str]], str]:
-        def show(es: tuple[str, str]) -> str:
-            return h.fmt_spread(h.maybe(extras(r.outcome.runs, *es, key)), fmt)
-
-        return show
+    def busy(key: str, fmt: Callable[[float], str]) -> Callable[[tuple[str, str]], str]:
+        return lambda es: h.fmt_spread(
+            h.maybe(of(r.outcome.runs, *es, lambda x: x.extra.get(key))), fmt
+        )
 
     def reason(es: tuple[str, str]) -> str:
         runs = [x for x in r.outcome.runs if (x.env, x.system) == es and x.extra.get("mode")]
         return "–" if not runs else f"{runs[0].extra['mode']} ({runs[0].extra['mode_reason']})"
 
-    pairs = [(x.env, x.system) for x in r.outcome.runs if not row_for(c).system(x.system).anchor]
+    pairs = [(x.env, x.system) for x in r.outcome.runs if not ROW.system(x.system).anchor]
     busy_cols: list[h.Col[tuple[str, str]]] = [
-        h.Col("game", lambda es: compare.family(es[0]), "l"),
+        h.Col("game", lambda es: game(es[0]), "l"),
         h.Col("system", lambda es: label[es[1]], "l"),
         h.Col("mode (why)", reason, "l"),
-        h.Col("rollouts", cell("rollouts", lambda v: f"{v:.0f}")),
-        h.Col("actor busy", cell("actor_busy", lambda v: f"{100 * v:.0f}%")),
-        h.Col("learner busy", cell("learner_busy", lambda v: f"{100 * v:.0f}%")),
-        h.Col("policy lag", cell("policy_lag", lambda v: f"{v:.2f}")),
-        h.Col("iteration ms, mean", cell("iteration_s", lambda v: f"{1e3 * v:.0f}")),
-        h.Col("iteration ms, median", cell("iteration_median_s", lambda v: f"{1e3 * v:.0f}")),
-        h.Col("update threads", cell("update_threads", lambda v: f"{v:.1f}")),
+        *(h.Col(head, busy(key, fmt)) for key, head, fmt in BUSY),
     ]
     busy_note = (
-        "#### Busy fractions, lag and iteration of pararl's runs\n\nEach run's mean over "
-        "its metrics.csv rows (one per rollout), then the median over seeds (min–max). "
-        "Actor busy: the share of each rollout's time the actor spent acting (the rest "
-        "it waited for weights or a free slot); learner busy: the update's share of the "
-        "time between two rollouts taken; policy lag: rollouts between the weights that "
-        "acted and the learner's. Iteration: wall time per rollout after the first, its "
-        "mean (every pause counted: evaluations, checkpoints) and the median of single "
-        "rollouts."
+        "#### Busy fractions, lag and iteration of pararl's runs\n\nEach run's mean over its "
+        "metrics.csv rows (one per rollout), median over seeds (min–max). Actor busy: the share "
+        "of a rollout's time spent acting; learner busy: the update's share of the time "
+        "between two rollouts; policy lag: rollouts between the acting weights and the "
+        "learner's. Iteration: wall time per rollout after the first, the mean (every pause "
+        "counted) and the median of single rollouts."
     )
-
     floor = r.floors[0] if r.floors else None
     what = "" if floor is None else (
         f"acting one rollout ({floor.num_envs} envs x {floor.num_steps} steps, one actor, its "
@@ -490,26 +388,24 @@ def blocks_of(r: Results, c: Any, label: Mapping[str, str]) -> list[str]:
         f"of {floor.minibatch_size})"
     )  # fmt: skip
     floor_cols: list[h.Col[Iteration]] = [
-        h.Col("game", lambda it: compare.family(it.floor.env), "l"),
-        h.Col("acting ms", lambda it: ms_spread(it.floor.acting)),
-        h.Col("update ms", lambda it: ms_spread(it.floor.update)),
+        h.Col("game", lambda it: game(it.floor.env), "l"),
+        h.Col("acting ms", lambda it: ms(it.floor.acting)),
+        h.Col("update ms", lambda it: ms(it.floor.update)),
         h.Col("floor ms (the longer)", lambda it: ms(it.floor.floor_s)),
-        h.Col("async iteration ms", lambda it: ms_spread(it.iteration)),
-        h.Col(f"÷ floor (target ≤ {FLOOR_TARGET:g})", lambda it: h.fmt_ratio(it.ratio)),
+        h.Col("async iteration ms", lambda it: ms(it.iteration)),
+        h.Col(f"÷ floor (target ≤ {FLOOR_TARGET:g})",
+              lambda it: f"{h.fmt_ratio(it.ratio)} ({verdict(it.met)})"),
         h.Col("serial's floor ms (the sum)", lambda it: ms(it.floor.serial_s)),
-        h.Col("serial iteration ms", lambda it: ms_spread(it.serial)),
-    ]
+        h.Col("serial iteration ms", lambda it: ms(it.serial)),
+    ]  # fmt: skip
     floor_note = (
-        f"#### The floor of one asynchronous iteration\n\nMeasured in this invocation "
-        f"before the runs, once per game: {what}, each alone on one torch thread, in "
-        f"turn, {c.floor_repeats} times after {c.floor_warmup} untimed; median (min–max). "
-        "Overlapped, an iteration takes at least the longer of the two; the serial loop "
-        "the sum. Async iteration: each async run's mean (above), median over seeds "
-        "(min–max); a kept seed's runs come from its own sitting."
+        f"#### The floor of one asynchronous iteration\n\nMeasured before the runs, once per "
+        f"game: {what}, each alone on one torch thread, {c.floor_repeats} times after "
+        f"{FLOOR_WARMUP} untimed; median (min–max). Overlapped, an iteration takes at least "
+        "the longer of the two; the serial loop the sum."
     )
     return [
-        f"{intro}\n\n{h.table(target_cols, goals)}",
-        f"{vs_note}\n\n{h.table(vs_cols, versuses)}",
+        f"{intro}\n\n{h.table(vs_cols, versuses)}",
         f"{busy_note}\n\n{h.table(busy_cols, list(dict.fromkeys(pairs)))}",
         f"{floor_note}\n\n{h.table(floor_cols, iters)}",
     ]
@@ -523,41 +419,36 @@ def key_ratios(r: Results, c: Any) -> str:
     parts = []
     for env in dict.fromkeys(v.env for v in versuses):
         mine = [v for v in versuses if v.env == env]
-        ratios = ", ".join(
-            f"{short(v.other)} {h.fmt_ratio(v.wall_ratio)} (≤ {WALL_TARGETS[v.other]:g}: "
-            f"{verdict(wall_met(v))})"
-            for v in mine
-        )
+        ratios = ", ".join(f"{short(v.other)} {h.fmt_ratio(v.wall_ratio)} (≤ "
+                           f"{WALL_TARGETS[v.other]:g}: {verdict(v.targets['wall'])})"
+                           for v in mine)  # fmt: skip
         text = [f"{compare.family(env)}: async wall ÷ {ratios}"]
         serial = next((v for v in mine if v.other == "pararl-serial"), None)
         if serial is not None and serial.p is not None:
-            text.append(
-                f"final {compare.whole(h.med(serial.async_final))} vs serial "
-                f"{compare.whole(h.med(serial.other_final))} (p = {serial.p:.2f}, "
-                f"{serial.seeds} seeds)"
-            )
+            text.append(f"final {compare.whole(h.med(serial.async_final))} vs serial "
+                        f"{compare.whole(h.med(serial.other_final))} (p = {serial.p:.2f}, "
+                        f"{serial.seeds} seeds)")  # fmt: skip
         it = iters.get(env)
         if it is not None and it.ratio is not None:
-            met = verdict(it.ratio <= FLOOR_TARGET)
-            text.append(f"iteration ÷ floor {h.fmt_ratio(it.ratio)} (≤ {FLOOR_TARGET:g}: {met})")
+            text.append(f"iteration ÷ floor {h.fmt_ratio(it.ratio)} (≤ {FLOOR_TARGET:g}: "
+                        f"{verdict(it.met)})")  # fmt: skip
         parts.append(", ".join(text))
     return "; ".join(parts) or "nothing measured"
 
 
+def short(system: str) -> str:
+    """`pararl-serial` -> `serial`; `sb3` -> `SB3`."""
+    return "SB3" if system == "sb3" else system.removeprefix("pararl-")
+
+
 def report(r: Results, meta: h.Metadata) -> h.Report:
     c = SimpleNamespace(**meta.params)
-    row = dataclasses.replace(row_for(c), notes=settings_note())
+    row = dataclasses.replace(ROW, notes=settings_note())
     _, blocks, panels = compare.report(row, r.outcome, c)
     label = {s.name: s.label for s in row.systems}
     return h.Report(
         f"Asynchronous PPO on MinAtar against serial, sync and SB3 (`{h.PROG} ppo_async`)",
-        key_ratios(r, c),
-        [*blocks_of(r, c, label), *blocks],
-        panels,
+        key_ratios(r, c), [*blocks_of(r, c, label), *blocks], panels,
         figure_alt="MinAtar return against env steps and wall time, async PPO against "
-        "serial, sync and SB3",
-        legend_below=True,
-    )
-
-
-__all__ = ["Config", "measure", "measure_floor", "report", "resolve", "run_facts"]
+        "serial, sync and SB3", legend_below=True,
+    )  # fmt: skip

@@ -7,9 +7,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from typing import Any
 
+from benchmarks.dqn import Pararl, RateRow, spells, workload_config
 from benchmarks.lib import harness as h
-from benchmarks.lib.dqn_spells import Pararl, RateRow, Runs, spells, workload_config
 from benchmarks.lib.figures import Panel, Series
 
 TARGET = 0.8  # Ray's sampling throughput against the local backend's, at least
@@ -24,31 +25,19 @@ class Config(h.Options):
     """DQN sampling throughput, Ray actors against local actor processes, on a simulated
     multi-node Ray cluster. --quick: 0.5 s spells, 1 round."""
 
-    env: str = "CartPole-v1"
-    """Gymnasium env id the actors step (DQN defaults otherwise)."""
-    workers: int = 2
-    """Actors of each backend (Ray actors, or local actor processes)."""
-    envs_per_worker: int = 4
-    """Envs each actor steps."""
-    nodes: int = 2
-    """Simulated Ray nodes; each gets workers / nodes CPUs."""
-    repeats: int = 5
-    """Rounds; every measurement runs once per round."""
-    block_s: float = 3.0
-    """Length of each timed spell (s)."""
-    warmup_s: float = 1.0
-    """Untimed lead-in of each spell (s)."""
-    seed: int = 0
-    """Seed of the actors' envs and networks."""
-
-
-QUICK = {"repeats": 1, "block_s": 0.5, "warmup_s": 0.2}
+    env: str = "CartPole-v1"  # Gymnasium env id the actors step (DQN defaults otherwise).
+    workers: int = 2  # Actors of each backend (Ray actors, or local actor processes).
+    envs_per_worker: int = 4  # Envs each actor steps.
+    nodes: int = 2  # Simulated Ray nodes; each gets workers / nodes CPUs.
+    repeats: int = 5  # Rounds; every measurement runs once per round.
+    block_s: float = 3.0  # Length of each timed spell (s).
+    warmup_s: float = 1.0  # Untimed lead-in of each spell (s).
 
 
 def resolve(config: Config) -> Config:
     from pararl.samplers.ray.cluster import import_ray
 
-    c = h.apply_quick(config, QUICK)
+    c = h.apply_quick(config, {"repeats": 1, "block_s": 0.5, "warmup_s": 0.2})
     h.require(c, ">= 1: workers envs_per_worker repeats", "> 0: block_s", ">= 0: warmup_s")
     h.check([(not 1 <= c.nodes <= c.workers, "--nodes must be in 1..--workers")])
     import_ray()  # a one-line error without Ray, before anything starts
@@ -98,7 +87,7 @@ def measure(c: Config, meta: h.Metadata) -> Results:
     from pararl.samplers.ray.cluster import import_ray
 
     meta.versions["ray"] = import_ray().__version__
-    base = replace(workload_config("defaults", c.env, c.seed), envs_per_worker=c.envs_per_worker)
+    base = replace(workload_config("defaults", c.env), envs_per_worker=c.envs_per_worker)
     free = replace(base, replay_ratio=0.0)  # spells of acting alone
     rows = {name: RateRow(c.workers, name, label) for name, label in LABELS.items()}
     with simulated_cluster(c.nodes, max(1, c.workers // c.nodes)) as nodes:
@@ -107,7 +96,7 @@ def measure(c: Config, meta: h.Metadata) -> Results:
         try:
             ray = Pararl(replace(free, backend="ray"), c.workers, report=h.progress)
             try:
-                runs: Runs = {"local": (local, "actors"), "ray": (ray, "actors")}
+                runs: dict[str, Any] = {"local": (local, "actors"), "ray": (ray, "actors")}
                 spells(runs, rows, c.repeats, c.block_s, c.warmup_s)
                 placed = actor_nodes(ray)
             finally:

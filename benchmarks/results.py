@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from benchmarks import pixels
 from benchmarks.lib import harness as h
@@ -26,6 +25,10 @@ from pararl.config.run import RunConfig
 from pararl.errors import sigterm_as_interrupt
 
 DONE = ("solved", "step budget reached")  # a pararl run's final status when it ended by itself
+RESUMED = re.compile(r"pararl: resuming from \S+: (?P<steps>[\d,]+) env steps")
+FINISHED = re.compile(r" is finished \((?P<status>[^,]+),")
+HOME = "2 cores"  # this project's machine, where the runs are measured
+MIN_PIECE_S = 300.0  # a piece shorter than this would end before its first checkpoint
 
 
 @dataclass(frozen=True)
@@ -40,109 +43,70 @@ class Published:
 
 @dataclass(frozen=True)
 class Entry:
-    """One whole run of a learning comparison's system (`lib.compare.System`: `pararl
-    train ALGO` with its flags beyond the defaults, or the SB3 anchor of `group`) on
-    `env`, its seed 0, for the field's budget."""
+    """One whole run of a `System` (pararl, or the SB3 anchor of its `group`) on `env`, seed
+    0, for the field's budget (MAML: meta-iterations); `quick`: --quick's tiny run."""
 
     name: str
     group: str  # entries of a group share a figure and sit together in the table
     system: System
     env: str
-    budget: int  # env steps (MAML: meta-iterations)
+    budget: int
     published: tuple[Published, ...] = ()
-    quick: Mapping[str, object] = field(default_factory=dict)  # --quick: a tiny run
-
-    @property
-    def label(self) -> str:
-        return self.system.label
-
-    @property
-    def algo(self) -> str:
-        return self.system.algo
+    quick: Mapping[str, object] = field(default_factory=dict)
 
     @property
     def maml(self) -> bool:
-        return self.algo == "maml"
+        return self.system.algo == "maml"
 
 
-PARARL_PPO = System("pararl-ppo", "pararl PPO", "ppo")  # its MinAtar defaults (8 envs)
-MINATAR_PAPER = (
-    "MinAtar paper (Young & Tian 2019), 5M frames, sticky actions 0.1, read off its plots"
-)
-GYMNAX = "gymnax PPO, 10M steps, no sticky actions"
-# --quick: tiny runs, evaluated in the training process (every evaluation taken)
-MINATAR_PPO_QUICK = {"total_steps": 4_096, "eval_every": 1_024, "eval_episodes": 2,
-                     "eval_in": "inline"}  # fmt: skip
-MINATAR_DQN_QUICK = {"total_steps": 3_000, "learning_starts": 1_000, "eval_every": 500,
-                     "eval_episodes": 2, "eval_in": "inline"}  # fmt: skip
-
-
-def _paper(kind: str, figure: str) -> Published:
+def paper(kind: str, figure: str) -> Published:
     """The MinAtar paper's `kind` ("DQN", "actor-critic") figure, "~N" read off its plots."""
+    source = ("MinAtar paper (Young & Tian 2019), 5M frames, sticky actions 0.1, read off its "
+              f"plots, {kind}")  # fmt: skip
     short = "AC" if kind == "actor-critic" else kind
-    return Published(f"{MINATAR_PAPER}, {kind}", float(figure[1:]), figure,
-                     f"MinAtar paper {short}, 5M")  # fmt: skip
+    return Published(source, float(figure[1:]), figure, f"MinAtar paper {short}, 5M")
 
 
-def _minatar_ppo(
-    game: str, actor_critic: str | None, gymnax: str | None, dqn: str | None = None
-) -> Entry:
-    published = [_paper("actor-critic", actor_critic)] if actor_critic else []
-    if gymnax:
-        published.append(Published(GYMNAX, float(gymnax), gymnax, "gymnax PPO, 10M"))
-    if dqn:  # where the paper's actor-critic figure is not given here
-        published.append(_paper("DQN", dqn))
-    name = f"minatar-ppo-{game.lower()}"
-    return Entry(name, name, PARARL_PPO, f"MinAtar/{game}-v1", 5_000_000, tuple(published),
-                 MINATAR_PPO_QUICK)  # fmt: skip
+def gymnax(figure: str) -> Published:
+    return Published("gymnax PPO, 10M steps, no sticky actions", float(figure), figure,
+                     "gymnax PPO, 10M")  # fmt: skip
 
 
-def _minatar_dqn(game: str, dqn: str) -> tuple[Entry, Entry]:
-    group, env = f"minatar-dqn-{game.lower()}", f"MinAtar/{game}-v1"
-    published = (_paper("DQN", dqn),)
-    return (
-        Entry(group, group, pixels.ROW.system("pararl-dqn"), env, 1_000_000, published,
-              MINATAR_DQN_QUICK),
-        Entry(f"{group}-sb3", group, pixels.ROW.system("sb3-dqn"), env, 1_000_000, published,
-              MINATAR_DQN_QUICK),
-    )  # fmt: skip
-
-
-def _pong_ppo(name: str, budget: int) -> Entry:
-    """Pong PPO with the defaults, stopping at the first evaluation of 18."""
-    cleanrl = Published(
-        "CleanRL ppo_atari, 10M agent steps = 40M frames (281 min, 1 GPU + 10 CPUs)",
-        20.36, "20.36 in 281 min", "CleanRL, 10M steps",
-    )  # fmt: skip
-    quick = {"total_steps": 4_096, "eval_every": 1_024, "eval_episodes": 1,
-             "eval_max_steps": 500, "eval_in": "inline"}  # fmt: skip
-    pong = System("pararl-ppo", "pararl PPO", "ppo", {"target_return": 18.0})
-    return Entry(name, name, pong, "ALE/Pong-v5", budget, (cleanrl,), quick)
-
-
-def _maml(env: str, iterations: int, source: str, text: str) -> Entry:
-    """MAML-TRPO on `env`, the return before and after one adaptation step per
-    meta-iteration (the paper reports curves, not numbers)."""
-    name = f"maml-{env.lower()}"
-    quick = {"meta_iterations": 4, "meta_batch_size": 2, "fast_batch_size": 2,
-             "episode_length": 20}  # fmt: skip
-    maml = System("pararl", "pararl MAML", "maml")
-    return Entry(name, name, maml, f"pararl/{env}-v0", iterations, (Published(source, None, text),),
-                 quick)  # fmt: skip
-
-
+CLEANRL_PONG = Published("CleanRL ppo_atari, 10M agent steps = 40M frames (281 min, 1 GPU + "
+                         "10 CPUs)", 20.36, "20.36 in 281 min", "CleanRL, 10M steps")  # fmt: skip
+PPO, MAML = System("pararl-ppo", "pararl PPO", "ppo"), System("pararl", "pararl MAML", "maml")
+PONG = System("pararl-ppo", "pararl PPO", "ppo", {"target_return": 18.0})  # stops at 18
+DQN, SB3_DQN = (pixels.ROW.system(name) for name in ("pararl-dqn", "sb3-dqn"))
+# --quick: tiny runs, evaluated in the training process (every evaluation taken)
+QUICK_PPO = {"total_steps": 4_096, "eval_every": 1_024, "eval_episodes": 2, "eval_in": "inline"}
+QUICK_DQN = {"total_steps": 3_000, "learning_starts": 1_000, "eval_every": 500,
+             "eval_episodes": 2, "eval_in": "inline"}  # fmt: skip
+QUICK_PONG = {"total_steps": 4_096, "eval_every": 1_024, "eval_episodes": 1,
+              "eval_max_steps": 500, "eval_in": "inline"}  # fmt: skip
+QUICK_MAML = {"meta_iterations": 4, "meta_batch_size": 2, "fast_batch_size": 2,
+              "episode_length": 20}  # fmt: skip
+BREAKOUT, INVADERS = "MinAtar/Breakout-v1", "MinAtar/SpaceInvaders-v1"
 ENTRIES: tuple[Entry, ...] = (
-    _minatar_ppo("Breakout", "~17.5", "28"),
-    _minatar_ppo("SpaceInvaders", "~185", "131"),
-    _minatar_ppo("Freeway", None, None, "~50"),
-    _pong_ppo("pong-ppo", 2_500_000),
-    _pong_ppo("pong-ppo-10m", 10_000_000),  # CleanRL's budget; it stops at an evaluation of 18
-    *_minatar_dqn("Breakout", "~10"),
-    *_minatar_dqn("SpaceInvaders", "~43"),
-    _maml("HalfCheetahDir", 200, "MAML paper, Fig. 5; pytorch-maml-rl's curve",
-          "after-adaptation return pulls away from before over meta-training"),
-    _maml("Navigation2D", 500, "MAML paper, Fig. 4",
-          "after one adaptation step the policy heads for the goal"),
+    Entry("minatar-ppo-breakout", "minatar-ppo-breakout", PPO, BREAKOUT, 5_000_000,
+          (paper("actor-critic", "~17.5"), gymnax("28")), QUICK_PPO),
+    Entry("minatar-ppo-spaceinvaders", "minatar-ppo-spaceinvaders", PPO, INVADERS, 5_000_000,
+          (paper("actor-critic", "~185"), gymnax("131")), QUICK_PPO),
+    Entry("minatar-ppo-freeway", "minatar-ppo-freeway", PPO, "MinAtar/Freeway-v1", 5_000_000,
+          (paper("DQN", "~50"),), QUICK_PPO),
+    Entry("pong-ppo", "pong-ppo", PONG, "ALE/Pong-v5", 2_500_000, (CLEANRL_PONG,), QUICK_PONG),
+    # CleanRL's budget
+    Entry("pong-ppo-10m", "pong-ppo-10m", PONG, "ALE/Pong-v5", 10_000_000, (CLEANRL_PONG,),
+          QUICK_PONG),
+    *(Entry(f"minatar-dqn-{game}{tail}", f"minatar-dqn-{game}", system, env, 1_000_000,
+            (paper("DQN", figure),), QUICK_DQN)
+      for game, env, figure in (("breakout", BREAKOUT, "~10"), ("spaceinvaders", INVADERS, "~43"))
+      for tail, system in (("", DQN), ("-sb3", SB3_DQN))),
+    Entry("maml-halfcheetahdir", "maml-halfcheetahdir", MAML, "pararl/HalfCheetahDir-v0", 200,
+          (Published("MAML paper, Fig. 5; pytorch-maml-rl's curve", None, "after-adaptation "
+                     "return pulls away from before over meta-training"),), QUICK_MAML),
+    Entry("maml-navigation2d", "maml-navigation2d", MAML, "pararl/Navigation2D-v0", 500,
+          (Published("MAML paper, Fig. 4", None, "after one adaptation step the policy heads "
+                     "for the goal"),), QUICK_MAML),
 )  # fmt: skip
 NAMES = tuple(e.name for e in ENTRIES)
 
@@ -153,21 +117,14 @@ class Config(h.Options):
     carried on across invocations. --quick: tiny runs in --out-dir, nothing saved in the
     repository."""
 
-    entries: tuple[str, ...] = NAMES
-    """Which runs, in this order (each is run to its end before the next starts)."""
-    hours: float = 0.0
-    """Stop (saving the run) after this many hours; the next invocation carries on (0:
-    no limit)."""
-    final_evals: int = 10
-    """A run's final return: the mean of its last this-many evaluations."""
-    state_dir: Path | None = None
-    """Run directories and logs; default <repo>/bench_results/results (--quick: in --out-dir)."""
-    saved_dir: Path | None = None
-    """The runs' saved curves (NAME.json); default <repo>/results (--quick: in --out-dir)."""
+    entries: tuple[str, ...] = NAMES  # Which runs, in order (each to its end before the next).
+    hours: float = 0.0  # Stop (the run saved) after this many hours (0: never); rerun carries on.
+    final_evals: int = 10  # A run's final return: the mean of its last this-many evaluations.
+    state_dir: Path | None = None  # Run directories and logs (default: under --out-dir).
+    saved_dir: Path | None = None  # The runs' saved curves (default: <repo>/results).
 
 
-def resolve(config: Config) -> Config:
-    c = config
+def resolve(c: Config) -> Config:
     unknown = [n for n in c.entries if n not in NAMES]
     pick = f"--entries: unknown {', '.join(unknown)}; pick from {', '.join(NAMES)}"
     h.check([(bool(unknown), pick),
@@ -176,11 +133,11 @@ def resolve(config: Config) -> Config:
     base = c.out_dir or h.ROOT / "bench_results"
     state = c.state_dir or (base / ("results_quick" if c.quick else "results"))
     saved = c.saved_dir or (base / "results_quick" if c.quick else h.ROOT / "results")
-    # absolute: the runs start in state_dir and are handed their run directories
-    changes: dict[str, Any] = {"state_dir": state.resolve(), "saved_dir": saved.resolve()}
-    if c.benchmarks_md is None:  # the results page, not BENCHMARKS.md
-        changes["benchmarks_md"] = h.ROOT / "RESULTS.md"
-    return dataclasses.replace(c, **changes)
+    # absolute: the runs start in state_dir and are handed their run directories; the
+    # page is RESULTS.md, not BENCHMARKS.md
+    md = c.benchmarks_md or h.ROOT / "RESULTS.md"
+    return dataclasses.replace(c, state_dir=state.resolve(), saved_dir=saved.resolve(),
+                               benchmarks_md=md)  # fmt: skip
 
 
 # --- what a run leaves ------------------------------------------------------------------
@@ -190,10 +147,9 @@ Point = list[float]  # x (env steps; MAML: meta-iteration), wall s, return
 
 @dataclass
 class Piece:
-    """One invocation's share of a run: the code it ran, when it started, from where to
-    where it got (x: env steps, MAML: meta-iterations), how it ended, the machine it ran
-    on (`machine()`; empty in records made before pieces said so: this project's 2-core
-    machine) and its share of the run's own clock."""
+    """One invocation's share of a run: its code, start, from where to where (env steps;
+    MAML: meta-iterations), how it ended, its machine (`machine()`; empty in older
+    records: this project's) and its share of the run's own clock."""
 
     commit: str | None
     dirty: bool | None
@@ -239,33 +195,27 @@ class Saved:
     def reached(self) -> float:
         return max((p[0] for c in self.curves.values() for p in c), default=0.0)
 
-    @staticmethod
-    def path(directory: Path, name: str) -> Path:
-        return directory / f"{name}.json"
-
     @classmethod
     def load(cls, directory: Path, name: str) -> Saved | None:
         with contextlib.suppress(FileNotFoundError):
-            data = json.loads(cls.path(directory, name).read_text())
+            data = json.loads((directory / f"{name}.json").read_text())
             data["pieces"] = [Piece(**p) for p in data.get("pieces", [])]
             return cls(**data)
         return None
 
     def save(self, directory: Path) -> None:
         text = json.dumps(dataclasses.asdict(self), indent=1) + "\n"
-        h.write_atomic(self.path(directory, self.name), text)
+        h.write_atomic(directory / f"{self.name}.json", text)
 
 
 def thin(points: list[Point], most: int = 600) -> list[Point]:
     """At most `most` points, evenly over the list, the last one kept."""
     if len(points) <= most:
         return points
-    step = len(points) / most
-    kept = [points[int(i * step)] for i in range(most - 1)]
-    return [*kept, points[-1]]
+    return [*(points[int(i * len(points) / most)] for i in range(most - 1)), points[-1]]
 
 
-def _row_points(rows: list[dict[str, str]], x: str, y: str) -> list[Point]:
+def _points(rows: list[dict[str, str]], x: str, y: str) -> list[Point]:
     out = []
     for r in rows:
         with contextlib.suppress(KeyError, ValueError, TypeError):
@@ -274,75 +224,68 @@ def _row_points(rows: list[dict[str, str]], x: str, y: str) -> list[Point]:
 
 
 def read_curves(e: Entry, run_dir: Path) -> tuple[dict[str, list[Point]], float]:
-    """A pararl run's curves from its run directory (the evaluated one first), and its
-    own clock."""
+    """A pararl run's curves (the evaluated one first), and its own clock."""
     rows = training.read_metrics(run_dir)
     wall = max((float(r["wall_s"]) for r in rows if r.get("wall_s")), default=0.0)
-    if e.maml:
-        return {
-            "after one adaptation step": _maml_points(rows, "post"),
-            "before adaptation": _maml_points(rows, "pre"),
-        }, wall
-    train = _row_points([r for r in rows if r.get("episode_return")], "env_steps", "episode_return")
+    if e.maml:  # the returns before and after adaptation, per iteration
+        rows = [r for r in rows if r.get("pre_return")]
+        return {"after one adaptation step": _points(rows, "iteration", "post_return"),
+                "before adaptation": _points(rows, "iteration", "pre_return")}, wall  # fmt: skip
+    train = _points([r for r in rows if r.get("episode_return")], "env_steps", "episode_return")
     evals = training.read_metrics(run_dir, "eval.csv")
-    return {
-        "greedy evaluation": _row_points(evals, "env_steps", "eval_return"),
-        "training episodes (last 20)": thin(train),
-    }, wall
-
-
-def _maml_points(rows: list[dict[str, str]], key: str) -> list[Point]:
-    """MAML's per-iteration returns (`key`: "pre" or "post" adaptation) as points."""
-    rows = [r for r in rows if r.get("pre_return")]
-    return [[float(r["iteration"]), float(r["wall_s"]), float(r[f"{key}_return"])] for r in rows]
+    return {"greedy evaluation": _points(evals, "env_steps", "eval_return"),
+            "training episodes (last 20)": thin(train)}, wall  # fmt: skip
 
 
 # --- running and carrying on -------------------------------------------------------------
 
 
-def pararl_command(e: Entry, run_dir: Path, budget: int, quick: bool) -> list[str]:
+def pararl_command(e: Entry, run_dir: Path, quick: bool) -> list[str]:
     flags: dict[str, object] = {"env": e.env, "seed": 0, **e.system.flags}
-    flags["meta_iterations" if e.maml else "total_steps"] = budget
+    flags["meta_iterations" if e.maml else "total_steps"] = e.budget
     if quick:
         flags |= e.quick
-    return training.train_command(e.algo, run_dir=run_dir, progress="plain", **flags)
+    return training.train_command(e.system.algo, run_dir=run_dir, progress="plain", **flags)
+
+
+def anchor_command(e: Entry, c: Config) -> list[str]:
+    """The SB3 anchor of `e.group` with pararl's MinAtar settings (`lib.sb3`) and its
+    evaluation schedule."""
+    flags: dict[str, object] = {"seed": 0, "eval_every": RunConfig.BY_KIND["minatar"]["eval_every"],
+                                "eval_episodes": RunConfig.eval_episodes}  # fmt: skip
+    budget = e.budget
+    if c.quick:
+        flags |= {k: v for k, v in e.quick.items() if k in ("eval_every", "eval_episodes")}
+        budget = int(str(e.quick["total_steps"]))
+    return sb3.command(e.system.algo, "learn", anchor=e.system.anchor, env=e.env, budget=budget,
+                       **flags)  # fmt: skip
 
 
 def shown(cmd: Sequence[str]) -> str:
-    """The command as a user types it: `pararl train ...`, without the run directory."""
-    args, out, skip = list(cmd[3:]), [], False
-    for a in args:
-        if skip:
-            skip = False
-        elif a in ("--run-dir", "--progress"):
-            skip = True
+    """The command as a user types it: `pararl train ...` without the run directory, or
+    `python -m ...`."""
+    if cmd[:3] != training.PARARL:
+        return "python -m " + " ".join(cmd[2:])
+    args, out = list(cmd[3:]), []
+    while args:
+        a = args.pop(0)
+        if a in ("--run-dir", "--progress"):
+            args.pop(0)
         else:
             out.append(a)
-    return "pararl " + " ".join(out) if cmd[:3] == training.PARARL else " ".join(cmd)
+    return "pararl " + " ".join(out)
 
 
 class StoppedError(Exception):
     """The invocation's time is up."""
 
 
-RESUMED = re.compile(r"pararl: resuming from \S+: (?P<steps>[\d,]+) env steps")
-FINISHED = re.compile(r" is finished \((?P<status>[^,]+),")
-HOME = "2 cores"  # this project's machine, where the runs are measured
-MIN_PIECE_S = 300.0  # a piece shorter than this would end before its first checkpoint
-
-
-def _has_checkpoint(run_dir: Path) -> bool:
-    """A checkpoint `--resume` takes (not `best`, which is for acting, nor the memory)."""
-    names = (p.stem for p in (run_dir / "checkpoints").glob("*.pt"))
-    return any(n not in ("best", "replay") for n in names)
-
-
-def advance(
-    e: Entry, c: Config, deadline: float | None, until: Callable[[], bool] | None = None
-) -> Saved:
-    """Carry the run of `e` on (start it, or resume it) until it ends, the deadline
-    passes (StoppedError) or `until()` holds; Ctrl-C or SIGTERM: KeyboardInterrupt,
-    after the run has saved and its piece is recorded."""
+def advance(e: Entry, c: Config, deadline: float | None,
+            until: Callable[[], bool] | None = None) -> Saved:  # fmt: skip
+    """Carry the run of `e` on (start or resume it) until it ends, the deadline passes
+    (StoppedError) or `until()` holds; Ctrl-C or SIGTERM: KeyboardInterrupt, once the
+    run has saved (pararl: its checkpoint; SB3: its state directory) and its piece is
+    recorded."""
     assert c.state_dir is not None
     assert c.saved_dir is not None
     saved = Saved.load(c.saved_dir, e.name)
@@ -351,56 +294,59 @@ def advance(
         return saved
     if deadline is not None and deadline - time.monotonic() < MIN_PIECE_S:
         raise StoppedError
-    if e.system.anchor:
-        return sb3_run(e, c, deadline, until)
     run_dir = c.state_dir / e.name
-    fresh = pararl_command(e, run_dir, e.budget, c.quick)
-    resuming = _has_checkpoint(run_dir)
-    if resuming:
-        cmd = [*training.PARARL, "train", "--resume", str(run_dir), "--progress", "plain"]
+    if e.system.anchor:
+        fresh = anchor_command(e, c)
+        resuming = (run_dir / sb3.CURVE).exists()
+        cmd = [*fresh, "--state", str(run_dir)]
     else:
-        if run_dir.exists():  # started, stopped before its first checkpoint: kept aside
-            run_dir.rename(run_dir.with_name(f"{e.name}.stale-{int(time.time())}"))
-        saved = None
+        fresh = pararl_command(e, run_dir, c.quick)
+        # a checkpoint `--resume` takes (not `best`, which is for acting, nor the memory)
+        names = (p.stem for p in (run_dir / "checkpoints").glob("*.pt"))
+        resuming = any(n not in ("best", "replay") for n in names)
+        cmd = [*training.PARARL, "train", "--resume", str(run_dir), "--progress", "plain"]
+        if not resuming:
+            cmd = fresh
+            if run_dir.exists():  # started, stopped before its first checkpoint: kept aside
+                run_dir.rename(run_dir.with_name(f"{e.name}.stale-{int(time.time())}"))
+    saved = saved if resuming else None
     meta = h.Metadata("", {})  # the code this piece runs
     h.progress(f"results: {e.name}: {'resuming' if resuming else 'starting'}: {shown(fresh)}")
     how, code, text = training.run_until(
-        cmd if resuming else fresh, c.state_dir / f"{e.name}.log", c.state_dir, deadline, until
+        cmd, c.state_dir / f"{e.name}.log", c.state_dir, deadline, until
     )
-    status = piece_status(how, code, text)
-    curves, wall = read_curves(e, run_dir)
-    result = Saved(
-        e.name, shown(fresh) if saved is None else saved.command, status,
-        "meta-iteration" if e.maml else "env steps", curves, wall,
-        [] if saved is None else saved.pieces,
-    )  # fmt: skip
-    # from the checkpoint it resumed, to where it stopped (its last line: the steps of
-    # its last checkpoint, which the next piece resumes; metrics.csv may end before)
-    resumed, final = RESUMED.search(text), training.parse_final(text)
-    from_x = 0.0 if saved is None else saved.reached  # MAML's x: meta-iterations
-    to_x = result.reached
-    if not e.maml:
-        from_x = float(resumed["steps"].replace(",", "")) if resumed else from_x
-        to_x = max(to_x, float(final["env_steps"])) if final else to_x
-    share = wall - (0.0 if saved is None else saved.wall_s)
-    return end_piece(result, Piece(meta.git_commit, meta.git_dirty, meta.date, from_x, to_x,
-                                   status, machine(), share), how, c)  # fmt: skip
-
-
-def end_piece(saved: Saved, piece: Piece, how: training.Ending, c: Config) -> Saved:
-    """Record the piece that just ran and save the run; then raise as the piece ended
-    (Ctrl-C or SIGTERM: KeyboardInterrupt; the deadline: StoppedError)."""
-    assert c.saved_dir is not None
-    saved.pieces.append(piece)
-    saved.save(c.saved_dir)
-    h.progress(
-        f"results: {saved.name}: {piece.status} at {piece.to_x:,.0f} ({_hours(saved.wall_s)})"
-    )
+    now = saved or Saved(e.name, shown(fresh), "", "meta-iteration" if e.maml else "env steps", {})
+    from_x = to_x = now.reached
+    before_s, share = now.wall_s, 0.0
+    if e.system.anchor:
+        result = sb3.parse(text, e.system.algo)
+        now.status = f"failed (exit {code})"
+        if result is not None:
+            now.status = "paused" if result["paused"] else "step budget reached"
+            points = [[p["env_steps"], p["wall_s"], p["eval_return"]] for p in result["curve"]]
+            now.curves = {"evaluation (deterministic)": points}
+            from_x, to_x = float(result["from_steps"]), float(result["env_steps"])
+            now.wall_s, share = result["train_s"], result["train_s"] - before_s
+    else:
+        now.status = piece_status(how, code, text)
+        now.curves, now.wall_s = read_curves(e, run_dir)
+        share, to_x = now.wall_s - before_s, now.reached
+        # from the checkpoint it resumed, to where it stopped (its last line: the steps of
+        # its last checkpoint, which the next piece resumes; metrics.csv may end before)
+        resumed, final = RESUMED.search(text), training.parse_final(text)
+        if not e.maml:  # MAML's x: meta-iterations
+            from_x = float(resumed["steps"].replace(",", "")) if resumed else from_x
+            to_x = max(to_x, float(final["env_steps"])) if final else to_x
+    piece = Piece(meta.git_commit, meta.git_dirty, meta.date, from_x, to_x, now.status, machine(),
+                  share)  # fmt: skip
+    now.pieces.append(piece)
+    now.save(c.saved_dir)
+    h.progress(f"results: {e.name}: {now.status} at {to_x:,.0f} ({_hours(now.wall_s)})")
     if how == "interrupted":
         raise KeyboardInterrupt
     if how == "deadline":
         raise StoppedError
-    return saved
+    return now
 
 
 def piece_status(how: training.Ending, code: int | None, text: str) -> str:
@@ -415,51 +361,6 @@ def piece_status(how: training.Ending, code: int | None, text: str) -> str:
     return f"failed (exit {code})"
 
 
-def sb3_run(
-    e: Entry, c: Config, deadline: float | None, until: Callable[[], bool] | None = None
-) -> Saved:
-    """The SB3 anchor of `e.group` with pararl's MinAtar settings (`lib.sb3`) and its
-    evaluation schedule, carried on in pieces as `advance` (which checks the deadline
-    first) carries a pararl run: asked to stop, its process saves its model, replay
-    memory and curve in its state directory, and the next piece goes on from there."""
-    assert c.saved_dir is not None
-    assert c.state_dir is not None
-    defaults = {f.name: f.default for f in dataclasses.fields(RunConfig)}
-    flags: dict[str, object] = {
-        "seed": 0, "eval_every": RunConfig.BY_KIND["minatar"]["eval_every"],
-        "eval_episodes": defaults["eval_episodes"],
-    }  # fmt: skip
-    budget = int(str(e.quick["total_steps"])) if c.quick else e.budget
-    if c.quick:
-        flags |= {k: v for k, v in e.quick.items() if k in ("eval_every", "eval_episodes")}
-    cmd = sb3.command(e.algo, "learn", anchor=e.system.anchor, env=e.env, budget=budget, **flags)
-    typed = "python -m " + " ".join(cmd[2:])
-    previous = Saved.load(c.saved_dir, e.name)
-    if not (c.state_dir / e.name / sb3.CURVE).exists():  # no saved state: a fresh run
-        previous = None
-    meta = h.Metadata("", {})  # the code this piece runs
-    going_on = "resuming" if previous is not None else "starting"
-    h.progress(f"results: {e.name}: {going_on} the SB3 anchor: {typed}")
-    state = ["--state", str(c.state_dir / e.name)]
-    how, code, text = training.run_until(
-        [*cmd, *state], c.state_dir / f"{e.name}.log", c.state_dir, deadline, until
-    )
-    result = sb3.parse(text, e.algo)
-    saved = previous or Saved(e.name, typed, "", "env steps", {})
-    if result is None:
-        status, from_x, share = f"failed (exit {code})", saved.reached, 0.0
-    else:
-        status = "paused" if result["paused"] else "step budget reached"
-        points = [[p["env_steps"], p["wall_s"], p["eval_return"]] for p in result["curve"]]
-        saved.curves = {"evaluation (deterministic)": points}
-        from_x, share = float(result["from_steps"]), result["train_s"] - saved.wall_s
-        saved.wall_s = result["train_s"]
-    saved.status = status
-    to_x = float(result["env_steps"]) if result is not None else from_x
-    return end_piece(saved, Piece(meta.git_commit, meta.git_dirty, meta.date, from_x, to_x,
-                                  status, machine(), share), how, c)  # fmt: skip
-
-
 # --- measure and report --------------------------------------------------------------------
 
 
@@ -470,43 +371,26 @@ class Results:
 
 
 def measure(c: Config, meta: h.Metadata) -> Results:
-    del meta
     assert c.saved_dir is not None
-    chosen = [e for e in ENTRIES if e.name in c.entries]
-    chosen.sort(key=lambda e: c.entries.index(e.name))
     results = Results([])
     deadline = None if not c.hours else time.monotonic() + c.hours * 3600.0
     with sigterm_as_interrupt():  # SIGTERM stops a run as Ctrl-C does
-        carry_on(chosen, c, deadline, results)
+        for name in c.entries:  # each entry's run carried on, in order
+            try:
+                advance(_entry(name), c, deadline)
+            except StoppedError:
+                results.stopped = f"--hours {c.hours:g} ran out during {name}"
+                break
+            except KeyboardInterrupt:
+                results.stopped = f"interrupted during {name}"
+                break
     results.saved = [s for e in ENTRIES if (s := Saved.load(c.saved_dir, e.name)) is not None]
     return results
-
-
-def carry_on(chosen: Sequence[Entry], c: Config, deadline: float | None, results: Results) -> None:
-    """Each entry's run carried on, in order, until the deadline or an interruption."""
-    for e in chosen:
-        try:
-            advance(e, c, deadline)
-        except StoppedError:
-            results.stopped = f"--hours {c.hours:g} ran out during {e.name}"
-            return
-        except KeyboardInterrupt:
-            results.stopped = f"interrupted during {e.name}"
-            return
 
 
 def exit_code(results: Results) -> int:
     """130 when interrupted."""
     return 130 if results.stopped.startswith("interrupted") else 0
-
-
-def final(s: Saved, last: int) -> float | None:
-    values = [p[2] for p in s.main[-last:]]
-    return statistics.fmean(values) if values else None
-
-
-def first_at(s: Saved, target: float) -> Point | None:
-    return next((p for p in s.main if p[2] >= target), None)
 
 
 def _hours(seconds: float) -> str:
@@ -520,35 +404,17 @@ def _entry(name: str) -> Entry:
 def result_cell(s: Saved, last: int) -> str:
     e = _entry(s.name)
     if e.maml:
-        pre, post = (list(s.curves.values())[i][-last:] for i in (1, 0))
+        post, pre = (curve[-last:] for curve in s.curves.values())
         if not pre or not post:
             return "–"
         gap = statistics.fmean(p[2] for p in post) - statistics.fmean(p[2] for p in pre)
         return f"after − before: {gap:+.1f} (last {len(pre)})"
     target = e.system.flags.get("target_return")
-    if isinstance(target, float) and (hit := first_at(s, target)) is not None:
+    hit = next((p for p in s.main if p[2] >= target), None) if isinstance(target, float) else None
+    if hit is not None:
         return f"{hit[2]:.1f} at {hit[0]:,.0f} steps, {_hours(hit[1])}"
-    value = final(s, last)
-    return "–" if value is None else f"{value:.1f} (last {min(last, len(s.main))} evals)"
-
-
-def training_cell(s: Saved) -> str:
-    train = s.curves.get("training episodes (last 20)") or []
-    return f"{train[-1][2]:.1f}" if train else "–"
-
-
-COLUMNS: list[h.Col[tuple[Saved, int]]] = [
-    h.Col("run", lambda r: f"{r[0].name}: {_entry(r[0].name).label}", "l"),
-    h.Col("env", lambda r: _entry(r[0].name).env, "l"),
-    h.Col("run so far / budget", lambda r: f"{r[0].reached:,.0f} / {_entry(r[0].name).budget:,} "
-          + ("iterations" if _entry(r[0].name).maml else "steps")),
-    h.Col("status", lambda r: r[0].status, "l"),
-    h.Col("result", lambda r: result_cell(r[0], r[1]), "l"),
-    h.Col("training return", lambda r: training_cell(r[0])),
-    h.Col("wall (its own clock)", lambda r: wall_cell(r[0])),
-    h.Col("published", lambda r: "; ".join(f"{p.text} ({p.source})"
-                                           for p in _entry(r[0].name).published), "l"),
-]  # fmt: skip
+    values = [p[2] for p in s.main[-last:]]
+    return f"{statistics.fmean(values):.1f} (last {len(values)} evals)" if values else "–"
 
 
 def wall_cell(s: Saved) -> str:
@@ -566,59 +432,64 @@ def wall_cell(s: Saved) -> str:
     return f"{_hours(s.wall_s)}: " + ", ".join(parts)
 
 
-def _piece(p: Piece) -> str:
-    where = f"; {p.machine}" if p.machine and p.machine != HOME else ""
-    took = "" if p.wall_s is None else f", {_hours(p.wall_s)}"
-    return (f"{p.from_x:,.0f}→{p.to_x:,.0f} on {p.commit}{'+' if p.dirty else ''} "
-            f"({p.date[:16]}, {p.status}{took}{where})")  # fmt: skip
+def _train(s: Saved) -> str:
+    train = s.curves.get("training episodes (last 20)") or []
+    return f"{train[-1][2]:.1f}" if train else "–"
+
+
+def _so_far(s: Saved) -> str:
+    e = _entry(s.name)
+    return f"{s.reached:,.0f} / {e.budget:,} " + ("iterations" if e.maml else "steps")
+
+
+COLUMNS: list[h.Col[tuple[Saved, int]]] = [
+    h.Col("run", lambda r: f"{r[0].name}: {_entry(r[0].name).system.label}", "l"),
+    h.Col("env", lambda r: _entry(r[0].name).env, "l"),
+    h.Col("run so far / budget", lambda r: _so_far(r[0])),
+    h.Col("status", lambda r: r[0].status, "l"),
+    h.Col("result", lambda r: result_cell(r[0], r[1]), "l"),
+    h.Col("training return", lambda r: _train(r[0])),
+    h.Col("wall (its own clock)", lambda r: wall_cell(r[0])),
+    h.Col("published", lambda r: "; ".join(f"{p.text} ({p.source})"
+                                           for p in _entry(r[0].name).published), "l"),
+]  # fmt: skip
 
 
 def pieces_block(saved: Sequence[Saved]) -> str:
-    lines = []
-    for s in saved:
-        parts = ", ".join(_piece(p) for p in s.pieces)
-        lines.append(f"- `{s.name}`: `{s.command}`; pieces: {parts}")
-    head = "Commands, and each piece of each run (from→to, commit, start, how it ended, its"
-    head += f" share of the clock, and its machine where not {HOME}; `+`: with uncommitted"
-    head += " changes):"
-    return head + "\n\n" + "\n".join(lines)
+    def piece(p: Piece) -> str:
+        where = f"; {p.machine}" if p.machine and p.machine != HOME else ""
+        took = "" if p.wall_s is None else f", {_hours(p.wall_s)}"
+        return (f"{p.from_x:,.0f}→{p.to_x:,.0f} on {p.commit}{'+' if p.dirty else ''} "
+                f"({p.date[:16]}, {p.status}{took}{where})")  # fmt: skip
+
+    lines = [f"- `{s.name}`: `{s.command}`; pieces: {', '.join(map(piece, s.pieces))}"
+             for s in saved]  # fmt: skip
+    return (
+        "Commands, and each piece of each run (from→to, commit, start, how it ended, its "
+        f"share of the clock, and its machine where not {HOME}; `+`: with uncommitted "
+        "changes):\n\n" + "\n".join(lines)
+    )
 
 
 def group_panels(saved: Sequence[Saved]) -> list[Panel]:
     """Return against the x axis (env steps or meta-iterations) and against wall hours."""
-    panels = []
+    panels, entry = [], _entry(saved[0].name)
+    drawn = [p for p in entry.published if p.value is not None]
+    lines: list[tuple[float, str, str | None]] = [
+        (p.value or 0.0, (":", "-.", "--")[i % 3], f"{p.text}: {p.short}")
+        for i, p in enumerate(drawn)
+    ]
     for xi, xlabel in ((0, saved[0].x_label), (1, "wall time, hours (the run's own clock)")):
         series, colour = [], 0
         for s in saved:
             for label, points in s.curves.items():
-                name = f"{_entry(s.name).label}: {label}" if len(saved) > 1 else label
+                name = f"{_entry(s.name).system.label}: {label}" if len(saved) > 1 else label
                 xs = [p[xi] / (3600 if xi else 1) for p in points]
                 fmt = "-" if "training" not in label and "before" not in label else "--"
                 series.append(Series(name, xs, [p[2] for p in points], fmt=fmt, color=f"C{colour}"))
                 colour += 1
-        published = _entry(saved[0].name).published
-        drawn = [p for p in published if p.value is not None]
-        lines: list[tuple[float, str, str | None]] = [
-            (p.value, (":", "-.", "--")[i % 3], f"{p.text}: {p.short}")
-            for i, p in enumerate(drawn)
-            if p.value is not None
-        ]
-        panels.append(Panel(f"{_entry(saved[0].name).env}", series, xlabel, "return", hlines=lines))
+        panels.append(Panel(entry.env, series, xlabel, "return", hlines=lines))
     return panels
-
-
-def figures(saved: Sequence[Saved], c: Config) -> list[str]:
-    """One PNG per group; their markdown links, relative to the page."""
-    assert c.benchmarks_md is not None
-    out, groups = [], dict.fromkeys(_entry(s.name).group for s in saved)
-    for group in groups:
-        members = [s for s in saved if _entry(s.name).group == group]
-        folder = (c.out_dir or h.ROOT / "bench_results") if c.quick else h.ROOT / "figures"
-        path = save_figure(group_panels(members), folder / f"results_{group}.png", True)
-        if path is not None:
-            link = Path(os.path.relpath(path.resolve(), c.benchmarks_md.parent.resolve()))
-            out.append(f"![{group}: return against steps and wall time]({link.as_posix()})")
-    return out
 
 
 PROTOCOL = """Every run uses pararl's defaults for its env (printed at its start and saved in its
@@ -640,18 +511,22 @@ memory loaded, to its stop)."""
 
 
 def report(results: Results, meta: h.Metadata) -> h.Report:
-    c = Config(**{k: v for k, v in meta.params.items()})
-    rows = [(s, c.final_evals) for s in results.saved]
-    keys = [f"{s.name}: {result_cell(s, c.final_evals)} ({s.status})" for s in results.saved]
-    blocks = [PROTOCOL, h.table(COLUMNS, rows), pieces_block(results.saved)]
-    blocks += figures(results.saved, c)
+    c = Config(**meta.params)
+    assert c.benchmarks_md is not None
+    blocks = [PROTOCOL, h.table(COLUMNS, [(s, c.final_evals) for s in results.saved]),
+              pieces_block(results.saved)]  # fmt: skip
+    for group in dict.fromkeys(_entry(s.name).group for s in results.saved):  # a PNG each
+        members = [s for s in results.saved if _entry(s.name).group == group]
+        folder = (c.out_dir or h.ROOT / "bench_results") if c.quick else h.ROOT / "figures"
+        path = save_figure(group_panels(members), folder / f"results_{group}.png", True)
+        if path is not None:
+            link = Path(os.path.relpath(path.resolve(), c.benchmarks_md.parent.resolve()))
+            blocks.append(f"![{group}: return against steps and wall time]({link.as_posix()})")
     if results.stopped:
         blocks.append(f"This invocation stopped: {results.stopped}; the next one carries on.")
+    keys = [f"{s.name}: {result_cell(s, c.final_evals)} ({s.status})" for s in results.saved]
     return h.Report(
         f"Whole runs with the defaults, beside the published numbers (`{h.PROG} results`)",
         "; ".join(keys) or "no run yet",
         blocks,
     )
-
-
-__all__ = ["ENTRIES", "Config", "exit_code", "measure", "report", "resolve"]

@@ -7,18 +7,26 @@ from __future__ import annotations
 import functools
 import multiprocessing as mp
 import statistics
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import gymnasium as gym
 
+import pararl.envs  # noqa: F401  (registers pararl/... ids for make_env)
 from benchmarks.lib import harness as h
 from benchmarks.lib import stepping
-from benchmarks.lib.figures import Panel
+from benchmarks.lib.stepping import SEED, Case, Partial, Single, VectorStep, actions
 from pararl.errors import UsageError
+from pararl.mp.procs import ProcessGroup
 from pararl.mp.topology import physical_cores
+
+Backend = Literal["single", "loops", "gym_sync", "gym_async", "sb3_subproc", "pararl_step",
+                  "pararl_min_envs", "pararl_timeout"]  # fmt: skip
+BACKENDS: tuple[Backend, ...] = get_args(Backend)
+PROCESS_PER_ENV = frozenset({"gym_async", "sb3_subproc"})  # cost grows with total envs
+PARARL = ("pararl_step", "pararl_min_envs", "pararl_timeout")
+LOOP_TIMEOUT_S = 300.0  # a timed block takes about a second; this is a hang
 
 
 @dataclass(frozen=True)
@@ -26,44 +34,110 @@ class Config(h.Options):
     """Vector-env stepping throughput: pararl against Gymnasium, SB3 and one env.
     --quick: CartPole + StepCost, 1 and 16 envs/worker, 2 short repeats (< 1 min)."""
 
-    envs: tuple[str, ...] = ("CartPole-v1", "HalfCheetah-v5", "pararl/StepCost-v0")
-    """Gymnasium env ids; one whose simulator is missing (MuJoCo) is skipped with a note."""
-    envs_per_worker: tuple[int, ...] = (1, 4, 16, 64, 256, 512)
-    """Sweep of envs per worker; total envs = workers × envs per worker."""
-    workers: int | None = None
-    """pararl worker processes; default: the physical cores available to this process."""
-    backends: tuple[stepping.Backend, ...] = stepping.BACKENDS
-    """Backends to time; single = one env in a plain loop, the reference rate; loops =
-    one such loop per worker, all at once in their own processes (what the cores give)."""
-    repeats: int = 3
-    """Timed blocks per backend and case, interleaved across backends."""
-    block_s: float = 0.75
-    """Target seconds per timed block (step counts come from a calibration run)."""
-    warmup_iters: int = 10
-    """Untimed vector steps after reset, before calibration."""
-    step_cost_us: float = 20.0
-    """pararl/StepCost-v0: base CPU cost of one step, in microseconds."""
-    tail_alpha: float = 1.5
-    """pararl/StepCost-v0: Pareto shape of the extra cost (> 1, smaller = heavier; 0: off)."""
-    timeout_s: float = 1e-3
-    """Window of the pararl timeout mode, recv(timeout=...), in seconds."""
-    max_process_per_env: int = 32
-    """Skip Async/SubprocVecEnv (one process per env) when total envs exceed this."""
-    context: Literal["fork", "forkserver", "spawn"] | None = None
-    """Start method of every multi-process backend; default: the platform's."""
-    autoreset_mode: Literal["SameStep", "NextStep"] = "SameStep"
-    """Vector autoreset; SameStep counts only real transitions, like SB3 and the loop."""
-    seed: int = 0
-    """Seed for env resets and the pre-drawn random actions."""
+    envs: tuple[str, ...] = ("CartPole-v1", "HalfCheetah-v5", "pararl/StepCost-v0")  # Env ids.
+    envs_per_worker: tuple[int, ...] = (1, 4, 16, 64, 256, 512)  # Sweep of envs per worker.
+    workers: int | None = None  # pararl worker processes (default: the physical cores here).
+    backends: tuple[Backend, ...] = BACKENDS  # single: the reference; loops: one a worker.
+    repeats: int = 3  # Timed blocks per backend and case, interleaved across backends.
+    block_s: float = 0.75  # Target seconds per timed block (its steps from a calibration).
+    tail_alpha: float = 1.5  # StepCost-v0's Pareto tail shape (> 1, smaller: heavier; 0: off).
+    timeout_s: float = 1e-3  # Window of the pararl timeout mode, recv(timeout=...), in seconds.
+    max_process_per_env: int = 32  # Skip Async/SubprocVecEnv (a process an env) above this.
 
 
-QUICK = {
-    "envs": ("CartPole-v1", "pararl/StepCost-v0"),
-    "envs_per_worker": (1, 16),
-    "repeats": 2,
-    "block_s": 0.12,
-    "warmup_iters": 3,
-}
+QUICK = {"envs": ("CartPole-v1", "pararl/StepCost-v0"), "envs_per_worker": (1, 16),
+         "repeats": 2, "block_s": 0.12}  # fmt: skip
+WARMUP = 10  # untimed vector steps after reset, before calibration
+
+
+def resolve(config: Config) -> Config:
+    c = h.apply_quick(config, QUICK)
+    c = replace(c, envs_per_worker=tuple(sorted(set(c.envs_per_worker))))
+    h.require(c, ">= 0: envs backends max_process_per_env",
+              ">= 1: envs_per_worker workers repeats", "> 0: block_s timeout_s")  # fmt: skip
+    h.check([(c.tail_alpha != 0 and not c.tail_alpha > 1, "--tail-alpha must be 0 or > 1")])
+    return c
+
+
+def label(name: str, timeout_s: float = 1e-3) -> str:
+    return {
+        "single": "single env, plain loop",
+        "loops": "one plain loop per worker, no IPC",
+        "gym_sync": "gymnasium SyncVectorEnv",
+        "gym_async": "gymnasium AsyncVectorEnv (shm)",
+        "sb3_subproc": "SB3 SubprocVecEnv",
+        "pararl_step": "pararl step",
+        "pararl_min_envs": "pararl recv(min_envs=epw)",
+        "pararl_timeout": f"pararl recv(timeout={timeout_s * 1e3:g} ms)",
+    }[name]
+
+
+def make_env(env_id: str, env_kwargs: dict[str, Any]) -> gym.Env:
+    """Module level, so that spawn/forkserver workers can unpickle the factory."""
+    return gym.make(env_id, **env_kwargs)
+
+
+class Loops:
+    """The cores' own ceiling: one `Single` per worker, each in a driver of its own
+    (`stepping.driver`), all run at once, one message each way a block."""
+
+    def __init__(self, case: Case) -> None:
+        self.unit = case.workers
+        args = [(open_backend, "single", case, 0)] * case.workers
+        self.group = ProcessGroup(stepping.driver, args, mp.get_context())
+        try:
+            why = [w for w in self.group.gather(range(self.unit), 120.0, "not built") if w]
+            if why:
+                raise RuntimeError(why[0])
+        except BaseException:
+            self.group.kill()
+            raise
+
+    def reset(self) -> None:  # each driver reset its env when it built it
+        pass
+
+    def run(self, steps: int) -> int:
+        for i in range(self.unit):
+            self.group.send(i, ("block", -(-steps // self.unit)))
+        blocks = self.group.gather(range(self.unit), LOOP_TIMEOUT_S, "no reply in {timeout} s")
+        return sum(b.steps for b in blocks)
+
+
+def open_backend(name: str, case: Case) -> stepping.Opened:
+    """Backend `name` for `case`, in its driver (`stepping.driver`)."""
+    from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
+
+    from pararl.vector import ParallelVectorEnv
+
+    n = case.num_envs
+    fns: list[Callable[[], gym.Env]] = [
+        functools.partial(make_env, case.env_id, case.env_kwargs)
+    ] * n
+    if name in ("single", "loops"):
+        runner: Any = Single(fns[0]()) if name == "single" else Loops(case)
+        return runner, None, runner.env.close if name == "single" else runner.group.close
+    if name.startswith("pararl_"):
+        venv: Any = ParallelVectorEnv(fns, num_workers=case.workers, autoreset_mode="SameStep")
+        acts = actions(venv.single_action_space, n)
+        if name == "pararl_step":
+            runner = VectorStep(venv, n, acts, functools.partial(venv.reset, seed=SEED))
+        elif name == "pararl_min_envs":
+            runner = Partial(venv, acts, min_envs=case.envs_per_worker)
+        else:
+            runner = Partial(venv, acts, timeout=case.timeout_s)
+        return runner, None, venv.close
+    if name == "sb3_subproc":
+        from stable_baselines3.common.vec_env import SubprocVecEnv
+
+        venv = SubprocVecEnv(fns, start_method=mp.get_start_method())
+        acts = actions(venv.action_space, n)
+        return VectorStep(venv, n, acts, lambda: (venv.seed(SEED), venv.reset())), None, venv.close
+    if name == "gym_sync":
+        venv = SyncVectorEnv(fns, autoreset_mode="SameStep")
+    else:
+        venv = AsyncVectorEnv(fns, shared_memory=True, autoreset_mode="SameStep")
+    acts = actions(venv.single_action_space, n)
+    return VectorStep(venv, n, acts, functools.partial(venv.reset, seed=SEED)), None, venv.close
 
 
 @dataclass
@@ -92,38 +166,11 @@ class EnvResult:
         return next(found, None)
 
 
-def resolve(config: Config) -> Config:
-    config = h.apply_quick(config, QUICK)
-    config = replace(config, envs_per_worker=tuple(sorted(set(config.envs_per_worker))))
-    h.require(
-        config,
-        ">= 0: envs backends warmup_iters step_cost_us max_process_per_env",
-        ">= 1: envs_per_worker workers repeats",
-        "> 0: block_s timeout_s",
-    )
-    h.check(
-        [
-            (config.tail_alpha != 0 and not config.tail_alpha > 1, "--tail-alpha must be 0 or > 1"),
-            (
-                config.context not in (None, *mp.get_all_start_methods()),
-                f"--context {config.context} is not available here",
-            ),
-        ]
-    )
-    return config
-
-
-def env_kwargs(env_id: str, config: Config) -> dict[str, float]:
-    if env_id.split("/")[-1].startswith("StepCost"):
-        return {"cost_us": config.step_cost_us, "tail_alpha": config.tail_alpha}
-    return {}
-
-
 def probe_env(env_id: str, kwargs: dict[str, float]) -> str | None:
     """None if the env can be built; why not if its simulator is missing. An id that
     does not exist is the user's mistake: UsageError."""
     try:
-        stepping.make_env(env_id, kwargs).close()
+        make_env(env_id, kwargs).close()
     except gym.error.DependencyNotInstalled as exc:
         return f"its dependencies are not installed ({exc})"
     except ImportError as exc:
@@ -131,62 +178,6 @@ def probe_env(env_id: str, kwargs: dict[str, float]) -> str | None:
     except gym.error.Error as exc:
         raise UsageError(f"--envs: cannot make '{env_id}': {exc}") from exc
     return None
-
-
-def measure_case(case: stepping.Case, config: Config) -> list[Cell]:
-    where = f"{case.env_id} {case.envs_per_worker} envs/worker × {case.workers}"
-    label = functools.partial(stepping.label, timeout_s=config.timeout_s)
-    cells: dict[str, Cell] = {
-        b: Cell(case.workers, case.envs_per_worker, case.num_envs, b, label(b), "ok")
-        for b in config.backends
-    }
-
-    def failed(name: str, exc: Exception) -> None:
-        h.progress(f"{where}: {name} failed: {h.failure(exc)}")
-        cells[name].status, cells[name].note = "failed", h.failure(exc)
-
-    before = {p.pid for p in mp.active_children()}
-    closers: list[Callable[[], None]] = []
-    runners: dict[str, stepping.Runner] = {}
-    shared: dict[str, Any] = {}  # the pararl modes' one ParallelVectorEnv
-    start = time.perf_counter()
-    try:
-        h.progress(f"{where}: starting backends ...")
-        for name in config.backends:
-            if name in stepping.PROCESS_PER_ENV and case.num_envs > config.max_process_per_env:
-                cells[name].status, cells[name].note = "skipped", f"{case.num_envs} processes"
-                continue
-            try:
-                runner = stepping.open_backend(name, case, closers, shared)
-                runner.reset()
-                runner.run(config.warmup_iters * runner.unit)
-                cells[name].steps_per_block = stepping.calibrate(runner, config.block_s)
-                runners[name] = runner
-            except Exception as exc:
-                failed(name, exc)
-
-        def block(name: str) -> float:
-            elapsed, done = h.timed(
-                functools.partial(runners[name].run, cells[name].steps_per_block)
-            )
-            return done / elapsed
-
-        tasks = {n: functools.partial(block, n) for n in runners}
-        for done, rates in h.interleaved(tasks, config.repeats, failed).items():
-            if cells[done].status == "ok":
-                cells[done].rate = h.summarize(rates)
-    finally:
-        for close in reversed(closers):
-            try:
-                close()
-            except Exception as exc:  # a dead worker must not stop the rest
-                h.progress(f"{where}: close failed: {h.failure(exc)}")
-        for proc in mp.active_children():  # last resort: an anchor that half-closed
-            if proc.pid not in before:
-                proc.kill()
-                proc.join(1.0)
-    h.progress(f"{where}: done in {time.perf_counter() - start:.1f} s")
-    return list(cells.values())
 
 
 def derive(result: EnvResult) -> None:
@@ -205,20 +196,28 @@ def derive(result: EnvResult) -> None:
         c.of_loops = h.ratio(c.rate, loops.rate if loops else None)
 
 
-def measure(config: Config, meta: h.Metadata) -> list[EnvResult]:
-    workers = config.workers or physical_cores()
+def measure(c: Config, meta: h.Metadata) -> list[EnvResult]:
+    workers = c.workers or physical_cores()
     meta.params["workers_resolved"] = workers
-    kwargs = {env_id: env_kwargs(env_id, config) for env_id in config.envs}
-    # Every env is built once up front: a typo fails before minutes of measuring.
-    results = [EnvResult(e, kwargs[e], workers, probe_env(e, kwargs[e])) for e in config.envs]
+    results = []
+    for env_id in c.envs:  # every env built once up front: a typo fails before minutes pass
+        kwargs = {}
+        if env_id.split("/")[-1].startswith("StepCost"):
+            kwargs = {"cost_us": 20.0, "tail_alpha": c.tail_alpha}
+        results.append(EnvResult(env_id, kwargs, workers, probe_env(env_id, kwargs)))
     for result in results:
         if result.skipped:
             h.progress(f"{result.env_id}: skipped: {result.skipped}")
             continue
-        run = (config.context, config.autoreset_mode, config.timeout_s, config.seed)
-        for epw in config.envs_per_worker:
-            case = stepping.Case(result.env_id, result.env_kwargs, workers, epw, *run)
-            result.cells += measure_case(case, config)
+        for epw in c.envs_per_worker:
+            case = Case(result.env_id, workers, epw, result.env_kwargs, c.timeout_s)
+            cells: dict[str, Cell] = {b: Cell(workers, epw, case.num_envs, b, label(b, c.timeout_s))
+                     for b in c.backends}  # fmt: skip
+            for name in PROCESS_PER_ENV & cells.keys():
+                if case.num_envs > c.max_process_per_env:
+                    cells[name].status, cells[name].note = "skipped", f"{case.num_envs} processes"
+            stepping.measure_case(case, cells, open_backend, WARMUP, c.block_s, c.repeats)
+            result.cells += cells.values()
         derive(result)
     return results
 
@@ -227,16 +226,14 @@ CELL_COLUMNS: list[h.Col[Cell]] = [
     h.Col("envs/worker", lambda c: c.envs_per_worker),
     h.Col("envs", lambda c: c.num_envs),
     h.Col("backend", lambda c: c.label, "l"),
-    h.Col(
-        "steps/s (median)",
-        lambda c: h.fmt_rate(c.rate.median) if c.rate else f"{c.status} ({c.note})",
-    ),
+    h.Col("steps/s (median)", lambda c: h.fmt_rate(h.med(c.rate)) if c.rate
+          else f"{c.status} ({c.note})"),
     h.Col("min", lambda c: h.fmt_rate(c.rate.min if c.rate else None)),
     h.Col("max", lambda c: h.fmt_rate(c.rate.max if c.rate else None)),
     h.Col("vs best Async", lambda c: h.fmt_ratio(c.vs_best_async)),
     h.Col("efficiency", lambda c: h.fmt_pct(c.efficiency)),
     h.Col("of loops", lambda c: h.fmt_pct(c.of_loops)),
-]
+]  # fmt: skip
 
 
 def env_block(r: EnvResult) -> str:
@@ -260,11 +257,10 @@ def key_ratios(results: list[EnvResult]) -> str:
     """Per env: best pararl mode vs best Async, its efficiency and share of the loops."""
     parts = []
     for r in results:
-        mine = [c for c in r.cells if c.backend in stepping.PARARL and c.rate]
+        mine = [c for c in r.cells if c.backend in PARARL and c.rate]
         if not mine:
             continue
-        best = max(mine, key=lambda c: c.rate.median if c.rate else 0.0)
-        assert best.rate is not None
+        best = max(mine, key=lambda c: h.med(c.rate) or 0.0)
         vs = "no Async measured" if r.best_async is None else f"{best.vs_best_async:.2f}× best "
         vs += "" if r.best_async is None else "AsyncVectorEnv"
         loops = r.cell(best.envs_per_worker, "loops")
@@ -275,27 +271,25 @@ def key_ratios(results: list[EnvResult]) -> str:
                 f"{h.fmt_pct(loops.efficiency)} of {r.workers} × single)"
             )
         parts.append(
-            f"**{r.env_id}**: best pararl {h.fmt_rate(best.rate.median)} steps/s ({best.label}, "
+            f"**{r.env_id}**: best pararl {h.fmt_rate(h.med(best.rate))} steps/s ({best.label}, "
             f"{best.envs_per_worker} envs/worker) = {vs}, efficiency "
             f"{h.fmt_pct(best.efficiency)}{ceiling}"
         )
     return "; ".join(parts) or "no pararl results"
 
 
-def panel(r: EnvResult, timeout_s: float) -> Panel:
-    """Dashed: workers × the single-env rate."""
-    line = (r.workers * r.single_rate, f"{r.workers} × single env") if r.single_rate else None
-    label = functools.partial(stepping.label, timeout_s=timeout_s)
-    return stepping.panel(r.env_id, r.cells, label, "env steps / s", line)
-
-
 def report(results: list[EnvResult], meta: h.Metadata) -> h.Report:
-    timeout_s = meta.params["timeout_s"]
+    names = functools.partial(label, timeout_s=meta.params["timeout_s"])
+    panels = [
+        stepping.panel(r.env_id, r.cells, names, "env steps / s", (
+            r.workers * r.single_rate, f"{r.workers} × single env") if r.single_rate else None)
+        for r in results if r.cells
+    ]  # fmt: skip
     return h.Report(
         f"Vector env stepping throughput (`{h.PROG} vector`)",
         key_ratios(results),
         [env_block(r) for r in results],
-        [panel(r, timeout_s) for r in results if r.cells],
+        panels,
         "steps/s against envs per worker",
         legend_below=True,
     )

@@ -1,7 +1,6 @@
 """The one learning comparison: pararl and its SB3 anchor trained at a budget on each
-ENV:SEED, whole processes interleaved; final returns, wall times and ratios (time to
-the anchor's final return, or time to solve against a target). A benchmark states its
-comparisons as rows (`Comparison`) of `System`s.
+ENV:SEED, whole processes interleaved; finals, wall times and ratios (time to the
+anchor's final, or to solve). A benchmark states it as a `Comparison` of `System`s.
 """
 
 from __future__ import annotations
@@ -25,15 +24,13 @@ from benchmarks.lib.figures import Panel, Series
 from benchmarks.lib.stats import censored_median
 
 NEVER = 10**12  # a step count or return no run reaches: the whole budget, no evaluation
-Flags = Callable[[Any], tuple[dict[str, Any], dict[str, Any]]]  # options -> pararl, anchor flags
 
 
 @dataclass(frozen=True)
 class System:
-    """One side of a comparison. pararl: `pararl train ALGO` with `flags` beyond the
-    comparison's own; an anchor: SB3's `algo` run as `lib.sb3.ANCHORS[anchor]` says,
-    with `flags` over its settings (`--set`). A pararl system is held against the first
-    anchor of its algorithm."""
+    """pararl (`pararl train ALGO` with `flags`) or an anchor (SB3's `algo` as
+    `lib.sb3.ANCHORS[anchor]` runs it, `flags` over its settings); a pararl system is
+    held against the first anchor of its algorithm."""
 
     name: str
     label: str
@@ -80,56 +77,50 @@ class Comparison:
         return next(s for s in self.systems if s.name == name)
 
     def budget_of(self, c: Any, env: str) -> int:
-        """The env steps of a run on `env`: the env's own budget (`budgets`) while the
-        budget is the table's; a budget given (--budget, --quick's) is every env's."""
+        """A run's env steps on `env`: its own (`budgets`) under the table's budget, else `c`'s."""
         return self.budgets.get(env, c.budget) if c.budget == self.budget else int(c.budget)
 
     def anchor_of(self, s: System) -> System | None:
         """The anchor `s` is held against (None: an anchor itself, or none here)."""
-        if s.anchor:
-            return None
         anchors = [a for a in self.systems if a.anchor]
-        return next((a for a in anchors if a.algo == s.algo), anchors[0] if anchors else None)
+        if s.anchor or not anchors:
+            return None
+        return next((a for a in anchors if a.algo == s.algo), anchors[0])
 
 
 @dataclass(frozen=True)
 class Options:
     """The options of a comparison (each default: its table's)."""
 
-    runs: tuple[str, ...] = ()
-    """ENV:SEED pairs, run in this order, each by every system (default: the table's)."""
-    systems: tuple[str, ...] = ()
-    """Systems to run (default: the table's)."""
-    budget: int | None = None
-    """Env steps per run, on every env (default: the table's, with the envs it gives
-    budgets of their own)."""
-    eval_every: int | None = None
-    """Env steps between deterministic evaluations (default: the table's)."""
-    eval_episodes: int | None = None
-    """Episodes per evaluation (default: the table's)."""
-    final_evals: int | None = None
-    """The final return is the mean of this many last evaluations (default: the table's)."""
-    run_timeout_s: float | None = None
-    """A run is killed after this long, and reported as failed (default: the table's)."""
-    verify_episodes: int | None = None
-    """With a target: episodes of the untimed check of each solved run's saved policy
-    (default: the table's)."""
+    runs: tuple[str, ...] = ()  # ENV:SEED pairs, in this order, each run by every system.
+    systems: tuple[str, ...] = ()  # Systems to run.
+    budget: int | None = None  # Env steps per run on every env (default: with the envs' own).
+    eval_every: int | None = None  # Env steps between deterministic evaluations.
+    eval_episodes: int | None = None  # Episodes per evaluation.
+    final_evals: int | None = None  # The final return: the mean of this many last evaluations.
+    run_timeout_s: float | None = None  # A run is killed after this long (reported as failed).
+    verify_episodes: int | None = None  # With a target: episodes checking a solved run's policy.
+    sb3_threads: int = 0
+    """Torch threads of the SB3 process (0: torch's default; --quick: 1; two beside other
+    work on 2 cores ran SB3's SAC update ~10x slower than one)."""
     keep_dir: Path | None = None
-    """Folder where each ENV:SEED whose runs all ended is kept (ENV-seedSEED.json) and
-    read back, not run again, by an invocation with the same settings (default: the
-    table's; with --quick, nothing is kept unless a folder is given)."""
-    fresh: bool = False
-    """Run every ENV:SEED again, also one that is kept (the kept file is then replaced)."""
+    """Folder where each ENV:SEED whose runs all ended is kept and read back by a run with
+    the same settings, not run again (--quick: none)."""
+    fresh: bool = False  # Run every ENV:SEED again, also one that is kept (its file replaced).
+
+
+TABLE = ("runs", "systems", "budget", "eval_every", "eval_episodes", "final_evals",
+         "run_timeout_s", "verify_episodes")  # fmt: skip
 
 
 def resolve(row: Comparison, config: Any) -> Any:
-    """`config` (an `Options`) with --quick applied and every option left at its default
-    filled from the table; bad options raise UsageError. What it returns, every value
-    set, is the `c` the functions below take."""
+    """`config` (an `Options`) with --quick's values and the table's for every option left
+    at its default (the `c` the functions below take); bad options raise UsageError."""
     quick = getattr(config, "quick", False)
     changes: dict[str, Any] = dict(row.quick) if quick else {}
-    for name in ("runs", "systems", "budget", "eval_every", "eval_episodes", "final_evals",
-                 "run_timeout_s", "verify_episodes"):  # fmt: skip
+    if quick and not config.sb3_threads:
+        changes["sb3_threads"] = 1
+    for name in TABLE:
         if getattr(config, name) in ((), None):
             table = tuple(s.name for s in row.systems if s.default) if name == "systems" else None
             changes.setdefault(name, table or getattr(row, name))
@@ -139,15 +130,12 @@ def resolve(row: Comparison, config: Any) -> Any:
         changes["keep_dir"] = h.ROOT / row.keep_dir
     c = dataclasses.replace(config, **changes)
     h.require(c, ">= 1: budget eval_every eval_episodes final_evals verify_episodes")
-    h.require(c, "> 0: run_timeout_s")
+    h.require(c, "> 0: run_timeout_s", ">= 0: sb3_threads")
     known = [s.name for s in row.systems]
-    for name in c.systems:
-        h.check([(name not in known, f"--systems: '{name}' is not one of {', '.join(known)}")])
-    for run in c.runs:
-        env, _, seed = run.rpartition(":")
-        h.check([(not env or not seed.isdigit(), f"--runs: '{run}' is not ENV:SEED")])
-    h.check([(not c.runs, "--runs needs at least one value"),
-             (not c.systems, "--systems needs at least one value")])  # fmt: skip
+    h.check([(n not in known, f"--systems: '{n}' is not one of {', '.join(known)}")
+             for n in c.systems])  # fmt: skip
+    h.check([(not r.rpartition(":")[0] or not r.rpartition(":")[2].isdigit(),
+              f"--runs: '{r}' is not ENV:SEED") for r in c.runs])  # fmt: skip
     return c
 
 
@@ -156,8 +144,7 @@ def resolve(row: Comparison, config: Any) -> Any:
 
 @dataclass
 class Run:
-    """A whole training run of one system on one ENV:SEED: launch to exit, its
-    evaluation curve on that clock, what it ended with."""
+    """A whole run of one system on one ENV:SEED: launch to exit, its curve on that clock."""
 
     system: str
     env: str
@@ -171,6 +158,7 @@ class Run:
     status: str = ""  # the trainer's own word: solved, step budget reached, failed, ...
     train_return: float | None = None  # the mean of its last 20 training episodes
     check: float | None = None  # the untimed check of its saved policy (a target's)
+    train_s: float | None = None  # its own clock, as its last line says
     extra: dict[str, Any] = field(default_factory=dict)  # what a benchmark adds (`after`)
 
     def final(self, last: int) -> float | None:
@@ -182,18 +170,8 @@ class Run:
 
 
 def time_to_reach(run: Run, target: float) -> float:
-    """Wall s (the launch-to-exit clock) of the run's first evaluation at `target` or
-    above; inf when none reaches it."""
+    """Wall s of the run's first evaluation at `target` or above (inf: none)."""
     return next((p["wall_s"] for p in run.curve if p["eval_return"] >= target), math.inf)
-
-
-def launch_clock(curve: list[dict[str, float]], wall_s: float, own_s: float | None) -> None:
-    """Put a curve on the launch-to-exit clock: each system's clock starts at its own
-    point of its start-up, so what its process spent outside it (imports, building
-    envs and networks, shutting down) is added to every point, all as if start-up."""
-    offset = 0.0 if own_s is None else max(wall_s - own_s, 0.0)
-    for point in curve:
-        point["wall_s"] = round(point["wall_s"] + offset, 3)
 
 
 def directory(workdir: Path, system: str, env: str, seed: int) -> Path:
@@ -201,9 +179,8 @@ def directory(workdir: Path, system: str, env: str, seed: int) -> Path:
 
 
 def pararl_command(row: Comparison, c: Any, s: System, env: str, seed: int, out: Path) -> list[str]:
-    """`pararl train ALGO` of `s` on ENV:SEED, writing its run into `out`: the budget and
-    the evaluations (none with `eval_every` NEVER), the target (none: the whole
-    budget), `s.flags`."""
+    """`pararl train ALGO` of `s` on ENV:SEED into `out`: the budget, the evaluations,
+    the target (NEVER: none) and `s.flags`."""
     flags: dict[str, object] = {
         "env": env, "seed": seed, "total_steps": row.budget_of(c, env), "eval_every": c.eval_every,
         "eval_episodes": c.eval_episodes, "target_return": row.target or NEVER,
@@ -213,34 +190,14 @@ def pararl_command(row: Comparison, c: Any, s: System, env: str, seed: int, out:
 
 
 def anchor_command(row: Comparison, c: Any, s: System, env: str, seed: int, out: Path) -> list[str]:
-    """The SB3 anchor `s` on ENV:SEED (`lib.sb3 ALGO learn`), its model saved in `out`;
-    its flags over the anchor's settings, but `threads`: its torch threads."""
+    """The SB3 anchor `s` on ENV:SEED (`lib.sb3 ALGO learn`), its model saved in `out`."""
     every = 0 if c.eval_every >= NEVER else c.eval_every
-    flags = dict(s.flags)
-    threads = flags.pop("threads", None)
-    settings = [f"{k}={json.dumps(v)}" for k, v in flags.items()]
+    settings = [f"{k}={json.dumps(v)}" for k, v in s.flags.items()]
     return sb3.command(
         s.algo, "learn", anchor=s.anchor, env=env, seed=seed, budget=row.budget_of(c, env),
         eval_every=every, eval_episodes=c.eval_episodes, target=row.target,
-        save=out / "model.zip", threads=threads, set=settings or None,
+        save=out / "model.zip", threads=c.sb3_threads or None, set=settings or None,
     )  # fmt: skip
-
-
-def train_return(rows: list[dict[str, str]]) -> float | None:
-    """A pararl run's last mean of 20 training episodes (its metrics.csv)."""
-    values = [float(r["episode_return"]) for r in rows if r.get("episode_return")]
-    return values[-1] if values else None
-
-
-def learner_note(out: Path) -> str:
-    """What pararl chose for an off-policy run: its learner's threads and step mode."""
-    from pararl.config.saved import saved_facts
-
-    facts = saved_facts(out)
-    threads = facts.get("learner_threads")
-    return (
-        "" if threads is None else f"learner on {threads} thread(s), step {facts.get('step_mode')}"
-    )
 
 
 def read_anchor(run: Run, s: System, done: training.Finished) -> float | None:
@@ -255,12 +212,18 @@ def read_anchor(run: Run, s: System, done: training.Finished) -> float | None:
 
 
 def read_pararl(run: Run, out: Path, done: training.Finished) -> float | None:
-    """What a pararl run leaves (its run directory, its last line); its own clock."""
+    """What a pararl run left (its run directory, its last line), and its own clock; an
+    off-policy run's learner threads and step mode in its note."""
+    from pararl.config.saved import saved_facts
+
     rows = training.read_metrics(out)
     run.curve = training.evaluations(training.read_metrics(out, "eval.csv"))
     run.env_steps, run.updates = training.totals(rows)
-    run.train_return = train_return(rows)
-    run.note = learner_note(out) if run.ok else ""
+    returns = [float(r["episode_return"]) for r in rows if r.get("episode_return")]
+    run.train_return = returns[-1] if returns else None  # its last mean of 20 episodes
+    facts = saved_facts(out) if run.ok else {}
+    if facts.get("learner_threads") is not None:
+        run.note = f"learner on {facts['learner_threads']} thread(s), step {facts.get('step_mode')}"
     final = training.parse_final(done.stderr)
     if final is None:
         return None
@@ -269,19 +232,21 @@ def read_pararl(run: Run, out: Path, done: training.Finished) -> float | None:
 
 
 def run_one(row: Comparison, c: Any, s: System, env: str, seed: int, workdir: Path) -> Run:
-    """One whole run of `s`, launch to exit, its curve on that clock; with a target, its
-    saved policy checked afterwards (untimed)."""
+    """One whole run of `s`, launch to exit; with a target, its saved policy checked after."""
     out = directory(workdir, s.name, env, seed)
     if s.anchor:  # pararl makes its own run directory
         out.mkdir(parents=True, exist_ok=True)
-    command = anchor_command(row, c, s, env, seed, out) if s.anchor else pararl_command(
-        row, c, s, env, seed, out)  # fmt: skip
-    done = training.run_process(command, c.run_timeout_s, workdir)
+    command = anchor_command if s.anchor else pararl_command
+    done = training.run_process(command(row, c, s, env, seed, out), c.run_timeout_s, workdir)
     run = Run(s.name, env, seed, done.wall_s, done.returncode == 0)
-    own_s = read_anchor(run, s, done) if s.anchor else read_pararl(run, out, done)
+    run.train_s = read_anchor(run, s, done) if s.anchor else read_pararl(run, out, done)
     if not run.ok:
         run.status, run.note = ("timeout" if done.timed_out else "failed"), done.tail
-    launch_clock(run.curve, run.wall_s, own_s)
+    # each system's clock starts at its own point of its start-up: what its process
+    # spent outside it (imports, building, shutting down) is added to every point
+    offset = 0.0 if run.train_s is None else max(run.wall_s - run.train_s, 0.0)
+    for point in run.curve:
+        point["wall_s"] = round(point["wall_s"] + offset, 3)
     if row.target is not None and run.status == "solved":
         run.check = check(s, env, out, c.verify_episodes, workdir)
         run.note = run.note if run.check is not None else "the check of its saved policy failed"
@@ -293,8 +258,7 @@ def check(s: System, env: str, out: Path, episodes: int, workdir: Path) -> float
     if s.anchor:
         cmd = sb3.command(s.algo, "verify", str(out / "model.zip"), anchor=s.anchor, env=env,
                           episodes=episodes)  # fmt: skip
-        done = training.run_process(cmd, 300.0, workdir)
-        result = sb3.parse(done.stdout, s.algo)
+        result = sb3.parse(training.run_process(cmd, 300.0, workdir).stdout, s.algo)
         return None if result is None else float(result["mean"])
     done = training.run_process(training.evaluate_command(out, episodes), 300.0, workdir)
     return training.parse_evaluate(done.stdout)
@@ -319,9 +283,8 @@ class Outcome:
 
 
 def settings(row: Comparison, c: Any) -> dict[str, Any]:
-    """What a kept ENV:SEED was run with (a later invocation reads it back only if the
-    same), as JSON has it: the systems, the budget (and the envs' own, where the row
-    gives any), the evaluations and `row.kept`."""
+    """What a kept ENV:SEED was run with (read back only by a run with the same), as JSON
+    has it: the systems, the budget (and the envs' own), the evaluations and `row.kept`."""
     names = ("systems", "budget", "eval_every", "eval_episodes", *row.kept)
     mine = {name: getattr(c, name) for name in names}
     if row.budgets:
@@ -334,28 +297,20 @@ def sitting(meta: h.Metadata) -> str:
     return f"{meta.date[:10]}, commit {meta.git_commit}{dirty}, {meta.physical_cores} cores"
 
 
-def kept_path(directory: Path, env: str, seed: int) -> Path:
-    return directory / f"{env.replace('/', '_')}-seed{seed}.json"
-
-
-def kept_runs(row: Comparison, c: Any, env: str, seed: int) -> tuple[dict[str, Any] | None, bool]:
-    """The runs kept for ENV:SEED with this invocation's settings (None: run them), and
-    whether new runs may be kept in their place: never over runs kept with other
-    settings, which this invocation does not replace."""
-    if c.keep_dir is None:
-        return None, False
-    path, mine = kept_path(c.keep_dir, env, seed), settings(row, c)
-    kept = None
+def kept_runs(row: Comparison, c: Any, path: Path) -> tuple[dict[str, Any] | None, bool]:
+    """The runs kept in `path` with these settings (None: run them), and whether new runs
+    may be kept there (never over runs kept with other settings)."""
+    mine, kept = settings(row, c), None
     with contextlib.suppress(OSError, ValueError):
         kept = json.loads(path.read_text())
     if not isinstance(kept, dict) or "runs" not in kept:
         if path.exists():
-            h.progress(f"{path} cannot be read; {env} seed {seed} is run again")
+            h.progress(f"{path} cannot be read; its runs are run again")
         return None, True
     if kept.get("settings") != mine:
         other = {k: v for k, v in kept.get("settings", {}).items() if mine.get(k) != v}
-        h.progress(f"{path} was run with other settings ({other}); {env} seed {seed} is run "
-                   "again, and that file is left as it is")  # fmt: skip
+        h.progress(f"{path} was run with other settings ({other}); its runs are run again, "
+                   "and that file is left as it is")  # fmt: skip
         return None, False
     return (None, True) if c.fresh else (kept, False)
 
@@ -372,14 +327,15 @@ def measure(row: Comparison, c: Any, meta: h.Metadata, after: After | None = Non
     with tempfile.TemporaryDirectory(prefix=f"pararl-bench-{row.name}-") as tmp:
         for spec in c.runs:
             env, _, seed_text = spec.rpartition(":")
-            seed, key = int(seed_text), spec
-            kept, may_keep = kept_runs(row, c, env, seed)
+            seed, path = int(seed_text), None
+            kept, may_keep = None, False
+            if c.keep_dir is not None:
+                path = c.keep_dir / f"{env.replace('/', '_')}-seed{seed}.json"
+                kept, may_keep = kept_runs(row, c, path)
             if kept is not None:
-                h.progress(
-                    f"{row.name}: {env} seed {seed}: kept ({kept['sitting']}), not run again"
-                )
+                h.progress(f"{row.name}: {spec}: kept ({kept['sitting']}), not run again")
                 outcome.runs += [Run(**run) for run in kept["runs"]]
-                outcome.sittings[key] = kept["sitting"]
+                outcome.sittings[spec] = kept["sitting"]
                 continue
             if not warmed:
                 training.warm_up(Path(tmp))
@@ -397,11 +353,11 @@ def measure(row: Comparison, c: Any, meta: h.Metadata, after: After | None = Non
                 h.progress(f"{row.name}: {s.name} {env} seed {seed}: {shown}, {run.wall_s:.0f} s")
                 ran.append(run)
             outcome.runs += ran
-            outcome.sittings[key] = sitting(meta)
-            if may_keep and c.keep_dir is not None and all(r.ok for r in ran):
+            outcome.sittings[spec] = sitting(meta)
+            if may_keep and path is not None and all(r.ok for r in ran):
                 data = {"settings": settings(row, c), "sitting": sitting(meta),
                         "runs": [dataclasses.asdict(r) for r in ran]}  # fmt: skip
-                h.write_atomic(kept_path(c.keep_dir, env, seed), json.dumps(data, indent=1) + "\n")
+                h.write_atomic(path, json.dumps(data, indent=1) + "\n")
     return outcome
 
 
@@ -427,8 +383,8 @@ class Line:
 
 
 def paired(runs: Sequence[Run], run: Run, anchor: str, last: int) -> tuple[float, float] | None:
-    """When `run` first reached the final return of `anchor`'s run of its env and seed,
-    and that time over the anchor run's wall time (inf when never); None without one."""
+    """When `run` first reached the final of `anchor`'s run of its env and seed, and that
+    over the anchor run's wall time (inf: never); None without such a run."""
     other = next(
         (r for r in runs if (r.system, r.env, r.seed) == (anchor, run.env, run.seed)), None
     )
@@ -449,9 +405,8 @@ def lines(row: Comparison, runs: Sequence[Run], last: int) -> list[Line]:
             )
             if row.target is not None:
                 line.solved = sum(solved(row, r) for r in mine)
-                line.solve_s = censored_median(
-                    [r.wall_s if solved(row, r) else math.inf for r in mine]
-                )
+                walls = [r.wall_s if solved(row, r) else math.inf for r in mine]
+                line.solve_s = censored_median(walls)
             out.append(line)
     for line in out:
         anchor = row.anchor_of(row.system(line.system))
@@ -473,9 +428,8 @@ def lines(row: Comparison, runs: Sequence[Run], last: int) -> list[Line]:
 
 
 def family(env: str) -> str:
-    """`MinAtar/Breakout-v1` -> `Breakout`; `module:TaxiOneHot-v0` -> `TaxiOneHot`;
-    `popgym:popgym-RepeatPreviousEasy-v0` -> `RepeatPreviousEasy` (the name's last part
-    before its version)."""
+    """The name's last part before its version: `MinAtar/Breakout-v1` -> `Breakout`,
+    `popgym:popgym-RepeatPreviousEasy-v0` -> `RepeatPreviousEasy`."""
     parts = env.split(":")[-1].split("/")[-1].split("-")
     named = [p for p in parts if not re.fullmatch(r"v\d+", p)] or parts
     return named[-1]
@@ -491,8 +445,7 @@ def key_ratios(row: Comparison, table: Sequence[Line]) -> str:
     label = {s.name: s.label for s in row.systems}
     parts = []
     for line in table:
-        s = row.system(line.system)
-        anchor = row.anchor_of(s)
+        anchor = row.anchor_of(row.system(line.system))
         if anchor is None:
             continue
         name = f"{family(line.env)} {label[line.system]}"
@@ -536,22 +489,18 @@ def tables(row: Comparison, outcome: Outcome, c: Any) -> list[str]:
     if row.target is not None:
         cols += [
             h.Col("solved", lambda x: f"{x.solved}/{x.runs}", "c"),
-            h.Col(
-                "time to solve, median (s)",
-                lambda x: h.fmt_num(x.solve_s).replace("–", "not solved"),
-            ),
+            h.Col("time to solve, median (s)", lambda x: h.fmt_num(x.solve_s) if x.solve_s
+                  else "not solved"),
             h.Col("÷ anchor (target ≤ 0.5)", lambda x: h.fmt_ratio(x.vs_anchor)),
-        ]
+        ]  # fmt: skip
     else:
         cols += [
             h.Col("anchor's final", lambda x: h.fmt_num(x.anchor_final)),
             h.Col("time to reach its seed's (s), median", reach),
-            h.Col(
-                "seeds reaching it",
-                lambda x: "" if x.anchor_final is None else f"{x.reached}/{x.paired}",
-            ),
+            h.Col("seeds reaching it", lambda x: "" if x.anchor_final is None
+                  else f"{x.reached}/{x.paired}"),
             h.Col("÷ that run's wall, median (target ≤ 0.5)", lambda x: h.fmt_ratio(x.vs_anchor)),
-        ]
+        ]  # fmt: skip
 
     def per_s(count: int, r: Run) -> str:
         return h.fmt_rate(count / r.wall_s if r.wall_s and r.ok else None)
@@ -599,8 +548,7 @@ def tables(row: Comparison, outcome: Outcome, c: Any) -> list[str]:
 
 
 def panels(row: Comparison, runs: Sequence[Run]) -> list[Panel]:
-    """Return against env steps and against wall time, per env: one line per run, each
-    system named once in the legend."""
+    """Return against env steps and against wall time per env, a line a run."""
     out = []
     colors = {s.name: s.color or f"C{i}" for i, s in enumerate(row.systems)}
     label = {s.name: s.label for s in row.systems}
@@ -630,20 +578,18 @@ def report(row: Comparison, outcome: Outcome, c: Any) -> tuple[str, list[str], l
 def describe(row: Comparison) -> str:
     """The table's defaults in words, for `--help`."""
     systems = ", ".join(s.name + ("" if s.default else " (not by default)") for s in row.systems)
+    budgets = "".join(f", {env} {n:,}" for env, n in row.budgets.items())
+    target = "" if row.target is None else f"; target {row.target:g}"
     return (
         f"Its table: runs {' '.join(row.runs)}; systems {systems}; budget {row.budget:,}"
-        + "".join(f", {env} {n:,}" for env, n in row.budgets.items())
-        + "; "
-        f"eval every {row.eval_every:,}, {row.eval_episodes} episodes; final evals "
-        f"{row.final_evals}; timeout {row.run_timeout_s:g} s"
-        + ("" if row.target is None else f"; target {row.target:g}")
-        + "."
+        f"{budgets}; eval every {row.eval_every:,}, {row.eval_episodes} episodes; final evals "
+        f"{row.final_evals}; timeout {row.run_timeout_s:g} s{target}."
     )
 
 
 def solve_cartpole(algo: str, systems: tuple[System, ...], budget: int, quick: int) -> Comparison:
-    """Time to solve CartPole-v1 (475), pararl's `systems` against SB3's `algo` with
-    rl-baselines3-zoo's settings; `quick`: --quick's budget."""
+    """Time to solve CartPole-v1 (475), pararl's `systems` against SB3's `algo` with the
+    zoo's settings; `quick`: --quick's budget."""
     anchor = System("sb3", f"SB3 {algo.upper()} (zoo)", algo, anchor="zoo")
     return Comparison(
         name=algo, title="Time to solve CartPole-v1", systems=(*systems, anchor),
@@ -655,47 +601,34 @@ def solve_cartpole(algo: str, systems: tuple[System, ...], budget: int, quick: i
     )  # fmt: skip
 
 
-def with_flags(row: Comparison, flags: Flags | None, c: Any) -> Comparison:
-    """`row` with the flags the benchmark's options `c` set (`flags(c)`: pararl's, then
-    the anchor's) over each system's own: pararl's over every pararl system's, the
-    anchor's over every anchor's."""
-    if flags is None:
-        return row
-    ours, theirs = flags(c)
+def with_options(row: Comparison, c: Any) -> Comparison:
+    """`row` with the benchmark's own `learning_starts` and `hidden` (the anchor's `net`)
+    over every system's flags."""
+    ours = {k: getattr(c, k) for k in ("learning_starts", "hidden") if hasattr(c, k)}
+    theirs = {k: v for k, v in ours.items() if k != "hidden"}
+    if "hidden" in ours:
+        theirs["net"] = list(ours["hidden"])
     return dataclasses.replace(row, systems=tuple(
         dataclasses.replace(s, flags={**s.flags, **(theirs if s.anchor else ours)})
         for s in row.systems
     ))  # fmt: skip
 
 
-def one(
-    row: Comparison,
-    title: str,
-    flags: Flags | None = None,
-    quick: Mapping[str, Any] | None = None,
-    checks: Sequence[str] = (),
-) -> tuple[Any, Any, Any]:
-    """`resolve`, `measure` and `report` of a benchmark that is `row` alone; `flags(c)`
-    gives pararl and the anchor the flags the benchmark's own options set, `quick` its
-    own options' --quick values and `checks` their `h.require` rules."""
+def one(row: Comparison, heading: str, quick: Mapping[str, Any], checks: Sequence[str]) -> Any:
+    """The benchmark that is `row` alone (`resolve`, `measure`, `report`, `ROW`), titled
+    `heading`; its own options' --quick values and `h.require` rules."""
 
     def resolve_one(config: Any) -> Any:
-        c = h.apply_quick(resolve(row, config), quick or {})
-        if checks:
-            h.require(c, *checks)
+        c = h.apply_quick(resolve(row, config), quick)
+        h.require(c, *checks)
         return c
 
     def measure_one(c: Any, meta: h.Metadata) -> Outcome:
-        return measure(with_flags(row, flags, c), c, meta)
+        return measure(with_options(row, c), c, meta)
 
     def report_one(outcome: Outcome, meta: h.Metadata) -> h.Report:
         c = SimpleNamespace(**meta.params)
-        ratios, blocks, figs = report(with_flags(row, flags, c), outcome, c)
-        return h.Report(
-            title, ratios, blocks, figs, figure_alt=f"{row.name} benchmark", legend_below=True
-        )
+        ratios, blocks, figs = report(with_options(row, c), outcome, c)
+        return h.Report(heading, ratios, blocks, figs, f"{row.name} benchmark", legend_below=True)
 
-    return resolve_one, measure_one, report_one
-
-
-__all__ = ["Comparison", "Options", "Outcome", "Run", "System", "measure", "report", "resolve"]
+    return SimpleNamespace(ROW=row, resolve=resolve_one, measure=measure_one, report=report_one)

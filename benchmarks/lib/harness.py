@@ -28,7 +28,7 @@ from benchmarks.lib.stats import med as med
 from benchmarks.lib.stats import ratio as ratio
 from benchmarks.lib.stats import summarize as summarize
 from pararl.errors import UsageError
-from pararl.mp.topology import physical_cores
+from pararl.mp.topology import available_cpus, physical_cores
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout
 PROG = "python -m benchmarks"
@@ -48,16 +48,11 @@ R = TypeVar("R")
 class Options:
     """What every benchmark accepts: --quick and where results go."""
 
-    quick: bool = False
-    """Fast check (tiny sizes, no claims): BENCHMARKS.md is left alone (see --update-benchmarks)."""
-    out_dir: Path | None = None
-    """Folder for NAME.json (and, with --quick, the PNG); default: <repo>/bench_results."""
-    figure: Path | None = None
-    """PNG path; default: <repo>/figures/bench_NAME.png (--quick: in --out-dir)."""
-    benchmarks_md: Path | None = None
-    """Markdown file whose bench:NAME section is rewritten; default: <repo>/BENCHMARKS.md."""
-    update_benchmarks: bool | None = None
-    """Rewrite the BENCHMARKS.md section; default: yes, except with --quick."""
+    quick: bool = False  # Fast check (tiny sizes, no claims), BENCHMARKS.md left alone.
+    out_dir: Path | None = None  # NAME.json's folder (--quick: the PNG's); <repo>/bench_results.
+    figure: Path | None = None  # PNG path; <repo>/figures/bench_NAME.png (--quick: in --out-dir).
+    benchmarks_md: Path | None = None  # File whose bench:NAME section is rewritten; BENCHMARKS.md.
+    update_benchmarks: bool | None = None  # Rewrite that section; default: yes, but for --quick.
     section: str | None = None
     """Name of the run's section, JSON and figure (bench:SECTION, SECTION.json,
     bench_SECTION.png); default: the benchmark's NAME. Another name keeps a second run
@@ -91,12 +86,8 @@ def require(config: Any, *rules: str) -> None:
             values = value if isinstance(value, tuple) else (value,)
             numbers = [v for v in values if isinstance(v, (int, float))]
             bad = any(v <= float(low) if op == ">" else v < float(low) for v in numbers)
-            check(
-                [
-                    (not values, f"{flag} needs at least one value"),
-                    (bad, f"{flag} must be {op} {low}"),
-                ]
-            )
+            check([(not values, f"{flag} needs at least one value"),
+                   (bad, f"{flag} must be {op} {low}")])  # fmt: skip
 
 
 def command_line(name: str, config: Any) -> str:
@@ -105,9 +96,7 @@ def command_line(name: str, config: Any) -> str:
     parts = [f"{PROG} {name}"]
     where = {f.name for f in dataclasses.fields(Options)} - {"quick"}
     for f in sorted(dataclasses.fields(config), key=lambda f: f.name in where):
-        default = f.default
-        if f.default_factory is not dataclasses.MISSING:
-            default = f.default_factory()
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
         value, flag = getattr(config, f.name), "--" + f.name.replace("_", "-")
         if value == default:
             continue
@@ -118,12 +107,9 @@ def command_line(name: str, config: Any) -> str:
     return " ".join(parts)
 
 
-def interleaved(
-    tasks: Mapping[str, Callable[[], float]],
-    repeats: int,
-    on_error: Callable[[str, Exception], None] | None = None,
-    rotate: bool = False,
-) -> dict[str, list[float]]:
+def interleaved(tasks: Mapping[str, Callable[[], float]], repeats: int,
+                on_error: Callable[[str, Exception], None] | None = None,
+                rotate: bool = False) -> dict[str, list[float]]:  # fmt: skip
     """Every task once per round, round after round (A, B, C, A, B, C, ...), so slow
     drifts of the machine hit all alike; `rotate` starts each round one task later. A
     task that raises goes to `on_error` and is dropped from later rounds (without
@@ -173,10 +159,6 @@ def _version(name: str) -> str | None:
         return None
 
 
-def _affinity() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
 def _dirty() -> bool | None:
     """Whether tracked files differ from HEAD (the numbers then belong to no commit)."""
     status = _git("status", "--porcelain", "--untracked-files=no")
@@ -193,7 +175,7 @@ class Metadata:
     git_commit: str | None = field(default_factory=lambda: _git("rev-parse", "--short", "HEAD"))
     git_dirty: bool | None = field(default_factory=_dirty)
     cpu_count: int | None = field(default_factory=os.cpu_count)
-    affinity_cpus: int = field(default_factory=_affinity)
+    affinity_cpus: int = field(default_factory=lambda: len(available_cpus()))
     physical_cores: int = field(default_factory=physical_cores)
     platform: str = field(default_factory=platform)
     python: str = field(default_factory=python_version)
@@ -265,8 +247,7 @@ def text_table(heads: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
     def cell(i: int) -> Callable[[Sequence[str]], str]:
         return lambda row: row[i]
 
-    cols = [Col(name, cell(i), "l" if i == 0 else "r") for i, name in enumerate(heads)]
-    return table(cols, rows)
+    return table([Col(name, cell(i), "l" if i == 0 else "r") for i, name in enumerate(heads)], rows)
 
 
 @dataclass
@@ -337,13 +318,8 @@ def section(report: Report, meta: Metadata, figure_link: str | None) -> str:
     return "\n".join(lines) + "\n" + "\n\n".join(report.blocks)
 
 
-def execute(
-    name: str,
-    config: C,
-    resolve: Callable[[C], C],
-    measure: Callable[[C, Metadata], R],
-    report: Callable[[R, Metadata], Report],
-) -> R:
+def execute(name: str, config: C, resolve: Callable[[C], C], measure: Callable[[C, Metadata], R],
+            report: Callable[[R, Metadata], Report]) -> R:  # fmt: skip
     """Resolve the options, measure, then publish: figure, JSON, the printed tables and
     (full mode, or --update-benchmarks True) the BENCHMARKS.md section."""
     command = command_line(name, config)
@@ -373,9 +349,8 @@ def execute(
     written = save_figure(rep.panels, figure, rep.legend_below)
     data = {"benchmark": name, "metadata": meta, "key_ratios": rep.key_ratios, "figure": written}
     json_path = out_dir / f"{name}.json"
-    write_atomic(
-        json_path, json.dumps(data | {"results": results}, indent=2, default=_jsonable) + "\n"
-    )
+    text = json.dumps(data | {"results": results}, indent=2, default=_jsonable)
+    write_atomic(json_path, text + "\n")
     print(f"## {meta.command}: {meta.date}, commit {meta.git_commit or 'unknown'}, ", end="")
     print(f"cores {meta.cores}, {meta.wall_s} s\n\n" + "\n\n".join(rep.blocks))
     also = f" and {written}" if written else ""

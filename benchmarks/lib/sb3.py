@@ -1,10 +1,7 @@
 """The Stable-Baselines3 anchors, each run as its own process (`command` launches one,
-`parse` reads its last line, `sb3-ALGO: {json}`), e.g.:
-
-    python -m benchmarks.lib.sb3 dqn learn --anchor zoo --env CartPole-v1 --target 475
-    python -m benchmarks.lib.sb3 ppo pong --slice-s 60
-
-`ANCHORS` names each anchor's envs and settings. SB3 is imported only in that process.
+`parse` reads its last line, `sb3-ALGO: {json}`), e.g. `python -m benchmarks.lib.sb3 dqn
+learn --anchor zoo --env CartPole-v1 --target 475`; `ANCHORS` names each anchor's envs
+and settings. SB3 is imported only in that process.
 """
 
 from __future__ import annotations
@@ -12,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import importlib
 import json
 import os
 import signal
@@ -21,17 +19,8 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
-
-
-def silent(model: Any) -> Any:
-    """`model` with a logger that writes nothing. SB3's own, set up by `learn`, makes an
-    empty directory in the temp dir on every call (`SB3-<date>`), output or not."""
-    from stable_baselines3.common.logger import Logger
-
-    model.set_logger(Logger(folder=None, output_formats=[]))
-    return model
-
 
 # rl-baselines3-zoo hyperparams/dqn.yml, CartPole-v1 (exploration set in `dqn_hyper`)
 ZOO_DQN: dict[str, Any] = {"learning_rate": 2.3e-3, "batch_size": 64,
@@ -45,9 +34,18 @@ ZOO_DQN_TIMESTEPS, ZOO_DQN_EXPLORATION = 50_000, 0.16
 ZOO_PPO: dict[str, Any] = {"n_steps": 32, "batch_size": 256, "gae_lambda": 0.8,
                            "gamma": 0.98, "n_epochs": 20, "ent_coef": 0.0}  # fmt: skip
 ZOO_PPO_ENVS, ZOO_PPO_LR, ZOO_PPO_CLIP = 8, 1e-3, 0.2
+# hyperparams/ppo_lstm.yml, CartPoleNoVel-v1 (sb3-contrib's RecurrentPPO, "Tuned"; 100k
+# steps): ppo.yml's CartPole-v1 numbers, VecNormalize of observations and rewards (with
+# the algorithm's gamma), and its MlpLstmPolicy: no orthogonal init, ReLU, an LSTM of 64
+# each for the actor and the critic, then 64 units each; SB3's defaults for the rest
+ZOO_LSTM = ZOO_PPO
+ZOO_LSTM_POLICY: dict[str, Any] = {"ortho_init": False, "activation_fn": "ReLU",
+                                   "lstm_hidden_size": 64, "enable_critic_lstm": True,
+                                   "net_arch": {"pi": [64], "vf": [64]}}  # fmt: skip
+ZOO_LSTM_STEPS = 100_000
 PPO_ENVS = 8  # CleanRL's ppo_atari and the zoo's Atari PPO; pararl runs 2 workers x 4 envs
-# rl-baselines3-zoo hyperparams/dqn.yml and ppo.yml, atari (learning_starts is the
-# benchmark's, so that the slice measures learning)
+# the zoo's dqn.yml and ppo.yml, atari (learning_starts is the benchmark's: the slice
+# measures learning)
 ZOO_ATARI_DQN: dict[str, Any] = {"buffer_size": 100_000, "learning_rate": 1e-4,
                                  "batch_size": 32, "target_update_interval": 1_000,
                                  "train_freq": 4, "gradient_steps": 1,
@@ -56,13 +54,37 @@ ZOO_ATARI_DQN: dict[str, Any] = {"buffer_size": 100_000, "learning_rate": 1e-4,
 ZOO_ATARI_PPO: dict[str, Any] = {"n_steps": 128, "n_epochs": 4, "batch_size": 256,
                                  "vf_coef": 0.5, "ent_coef": 0.01}  # fmt: skip
 ZOO_ATARI_STEPS, ZOO_ATARI_PPO_LR, ZOO_ATARI_PPO_CLIP = 10_000_000, 2.5e-4, 0.1
+# CleanRL's ppo_continuous_action as pararl's continuous defaults lay it out (8 envs x
+# 256 steps, 64-sample minibatches); value weight 0.25 on SB3's mean squared error =
+# CleanRL's 0.5 on half of it; no value clipping; lr 3e-4 annealed
+MUJOCO_PPO: dict[str, Any] = {"n_steps": 256, "batch_size": 64, "n_epochs": 10,
+                              "gamma": 0.99, "gae_lambda": 0.95, "ent_coef": 0.0,
+                              "vf_coef": 0.25, "max_grad_norm": 0.5, "clip_range": 0.2,
+                              "clip_range_vf": None}  # fmt: skip
+MUJOCO_ENVS, MUJOCO_LR = 8, 3e-4
+# the zoo's td3.yml, MuJoCo: SB3's TD3 defaults (tau 0.005, gamma 0.99, policy delay 2,
+# target noise 0.2 clipped at 0.5, a 1M memory), 400x300, 10k random steps, one update
+# per env step, Gaussian exploration noise of 0.1
+ZOO_TD3: dict[str, Any] = {"learning_rate": 1e-3, "batch_size": 256,
+                           "learning_starts": 10_000, "train_freq": 1, "gradient_steps": 1,
+                           "policy_kwargs": {"net_arch": [400, 300]}}  # fmt: skip
+ZOO_TD3_NOISE = 0.1
+# `benchmarks masks`, the same for pararl and sb3-contrib's MaskablePPO (lr 2.5e-4,
+# CleanRL's Atari rate, left both at -200 after 300k steps)
+MASKED_PPO: dict[str, Any] = {"n_steps": 128, "batch_size": 256, "n_epochs": 4,
+                              "gamma": 0.99, "gae_lambda": 0.95, "clip_range": 0.2,
+                              "clip_range_vf": None, "ent_coef": 0.01, "vf_coef": 0.5,
+                              "max_grad_norm": 0.5,
+                              "policy_kwargs": {"net_arch": [64, 64]}}  # fmt: skip
+MASKED_ENVS, MASKED_LR = 8, 1e-3
 
 
-def dqn_hyper(budget: int) -> dict[str, Any]:
-    """The zoo's DQN settings for a run of `budget` steps. SB3 decays epsilon over a
-    fraction of the steps given to `learn`; the zoo's 0.16 of its 50k steps is 8,000
-    steps, kept whatever the budget (100k would otherwise explore twice as long)."""
-    return {**ZOO_DQN, "exploration_fraction": ZOO_DQN_EXPLORATION * ZOO_DQN_TIMESTEPS / budget}
+def silent(model: Any) -> Any:
+    """`model` with a logger that writes nothing (SB3's own makes a directory per `learn`)."""
+    from stable_baselines3.common.logger import Logger
+
+    model.set_logger(Logger(folder=None, output_formats=[]))
+    return model
 
 
 def linear(initial: float, progress_remaining: float) -> float:
@@ -70,146 +92,61 @@ def linear(initial: float, progress_remaining: float) -> float:
     return progress_remaining * initial
 
 
+def annealed(lr: float, clip: float | None = None) -> dict[str, Any]:
+    """The zoo's linear schedules of the learning rate (and the clip range), as
+    picklable callables (the model is saved)."""
+    out = {"learning_rate": functools.partial(linear, lr)}
+    return out if clip is None else out | {"clip_range": functools.partial(linear, clip)}
+
+
+def dqn_hyper(budget: int) -> dict[str, Any]:
+    """The zoo's DQN settings for `budget` steps: epsilon decays over the zoo's 8,000 steps
+    (0.16 of its 50k), whatever the budget (SB3 takes a fraction of the steps of `learn`)."""
+    return {**ZOO_DQN, "exploration_fraction": ZOO_DQN_EXPLORATION * ZOO_DQN_TIMESTEPS / budget}
+
+
 def ppo_hyper() -> dict[str, Any]:
-    """The zoo's PPO settings, schedules as picklable callables (the model is saved)."""
-    lr, clip = (functools.partial(linear, v) for v in (ZOO_PPO_LR, ZOO_PPO_CLIP))
-    return {**ZOO_PPO, "learning_rate": lr, "clip_range": clip}
-
-
-# CleanRL's ppo_continuous_action settings, laid out as pararl's continuous defaults
-# (8 envs x 256 steps = CleanRL's 2048-step rollout; 64-sample minibatches); value loss
-# weight 0.25 on SB3's mean squared error = CleanRL's 0.5 on half of it; no value
-# clipping (SB3's default, and pararl's continuous default); lr 3e-4 annealed
-MUJOCO_PPO: dict[str, Any] = {"n_steps": 256, "batch_size": 64, "n_epochs": 10,
-                              "gamma": 0.99, "gae_lambda": 0.95, "ent_coef": 0.0,
-                              "vf_coef": 0.25, "max_grad_norm": 0.5, "clip_range": 0.2,
-                              "clip_range_vf": None}  # fmt: skip
-MUJOCO_ENVS, MUJOCO_LR = 8, 3e-4
-# rl-baselines3-zoo hyperparams/td3.yml, MuJoCo (HalfCheetah, Hopper, Walker2d, Ant):
-# SB3's TD3 defaults (lr 1e-3, batch 256, tau 0.005, gamma 0.99, policy delay 2, target
-# noise 0.2 clipped at 0.5, a 1M memory), 400x300 networks, 10k random steps, one
-# update per env step, Gaussian exploration noise of 0.1
-ZOO_TD3: dict[str, Any] = {"learning_rate": 1e-3, "batch_size": 256,
-                           "learning_starts": 10_000, "train_freq": 1, "gradient_steps": 1,
-                           "policy_kwargs": {"net_arch": [400, 300]}}  # fmt: skip
-ZOO_TD3_NOISE = 0.1
-# PPO with action masks on Taxi-v4 (`benchmarks masks`), the same for pararl and
-# sb3-contrib's MaskablePPO: 8 envs x 128 steps, 4 epochs of 256-sample minibatches, lr
-# 2.5e-4 annealed linearly to 0, clip 0.2, entropy 0.01, no value clipping, separate
-# 64x64 tanh actor and critic on the one-hot observation
-MASKED_PPO: dict[str, Any] = {"n_steps": 128, "batch_size": 256, "n_epochs": 4,
-                              "gamma": 0.99, "gae_lambda": 0.95, "clip_range": 0.2,
-                              "clip_range_vf": None, "ent_coef": 0.01, "vf_coef": 0.5,
-                              "max_grad_norm": 0.5,
-                              "policy_kwargs": {"net_arch": [64, 64]}}  # fmt: skip
-# lr 2.5e-4 (CleanRL's Atari rate) left both systems at -200 after 300k steps
-MASKED_ENVS, MASKED_LR = 8, 1e-3
-# rl-baselines3-zoo hyperparams/ppo_lstm.yml, CartPoleNoVel-v1 (sb3-contrib's
-# RecurrentPPO, "Tuned"; 100k steps): 8 envs, VecNormalize of observations and rewards
-# (the zoo gives VecNormalize the algorithm's gamma), lr and clip linear from 1e-3 and
-# 0.2 to 0, and its MlpLstmPolicy's policy_kwargs: ortho_init=False, ReLU, an LSTM of
-# 64 for the actor and another for the critic (enable_critic_lstm), then 64 units
-# each (net_arch pi=[64], vf=[64]). SB3's defaults for the rest: vf_coef 0.5,
-# max_grad_norm 0.5, no value clipping, one LSTM layer.
-ZOO_LSTM: dict[str, Any] = {"n_steps": 32, "batch_size": 256, "gae_lambda": 0.8,
-                            "gamma": 0.98, "n_epochs": 20, "ent_coef": 0.0}  # fmt: skip
-ZOO_LSTM_POLICY: dict[str, Any] = {"ortho_init": False, "activation_fn": "ReLU",
-                                   "lstm_hidden_size": 64, "enable_critic_lstm": True,
-                                   "net_arch": {"pi": [64], "vf": [64]}}  # fmt: skip
-ZOO_LSTM_ENVS, ZOO_LSTM_LR, ZOO_LSTM_CLIP, ZOO_LSTM_STEPS = 8, 1e-3, 0.2, 100_000
+    """The zoo's CartPole-v1 PPO settings."""
+    return {**ZOO_PPO, **annealed(ZOO_PPO_LR, ZOO_PPO_CLIP)}
 
 
 def mujoco_sac(learning_starts: int, net: list[int], env: str = "HalfCheetah-v5") -> dict[str, Any]:
-    """SB3 SAC with pararl's SAC defaults for `env`'s continuous actions
-    (`SACConfig.BY_KIND["continuous"]`, rl-zoo's MuJoCo settings: SB3's own defaults
-    but 10k random steps; over them `BY_ENV`'s row for `env`, if it has one): one
-    gradient step per env step, the temperature tuned from pararl's initial value
-    toward SB3's target entropy -|A|, as pararl's."""
+    """SB3 SAC with pararl's SAC defaults for `env` (rl-zoo's MuJoCo settings): an update
+    per env step, the temperature tuned from pararl's initial value toward -|A|."""
     from pararl.config import SACConfig
 
     config = SACConfig(env=env).for_env("continuous").config
     s = config.settings
     if s.n_step != 1 or not config.autotune:
         raise ValueError("SB3's SAC learns from one-step returns with a tuned temperature")
-    return {
-        "learning_rate": s.lr,
-        "buffer_size": s.buffer_size,
-        "learning_starts": learning_starts,
-        "batch_size": s.batch_size,
-        "tau": s.tau,
-        "gamma": s.gamma,
-        "train_freq": 1,
-        "gradient_steps": round(s.replay_ratio),
-        "ent_coef": f"auto_{config.alpha}",
-        "policy_kwargs": {"net_arch": net},
-    }
+    return {"learning_rate": s.lr, "buffer_size": s.buffer_size,
+            "learning_starts": learning_starts, "batch_size": s.batch_size, "tau": s.tau,
+            "gamma": s.gamma, "train_freq": 1, "gradient_steps": round(s.replay_ratio),
+            "ent_coef": f"auto_{config.alpha}", "policy_kwargs": {"net_arch": net}}  # fmt: skip
 
 
-def zoo_td3(envs: Any) -> dict[str, Any]:
-    """The zoo's TD3 settings with its exploration noise for `envs`' actions."""
+def mujoco(algo: str, envs: Any, budget: int) -> dict[str, Any]:
+    if algo == "ppo":
+        return {**MUJOCO_PPO, **annealed(MUJOCO_LR)}
+    if algo == "sac":
+        return mujoco_sac(10_000, [256, 256], envs.envs[0].spec.id)
     import numpy as np
     from stable_baselines3.common.noise import NormalActionNoise
 
-    n = envs.action_space.shape[0]
-    noise = NormalActionNoise(np.zeros(n), ZOO_TD3_NOISE * np.ones(n))
-    return {**ZOO_TD3, "action_noise": noise}
+    n = envs.action_space.shape[0]  # the zoo's TD3 with its exploration noise
+    return {**ZOO_TD3, "action_noise": NormalActionNoise(np.zeros(n), ZOO_TD3_NOISE * np.ones(n))}
 
 
-@dataclass(frozen=True)
-class Anchor:
-    """How SB3 runs one kind of comparison: its training envs (`n_envs(algo)` of them,
-    seeded), its evaluation env (seeded apart, as pararl's) and its settings (`algo`,
-    the training envs, the budget)."""
-
-    text: str
-    n_envs: Callable[[str], int]
-    make: Callable[[str, bool], Any]  # (env id, training) -> an env factory or id
-    settings: Callable[[str, Any, int], dict[str, Any]]
-    normalize: bool = False  # VecNormalize over the training envs (the eval env frozen)
-    model: str = ""  # "module:Class" of a model not in SB3 itself (sb3-contrib's)
-    policy: str = "MlpPolicy"  # SB3's policy class by name (Dict observations: MultiInputPolicy)
-    masked: bool = False  # acts on the env's action masks (sb3-contrib's MaskablePPO)
-    norm_gamma: float = 0.99  # the discount VecNormalize scales rewards by
-
-
-def _zoo(algo: str, envs: Any, budget: int) -> dict[str, Any]:
-    return dqn_hyper(budget) if algo == "dqn" else ppo_hyper()
-
-
-def _mujoco(algo: str, envs: Any, budget: int) -> dict[str, Any]:
-    if algo == "ppo":
-        return {**MUJOCO_PPO, "learning_rate": functools.partial(linear, MUJOCO_LR)}
-    if algo == "td3":
-        return zoo_td3(envs)
-    return mujoco_sac(10_000, [256, 256], envs.envs[0].spec.id)
-
-
-def _minatar(algo: str, envs: Any, budget: int) -> dict[str, Any]:
-    return minatar_dqn(budget) if algo == "dqn" else minatar_ppo()
-
-
-def _masked(algo: str, envs: Any, budget: int) -> dict[str, Any]:
-    return {**MASKED_PPO, "learning_rate": functools.partial(linear, MASKED_LR)}
-
-
-def _recurrent(algo: str, envs: Any, budget: int) -> dict[str, Any]:
-    """The zoo's CartPoleNoVel-v1 RecurrentPPO settings (`ZOO_LSTM`), the activation as
-    torch's class, the schedules as picklable callables (the model is saved)."""
+def recurrent(algo: str, envs: Any, budget: int) -> dict[str, Any]:
+    """The zoo's CartPoleNoVel-v1 RecurrentPPO settings, the activation as torch's class."""
     from torch import nn
 
-    lr, clip = (functools.partial(linear, v) for v in (ZOO_LSTM_LR, ZOO_LSTM_CLIP))
     policy = {**ZOO_LSTM_POLICY, "activation_fn": getattr(nn, ZOO_LSTM_POLICY["activation_fn"])}
-    return {**ZOO_LSTM, "learning_rate": lr, "clip_range": clip, "policy_kwargs": policy}
-
-
-def env_mask(env: Any) -> Any:
-    """The mask of the env's last observation, as its last reset or step gave it in
-    `info["action_mask"]` (Gymnasium's Taxi), for sb3-contrib's `ActionMasker`."""
-    return env.get_wrapper_attr("last_mask")
+    return {**ZOO_LSTM, **annealed(ZOO_PPO_LR, ZOO_PPO_CLIP), "policy_kwargs": policy}
 
 
 def masked_env(env: str, training: bool) -> Any:
-    """A factory of `env` wrapped so that sb3-contrib reads its info masks."""
+    """A factory of `env` whose last `info["action_mask"]` (Taxi's) sb3-contrib reads."""
     return functools.partial(_masked_env, env)
 
 
@@ -217,9 +154,7 @@ def _masked_env(env_id: str) -> Any:
     import gymnasium as gym
     from sb3_contrib.common.wrappers import ActionMasker
 
-    class InfoMask(gym.Wrapper[Any, Any, Any, Any]):
-        """Keeps the `info["action_mask"]` of the last reset or step as `last_mask`."""
-
+    class InfoMask(gym.Wrapper[Any, Any, Any, Any]):  # the last reset's or step's mask
         last_mask: Any = None
 
         def reset(self, **kwargs: Any) -> Any:
@@ -232,34 +167,57 @@ def _masked_env(env_id: str) -> Any:
             self.last_mask = info["action_mask"].astype(bool)
             return obs, reward, terminated, truncated, info
 
-    return ActionMasker(InfoMask(gym.make(env_id)), env_mask)
+    return ActionMasker(InfoMask(gym.make(env_id)), lambda env: env.get_wrapper_attr("last_mask"))
 
 
-def _pararl_env(env: str, training: bool) -> Any:
+def pararl_env(env: str, training: bool) -> Any:
     from pararl.envs.make import env_factory
 
     return env_factory(env, training=training)
 
 
+def by_id(env: str, training: bool) -> str:
+    return env
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """How SB3 runs one kind of comparison: its envs (`n_envs(algo)`, and an evaluation env
+    seeded apart, as pararl's) and its settings (of `algo`, the training envs, the budget)."""
+
+    n_envs: Callable[[str], int]
+    make: Callable[[str, bool], Any]  # (env id, training) -> an env factory or id
+    settings: Callable[[str, Any, int], dict[str, Any]]
+    normalize: bool = False  # VecNormalize over the training envs (the eval env frozen)
+    model: str = ""  # "module:Class" of a model not in SB3 itself (sb3-contrib's)
+    policy: str = "MlpPolicy"  # SB3's policy class by name (Dict observations: MultiInputPolicy)
+    masked: bool = False  # acts on the env's action masks (sb3-contrib's MaskablePPO)
+    norm_gamma: float = 0.99  # the discount VecNormalize scales rewards by
+
+
+def zoo(algo: str, envs: Any, budget: int) -> dict[str, Any]:
+    return dqn_hyper(budget) if algo == "dqn" else ppo_hyper()
+
+
 ANCHORS: dict[str, Anchor] = {
-    "zoo": Anchor("rl-baselines3-zoo's CartPole-v1 settings",
-                  lambda a: 1 if a == "dqn" else ZOO_PPO_ENVS, lambda e, t: e, _zoo),
-    "vecnormalize": Anchor("pararl's continuous PPO settings (CleanRL's), VecNormalize",
-                           lambda a: MUJOCO_ENVS, lambda e, t: e, _mujoco, normalize=True,
+    # rl-baselines3-zoo's CartPole-v1 settings
+    "zoo": Anchor(lambda a: 1 if a == "dqn" else ZOO_PPO_ENVS, by_id, zoo),
+    # pararl's continuous PPO settings (CleanRL's), VecNormalize
+    "vecnormalize": Anchor(lambda a: MUJOCO_ENVS, by_id, mujoco, normalize=True,
                            norm_gamma=MUJOCO_PPO["gamma"]),
-    "rl-zoo": Anchor("rl-zoo's MuJoCo settings, one env", lambda a: 1, lambda e, t: e, _mujoco),
-    "minatar": Anchor("pararl's MinAtar settings and envs, the MinAtar paper's network",
-                      lambda a: 1 if a == "dqn" else PPO_ENVS, _pararl_env, _minatar),
-    "masked": Anchor("sb3-contrib's MaskablePPO, masks from the env's info, the masks row's "
-                     "settings", lambda a: MASKED_ENVS, masked_env, _masked,
+    # rl-zoo's MuJoCo settings, one env
+    "rl-zoo": Anchor(lambda a: 1, by_id, mujoco),
+    # pararl's MinAtar settings and envs, the MinAtar paper's network
+    "minatar": Anchor(lambda a: 1 if a == "dqn" else PPO_ENVS, pararl_env,
+                      lambda a, e, b: minatar_dqn(b) if a == "dqn" else minatar_ppo()),
+    # sb3-contrib's MaskablePPO, masks from the env's info, the masks row's settings
+    "masked": Anchor(lambda a: MASKED_ENVS, masked_env,
+                     lambda a, e, b: {**MASKED_PPO, **annealed(MASKED_LR)},
                      model="sb3_contrib:MaskablePPO", masked=True),
-    "multi-input": Anchor("SB3's MultiInputPolicy (CombinedExtractor) on a Dict env, "
-                          "rl-baselines3-zoo's CartPole-v1 settings",
-                          lambda a: ZOO_PPO_ENVS, lambda e, t: e, _zoo,
-                          policy="MultiInputPolicy"),
-    "recurrent": Anchor("sb3-contrib's RecurrentPPO (MlpLstmPolicy), rl-baselines3-zoo's "
-                        "CartPoleNoVel-v1 settings, VecNormalize",
-                        lambda a: ZOO_LSTM_ENVS, _pararl_env, _recurrent, normalize=True,
+    # SB3's MultiInputPolicy (CombinedExtractor) on a Dict env, the zoo's CartPole-v1's
+    "multi-input": Anchor(lambda a: ZOO_PPO_ENVS, by_id, zoo, policy="MultiInputPolicy"),
+    # sb3-contrib's RecurrentPPO (MlpLstmPolicy), the zoo's CartPoleNoVel-v1 settings
+    "recurrent": Anchor(lambda a: ZOO_PPO_ENVS, pararl_env, recurrent, normalize=True,
                         model="sb3_contrib:RecurrentPPO", policy="MlpLstmPolicy",
                         norm_gamma=ZOO_LSTM["gamma"]),
 }  # fmt: skip
@@ -268,14 +226,8 @@ MODELS = {"dqn": "DQN", "ppo": "PPO", "sac": "SAC", "td3": "TD3"}
 
 def model_class(algo: str, anchor: Anchor | None = None) -> Any:
     """SB3's model of `algo`, or the anchor's own (`Anchor.model`)."""
-    import importlib
-
-    if anchor is not None and anchor.model:
-        module, _, name = anchor.model.partition(":")
-        return getattr(importlib.import_module(module), name)
-    import stable_baselines3
-
-    return getattr(stable_baselines3, MODELS[algo])
+    module, _, name = (anchor.model if anchor and anchor.model else "").partition(":")
+    return getattr(importlib.import_module(module or "stable_baselines3"), name or MODELS[algo])
 
 
 def make_envs(anchor: Anchor, algo: str, env: str, seed: int) -> tuple[Any, Any]:
@@ -300,58 +252,126 @@ def make_envs(anchor: Anchor, algo: str, env: str, seed: int) -> tuple[Any, Any]
 def overrides(pairs: Sequence[str]) -> dict[str, Any]:
     """`--set KEY=JSON ...` as settings (`clip_range_vf=null`, `learning_starts=300`);
     `net=[16]` sets the policy's `net_arch`."""
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, _, value = pair.partition("=")
-        out[key] = json.loads(value)
+    out = {key: json.loads(value) for key, _, value in (p.partition("=") for p in pairs)}
     if "net" in out:
         out["policy_kwargs"] = {"net_arch": out.pop("net")}
     return out
 
 
-def timed_evaluation(
-    eval_env: Any,
-    episodes: int,
-    every: int,
-    start: float,
-    points: list[dict[str, float]],
-    target: float | None = None,
-    masked: bool = False,
-) -> Any:
-    """SB3's deterministic `EvalCallback` every `every` calls (`masked`: sb3-contrib's
-    `MaskableEvalCallback`, which acts on the env's masks), each evaluation also
-    appended to `points` with its env steps and wall time since `start`; training stops
-    at the first one reaching `target`."""
-    from stable_baselines3.common.callbacks import EvalCallback
+@functools.cache
+def callbacks() -> SimpleNamespace:
+    """SB3's callbacks `Stopper`, `Clock` and `timed(masked)`, made on first use (SB3's
+    base classes are imported then)."""
+    from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
 
-    base: Any = EvalCallback
-    if masked:
-        from sb3_contrib.common.maskable.callbacks import MaskableEvalCallback
+    class Stopper(BaseCallback):
+        """Ends `learn` once `stopped` is set or `stop_at` env steps are done (0: never)."""
 
-        base = MaskableEvalCallback
+        def __init__(self, stopped: threading.Event, stop_at: int) -> None:
+            super().__init__()
+            self.stopped, self.stop_at = stopped, stop_at
 
-    class Timed(base):
         def _on_step(self) -> bool:
-            go_on = bool(super()._on_step())
-            if self.eval_freq > 0 and self.n_calls % self.eval_freq == 0:
-                wall = round(time.perf_counter() - start, 3)
-                steps, mean = self.num_timesteps, float(self.last_mean_reward)
-                points.append({"env_steps": steps, "wall_s": wall, "eval_return": mean})
-                go_on = go_on and (target is None or mean < target)
-            return go_on
+            return not (self.stopped.is_set() or 0 < self.stop_at <= self.num_timesteps)
 
-    return Timed(eval_env, n_eval_episodes=episodes, eval_freq=every, deterministic=True, verbose=0)
+    class Clock(BaseCallback):
+        """(wall s, agent steps, updates) about once a second, and one at the first
+        update; stops training `slice_s` seconds after it."""
+
+        def __init__(self, slice_s: float) -> None:
+            super().__init__()
+            self.slice_s, self.start = slice_s, time.perf_counter()
+            self.points: list[tuple[float, int, int]] = []
+            self.first: float | None = None
+
+        def _on_step(self) -> bool:
+            wall, updates = time.perf_counter() - self.start, int(self.model._n_updates)
+            if self.first is None and updates > 0:
+                self.first = wall
+                self.points.append((round(wall, 3), self.num_timesteps, updates))
+            elif not self.points or wall - self.points[-1][0] >= 1.0:
+                self.points.append((round(wall, 3), self.num_timesteps, updates))
+            return self.first is None or wall - self.first < self.slice_s
+
+    def timed(masked: bool) -> type:
+        """SB3's deterministic `EvalCallback` (`masked`: sb3-contrib's, on the env's masks)
+        keeping each evaluation in `points`, stopping at the first reaching `target`."""
+        base: Any = EvalCallback
+        if masked:
+            from sb3_contrib.common.maskable.callbacks import MaskableEvalCallback
+
+            base = MaskableEvalCallback
+
+        class Timed(base):
+            def __init__(self, env: Any, episodes: int, every: int, start: float,
+                         points: list[dict[str, float]], target: float | None) -> None:  # fmt: skip
+                super().__init__(env, n_eval_episodes=episodes, eval_freq=every,
+                                 deterministic=True, verbose=0)  # fmt: skip
+                self.start, self.points, self.target = start, points, target
+
+            def _on_step(self) -> bool:
+                go_on = bool(super()._on_step())
+                if self.eval_freq > 0 and self.n_calls % self.eval_freq == 0:
+                    wall = round(time.perf_counter() - self.start, 3)
+                    mean = float(self.last_mean_reward)
+                    self.points.append({"env_steps": self.num_timesteps, "wall_s": wall,
+                                        "eval_return": mean})  # fmt: skip
+                    go_on = go_on and (self.target is None or mean < self.target)
+                return go_on
+
+        return Timed
+
+    return SimpleNamespace(Stopper=Stopper, Clock=Clock, timed=timed)
+
+
+MODEL, REPLAY, CURVE = "model.zip", "replay.pkl", "state.json"
+STOP = threading.Event()  # set by SIGTERM or Ctrl-C while `stop_signals` holds
+
+
+@contextlib.contextmanager
+def stop_signals() -> Iterator[None]:
+    """SIGTERM and Ctrl-C set `STOP` inside: a run asked to stop while it loads still
+    stops at its first step, and saves."""
+    handlers = {sig: signal.signal(sig, lambda *_: STOP.set())
+                for sig in (signal.SIGTERM, signal.SIGINT)}  # fmt: skip
+    try:
+        yield
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+
+
+def load_state(state: Path | None) -> dict[str, Any] | None:
+    """A paused run's counters and curve (`save_state`), or None to start afresh."""
+    if state is None or not (state / CURVE).exists():
+        return None
+    missing = [name for name in (MODEL, REPLAY) if not (state / name).exists()]
+    if missing:
+        raise SystemExit(f"sb3: {state} lacks {', '.join(missing)}; remove it to start over")
+    data: dict[str, Any] = json.loads((state / CURVE).read_text())
+    return data
+
+
+def save_state(model: Any, state: Path, points: list[dict[str, float]], train_s: float,
+               pieces: int) -> None:  # fmt: skip
+    """Model (with its optimizer), replay memory, counters and curve, each written under
+    a temporary name first: the curve, renamed last, marks a whole save."""
+    state.mkdir(parents=True, exist_ok=True)
+    model.save(state / f"tmp-{MODEL}")
+    model.save_replay_buffer(state / f"tmp-{REPLAY}")
+    data = {"env_steps": int(model.num_timesteps), "train_s": train_s, "pieces": pieces,
+            "curve": points}  # fmt: skip
+    (state / f"tmp-{CURVE}").write_text(json.dumps(data))
+    for name in (MODEL, REPLAY, CURVE):
+        os.replace(state / f"tmp-{name}", state / name)
 
 
 def learn(algo: str, args: argparse.Namespace) -> dict[str, Any]:
     """`algo` as `--anchor` runs it on `--env`, for the budget or until an evaluation
-    reaches `--target`; every deterministic evaluation with its wall time.
-
-    With `--state DIR` the run goes in pieces: SIGTERM, Ctrl-C or `--stop-at` stop it at
-    the next env step (that step's transition is not stored), and it saves its model
-    with the optimizer, its replay memory, its counters and its curve in DIR; run again
-    with the same DIR, it carries on to the budget on the same clock and evaluation
-    schedule. A piece's envs start afresh (the episode in flight is cut)."""
+    reaches `--target`; every deterministic evaluation with its wall time. With `--state
+    DIR` it goes in pieces: SIGTERM, Ctrl-C or `--stop-at` stop it at the next env step
+    and it saves itself in DIR (`save_state`), from where the next piece carries on (its
+    envs start afresh) on the same clock and evaluation schedule."""
     import numpy as np
     import torch
     from stable_baselines3.common.callbacks import CallbackList
@@ -379,17 +399,17 @@ def learn(algo: str, args: argparse.Namespace) -> dict[str, Any]:
         model = cls(anchor.policy, envs, seed=seed, device="cpu", verbose=0, **hyper)
     points: list[dict[str, float]] = [] if saved is None else saved["curve"]
     clock = start - (0.0 if saved is None else float(saved["train_s"]))  # the run's own
-    callbacks = [stopper()(STOP, args.stop_at)]
+    steps = [callbacks().Stopper(STOP, args.stop_at)]
     if args.eval_every > 0:
         every = max(args.eval_every // envs.num_envs, 1)  # SB3 counts calls of n_envs steps
-        evaluate = timed_evaluation(eval_env, args.eval_episodes, every, clock, points,
-                                    args.target, masked=anchor.masked)  # fmt: skip
+        evaluate = callbacks().timed(anchor.masked)(eval_env, args.eval_episodes, every, clock,
+                                                    points, args.target)  # fmt: skip
         evaluate.n_calls = model.num_timesteps // envs.num_envs  # the schedule goes on
-        callbacks.insert(0, evaluate)
+        steps.insert(0, evaluate)
     from_steps = int(model.num_timesteps)
     silent(model)
     print(f"sb3: learning from {from_steps:,} env steps to {args.budget:,}", file=sys.stderr)
-    model.learn(total_timesteps=args.budget - from_steps, callback=CallbackList(callbacks),
+    model.learn(total_timesteps=args.budget - from_steps, callback=CallbackList(steps),
                 reset_num_timesteps=saved is None)  # fmt: skip
     train_s = round(time.perf_counter() - clock, 3)
     best = max((p["eval_return"] for p in points), default=None)
@@ -405,9 +425,8 @@ def learn(algo: str, args: argparse.Namespace) -> dict[str, Any]:
     updates = model._n_updates  # PPO: minibatch steps, as pararl counts them
     if algo == "ppo":
         updates = model.n_epochs * (model.num_timesteps // model.batch_size)
-    status = "solved" if solved else "paused" if paused else "step budget reached"
     return {
-        "status": status,
+        "status": "solved" if solved else "paused" if paused else "step budget reached",
         "env_steps": int(model.num_timesteps),
         "from_steps": from_steps,
         "train_s": train_s,
@@ -421,8 +440,7 @@ def learn(algo: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def verify(algo: str, args: argparse.Namespace) -> dict[str, Any]:
-    """Deterministic mean return of the model saved at `args.model`, on the anchor's
-    evaluation env."""
+    """Deterministic mean return of the model saved at `args.model` (the anchor's eval env)."""
     import numpy as np
     from stable_baselines3.common.evaluation import evaluate_policy
 
@@ -440,6 +458,29 @@ def verify(algo: str, args: argparse.Namespace) -> dict[str, Any]:
     )
     values = np.asarray(returns, dtype=float)
     return {"mean": float(values.mean()), "std": float(values.std()), "episodes": len(values)}
+
+
+def pong(algo: str, args: argparse.Namespace) -> dict[str, Any]:
+    """SB3 zoo's Atari DQN or PPO on Pong, timed for a slice after the first update."""
+    from stable_baselines3 import DQN, PPO
+    from stable_baselines3.common.env_util import make_atari_env
+    from stable_baselines3.common.vec_env import VecFrameStack
+
+    from pararl.envs.atari import register_atari
+
+    register_atari()  # the NoFrameskip-v4 ids come with ale-py
+    n_envs = 1 if algo == "dqn" else PPO_ENVS
+    envs = VecFrameStack(make_atari_env(args.env, n_envs=n_envs, seed=args.seed), n_stack=4)
+    common = {"seed": args.seed, "device": "cpu", "verbose": 0}
+    if algo == "dqn":
+        hyper = {**ZOO_ATARI_DQN, "learning_starts": args.learning_starts}
+        model: Any = DQN("CnnPolicy", envs, **common, **hyper)
+    else:
+        hyper = {**ZOO_ATARI_PPO, **annealed(ZOO_ATARI_PPO_LR, ZOO_ATARI_PPO_CLIP)}
+        model = PPO("CnnPolicy", envs, **common, **hyper)
+    clock = callbacks().Clock(args.slice_s)
+    silent(model).learn(total_timesteps=ZOO_ATARI_STEPS, callback=clock)
+    return {"points": clock.points}
 
 
 def prefix(algo: str) -> str:
@@ -466,29 +507,23 @@ def parse(stdout: str, algo: str) -> dict[str, Any] | None:
 
 @functools.cache
 def minatar_cnn() -> type:
-    """The MinAtar paper's network as SB3 features (a class made on first use: its base
-    class is SB3's, imported then)."""
+    """The MinAtar paper's network as SB3 features (made on first use, as `callbacks`)."""
     import gymnasium as gym
     import torch
     from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
     from torch import nn
 
     class MinAtarCNN(BaseFeaturesExtractor):
-        """Young & Tian 2019's network as SB3 features: one 3x3 convolution with 16
-        filters, then 128 hidden units, ReLU after each. Takes MinAtar's channels-last
-        boolean planes as they come (SB3 transposes only uint8 images) and moves the
-        channels first itself, as pararl's `ImageInput` does."""
+        """Young & Tian 2019: a 3x3 convolution of 16 filters, 128 hidden units, ReLUs; on
+        MinAtar's channels-last boolean planes, moved first here (as pararl's `ImageInput`)."""
 
         def __init__(self, observation_space: gym.spaces.Box) -> None:
             super().__init__(observation_space, features_dim=128)
             height, width, channels = observation_space.shape
             self.net = nn.Sequential(
-                nn.Conv2d(channels, 16, kernel_size=3, stride=1),
-                nn.ReLU(),
-                nn.Flatten(),
-                nn.Linear(16 * (height - 2) * (width - 2), 128),
-                nn.ReLU(),
-            )
+                nn.Conv2d(channels, 16, kernel_size=3, stride=1), nn.ReLU(), nn.Flatten(),
+                nn.Linear(16 * (height - 2) * (width - 2), 128), nn.ReLU(),
+            )  # fmt: skip
 
         def forward(self, observations: torch.Tensor) -> torch.Tensor:
             return self.net(observations.float().permute(0, 3, 1, 2))
@@ -502,53 +537,33 @@ def minatar_policy() -> dict[str, Any]:
 
 
 def dqn_settings(cfg: Any, budget: int) -> dict[str, Any]:
-    """SB3 DQN with the settings of a pararl DQN config whose fields are all set
-    (`for_env`): SB3 counts its target interval in env steps, pararl in updates, and
-    decays epsilon over a fraction of `budget`."""
+    """SB3 DQN with a pararl DQN config's settings (`for_env`'s, every field set); SB3
+    counts its target interval in env steps, and decays epsilon over a fraction of `budget`."""
     steps_per_update = round(1 / cfg.replay_ratio)
     optimizer: dict[str, Any] = {}
     if cfg.optimizer == "rmsprop":  # pararl's centred RMSProp
         import torch
 
-        optimizer = {
-            "optimizer_class": torch.optim.RMSprop,
-            "optimizer_kwargs": {"alpha": 0.95, "eps": 0.01, "centered": True},
-        }
-    return {
-        "learning_rate": cfg.lr,
-        "buffer_size": cfg.buffer_size,
-        "learning_starts": cfg.learning_starts,
-        "batch_size": cfg.batch_size,
-        "gamma": cfg.gamma,
-        "train_freq": steps_per_update,
-        "gradient_steps": 1,
-        "target_update_interval": cfg.target_update * steps_per_update,
-        "exploration_initial_eps": cfg.eps_start,
-        "exploration_final_eps": cfg.eps_end,
-        "exploration_fraction": cfg.eps_decay_steps / budget,
-        "max_grad_norm": cfg.max_grad_norm,
-        "policy_kwargs": optimizer,
-    }
+        centred = {"alpha": 0.95, "eps": 0.01, "centered": True}
+        optimizer = {"optimizer_class": torch.optim.RMSprop, "optimizer_kwargs": centred}
+    return {"learning_rate": cfg.lr, "buffer_size": cfg.buffer_size,
+            "learning_starts": cfg.learning_starts, "batch_size": cfg.batch_size,
+            "gamma": cfg.gamma, "train_freq": steps_per_update, "gradient_steps": 1,
+            "target_update_interval": cfg.target_update * steps_per_update,
+            "exploration_initial_eps": cfg.eps_start, "exploration_final_eps": cfg.eps_end,
+            "exploration_fraction": cfg.eps_decay_steps / budget,
+            "max_grad_norm": cfg.max_grad_norm, "policy_kwargs": optimizer}  # fmt: skip
 
 
 def ppo_settings(cfg: Any) -> dict[str, Any]:
-    """SB3 PPO with the settings of a pararl PPO config whose fields are all set
-    (`for_env`); both take the value loss as the mean squared error. SB3 clips the
-    value with `clip_range_vf` and takes the clipped error alone, where pararl (CleanRL)
-    takes the larger of the clipped and the unclipped errors."""
-    return {
-        "learning_rate": functools.partial(linear, cfg.lr) if cfg.anneal_lr else cfg.lr,
-        "n_steps": cfg.num_steps,
-        "batch_size": cfg.minibatch_size,
-        "n_epochs": cfg.update_epochs,
-        "gamma": cfg.gamma,
-        "gae_lambda": cfg.gae_lambda,
-        "clip_range": cfg.clip_coef,
-        "clip_range_vf": cfg.clip_coef if cfg.clip_vloss else None,
-        "ent_coef": cfg.ent_coef,
-        "vf_coef": cfg.vf_coef,
-        "max_grad_norm": cfg.max_grad_norm,
-    }
+    """SB3 PPO with a pararl PPO config's settings (`for_env`'s); SB3's value clipping
+    takes the clipped error alone, pararl's (CleanRL's) the larger of the two."""
+    return {"learning_rate": functools.partial(linear, cfg.lr) if cfg.anneal_lr else cfg.lr,
+            "n_steps": cfg.num_steps, "batch_size": cfg.minibatch_size,
+            "n_epochs": cfg.update_epochs, "gamma": cfg.gamma, "gae_lambda": cfg.gae_lambda,
+            "clip_range": cfg.clip_coef, "clip_range_vf": cfg.clip_coef if cfg.clip_vloss else None,
+            "ent_coef": cfg.ent_coef, "vf_coef": cfg.vf_coef,
+            "max_grad_norm": cfg.max_grad_norm}  # fmt: skip
 
 
 def minatar_dqn(budget: int) -> dict[str, Any]:
@@ -567,122 +582,7 @@ def minatar_ppo() -> dict[str, Any]:
     """SB3 PPO with pararl's MinAtar PPO defaults (`PPOConfig.BY_KIND["minatar"]`)."""
     from pararl.config import PPOConfig
 
-    cfg = PPOConfig().for_env("minatar").config
-    return ppo_settings(cfg) | {"policy_kwargs": minatar_policy()}
-
-
-MODEL, REPLAY, CURVE = "model.zip", "replay.pkl", "state.json"
-
-
-def load_state(state: Path | None) -> dict[str, Any] | None:
-    """A paused run's counters and curve (`save_state`), or None to start afresh."""
-    if state is None or not (state / CURVE).exists():
-        return None
-    missing = [name for name in (MODEL, REPLAY) if not (state / name).exists()]
-    if missing:
-        raise SystemExit(f"sb3: {state} lacks {', '.join(missing)}; remove it to start over")
-    data: dict[str, Any] = json.loads((state / CURVE).read_text())
-    return data
-
-
-def save_state(model: Any, state: Path, points: list[dict[str, float]], train_s: float,
-               pieces: int) -> None:  # fmt: skip
-    """Model (with its optimizer), replay memory, then counters and curve, each to a
-    temporary name first: the curve file, renamed last, marks a whole save."""
-    state.mkdir(parents=True, exist_ok=True)
-    model.save(state / f"tmp-{MODEL}")
-    model.save_replay_buffer(state / f"tmp-{REPLAY}")
-    data = {"env_steps": int(model.num_timesteps), "train_s": train_s, "pieces": pieces,
-            "curve": points}  # fmt: skip
-    (state / f"tmp-{CURVE}").write_text(json.dumps(data))
-    for name in (MODEL, REPLAY, CURVE):
-        os.replace(state / f"tmp-{name}", state / name)
-
-
-STOP = threading.Event()  # set by SIGTERM or Ctrl-C while `stop_signals` holds
-
-
-@contextlib.contextmanager
-def stop_signals() -> Iterator[None]:
-    """SIGTERM and Ctrl-C set `STOP` inside (the handlers before are put back): a run
-    asked to stop while it loads still stops at its first step, and saves."""
-    handlers = {sig: signal.signal(sig, lambda *_: STOP.set())
-                for sig in (signal.SIGTERM, signal.SIGINT)}  # fmt: skip
-    try:
-        yield
-    finally:
-        for sig, handler in handlers.items():
-            signal.signal(sig, handler)
-
-
-@functools.cache
-def stopper() -> type:
-    """SB3's callback that ends `learn` once `stopped` is set or `stop_at` env steps are
-    done (0: never; the budget ends `learn` by itself, after its last update), a class
-    made on first use, as `minatar_cnn`."""
-    from stable_baselines3.common.callbacks import BaseCallback
-
-    class Stopper(BaseCallback):
-        def __init__(self, stopped: threading.Event, stop_at: int) -> None:
-            super().__init__()
-            self.stopped, self.stop_at = stopped, stop_at
-
-        def _on_step(self) -> bool:
-            done = 0 < self.stop_at <= self.num_timesteps
-            return not (self.stopped.is_set() or done)
-
-    return Stopper
-
-
-@functools.cache
-def clock_callback() -> type:
-    """SB3's callback that keeps the clock (a class made on first use, as `minatar_cnn`)."""
-    from stable_baselines3.common.callbacks import BaseCallback
-
-    class Clock(BaseCallback):
-        """(wall s, agent steps, updates) about once a second, and one at the first
-        update; stops training `slice_s` seconds after it."""
-
-        def __init__(self, slice_s: float) -> None:
-            super().__init__()
-            self.slice_s, self.start = slice_s, time.perf_counter()
-            self.points: list[tuple[float, int, int]] = []
-            self.first: float | None = None
-
-        def _on_step(self) -> bool:
-            wall, updates = time.perf_counter() - self.start, int(self.model._n_updates)
-            if self.first is None and updates > 0:
-                self.first = wall
-                self.points.append((round(wall, 3), self.num_timesteps, updates))
-            elif not self.points or wall - self.points[-1][0] >= 1.0:
-                self.points.append((round(wall, 3), self.num_timesteps, updates))
-            return self.first is None or wall - self.first < self.slice_s
-
-    return Clock
-
-
-def pong(algo: str, args: argparse.Namespace) -> dict[str, Any]:
-    """SB3 zoo's Atari DQN or PPO on Pong, timed for a slice after the first update."""
-    from stable_baselines3 import DQN, PPO
-    from stable_baselines3.common.env_util import make_atari_env
-    from stable_baselines3.common.vec_env import VecFrameStack
-
-    from pararl.envs.atari import register_atari
-
-    register_atari()  # the NoFrameskip-v4 ids come with ale-py
-    n_envs = 1 if algo == "dqn" else PPO_ENVS
-    envs = VecFrameStack(make_atari_env(args.env, n_envs=n_envs, seed=args.seed), n_stack=4)
-    common = {"seed": args.seed, "device": "cpu", "verbose": 0}
-    if algo == "dqn":
-        hyper = {**ZOO_ATARI_DQN, "learning_starts": args.learning_starts}
-        model: Any = DQN("CnnPolicy", envs, **common, **hyper)
-    else:
-        lr, clip = (functools.partial(linear, v) for v in (ZOO_ATARI_PPO_LR, ZOO_ATARI_PPO_CLIP))
-        model = PPO("CnnPolicy", envs, **common, **ZOO_ATARI_PPO, learning_rate=lr, clip_range=clip)
-    clock = clock_callback()(args.slice_s)
-    silent(model)
-    model.learn(total_timesteps=ZOO_ATARI_STEPS, callback=clock)
-    return {"points": clock.points}
+    return ppo_settings(PPOConfig().for_env("minatar").config) | {"policy_kwargs": minatar_policy()}
 
 
 PARTS: dict[str, tuple[str, dict[str, Any]]] = {  # command: help, its options' defaults
@@ -709,21 +609,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             if isinstance(default, list):
                 part.add_argument(flag, nargs="*", default=default)
             else:
-                kind = float if default is None else type(default)
-                part.add_argument(flag, type=kind, default=default)
+                part.add_argument(flag, type=float if default is None else type(default),
+                                  default=default)  # fmt: skip
     args = top.parse_args(argv)
-    if args.command != "pong" and args.anchor not in ANCHORS:
-        print(f"sb3: --anchor: one of {', '.join(ANCHORS)}", file=sys.stderr)
-        return 2
-    if args.command == "learn" and (args.budget < 1 or args.eval_every < 0):
-        print("sb3: --budget must be >= 1 and --eval-every >= 0", file=sys.stderr)
-        return 2
-    if args.command == "learn" and args.state and args.algo == "ppo":
-        print("sb3: --state (a run in pieces) is for the off-policy algorithms", file=sys.stderr)
-        return 2
-    if args.command == "pong" and args.algo not in ("dqn", "ppo"):
-        print("sb3: pong runs dqn or ppo", file=sys.stderr)
-        return 2
+    problems = [
+        (args.command != "pong" and args.anchor not in ANCHORS,
+         f"--anchor: one of {', '.join(ANCHORS)}"),
+        (args.command == "learn" and (args.budget < 1 or args.eval_every < 0),
+         "--budget must be >= 1 and --eval-every >= 0"),
+        (args.command == "learn" and args.state and args.algo == "ppo",
+         "--state (a run in pieces) is for the off-policy algorithms"),
+        (args.command == "pong" and args.algo not in ("dqn", "ppo"), "pong runs dqn or ppo"),
+    ]  # fmt: skip
+    for bad, message in problems:
+        if bad:
+            print(f"sb3: {message}", file=sys.stderr)
+            return 2
     run = {"learn": learn, "verify": verify, "pong": pong}[args.command]
     with stop_signals() if args.command == "learn" else contextlib.nullcontext():
         result = run(args.algo, args)

@@ -1,86 +1,54 @@
-"""The stepping loops `vector` and `atari` time, one per backend: `unit`, `reset()`,
-`run(steps)`, `close()`; actions drawn before timing, so sampling costs no backend. And
-what both sweeps share: a cell of the sweep, a block's calibration, the figure's panel.
+"""What `vector` and `atari` share: a sweep of (env, workers, envs per worker) cases,
+each backend of a case in a driver process of its own (its process time is then the
+caller's CPU alone, and its pipes' bytes are counted on the parent ends), stepping
+with random actions drawn before timing, calibrated and timed in interleaved blocks;
+the loops the drivers run, and the figure's panel.
 """
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import functools
 import math
 import multiprocessing as mp
-import signal
-import threading
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
-from typing import Any, Literal, Protocol, get_args
+from typing import Any, Protocol
 
 import gymnasium as gym
 import numpy as np
 
-import pararl.envs  # noqa: F401  (registers pararl/... ids for make_env)
+from benchmarks.lib import harness as h
 from benchmarks.lib.figures import Panel, Series
-from benchmarks.lib.harness import Summary, timed
 from pararl.mp.procs import ProcessGroup
 
-Backend = Literal[
-    "single",
-    "loops",
-    "gym_sync",
-    "gym_async",
-    "sb3_subproc",
-    "pararl_step",
-    "pararl_min_envs",
-    "pararl_timeout",
-]
-BACKENDS: tuple[Backend, ...] = get_args(Backend)
-PROCESS_PER_ENV = frozenset({"gym_async", "sb3_subproc"})  # cost grows with total envs
-PARARL = ("pararl_step", "pararl_min_envs", "pararl_timeout")
+SEED = 0  # of env resets and the pre-drawn random actions
 ACTION_POOL = 64  # distinct action batches, cycled
-LOOP_TIMEOUT_S = 300.0  # a timed block takes about a second; this is a hang
-
-
-def label(name: str, timeout_s: float) -> str:
-    return {
-        "single": "single env, plain loop",
-        "loops": "one plain loop per worker, no IPC",
-        "gym_sync": "gymnasium SyncVectorEnv",
-        "gym_async": "gymnasium AsyncVectorEnv (shm)",
-        "sb3_subproc": "SB3 SubprocVecEnv",
-        "pararl_step": "pararl step",
-        "pararl_min_envs": "pararl recv(min_envs=epw)",
-        "pararl_timeout": f"pararl recv(timeout={timeout_s * 1e3:g} ms)",
-    }[name]
+START_TIMEOUT_S = 300.0  # building 16 Atari envs on 2 busy cores takes seconds, not minutes
+REPLY_TIMEOUT_S = 300.0  # a block takes about a second; this is a hang
+CLOSE_GRACE_S = 30.0
 
 
 @dataclass(frozen=True)
 class Case:
-    """One point of the sweep: an env, a worker count and envs per worker."""
+    """One point of a sweep: an env, a worker count and envs per worker."""
 
     env_id: str
-    env_kwargs: dict[str, Any]
     workers: int
     envs_per_worker: int
-    context: str | None
-    autoreset_mode: str
-    timeout_s: float
-    seed: int
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    timeout_s: float = 1e-3  # of `vector`'s pararl timeout mode
 
     @property
     def num_envs(self) -> int:
         return self.workers * self.envs_per_worker
 
 
-def make_env(env_id: str, env_kwargs: dict[str, Any]) -> gym.Env:
-    """Module level, so that spawn/forkserver workers can unpickle the factory."""
-    return gym.make(env_id, **env_kwargs)
-
-
-def actions(space: gym.Space, batch: int | None, seed: int) -> np.ndarray:
+def actions(space: gym.Space, batch: int | None) -> np.ndarray:
     """`ACTION_POOL` random actions (or batches of `batch` actions), stacked."""
-    space.seed(seed)
+    space.seed(SEED)
     drawn = np.stack([np.asarray(space.sample()) for _ in range(ACTION_POOL * (batch or 1))])
     return drawn if batch is None else drawn.reshape(ACTION_POOL, batch, *drawn.shape[1:])
 
@@ -96,61 +64,24 @@ def calibrate(runner: Runner, block_s: float) -> int:
     """Steps (a multiple of the runner's unit) that take about `block_s`."""
     probe_s, steps = max(0.02, block_s / 5), runner.unit
     while True:
-        elapsed, done = timed(functools.partial(runner.run, steps))
+        elapsed, done = h.timed(functools.partial(runner.run, steps))
         if elapsed >= probe_s:
             break  # grow geometrically, capped so one noisy probe cannot jump to an hour
         steps = math.ceil(steps * min(8.0, max(2.0, 1.2 * probe_s / max(elapsed, 1e-6))))
     return max(1, math.ceil(done / elapsed * block_s / runner.unit)) * runner.unit
 
 
-@dataclass
-class Cell:
-    """One backend at one point of a sweep."""
-
-    workers: int
-    envs_per_worker: int
-    num_envs: int
-    backend: str
-    label: str
-    status: str  # ok, skipped or failed
-    note: str = ""
-    steps_per_block: int = 0
-    rate: Summary | None = None  # steps/s
-
-
-def panel(
-    title: str,
-    cells: list[Any],
-    label: Callable[[str], str],
-    ylabel: str,
-    line: tuple[float, str] | None = None,
-) -> Panel:
-    """Steps/s against envs per worker (log-log), one line per backend but the single
-    env (bars: min–max); dashed: `line`, a rate and its label."""
-    backends = dict.fromkeys(c.backend for c in cells if c.backend != "single")
-    series = []
-    for i, backend in enumerate(backends):
-        pts = [(c.envs_per_worker, c.rate) for c in cells if c.backend == backend and c.rate]
-        if pts:
-            series.append(Series.of(label(backend), pts, color=f"C{i}"))
-    sweep = sorted({c.envs_per_worker for c in cells})
-    xlabel = f"envs per worker ({cells[0].workers} workers)"
-    ticks = [(e, str(e)) for e in sweep]
-    hlines: list[tuple[float, str, str | None]] = [(line[0], "--", line[1])] if line else []
-    return Panel(title, series, xlabel, ylabel, ticks, logx=2, logy=True, hlines=hlines)
-
-
 class Single:
-    """One env in this process, reset on episode end: the reference step rate."""
+    """One env in the driver, reset on episode end: the reference step rate."""
 
     unit = 1
 
-    def __init__(self, case: Case) -> None:
-        self.env, self.seed = make_env(case.env_id, case.env_kwargs), case.seed
-        self.actions = list(actions(self.env.action_space, None, case.seed))
+    def __init__(self, env: gym.Env) -> None:
+        self.env = env
+        self.actions = list(actions(env.action_space, None))
 
     def reset(self) -> None:
-        self.env.reset(seed=self.seed)
+        self.env.reset(seed=SEED)
 
     def run(self, steps: int) -> int:
         env, acts, pool = self.env, self.actions, len(self.actions)
@@ -159,47 +90,6 @@ class Single:
             if terminated or truncated:
                 env.reset()
         return steps
-
-
-def _loop_child(conn: Connection, case: Case) -> None:
-    """Serve ("reset", _) and ("run", steps) on one `Single` until ("close", _)."""
-    runner = Single(case)
-    try:
-        conn.send((True, None))
-        while (msg := conn.recv())[0] != "close":
-            if msg[0] == "reset":
-                runner.reset()
-            conn.send((True, 0 if msg[0] == "reset" else runner.run(msg[1])))
-    finally:
-        runner.env.close()
-
-
-class Loops:
-    """The cores' own ceiling: one `Single` per worker in its own process, all run at
-    once, one message each way per timed block."""
-
-    def __init__(self, case: Case) -> None:
-        self.unit = case.workers
-        args = [(dataclasses.replace(case, seed=case.seed + i),) for i in range(case.workers)]
-        with deferred_sigint():
-            self.group = ProcessGroup(_loop_child, args, mp.get_context(case.context))
-        try:
-            self.group.await_ready(120.0)
-        except BaseException:
-            self.group.kill()
-            raise
-
-    def _all(self, command: str, value: int) -> int:
-        for i in range(self.unit):
-            self.group.send(i, (command, value))
-        done = self.group.gather(range(self.unit), LOOP_TIMEOUT_S, "no reply in {timeout} s")
-        return sum(done)
-
-    def reset(self) -> None:
-        self._all("reset", 0)
-
-    def run(self, steps: int) -> int:
-        return self._all("run", -(-steps // self.unit))
 
 
 class VectorStep:
@@ -222,12 +112,11 @@ class Partial:
     the envs in flight (their steps count), so the next backend starts on an idle
     machine."""
 
-    def __init__(self, venv: Any, acts: np.ndarray, seed: int, **recv: Any) -> None:
-        self.venv, self.actions, self.seed, self.recv = venv, acts, seed, recv
-        self.unit = venv.num_envs
+    def __init__(self, venv: Any, acts: np.ndarray, **recv: Any) -> None:
+        self.venv, self.actions, self.recv, self.unit = venv, acts, recv, venv.num_envs
 
     def reset(self) -> None:
-        self.venv.reset(seed=self.seed)
+        self.venv.reset(seed=SEED)
 
     def run(self, steps: int) -> int:
         venv, acts, pool = self.venv, self.actions, len(self.actions)
@@ -241,70 +130,155 @@ class Partial:
         return done + len(venv.recv()[5])
 
 
-@contextlib.contextmanager
-def deferred_sigint() -> Iterator[None]:
-    """Hold Ctrl-C while anchors start their processes (children inherit the holding
-    handler, so a later Ctrl-C does not kill each with a traceback), then raise it."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+class PipeBytes:
+    """Bytes of the pickled messages through `conns` (parent ends), both ways.
+
+    `Connection.send` pickles and hands the bytes to `_send_bytes`; `recv` takes them
+    from `_recv_bytes` before unpickling. Wrapping these two on the instances counts
+    every message's payload (the 4-byte length header aside) and nothing else."""
+
+    def __init__(self, conns: Sequence[Connection]) -> None:
+        self.total = 0
+        for conn in conns:
+            send, recv = conn._send_bytes, conn._recv_bytes  # type: ignore[attr-defined]
+            conn._send_bytes = functools.partial(self._send, send)  # type: ignore[attr-defined]
+            conn._recv_bytes = functools.partial(self._recv, recv)  # type: ignore[attr-defined]
+
+    def _send(self, send: Callable[[Any], None], buf: Any) -> None:
+        self.total += memoryview(buf).nbytes
+        send(buf)
+
+    def _recv(self, recv: Callable[..., Any], *args: Any) -> Any:
+        buf = recv(*args)
+        self.total += buf.getbuffer().nbytes
+        return buf
+
+
+# a backend's runner for a case, the counter on its pipes (None: no pipes), its close
+Opened = tuple[Runner, PipeBytes | None, Callable[[], None]]
+
+
+@dataclass
+class Block:
+    """One timed block: agent steps, wall seconds, CPU seconds of the calling thread
+    and of the whole driver (which holds EnvPool's and ale-py's env threads too), and
+    the pipe bytes both ways (None: the backend has no pipes)."""
+
+    steps: int
+    wall_s: float
+    thread_cpu_s: float
+    process_cpu_s: float
+    pipe_bytes: int | None
+
+
+def driver(conn: Connection, opener: Callable[..., Opened], name: str, case: Any,
+           warmup: int) -> None:  # fmt: skip
+    """A backend's process: build it (reply: None, or why it failed), then serve
+    ("calibrate", block_s) -> steps per block and ("block", steps) -> `Block` until
+    ("close", _). Runs under `pararl.mp.procs.ProcessGroup`."""
     try:
-        yield
+        runner, pipes, close = opener(name, case)
+        runner.reset()
+        runner.run(max(warmup, 1) * runner.unit)
+    except Exception as exc:
+        conn.send((True, h.failure(exc)))
+        return
+    try:
+        conn.send((True, None))
+        while (msg := conn.recv())[0] != "close":
+            if msg[0] == "calibrate":
+                conn.send((True, calibrate(runner, msg[1])))
+                continue
+            before = pipes.total if pipes else 0
+            wall, thread, process = time.perf_counter(), time.thread_time(), time.process_time()
+            done = runner.run(msg[1])
+            wall, thread = time.perf_counter() - wall, time.thread_time() - thread
+            process = time.process_time() - process
+            sent = pipes.total - before if pipes else None
+            conn.send((True, Block(done, wall, thread, process, sent)))
     finally:
-        signal.signal(signal.SIGINT, previous)
-    if caught:
-        raise KeyboardInterrupt
+        close()
 
 
-def open_backend(
-    name: str, case: Case, closers: list[Callable[[], None]], shared: dict[str, Any]
-) -> Runner:
-    """Backend `name` for `case`; what it holds is closed by `closers` (in reverse).
-    The three pararl modes share one `ParallelVectorEnv` (`shared`): a block always
-    ends with no env in flight, so each starts from the same state."""
-    from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
+@dataclass
+class Cell:
+    """One backend at one point of a sweep; its rate in (agent) steps/s."""
 
-    fns: list[Callable[[], gym.Env]] = [
-        functools.partial(make_env, case.env_id, case.env_kwargs)
-    ] * case.num_envs
-    n, seed, mode = case.num_envs, case.seed, case.autoreset_mode
-    if name in ("single", "loops"):
-        runner: Any = Single(case) if name == "single" else Loops(case)
-        closers.append(runner.env.close if name == "single" else runner.group.close)
-        return runner
-    if name.startswith("pararl_"):
-        if "pararl" not in shared:
-            from pararl.vector import ParallelVectorEnv
+    workers: int
+    envs_per_worker: int
+    num_envs: int
+    backend: str
+    label: str
+    status: str = "ok"  # ok, skipped or failed
+    note: str = ""
+    steps_per_block: int = 0
+    rate: h.Summary | None = None
+    thread_cpu_us: float | None = None  # the driver's thread's CPU µs per step (median)
+    process_cpu_us: float | None = None  # the driver's CPU µs per step (median)
+    pipe_bytes: float | None = None  # pickled bytes both ways per step (median)
 
-            shared["pararl"] = ParallelVectorEnv(
-                fns, num_workers=case.workers, context=case.context, autoreset_mode=mode
-            )
-            closers.append(shared["pararl"].close)
-        venv = shared["pararl"]
-        acts = actions(venv.single_action_space, n, seed)
-        if name == "pararl_step":
-            return VectorStep(venv, n, acts, functools.partial(venv.reset, seed=seed))
-        if name == "pararl_min_envs":
-            return Partial(venv, acts, seed, min_envs=case.envs_per_worker)
-        return Partial(venv, acts, seed, timeout=case.timeout_s)
-    if name == "gym_sync":
-        venv = SyncVectorEnv(fns, autoreset_mode=mode)
-    elif name == "gym_async":
-        with deferred_sigint():
-            venv = AsyncVectorEnv(
-                fns, shared_memory=True, context=case.context, autoreset_mode=mode
-            )
-    else:
-        from stable_baselines3.common.vec_env import SubprocVecEnv
 
-        with deferred_sigint():  # SB3 picks forkserver by default: use the others' method
-            venv = SubprocVecEnv(fns, start_method=case.context or mp.get_start_method())
-        closers.append(venv.close)
-        acts = actions(venv.action_space, n, seed)
-        return VectorStep(venv, n, acts, lambda: (venv.seed(seed), venv.reset()))
-    closers.append(venv.close)
-    return VectorStep(
-        venv, n, actions(venv.single_action_space, n, seed), lambda: venv.reset(seed=seed)
-    )
+def measure_case(case: Any, cells: dict[str, Any], opener: Callable[..., Opened], warmup: int,
+                 block_s: float, repeats: int) -> None:  # fmt: skip
+    """Every backend of `cells` not skipped yet, each in its driver: built, warmed up,
+    calibrated one at a time (calibration needs the cores), then timed in interleaved
+    rounds, each starting one backend later; what it measured goes into its cell."""
+    where = f"{case.env_id} {case.envs_per_worker} envs/worker × {case.workers}"
+    names = [b for b, c in cells.items() if c.status == "ok"]
+    if not names:
+        return
+
+    def failed(name: str, why: Exception | str) -> None:
+        text = why if isinstance(why, str) else h.failure(why)
+        h.progress(f"{where}: {name} failed: {text}")
+        cells[name].status, cells[name].note = "failed", text
+
+    h.progress(f"{where}: starting {len(names)} backends ...")
+    args = [(opener, name, case, warmup) for name in names]
+    group = ProcessGroup(driver, args, mp.get_context("fork"), "bench-driver", daemon=False)
+    try:
+        built = group.gather(range(len(names)), START_TIMEOUT_S, "not built in {timeout} s")
+        live = {n: i for i, (n, why) in enumerate(zip(names, built, strict=True)) if why is None}
+        for name, why in zip(names, built, strict=True):
+            if why is not None:
+                failed(name, why)
+        for name, i in live.items():
+            group.send(i, ("calibrate", block_s))
+            cells[name].steps_per_block = group.gather([i], REPLY_TIMEOUT_S, "hangs")[0]
+        blocks: dict[str, list[Block]] = {name: [] for name in live}
+
+        def block(name: str) -> float:
+            group.send(live[name], ("block", cells[name].steps_per_block))
+            done: Block = group.gather([live[name]], REPLY_TIMEOUT_S, "hangs")[0]
+            blocks[name].append(done)
+            return done.steps / done.wall_s
+
+        tasks = {name: functools.partial(block, name) for name in live}
+        h.interleaved(tasks, repeats, failed, rotate=True)
+    finally:
+        group.close(CLOSE_GRACE_S)
+    for name, done in blocks.items():
+        cell = cells[name]
+        if cell.status != "ok":
+            continue
+        cell.rate = h.summarize([b.steps / b.wall_s for b in done])
+        cell.thread_cpu_us = statistics.median(1e6 * b.thread_cpu_s / b.steps for b in done)
+        cell.process_cpu_us = statistics.median(1e6 * b.process_cpu_s / b.steps for b in done)
+        counted = [b.pipe_bytes / b.steps for b in done if b.pipe_bytes is not None]
+        cell.pipe_bytes = statistics.median(counted) if counted else None
+
+
+def panel(title: str, cells: list[Any], label: Callable[[str], str], ylabel: str,
+          line: tuple[float, str] | None = None) -> Panel:  # fmt: skip
+    """Steps/s against envs per worker (log-log), one line per backend but the single
+    env (bars: min–max); dashed: `line`, a rate and its label."""
+    backends = dict.fromkeys(c.backend for c in cells if c.backend != "single")
+    series = []
+    for i, backend in enumerate(backends):
+        pts = [(c.envs_per_worker, c.rate) for c in cells if c.backend == backend and c.rate]
+        if pts:
+            series.append(Series.of(label(backend), pts, color=f"C{i}"))
+    ticks = [(e, str(e)) for e in sorted({c.envs_per_worker for c in cells})]
+    hlines: list[tuple[float, str, str | None]] = [(line[0], "--", line[1])] if line else []
+    xlabel = f"envs per worker ({cells[0].workers} workers)"
+    return Panel(title, series, xlabel, ylabel, ticks, logx=2, logy=True, hlines=hlines)

@@ -108,60 +108,46 @@ def run_process(cmd: Sequence[str], timeout_s: float, cwd: Path) -> Finished:
     return Finished(time.perf_counter() - start_s, proc.returncode, out, err, False)
 
 
-def watch(
-    proc: subprocess.Popen[str], deadline: float | None, until: Callable[[], bool] | None
-) -> Ending:
-    """Wait for `proc` until it ends, the deadline passes or `until()` holds; Ctrl-C or
-    SIGTERM here asks it to stop too. Then (not when it ended) it is stopped (`stop`)."""
-    try:
-        while True:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=POLL_S)
-                return "ended"
-            if deadline is not None and time.monotonic() >= deadline:
-                how: Ending = "deadline"
-                break
-            if until is not None and until():
-                how = "until"
-                break
-    except KeyboardInterrupt:
-        how = "interrupted"
-    stop(proc)
-    return how
+Stopped = tuple[Ending, int | None, str]  # how a run ended, its exit code, what it wrote
 
 
-def stop(proc: subprocess.Popen[str]) -> None:
-    """SIGTERM to the run's main process, which saves the run, stops its workers and
-    exits; its whole group killed if it has not within `STOP_GRACE_S`. Ctrl-C and
-    SIGTERM here are ignored meanwhile (a second one would lose the save)."""
-    progress(f"stopping the run (it saves first; at most {STOP_GRACE_S:.0f} s)")
-    handlers = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        with contextlib.suppress(ProcessLookupError):
-            proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            kill(proc)
-    finally:
-        for sig, handler in handlers.items():
-            signal.signal(sig, handler)
-
-
-def run_until(
-    cmd: Sequence[str],
-    log_path: Path,
-    cwd: Path,
-    deadline: float | None,
-    until: Callable[[], bool] | None = None,
-) -> tuple[Ending, int | None, str]:
-    """`cmd` run (output appended to `log_path`) until `watch` says; how it ended, its
-    exit code and what it wrote."""
+def run_until(cmd: Sequence[str], log_path: Path, cwd: Path, deadline: float | None,
+              until: Callable[[], bool] | None = None) -> Stopped:  # fmt: skip
+    """`cmd` run (output appended to `log_path`) until it ends, the deadline passes or
+    `until()` holds; Ctrl-C or SIGTERM here asks it to stop too. Then (not when it
+    ended) SIGTERM to its main process, which saves the run, stops its workers and
+    exits; its whole group killed if it has not within `STOP_GRACE_S` (Ctrl-C and
+    SIGTERM here ignored meanwhile: a second one would lose the save)."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     offset = log_path.stat().st_size if log_path.exists() else 0
     with log_path.open("a") as log:
         proc = start(cmd, cwd, stdout=log, stderr=subprocess.STDOUT)
-        how = watch(proc, deadline, until)
+        how: Ending = "ended"
+        try:
+            while how == "ended":
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=POLL_S)
+                    break
+                if deadline is not None and time.monotonic() >= deadline:
+                    how = "deadline"
+                elif until is not None and until():
+                    how = "until"
+        except KeyboardInterrupt:
+            how = "interrupted"
+        if how != "ended":
+            progress(f"stopping the run (it saves first; at most {STOP_GRACE_S:.0f} s)")
+            handlers = {sig: signal.signal(sig, signal.SIG_IGN)
+                        for sig in (signal.SIGINT, signal.SIGTERM)}  # fmt: skip
+            try:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=STOP_GRACE_S)
+                except subprocess.TimeoutExpired:
+                    kill(proc)
+            finally:
+                for sig, handler in handlers.items():
+                    signal.signal(sig, handler)
     with log_path.open("rb") as f:
         f.seek(offset)
         return how, proc.returncode, f.read().decode(errors="replace")

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from benchmarks.__main__ import main
-from benchmarks.lib.dqn_spells import LEARN_EVERY, MEMORY, Pararl, SeedDesign, workload_config
+from benchmarks.dqn import LEARN_EVERY, MEMORY, Pararl, SeedDesign, workload_config
 
 from tests.benchmarks.conftest import PNG
 
@@ -77,7 +77,5 @@ def test_bad_options_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
 def test_throughput_workloads_have_no_step_budget() -> None:
     """The learner loop takes no chunk past a run's budget: a spell of a few seconds
     at tens of thousands of steps/s must never reach one."""
-    from benchmarks.lib.dqn_spells import workload_config
-
     for workload in ("defaults", "seed"):
         assert workload_config(workload).budget >= 10**9  # type: ignore[arg-type]

@@ -10,24 +10,24 @@ from typing import Any
 import pytest
 from benchmarks.__main__ import main
 
+from benchmarks import learner
+
 
 @pytest.mark.slow
 def test_tiny_run(bench: Callable[..., dict[str, Any]]) -> None:
     data = bench(
-        "learner", "--quick", "--compile", "off", "--memory", "300", "--seconds", "0.05",
-        "--device", "cpu", "--cases", "dqn-mlp", "ppo-minatar", "sac-mlp",
+        "learner", "--quick", "--compile", "off", "--memory", "300", "--seconds", "0.02",
+        "--device", "cpu", "--cases", "dqn-mlp", "ppo-minatar", "sac-mlp", "--no-prioritized",
     )  # fmt: skip
     results = data["results"]
     rows = {(r["case"], r["sampling"], r["system"]): r for r in results["rows"]}
     assert set(rows) == {
         ("dqn-mlp", "uniform", "pararl eager"),
         ("dqn-mlp", "uniform", "SB3"),
-        ("dqn-mlp", "prioritized", "pararl eager"),
         ("ppo-minatar", "rollout", "pararl eager"),
         ("ppo-minatar", "rollout", "SB3"),
         ("sac-mlp", "uniform", "pararl eager"),
         ("sac-mlp", "uniform", "SB3"),
-        ("sac-mlp", "prioritized", "pararl eager"),
     }
     peak = results["peak_gflops"]["1 thread"]
     assert peak > 0
@@ -52,6 +52,17 @@ def test_tiny_run(bench: Callable[..., dict[str, Any]]) -> None:
     dqn = rows[("dqn-mlp", "uniform", "pararl eager")]
     assert dqn["flops"] == pytest.approx(5 * 2 * 64 * (4 * 256 + 256 * 256 + 256 * 2), rel=0.05)
     assert "dqn-mlp pararl eager ÷ SB3" in data["key_ratios"]
+
+
+def test_replay_learners_are_timed_with_prioritized_sampling_too() -> None:
+    """Each step mode of pararl's DQN and SAC with uniform, then prioritized sampling
+    (SB3 has none): the rows `--prioritized` adds (built here, not timed)."""
+    c = learner.resolve(learner.Config(memory=300, quick=True))
+    for case in ("dqn-mlp", "sac-mlp"):
+        found = learner.learners(case, c, "cpu", {"eager": "off"})
+        rows = [(x.row.sampling, x.row.system) for x in found]
+        assert rows == [("uniform", "pararl eager"), ("uniform", "SB3"),
+                        ("prioritized", "pararl eager")]  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from benchmarks.lib import compare, sb3, taxi
-from tests.benchmarks.conftest import PNG
 
 pytest.importorskip("stable_baselines3")
 pytest.importorskip("sb3_contrib")
@@ -18,16 +17,15 @@ pytest.importorskip("sb3_contrib")
 
 @pytest.mark.slow
 def test_quick_runs_both_systems(bench: Callable[..., dict[str, Any]], tmp_path: Path) -> None:
-    data = bench("masks", "--quick")
+    data = bench("masks", "--quick", "--budget", "1024", "--eval-every", "1024", figure=False)
     runs = data["results"]["runs"]
     assert [r["system"] for r in runs] == ["pararl", "sb3"]
     for run in runs:
         assert run["ok"], run["note"]
-        assert run["env_steps"] >= 2_048
+        assert run["env_steps"] >= 1_024
         assert run["curve"], "no evaluation"
-    for run in runs:  # two rollouts of 8 x 128, each 4 epochs of 4 minibatches
-        assert run["updates"] == 2 * 4 * 4, run["system"]
-    assert (tmp_path / "bench_masks.png").read_bytes().startswith(PNG)
+    for run in runs:  # one rollout of 8 x 128, 4 epochs of 4 minibatches
+        assert run["updates"] == 4 * 4, run["system"]
     assert "TaxiOneHot pararl PPO (masked): final" in data["key_ratios"]
 
 

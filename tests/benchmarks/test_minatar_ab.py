@@ -12,7 +12,7 @@ from benchmarks.__main__ import main
 
 
 def test_tiny_run(bench: Callable[..., dict[str, Any]]) -> None:
-    data = bench("minatar_ab", "--quick", "--budget", "2048", "--episodes", "2")
+    data = bench("minatar_ab", "--quick", "--budget", "1024", "--episodes", "1", figure=False)
     runs = data["results"]["outcome"]["runs"]
     assert [(r["system"], r["env"], r["seed"]) for r in runs] == [
         ("pararl", "MinAtar/Breakout-v1", 0),
@@ -23,14 +23,14 @@ def test_tiny_run(bench: Callable[..., dict[str, Any]]) -> None:
         # no evaluation while it trained; pararl evaluates the final weights at its end
         ends = [p["env_steps"] for p in run["curve"]]
         assert ends == ([run["env_steps"]] if run["system"].startswith("pararl") else [])
-        assert run["env_steps"] >= 2048
+        assert run["env_steps"] >= 1024
         extra = run["extra"]
         assert extra["greedy"] is not None
         assert extra["sampled"] is not None
         assert 0 < extra["entropy"] <= 1.1 + 1e-6  # Breakout-v1: 3 actions, ln 3 = 1.099
         assert extra["train"] >= 0
-    cells = {c["system"]: c for c in data["results"]["cells"]}
-    assert cells["pararl"]["stats"]["sampled"]["median"] == runs[0]["extra"]["sampled"]
+    cells = data["results"]["cells"]
+    assert cells["pararl"]["sampled"]["median"] == runs[0]["extra"]["sampled"]
     assert data["key_ratios"].startswith("pararl vs SB3 medians train ")
 
 

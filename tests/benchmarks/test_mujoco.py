@@ -12,7 +12,7 @@ import pytest
 from benchmarks.__main__ import main
 from benchmarks.lib.compare import Outcome, Run, report
 
-from benchmarks import mujoco
+from benchmarks import learning
 from tests.benchmarks.conftest import PNG
 
 pytest.importorskip("mujoco")
@@ -20,7 +20,7 @@ pytest.importorskip("stable_baselines3")
 
 
 def test_quick_runs_both_systems(bench: Callable[..., dict[str, Any]], tmp_path: Path) -> None:
-    data = bench("mujoco", "--quick", "--budget", "2048", "--eval-every", "1024")
+    data = bench("mujoco", "--quick", "--budget", "2048", "--eval-every", "2048")
     runs = data["results"]["runs"]
     assert [r["system"] for r in runs] == ["pararl", "sb3"]
     for run in runs:
@@ -45,7 +45,7 @@ def test_report_names_the_published_figures_and_the_ratios() -> None:
     ]
     c = SimpleNamespace(budget=200_000, eval_every=100_000, eval_episodes=10, final_evals=1,
                         keep_dir=None)  # fmt: skip
-    ratios, blocks, panels = report(mujoco.ROW, Outcome("mujoco", runs), c)
+    ratios, blocks, panels = report(learning.MUJOCO, Outcome("mujoco", runs), c)
     # SB3 ends at 800; pararl's first evaluation there is at 100 s: 0.25 of SB3's 400 s
     assert ratios.startswith(
         "HalfCheetah pararl PPO: final 1600 vs SB3 PPO + VecNormalize 800, wall ÷ SB3 PPO + "

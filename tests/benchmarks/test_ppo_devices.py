@@ -14,7 +14,7 @@ from benchmarks.__main__ import main
 from benchmarks.lib.harness import Metadata
 
 from benchmarks import devices
-from benchmarks.lib import training
+from benchmarks.lib import compare, training
 from tests.benchmarks.conftest import PNG
 
 
@@ -47,20 +47,13 @@ def test_devices_harness_on_fake_runs(
     the fastest placement and auto's pick come out of the runs."""
     sleeps = {"cpu-only": 0.05, "gpu-only": 0.4, "cpu-act-gpu-learn": 0.0, "auto": 0.05}
 
-    def fake(config: Any, width: int, placement: str, out: Path) -> list[str]:
+    def fake(row: Any, c: Any, s: compare.System, env: str, seed: int, out: Path) -> list[str]:
+        placement = s.name.split("-", 1)[1]
         act, learn, _ = {"auto": ("cpu", "cpu", "")}.get(placement, devices.DEVICES[placement])
-        return [
-            sys.executable,
-            "-c",
-            FAKE_TRAIN,
-            str(out),
-            placement,
-            act,
-            learn,
-            str(sleeps[placement]),
-        ]
+        return [sys.executable, "-c", FAKE_TRAIN, str(out), placement, act, learn,
+                str(sleeps[placement])]  # fmt: skip
 
-    monkeypatch.setattr(devices, "train_command", fake)
+    monkeypatch.setattr(compare, "pararl_command", fake)
     monkeypatch.setattr("torch.cuda.is_available", lambda: True)
     monkeypatch.setattr("torch.cuda.get_device_name", lambda i: "fake GPU")
     config = devices.resolve(devices.Config(widths=(64,), repeats=2))
@@ -81,9 +74,7 @@ def test_devices_harness_on_fake_runs(
 
 
 def test_ppo_quick_end_to_end(bench: Callable[..., dict[str, Any]], no_warm_up: None) -> None:
-    data = bench(
-        *("ppo", "--quick", "--budget", "512", "--eval-every", "256"),
-    )
+    data = bench(*("ppo", "--quick", "--budget", "512", "--eval-every", "256"), figure=False)
     runs = {r["system"]: r for r in data["results"]["runs"]}
     assert set(runs) == {"pararl", "sb3"}
     for run in runs.values():

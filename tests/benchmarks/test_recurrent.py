@@ -13,10 +13,9 @@ from typing import Any
 import pytest
 import tyro
 
-from benchmarks import recurrent
+from benchmarks import learning as recurrent
 from benchmarks.lib import compare, sb3
 from pararl.config import PPOConfig
-from tests.benchmarks.conftest import PNG
 
 pytest.importorskip("stable_baselines3")
 pytest.importorskip("sb3_contrib")
@@ -26,30 +25,30 @@ RECURRENT_FLAGS = ["--recurrent", "lstm", "--recurrent-size", "64", "--recurrent
 
 def test_pararls_flags_are_the_zoos_settings() -> None:
     s, policy = sb3.ZOO_LSTM, sb3.ZOO_LSTM_POLICY
-    flags = recurrent.pararl_flags()
-    assert flags["num_envs"] == sb3.ZOO_LSTM_ENVS == 8
+    flags = recurrent.recurrent_flags()
+    assert flags["num_envs"] == sb3.ZOO_PPO_ENVS == 8
     assert (flags["num_steps"], flags["minibatch_size"]) == (s["n_steps"], s["batch_size"])
     assert (flags["update_epochs"], flags["gamma"]) == (s["n_epochs"], s["gamma"])
     assert (flags["gae_lambda"], flags["ent_coef"]) == (s["gae_lambda"], s["ent_coef"])
-    assert (flags["lr"], flags["clip_coef"]) == (sb3.ZOO_LSTM_LR, sb3.ZOO_LSTM_CLIP)
+    assert (flags["lr"], flags["clip_coef"]) == (sb3.ZOO_PPO_LR, sb3.ZOO_PPO_CLIP)
     assert flags["anneal_lr"] is True
     assert flags["anneal_clip"] is True  # the zoo's lin_0.001 and lin_0.2
     assert (flags["norm_obs"], flags["norm_reward"]) == ("True", "True")  # normalize: True
     assert flags["recurrent_size"] == policy["lstm_hidden_size"] == 64
     assert flags["hidden"] == tuple(policy["net_arch"]["pi"]) == tuple(policy["net_arch"]["vf"])
     # minibatches of whole env sequences: the rollout's 8 envs split evenly among them
-    minibatches, left = divmod(sb3.ZOO_LSTM_ENVS * s["n_steps"], s["batch_size"])
+    minibatches, left = divmod(sb3.ZOO_PPO_ENVS * s["n_steps"], s["batch_size"])
     assert (minibatches, left) == (1, 0)
-    assert sb3.ZOO_LSTM_ENVS % minibatches == 0
-    assert recurrent.pararl_flags(False) == {
+    assert sb3.ZOO_PPO_ENVS % minibatches == 0
+    assert recurrent.recurrent_flags(False) == {
         k: v for k, v in flags.items() if not k.startswith("recurrent")
     }
 
 
 def _command(system: str, env: str, tmp_path: Path, **options: Any) -> list[str]:
     """The command of `system` on ENV seed 1, with the benchmark's `options`."""
-    c = recurrent.resolve(recurrent.Config(**options))
-    row = compare.with_flags(recurrent.ROW, recurrent.flags, c)
+    c = recurrent.benchmark("recurrent").resolve(recurrent.Config(**options))
+    row = compare.with_options(recurrent.RECURRENT, c)
     s, out = row.system(system), tmp_path / system
     if s.anchor:
         return compare.anchor_command(row, c, s, env, 1, out)
@@ -99,9 +98,11 @@ def test_each_env_runs_at_its_own_budget(tmp_path: Path) -> None:
     assert budgets() == {recurrent.CARTPOLE: 100_000, recurrent.MEMORY: 20_000, **popgym}
     assert set(budgets(budget=5_000).values()) == {5_000}
     assert set(budgets(quick=True).values()) == {2_048}
-    c = recurrent.resolve(recurrent.Config())
-    assert compare.settings(recurrent.ROW, c)["budgets"] == {recurrent.MEMORY: 20_000}
-    assert "budget 100,000, pararl/RepeatPrevious-v0 20,000;" in compare.describe(recurrent.ROW)
+    c = recurrent.benchmark("recurrent").resolve(recurrent.Config())
+    assert compare.settings(recurrent.RECURRENT, c)["budgets"] == {recurrent.MEMORY: 20_000}
+    assert "budget 100,000, pararl/RepeatPrevious-v0 20,000;" in compare.describe(
+        recurrent.RECURRENT
+    )
 
 
 def test_the_anchor_is_the_zoos_recurrent_ppo() -> None:
@@ -142,11 +143,11 @@ def test_the_anchor_is_the_zoos_recurrent_ppo() -> None:
 
 
 def test_the_anchors_threads_go_to_it_alone(tmp_path: Path) -> None:
-    c = recurrent.resolve(recurrent.Config(sb3_threads=1))
-    row = compare.with_flags(recurrent.ROW, recurrent.flags, c)
-    assert row.system("sb3").flags == {"threads": 1}
-    assert row.system("pararl-lstm").flags == recurrent.pararl_flags()
-    assert row.system("pararl-ff").flags == recurrent.pararl_flags(False)
+    c = recurrent.benchmark("recurrent").resolve(recurrent.Config(sb3_threads=1))
+    row = compare.with_options(recurrent.RECURRENT, c)
+    assert row.system("sb3").flags == {}
+    assert row.system("pararl-lstm").flags == recurrent.recurrent_flags()
+    assert row.system("pararl-ff").flags == recurrent.recurrent_flags(False)
     cmd = _command("sb3", recurrent.MEMORY, tmp_path, sb3_threads=1)
     assert cmd[2:5] == ["benchmarks.lib.sb3", "ppo", "learn"]
     assert cmd[cmd.index("--anchor") + 1] == "recurrent"
@@ -155,18 +156,21 @@ def test_the_anchors_threads_go_to_it_alone(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_quick_runs_every_system(bench: Callable[..., dict[str, Any]], tmp_path: Path) -> None:
-    data = bench("recurrent", "--quick")
+def test_quick_runs_the_lstm_and_recurrentppo(
+    bench: Callable[..., dict[str, Any]], tmp_path: Path
+) -> None:
+    """The feed-forward system is the LSTM one's `pararl train ppo` without the recurrent
+    flags (test_pararls_flags_parse_and_the_lstm_adds_only_its_own)."""
+    data = bench("recurrent", "--quick", "--systems", "pararl-lstm", "sb3", "--budget", "512",
+                 "--eval-every", "256", figure=False)  # fmt: skip
     runs = data["results"]["runs"]
-    assert [r["system"] for r in runs] == ["pararl-lstm", "sb3", "pararl-ff"]
+    assert [r["system"] for r in runs] == ["pararl-lstm", "sb3"]
     for run in runs:
         assert run["ok"], run["note"]
         assert run["env"] == recurrent.MEMORY
-        assert run["env_steps"] >= 2_048
+        assert run["env_steps"] >= 512
         assert run["curve"], "no evaluation"
-        # eight rollouts of 8 x 32, each 20 epochs of one minibatch
-        assert run["updates"] == 8 * 20, run["system"]
+        # two rollouts of 8 x 32, each 20 epochs of one minibatch
+        assert run["updates"] == 2 * 20, run["system"]
         assert all(-1.0 <= p["eval_return"] <= 1.0 for p in run["curve"])
-    assert (tmp_path / "bench_recurrent.png").read_bytes().startswith(PNG)
-    assert "RepeatPrevious pararl PPO (feed-forward): final" in data["key_ratios"]
     assert "RepeatPrevious pararl PPO (LSTM): final" in data["key_ratios"]

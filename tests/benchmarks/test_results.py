@@ -32,115 +32,88 @@ def _running_with(text: str) -> list[int]:
     return found
 
 
+def _quick(entry: results.Entry, **quick: object) -> results.Entry:
+    return dataclasses.replace(entry, quick={**entry.quick, **quick})
+
+
 @pytest.mark.slow
-def test_quick_runs_write_the_page_and_are_not_run_twice(
+@pytest.mark.timeout(600)
+def test_quick_runs_are_carried_on_write_the_page_and_are_not_run_twice(
     bench: Callable[..., dict[str, Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Each kind of run stopped once and carried on to its end where it stopped (SB3's
+    anchor from its saved state, pararl's from the checkpoint it saved when stopped), a
+    real MAML run beside them (2 iterations, 2 tasks x 2 episodes of 20 steps); the page
+    from the saved curves; a finished run not run again."""
     pytest.importorskip("minatar")
     pytest.importorskip("stable_baselines3")
-    # the SB3 anchor in two pieces: stopped as soon as it learns, then carried to its end
-    anchor_entry = next(e for e in results.ENTRIES if e.name == "minatar-dqn-breakout-sb3")
+    entries = {e.name: e for e in results.ENTRIES}
+    ppo = entries["minatar-ppo-breakout"] = _quick(
+        entries["minatar-ppo-breakout"], total_steps=4_096, eval_episodes=1
+    )
+    anchor = entries["minatar-dqn-breakout-sb3"]
+    maml = "maml-navigation2d"
+    entries[maml] = _quick(entries[maml], meta_iterations=2)
+    monkeypatch.setattr(results, "ENTRIES", tuple(entries.values()))
+    monkeypatch.setattr(training, "POLL_S", 0.1)  # each piece stopped soon after its condition
     config = results.resolve(results.Config(quick=True, out_dir=tmp_path))
     assert config.state_dir is not None
-    log = config.state_dir / f"{anchor_entry.name}.log"
-    monkeypatch.setattr(training, "POLL_S", 0.1)
+    log = config.state_dir / f"{anchor.name}.log"
     learning = lambda: log.exists() and "sb3: learning from" in log.read_text()  # noqa: E731
-    deadline = time.monotonic() + 600.0
-    first = results.advance(anchor_entry, config, deadline, learning)
+    deadline = time.monotonic() + 600.0  # a bound only: each piece ends on its condition
+    first = results.advance(anchor, config, deadline, learning)
     assert first.status == "paused"
-    assert 0 < first.pieces[0].to_x < 3000
+    assert 0 < first.pieces[0].to_x < 3_000
+    assert (config.state_dir / anchor.name / "replay.pkl").exists()
+
+    def evaluated() -> bool:
+        return bool(results.read_curves(ppo, config.state_dir / ppo.name)[0]["greedy evaluation"])
+
+    stopped = results.advance(ppo, config, deadline, evaluated)
+    assert stopped.status == "paused"
+    [piece] = stopped.pieces
+    assert piece.from_x == 0
+    assert 0 < piece.to_x < 4_096  # stopped with rollouts to go
     assert not _running_with(str(tmp_path))
-    assert (config.state_dir / anchor_entry.name / "replay.pkl").exists()
 
     args = ("results", "--quick", "--update-benchmarks", "True", "--entries")
-    data = bench(*args, "minatar-ppo-breakout", "minatar-dqn-breakout-sb3")
+    data = bench(*args, ppo.name, anchor.name, maml)
     saved = {s["name"]: s for s in data["results"]["saved"]}
-    ppo, anchor = saved["minatar-ppo-breakout"], saved["minatar-dqn-breakout-sb3"]
-    assert ppo["status"] == "step budget reached"
-    assert [p[0] for p in ppo["curves"]["greedy evaluation"]] == [1024, 2048, 3072, 4096]
-    assert ppo["command"].startswith("pararl train ppo --env MinAtar/Breakout-v1 --seed 0")
-    [piece] = ppo["pieces"]
-    assert (piece["from_x"], piece["to_x"], piece["status"]) == (0, 4096, "step budget reached")
-    assert anchor["status"] == "step budget reached"
-    assert anchor["command"].startswith("python -m benchmarks.lib.sb3 dqn learn --anchor minatar")
-    assert "--state" not in anchor["command"]
+    mine, theirs, meta = saved[ppo.name], saved[anchor.name], saved[maml]
+    assert mine["status"] == "step budget reached"
+    assert [p[0] for p in mine["curves"]["greedy evaluation"]][-1] == 4_096
+    assert mine["command"].startswith("pararl train ppo --env MinAtar/Breakout-v1 --seed 0")
+    pieces = [(p["from_x"], p["to_x"], p["status"]) for p in mine["pieces"]]
+    # resumed from the checkpoint saved when it was stopped
+    assert pieces == [(0, piece.to_x, "paused"), (piece.to_x, 4_096, "step budget reached")]
+    assert "resuming from checkpoints/" in (config.state_dir / f"{ppo.name}.log").read_text()
+    assert not list(config.state_dir.glob("*.stale-*"))
+    assert theirs["status"] == "step budget reached"
+    assert theirs["command"].startswith("python -m benchmarks.lib.sb3 dqn learn --anchor minatar")
+    assert "--state" not in theirs["command"]
     # the evaluation schedule went on where the first piece left it, on one clock
-    curve = anchor["curves"]["evaluation (deterministic)"]
+    curve = theirs["curves"]["evaluation (deterministic)"]
     assert [p[0] for p in curve] == [500, 1000, 1500, 2000, 2500, 3000]
     assert [p[1] for p in curve] == sorted(p[1] for p in curve)
-    pieces = [(p["from_x"], p["to_x"], p["status"]) for p in anchor["pieces"]]
+    pieces = [(p["from_x"], p["to_x"], p["status"]) for p in theirs["pieces"]]
     assert pieces == [(0, first.pieces[0].to_x, "paused"),
-                      (first.pieces[0].to_x, 3000, "step budget reached")]  # fmt: skip
-    assert anchor["wall_s"] == pytest.approx(sum(p["wall_s"] for p in anchor["pieces"]))
-    assert not (config.state_dir / anchor_entry.name / "replay.pkl").exists()
+                      (first.pieces[0].to_x, 3_000, "step budget reached")]  # fmt: skip
+    assert theirs["wall_s"] == pytest.approx(sum(p["wall_s"] for p in theirs["pieces"]))
+    assert not (config.state_dir / anchor.name / "replay.pkl").exists()
+    assert meta["status"] == "step budget reached"
+    after, before = meta["curves"]["after one adaptation step"], meta["curves"]["before adaptation"]
+    assert [p[0] for p in after] == [p[0] for p in before] == [1, 2]
+    assert all(p[2] < 0 for p in after + before)  # distances to the goals
+    assert "maml-navigation2d: after − before:" in data["key_ratios"]
     page = (tmp_path / "BENCHMARKS.md").read_text()
-    assert (
-        "| minatar-ppo-breakout: pararl PPO | MinAtar/Breakout-v1 | 4,096 / 5,000,000 steps |"
-        in page
-    )
-    for group in ("minatar-ppo-breakout", "minatar-dqn-breakout"):
+    assert f"| {ppo.name}: pararl PPO | MinAtar/Breakout-v1 | 4,096 / 5,000,000 steps |" in page
+    for group in (ppo.name, "minatar-dqn-breakout", maml):
         assert (tmp_path / f"results_{group}.png").read_bytes().startswith(PNG)
         assert f"results_{group}.png)" in page
     assert not _running_with(str(tmp_path))
 
-    again = bench(*args, "minatar-ppo-breakout")  # finished: kept, not run again
-    ppo_again = next(s for s in again["results"]["saved"] if s["name"] == "minatar-ppo-breakout")
-    assert ppo_again["pieces"] == ppo["pieces"]
-
-
-@pytest.mark.slow
-def test_a_stopped_run_is_resumed_where_it_stopped(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    pytest.importorskip("minatar")
-    monkeypatch.setattr(training, "POLL_S", 0.1)  # each piece stopped soon after its condition
-    entry = dataclasses.replace(
-        results.ENTRIES[0],
-        quick={"total_steps": 10**7, "eval_every": 2_048, "eval_episodes": 1,
-               "checkpoint_every": 4_096, "eval_in": "inline"},
-    )  # fmt: skip
-    config = results.resolve(results.Config(quick=True, out_dir=tmp_path))
-    assert config.state_dir is not None
-    assert config.saved_dir is not None
-    run_dir = config.state_dir / entry.name
-
-    def evaluated_beyond(steps: float) -> Callable[[], bool]:
-        def check() -> bool:
-            evals = results.read_curves(entry, run_dir)[0]["greedy evaluation"]
-            return bool(evals) and evals[-1][0] > steps
-
-        return check
-
-    deadline = time.monotonic() + 600.0  # a bound only: each piece ends on its condition
-    first_saved = results.advance(entry, config, deadline, evaluated_beyond(0))
-    assert first_saved.status == "paused"
-    assert not _running_with(str(run_dir))
-    [first] = first_saved.pieces
-    assert first.from_x == 0
-    assert first.to_x > 0
-    second_saved = results.advance(entry, config, deadline, evaluated_beyond(first.to_x))
-    assert not _running_with(str(run_dir))
-    assert [p.status for p in second_saved.pieces] == ["paused", "paused"]
-    second = second_saved.pieces[1]
-    assert second.from_x == first.to_x  # the checkpoint saved when it was stopped
-    assert second.to_x > first.to_x
-    log = (config.state_dir / f"{entry.name}.log").read_text()
-    assert "resuming from checkpoints/" in log
-    assert not list(config.state_dir.glob("*.stale-*"))
-
-
-def test_a_maml_run_keeps_its_return_before_and_after_adaptation(
-    bench: Callable[..., dict[str, Any]],
-) -> None:
-    """A real four-iteration `pararl train maml` run (2 tasks x 2 episodes of 20 steps)."""
-    data = bench("results", "--quick", "--entries", "maml-navigation2d")
-    [saved] = data["results"]["saved"]
-    assert saved["status"] == "step budget reached"
-    curves = saved["curves"]
-    after, before = curves["after one adaptation step"], curves["before adaptation"]
-    assert [p[0] for p in after] == [p[0] for p in before] == [1, 2, 3, 4]
-    assert all(p[2] < 0 for p in after + before)  # distances to the goals
-    assert "maml-navigation2d: after − before:" in data["key_ratios"]
+    again = bench(*args, ppo.name)  # finished: kept, not run again
+    assert next(s for s in again["results"]["saved"] if s["name"] == ppo.name) == mine
 
 
 def test_an_interrupted_invocation_exits_130() -> None:

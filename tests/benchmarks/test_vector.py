@@ -11,7 +11,6 @@ from typing import Any
 import gymnasium as gym
 import pytest
 from benchmarks.__main__ import main
-from benchmarks.lib.stepping import BACKENDS
 
 from benchmarks import vector
 from tests.benchmarks.conftest import PNG
@@ -21,28 +20,30 @@ from tests.benchmarks.conftest import PNG
 def test_quick_run_measures_every_backend(
     bench: Callable[..., dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # Two workers: 8 envs at 4 per worker, so no anchor is skipped on any machine.
+    # Two workers: 8 envs at 4 per worker, so no anchor is skipped on any machine; one
+    # env, the one with options of its own (every env takes the same backends' paths)
     args = ("--workers", "2", "--envs-per-worker", "1", "4", "--block-s", "0.05")
-    data = bench("vector", "--quick", *args)
+    data = bench("vector", "--quick", *args, "--envs", "pararl/StepCost-v0")
     assert not (tmp_path / "BENCHMARKS.md").exists()  # --quick leaves it alone
     assert (tmp_path / "bench_vector.png").read_bytes()[:8] == PNG
     assert data["metadata"]["params"]["workers_resolved"] == 2
     results = {r["env_id"]: r for r in data["results"]}
-    assert set(results) == {"CartPole-v1", "pararl/StepCost-v0"}
+    assert set(results) == {"pararl/StepCost-v0"}
+    assert results["pararl/StepCost-v0"]["env_kwargs"] == {"cost_us": 20.0, "tail_alpha": 1.5}
     for result in results.values():
         assert result["skipped"] is None
         asyncs = [c for c in result["cells"] if c["backend"] == "gym_async"]
         best = max(asyncs, key=lambda c: c["rate"]["median"])
         assert result["best_async"] == [best["rate"]["median"], best["envs_per_worker"]]
         assert [c["envs_per_worker"] for c in result["cells"]] == [1] * 8 + [4] * 8
-        assert [c["backend"] for c in result["cells"][:8]] == list(BACKENDS)
+        assert [c["backend"] for c in result["cells"][:8]] == list(vector.BACKENDS)
         for cell in result["cells"]:
             assert cell["status"] == "ok", cell
             assert 0 < cell["rate"]["min"] <= cell["rate"]["median"] <= cell["rate"]["max"]
             assert len(cell["rate"]["samples"]) == 2
             vs = cell["rate"]["median"] / result["best_async"][0]
             assert cell["vs_best_async"] == pytest.approx(vs)
-    loops = results["CartPole-v1"]["cells"][1]
+    loops = results["pararl/StepCost-v0"]["cells"][1]
     assert loops["backend"] == "loops"
     assert loops["of_loops"] == pytest.approx(1.0)
     out = capsys.readouterr().out
@@ -67,7 +68,7 @@ def test_env_without_its_simulator_is_skipped_with_a_note(monkeypatch: pytest.Mo
     def no_mujoco(env_id: str, kwargs: dict[str, Any]) -> gym.Env:
         raise gym.error.DependencyNotInstalled("MuJoCo is not installed")
 
-    monkeypatch.setattr(vector.stepping, "make_env", no_mujoco)
+    monkeypatch.setattr(vector, "make_env", no_mujoco)
     reason = vector.probe_env("HalfCheetah-v5", {})
     assert reason is not None
     assert "MuJoCo is not installed" in reason

@@ -18,7 +18,7 @@ from benchmarks.lib.compare import Outcome
 from benchmarks.lib.harness import Metadata
 from benchmarks.lib.training import parse_evaluate, parse_final
 
-from benchmarks import dqn, ppo
+from benchmarks import dqn, learning
 from benchmarks.lib import compare, sb3, training
 
 PARARL_STDERR = """pararl: DQN on CartPole-v1, mode async, learner on cpu, run dir /tmp/x
@@ -63,12 +63,12 @@ def test_commands_of_every_system(tmp_path: Path) -> None:
     )
     assert "--mode averaging --workers 2" in " ".join(averaging)
     assert averaging[averaging.index("--target-return") + 1] == "475.0"
-    mine = ppo.SOLVE.system("pararl")
-    cmd = compare.pararl_command(ppo.SOLVE, c, mine, "CartPole-v1", 3, tmp_path)
+    mine = learning.PPO.system("pararl")
+    cmd = compare.pararl_command(learning.PPO, c, mine, "CartPole-v1", 3, tmp_path)
     assert cmd[2:6] == ["pararl.cli", "train", "ppo", "--env"]
     assert "--mode" not in cmd  # `pararl` = the defaults
     assert cmd[cmd.index("--eval-every") + 1] == "500"
-    anchor = compare.anchor_command(ppo.SOLVE, c, ppo.SOLVE.system("sb3"), "CartPole-v1", 3,
+    anchor = compare.anchor_command(learning.PPO, c, learning.PPO.system("sb3"), "CartPole-v1", 3,
                                     tmp_path)  # fmt: skip
     assert anchor[2:5] == ["benchmarks.lib.sb3", "ppo", "learn"]
     assert anchor[anchor.index("--anchor") + 1] == "zoo"
@@ -77,10 +77,10 @@ def test_commands_of_every_system(tmp_path: Path) -> None:
 
 
 def test_an_anchors_flags_go_over_its_settings(tmp_path: Path) -> None:
-    from benchmarks import sac
-
-    c = sac.resolve(sac.Config(hidden=(16,), learning_starts=300, sb3_threads=1))
-    row = compare.with_flags(sac.ROW, sac.flags, c)
+    c = learning.benchmark("sac").resolve(
+        learning.SACConfig(hidden=(16,), learning_starts=300, sb3_threads=1)
+    )
+    row = compare.with_options(learning.SAC, c)
     cmd = compare.anchor_command(row, c, row.system("sb3"), "Hopper-v5", 0, tmp_path)
     settings = cmd[cmd.index("--set") + 1 :]
     assert settings == ["learning_starts=300", "net=[16]"]
@@ -221,13 +221,11 @@ def test_sb3_td3_anchor_learns_with_the_zoo_settings(tmp_path: Path) -> None:
 def test_options_take_the_tables_values_and_anchors_run_where_the_row_says(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from benchmarks import mujoco
-
-    c = mujoco.resolve(mujoco.Config(quick=True, budget=2_048))
+    c = learning.benchmark("mujoco").resolve(learning.Config(quick=True, budget=2_048))
     # --quick's values for what was left alone, the table's for the rest, the user's first
     assert (c.runs, c.budget, c.eval_every, c.final_evals) == (("HalfCheetah-v5:0",), 2_048,
                                                                 4_096, 1)  # fmt: skip
-    assert (c.systems, c.run_timeout_s) == (("pararl", "sb3"), mujoco.ROW.run_timeout_s)
+    assert (c.systems, c.run_timeout_s) == (("pararl", "sb3"), learning.MUJOCO.run_timeout_s)
     calls: list[tuple[str, str]] = []
 
     def run_one(row: Any, c: Any, s: compare.System, env: str, seed: int, workdir: Path) -> Any:
@@ -236,7 +234,7 @@ def test_options_take_the_tables_values_and_anchors_run_where_the_row_says(
 
     monkeypatch.setattr(compare, "run_one", run_one)
     c = dataclasses.replace(c, runs=("HalfCheetah-v5:0", "Hopper-v5:0"))
-    compare.measure(mujoco.ROW, c, Metadata("x", {}))
+    compare.measure(learning.MUJOCO, c, Metadata("x", {}))
     # SB3 runs on HalfCheetah alone (`anchor_envs`): Hopper is held against the papers
     assert calls == [
         ("pararl", "HalfCheetah-v5"),
