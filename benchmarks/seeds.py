@@ -31,6 +31,8 @@ CASES = {
 }
 RUN_TIMEOUT_S = 6 * 3600.0  # one run's longest (MinAtar PPO, 1M steps, two at a time)
 FLOOR_STEPS = 2_000  # vector steps of the envs alone
+FLOP_STEPS = 4_096  # env steps per agent of the run whose FLOPs are counted
+THREADS = 2  # the GEMM peak's threads: the 2 cores
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,18 @@ class Result:
     single: Way
     iqm: dict[str, tuple[float, float, float]]  # way -> (IQM, CI low, CI high)
     p: float | None  # Mann-Whitney, batched vs separate finals
-    envs_alone: float | None = None  # agent steps/s of the batch's envs alone (the floor)
+    envs_alone: float | None = None  # agent steps/s of the batch's envs alone
+    flops: float | None = None  # per agent env step, acting and learning
+    peak: float | None = None  # GFLOP/s of fp32 GEMM at THREADS threads
+
+    @property
+    def floor_s(self) -> float | None:
+        """The batch's envs alone plus its FLOPs at the GEMM peak: no run of the case's
+        N x budget agent steps on this machine can be quicker."""
+        if self.envs_alone is None or self.flops is None or self.peak is None:
+            return None
+        steps = self.batched.agents * self.batched.steps
+        return steps / self.envs_alone + steps * self.flops / (self.peak * 1e9)
 
 
 def resolve(c: Config) -> Config:
@@ -138,6 +151,28 @@ def envs_alone(run_dir: Path, steps: int = FLOOR_STEPS) -> float | None:
         envs.close()
 
 
+def flops_per_step(algo: str, env: str, agents: int, steps: int = FLOP_STEPS) -> float | None:
+    """FLOPs (matrix products and convolutions, forward and backward) per agent env step
+    of a short serial batched run of the case in this process, counted by torch's
+    `FlopCounterMode`: acting and every update. DQN learns from its first step here, so
+    its count is the steady state's (a whole run's first `learning_starts` steps do less)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    import pararl
+
+    with tempfile.TemporaryDirectory(prefix="pararl-flops-") as run_dir:
+        options: dict[str, object] = dict(
+            env=env, seeds=agents, mode="serial", total_steps=steps, run_dir=run_dir,
+            progress="none", tensorboard=False, eval_in="inline", eval_every=10**12,
+            eval_episodes=1)  # fmt: skip
+        if algo == "dqn":
+            options["learning_starts"] = 0
+        config = (pararl.PPOConfig if algo == "ppo" else pararl.DQNConfig)(**options)  # type: ignore[arg-type]
+        with FlopCounterMode(display=False) as counter:
+            pararl.train(config)
+    return counter.get_total_flops() / (agents * steps)
+
+
 def run_case(name: str, c: Config, work: Path) -> Result:
     from pararl.compare import compare
     from pararl.errors import UsageError
@@ -174,8 +209,14 @@ def run_case(name: str, c: Config, work: Path) -> Result:
         for label, summary in (("batched", result.summary_a), ("separate", result.summary_b)):
             iqm[label] = (summary.iqm, *summary.iqm_ci)
         p = result.p_value
-    h.progress(f"{name}: the batch's envs alone")
-    return Result(name, batched, separate, single, iqm, p, envs_alone(root / "batched"))
+    h.progress(f"{name}: the batch's envs alone, its FLOPs and the GEMM peak")
+    import torch
+
+    from benchmarks.learner import gemm_peak
+
+    peak = gemm_peak(torch.device("cpu"), THREADS)
+    floor = (envs_alone(root / "batched"), flops_per_step(algo, env, n), peak)
+    return Result(name, batched, separate, single, iqm, p, *floor)
 
 
 def measure(c: Config, meta: h.Metadata) -> list[Result]:
@@ -196,7 +237,12 @@ NOTES = (
     "(sync on 2 cores). IQM of the agents' final evaluations with its 95% percentile "
     "bootstrap interval; p: two-sided Mann-Whitney, batched against separate finals. "
     "Envs alone: the batch's envs (every agent's, on its workers) stepped with random "
-    "actions and nothing else, the ceiling of its throughput. On 2 cores --mode auto "
+    "actions and nothing else, the ceiling of its throughput. MFLOP / step: matrix "
+    "products and convolutions, forward and backward, per agent env step, acting and "
+    "learning (torch's FlopCounterMode over a short serial batched run; DQN learning from "
+    "its first step). Floor: the N x budget agent steps at the envs-alone rate plus their "
+    "FLOPs at this machine's fp32 GEMM peak on 2 threads; batched ÷ floor: how far the "
+    "batched run's wall time is from it. On 2 cores --mode auto "
     "runs a single CartPole run async (an actor process beside the learner) and a "
     "batch sync: the separate runs' finals come from that schedule, not the batch's "
     "(an agent of a batch is the agent of its seed's sync run: the tests)."
@@ -209,7 +255,8 @@ def report(results: list[Result], meta: h.Metadata) -> h.Report:
 
     heads = ["case", "agents", "steps each", "batched s", "separate s", "single s",
              "agent steps/s batched", "separate", "ratio", "target", "envs alone",
-             "IQM batched", "IQM separate", "p"]  # fmt: skip
+             "MFLOP / step", "floor s", "batched ÷ floor", "IQM batched", "IQM separate",
+             "p"]  # fmt: skip
     rows, ratios, failed = [], [], []
     for r in results:
         ratio = h.ratio(r.batched.rate, r.separate.rate)
@@ -218,7 +265,9 @@ def report(results: list[Result], meta: h.Metadata) -> h.Report:
             [r.case, str(r.batched.agents), f"{r.batched.steps:,}", f"{r.batched.wall_s:.0f}",
              f"{r.separate.wall_s:.0f}", f"{r.single.wall_s:.0f}", h.fmt_rate(r.batched.rate),
              h.fmt_rate(r.separate.rate), h.fmt_ratio(ratio), f">= {CASES[r.case][4]:g}x",
-             h.fmt_rate(r.envs_alone), iqm(r, "batched"), iqm(r, "separate"),
+             h.fmt_rate(r.envs_alone), "-" if r.flops is None else f"{r.flops / 1e6:.2f}",
+             h.fmt_num(r.floor_s, 1), h.fmt_ratio(h.ratio(r.batched.wall_s, r.floor_s)),
+             iqm(r, "batched"), iqm(r, "separate"),
              "-" if r.p is None else f"{r.p:.2f}"]
         )  # fmt: skip
         ways = (("batched", r.batched), ("separate", r.separate), ("single", r.single))

@@ -59,3 +59,23 @@ def test_the_floor_steps_the_batchs_envs_as_it_laid_them_out(tmp_path: Path) -> 
     assert rate is not None
     assert rate > 0
     assert seeds.envs_alone(tmp_path / "missing") is None
+
+
+def test_the_flop_count_is_the_hand_computed_dqn_step() -> None:
+    """Per agent env step, DQN's defaults on CartPole: one forward of the 4-128-128-2
+    Q-network to act, and a quarter of an update (replay ratio 0.25) of batch 64: the
+    online network's forward and backward (3 forwards' worth) and the double-DQN target's
+    two forwards on the next observations."""
+    forward = 2 * (4 * 128 + 128 * 128 + 128 * 2)
+    expected = forward + 0.25 * 64 * forward * (3 + 2)
+    flops = seeds.flops_per_step("dqn", "CartPole-v1", 2, steps=256)
+    assert flops == pytest.approx(expected, rel=0.05)
+
+
+def test_the_floor_is_the_envs_alone_plus_the_flops_at_the_peak() -> None:
+    way = seeds.Way(10.0, 4, 1_000, (1.0,))
+    result = seeds.Result("cartpole-dqn", way, way, way, {}, None, envs_alone=2_000.0,
+                          flops=1e6, peak=100.0)  # fmt: skip
+    assert result.floor_s == pytest.approx(4_000 / 2_000 + 4_000 * 1e6 / 100e9)
+    table = seeds.report([result], h.Metadata("seeds", {})).blocks[0]
+    assert "| 2k | 1.00 | 2.0 | 4.90× |" in table
