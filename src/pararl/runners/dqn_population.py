@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import time
 from typing import Any
 
 import numpy as np
@@ -47,7 +48,7 @@ from pararl.envs.make import env_factory
 from pararl.envs.masks import mask_size
 from pararl.models import num_params
 from pararl.models.population import QPopulation, q_population_of
-from pararl.mp.threads import set_learner_threads
+from pararl.mp.threads import AdaptiveThreads, held, set_learner_threads
 from pararl.mp.topology import physical_cores
 from pararl.observations import encoded, stored
 from pararl.replay.make import slot_bytes
@@ -104,7 +105,7 @@ class DQNPopulationState:
 
     def __init__(self, p: Prepared, device: torch.device, stack: int) -> None:
         cfg: DQNConfig = p.config
-        self.config, self.settings = cfg, cfg.settings
+        self.config, self.settings, self.device = cfg, cfg.settings, device
         self.seeds = tuple(cfg.seed + i for i in range(cfg.seeds))
         resume = p.resume_state
         check_resumed_agents(f"--seeds {cfg.seeds}", resume, cfg.seeds)
@@ -222,11 +223,21 @@ def run(state: DQNPopulationState, session: TrainSession, mode: str, workers: in
         spec = actor_spec(first, per_agent, chunk_steps=1)
         path = (0, 0, state.env_steps)  # as a run's one local actor names its streams
         sampler = PopulationSampler(spec, envs, state.online, state.seeds, path)
-        threads = torch.get_num_threads()
+        # the update's threads drop to one while something else uses the cores (the
+        # workers stepping every agent's envs), as a PPO population's do
+        governor = AdaptiveThreads(
+            torch.get_num_threads(),
+            session.console.message,
+            hold=held(state.device.type, cfg.learner_threads),
+            name="the population's update",
+        )
         while not session.done(state.env_steps):
             due = state.updates_due()
-            for turn in range(int(due.max())):
-                state.update(due > turn)
+            if due.any():
+                start = time.perf_counter()
+                for turn in range(int(due.max())):
+                    state.update(due > turn)
+                governor.record(int(due.max()), time.perf_counter() - start)
             if not due.any():
                 payloads = sampler.step(state.epsilons(), session.record_episodes)
                 for member, payload in zip(state.members, payloads, strict=True):
@@ -237,7 +248,7 @@ def run(state: DQNPopulationState, session: TrainSession, mode: str, workers: in
                 state.updates,
                 state.online,
                 lambda: state.state(False, session.wall_s),
-                lambda: state.log_stats(threads),
+                lambda: state.log_stats(governor.threads),
             )
     finally:
         envs.close()
