@@ -33,6 +33,7 @@ RUN_TIMEOUT_S = 6 * 3600.0  # one run's longest (MinAtar PPO, 1M steps, two at a
 FLOOR_STEPS = 2_000  # vector steps of the envs alone
 FLOP_STEPS = 4_096  # env steps per agent of the run whose FLOPs are counted
 THREADS = 2  # the GEMM peak's threads: the 2 cores
+MODES = ("auto", "serial", "sync", "async")  # a batch's (`pararl train --seeds N --mode`)
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class Config(h.Options):
     agents: int | None = None  # Agents per case (default: the case's N).
     budget: int | None = None  # Env steps per agent (default: the case's).
     keep_dir: Path | None = None  # Keep the runs here (default: a temporary folder, removed after).
+    mode: str = "auto"  # The batched run's --mode (async: an actor process beside the update).
 
 
 @dataclass(frozen=True)
@@ -88,7 +90,8 @@ def resolve(c: Config) -> Config:
     unknown = [name for name in c.cases if name not in CASES]
     h.check([(bool(unknown), f"--cases: unknown {unknown}; choose from {', '.join(CASES)}"),
              (c.agents is not None and c.agents < 2, "--agents must be >= 2"),
-             (c.budget is not None and c.budget < 1, "--budget must be >= 1")])  # fmt: skip
+             (c.budget is not None and c.budget < 1, "--budget must be >= 1"),
+             (c.mode not in MODES, f"--mode: choose from {', '.join(MODES)}")])  # fmt: skip
     return c
 
 
@@ -197,7 +200,8 @@ def run_case(name: str, c: Config, work: Path) -> Result:
         return Way(wall_s, agents, budget, finals, "; ".join(failures))
 
     h.progress(f"{name}: {n} agents batched, {budget:,} steps each")
-    batched = way(["batched"], *_pool([command("batched", seeds=n)], 1, work), n)
+    batched_cmd = command("batched", seeds=n, mode=c.mode)
+    batched = way(["batched"], *_pool([batched_cmd], 1, work), n)
     h.progress(f"{name}: {n} separate runs, two at a time")
     seeds = [f"seed{s}" for s in range(n)]
     separate = way(seeds, *_pool([command(r, seed=s) for s, r in enumerate(seeds)], 2, work), n)
@@ -236,6 +240,7 @@ NOTES = (
     "cores, each in its --mode auto; batched: one run of N agents, --mode auto "
     "(sync on 2 cores). IQM of the agents' final evaluations with its 95% percentile "
     "bootstrap interval; p: two-sided Mann-Whitney, batched against separate finals. "
+    "A section named for a mode (`--mode async`) ran the batch in that mode. "
     "Envs alone: the batch's envs (every agent's, on its workers) stepped with random "
     "actions and nothing else, the ceiling of its throughput. MFLOP / step: matrix "
     "products and convolutions, forward and backward, per agent env step, acting and "

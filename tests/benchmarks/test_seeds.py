@@ -34,6 +34,8 @@ def test_bad_options_are_refused() -> None:
         seeds.resolve(seeds.Config(cases=("pong",)))
     with pytest.raises(UsageError, match="--agents"):
         seeds.resolve(seeds.Config(agents=1))
+    with pytest.raises(UsageError, match="--mode: choose from auto, serial, sync, async"):
+        seeds.resolve(seeds.Config(mode="fast"))
     assert seeds.resolve(seeds.Config(quick=True)).cases == ("cartpole-ppo",)
 
 
