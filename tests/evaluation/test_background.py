@@ -280,3 +280,32 @@ def test_dqn_refuses_sampled_evaluations() -> None:
 
     with pytest.raises(UsageError, match="--eval-actions sampled"):
         DQNConfig(eval_actions="sampled").validate()
+
+
+def test_a_run_that_never_gave_its_child_work_evaluates_its_final_weights_here(
+    tmp_path: Path,
+) -> None:
+    """With `--eval-in auto`, a run that ends before any evaluation fell due (a budget
+    under `eval_every`) evaluates its final weights in this process rather than wait
+    for a child that may still be importing torch; the episodes are the ones the child
+    plays for `--eval-in process`, so the return is the same."""
+    import csv
+
+    from pararl import PPOConfig, train
+
+    def run(eval_in: str) -> tuple[object, list[dict[str, str]]]:
+        cfg = PPOConfig(
+            env="CartPole-v1", total_steps=512, eval_every=10**6, mode="serial", seed=3,
+            eval_episodes=3, eval_in=eval_in, run_dir=tmp_path / eval_in, progress="none",
+            tensorboard=False,
+        )  # fmt: skip
+        session = train(cfg)
+        with (tmp_path / eval_in / "eval.csv").open() as f:
+            return session.evaluator, list(csv.DictReader(f))
+
+    here, rows = run("auto")
+    child, child_rows = run("process")
+    assert isinstance(here, Evaluator)
+    assert isinstance(child, BackgroundEvaluator)
+    assert [r["env_steps"] for r in rows] == [r["env_steps"] for r in child_rows] == ["512"]
+    assert float(rows[0]["eval_return"]) == float(child_rows[0]["eval_return"])

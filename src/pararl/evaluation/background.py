@@ -28,7 +28,7 @@ import torch
 from gymnasium.envs.registration import EnvSpec
 
 from pararl.evaluation.child import EvalChild
-from pararl.evaluation.episodes import DEFAULT_EPISODE_CAP, EvalActions, Progress
+from pararl.evaluation.episodes import DEFAULT_EPISODE_CAP, EvalActions, Evaluator, Progress
 from pararl.models.population import Stack
 from pararl.mp.errors import WorkerTimeoutError
 from pararl.weights.base import numpy_state
@@ -73,6 +73,14 @@ class BackgroundEvaluator:
         self._group = child.group
         setup = (env_fn, episodes, seed, stream, model_fn, spec, max_steps, actions, tuple(seeds))
         self._group.send(0, ("setup", setup))
+        self.asked = False  # whether any request was sent: the child then has work of ours
+        self._here = (env_fn, episodes, seed, stream, max_steps, actions, tuple(seeds))
+
+    def here(self) -> Evaluator:
+        """The evaluator the child runs, built in this process: the same episodes, drawn
+        from the same streams (`evaluation.serve`)."""
+        env_fn, episodes, seed, stream, max_steps, actions, seeds = self._here
+        return Evaluator(env_fn, episodes, seed, stream, max_steps, actions, seeds=seeds)
 
     @property
     def busy(self) -> bool:
@@ -85,6 +93,7 @@ class BackgroundEvaluator:
         if self.busy:
             raise RuntimeError("a request is already running; poll() for it first")
         self._group.send(0, message)
+        self.asked = True
         self._sent_at = time.monotonic()
         self.progress = None
 

@@ -392,10 +392,26 @@ class TrainSession:
             self._await_eval(self._pending[0] if self._pending else env_steps)
         final = env_steps != self._evaluated_at and not self.solved and self._policy is not None
         if final and not self.evaluator.busy:
+            self._evaluate_here_if_never_asked()
             skipped = max(self._due_until(env_steps) - 1, 0)
             # training has stopped: no snapshot needed
             self._start_eval(env_steps, self._policy, state_fn, skipped, weights_move_on=False)
             self._await_eval(env_steps)
+
+    def _evaluate_here_if_never_asked(self) -> None:
+        """A run that ends before its evaluation process was given any work (`--eval-in
+        auto`: a short run, or one whose evaluations fell past its budget) evaluates its
+        final weights here: training has stopped, so this process's core is free, and
+        the child may still be importing torch (seconds that the run would wait for). The
+        episodes are the child's (`BackgroundEvaluator.here`)."""
+        child = self.evaluator
+        if (
+            isinstance(child, BackgroundEvaluator)
+            and not child.asked
+            and self.config.eval_in == "auto"
+        ):
+            child.close()
+            self.evaluator = child.here()
 
     def _progress_note(self, env_steps: int) -> Callable[[Progress], None]:
         """A console note on how far the evaluation of the weights at `env_steps` is."""
