@@ -49,6 +49,7 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 # a module-scoped fixture (a trained run), which each worker would train again.
 XDIST_GROUPS = (
     "tests/samplers/ray/",
+    "tests/algos/test_fused.py",  # the compiled steps: dynamo's first compile once
     "tests/runners/test_dqn_population.py",
     "tests/runners/test_maml.py",
     "tests/runners/test_modes_agree.py",

@@ -10,7 +10,9 @@ variant of its step (DQN: with importance weights or not, with masks or not; PPO
 last epoch's, which also returns approx_kl and clipfrac, and the others'), so only one
 PPO case runs two epochs; DQN's cases take each branch of the target (double or not,
 masked or not) and the loss (weighted or not) once, on the MLP and the Nature CNN,
-PPO's the MinAtar CNN."""
+PPO's the MinAtar CNN. SAC's step is here too: the compiling tests run in one xdist
+worker (tests/conftest.py's XDIST_GROUPS), which pays dynamo's first compile (~5 s of
+imports and set-up) once."""
 
 from __future__ import annotations
 
@@ -195,6 +197,39 @@ def test_masked_ppo_step_compiled_is_the_plain_step() -> None:
         ppo.append((learner.update(batch, np.random.default_rng(0)), learner))
     assert ppo[0][0] == pytest.approx(ppo[1][0], rel=1e-4, abs=1e-6)
     torch.testing.assert_close(ppo[0][1].optimizer.flat, ppo[1][1].optimizer.flat)
+
+
+@pytest.mark.usefixtures("aot_eager")
+@pytest.mark.parametrize("prioritized", [False, True])
+def test_sac_compiled_step_is_the_plain_step(prioritized: bool) -> None:
+    """SAC's tiny learner of tests/algos/test_sac.py, with and without importance
+    weights."""
+    from tests.algos.test_sac import batch, learner
+
+    plain, fast = learner("off"), learner("on")
+    assert (plain.step_mode, fast.step_mode) == ("eager", "compile")
+    rng = np.random.default_rng(3)
+    for k in range(3):
+        obs, action, ret, next_obs, discount, _ = batch(seed=k, n=8)
+        data = Transitions(
+            obs.numpy(), action.numpy(), ret.numpy(), next_obs.numpy(), discount.numpy()
+        )
+        weights = rng.random(8).astype(np.float32) if prioritized else None
+        a, td_a = plain.update(data, weights)
+        b, td_b = fast.update(data, weights)
+        assert a.keys() == b.keys()
+        for key in a:
+            torch.testing.assert_close(a[key], b[key], rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(td_a, td_b, rtol=1e-5, atol=1e-6)
+    for p, f in (
+        (plain.actor_optimizer, fast.actor_optimizer),
+        (plain.critic_optimizer, fast.critic_optimizer),
+        (plain.alpha_optimizer, fast.alpha_optimizer),
+    ):
+        torch.testing.assert_close(p.flat, f.flat, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(p.exp_avg_sq, f.exp_avg_sq, rtol=1e-4, atol=1e-8)
+        assert p.steps == f.steps == 3
+    torch.testing.assert_close(plain.target_flat, fast.target_flat, rtol=1e-5, atol=1e-6)
 
 
 def test_step_modes() -> None:

@@ -1,8 +1,8 @@
 """SAC's update against a hand computation on a tiny batch: the twin critics' soft
 TD targets (their min; truncation bootstrapped, termination not), the critic, actor
 and temperature losses, the temperature's gradient and Adam step, the gradients each
-optimizer gets, and the Polyak update of the target critics; the compiled step equal
-to the plain one."""
+optimizer gets, and the Polyak update of the target critics (the compiled step equal to
+the plain one: tests/algos/test_fused.py, with the other compiled steps)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from pararl.algos import fused
 from pararl.algos.sac import SACLearner, SACState
 from pararl.config import SACConfig
 from pararl.models import TwinQ, squashed_actor
-from pararl.replay.nstep import NStepBuilder, Transitions
+from pararl.replay.nstep import NStepBuilder
 
 CPU = torch.device("cpu")
 OBS, ACT, BATCH = 2, 1, 3
@@ -188,40 +188,6 @@ def test_min_targets_bootstrap_truncation_and_not_termination() -> None:
     assert (first < critic_by_hand(target, 1, next_obs, next_action)).all()
     expected = 2.0 + gamma * (first[1] - ALPHA * next_log_pi[1])
     assert float(y[1]) == pytest.approx(float(expected), 1e-5)
-
-
-@pytest.fixture
-def aot_eager(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(fused, "BACKEND", "aot_eager")
-
-
-@pytest.mark.usefixtures("aot_eager")
-@pytest.mark.parametrize("prioritized", [False, True])
-def test_compiled_step_is_the_plain_step(prioritized: bool) -> None:
-    plain, fast = learner("off"), learner("on")
-    assert (plain.step_mode, fast.step_mode) == ("eager", "compile")
-    rng = np.random.default_rng(3)
-    for k in range(3):
-        obs, action, ret, next_obs, discount, _ = batch(seed=k, n=8)
-        data = Transitions(
-            obs.numpy(), action.numpy(), ret.numpy(), next_obs.numpy(), discount.numpy()
-        )
-        weights = rng.random(8).astype(np.float32) if prioritized else None
-        a, td_a = plain.update(data, weights)
-        b, td_b = fast.update(data, weights)
-        assert a.keys() == b.keys()
-        for key in a:
-            torch.testing.assert_close(a[key], b[key], rtol=1e-5, atol=1e-6)
-        torch.testing.assert_close(td_a, td_b, rtol=1e-5, atol=1e-6)
-    for p, f in (
-        (plain.actor_optimizer, fast.actor_optimizer),
-        (plain.critic_optimizer, fast.critic_optimizer),
-        (plain.alpha_optimizer, fast.alpha_optimizer),
-    ):
-        torch.testing.assert_close(p.flat, f.flat, rtol=1e-5, atol=1e-6)
-        torch.testing.assert_close(p.exp_avg_sq, f.exp_avg_sq, rtol=1e-4, atol=1e-8)
-        assert p.steps == f.steps == 3
-    torch.testing.assert_close(plain.target_flat, fast.target_flat, rtol=1e-5, atol=1e-6)
 
 
 def test_discrete_and_unbounded_action_spaces_are_refused() -> None:
