@@ -56,11 +56,15 @@ def ray_kind() -> Iterator[str]:
 
     before = {p.pid for p in _children()}
     # no dashboard (as pararl starts Ray): nothing here uses it, and its processes
-    # were the slowest to start and to go
+    # were the slowest to start and to go; no log monitor on either node (it forwards
+    # the workers' output to the driver, which no test reads) and no autoscaler monitor
+    # (a fixed cluster): ~6 s of CPU the tests spent on daemons
+    quiet = {"num_cpus": 1, "include_log_monitor": False}
     cluster = Cluster(
-        initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False}
+        initialize_head=True,
+        head_node_args={**quiet, "include_dashboard": False, "no_monitor": True},
     )
-    cluster.add_node(num_cpus=1)
+    cluster.add_node(**quiet)
     ray.init(address=cluster.address)
     cluster.wait_for_nodes()
     # the leak check below sees Ray's processes (it would catch them if they stayed)
