@@ -48,11 +48,14 @@ def test_async_ppo_on_ray_actors_trails_by_the_lag_within_masks(
     """--mode async on Ray: rollout j acted with version j - 1 (0 for the first), each
     logged; V-trace relabels the Ray actors' rollouts as it does the local ones'. The
     env has MultiDiscrete actions with a mask per dimension and raises on an action
-    outside its mask, so the run ends only if no Ray actor gave it one."""
+    outside its mask, so the run ends only if no Ray actor gave it one. One actor with
+    the 4 envs (segments of several actors are joined in the tests below)."""
     run = tmp_path / "run"
     config = dataclasses.replace(
         TINY,
         env="pararl/MaskedMultiDiscrete-v0",
+        workers=1,
+        envs_per_worker=4,
         mode="async",
         vtrace=True,
         log_every_s=0.0,
