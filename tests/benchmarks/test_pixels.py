@@ -126,6 +126,11 @@ def test_time_to_reach_and_window_rate_edges() -> None:
     run = Run("pararl-dqn", "MinAtar/Breakout-v1", 0, 9.0, True, curve=curve((1, 0.0), (2, 3.0)))
     assert time_to_reach(run, 3.0) == 2
     assert math.isinf(time_to_reach(run, 3.5))
+    # ten episodes of 1.0 averaged one way, against 1.0 averaged another
+    rounded = Run("pararl-ppo", "pararl/RepeatPrevious-v0", 0, 9.0, True,
+                  curve=curve((1, 0.5), (2, 0.9999999999999998)))  # fmt: skip
+    assert time_to_reach(rounded, 1.0) == 2
+    assert math.isinf(time_to_reach(rounded, 1.0 + 1e-6))
     assert window_rate([(0.0, 10, 0), (1.0, 20, 0)], 5.0) is None  # never learned
     # points past the slice are left out
     assert window_rate([(1.0, 0, 1), (3.0, 200, 3), (9.0, 900, 9)], 2.0) == (100.0, 2.0, 1.0)
