@@ -177,8 +177,14 @@ def time_to_reach(run: Run, target: float) -> float:
     return next((p["wall_s"] for p in run.curve if p["eval_return"] >= at), math.inf)
 
 
+def file_name(env: str) -> str:
+    """`env` in a file name: its `/` and a `module:` prefix's `:` (which Windows refuses
+    in names) as `_`."""
+    return env.replace("/", "_").replace(":", "_")
+
+
 def directory(workdir: Path, system: str, env: str, seed: int) -> Path:
-    return workdir / f"{system}-{env.replace('/', '_')}-{seed}"
+    return workdir / f"{system}-{file_name(env)}-{seed}"
 
 
 def pararl_command(row: Comparison, c: Any, s: System, env: str, seed: int, out: Path) -> list[str]:
@@ -333,7 +339,7 @@ def measure(row: Comparison, c: Any, meta: h.Metadata, after: After | None = Non
             seed, path = int(seed_text), None
             kept, may_keep = None, False
             if c.keep_dir is not None:
-                path = c.keep_dir / f"{env.replace('/', '_')}-seed{seed}.json"
+                path = c.keep_dir / f"{file_name(env)}-seed{seed}.json"
                 kept, may_keep = kept_runs(row, c, path)
             if kept is not None:
                 h.progress(f"{row.name}: {spec}: kept ({kept['sitting']}), not run again")

@@ -241,3 +241,13 @@ def test_options_take_the_tables_values_and_anchors_run_where_the_row_says(
         ("sb3", "HalfCheetah-v5"),
         ("pararl", "Hopper-v5"),
     ]
+
+
+def test_file_names_hold_no_colon_or_slash() -> None:
+    """A kept ENV:SEED's file and a run's directory: a `module:Env-v0` id's colon is
+    refused in names on Windows, and a `/` would make a folder."""
+    assert compare.file_name("popgym:popgym-RepeatPreviousEasy-v0") == (
+        "popgym_popgym-RepeatPreviousEasy-v0"
+    )
+    assert compare.file_name("MinAtar/Breakout-v1") == "MinAtar_Breakout-v1"
+    assert compare.directory(Path("w"), "sb3", "a:b/C-v0", 2) == Path("w/sb3-a_b_C-v0-2")
