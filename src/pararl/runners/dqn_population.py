@@ -238,7 +238,7 @@ def run(state: DQNPopulationState, session: TrainSession, mode: str, workers: in
                 for turn in range(int(due.max())):
                     state.update(due > turn)
                 governor.record(int(due.max()), time.perf_counter() - start)
-            if not due.any():
+            else:
                 payloads = sampler.step(state.epsilons(), session.record_episodes)
                 for member, payload in zip(state.members, payloads, strict=True):
                     member.replay.add(payload)
