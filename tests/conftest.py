@@ -106,6 +106,22 @@ def _evaluate_inline_unless_asked(
     monkeypatch.setattr(setup, "evaluates_in_process", evaluates_in_process)
 
 
+@pytest.fixture(autouse=True)
+def _no_learning_curve_unless_asked(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run draws its learning curve as it ends, in the training process: ~0.3 s of
+    matplotlib, more than a whole run of most tests here (~230 runs, a tenth of the
+    suite's CPU). Tests marked `learning_curve` draw it, as do `pararl` programs the
+    tests start as subprocesses and evaluation processes (which draw it when idle);
+    tests/test_plots.py tests the drawing itself."""
+    if request.node.get_closest_marker("learning_curve"):
+        return
+    from pararl.runners import session
+
+    monkeypatch.setattr(session, "learning_curve", lambda *args: None)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _scratch_machine_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Measurements pararl caches per machine (`runners.ppo_mode`) go to a scratch

@@ -49,6 +49,7 @@ def final_weights(run_dir: Path) -> dict[str, torch.Tensor]:
     return state["learner"]["q"]
 
 
+@pytest.mark.learning_curve
 def test_serial_is_bit_for_bit_reproducible_and_resumes(tmp_path: Path) -> None:
     for name in ("a", "b"):
         train(DQNConfig(mode="serial", seed=3, run_dir=tmp_path / name, **SMALL))

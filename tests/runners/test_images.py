@@ -1,11 +1,13 @@
 """Training from images end to end: Atari frames through the Nature CNN (DQN and
-PPO, a few hundred steps: the path runs, frames stay uint8, the choice is saved), and
-MinAtar Breakout learned clearly above random by DQN in seconds. PPO's MinAtar run
-(learned, evaluated and recorded from its run directory) is the Space Invaders guard,
-`test_learns_space_invaders.py`."""
+PPO, a few hundred steps: the path runs, frames stay uint8, the choice is saved),
+MinAtar Breakout learned clearly above random by DQN in seconds, and a MinAtar PPO run
+evaluated and recorded from its run directory. How well PPO learns MinAtar against
+SB3 is a benchmark (`python -m benchmarks minatar_ab`; at 40,960 steps, 5 seeds:
+results/notes-2026.md, `minatar_ab_guard_40k`)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from pararl import train
+from pararl import PPOConfig, load, playback, train
 from pararl.config import DQNConfig
 from tests.runners.saved import final_state
 
@@ -110,3 +112,39 @@ def test_minatar_dqn_learns_breakout_above_random(tmp_path: Path) -> None:
     assert saved(tmp_path / "dqn")["model"] == "minatar-cnn"
     assert session.last_eval is not None
     assert session.last_eval >= ABOVE_RANDOM
+
+
+def test_ppo_on_minatar_acts_on_one_thread_and_is_evaluated_and_recorded(
+    tmp_path: Path, pararl: Any
+) -> None:
+    """MinAtar's defaults (its CNN, one thread to act and update), then `pararl
+    evaluate --video` from the run directory: the GIF is the first episode, every
+    step of it, as the env draws it."""
+    pytest.importorskip("minatar", reason="the [minatar] extra is not installed")
+    pytest.importorskip("imageio", reason="the [video] extra is not installed")
+    import imageio.v2 as imageio
+
+    run = tmp_path / "run"
+    train(
+        PPOConfig(
+            env="MinAtar/SpaceInvaders-v1", total_steps=512, num_steps=64, seed=0,
+            mode="serial", workers=2, envs_per_worker=4, eval_every=10**12,
+            checkpoint_every=10**12, tensorboard=False, progress="none", run_dir=run,
+            eval_in="inline",
+        )
+    )  # fmt: skip
+    resolved = saved(run)
+    assert resolved["model"] == "minatar-cnn"
+    # MinAtar's small network acts and updates on one thread: on several, two runs side
+    # by side on the same cores slowed each other down 6.6x (docs/guides/cores-and-threads.md)
+    threads = resolved["resolved"]["learner_threads"], resolved["resolved"]["update_threads"]
+    assert threads == (1, 1)
+    gif = tmp_path / "invaders.gif"
+    done = pararl("evaluate", str(run), "--episodes", "2", "--video", str(gif))
+    assert done.returncode == 0, done.stderr
+    _, drawn, _ = playback._play(load(run), 1, 12_345, "rgb_array", 27_000)
+    recorded = imageio.mimread(gif)
+    assert len(recorded) == len(drawn) > 1
+    assert recorded[0].shape[:2] == drawn[0].shape[:2]
+    np.testing.assert_array_equal(recorded[0][..., :3], drawn[0])  # a GIF of few colours
+    assert any(not np.array_equal(a, b) for a, b in itertools.pairwise(recorded))

@@ -129,6 +129,7 @@ def test_what_is_not_batched_is_refused_in_one_line(
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.learning_curve
 def test_a_sweep_trains_each_setting_as_its_run_alone(tmp_path: Path) -> None:
     """`--sweep lr=... gamma=...`: agent k has combination k // seeds and seed
     --seed + k % seeds; its discount reaches its envs' advantages (GAE per env)."""

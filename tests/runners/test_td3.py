@@ -3,7 +3,7 @@
 serial and sync on the same data give the same parameters bit for bit, async actors
 keep the update-to-data ratio, checkpoints resume without refilling the replay,
 `pararl evaluate` and `--video` play its actor, `pararl.load(run).act()` acts within
-the bounds, and it learns Pendulum at all."""
+the bounds, and it learns at all."""
 
 from __future__ import annotations
 
@@ -12,13 +12,16 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from gymnasium.wrappers import FilterObservation, FlattenObservation, TimeLimit
 
 import pararl
 from pararl import train
 from pararl.config.td3 import TD3Config
+from pararl.envs.fake import CueEnv
 from tests.runners.saved import final_state
 
 SMALL: dict[str, Any] = dict(
@@ -130,29 +133,24 @@ def pararl_load(run: Path) -> Any:
     return pararl.load(run, "final")
 
 
-@pytest.mark.slow
-def test_it_learns_pendulum_at_all(tmp_path: Path) -> None:
-    """Short of rl-zoo's budget: 6,000 steps lift the greedy return well above a
-    random policy's (about -1,200 to -1,500; the untrained actor's -1,260); the run
-    stops at the first evaluation there (-797 at 5,000 steps, -1,093 at 4,000)."""
+def vector_cue() -> gym.Env[Any, Any]:
+    """`pararl/DictCue-v0`'s vector leaf alone, flat (TD3 takes Box observations): its
+    first entry says which sign of the action earns 1."""
+    env = CueEnv(cue_in="vector", continuous=True, image_shape=(5, 5, 1))
+    return TimeLimit(FlattenObservation(FilterObservation(env, ["vector"])), 16)
+
+
+def test_it_learns_at_all(tmp_path: Path) -> None:
+    """The actor learns to answer the cue: all 16 steps of an episode (seeds 0-2 get
+    there at 384-512 steps) where its untrained self and random play get about half
+    (7.0-8.25 over 1,024 steps of seed 0 without an update). How well TD3 learns
+    control is the td3 benchmark's (HalfCheetah against SB3)."""
     cfg = TD3Config(
-        env="Pendulum-v1",
-        mode="serial",
-        total_steps=6_000,
-        learning_starts=1_000,
-        hidden=(64, 64),
-        batch_size=128,
-        eval_every=1_000,
-        target_return=-900,
-        eval_episodes=5,
-        eval_in="inline",
-        checkpoint_every=10**9,
-        tensorboard=False,
-        progress="none",
-        learner_threads=1,
+        env=vector_cue, mode="serial", total_steps=1_500, learning_starts=256,
+        buffer_size=5_000, batch_size=64, replay_ratio=0.5, gamma=0.5, hidden=(64, 64),
+        eval_every=128, eval_episodes=4, target_return=14.0, workers=1, envs_per_worker=2,
+        eval_in="inline", checkpoint_every=10**9, tensorboard=False, progress="none",
         run_dir=tmp_path,
-    )
+    )  # fmt: skip
     session = train(cfg)
-    assert session is not None
-    assert session.best_eval is not None
-    assert session.best_eval > -900
+    assert session.best_eval >= 14.0, f"best greedy return {session.best_eval}"
