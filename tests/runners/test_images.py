@@ -1,9 +1,10 @@
 """Training from images end to end: Atari frames through the Nature CNN (DQN and
 PPO, a few hundred steps: the path runs, frames stay uint8, the choice is saved),
-MinAtar Breakout learned clearly above random by DQN in seconds, and a MinAtar PPO run
-evaluated and recorded from its run directory. How well PPO learns MinAtar against
-SB3 is a benchmark (`python -m benchmarks minatar_ab`; at 40,960 steps, 5 seeds:
-results/notes-2026.md, `minatar_ab_guard_40k`)."""
+MinAtar's CNN for DQN, and a MinAtar PPO run evaluated and recorded from its run
+directory. DQN learns from an image at all in tests/runners/test_multi_input.py; how
+well DQN and PPO learn MinAtar is the benchmarks' (`python -m benchmarks minatar_ab`
+against SB3's PPO, at 40,960 steps and 5 seeds in results/notes-2026.md,
+`minatar_ab_guard_40k`; `python -m benchmarks seeds` for DQN)."""
 
 from __future__ import annotations
 
@@ -27,11 +28,6 @@ QUIET = (
     "--progress", "plain", "--no-tensorboard", "--eval-in", "inline", "--eval-episodes", "1",
     "--eval-max-steps", "200",
 )  # fmt: skip
-# MinAtar Breakout, 20 episodes per policy: uniform random actions 0.38, each constant
-# action 0.27 or 0, an untrained network's greedy policy 0 to 0.2. The DQN run stops
-# at the first evaluation there (seed 0: 0.25, 0.6 and 2.4 at 2,000, 4,000 and 6,000
-# steps)
-ABOVE_RANDOM = 2.0
 
 
 # Mnih et al. 2015: three convolutions on 4 stacked 84x84 frames, then 512 units
@@ -98,20 +94,19 @@ def test_ppo_on_atari_frames_runs_with_the_nature_cnn(pararl: Any, tmp_path: Pat
     assert state["learner"]["optimizer"]["steps"] == 2
 
 
-@pytest.mark.slow
-def test_minatar_dqn_learns_breakout_above_random(tmp_path: Path) -> None:
+def test_dqn_on_minatar_takes_its_cnn(tmp_path: Path) -> None:
     pytest.importorskip("minatar", reason="the [minatar] extra is not installed")
     config = DQNConfig(
-        env="MinAtar/Breakout-v1", seed=0, total_steps=8_000, mode="serial", workers=1,
-        envs_per_worker=8, lr=2e-3, n_step=3, double_dqn=True, learning_starts=500,
-        replay_ratio=0.25, batch_size=32, eps_decay_steps=3_000, eps_end=0.05,
-        target_update=100, eval_every=2_000, target_return=ABOVE_RANDOM, eval_in="inline",
-        progress="none", tensorboard=False, run_dir=tmp_path / "dqn",
+        env="MinAtar/Breakout-v1", seed=0, total_steps=256, mode="serial", workers=1,
+        envs_per_worker=8, learning_starts=128, batch_size=16, eval_every=10**9,
+        eval_in="inline", eval_episodes=1, eval_max_steps=100, progress="none",
+        tensorboard=False, run_dir=tmp_path / "dqn",
     )  # fmt: skip
-    session = train(config)
+    train(config)
     assert saved(tmp_path / "dqn")["model"] == "minatar-cnn"
-    assert session.last_eval is not None
-    assert session.last_eval >= ABOVE_RANDOM
+    state = final_state(tmp_path / "dqn")
+    assert weight_shapes(state["learner"]["q"])[0] == (16, 4, 3, 3)  # 4 channels in
+    assert state["learner"]["updates"] > 0
 
 
 def test_ppo_on_minatar_acts_on_one_thread_and_is_evaluated_and_recorded(
