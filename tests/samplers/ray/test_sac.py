@@ -1,9 +1,10 @@
 """SAC with Ray actors, on the same chunk pool as DQN's: it trains on the two-node
-cluster with actions in the env's bounds; a killed actor is restarted, the run goes
-on, and every transition received is in the replay memory. One run checks it all:
-each run starts its own actors (a Ray worker process each, which imports torch), and
-what `pararl.train` adds around the chunk pool is the same for DQN, SAC and TD3
-(checked with Ray in tests/samplers/ray/test_chunks.py and test_td3.py)."""
+cluster with actions in the env's bounds, and every transition received is in the
+replay memory. A killed actor of that pool is restarted and loses nothing
+(tests/samplers/ray/test_chunks.py, with DQN's actors: each actor is a Ray worker
+process that imports torch, seconds of CPU), and what `pararl.train` adds around the
+pool is the same for DQN, SAC and TD3 (checked with Ray in test_chunks.py and
+test_td3.py)."""
 
 from __future__ import annotations
 
@@ -36,18 +37,18 @@ TINY = SACConfig(
 )
 
 
-def test_sac_trains_and_a_killed_actor_is_restarted_and_nothing_received_is_lost(
+def test_sac_trains_on_actors_of_both_nodes_within_the_action_bounds(
     two_nodes: str,
 ) -> None:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as `pararl train` sets it for small networks
     try:
-        _kill_an_actor()
+        _train_on_both_nodes()
     finally:
         torch.set_num_threads(threads)
 
 
-def _kill_an_actor() -> None:
+def _train_on_both_nodes() -> None:
     env = gym.make(TINY.env)
     spaces = env.observation_space, env.action_space
     env.close()
@@ -70,14 +71,9 @@ def _kill_an_actor() -> None:
                     counts[index] += 1
                 loop.learn(min(state.updates_due(), 4))
 
-        take_until(lambda: min(counts) >= 1 and state.learner.updates > 0)
-        ray.kill(pool.group.actors[0], no_restart=False)
-        before = counts[0]
-        take_until(lambda: counts[0] >= before + 2 and any("died" in m for m in log))
-        assert any(m.startswith("pararl: actor 0 died, restarted") for m in log), log
-        assert pool.group.faults.deaths == {0: 1}
+        take_until(lambda: min(counts) >= 2 and state.learner.updates > 0)
+        assert not any("died" in m for m in log), log
         assert state.replay.added == pool.received
-        assert counts[1] > 0
         assert state.learner.updates > 0
         actions = state.replay.action[: len(state.replay)]
         assert actions.shape[1:] == (1,)  # Pendulum's one continuous action
