@@ -123,13 +123,14 @@ def _no_learning_curve_unless_asked(
 
 
 @pytest.fixture(autouse=True, scope="session")
-def _evaluation_children_from_a_fork_server() -> Iterator[None]:
+def _evaluation_children_from_a_fork_server(_scratch_machine_cache: None) -> Iterator[None]:
     """Evaluation processes start from a fork server that has imported what they need
     (torch, pararl, matplotlib) once per test worker, not as fresh interpreters
     (`spawn`, `evaluation.child.EvalChild`), whose imports cost ~3 s of CPU each, in
     ~20 tests. Like `spawn`, the server starts a clean process (no thread of this one)
     and hands it this process's `sys.path` and working directory; it lives as long as
-    this worker, started before any test, so the tests' process counts include it.
+    this worker, started before any test (after the environment it inherits is set),
+    so the tests' process counts include it.
     `pararl` programs the tests start as subprocesses spawn theirs as a user's run does."""
     import multiprocessing as mp
     from multiprocessing import forkserver
