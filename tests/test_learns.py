@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from pararl import DQNConfig, PPOConfig, load, train
+from tests.runners.test_multi_input import READ, SMALL_IMAGE
 
 RANDOM_RETURN = 22.0
 # DQN: the untrained Q-network of seed 0 scores 11-13 greedily (8 evaluations of 5
@@ -76,11 +77,11 @@ def test_ppo_learns_continuous_actions(tmp_path: Path) -> None:
     to answer a cue with the sign of its action (`pararl/DictCue-v0`): 14 of 16 or more
     at its first evaluation (seeds 0-2: 14.0-16.0 after 256 steps) where its untrained
     self gets 6.5-11.0 (3 seeds, 8 evaluations each, learning rate ~0)."""
-    cue = {"cue_in": "vector", "continuous": True, "image_shape": [5, 5, 1]}
+    cue = {"cue_in": "vector", "continuous": True, **SMALL_IMAGE}
     config = PPOConfig(
         mode="serial", total_steps=4_096, num_steps=64, env_kwargs=cue, run_dir=tmp_path,
         **{**COMMON, "env": "pararl/DictCue-v0", "workers": 1, "envs_per_worker": 2,
-           "eval_every": 256, "eval_episodes": 4, "target_return": 14.0},  # type: ignore[arg-type]
+           "eval_every": 256, "eval_episodes": 4, "target_return": READ},  # type: ignore[arg-type]
     )  # fmt: skip
     session = train(config)
-    assert session.best_eval >= 14.0, f"PPO: best greedy return {session.best_eval}"
+    assert session.best_eval >= READ, f"PPO: best greedy return {session.best_eval}"

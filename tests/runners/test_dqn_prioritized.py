@@ -5,6 +5,7 @@ priorities survive a checkpoint and resume."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -12,21 +13,19 @@ import numpy as np
 from pararl import DQNConfig, train
 from tests.runners.saved import final_state
 from tests.runners.test_dqn import SMALL
+from tests.runners.test_multi_input import DQN_CUE, READ, SMALL_IMAGE
 
 
 def test_prioritized_dqn_learns(tmp_path: Path) -> None:
     """Async, on the count cue (`pararl/DictCue-v0`): every step of an episode answered
     (seeds 0-2: 16 of 16 after 1,024-1,280 steps), where the untrained network gets
     4.5-8.5 (3 seeds, 8 evaluations each, no update)."""
-    config = DQNConfig(
-        env="pararl/DictCue-v0", env_kwargs={"cue_in": "count", "image_shape": [5, 5, 1]},
-        mode="async", prioritized=True, total_steps=6_000, learning_starts=500,
-        buffer_size=5_000, hidden=(64,), eval_every=250, eval_episodes=4, workers=1,
-        envs_per_worker=4, target_return=14.0, seed=0, tensorboard=False, progress="none",
-        eval_in="inline", run_dir=tmp_path,
+    config = dataclasses.replace(
+        DQN_CUE, env="pararl/DictCue-v0", env_kwargs={"cue_in": "count", **SMALL_IMAGE},
+        mode="async", prioritized=True, total_steps=6_000, run_dir=tmp_path,
     )  # fmt: skip
     session = train(config)
-    assert session.best_eval >= 14.0, f"prioritized DQN async: best {session.best_eval}"
+    assert session.best_eval >= READ, f"prioritized DQN async: best {session.best_eval}"
 
 
 def test_priorities_are_checkpointed_and_resumed(tmp_path: Path) -> None:

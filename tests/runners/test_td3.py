@@ -23,6 +23,7 @@ from pararl import train
 from pararl.config.td3 import TD3Config
 from pararl.envs.fake import CueEnv
 from tests.runners.saved import final_state
+from tests.runners.test_multi_input import READ, SMALL_IMAGE
 
 SMALL: dict[str, Any] = dict(
     env="Pendulum-v1",
@@ -136,7 +137,7 @@ def pararl_load(run: Path) -> Any:
 def vector_cue() -> gym.Env[Any, Any]:
     """`pararl/DictCue-v0`'s vector leaf alone, flat (TD3 takes Box observations): its
     first entry says which sign of the action earns 1."""
-    env = CueEnv(cue_in="vector", continuous=True, image_shape=(5, 5, 1))
+    env = CueEnv(cue_in="vector", continuous=True, **SMALL_IMAGE)
     return TimeLimit(FlattenObservation(FilterObservation(env, ["vector"])), 16)
 
 
@@ -148,9 +149,9 @@ def test_it_learns_at_all(tmp_path: Path) -> None:
     cfg = TD3Config(
         env=vector_cue, mode="serial", total_steps=1_500, learning_starts=256,
         buffer_size=5_000, batch_size=64, replay_ratio=0.5, gamma=0.5, hidden=(64, 64),
-        eval_every=128, eval_episodes=4, target_return=14.0, workers=1, envs_per_worker=2,
+        eval_every=128, eval_episodes=4, target_return=READ, workers=1, envs_per_worker=2,
         eval_in="inline", checkpoint_every=10**9, tensorboard=False, progress="none",
         run_dir=tmp_path,
     )  # fmt: skip
     session = train(cfg)
-    assert session.best_eval >= 14.0, f"best greedy return {session.best_eval}"
+    assert session.best_eval >= READ, f"best greedy return {session.best_eval}"
