@@ -21,8 +21,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e ".[$(EXTRAS)]"
 	touch $(STAMP)
 
+# Python's bytecode cache on, even where PYTHONDONTWRITEBYTECODE is set (as in many
+# containers): the suite starts hundreds of Python processes (test workers, `pararl`
+# programs, Ray actors, benchmark anchors) that would each compile pararl's modules
+# again, and pytest rewrites every test module's asserts on each run without it
+# (collecting the tests: 15 s of CPU per test worker without the cache, 10 s with it).
 test: venv
-	$(BIN)/python -m pytest -q
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q
 
 lint: venv
 	$(BIN)/ruff check src tests benchmarks compat docs/hooks.py

@@ -1,7 +1,7 @@
 """`python -m benchmarks ray`: the quick path end to end (shrunk further: one actor of
 each backend, each a process that imports torch) on the shared two-node cluster. That
 pararl's Ray actors spread over the nodes is checked in tests/samplers/ray/
-test_chunks.py and test_sac.py."""
+test_chunks.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""SAC with Ray actors, on the same chunk pool as DQN's: it trains on the two-node
-cluster with actions in the env's bounds, and every transition received is in the
-replay memory. A killed actor of that pool is restarted and loses nothing
+"""SAC with a Ray actor, on the same chunk pool as DQN's: it trains with actions in
+the env's bounds, and every transition received is in the replay memory. The pool's
+actors spread over the nodes and a killed one is restarted and loses nothing
 (tests/samplers/ray/test_chunks.py, with DQN's actors: each actor is a Ray worker
 process that imports torch, seconds of CPU), and what `pararl.train` adds around the
 pool is the same for DQN, SAC and TD3 (checked with Ray in test_chunks.py and
@@ -23,7 +23,7 @@ ray = pytest.importorskip("ray")
 TINY = SACConfig(
     env="Pendulum-v1",
     backend="ray",
-    workers=2,
+    workers=1,
     envs_per_worker=2,
     total_steps=1_000,
     learning_starts=250,
@@ -37,18 +37,16 @@ TINY = SACConfig(
 )
 
 
-def test_sac_trains_on_actors_of_both_nodes_within_the_action_bounds(
-    two_nodes: str,
-) -> None:
+def test_sac_trains_on_a_ray_actor_within_the_action_bounds(two_nodes: str) -> None:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as `pararl train` sets it for small networks
     try:
-        _train_on_both_nodes()
+        _train()
     finally:
         torch.set_num_threads(threads)
 
 
-def _train_on_both_nodes() -> None:
+def _train() -> None:
     env = gym.make(TINY.env)
     spaces = env.observation_space, env.action_space
     env.close()
@@ -57,9 +55,7 @@ def _train_on_both_nodes() -> None:
     pool = make_source(state, "async", log.append)
     loop = OffPolicyLoop(state, pool)
     try:
-        nodes = ray.get([actor.node.remote() for actor in pool.group.actors], timeout=60)
-        assert len(set(nodes)) == 2  # SPREAD: one actor per node
-        counts = [0, 0]
+        counts = [0]
 
         def take_until(done: object, timeout_s: float = 60.0) -> None:
             deadline = time.monotonic() + timeout_s
@@ -71,7 +67,7 @@ def _train_on_both_nodes() -> None:
                     counts[index] += 1
                 loop.learn(min(state.updates_due(), 4))
 
-        take_until(lambda: min(counts) >= 2 and state.learner.updates > 0)
+        take_until(lambda: counts[0] >= 2 and state.learner.updates > 0)
         assert not any("died" in m for m in log), log
         assert state.replay.added == pool.received
         assert state.learner.updates > 0

@@ -1,7 +1,7 @@
 """TD3 with Ray actors, on the same chunk pool as DQN's and SAC's: it trains with a
 Ray actor acting with the actor and its noise (one actor: each starts a Ray worker
 process, which imports torch; the actors' placement over the two nodes is checked in
-tests/samplers/ray/test_chunks.py and test_sac.py)."""
+tests/samplers/ray/test_chunks.py)."""
 
 from __future__ import annotations
 
