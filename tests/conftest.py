@@ -50,6 +50,7 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 XDIST_GROUPS = (
     "tests/samplers/ray/",
     "tests/algos/test_fused.py",  # the compiled steps: dynamo's first compile once
+    "tests/envs/test_atari.py",  # Gymnasium's reference frames, made once per mode
     "tests/runners/test_dqn_population.py",
     "tests/runners/test_maml.py",
     "tests/runners/test_modes_agree.py",
@@ -58,6 +59,7 @@ XDIST_GROUPS = (
     "tests/runners/test_td3.py",
     "tests/test_agent.py",
     "tests/test_checkpoint.py",
+    "tests/test_cli_reference.py",
     "tests/test_env_factories.py",
     "tests/test_first_hour.py",
     "tests/test_playback.py",
