@@ -11,8 +11,11 @@ def _register(env_id: str, entry_point: str, **kwargs: object) -> None:
 
 
 _register("pararl/StepCost-v0", "pararl.envs.fake:StepCostEnv")
-# every step costs 1 ms of CPU: long enough requests to interrupt (Ray actor-death tests)
-_register("pararl/SlowStep-v0", "pararl.envs.fake:StepCostEnv", kwargs={"cost_us": 1000.0})
+# every step takes 1 ms, slept: requests long enough to interrupt, with the cores left
+# to the rest of the machine (Ray actor-death tests)
+_register(
+    "pararl/SlowStep-v0", "pararl.envs.fake:StepCostEnv", kwargs={"cost_us": 1000.0, "sleeps": True}
+)
 # records the reset seeds it gets (`$PARARL_SEED_LOG`); episodes never end by time
 _register("pararl/SeedLog-v0", "pararl.envs.fake:SeedLogEnv", kwargs={"episode_length": 10**9})
 # fails on its 300th step: late enough that a training run has stored data first

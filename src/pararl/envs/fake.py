@@ -4,7 +4,9 @@ MultiDiscrete, MultiBinary and masked actions (`TargetEnv`, `MaskedChoiceEnv`), 
 an env of Dict or Tuple observations whose answer lies in one leaf (`CueEnv`).
 
 Every step of the step-cost envs burns real CPU (a busy loop on the clock), as a
-simulator would; it does not sleep, so it competes for cores like real work.
+simulator would; it does not sleep, so it competes for cores like real work. Only
+`pararl/SlowStep-v0` sleeps instead: a slow stream of steps that leaves the cores to
+the rest of the machine (tests that kill an actor mid-rollout).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class StepCostEnv(gym.Env[np.ndarray, np.int64]):
     """A seeded random walk whose steps cost `cost_us` microseconds of CPU, plus a
     heavy tail: with `tail_alpha > 0`, each step costs `cost_us * (1 + Pareto(alpha))`
     (mean `cost_us * alpha / (alpha - 1)` for alpha > 1; smaller alpha = heavier tail).
+    With `sleeps`, a step sleeps its cost instead of burning it.
 
     Observations depend only on the seed and the actions, so runs can be compared
     bit for bit across vector-env backends.
@@ -44,6 +47,7 @@ class StepCostEnv(gym.Env[np.ndarray, np.int64]):
         tail_alpha: float = 0.0,
         episode_length: int = 200,
         render_mode: str | None = None,
+        sleeps: bool = False,
     ) -> None:
         self.render_mode = render_mode
         self.observation_space = spaces.Box(-np.inf, np.inf, (obs_dim,), np.float32)
@@ -51,6 +55,7 @@ class StepCostEnv(gym.Env[np.ndarray, np.int64]):
         self.cost_s = cost_us * 1e-6
         self.tail_alpha = tail_alpha
         self.episode_length = episode_length
+        self._spend = time.sleep if sleeps else burn
         self._state = np.zeros(obs_dim, dtype=np.float32)
         self._t = 0
         self._cost_rng = np.random.default_rng()
@@ -70,7 +75,7 @@ class StepCostEnv(gym.Env[np.ndarray, np.int64]):
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         if self.cost_s:
-            burn(self._step_cost())
+            self._spend(self._step_cost())
         self._t += 1
         drift = 0.1 if int(action) == 1 else -0.1
         noise = self.np_random.normal(scale=0.1, size=self._state.shape)
