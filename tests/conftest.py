@@ -140,9 +140,9 @@ def _evaluation_children_from_a_fork_server(_scratch_machine_cache: None) -> Ite
 
     from pararl.evaluation import child
 
-    mp.set_forkserver_preload(
-        ["pararl.evaluation.serve", "matplotlib.figure", "matplotlib.backends.backend_agg"]
-    )
+    # what `serve` imports on its first request too: the env factories (`envs.make`)
+    preload = ["pararl.evaluation.serve", "pararl.envs.make"]
+    mp.set_forkserver_preload([*preload, "matplotlib.figure", "matplotlib.backends.backend_agg"])
     forkserver.ensure_running()
     server = mp.get_context("forkserver")
     with pytest.MonkeyPatch.context() as patch:
