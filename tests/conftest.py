@@ -88,40 +88,50 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
-@pytest.fixture(autouse=True)
-def _evaluate_inline_unless_asked(
-    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """`--eval-in auto` evaluates in the training process in tests, unless a test is
-    marked `eval_child`: on 2 cores `auto` spawns the evaluation process, whose imports
-    cost ~4 s of CPU per run, and most tests train runs of a second or two. `process`
-    still spawns it, as do `pararl` programs the tests start as subprocesses."""
-    if request.node.get_closest_marker("eval_child"):
-        return
+@pytest.fixture(autouse=True, scope="session")
+def quiet_runs() -> Iterator[dict[str, Any]]:
+    """Two things a run does that most tests do not look at, off for the session (the
+    module-scoped fixtures' runs included), each back on for the tests marked for it:
+    - `--eval-in auto` evaluates in the training process, unless a test is marked
+      `eval_child`: on 2 cores `auto` spawns the evaluation process, whose imports
+      cost ~4 s of CPU per run, and most tests train runs of a second or two.
+      `process` still spawns it, as do `pararl` programs the tests start as
+      subprocesses;
+    - a run draws its learning curve as it ends, in the training process: ~0.3 s of
+      matplotlib, more than a whole run of most tests here (~230 runs, a tenth of the
+      suite's CPU). Tests marked `learning_curve` draw it, as do `pararl` programs the
+      tests start as subprocesses and evaluation processes (which draw it when idle);
+      tests/test_plots.py tests the drawing itself.
+    Yields the real functions, which `_runs_as_marked` puts back."""
     from pararl.evaluation import child
-    from pararl.runners import setup
+    from pararl.runners import session, setup
+
+    real = {"evaluates_in_process": child.evaluates_in_process}
+    real["learning_curve"] = session.learning_curve
 
     def evaluates_in_process(eval_in: str) -> bool:
         return eval_in == "process"
 
-    monkeypatch.setattr(child, "evaluates_in_process", evaluates_in_process)
-    monkeypatch.setattr(setup, "evaluates_in_process", evaluates_in_process)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(child, "evaluates_in_process", evaluates_in_process)
+        patch.setattr(setup, "evaluates_in_process", evaluates_in_process)
+        patch.setattr(session, "learning_curve", lambda *args: None)
+        yield real
 
 
 @pytest.fixture(autouse=True)
-def _no_learning_curve_unless_asked(
-    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+def _runs_as_marked(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, quiet_runs: dict[str, Any]
 ) -> None:
-    """A run draws its learning curve as it ends, in the training process: ~0.3 s of
-    matplotlib, more than a whole run of most tests here (~230 runs, a tenth of the
-    suite's CPU). Tests marked `learning_curve` draw it, as do `pararl` programs the
-    tests start as subprocesses and evaluation processes (which draw it when idle);
-    tests/test_plots.py tests the drawing itself."""
-    if request.node.get_closest_marker("learning_curve"):
-        return
-    from pararl.runners import session
+    """A test marked `eval_child` or `learning_curve` gets that part of a run back."""
+    from pararl.evaluation import child
+    from pararl.runners import session, setup
 
-    monkeypatch.setattr(session, "learning_curve", lambda *args: None)
+    if request.node.get_closest_marker("eval_child"):
+        monkeypatch.setattr(child, "evaluates_in_process", quiet_runs["evaluates_in_process"])
+        monkeypatch.setattr(setup, "evaluates_in_process", quiet_runs["evaluates_in_process"])
+    if request.node.get_closest_marker("learning_curve"):
+        monkeypatch.setattr(session, "learning_curve", quiet_runs["learning_curve"])
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pararl import DQNConfig, train
 from pararl.cli import main
+from pararl.runners import session
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def run_dir(tmp_path_factory: pytest.TempPathFactory, quiet_runs: dict[str, Any]) -> Path:
     run = tmp_path_factory.mktemp("eval") / "run"
+    with pytest.MonkeyPatch.context() as patch:  # a run that draws its curve (conftest.py)
+        patch.setattr(session, "learning_curve", quiet_runs["learning_curve"])
+        _train(run)
+    return run
+
+
+def _train(run: Path) -> None:
     train(
         DQNConfig(
             mode="serial",
@@ -29,7 +38,6 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
             batch_size=16,
         )
     )
-    return run
 
 
 def test_run_dir_has_everything(run_dir: Path) -> None:
