@@ -135,6 +135,22 @@ def _runs_as_marked(
 
 
 @pytest.fixture(autouse=True, scope="session")
+def _workers_block_between_commands() -> Iterator[None]:
+    """Vector-env workers block for their next command at once instead of spinning
+    first (`ParallelVectorEnv`'s `spin_s`, `pararl.mp.listen`). A spin buys a step's
+    latency with CPU time, which pays on cores the run has to itself; here two test
+    workers share two cores, and a spinning env worker of one test takes CPU that the
+    other test's processes need: the suite spent 697 CPU-s with workers that block,
+    730 with spinning ones (one run each, the same hour). tests/vector/test_listen.py
+    tests the spin itself, with its `spin_s` given."""
+    from pararl.mp import listen
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(listen, "SPIN_S", 0.0)
+        yield
+
+
+@pytest.fixture(autouse=True, scope="session")
 def _evaluation_children_from_a_fork_server(_scratch_machine_cache: None) -> Iterator[None]:
     """Evaluation processes start from a fork server that has imported what they need
     (torch, pararl, matplotlib) once per test worker, not as fresh interpreters

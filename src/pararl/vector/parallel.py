@@ -14,7 +14,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from pararl.mp.listen import SPIN_S
+from pararl.mp import listen
 from pararl.mp.shared import ArraySpec
 from pararl.mp.topology import physical_cores
 from pararl.vector.core import BatchVectorEnv
@@ -56,7 +56,8 @@ class ParallelVectorEnv(BatchVectorEnv):
         start_timeout: seconds allowed for the workers to build their envs.
         spin_s: longest time a worker busy-waits (yielding its core) for the next
             command, when commands have been following its replies that closely;
-            it saves the wake-up of a sleeping core per step. 0: always block.
+            it saves the wake-up of a sleeping core per step. 0: always block; None:
+            `pararl.mp.listen.SPIN_S` (0.5 ms), as it is when the env is made.
         shared_infos: info keys whose values travel in shared memory, by an example
             value of each (see `BatchVectorEnv`).
     """
@@ -76,7 +77,7 @@ class ParallelVectorEnv(BatchVectorEnv):
         num_workers: int | None = None,
         worker_timeout: float | None = 300.0,
         start_timeout: float = 120.0,
-        spin_s: float = SPIN_S,
+        spin_s: float | None = None,
         shared_infos: Mapping[str, np.ndarray] | None = None,
     ) -> None:
         if worker is not None:
@@ -106,7 +107,7 @@ class ParallelVectorEnv(BatchVectorEnv):
         self.max_concurrency = max_concurrency
         self._requested_workers = num_workers
         self._ctx = mp.get_context(context)
-        self._spin_s = spin_s
+        self._spin_s = listen.SPIN_S if spin_s is None else spin_s
         self._start_timeout = start_timeout
         super().__init__(
             env_fns,
