@@ -6,7 +6,11 @@ returns tensors. `FusedStep` runs that one function in one of four ways, so the 
 paths and the plain one share their math line for line:
 
 - `eager`: as written, op by op;
-- `compile`: through `torch.compile` (inductor): fused kernels and less Python per op;
+- `compile`: through `torch.compile` (inductor): fused kernels and less Python per op.
+  Dynamo stops its graph at the backward call, so this is two compiled programs: the
+  forward pass and loss (with the backward AOT autograd derives from them), then the
+  optimizer. Tracing the backward too (`torch._dynamo.config.trace_autograd_ops`,
+  torch 2.13) compiled slower and no longer matched the plain step in the tests;
 - `graph` (CUDA only): the step's kernels are recorded once into a CUDA graph and
   replayed for every later step, with the new batch copied into the recorded inputs.
   A small network's step is hundreds of tiny kernels whose launches cost more than
