@@ -6,7 +6,9 @@ data: a file whose unpickling would run code is refused through `pararl evaluate
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,7 @@ import torch
 
 from pararl import DQNConfig, checkpoint, load, train
 from pararl.checkpoint import Header
-from pararl.errors import UsageError
+from pararl.errors import Terminated, UsageError, sigterm_as_interrupt
 
 
 def test_header_round_trips_through_a_file(tmp_path: Path) -> None:
@@ -92,6 +94,34 @@ def test_a_state_that_would_need_code_is_not_saved(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match=r"state\['config'\] is a PosixPath"):
         checkpoint.save(tmp_path / "c.pt", {"format": 1, "config": tmp_path})
     assert not list(tmp_path.iterdir())  # no file, no temp file
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_during_the_write_takes_effect_once_the_file_is_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sig: signal.Signals
+) -> None:
+    """SIGTERM or Ctrl-C that comes while `torch.save` writes: the write ends, the
+    checkpoint is whole and in place, then the run's interrupt is raised (raised
+    inside torch's zip writer, it would leave the writer half-done, and the writer's
+    own error on the way out, "unexpected pos", would hide it)."""
+    real_save = torch.save
+
+    def save_with_a_signal_halfway(obj: Any, f: Any) -> None:
+        f.write(b"")  # the file is open; the zip writer has not started
+        os.kill(os.getpid(), sig)
+        real_save(obj, f)
+
+    monkeypatch.setattr(checkpoint.torch, "save", save_with_a_signal_halfway)
+    state = {"format": 1, "weights": torch.arange(1000.0), "steps": 5}
+    with (
+        sigterm_as_interrupt(),
+        pytest.raises(Terminated if sig == signal.SIGTERM else KeyboardInterrupt),
+    ):
+        checkpoint.save(tmp_path / "c.pt", state)
+    assert [p.name for p in tmp_path.iterdir()] == ["c.pt"]  # no temp file left
+    saved = checkpoint.load(tmp_path / "c.pt")
+    assert torch.equal(saved["weights"], state["weights"])
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers back
 
 
 # A file whose unpickling runs code: what a stranger's checkpoint can hold.

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from pararl.errors import UsageError
+from pararl.errors import UsageError, interrupts_held
 
 NDARRAY = "__ndarray__"  # the key of a dict that stands for a numpy array
 TRUST_FLAG = "--trust-checkpoint"
@@ -129,11 +129,12 @@ def save(path: Path, state: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(encoded, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        with interrupts_held():  # a Ctrl-C or SIGTERM takes effect once the file is whole
+            with os.fdopen(fd, "wb") as f:
+                torch.save(encoded, f)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

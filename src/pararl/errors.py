@@ -52,3 +52,30 @@ def sigterm_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def interrupts_held() -> Iterator[None]:
+    """Ctrl-C (SIGINT) and SIGTERM wait until the block ends, then take effect as if
+    they came just after it: a write that must not be cut (a checkpoint's file) runs
+    to its end. Raised inside a library's writer, the interrupt would instead leave
+    the writer half-done, and what the writer raises in its clean-up (torch's zip
+    writer: "unexpected pos") would hide it. Off the main thread, where no signal
+    handler runs, the block runs as it is."""
+    caught: list[int] = []
+
+    def hold(signum: int, frame: Any) -> None:
+        caught.append(signum)
+
+    try:
+        previous = {sig: signal.signal(sig, hold) for sig in (signal.SIGINT, signal.SIGTERM)}
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for sig in dict.fromkeys(caught):  # each signal once, in the order they came
+            signal.raise_signal(sig)
