@@ -77,5 +77,5 @@ def interrupts_held() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        for sig in dict.fromkeys(caught):  # each signal once, in the order they came
-            signal.raise_signal(sig)
+        for signum in dict.fromkeys(caught):  # each signal once, in the order they came
+            signal.raise_signal(signum)
