@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 
@@ -36,39 +36,12 @@ def said(exc: BaseException, mark: bool = False) -> bool:
 
 
 @contextlib.contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM raises `Terminated` in the main thread while the block runs (elsewhere,
-    signals are left alone)."""
-
-    def handler(signum: int, frame: Any) -> None:
-        raise Terminated()
-
+def _handled(handlers: dict[int, Callable[[int, Any], None]]) -> Iterator[None]:
+    """`handlers` handle their signals while the block runs, in the main thread, and
+    the previous ones after it; elsewhere (where no handler runs) signals are left
+    alone."""
     try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-@contextlib.contextmanager
-def interrupts_held() -> Iterator[None]:
-    """Ctrl-C (SIGINT) and SIGTERM wait until the block ends, then take effect as if
-    they came just after it: a write that must not be cut (a checkpoint's file) runs
-    to its end. Raised inside a library's writer, the interrupt would instead leave
-    the writer half-done, and what the writer raises in its clean-up (torch's zip
-    writer: "unexpected pos") would hide it. Off the main thread, where no signal
-    handler runs, the block runs as it is."""
-    caught: list[int] = []
-
-    def hold(signum: int, frame: Any) -> None:
-        caught.append(signum)
-
-    try:
-        previous = {sig: signal.signal(sig, hold) for sig in (signal.SIGINT, signal.SIGTERM)}
+        previous = {sig: signal.signal(sig, handler) for sig, handler in handlers.items()}
     except ValueError:  # not the main thread
         yield
         return
@@ -77,5 +50,34 @@ def interrupts_held() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises `Terminated` in the main thread while the block runs."""
+
+    def handler(signum: int, frame: Any) -> None:
+        raise Terminated()
+
+    with _handled({signal.SIGTERM: handler}):
+        yield
+
+
+@contextlib.contextmanager
+def interrupts_held() -> Iterator[None]:
+    """Ctrl-C (SIGINT) and SIGTERM wait until the block ends, then take effect as if
+    they came just after it: a write that must not be cut (a checkpoint's file) runs
+    to its end. Raised inside a library's writer, the interrupt would instead leave
+    the writer half-done, and what the writer raises in its clean-up (torch's zip
+    writer: "unexpected pos") would hide it."""
+    caught: list[int] = []
+
+    def hold(signum: int, frame: Any) -> None:
+        caught.append(signum)
+
+    try:
+        with _handled({signal.SIGINT: hold, signal.SIGTERM: hold}):
+            yield
+    finally:
         for signum in dict.fromkeys(caught):  # each signal once, in the order they came
             signal.raise_signal(signum)
