@@ -106,8 +106,10 @@ def quiet_runs() -> Iterator[dict[str, Any]]:
     from pararl.evaluation import child
     from pararl.runners import session, setup
 
-    real = {"evaluates_in_process": child.evaluates_in_process}
-    real["learning_curve"] = session.learning_curve
+    real = {
+        "evaluates_in_process": child.evaluates_in_process,
+        "learning_curve": session.learning_curve,
+    }
 
     def evaluates_in_process(eval_in: str) -> bool:
         return eval_in == "process"
@@ -166,9 +168,15 @@ def _evaluation_children_from_a_fork_server(_scratch_machine_cache: None) -> Ite
 
     from pararl.evaluation import child
 
-    # what `serve` imports on its first request too: the env factories (`envs.make`)
-    preload = ["pararl.evaluation.serve", "pararl.envs.make"]
-    mp.set_forkserver_preload([*preload, "matplotlib.figure", "matplotlib.backends.backend_agg"])
+    # `envs.make`: what `serve` imports on its first request too (the env factories)
+    mp.set_forkserver_preload(
+        [
+            "pararl.evaluation.serve",
+            "pararl.envs.make",
+            "matplotlib.figure",
+            "matplotlib.backends.backend_agg",
+        ]
+    )
     forkserver.ensure_running()
     server = mp.get_context("forkserver")
     with pytest.MonkeyPatch.context() as patch:

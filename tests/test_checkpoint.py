@@ -107,8 +107,7 @@ def test_a_signal_during_the_write_takes_effect_once_the_file_is_whole(
     real_save = torch.save
 
     def save_with_a_signal_halfway(obj: Any, f: Any) -> None:
-        f.write(b"")  # the file is open; the zip writer has not started
-        os.kill(os.getpid(), sig)
+        os.kill(os.getpid(), sig)  # the temp file is open, nothing written yet
         real_save(obj, f)
 
     monkeypatch.setattr(checkpoint.torch, "save", save_with_a_signal_halfway)

@@ -17,27 +17,23 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory, quiet_runs: dict[str, Any]
     run = tmp_path_factory.mktemp("eval") / "run"
     with pytest.MonkeyPatch.context() as patch:  # a run that draws its curve (conftest.py)
         patch.setattr(session, "learning_curve", quiet_runs["learning_curve"])
-        _train(run)
-    return run
-
-
-def _train(run: Path) -> None:
-    train(
-        DQNConfig(
-            mode="serial",
-            run_dir=run,
-            total_steps=400,
-            learning_starts=100,
-            eval_every=400,
-            eval_episodes=2,
-            tensorboard=True,
-            progress="none",
-            workers=1,
-            envs_per_worker=2,
-            hidden=(16,),
-            batch_size=16,
+        train(
+            DQNConfig(
+                mode="serial",
+                run_dir=run,
+                total_steps=400,
+                learning_starts=100,
+                eval_every=400,
+                eval_episodes=2,
+                tensorboard=True,
+                progress="none",
+                workers=1,
+                envs_per_worker=2,
+                hidden=(16,),
+                batch_size=16,
+            )
         )
-    )
+    return run
 
 
 def test_run_dir_has_everything(run_dir: Path) -> None:
