@@ -6,14 +6,24 @@ A page includes a file, or one section of it, with a line of its own:
     <!-- include: ARCHITECTURE.md -->
     <!-- include: BENCHMARKS.md#headline -->
 
+    <!-- include: BENCHMARKS.md as pages -->
+
 `#slug` takes the section under the heading with that anchor (GitHub's, which the
 site's `toc` slugify makes too), up to the next heading of its level or above, without
 the heading itself. The page that includes a whole file publishes it: links in any
 included text are rewritten from the repository's layout to the site's, so
 `[RESULTS.md](RESULTS.md)` in BENCHMARKS.md goes to the page that includes RESULTS.md,
-`(#a-section)` in the headline to that section of the BENCHMARKS.md page, and
-`figures/*.png` to the copies this hook adds to the site. A link to a repository
-file that no page publishes is a warning, which `mkdocs build --strict` fails on.
+`(#a-section)` in the headline to that section, and `figures/*.png` to the copies this
+hook adds to the site. A link to a repository file that no page publishes is a
+warning, which `mkdocs build --strict` fails on.
+
+`as pages` publishes a file as one page per section of level 2 (those another page
+includes by `#slug` aside), listed in the navigation under the including page, which
+shows the file's opening and a link to each. A section whose title ends in
+", section NAME" (a second run of one benchmark, `python -m benchmarks NAME --section
+...`) joins the page of the title before it. A link to an anchor of such a file, from
+included text or from a page of docs/ to the including page, goes to the page that
+holds the anchor.
 
 A line of its own `<!-- cli-reference -->` becomes the command line's reference: what
 `pararl --help` prints, then for each command of `pararl.cli.COMMANDS` (the table the
@@ -31,6 +41,7 @@ import os
 import posixpath
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mkdocs.config.defaults import MkDocsConfig
@@ -40,7 +51,9 @@ from mkdocs.structure.pages import Page
 log = logging.getLogger("mkdocs.hooks.include")
 
 ROOT = Path(__file__).resolve().parents[1]  # the repository
-INCLUDE = re.compile(r"^<!-- include: (?P<path>[^#\s]+)(?:#(?P<section>\S+))? -->$", re.M)
+INCLUDE = re.compile(
+    r"^<!-- include: (?P<path>[^#\s]+)(?:#(?P<section>\S+))?(?P<pages> as pages)? -->$", re.M
+)
 FIGURES = "figures"  # the repository's figures, copied to the site at the same path
 FENCE = re.compile(r"^(```|~~~)")
 # a Markdown link or image whose target is relative: [text](target) or ![alt](target)
@@ -48,15 +61,133 @@ LINK = re.compile(r"(?P<head>!?\[[^\]\n]*\])\((?P<target>[^)\s]+)\)")
 HEADING = re.compile(r"^(?P<level>#{1,6}) (?P<title>.+?)\s*#*$")
 CLI_REFERENCE = re.compile(r"^<!-- cli-reference -->$", re.M)
 HELP_COLUMNS = 80  # the help's width on the page: a common terminal's
+SECOND_RUN = re.compile(r", section \S+$")  # a title's tail: a benchmark's second section
+COMMAND = re.compile(r"\s*\(`python -m benchmarks (?P<name>\w+)`\)")  # a title's command
 
 # repository path -> the docs path of the page that publishes it (set by on_files)
 published: dict[str, str] = {}
+# (repository path, anchor) -> the docs path of the page that holds it, for the files
+# published as pages and the sections included by `#slug` (set by on_config)
+anchors: dict[tuple[str, str], str] = {}
+
+
+@dataclass
+class Split:
+    """A file published `as pages`: the page that includes it, the file's opening,
+    and its pages (docs path -> title, Markdown) in the file's order."""
+
+    source: str
+    index: str
+    opening: str
+    pages: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+
+splits: dict[str, Split] = {}  # repository path -> how it is split (set by on_config)
+generated: dict[str, str] = {}  # a split's page (docs path) -> its repository file
+
+
+def on_config(config: MkDocsConfig) -> MkDocsConfig:
+    """Split the files included `as pages`, and list their pages in the navigation."""
+    splits.clear()
+    generated.clear()
+    anchors.clear()
+    pages = sorted(Path(config.docs_dir).rglob("*.md"))
+    includes = [
+        (page.relative_to(config.docs_dir).as_posix(), match)
+        for page in pages
+        for match in INCLUDE.finditer(page.read_text(encoding="utf-8"))
+    ]
+    for uri, match in includes:
+        if match["pages"] and match["section"] is None:
+            splits[match["path"]] = _split(match["path"], uri)
+    for uri, match in includes:  # a section another page includes has no page of its own
+        if match["section"] is not None and match["path"] in splits:
+            anchors[(match["path"], match["section"])] = uri
+    for split in splits.values():
+        for page, (_, markdown) in split.pages.items():
+            generated[page] = split.source
+            anchors.update({(split.source, a): page for a in _anchors(markdown)})
+        _nest(config.nav or [], split)
+    return config
+
+
+def _split(source: str, index: str) -> Split:
+    """`source` cut into its opening and one page per section of level 2."""
+    text = (ROOT / source).read_text(encoding="utf-8")
+    sections = _level_two(text)
+    split = Split(source, index, text[: sections[0][1]] if sections else text)
+    included = {
+        m["section"]
+        for page in ROOT.joinpath("docs").rglob("*.md")
+        for m in INCLUDE.finditer(page.read_text(encoding="utf-8"))
+        if m["path"] == source and m["section"]
+    }
+    folder = posixpath.splitext(index)[0]
+    for title, start, end in sections:
+        if _slug(title) in included:
+            continue
+        base = SECOND_RUN.sub("", title)
+        command = COMMAND.search(base)
+        page = f"{folder}/{command['name'] if command else _slug(base)}.md"
+        body = text[start:end].split("\n", 1)[1]
+        if page not in split.pages:
+            heading = base if title == base else f"{base}\n\n## {title}"
+            split.pages[page] = (COMMAND.sub("", base), f"# {heading}\n{body}")
+        else:
+            name, markdown = split.pages[page]
+            split.pages[page] = (name, f"{markdown.rstrip()}\n\n## {title}\n{body}")
+    return split
+
+
+def _level_two(text: str) -> list[tuple[str, int, int]]:
+    """The sections of level 2: title, and where each starts and ends in `text`."""
+    found: list[tuple[str, int]] = []
+    offset, in_code = 0, False
+    for line in text.splitlines(keepends=True):
+        if FENCE.match(line):
+            in_code = not in_code
+        heading = None if in_code else HEADING.match(line)
+        if heading and len(heading["level"]) == 2:
+            found.append((heading["title"], offset))
+        offset += len(line)
+    ends = [start for _, start in found[1:]] + [len(text)]
+    return [(title, start, end) for (title, start), end in zip(found, ends, strict=True)]
+
+
+def _anchors(markdown: str) -> list[str]:
+    """The anchors of a page's headings (outside code)."""
+    out, in_code = [], False
+    for line in markdown.splitlines():
+        if FENCE.match(line):
+            in_code = not in_code
+        elif not in_code and (heading := HEADING.match(line)):
+            out.append(_slug(heading["title"]))
+    return out
+
+
+def _nest(nav: list[object], split: Split) -> bool:
+    """Put the split's pages under its including page's entry in `nav`."""
+    for i, entry in enumerate(nav):
+        if isinstance(entry, dict):
+            ((title, value),) = entry.items()
+            if value == split.index:
+                pages = [{name: page} for page, (name, _) in split.pages.items()]
+                nav[i] = {title: [split.index, *pages]}
+                return True
+            if isinstance(value, list) and _nest(value, split):
+                return True
+    return False
 
 
 def on_files(files: Files, config: MkDocsConfig) -> Files:
     """Note which page publishes which repository file; copy the figures."""
     published.clear()
+    for page, source in generated.items():
+        markdown = splits[source].pages[page][1]
+        files.append(File.generated(config, page, content=markdown))
     for file in files.documentation_pages():
+        if file.src_uri in generated:
+            continue
         text = Path(file.abs_src_path or "").read_text(encoding="utf-8")
         for match in INCLUDE.finditer(text):
             if match["section"] is None:
@@ -73,8 +204,20 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
 def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
     """Replace each include line by the text it names, its links rewritten."""
 
+    uri = page.file.src_uri
+    if uri in generated:  # a page of a split file
+        return _rewrite_links(markdown, generated[uri], uri)
+
     def expand(match: re.Match[str]) -> str:
         path, section = match["path"], match["section"]
+        if match["pages"] and path in splits:
+            split = splits[path]
+            listed = "\n".join(
+                f"- [{name}]({posixpath.relpath(p, posixpath.dirname(uri) or '.')})"
+                for p, (name, _) in split.pages.items()
+            )
+            opening = _rewrite_links(split.opening, path, uri)
+            return f"{opening.rstrip()}\n\nEach benchmark on a page of its own:\n\n{listed}\n"
         source = ROOT / path
         if not source.is_file():
             log.warning("%s: include of %s: no such file", page.file.src_uri, path)
@@ -88,8 +231,32 @@ def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Fil
             text = found
         return _rewrite_links(text, path, page.file.src_uri)
 
-    markdown = INCLUDE.sub(expand, markdown)
+    markdown = _to_split_pages(INCLUDE.sub(expand, markdown), uri)
     return CLI_REFERENCE.sub(lambda _: cli_reference(), markdown)
+
+
+def _to_split_pages(markdown: str, page_uri: str) -> str:
+    """A page's links to an anchor of a split file's including page, sent to the page
+    that holds the anchor."""
+    index = {split.index: split.source for split in splits.values()}
+
+    def link(match: re.Match[str]) -> str:
+        path, _, anchor = match["target"].partition("#")
+        if not path or not anchor or re.match(r"^[a-z][a-z0-9+.-]*:|^/", path):
+            return match[0]
+        target = posixpath.normpath(posixpath.join(posixpath.dirname(page_uri), path))
+        holder = anchors.get((index.get(target, ""), anchor))
+        if holder is None:
+            return match[0]
+        relative = posixpath.relpath(holder, posixpath.dirname(page_uri) or ".")
+        return f"{match['head']}({relative}#{anchor})"
+
+    out, in_code = [], False
+    for line in markdown.splitlines(keepends=True):
+        if FENCE.match(line):
+            in_code = not in_code
+        out.append(line if in_code else LINK.sub(link, line))
+    return "".join(out)
 
 
 @contextlib.contextmanager
@@ -185,7 +352,7 @@ def _link(match: re.Match[str], source: str, page_uri: str) -> str:
     repo_path = source  # an anchor alone: a section of the included file
     if path:
         repo_path = posixpath.normpath(posixpath.join(posixpath.dirname(source), path))
-    uri = published.get(repo_path)
+    uri = anchors.get((repo_path, anchor)) or published.get(repo_path)
     if uri is None:
         log.warning(
             "%s: the link %s in %s goes to %s, which no page of the site publishes",

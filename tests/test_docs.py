@@ -363,3 +363,13 @@ def test_the_marking_convention(tmp_path: Path, text: str, error: str | None) ->
             _evaluate(page)
     else:
         assert _evaluate(page) == ([], [2] if "skip:" in text else [])
+
+
+def test_the_benchmarks_page_lists_every_benchmark() -> None:
+    """docs/performance/run-benchmarks.md's table: a row for each name of
+    `python -m benchmarks --list`, in its order."""
+    from benchmarks.__main__ import BENCHMARKS
+
+    page = (ROOT / "docs" / "performance" / "run-benchmarks.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `(\w+)` \|", page, re.M)
+    assert rows == list(BENCHMARKS)

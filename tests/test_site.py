@@ -133,6 +133,25 @@ def test_a_guide_renders_its_headings(site: Path, guide: str) -> None:
     assert rendered.headings == headings
 
 
+def test_each_benchmark_has_a_page_in_the_navigation(site: Path) -> None:
+    """BENCHMARKS.md published as pages (docs/hooks.py, `as pages`): one per benchmark
+    under Performance, headed by its section's title, and the headline's links go to
+    them."""
+    text = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
+    names = dict.fromkeys(re.findall(r"^## .*\(`python -m benchmarks (\w+)`\)", text, re.M))
+    assert len(names) > 15
+    home = _read(site, ".")
+    linked = {os.path.normpath(href).rstrip("/") for href in home.nav_links}
+    for name in names:
+        assert f"performance/benchmarks/{name}" in linked, name
+        page = _read(site, f"performance/benchmarks/{name}/")
+        level, title = page.headings[0]
+        assert level == "h1"
+        assert f"python -m benchmarks {name}" in title
+    headline = (site / "performance" / "index.html").read_text(encoding="utf-8")
+    assert 'href="benchmarks/td3/#td3-on-mujoco-against-sb3-python--m-benchmarks-td3"' in headline
+
+
 def _png_size(data: bytes) -> tuple[int, int]:
     assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
     return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
