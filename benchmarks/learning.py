@@ -108,7 +108,7 @@ TD3 = Comparison(
     systems=(System("pararl", "pararl TD3 (async)", "td3"),
              System("sb3", "SB3 TD3", "td3", anchor="rl-zoo")),
     runs=("HalfCheetah-v5:0", "HalfCheetah-v5:1", "HalfCheetah-v5:2"), budget=200_000,
-    eval_every=10_000, run_timeout_s=4 * 3600.0, keep_dir="results/td3",
+    eval_every=10_000, run_timeout_s=4 * 3600.0, keep_dir="results/td3", reach=0.6,
     kept=("learning_starts", "sb3_threads"), quick=OFF_POLICY_QUICK,
     notes=(
         "Both systems: rl-zoo's MuJoCo TD3 settings (400x300, lr 1e-3, batch 256, tau "
@@ -228,6 +228,7 @@ RECURRENT = Comparison(
     runs=tuple(f"{env}:{seed}" for seed in range(3) for env in ENVS),  # POPGym needs its extra
     budget=sb3.ZOO_LSTM_STEPS, budgets={MEMORY: MEMORY_BUDGET}, eval_every=5_000,
     run_timeout_s=10_800.0,  # RecurrentPPO ran past an hour at 100k steps on 2 shared cores
+    reach=0.33,
     keep_dir="results/recurrent", kept=("sb3_threads",),
     quick=dict(runs=(f"{MEMORY}:0",), **compare.QUICK_RUN),
     notes=(
