@@ -172,6 +172,11 @@ def test_the_start_says_what_reads_it_and_it_evaluates_in_the_child_and_from_the
             "gives Discrete observations, which SAC and PPO take",
         ),
         (["train", "maml", "--env", "FrozenLake-v1"], "PPO takes Discrete observations"),
+        (["train", "maml", "--env", "CartPole-v1"], "DQN and PPO take Discrete actions"),
+        (
+            ["train", "maml", "--env", "pararl/MultiBinaryTarget-v0"],
+            "PPO takes MultiBinary actions: pararl train ppo",
+        ),
         (
             ["train", "ppo", "--env", "FrozenLake-v1", "--model", "mlp"],
             "use --model multi-input (or auto), which reads them one-hot",

@@ -44,6 +44,7 @@ import torch
 from torch.nn.utils import parameters_to_vector
 
 from pararl.algos.baseline import TaskBatch
+from pararl.algos.offpolicy import who_takes
 from pararl.algos.trpo import Product, TRPOHyper, trpo_step
 from pararl.config import MAMLConfig
 from pararl.errors import UsageError
@@ -320,7 +321,7 @@ def check_spaces(config: MAMLConfig, observation_space: gym.Space, action_space:
     ):
         raise UsageError(
             f"MAML here needs Box observations and actions (a Gaussian policy); {config.env} "
-            f"has {observation_space} and {action_space}"
+            f"has {observation_space} and {action_space}" + who_takes(action_space, config.env)
         )
 
 

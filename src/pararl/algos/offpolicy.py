@@ -160,7 +160,7 @@ def check_box_actions(
     if not isinstance(action_space, gym.spaces.Box):
         raise UsageError(
             f"{algo} needs a continuous (Box) action space; {env} has {action_space}"
-            + _who_takes(action_space, env)
+            + who_takes(action_space, env)
         )
     if len(action_space.shape) != 1:
         raise UsageError(
@@ -188,8 +188,9 @@ def check_box_actions(
         )
 
 
-def _who_takes(action_space: gym.Space, env: str) -> str:
-    """Which algorithms take these actions instead (only those that do)."""
+def who_takes(action_space: gym.Space, env: str) -> str:
+    """Which algorithms take these actions instead (only those that do), as the tail
+    of a refusal ("" for a Box, which the refusing algorithm names itself)."""
     if isinstance(action_space, gym.spaces.Discrete):
         return f". DQN and PPO take Discrete actions: pararl train dqn --env {env}"
     if isinstance(action_space, (gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)):
@@ -344,4 +345,5 @@ __all__ = [
     "check_box_actions",
     "importance_beta",
     "updates_due",
+    "who_takes",
 ]
