@@ -59,6 +59,7 @@ CUE = PPOConfig(
     [
         ("pararl/DictCue-v0", "image", "serial"),
         ("pararl/DictCue-v0", "vector", "sync"),
+        ("pararl/DictCue-v0", "vector", "async"),
         ("pararl/TupleCue-v0", "count", "serial"),
     ],
 )
@@ -241,7 +242,9 @@ def test_dqn_learns_from_the_leaf_that_holds_the_answer(
     assert replay["obs"]["image"].dtype == np.uint8  # stored leaf by leaf, as they come
 
 
-@pytest.mark.parametrize(("cue_in", "mode"), [("vector", "serial"), ("image", "sync")])
+@pytest.mark.parametrize(
+    ("cue_in", "mode"), [("vector", "serial"), ("image", "sync"), ("vector", "async")]
+)
 def test_sac_learns_from_the_leaf_that_holds_the_answer(
     cue_in: str, mode: str, tmp_path: Path
 ) -> None:

@@ -119,12 +119,41 @@ def assert_trained(run: Path) -> None:
     assert evaluate(run, episodes=2)["episodes"] == 2
 
 
+def flat(state: State) -> torch.Tensor:
+    """A recurrent state (the GRU's tensor, the LSTM's pair) as one vector."""
+    parts = state if isinstance(state, tuple | list) else (state,)
+    return torch.cat([torch.as_tensor(part).flatten() for part in parts])
+
+
+def assert_acts_again(run: Path, video: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """What a recurrent run saved acts again with its state: `load().act(obs, state)`
+    carries the caller's state, a video plays an episode, and a resume starts fresh
+    states and says so."""
+    agent = pararl.load(run)
+    obs, _ = agent.make_env().reset(seed=0)
+    _, state = agent.act(obs[None], state=None)
+    assert state is not None
+    _, carried = agent.act(obs[None], state=state)
+    assert not torch.equal(flat(carried), flat(state))  # carried on from the given state
+    evaluate(run, episodes=1, video=video)
+    assert video.stat().st_size > 0
+    capsys.readouterr()
+    resumed = train(PPOConfig(resume=run, total_steps=1_280, progress="plain"))
+    assert checkpoint.load(resumed.run.checkpoint("final"))["env_steps"] == 1_280
+    assert "recurrent states start at zeros" in capsys.readouterr().err
+
+
 # serial: the reproducible runs below
 @pytest.mark.parametrize("mode", ["sync", "async"])
-def test_recurrent_ppo_trains_in_each_mode(tmp_path: Path, mode: str) -> None:
+def test_recurrent_ppo_trains_in_each_mode_and_acts_again(
+    tmp_path: Path, mode: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     run = tmp_path / mode
-    train(PPOConfig(mode=mode, seed=1, run_dir=run, **RECURRENT))  # type: ignore[arg-type]
+    cfg = dict(RECURRENT, tensorboard=True)
+    train(PPOConfig(mode=mode, seed=1, run_dir=run, **cfg))  # type: ignore[arg-type]
     assert_trained(run)
+    assert list((run / "tb").glob("events.out.tfevents.*"))
+    assert_acts_again(run, tmp_path / "episode.gif", capsys)
 
 
 def test_a_recurrent_run_evaluates_in_its_child_and_logs_to_tensorboard(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ import pytest
 import torch
 
 from pararl import checkpoint
-from pararl.api import train
+from pararl.api import evaluate, load, train
 from pararl.config import PPOConfig
 
 ray = pytest.importorskip("ray")
@@ -78,17 +78,29 @@ def test_recurrent_ppo_trains_on_dict_observations_with_ray_actors(
 ) -> None:
     """Segments of Dict observations (one array per leaf) are joined leaf by leaf; a
     recurrent policy's segments carry each env's first flags and starting state,
-    joined env by env; the update replays them (2 minibatches of 2 envs' sequences)."""
+    joined env by env; the update replays them (2 minibatches of 2 envs' sequences).
+    The run logs to TensorBoard, and what it saved acts again with its state
+    (`load().act`, a video)."""
     run = tmp_path / "run"
     config = dataclasses.replace(
-        TINY, env="pararl/DictCue-v0", recurrent="gru", run_dir=run, total_steps=384
-    )
+        TINY, env="pararl/DictCue-v0", recurrent="gru", run_dir=run, total_steps=384,
+        tensorboard=True,
+    )  # fmt: skip
     session = train(config)
     assert session.last_eval is not None
     assert '"mode": "ray"' in (run / "config.json").read_text()
     saved = checkpoint.load(run / "checkpoints" / "final.pt")["learner"]["model"]
     assert "core.rnn.weight_hh_l0" in saved
     assert any(key.startswith("encoder.") for key in saved)  # the multi-input encoder
+    assert list((run / "tb").glob("events.out.tfevents.*"))
+    agent = load(run)
+    obs, _ = agent.make_env().reset(seed=0)
+    _, state = agent.act(obs, state=None)
+    _, carried = agent.act(obs, state=state)
+    assert not torch.equal(carried, state)  # the GRU's state, carried on
+    video = tmp_path / "episode.gif"
+    evaluate(run, episodes=1, video=video)
+    assert video.stat().st_size > 0
 
 
 def test_actor_killed_mid_rollout_is_replaced_and_all_act_with_the_learners_statistics(
