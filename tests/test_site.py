@@ -1,6 +1,8 @@
 """The documentation site as a reader's browser gets it: the built HTML's navigation
-lists every guide (and the translated pages), a guide renders its headings, and, where
-a Chromium is installed, a headless browser opens the home page and draws it.
+lists every guide (and the translated pages) and a page per benchmark, a guide renders
+its headings, and, where a Chromium is installed, a headless browser opens the home
+page and draws it (kept in build/screenshots/). CI installs no Chromium (its machine
+starts bare): there the HTML parser's checks stand in, and the browser test skips.
 
 The site is the one `make docs` built into site/ when that is newer than everything it
 is built from (as in CI, which builds it before the tests); otherwise the test builds
@@ -25,6 +27,7 @@ SITE = ROOT / "site"  # mkdocs.yml's site_dir
 # what the site is built from: its config, pages, hooks, the files they include, the
 # figures, and the package (the API reference, the command line's --help)
 SOURCES = ("mkdocs.yml", "docs", "*.md", "results", "figures", "src/pararl")
+SCREENSHOTS = ROOT / "build" / "screenshots"  # the browser test's pictures, kept (git ignores it)
 CHROMIUM = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
 
@@ -167,7 +170,9 @@ def chromium() -> str:
 
 @pytest.mark.slow  # a browser's start-up: ~3 s
 def test_a_headless_browser_draws_the_home_page(site: Path, chromium: str, tmp_path: Path) -> None:
-    shot = tmp_path / "home.png"
+    """The home page as a headless Chromium draws it, kept in build/screenshots/."""
+    shot = SCREENSHOTS / "home.png"
+    shot.parent.mkdir(parents=True, exist_ok=True)
     args = [
         chromium, "--headless", "--disable-gpu", "--no-sandbox", "--hide-scrollbars",
         f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}",
