@@ -97,12 +97,13 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
         for page in pages
         for match in INCLUDE.finditer(page.read_text(encoding="utf-8"))
     ]
+    sections = {(m["path"], m["section"]): uri for uri, m in includes if m["section"]}
     for uri, match in includes:
         if match["pages"] and match["section"] is None:
-            splits[match["path"]] = _split(match["path"], uri)
-    for uri, match in includes:  # a section another page includes has no page of its own
-        if match["section"] is not None and match["path"] in splits:
-            anchors[(match["path"], match["section"])] = uri
+            # a section another page includes has no page of its own: its anchor is there
+            included = {s: u for (path, s), u in sections.items() if path == match["path"]}
+            splits[match["path"]] = _split(match["path"], uri, set(included))
+            anchors.update({(match["path"], s): u for s, u in included.items()})
     for split in splits.values():
         for page, (_, markdown) in split.pages.items():
             generated[page] = split.source
@@ -111,17 +112,12 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     return config
 
 
-def _split(source: str, index: str) -> Split:
-    """`source` cut into its opening and one page per section of level 2."""
+def _split(source: str, index: str, included: set[str]) -> Split:
+    """`source` cut into its opening and one page per section of level 2, but those
+    whose anchors are in `included`."""
     text = (ROOT / source).read_text(encoding="utf-8")
     sections = _level_two(text)
     split = Split(source, index, text[: sections[0][1]] if sections else text)
-    included = {
-        m["section"]
-        for page in ROOT.joinpath("docs").rglob("*.md")
-        for m in INCLUDE.finditer(page.read_text(encoding="utf-8"))
-        if m["path"] == source and m["section"]
-    }
     folder = posixpath.splitext(index)[0]
     for title, start, end in sections:
         if _slug(title) in included:
