@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -26,15 +27,20 @@ PAGE = ROOT / "docs" / "reference" / "cli.md"
 
 
 @pytest.fixture(scope="module")
-def hooks() -> ModuleType:
-    """docs/hooks.py, loaded as mkdocs loads it (from its file)."""
+def hooks() -> Iterator[ModuleType]:
+    """docs/hooks.py, loaded as mkdocs loads it (from its file, as a module in
+    `sys.modules` while it runs: its dataclass reads its own module)."""
     pytest.importorskip("mkdocs")
     spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "docs" / "hooks.py")
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        del sys.modules[spec.name]
 
 
 def _help(args: list[str], monkeypatch: pytest.MonkeyPatch) -> str:
