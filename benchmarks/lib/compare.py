@@ -446,8 +446,14 @@ def family(env: str) -> str:
 
 
 def whole(v: float | None) -> str:
-    """A return: whole from 100, three significant digits below (0.972, not 1.0)."""
-    return "–" if v is None else f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}"
+    """A return: whole from 100; below, three significant digits with a decimal at least
+    (0.972, 43.7, 4.0; one decimal alone showed 0.972 as 1.0)."""
+    if v is None:
+        return "–"
+    text = f"{v:.3g}"
+    if abs(float(text)) >= 100:  # 99.96 too
+        return f"{v:.0f}"
+    return text if "." in text or "e" in text else f"{text}.0"
 
 
 def key_ratios(row: Comparison, table: Sequence[Line]) -> str:
