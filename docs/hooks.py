@@ -40,7 +40,7 @@ import logging
 import os
 import posixpath
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -87,16 +87,23 @@ generated: dict[str, str] = {}  # a split's page (docs path) -> its repository f
 
 
 def on_config(config: MkDocsConfig) -> MkDocsConfig:
-    """Split the files included `as pages`, and list their pages in the navigation."""
+    """Note which page publishes which repository file; split the files included `as
+    pages`, and list their pages in the navigation."""
     splits.clear()
     generated.clear()
     anchors.clear()
+    published.clear()
     pages = sorted(Path(config.docs_dir).rglob("*.md"))
     includes = [
         (page.relative_to(config.docs_dir).as_posix(), match)
         for page in pages
         for match in INCLUDE.finditer(page.read_text(encoding="utf-8"))
     ]
+    for uri, match in includes:  # the page that includes a whole file publishes it
+        if match["section"] is None:
+            if match["path"] in published:
+                log.warning("%s is included whole by two pages", match["path"])
+            published[match["path"]] = uri
     sections = {(m["path"], m["section"]): uri for uri, m in includes if m["section"]}
     for uri, match in includes:
         if match["pages"] and match["section"] is None:
@@ -135,30 +142,28 @@ def _split(source: str, index: str, included: set[str]) -> Split:
     return split
 
 
-def _level_two(text: str) -> list[tuple[str, int, int]]:
-    """The sections of level 2: title, and where each starts and ends in `text`."""
-    found: list[tuple[str, int]] = []
+def _headings(text: str) -> Iterator[tuple[int, int, int, str]]:
+    """The headings of `text` outside fenced code: where the heading's line starts and
+    ends, its level and its title."""
     offset, in_code = 0, False
     for line in text.splitlines(keepends=True):
         if FENCE.match(line):
             in_code = not in_code
-        heading = None if in_code else HEADING.match(line)
-        if heading and len(heading["level"]) == 2:
-            found.append((heading["title"], offset))
+        elif not in_code and (heading := HEADING.match(line)):
+            yield offset, offset + len(line), len(heading["level"]), heading["title"]
         offset += len(line)
+
+
+def _level_two(text: str) -> list[tuple[str, int, int]]:
+    """The sections of level 2: title, and where each starts and ends in `text`."""
+    found = [(title, start) for start, _, level, title in _headings(text) if level == 2]
     ends = [start for _, start in found[1:]] + [len(text)]
     return [(title, start, end) for (title, start), end in zip(found, ends, strict=True)]
 
 
 def _anchors(markdown: str) -> list[str]:
     """The anchors of a page's headings (outside code)."""
-    out, in_code = [], False
-    for line in markdown.splitlines():
-        if FENCE.match(line):
-            in_code = not in_code
-        elif not in_code and (heading := HEADING.match(line)):
-            out.append(_slug(heading["title"]))
-    return out
+    return [_slug(title) for _, _, _, title in _headings(markdown)]
 
 
 def _nest(nav: list[object], split: Split) -> bool:
@@ -176,20 +181,10 @@ def _nest(nav: list[object], split: Split) -> bool:
 
 
 def on_files(files: Files, config: MkDocsConfig) -> Files:
-    """Note which page publishes which repository file; copy the figures."""
-    published.clear()
+    """Add the split files' pages; copy the figures."""
     for page, source in generated.items():
         markdown = splits[source].pages[page][1]
         files.append(File.generated(config, page, content=markdown))
-    for file in files.documentation_pages():
-        if file.src_uri in generated:
-            continue
-        text = Path(file.abs_src_path or "").read_text(encoding="utf-8")
-        for match in INCLUDE.finditer(text):
-            if match["section"] is None:
-                if match["path"] in published:
-                    log.warning("%s is included whole by two pages", match["path"])
-                published[match["path"]] = file.src_uri
     for figure in sorted((ROOT / FIGURES).glob("*.png")):
         uri = f"{FIGURES}/{figure.name}"
         files.append(File.generated(config, uri, abs_src_path=str(figure)))
@@ -199,7 +194,6 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
 
 def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
     """Replace each include line by the text it names, its links rewritten."""
-
     uri = page.file.src_uri
     if uri in generated:  # a page of a split file
         return _rewrite_links(markdown, generated[uri], uri)
@@ -247,12 +241,7 @@ def _to_split_pages(markdown: str, page_uri: str) -> str:
         relative = posixpath.relpath(holder, posixpath.dirname(page_uri) or ".")
         return f"{match['head']}({relative}#{anchor})"
 
-    out, in_code = [], False
-    for line in markdown.splitlines(keepends=True):
-        if FENCE.match(line):
-            in_code = not in_code
-        out.append(line if in_code else LINK.sub(link, line))
-    return "".join(out)
+    return _sub_links(markdown, link)
 
 
 @contextlib.contextmanager
@@ -311,33 +300,30 @@ def _slug(title: str) -> str:
 
 def _section(text: str, slug: str) -> str | None:
     """The body of the section under the heading whose anchor is `slug`."""
-    lines, start, level = text.splitlines(keepends=True), None, 0
-    in_code = False
-    for i, line in enumerate(lines):
+    start, level = None, 0
+    for line_start, line_end, depth, title in _headings(text):
+        if start is None:
+            if _slug(title) == slug:
+                start, level = line_end, depth
+        elif depth <= level:
+            return text[start:line_start]
+    return None if start is None else text[start:]
+
+
+def _sub_links(text: str, replace: Callable[[re.Match[str]], str]) -> str:
+    """`text` with each Markdown link outside fenced code replaced by `replace`."""
+    out, in_code = [], False
+    for line in text.splitlines(keepends=True):
         if FENCE.match(line):
             in_code = not in_code
-        heading = None if in_code else HEADING.match(line)
-        if heading is None:
-            continue
-        if start is None:
-            if _slug(heading["title"]) == slug:
-                start, level = i + 1, len(heading["level"])
-        elif len(heading["level"]) <= level:
-            return "".join(lines[start:i])
-    return None if start is None else "".join(lines[start:])
+        out.append(line if in_code else LINK.sub(replace, line))
+    return "".join(out)
 
 
 def _rewrite_links(text: str, source: str, page_uri: str) -> str:
     """Links of `source` (a repository path), made to work from the page `page_uri`;
     fenced code is left as it is."""
-    out, in_code = [], False
-    for line in text.splitlines(keepends=True):
-        if FENCE.match(line):
-            in_code = not in_code
-        if not in_code:
-            line = LINK.sub(lambda m: _link(m, source, page_uri), line)
-        out.append(line)
-    return "".join(out)
+    return _sub_links(text, lambda m: _link(m, source, page_uri))
 
 
 def _link(match: re.Match[str], source: str, page_uri: str) -> str:
