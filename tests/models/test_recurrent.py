@@ -87,9 +87,9 @@ def _actor_critic(core: CoreSettings, **kw: object) -> ActorCritic:
     return ActorCritic(4, 2, True, (8,), core=core, **kw)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("shared", [False, True])
-def test_evaluating_sequences_gives_what_acting_gave(shared: bool) -> None:
-    model = _actor_critic(CoreSettings("lstm", 6), shared=shared)
+@pytest.mark.parametrize(("shared", "critic"), [(False, False), (True, False), (False, True)])
+def test_evaluating_sequences_gives_what_acting_gave(shared: bool, critic: bool) -> None:
+    model = _actor_critic(CoreSettings("lstm", 6, critic=critic), shared=shared)
     steps, envs = 7, 3
     obs = torch.randn(steps, envs, 4)
     first = torch.rand(steps, envs) < 0.3
@@ -129,6 +129,26 @@ def test_a_recurrent_model_carries_its_state_through_the_acting_call() -> None:
     # an episode start forgets what came before
     restart = model.act(obs, again.state, first, "greedy", Draws())
     torch.testing.assert_close(restart.state, acted.state)
+
+
+def test_a_critic_core_of_its_own_keeps_the_value_loss_off_the_actors_memory() -> None:
+    model = _actor_critic(CoreSettings("lstm", 6, critic=True))
+    assert model.initial_state(3).shape == (3, 4, 6)  # the actor's 2 rows, then the critic's
+    steps, envs = 5, 3
+    obs = torch.randn(steps * envs, 4)
+    first = torch.zeros(steps * envs, dtype=torch.bool)
+    sequences = Sequences(model.initial_state(envs) + 0.1, first)
+    _, _, value = model.evaluate(obs, torch.zeros(steps * envs, dtype=torch.long), None, sequences)
+    value.sum().backward()
+    assert model.core is not None
+    assert model.critic_core is not None
+    assert all(p.grad is None for p in model.core.parameters())
+    assert all(p.grad is not None and p.grad.abs().sum() > 0
+               for p in model.critic_core.parameters())  # fmt: skip
+    # acting steps both cores: the critic's rows carry on as the actor's do
+    acted = model.act(obs[:envs].numpy(), None, np.ones(envs, bool), "sampled", Draws())
+    assert acted.state[:, 2:].abs().sum() > 0
+    assert not torch.equal(acted.state[:, :2], acted.state[:, 2:])
 
 
 def test_observations_are_normalised_before_the_core() -> None:

@@ -437,7 +437,7 @@ def core_settings(cfg: PPOConfig) -> CoreSettings | None:
     if cfg.recurrent == "none":
         return None
     size = cfg.recurrent_size if cfg.recurrent_size is not None else DEFAULT_CORE_SIZE
-    return CoreSettings(cfg.recurrent, size, cfg.recurrent_layers)
+    return CoreSettings(cfg.recurrent, size, cfg.recurrent_layers, cfg.recurrent_critic)
 
 
 def saved_leaves(state: dict[str, Any]) -> tuple[Leaf, ...]:

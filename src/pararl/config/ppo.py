@@ -93,6 +93,10 @@ class PPOConfig(RunConfig):
     as rl-zoo's recurrent PPO; 128 for images, as CleanRL's ppo_atari_lstm)."""
     recurrent_layers: int = 1
     """The recurrent core's layers."""
+    recurrent_critic: bool = False
+    """The critic gets a recurrent core of its own (sb3-contrib's RecurrentPPO default,
+    `enable_critic_lstm`) instead of reading the actor's: twice the core's compute, and
+    the value loss no longer moves the actor's memory."""
     hidden: tuple[int, ...] = (64, 64)
     """Hidden layer widths of the actor and critic MLPs."""
     shared_body: bool = False
@@ -247,6 +251,11 @@ class PPOConfig(RunConfig):
             (all(h >= 1 for h in self.hidden), "--hidden widths must be >= 1"),
             (unset_or(self.recurrent_size, lambda v: v >= 1), "--recurrent-size must be >= 1"),
             (self.recurrent_layers >= 1, "--recurrent-layers must be >= 1"),
+            (
+                self.recurrent != "none" or not self.recurrent_critic,
+                "--recurrent-critic gives the critic a core of its own: add --recurrent lstm "
+                "(or gru)",
+            ),
             (
                 self.recurrent == "none" or self.compile != "on",
                 "--compile on: a recurrent core replays sequences cut at episode starts, "

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -203,6 +203,14 @@ def _orthogonal(module: nn.Module, out_gain: float) -> None:
                 nn.init.zeros_(layer.bias)
 
 
+class Inputs(NamedTuple):
+    """What the actor's and the critic's heads read of a batch: the same features, or
+    each its own core's outputs (a critic with a core of its own)."""
+
+    actor: torch.Tensor
+    critic: torch.Tensor
+
+
 class ActorCritic(FeedForward, nn.Module):
     """Policy and value MLPs (separate by default, or one shared body) for PPO; or,
     given a `trunk` (an image network, `models.cnn`), one shared trunk with a linear
@@ -249,8 +257,11 @@ class ActorCritic(FeedForward, nn.Module):
         # a recurrent core reads the observations (normalised, or the encoder's or the
         # image trunk's features); the heads (MLPs, or linear under a trunk) read it
         self.core: RecurrentCore | None = None
+        self.critic_core: RecurrentCore | None = None  # the critic's own (`core.critic`)
         if core is not None:
             self.core = RecurrentCore(obs_dim if trunk is None else trunk.features, core)
+            if core.critic:
+                self.critic_core = RecurrentCore(self.core.rnn.input_size, core)
             if trunk is None:
                 obs_dim = core.size
         self.hidden, self.shared = tuple(hidden), shared or trunk is not None
@@ -297,37 +308,64 @@ class ActorCritic(FeedForward, nn.Module):
     def _heads_input(self, core_out: torch.Tensor) -> torch.Tensor:
         return core_out if self.image else self.body(core_out)
 
-    def _step(self, obs: Any, state: State, first: Any) -> tuple[torch.Tensor, State]:
-        """The heads' input for one step of a batch of envs, and the next state (a
+    def _step(self, obs: Any, state: State, first: Any) -> tuple[Inputs, State]:
+        """The heads' inputs for one step of a batch of envs, and the next state (a
         feed-forward model: its features, the state as given)."""
         if self.core is None:
-            return self._features(obs), state
+            features = self._features(obs)
+            return Inputs(features, features), state
         x = self._core_input(obs)
         if state is None:
-            state = self.core.initial_state(len(x), x.device)
+            state = self.initial_state(len(x))
         first = torch.as_tensor(first, device=x.device)
-        out, state = self.core.step(x, torch.as_tensor(state, device=x.device), first)
-        return self._heads_input(out), state
+        state = torch.as_tensor(state, device=x.device)
+        rows = self.core.rows
+        out, mine = self.core.step(x, state[:, :rows], first)
+        if self.critic_core is None:
+            features = self._heads_input(out)
+            return Inputs(features, features), mine
+        value_out, critics = self.critic_core.step(x, state[:, rows:], first)
+        inputs = Inputs(self._heads_input(out), self._heads_input(value_out))
+        return inputs, torch.cat([mine, critics], 1)
 
-    def _replayed(self, obs: Any, sequences: Sequences | None) -> torch.Tensor:
-        """The heads' input for a minibatch's rows: replayed as sequences through the
+    def _replayed(self, obs: Any, sequences: Sequences | None) -> Inputs:
+        """The heads' inputs for a minibatch's rows: replayed as sequences through the
         core (`sequences`), or row by row for a feed-forward model."""
         if self.core is None:
-            return self._features(obs)
+            features = self._features(obs)
+            return Inputs(features, features)
         if sequences is None:
             raise ValueError("a recurrent model evaluates sequences: give `sequences`")
         x = self._core_input(obs)
         steps = sequences.steps_first()
-        out = self.core.sequence(x.reshape(*steps.shape, -1), sequences.start, steps)
-        return self._heads_input(out.reshape(len(x), -1))
+        x = x.reshape(*steps.shape, -1)
+        rows = self.core.rows
+
+        def replay(core: RecurrentCore, start: torch.Tensor) -> torch.Tensor:
+            return self._heads_input(core.sequence(x, start, steps).reshape(steps.numel(), -1))
+
+        actor = replay(self.core, sequences.start[:, :rows])
+        if self.critic_core is None:
+            return Inputs(actor, actor)
+        return Inputs(actor, replay(self.critic_core, sequences.start[:, rows:]))
 
     @property
     def recurrent(self) -> bool:
         return self.core is not None
 
+    @property
+    def state_shape(self) -> tuple[int, ...]:
+        """One env's state, (S, H), a critic core's rows after the actor's; () for a
+        feed-forward model."""
+        if self.core is None:
+            return ()
+        return (self.core.rows * (2 if self.critic_core is not None else 1), self.core.features)
+
     def initial_state(self, batch: int) -> State:
         """A recurrent model's zero states `[B, S, H]` on its device (None: feed-forward)."""
-        return None if self.core is None else self.core.initial_state(batch, device_of(self))
+        if self.core is None:
+            return None
+        return torch.zeros(batch, *self.state_shape, device=device_of(self))
 
     def update_norm(self, obs: Any, discounted_returns: np.ndarray) -> None:
         """Merge one rollout's raw observations (numpy) and discounted returns into
@@ -345,7 +383,7 @@ class ActorCritic(FeedForward, nn.Module):
             return self.critic(self._features(obs)).squeeze(-1)
         if first is None:
             first = torch.zeros(batch_size(obs), dtype=torch.bool)
-        return self.critic(self._step(obs, state, first)[0]).squeeze(-1)
+        return self.critic(self._step(obs, state, first)[0].critic).squeeze(-1)
 
     def distribution(self, features: torch.Tensor) -> torch.distributions.Distribution:
         return self.head.distribution(self.actor(features), self.log_std)
@@ -355,9 +393,9 @@ class ActorCritic(FeedForward, nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Actions, their log-probabilities and the state values (a recurrent model's
         from episodes' starts)."""
-        features = self._step(obs, None, torch.ones(batch_size(obs), dtype=torch.bool))[0]
-        value = self.critic(features).squeeze(-1)
-        out = self.actor(features)
+        inputs = self._step(obs, None, torch.ones(batch_size(obs), dtype=torch.bool))[0]
+        value = self.critic(inputs.critic).squeeze(-1)
+        out = self.actor(inputs.actor)
         if deterministic:
             action = self.head.greedy(out, mask)
             return action, self.head.evaluate(out, self.log_std, action, mask)[0], value
@@ -373,9 +411,10 @@ class ActorCritic(FeedForward, nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Log-probabilities of `actions`, entropies and values (for the PPO loss); a
         recurrent model's rows are `sequences` it replays."""
-        features = self._replayed(obs, sequences)
-        value = self.critic(features).squeeze(-1)
-        log_prob, entropy = self.head.evaluate(self.actor(features), self.log_std, actions, mask)
+        inputs = self._replayed(obs, sequences)
+        value = self.critic(inputs.critic).squeeze(-1)
+        actor = self.actor(inputs.actor)
+        log_prob, entropy = self.head.evaluate(actor, self.log_std, actions, mask)
         return log_prob, entropy, value
 
     @torch.no_grad()
@@ -400,18 +439,18 @@ class ActorCritic(FeedForward, nn.Module):
         network's device, as a seeded training rollout (and SB3) draws."""
         device = device_of(self)
         tensor = obs_tensor(obs, device)
-        features, state = self._step(tensor, state, first)
+        inputs, state = self._step(tensor, state, first)
         if mode == "greedy":  # the actor alone: no values, no log-probabilities
-            greedy = self.head.greedy(self.actor(features), acting_mask(mask, device))
+            greedy = self.head.greedy(self.actor(inputs.actor), acting_mask(mask, device))
             return Acted(greedy.cpu().numpy(), state)
         if draws.generator is None:
-            out = self.actor(features)
+            out = self.actor(inputs.actor)
             action, logprob = self.head.sample(out, self.log_std, None, acting_mask(mask, device))
-            value = self.critic(features).squeeze(-1)
+            value = self.critic(inputs.critic).squeeze(-1)
             return Acted(action.cpu().numpy(), state, logprob.cpu().numpy(), value.cpu().numpy())
-        out = self.actor(features).cpu()  # drawn on the CPU, where the generator is
+        out = self.actor(inputs.actor).cpu()  # drawn on the CPU, where the generator is
         log_std = self.log_std.detach().cpu()
         cpu = torch.device("cpu")
         action, logprob = self.head.sample(out, log_std, draws.generator, acting_mask(mask, cpu))
-        value = self.critic(features).squeeze(-1).cpu()
+        value = self.critic(inputs.critic).squeeze(-1).cpu()
         return Acted(action.numpy(), state, logprob.numpy(), value.numpy())

@@ -10,7 +10,9 @@ the step.
 The state of a batch of B envs is one tensor `[B, S, H]`, batch first, so that a
 rollout stores each env's row and an update picks rows by env: `S` is the number of
 layers for a GRU, twice that for an LSTM (the hidden states, then the cell states),
-and `H` the core's width.
+and `H` the core's width. A critic with a core of its own (`CoreSettings.critic`, as
+sb3-contrib's `enable_critic_lstm`) keeps its rows after the actor's, in the same
+tensor, so that whatever stores, picks or resets states never knows there are two.
 
 Acting steps the core once per env step, batched over the envs (`step`). The update
 replays whole sequences (`sequence`): the rollout's `[T, M]` steps of M envs from
@@ -48,15 +50,18 @@ CORE_KINDS: tuple[CoreKind, ...] = ("lstm", "gru")
 
 @dataclass(frozen=True)
 class CoreSettings:
-    """What a recurrent core is: its kind, width and layers."""
+    """What a recurrent core is: its kind, width and layers; `critic`: the critic
+    reads a core of its own (sb3-contrib's `enable_critic_lstm`), not the actor's."""
 
     kind: CoreKind
     size: int
     layers: int = 1
+    critic: bool = False
 
     def describe(self) -> str:
         layers = f"{self.layers} layer{'s' if self.layers > 1 else ''}"
-        return f"{self.kind.upper()} core of {self.size} ({layers})"
+        own = ", and one of the critic's own" if self.critic else ""
+        return f"{self.kind.upper()} core of {self.size} ({layers}){own}"
 
 
 class RecurrentCore(nn.Module):

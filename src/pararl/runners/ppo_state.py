@@ -22,7 +22,7 @@ from pararl.config import Filled, PPOConfig
 from pararl.devices import choose_devices
 from pararl.envs.masks import mask_info, mask_size
 from pararl.images import is_image
-from pararl.models import ActorCritic, num_params
+from pararl.models import num_params
 from pararl.models.build import actor_critic
 from pararl.models.heads import head_for
 from pararl.observations import encoded, is_discrete, stored
@@ -162,14 +162,8 @@ class PPOState:
             self.obs_dtype,
             self.mask_size,
             stored(self.leaves),
-            core_shape(self.learner.model),
+            self.learner.model.state_shape,
         )
-
-
-def core_shape(model: ActorCritic) -> tuple[int, ...]:
-    """A recurrent model's state per env, (S, H), that a rollout stores; () without."""
-    core = model.core
-    return () if core is None else (core.rows, core.features)
 
 
 def rollout_dtype(space: gym.Space) -> np.dtype:
