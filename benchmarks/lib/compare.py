@@ -161,6 +161,8 @@ class Run:
     check: float | None = None  # the untimed check of its saved policy (a target's)
     train_s: float | None = None  # its own clock, as its last line says
     extra: dict[str, Any] = field(default_factory=dict)  # what a benchmark adds (`after`)
+    flags: dict[str, Any] = field(default_factory=dict)  # its system's, as JSON has them
+    sitting: str = ""  # when, on what code and machine it ran (`sitting`)
 
     def final(self, last: int) -> float | None:
         returns = [p["eval_return"] for p in self.curve[-last:]]
@@ -248,7 +250,7 @@ def run_one(row: Comparison, c: Any, s: System, env: str, seed: int, workdir: Pa
         out.mkdir(parents=True, exist_ok=True)
     command = anchor_command if s.anchor else pararl_command
     done = training.run_process(command(row, c, s, env, seed, out), c.run_timeout_s, workdir)
-    run = Run(s.name, env, seed, done.wall_s, done.returncode == 0)
+    run = Run(s.name, env, seed, done.wall_s, done.returncode == 0, flags=as_json(s.flags))
     run.train_s = read_anchor(run, s, done) if s.anchor else read_pararl(run, out, done)
     if not run.ok:
         run.status, run.note = ("timeout" if done.timed_out else "failed"), done.tail
@@ -285,21 +287,25 @@ def solved(row: Comparison, run: Run) -> bool:
 
 @dataclass
 class Outcome:
-    """A comparison's runs (in the order run) and, per ENV:SEED, its sitting."""
+    """A comparison's runs, in the order run (kept ones where they are read back)."""
 
     name: str
     runs: list[Run]
-    sittings: dict[str, str] = field(default_factory=dict)
+
+
+def as_json(value: Any) -> Any:
+    return json.loads(json.dumps(value))
 
 
 def settings(row: Comparison, c: Any) -> dict[str, Any]:
-    """What a kept ENV:SEED was run with (read back only by a run with the same), as JSON
-    has it: the systems, the budget (and the envs' own), the evaluations and `row.kept`."""
-    names = ("systems", "budget", "eval_every", "eval_episodes", *row.kept)
+    """What the kept runs of an ENV:SEED share (read back only by a run with the same),
+    as JSON has it: the budget (and the envs' own), the evaluations and `row.kept`; each
+    run keeps its own system's flags."""
+    names = ("budget", "eval_every", "eval_episodes", *row.kept)
     mine = {name: getattr(c, name) for name in names}
     if row.budgets:
         mine["budgets"] = {env: row.budget_of(c, env) for env in row.budgets}
-    return json.loads(json.dumps(mine))
+    return as_json(mine)
 
 
 def sitting(meta: h.Metadata) -> str:
@@ -307,66 +313,87 @@ def sitting(meta: h.Metadata) -> str:
     return f"{meta.date[:10]}, commit {meta.git_commit}{dirty}, {meta.physical_cores} cores"
 
 
-def kept_runs(row: Comparison, c: Any, path: Path) -> tuple[dict[str, Any] | None, bool]:
-    """The runs kept in `path` with these settings (None: run them), and whether new runs
-    may be kept there (never over runs kept with other settings)."""
-    mine, kept = settings(row, c), None
+@dataclass
+class Kept:
+    """An ENV:SEED's file of kept runs: those still good for the chosen systems (their
+    flags as the row now has them), and whether this invocation may write the file."""
+
+    runs: list[Run]
+    writable: bool
+
+
+def kept_runs(row: Comparison, c: Any, path: Path) -> Kept:
+    """The runs kept in `path` with these settings, each of a system whose flags are
+    those it ran with (a file from before runs recorded them: the row's; --fresh: none);
+    never written over runs kept with other settings."""
+    kept = None
     with contextlib.suppress(OSError, ValueError):
         kept = json.loads(path.read_text())
     if not isinstance(kept, dict) or "runs" not in kept:
         if path.exists():
             h.progress(f"{path} cannot be read; its runs are run again")
-        return None, True
-    if kept.get("settings") != mine:
-        other = {k: v for k, v in kept.get("settings", {}).items() if mine.get(k) != v}
+        return Kept([], True)
+    theirs = {k: v for k, v in kept.get("settings", {}).items() if k != "systems"}
+    if theirs != (mine := settings(row, c)):
+        other = {k: v for k, v in theirs.items() if mine.get(k) != v}
         h.progress(f"{path} was run with other settings ({other}); its runs are run again, "
                    "and that file is left as it is")  # fmt: skip
-        return None, False
-    return (None, True) if c.fresh else (kept, False)
+        return Kept([], False)
+    runs = []
+    for data in kept["runs"]:
+        s = next((x for x in row.systems if x.name == data["system"]), None)
+        if s is None:
+            continue
+        run = Run(**{"sitting": kept.get("sitting", ""), "flags": as_json(s.flags), **data})
+        runs.append(run)
+    return Kept(runs, True)
 
 
 After = Callable[[System, Run, Path], None]
 
 
 def measure(row: Comparison, c: Any, meta: h.Metadata, after: After | None = None) -> Outcome:
-    """Every chosen system on every ENV:SEED of `c.runs`, interleaved; `after(system,
-    run, its run directory)` once each run has ended (untimed)."""
+    """Every chosen system on every ENV:SEED of `c.runs`, interleaved, but for a kept
+    run of it; `after(system, run, its run directory)` once each run has ended (untimed).
+    An ENV:SEED's file keeps its runs, each replaced by a newer one of its system."""
     outcome = Outcome(row.name, [])
     chosen = [row.system(name) for name in c.systems]
     warmed = c.quick  # timed claims only: the first run should not pay for a cold cache
     with tempfile.TemporaryDirectory(prefix=f"pararl-bench-{row.name}-") as tmp:
         for spec in c.runs:
             env, _, seed_text = spec.rpartition(":")
-            seed, path = int(seed_text), None
-            kept, may_keep = None, False
+            seed, path, kept = int(seed_text), None, Kept([], False)
             if c.keep_dir is not None:
                 path = c.keep_dir / f"{file_name(env)}-seed{seed}.json"
-                kept, may_keep = kept_runs(row, c, path)
-            if kept is not None:
-                h.progress(f"{row.name}: {spec}: kept ({kept['sitting']}), not run again")
-                outcome.runs += [Run(**run) for run in kept["runs"]]
-                outcome.sittings[spec] = kept["sitting"]
-                continue
-            if not warmed:
-                training.warm_up(Path(tmp))
-                warmed = True
-            ran = []
-            for s in chosen:
-                if s.anchor and row.anchor_envs and env not in row.anchor_envs:
-                    continue
+                kept = kept_runs(row, c, path)
+            mine = {r.system: r for r in kept.runs}
+            todo = [s for s in chosen if not (s.anchor and row.anchor_envs
+                                              and env not in row.anchor_envs)]  # fmt: skip
+            usable = {n: r for n, r in mine.items()
+                      if not c.fresh and r.flags == as_json(row.system(n).flags)}  # fmt: skip
+            for s in todo:
+                if s.name in usable:
+                    h.progress(f"{row.name}: {s.name} {spec}: kept ({usable[s.name].sitting})")
+            ran: list[Run] = []
+            for s in (s for s in todo if s.name not in usable):
+                if not warmed:
+                    training.warm_up(Path(tmp))
+                    warmed = True
                 h.progress(f"{row.name}: {s.name} {env} seed {seed} ...")
                 run = run_one(row, c, s, env, seed, Path(tmp))
+                run.sitting = sitting(meta)
                 if after is not None and run.ok:
                     after(s, run, directory(Path(tmp), s.name, env, seed))
                 final = run.final(c.final_evals)
                 shown = run.status if final is None else f"{run.status}, final {final:.1f}"
                 h.progress(f"{row.name}: {s.name} {env} seed {seed}: {shown}, {run.wall_s:.0f} s")
                 ran.append(run)
-            outcome.runs += ran
-            outcome.sittings[spec] = sitting(meta)
-            if may_keep and path is not None and all(r.ok for r in ran):
-                data = {"settings": settings(row, c), "sitting": sitting(meta),
-                        "runs": [dataclasses.asdict(r) for r in ran]}  # fmt: skip
+            fresh = {r.system: r for r in ran}
+            outcome.runs += [usable.get(s.name) or fresh[s.name] for s in todo]
+            if kept.writable and path is not None and ran and all(r.ok for r in ran):
+                mine |= fresh
+                data = {"settings": settings(row, c),
+                        "runs": [dataclasses.asdict(r) for r in mine.values()]}  # fmt: skip
                 h.write_atomic(path, json.dumps(data, indent=1) + "\n")
     return outcome
 
@@ -537,8 +564,8 @@ def tables(row: Comparison, outcome: Outcome, c: Any) -> list[str]:
     ]
     if row.target is not None:
         run_cols.insert(5, h.Col("check mean", lambda r: h.fmt_num(r.check)))
-    if outcome.sittings and c.keep_dir is not None:
-        run_cols.append(h.Col("ran", lambda r: outcome.sittings.get(f"{r.env}:{r.seed}", ""), "l"))
+    if c.keep_dir is not None:
+        run_cols.append(h.Col("ran", lambda r: r.sitting, "l"))
     target = "" if row.target is None else (
         f" Each run stops at its first evaluation of {row.target:g} or more; solved: stopped "
         f"there and a {c.verify_episodes}-episode check of its saved policy agrees; an "

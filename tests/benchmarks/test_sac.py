@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from benchmarks.__main__ import main
-from benchmarks.lib.compare import Outcome, Run
+from benchmarks.lib.compare import Outcome, Run, as_json
 from benchmarks.lib.harness import ROOT, Metadata
 
 from benchmarks import learning
@@ -109,7 +109,8 @@ def fake_runs(calls: list[tuple[str, str, int]], fail: str = "") -> Callable[...
     def run_one(row: Any, c: Any, s: compare.System, env: str, seed: int, workdir: Path) -> Run:
         calls.append((s.name, env, seed))
         ok = s.name != fail
-        return Run(s.name, env, seed, 10.0 + len(calls), ok, curve=curve((600, 5.0, 1.0 * seed)))
+        points = curve((600, 5.0, 1.0 * seed))
+        return Run(s.name, env, seed, 10.0 + len(calls), ok, curve=points, flags=as_json(s.flags))
 
     return run_one
 
@@ -127,13 +128,12 @@ def test_a_seed_whose_runs_ended_is_kept_and_read_back_not_run_again(
                      for s in ("pararl", "sb3")]  # fmt: skip
     kept = json.loads((tmp_path / "Hopper-v5-seed3.json").read_text())
     assert kept["settings"]["budget"] == 600
-    assert kept["sitting"].startswith("2026-01-02, commit abc")
+    assert [r["sitting"][:22] for r in kept["runs"]] == ["2026-01-02, commit abc"] * 2
 
     calls.clear()
     again = sac.measure(config, Metadata("y", {}))
     assert calls == []  # read back, nothing run
     assert again.runs == first.runs
-    assert again.sittings == first.sittings
     params = {**dataclasses.asdict(config), "keep_dir": tmp_path}
     table = "\n".join(sac.report(again, Metadata("y", params)).blocks)
     assert "2026-01-02, commit abc" in table  # the table says when each seed ran
@@ -142,6 +142,43 @@ def test_a_seed_whose_runs_ended_is_kept_and_read_back_not_run_again(
     assert calls == [("pararl", "Hopper-v5", 3), ("sb3", "Hopper-v5", 3)]
     replaced = json.loads((tmp_path / "Hopper-v5-seed3.json").read_text())
     assert replaced["runs"][0]["wall_s"] == 11.0  # the new runs replaced the kept ones
+
+
+def test_a_system_whose_flags_changed_runs_again_alone_and_the_others_stay_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[tuple[str, str, int]] = []
+    monkeypatch.setattr(compare, "run_one", fake_runs(calls))
+    config = sac.resolve(sac.Config(runs=("Hopper-v5:0",), budget=600, keep_dir=tmp_path))
+    sac.measure(config, Metadata("x", {}, date="2026-01-02T03:04:05", git_commit="abc"))
+    changed = dataclasses.replace(sac.ROW, systems=tuple(
+        dataclasses.replace(s, flags={**s.flags, "tau": 0.01}) if s.name == "pararl" else s
+        for s in sac.ROW.systems))  # fmt: skip
+    calls.clear()
+    later = Metadata("y", {}, date="2026-02-03T04:05:06", git_commit="def")
+    again = compare.measure(compare.with_options(changed, config), config, later)
+    assert calls == [("pararl", "Hopper-v5", 0)]  # SB3's run read back
+    assert [(r.system, r.sitting[:22]) for r in again.runs] == [
+        ("pararl", "2026-02-03, commit def"), ("sb3", "2026-01-02, commit abc")]  # fmt: skip
+    kept = json.loads((tmp_path / "Hopper-v5-seed0.json").read_text())
+    assert [r["flags"].get("tau") for r in kept["runs"]] == [0.01, None]
+
+
+def test_a_file_from_before_runs_kept_their_flags_is_read_as_the_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[tuple[str, str, int]] = []
+    monkeypatch.setattr(compare, "run_one", fake_runs(calls))
+    config = sac.resolve(sac.Config(runs=("Hopper-v5:0",), budget=600, keep_dir=tmp_path))
+    runs = [dataclasses.asdict(Run(s, "Hopper-v5", 0, 5.0, True)) for s in ("pararl", "sb3")]
+    for run in runs:
+        del run["flags"], run["sitting"]
+    old = {"settings": {**compare.settings(sac.ROW, config), "systems": ["pararl", "sb3"]},
+           "sitting": "2025-12-01, commit old, 2 cores", "runs": runs}  # fmt: skip
+    (tmp_path / "Hopper-v5-seed0.json").write_text(json.dumps(old))
+    outcome = sac.measure(config, Metadata("x", {}))
+    assert calls == []
+    assert [r.sitting for r in outcome.runs] == ["2025-12-01, commit old, 2 cores"] * 2
 
 
 def test_kept_runs_with_other_settings_are_neither_used_nor_replaced(
