@@ -9,7 +9,7 @@ EXTRAS ?= dev,docs,bench,video,ray,atari,minatar,popgym
 # CUDA build): make venv TORCH_INDEX=https://download.pytorch.org/whl/cpu
 TORCH_INDEX ?=
 
-.PHONY: venv test lint typecheck docs docs-serve check bench bench-quick train gpu-check clean
+.PHONY: venv venv-sf test lint typecheck docs docs-serve check bench bench-quick train gpu-check clean
 
 venv: $(STAMP)
 
@@ -20,6 +20,17 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(BIN)/python -m pip install -q -e ".[$(EXTRAS)]"
 	touch $(STAMP)
+
+# Sample Factory, an anchor of `python -m benchmarks pixels` (Pong), in an environment
+# of its own: it pins gymnasium 0.29, pararl needs 1.x.
+SF_VENV := .venv-sf
+venv-sf: $(SF_VENV)/.installed
+
+$(SF_VENV)/.installed:
+	test -x $(SF_VENV)/bin/python || $(PYTHON) -m venv $(SF_VENV)
+	$(SF_VENV)/bin/python -m pip install -q torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
+	$(SF_VENV)/bin/python -m pip install -q sample-factory==2.1.1 ale-py==0.9.1
+	touch $@
 
 # Python's bytecode cache on, even where PYTHONDONTWRITEBYTECODE is set (as in many
 # containers): the suite starts hundreds of Python processes (test workers, `pararl`

@@ -13,7 +13,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Literal
 
-from benchmarks.lib import compare, sb3, training
+from benchmarks.lib import compare, sample_factory, sb3, training
 from benchmarks.lib import harness as h
 from benchmarks.lib.compare import NEVER, Comparison, Outcome, System
 from benchmarks.lib.figures import Panel
@@ -63,8 +63,12 @@ ROW = Comparison(
         "gymnax's PPO at 10M steps without sticky actions."
     ),
 )  # fmt: skip
-PONG = {s.name: s for s in ROW.systems}
-PongSystem = Literal["pararl-dqn", "sb3-dqn", "pararl-ppo", "pararl-ppo-async", "sb3-ppo"]
+# Pong only: Sample Factory's asynchronous PPO, 2 workers x 4 envs (`lib.sample_factory`)
+SF_APPO = System("sf-appo", "Sample Factory APPO", "ppo", anchor="sample-factory", color="C6")
+PONG = {s.name: s for s in (*ROW.systems, SF_APPO)}
+PongSystem = Literal[
+    "pararl-dqn", "sb3-dqn", "pararl-ppo", "pararl-ppo-async", "sb3-ppo", "sf-appo"
+]
 
 
 @dataclass(frozen=True)
@@ -81,8 +85,10 @@ class Config(compare.Options, h.Options):
 
 QUICK: dict[str, Any] = dict(slice_s=5.0, learning_starts=200)
 # Pong for pararl (frame skip 4, no sticky actions) and SB3 (the zoo's; `AtariWrapper`
-# skips the frames); a run killed after PONG_TIMEOUT_S
+# skips the frames); a run killed after PONG_TIMEOUT_S; Sample Factory trains for its
+# slice plus SF_WARM_UP_S (its start-up and the first rollouts before an update)
 PONG_ENV, SB3_PONG_ENV, PONG_TIMEOUT_S = "ALE/Pong-v5", "PongNoFrameskip-v4", 600.0
+SF_WARM_UP_S = 60.0
 
 
 def resolve(config: Config) -> Config:
@@ -126,6 +132,8 @@ def pong_slice(system: str, c: Config, workdir: Path) -> Slice:
     143), or SB3's process timing its own slice; either stopped `PONG_TIMEOUT_S` after
     launch."""
     s = PONG[system]
+    if s is SF_APPO:
+        return sf_slice(c, workdir)
     if s.anchor:
         flags = {"env": SB3_PONG_ENV, "slice_s": c.slice_s, "learning_starts": c.learning_starts}
         done = training.run_process(sb3.command(s.algo, "pong", **flags), PONG_TIMEOUT_S, workdir)
@@ -165,21 +173,43 @@ def pong_slice(system: str, c: Config, workdir: Path) -> Slice:
     return run
 
 
-def vs_sb3(piece: Slice, slices: Sequence[Slice]) -> float | None:
-    """A pararl run's agent steps/s ÷ that of SB3's run of the same algorithm."""
-    sb3 = next((s for s in slices if s.system == f"sb3-{PONG[piece.system].algo}"), None)
-    return None if sb3 is None else h.ratio(piece.rate, sb3.rate)
+def sf_slice(c: Config, workdir: Path) -> Slice:
+    """Sample Factory's APPO on Pong for `c.slice_s` after its first update, timed by the
+    reports it logs (agent steps; it logs no update count)."""
+    try:
+        cmd = sample_factory.command("atari_pong", SF_WARM_UP_S + c.slice_s, workdir / "sf",
+                                     workers=2, envs_per_worker=4)  # fmt: skip
+    except FileNotFoundError as exc:
+        return Slice(SF_APPO.name, note=str(exc))
+    done = training.run_process(cmd, PONG_TIMEOUT_S, workdir)
+    run = Slice(SF_APPO.name, sample_factory.points(done.stdout + done.stderr))
+    measured = window_rate(run.points, c.slice_s)
+    if measured is None:
+        run.note = done.tail or "no report after its first update"
+    else:
+        run.rate, run.window_s, _ = measured
+    return run
+
+
+def vs_anchor(piece: Slice, slices: Sequence[Slice], anchor: str = "sb3") -> float | None:
+    """A pararl run's agent steps/s ÷ that of `anchor`'s run of the same algorithm
+    (`sb3`: SB3's; `sf`: Sample Factory's APPO)."""
+    name = f"sb3-{PONG[piece.system].algo}" if anchor == "sb3" else SF_APPO.name
+    theirs = next((s for s in slices if s.system == name), None)
+    return None if theirs is None else h.ratio(piece.rate, theirs.rate)
 
 
 def pong_block(slices: Sequence[Slice], p: dict[str, Any]) -> str:
     def ratio(piece: Slice) -> str:
-        return h.fmt_ratio(vs_sb3(piece, slices))
+        return h.fmt_ratio(vs_anchor(piece, slices))
 
     cols: list[h.Col[Slice]] = [
         h.Col("system", lambda s: PONG[s.system].label, "l"),
         h.Col("agent steps/s", lambda s: h.fmt_rate(s.rate)),
         h.Col("seconds measured", lambda s: h.fmt_num(s.window_s, 0)),
-        h.Col("÷ SB3 (target)", lambda s: "" if s.system.startswith("sb3") else ratio(s)),
+        h.Col("÷ SB3 (target)", lambda s: ratio(s) if s.system.startswith("pararl") else ""),
+        h.Col("÷ Sample Factory APPO", lambda s: h.fmt_ratio(vs_anchor(s, slices, "sf"))
+              if s.system.startswith("pararl-ppo") else ""),
         h.Col("note", lambda s: s.note[-80:], "l"),
     ]  # fmt: skip
     notes = (
@@ -191,10 +221,15 @@ def pong_block(slices: Sequence[Slice], p: dict[str, Any]) -> str:
         f"settings on {SB3_PONG_ENV} (`AtariWrapper`, 4 stacked frames, `CnnPolicy`; DQN "
         "one env, an update every 4 steps, batch 32; PPO 8 `DummyVecEnv` envs x 128 steps, 4 "
         f"epochs of 256). DQN's learning starts at {p['learning_starts']:,} steps for both "
-        "(the zoo's 100,000 would leave no learning in the slice). One run each. Targets: "
-        "DQN ≥ 1.0×, PPO ≥ 1.5× SB3 zoo's agent steps/s."
+        "(the zoo's 100,000 would leave no learning in the slice). Sample Factory: APPO "
+        "with its Atari settings (CleanRL's PPO: 128-step rollouts, 4 epochs of 4 minibatches "
+        "of 256) on its `atari_pong` (PongNoFrameskip-v4, DeepMind wrappers, 4 stacked "
+        "frames), asynchronous, 2 workers x 4 envs, on the CPU, in its own environment "
+        "(`make venv-sf`), timed by the agent steps of the reports it logs. One run each. "
+        "Targets: DQN ≥ 1.0×, PPO ≥ 1.5× SB3 zoo's agent steps/s; PPO async ≥ 2× Sample "
+        "Factory's."
     )
-    title = "### Pong: training pipeline throughput against SB3 zoo"
+    title = "### Pong: training pipeline throughput against SB3 zoo and Sample Factory"
     return f"{title}\n\n{notes}\n\n{h.table(cols, slices)}"
 
 
@@ -226,7 +261,7 @@ def report(result: Result, meta: h.Metadata) -> h.Report:
         blocks.append(pong_block(result.slices, p))
         pong = [
             f"Pong {PONG[s.system].label} agent steps/s ÷ SB3 zoo "
-            + h.fmt_ratio(vs_sb3(s, result.slices))
+            + h.fmt_ratio(vs_anchor(s, result.slices))
             for s in result.slices
             if s.system.startswith("pararl")
         ]
@@ -234,6 +269,9 @@ def report(result: Result, meta: h.Metadata) -> h.Report:
         if {"pararl-ppo", "pararl-ppo-async"} <= by_name.keys():
             overlap = h.ratio(by_name["pararl-ppo-async"].rate, by_name["pararl-ppo"].rate)
             pong.append(f"Pong pararl PPO async ÷ its sync {h.fmt_ratio(overlap)} (target ≥ 1.3)")
+        if "pararl-ppo-async" in by_name and SF_APPO.name in by_name:
+            sf = h.fmt_ratio(vs_anchor(by_name["pararl-ppo-async"], result.slices, "sf"))
+            pong.append(f"Pong pararl PPO async ÷ Sample Factory APPO {sf} (target ≥ 2)")
         ratios = "; ".join([r for r in (ratios,) if r] + pong)
     return h.Report(
         f"Learning from images against SB3: MinAtar, Pong throughput (`{h.PROG} pixels`)",

@@ -122,6 +122,44 @@ def test_report_times_pararl_to_sb3s_final_return() -> None:
     assert len(report.panels) == 2
 
 
+def sf_report(time: str, samples: int, lag: float) -> str:
+    """A report line as Sample Factory logs it."""
+    return (f"[2026-11-29 {time}][00100] Fps is (10 sec: 800.0, 60 sec: 800.0, 300 sec: "
+            f"800.0). Total num frames: {4 * samples}. Throughput: 0: 200.0. Samples: "
+            f"{samples}. Policy #0 lag: (min: {lag:.1f}, avg: 0.4, max: 1.0)\n")  # fmt: skip
+
+
+def test_sample_factorys_reports_give_agent_steps_from_its_first_update() -> None:
+    from benchmarks.lib import sample_factory
+
+    log = sf_report("21:14:00,000", 1024, -1.0) + sf_report("21:14:05,000", 3072, 0.0)
+    log += "[2026-11-29 21:14:05,500][00100] Avg episode reward: [(0, '-21.000')]\n"
+    points = sample_factory.points(log + sf_report("21:14:15,000", 7168, 0.0))
+    assert points == [(0.0, 1024, 0), (5.0, 3072, 1), (15.0, 7168, 1)]
+    # the window opens at the first report after an update: 4,096 agent steps in 10 s
+    assert window_rate(points, 10.0)[:2] == (409.6, 10.0)  # type: ignore[index]
+    slices = [Slice("pararl-ppo-async", rate=819.2), Slice("sf-appo", rate=409.6)]
+    assert pixels.vs_anchor(slices[0], slices, "sf") == pytest.approx(2.0)
+    result = pixels.Result(None, slices)
+    params = {"slice_s": 10.0, "learning_starts": 100}
+    assert (
+        "÷ Sample Factory APPO 2.00× (target ≥ 2)"
+        in pixels.report(result, Metadata("x", params)).key_ratios
+    )
+
+
+def test_sample_factory_without_its_environment_is_a_note_not_a_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from benchmarks.lib import sample_factory
+
+    monkeypatch.setattr(sample_factory, "VENV", tmp_path / "absent")
+    c = pixels.resolve(pixels.Config(quick=True, parts=("pong",), pong_systems=("sf-appo",)))
+    piece = pixels.pong_slice("sf-appo", c, tmp_path)
+    assert piece.rate is None
+    assert "make venv-sf" in piece.note
+
+
 def test_time_to_reach_and_window_rate_edges() -> None:
     run = Run("pararl-dqn", "MinAtar/Breakout-v1", 0, 9.0, True, curve=curve((1, 0.0), (2, 3.0)))
     assert time_to_reach(run, 3.0) == 2
