@@ -111,11 +111,12 @@ def test_replaying_a_rollout_gives_its_own_logprobs_and_values(kind: str, mode: 
         np.testing.assert_allclose(value.numpy(), mb["values"].numpy(), atol=1e-5)
 
 
-def assert_trained(run: Path) -> None:
+def assert_trained(run: Path, critic: bool = False) -> None:
     state = checkpoint.load(run / "checkpoints" / "final.pt")
     # 16 rollouts of 16 steps x 4 envs, each 2 epochs of one minibatch (all 4 envs)
     assert (state["env_steps"], state["learner"]["updates"]) == (1_024, 32)
     assert "core.rnn.weight_hh_l0" in state["learner"]["model"]  # the LSTM, trained, saved
+    assert ("critic_core.rnn.weight_hh_l0" in state["learner"]["model"]) == critic
     assert evaluate(run, episodes=2)["episodes"] == 2
 
 
@@ -143,15 +144,16 @@ def assert_acts_again(run: Path, video: Path, capsys: pytest.CaptureFixture[str]
     assert "recurrent states start at zeros" in capsys.readouterr().err
 
 
-# serial: the reproducible runs below
-@pytest.mark.parametrize("mode", ["sync", "async"])
+# serial: the reproducible runs below; async with a critic core of its own, whose
+# state rows travel with the actor's through every caller
+@pytest.mark.parametrize(("mode", "critic"), [("sync", False), ("async", True)])
 def test_recurrent_ppo_trains_in_each_mode_and_acts_again(
-    tmp_path: Path, mode: str, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, mode: str, critic: bool, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run = tmp_path / mode
-    cfg = dict(RECURRENT, tensorboard=True)
+    cfg = dict(RECURRENT, tensorboard=True, recurrent_critic=critic)
     train(PPOConfig(mode=mode, seed=1, run_dir=run, **cfg))  # type: ignore[arg-type]
-    assert_trained(run)
+    assert_trained(run, critic)
     assert list((run / "tb").glob("events.out.tfevents.*"))
     assert_acts_again(run, tmp_path / "episode.gif", capsys)
 
@@ -250,6 +252,8 @@ def test_recurrent_options_refused_with_one_line(tmp_path: Path) -> None:
         )  # type: ignore[arg-type]
     with pytest.raises(UsageError, match="--recurrent-size must be >= 1"):
         PPOConfig(env=ENV, recurrent="gru", recurrent_size=0).validate()
+    with pytest.raises(UsageError, match="add --recurrent lstm"):
+        PPOConfig(env=ENV, recurrent_critic=True).validate()
     with pytest.raises(UsageError, match="drop --compile"):
         PPOConfig(env=ENV, recurrent="gru", compile="on").validate()
     with pytest.raises(UsageError, match="drop --vtrace"):
