@@ -215,8 +215,7 @@ def recurrent_flags(recurrent: bool = True) -> dict[str, object]:
                           norm_reward="True")  # fmt: skip
     if recurrent:
         flags |= {"recurrent": "lstm", "recurrent_size": policy["lstm_hidden_size"],
-                  "recurrent_layers": 1,
-                  "recurrent_critic": bool(policy["enable_critic_lstm"])}  # fmt: skip
+                  "recurrent_layers": 1}  # fmt: skip
     return flags
 
 
@@ -239,8 +238,7 @@ RECURRENT = Comparison(
         "rewards normalised), evaluation deterministic on an env seeded apart. Networks: "
         "RecurrentPPO's MlpLstmPolicy as the zoo gives it (an LSTM of 64 each for actor and "
         "critic, then 64 ReLU units); pararl's LSTM PPO (`--recurrent lstm --recurrent-size "
-        "64 --recurrent-critic`: an LSTM each for actor and critic, as RecurrentPPO's) with "
-        "its own 64-unit heads; pararl's feed-forward PPO without the LSTM, which "
+        "64`) with its own 64-unit heads; pararl's feed-forward PPO without the LSTM, which "
         "sees only the present. StatelessCartPole: CartPole-v1 without its velocities (most "
         "500); RepeatPrevious: name the symbol of one step before (most 1.0, without memory "
         "0.0); POPGym's (Morad et al. 2023) RepeatPreviousEasy (a Discrete value, one-hot, "

@@ -68,8 +68,10 @@ def changed(cls: type[RunConfig]) -> RunConfig:
         eval_in="inline", checkpoint_every_s=float("inf"), hidden=(3, 5), progress="plain",
     )  # fmt: skip
     for name, hint in field_types(cls).items():
-        # --trust-checkpoint goes with --resume only (`validate`): left as it is
-        if describe(hint).startswith("true or false") and name != "trust_checkpoint":
+        # --trust-checkpoint goes with --resume only, --recurrent-critic with --recurrent
+        # (`validate`): left as they are
+        flag = describe(hint).startswith("true or false")
+        if flag and name not in ("trust_checkpoint", "recurrent_critic"):
             values[name] = not getattr(cls(), name)
     return cls(**{k: v for k, v in values.items() if k in field_types(cls)})
 
