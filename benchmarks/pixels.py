@@ -13,7 +13,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Literal
 
-from benchmarks.lib import compare, sample_factory, sb3, training
+from benchmarks.lib import compare, sb3, sf_anchor, training
 from benchmarks.lib import harness as h
 from benchmarks.lib.compare import NEVER, Comparison, Outcome, System
 from benchmarks.lib.figures import Panel
@@ -63,7 +63,7 @@ ROW = Comparison(
         "gymnax's PPO at 10M steps without sticky actions."
     ),
 )  # fmt: skip
-# Pong only: Sample Factory's asynchronous PPO, 2 workers x 4 envs (`lib.sample_factory`)
+# Pong only: Sample Factory's asynchronous PPO, 2 workers x 4 envs (`lib.sf_anchor`)
 SF_APPO = System("sf-appo", "Sample Factory APPO", "ppo", anchor="sample-factory", color="C6")
 PONG = {s.name: s for s in (*ROW.systems, SF_APPO)}
 PongSystem = Literal[
@@ -85,10 +85,8 @@ class Config(compare.Options, h.Options):
 
 QUICK: dict[str, Any] = dict(slice_s=5.0, learning_starts=200)
 # Pong for pararl (frame skip 4, no sticky actions) and SB3 (the zoo's; `AtariWrapper`
-# skips the frames); a run killed after PONG_TIMEOUT_S; Sample Factory trains for its
-# slice plus SF_WARM_UP_S (its start-up and the first rollouts before an update)
+# skips the frames); a run killed after PONG_TIMEOUT_S
 PONG_ENV, SB3_PONG_ENV, PONG_TIMEOUT_S = "ALE/Pong-v5", "PongNoFrameskip-v4", 600.0
-SF_WARM_UP_S = 60.0
 
 
 def resolve(config: Config) -> Config:
@@ -174,18 +172,28 @@ def pong_slice(system: str, c: Config, workdir: Path) -> Slice:
 
 
 def sf_slice(c: Config, workdir: Path) -> Slice:
-    """Sample Factory's APPO on Pong for `c.slice_s` after its first update, timed by the
-    reports it logs (agent steps; it logs no update count)."""
+    """Sample Factory's APPO on Pong until `c.slice_s` after its first update (then
+    SIGTERM), timed by the reports it logs (agent steps; it logs no update count)."""
     try:
-        cmd = sample_factory.command("atari_pong", SF_WARM_UP_S + c.slice_s, workdir / "sf",
-                                     workers=2, envs_per_worker=4)  # fmt: skip
+        cmd = sf_anchor.command("atari_pong", workdir / "sf", workers=2, envs_per_worker=4)
     except FileNotFoundError as exc:
         return Slice(SF_APPO.name, note=str(exc))
-    done = training.run_process(cmd, PONG_TIMEOUT_S, workdir)
-    run = Slice(SF_APPO.name, sample_factory.points(done.stdout + done.stderr))
+    log = workdir / "sf-appo.log"
+
+    def sliced() -> bool:
+        points = sf_anchor.points(log.read_text(errors="replace"))
+        first = next((p[0] for p in points if p[2] > 0), None)
+        return first is not None and points[-1][0] - first >= c.slice_s
+
+    deadline = time.monotonic() + PONG_TIMEOUT_S
+    how, code, text = training.run_until(cmd, log, workdir, deadline, sliced)
+    if how == "interrupted":
+        raise KeyboardInterrupt
+    run = Slice(SF_APPO.name, sf_anchor.points(text))
     measured = window_rate(run.points, c.slice_s)
     if measured is None:
-        run.note = done.tail or "no report after its first update"
+        tail = " | ".join(text.strip().splitlines()[-3:])
+        run.note = f"{how}, rc {code}: {tail}" if tail else "no report after its first update"
     else:
         run.rate, run.window_s, _ = measured
     return run

@@ -117,7 +117,8 @@ def run_until(cmd: Sequence[str], log_path: Path, cwd: Path, deadline: float | N
     `until()` holds; Ctrl-C or SIGTERM here asks it to stop too. Then (not when it
     ended) SIGTERM to its main process, which saves the run, stops its workers and
     exits; its whole group killed if it has not within `STOP_GRACE_S` (Ctrl-C and
-    SIGTERM here ignored meanwhile: a second one would lose the save)."""
+    SIGTERM here ignored meanwhile: a second one would lose the save), and whatever of
+    its group outlives it once it has exited."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     offset = log_path.stat().st_size if log_path.exists() else 0
     with log_path.open("a") as log:
@@ -148,6 +149,10 @@ def run_until(cmd: Sequence[str], log_path: Path, cwd: Path, deadline: float | N
             finally:
                 for sig, handler in handlers.items():
                     signal.signal(sig, handler)
+    # what it left in its process group goes too (Sample Factory's workers outlive its
+    # main process when it is stopped)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
     with log_path.open("rb") as f:
         f.seek(offset)
         return how, proc.returncode, f.read().decode(errors="replace")

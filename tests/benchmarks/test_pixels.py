@@ -130,9 +130,9 @@ def sf_report(time: str, samples: int, lag: float) -> str:
 
 
 def test_sample_factorys_reports_give_agent_steps_from_its_first_update() -> None:
-    from benchmarks.lib import sample_factory
+    from benchmarks.lib import sf_anchor as sample_factory
 
-    log = sf_report("21:14:00,000", 1024, -1.0) + sf_report("21:14:05,000", 3072, 0.0)
+    log = sf_report("21:14:00,000", 1024, -1.0) + "\x1b[36m" + sf_report("21:14:05,000", 3072, 0.0)
     log += "[2026-11-29 21:14:05,500][00100] Avg episode reward: [(0, '-21.000')]\n"
     points = sample_factory.points(log + sf_report("21:14:15,000", 7168, 0.0))
     assert points == [(0.0, 1024, 0), (5.0, 3072, 1), (15.0, 7168, 1)]
@@ -151,7 +151,7 @@ def test_sample_factorys_reports_give_agent_steps_from_its_first_update() -> Non
 def test_sample_factory_without_its_environment_is_a_note_not_a_crash(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from benchmarks.lib import sample_factory
+    from benchmarks.lib import sf_anchor as sample_factory
 
     monkeypatch.setattr(sample_factory, "VENV", tmp_path / "absent")
     c = pixels.resolve(pixels.Config(quick=True, parts=("pong",), pong_systems=("sf-appo",)))
