@@ -8,8 +8,8 @@ them registers the envs as it starts.
 
 import sys
 
-import ale_py  # type: ignore[import-not-found]  # noqa: F401  (registers the ALE envs)
-from sf_examples.atari.train_atari import main  # type: ignore[import-not-found]
+import ale_py  # noqa: F401  (registers the ALE envs)
+from sf_examples.atari.train_atari import main
 
 if __name__ == "__main__":
     sys.exit(main())
