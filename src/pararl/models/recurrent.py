@@ -90,10 +90,6 @@ class RecurrentCore(nn.Module):
         """S: the state's rows per env (layers, twice over for an LSTM's cells)."""
         return self.spec.layers * (2 if self.lstm else 1)
 
-    def initial_state(self, batch: int, device: torch.device | None = None) -> torch.Tensor:
-        """The state of `batch` envs at their episodes' starts: zeros `[B, S, H]`."""
-        return torch.zeros(batch, self.rows, self.features, device=device)
-
     def step(
         self, x: torch.Tensor, state: torch.Tensor, first: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
