@@ -149,13 +149,28 @@ def run_until(cmd: Sequence[str], log_path: Path, cwd: Path, deadline: float | N
             finally:
                 for sig, handler in handlers.items():
                     signal.signal(sig, handler)
-    # what it left in its process group goes too (Sample Factory's workers outlive its
-    # main process when it is stopped)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
+    reap(proc.pid)
     with log_path.open("rb") as f:
         f.seek(offset)
         return how, proc.returncode, f.read().decode(errors="replace")
+
+
+def reap(group: int, grace_s: float = 10.0) -> None:
+    """What a run left in its process group once its main process has exited (Sample
+    Factory's workers outlive it when it is stopped): SIGTERM, so that they clean up
+    (its resource tracker unlinks their semaphores), then SIGKILL after `grace_s`."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(group, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        end = time.monotonic() + grace_s
+        while sig == signal.SIGTERM and time.monotonic() < end:
+            try:
+                os.killpg(group, 0)
+            except (ProcessLookupError, PermissionError):
+                return
+            time.sleep(0.1)
 
 
 def warm_up(workdir: Path) -> None:
