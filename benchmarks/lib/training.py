@@ -159,18 +159,13 @@ def reap(group: int, grace_s: float = 10.0) -> None:
     """What a run left in its process group once its main process has exited (Sample
     Factory's workers outlive it when it is stopped): SIGTERM, so that they clean up
     (its resource tracker unlinks their semaphores), then SIGKILL after `grace_s`."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(group, sig)
-        except (ProcessLookupError, PermissionError):
-            return
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is empty
+        os.killpg(group, signal.SIGTERM)
         end = time.monotonic() + grace_s
-        while sig == signal.SIGTERM and time.monotonic() < end:
-            try:
-                os.killpg(group, 0)
-            except (ProcessLookupError, PermissionError):
-                return
+        while time.monotonic() < end:
+            os.killpg(group, 0)  # raises once the last of it has gone
             time.sleep(0.1)
+        os.killpg(group, signal.SIGKILL)
 
 
 def warm_up(workdir: Path) -> None:
