@@ -3,7 +3,8 @@
 row's runs; the finished seeds of a row with a `keep_dir` are kept in `results/NAME`.
 `dictobs` is `ppo`'s CartPole as a Dict of two keys (`lib.dict_cartpole`), at a fixed
 budget; `recurrent` holds pararl's LSTM PPO and its feed-forward PPO (what the memory
-is worth) against RecurrentPPO.
+is worth) against RecurrentPPO; `minatar_ab` plays each final policy again, greedy and
+sampled, alike for both systems (`lib.final_policy`).
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks.lib import compare, dict_cartpole, sb3, taxi
+from benchmarks.lib import compare, dict_cartpole, final_policy, sb3, taxi
 from benchmarks.lib import harness as h
-from benchmarks.lib.compare import Comparison, System
+from benchmarks.lib.compare import NEVER, Comparison, System
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,11 @@ class Config(compare.Options, h.Options):
 @dataclass(frozen=True)
 class OffPolicyConfig(Config):
     learning_starts: int = 10_000  # Random env steps before the first update (both systems).
+
+
+@dataclass(frozen=True)
+class PlayedConfig(Config):
+    episodes: int = 50  # Episodes each final policy plays, greedy and again sampled.
 
 
 @dataclass(frozen=True)
@@ -250,6 +256,24 @@ RECURRENT = Comparison(
            "RepeatPreviousEasy": (1.0, "the most"), "PositionOnlyCartPoleEasy": (1.0, "the most")},
 )  # fmt: skip
 
+MINATAR_AB = Comparison(
+    name="minatar_ab", title="PPO on MinAtar against SB3, final policies evaluated alike",
+    systems=(System("pararl", "pararl PPO", "ppo", {"workers": 2, "envs_per_worker": 4}),
+             System("sb3", "SB3 PPO", "ppo", anchor="minatar")),  # 8 envs each
+    runs=tuple(f"MinAtar/SpaceInvaders-v1:{seed}" for seed in range(5)), budget=300_000,
+    eval_every=NEVER, final_evals=1, run_timeout_s=1800.0, extras=final_policy.METRICS,
+    quick=dict(runs=("MinAtar/Breakout-v1:0",), budget=8_192),
+    notes=(
+        "8 envs, each system's MinAtar PPO settings (the same numbers; `minatar_ppo` in "
+        "`benchmarks/lib/sb3.py`); no evaluation during training (pararl evaluates its final "
+        "weights once). Each final policy then plays the same episodes (`--episodes`) twice, "
+        "sticky actions 0.1 as in training: greedy (the most likely action) and sampled. "
+        "Training: the mean return of the run's last 20 training episodes. Entropy: the "
+        "policy's mean over the states of its sampled episodes (uniform over the game's "
+        "actions would be ln(actions))."
+    ),
+)  # fmt: skip
+
 # NAME: its options, its row, its section's heading
 BENCHMARKS: dict[str, tuple[type[Config], Comparison, str]] = {
     "ppo": (Config, PPO, "PPO: time to solve against SB3"),
@@ -259,6 +283,11 @@ BENCHMARKS: dict[str, tuple[type[Config], Comparison, str]] = {
     "masks": (Config, MASKS, "PPO with action masks on Taxi-v4 against MaskablePPO"),
     "dictobs": (Config, DICTOBS, "PPO on Dict observations against SB3's MultiInputPolicy"),
     "recurrent": (Config, RECURRENT, "Recurrent PPO on memory tasks against RecurrentPPO"),
+    "minatar_ab": (
+        PlayedConfig,
+        MINATAR_AB,
+        "PPO on MinAtar against SB3, final policies evaluated alike",
+    ),
 }
 
 
@@ -269,7 +298,10 @@ def benchmark(name: str) -> Any:
     checks = [">= 0: learning_starts"] if off_policy else []
     if issubclass(config, SACConfig):
         checks.append(">= 1: hidden")
-    quick = {"learning_starts": 1_000} if off_policy else {}
-    found = compare.one(row, f"{heading} (`{h.PROG} {name}`)", quick, checks)
+    quick: dict[str, Any] = {"learning_starts": 1_000} if off_policy else {}
+    after = None
+    if issubclass(config, PlayedConfig):
+        checks, quick, after = [">= 1: episodes"], {"episodes": 3}, final_policy.played
+    found = compare.one(row, f"{heading} (`{h.PROG} {name}`)", quick, checks, after)
     found.Config = config
     return found

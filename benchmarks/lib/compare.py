@@ -73,6 +73,7 @@ class Comparison:
     figures: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # env family: row
     lines: Mapping[str, tuple[float, str]] = field(default_factory=dict)  # family: y, label
     published_note: str = ""
+    extras: Mapping[str, str] = field(default_factory=dict)  # what `after` adds: key, words
 
     def system(self, name: str) -> System:
         return next(s for s in self.systems if s.name == name)
@@ -483,7 +484,17 @@ def whole(v: float | None) -> str:
     return text if "." in text or "e" in text else f"{text}.0"
 
 
-def key_ratios(row: Comparison, table: Sequence[Line]) -> str:
+def extra_median(runs: Sequence[Run], env: str, system: str, key: str) -> float | None:
+    return h.med(extra_summary(runs, env, system, key))
+
+
+def extra_summary(runs: Sequence[Run], env: str, system: str, key: str) -> h.Summary | None:
+    """`key` of `after`'s extras over the runs of `system` on `env`."""
+    return h.maybe([r.extra[key] for r in runs if (r.env, r.system) == (env, system)
+                    and r.extra.get(key) is not None])  # fmt: skip
+
+
+def key_ratios(row: Comparison, table: Sequence[Line], runs: Sequence[Run]) -> str:
     """The claim of each pararl system against its anchor, env by env."""
     label = {s.name: s.label for s in row.systems}
     parts = []
@@ -508,6 +519,9 @@ def key_ratios(row: Comparison, table: Sequence[Line]) -> str:
             text += f", wall ÷ {anchor.label} {h.fmt_ratio(walls)}"
             reach = f"reached in {h.fmt_ratio(line.vs_anchor)} its wall time"
             text += f", {anchor.label}'s final {'not reached' if line.vs_anchor is None else reach}"
+        for key in row.extras:
+            ours, its = (extra_median(runs, line.env, w, key) for w in (line.system, anchor.name))
+            text += f", {key} {whole(ours)} vs {whole(its)}"
         parts.append(text + f", {line.runs} seed(s)")
     return "; ".join(parts) or "nothing measured"
 
@@ -564,6 +578,15 @@ def tables(row: Comparison, outcome: Outcome, c: Any) -> list[str]:
     ]
     if row.target is not None:
         run_cols.insert(5, h.Col("check mean", lambda r: h.fmt_num(r.check)))
+
+    def extra(key: str) -> Callable[[Run], str]:
+        return lambda r: h.fmt_num(r.extra.get(key), 2)
+
+    def spread(key: str) -> Callable[[Line], str]:
+        return lambda x: h.fmt_spread(extra_summary(outcome.runs, x.env, x.system, key),
+                                      lambda v: f"{v:.2f}")  # fmt: skip
+
+    run_cols[-1:-1] = [h.Col(words, extra(key)) for key, words in row.extras.items()]
     if c.keep_dir is not None:
         run_cols.append(h.Col("ran", lambda r: r.sitting, "l"))
     target = "" if row.target is None else (
@@ -574,16 +597,23 @@ def tables(row: Comparison, outcome: Outcome, c: Any) -> list[str]:
     own = {env: row.budget_of(c, env) for env in dict.fromkeys(r.env for r in outcome.runs)}
     own = {env: n for env, n in own.items() if n != c.budget}
     budget = f"{c.budget:,}" + "".join(f", {family(e)} {n:,}" for e, n in own.items())
+    evals = (
+        f"deterministic evaluation every {c.eval_every:,} steps ({c.eval_episodes} "
+        f"episodes); final return: the mean of the last {n} evaluations. "
+    )
     protocol = (
-        f"Budget {budget} env steps per run; deterministic evaluation every "
-        f"{c.eval_every:,} steps ({c.eval_episodes} episodes); final return: the mean of the "
-        f"last {n} evaluations. {row.notes} Wall times are launch to exit (start-up "
+        f"Budget {budget} env steps per run; {evals if c.eval_every < NEVER else ''}"
+        f"{row.notes} Wall times are launch to exit (start-up "
         "included); each curve is on that clock. Time to reach the anchor's final, per "
         "seed: the first evaluation at or above the final of the anchor's run of the same "
         f"env and seed, over that run's wall time; medians over seeds.{target}"
     )
-    blocks = [f"### {row.title}\n\n{protocol}\n\n{h.table(cols, table)}\n\n"
-              f"Runs, in the order run:\n\n{h.table(run_cols, outcome.runs)}"]  # fmt: skip
+    blocks = [f"### {row.title}\n\n{protocol}\n\n{h.table(cols, table)}"]
+    if row.extras:  # `after`'s, over seeds
+        extra_cols = cols[:3] + [h.Col(f"{words}, median (min–max)", spread(key))
+                                 for key, words in row.extras.items()]  # fmt: skip
+        blocks.append(h.table(extra_cols, table))
+    blocks.append(f"Runs, in the order run:\n\n{h.table(run_cols, outcome.runs)}")
     rows = [[f, *row.figures[f]] for f in dict.fromkeys(family(r.env) for r in outcome.runs)
             if f in row.figures]  # fmt: skip
     if rows:
@@ -610,13 +640,20 @@ def panels(row: Comparison, runs: Sequence[Run]) -> list[Panel]:
             ]  # fmt: skip
             title = f"{env}: return vs {name.split(',')[0]}"
             out.append(Panel(title, series, name, "eval return", hlines=hlines))
+        for key, words in row.extras.items():  # `after`'s, a point a seed
+            names = list(dict.fromkeys(r.system for r in runs if r.env == env))
+            series = [Series(label[n], [i] * len(ys), ys, kind="points", fmt="o", color=colors[n])
+                      for i, n in enumerate(names)
+                      if (ys := [r.extra[key] for r in runs if (r.env, r.system) == (env, n)
+                                 and r.extra.get(key) is not None])]  # fmt: skip
+            out.append(Panel(f"{env}: {words}", series, ylabel=words, legend=key == "train"))
     return out
 
 
 def report(row: Comparison, outcome: Outcome, c: Any) -> tuple[str, list[str], list[Panel]]:
     """Key ratios, blocks and panels of one comparison."""
     table = lines(row, outcome.runs, c.final_evals)
-    return key_ratios(row, table), tables(row, outcome, c), panels(row, outcome.runs)
+    return key_ratios(row, table, outcome.runs), tables(row, outcome, c), panels(row, outcome.runs)
 
 
 def describe(row: Comparison) -> str:
@@ -658,9 +695,11 @@ def with_options(row: Comparison, c: Any) -> Comparison:
     ))  # fmt: skip
 
 
-def one(row: Comparison, heading: str, quick: Mapping[str, Any], checks: Sequence[str]) -> Any:
+def one(row: Comparison, heading: str, quick: Mapping[str, Any], checks: Sequence[str],
+        after: Callable[[Any], After] | None = None) -> Any:  # fmt: skip
     """The benchmark that is `row` alone (`resolve`, `measure`, `report`, `ROW`), titled
-    `heading`; its own options' --quick values and `h.require` rules."""
+    `heading`; its own options' --quick values and `h.require` rules, and `after(c)`, the
+    hook each run's end calls (`measure`'s)."""
 
     def resolve_one(config: Any) -> Any:
         c = h.apply_quick(resolve(row, config), quick)
@@ -668,7 +707,7 @@ def one(row: Comparison, heading: str, quick: Mapping[str, Any], checks: Sequenc
         return c
 
     def measure_one(c: Any, meta: h.Metadata) -> Outcome:
-        return measure(with_options(row, c), c, meta)
+        return measure(with_options(row, c), c, meta, None if after is None else after(c))
 
     def report_one(outcome: Outcome, meta: h.Metadata) -> h.Report:
         c = SimpleNamespace(**meta.params)

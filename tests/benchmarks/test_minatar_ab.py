@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 from benchmarks.__main__ import main
+from benchmarks.lib.compare import whole
 
 
-def test_tiny_run(bench: Callable[..., dict[str, Any]]) -> None:
+def test_tiny_run(bench: Callable[..., dict[str, Any]], capsys: pytest.CaptureFixture[str]) -> None:
     data = bench("minatar_ab", "--quick", "--budget", "1024", "--episodes", "1", figure=False)
-    runs = data["results"]["outcome"]["runs"]
+    runs = data["results"]["runs"]
     assert [(r["system"], r["env"], r["seed"]) for r in runs] == [
         ("pararl", "MinAtar/Breakout-v1", 0),
         ("sb3", "MinAtar/Breakout-v1", 0),
@@ -28,10 +29,12 @@ def test_tiny_run(bench: Callable[..., dict[str, Any]]) -> None:
         assert extra["greedy"] is not None
         assert extra["sampled"] is not None
         assert 0 < extra["entropy"] <= 1.1 + 1e-6  # Breakout-v1: 3 actions, ln 3 = 1.099
-        assert extra["train"] >= 0
-    cells = data["results"]["cells"]
-    assert cells["pararl"]["sampled"]["median"] == runs[0]["extra"]["sampled"]
-    assert data["key_ratios"].startswith("pararl vs SB3 medians train ")
+        assert extra["train"] == run["train_return"] >= 0
+    mine, theirs = (whole(r["extra"]["sampled"]) for r in runs)  # medians of one seed
+    assert f"sampled {mine} vs {theirs}" in data["key_ratios"]
+    body = capsys.readouterr().out  # --quick: the section on stdout
+    assert "sampled evaluation, median (min–max)" in body
+    assert "policy entropy (nats)" in body
 
 
 @pytest.mark.parametrize(
