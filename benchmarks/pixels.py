@@ -125,40 +125,50 @@ def window_rate(points: Sequence[Point], slice_s: float) -> tuple[float, float, 
 
 
 def pong_slice(system: str, c: Config, workdir: Path) -> Slice:
-    """One Pong throughput run of `system`: pararl's `pararl train` until `c.slice_s`
-    after its first update, then stopped (SIGTERM: it finishes cleanly, exit status
-    143), or SB3's process timing its own slice; either stopped `PONG_TIMEOUT_S` after
-    launch."""
+    """One Pong throughput run of `system`: pararl's `pararl train` or Sample Factory's
+    APPO until `c.slice_s` after its first update, then stopped (SIGTERM: pararl finishes
+    cleanly, exit status 143), or SB3's process timing its own slice; each stopped
+    `PONG_TIMEOUT_S` after launch. Sample Factory is timed by the reports it logs (agent
+    steps; it logs no update count)."""
     s = PONG[system]
-    if s is SF_APPO:
-        return sf_slice(c, workdir)
-    if s.anchor:
+    if s.anchor and s is not SF_APPO:
         flags = {"env": SB3_PONG_ENV, "slice_s": c.slice_s, "learning_starts": c.learning_starts}
         done = training.run_process(sb3.command(s.algo, "pong", **flags), PONG_TIMEOUT_S, workdir)
         parsed = sb3.parse(done.stdout, s.algo)
         run = Slice(system, [tuple(p) for p in parsed["points"]] if parsed else [])
         run.note = done.tail if parsed is None or done.returncode != 0 else ""
     else:
-        out = workdir / f"{system}-pong"
-        more = {"learning_starts": c.learning_starts} if s.algo == "dqn" else {}
-        cmd = training.train_command(
-            s.algo, total_steps=NEVER, eval_every=NEVER, checkpoint_every=NEVER, log_every_s=1.0,
-            target_return=NEVER, **more, env=PONG_ENV, seed=0, run_dir=out, progress="plain",
-            tensorboard=False, **s.flags,
-        )  # fmt: skip
+        log = workdir / f"{system}-pong.log"
+        out = log.with_suffix("")
+
+        def points() -> list[Point]:
+            if s is SF_APPO:
+                return sf_anchor.points(log.read_text(errors="replace"))
+            return training.clock(training.read_metrics(out))
+
+        if s is SF_APPO:
+            try:
+                cmd = sf_anchor.command("atari_pong", workdir / "sf", workers=2, envs_per_worker=4)
+            except FileNotFoundError as exc:
+                return Slice(system, note=str(exc))
+        else:
+            more = {"learning_starts": c.learning_starts} if s.algo == "dqn" else {}
+            cmd = training.train_command(
+                s.algo, total_steps=NEVER, eval_every=NEVER, checkpoint_every=NEVER,
+                log_every_s=1.0, target_return=NEVER, **more, env=PONG_ENV, seed=0, run_dir=out,
+                progress="plain", tensorboard=False, **s.flags,
+            )  # fmt: skip
 
         def sliced() -> bool:
-            points = training.clock(training.read_metrics(out))
-            first = next((p[0] for p in points if p[2] > 0), None)
-            return first is not None and points[-1][0] - first >= c.slice_s
+            now = points()
+            first = next((p[0] for p in now if p[2] > 0), None)
+            return first is not None and now[-1][0] - first >= c.slice_s
 
         deadline = time.monotonic() + PONG_TIMEOUT_S
-        how, code, text = training.run_until(
-            cmd, out.with_suffix(".log"), workdir, deadline, sliced
-        )
+        how, code, text = training.run_until(cmd, log, workdir, deadline, sliced)
         if how == "interrupted":
             raise KeyboardInterrupt
-        run = Slice(system, training.clock(training.read_metrics(out)))
+        run = Slice(system, points())
         if how == "deadline":
             run.note = f"stopped after {PONG_TIMEOUT_S:g} s"
         elif how == "ended" and code not in (0, 143):
@@ -168,34 +178,8 @@ def pong_slice(system: str, c: Config, workdir: Path) -> Slice:
         run.rate, run.window_s, run.updates_per_s = measured
     elif not run.note:
         run.note = "no update within the run"
-    return run
-
-
-def sf_slice(c: Config, workdir: Path) -> Slice:
-    """Sample Factory's APPO on Pong until `c.slice_s` after its first update (then
-    SIGTERM), timed by the reports it logs (agent steps; it logs no update count)."""
-    try:
-        cmd = sf_anchor.command("atari_pong", workdir / "sf", workers=2, envs_per_worker=4)
-    except FileNotFoundError as exc:
-        return Slice(SF_APPO.name, note=str(exc))
-    log = workdir / "sf-appo.log"
-
-    def sliced() -> bool:
-        points = sf_anchor.points(log.read_text(errors="replace"))
-        first = next((p[0] for p in points if p[2] > 0), None)
-        return first is not None and points[-1][0] - first >= c.slice_s
-
-    deadline = time.monotonic() + PONG_TIMEOUT_S
-    how, code, text = training.run_until(cmd, log, workdir, deadline, sliced)
-    if how == "interrupted":
-        raise KeyboardInterrupt
-    run = Slice(SF_APPO.name, sf_anchor.points(text))
-    measured = window_rate(run.points, c.slice_s)
-    if measured is None:
-        tail = " | ".join(text.strip().splitlines()[-3:])
-        run.note = f"{how}, rc {code}: {tail}" if tail else "no report after its first update"
-    else:
-        run.rate, run.window_s, _ = measured
+    if s is SF_APPO:
+        run.updates_per_s = None  # its reports count no updates
     return run
 
 
