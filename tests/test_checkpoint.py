@@ -217,3 +217,19 @@ def test_a_truncated_or_foreign_checkpoint_is_one_line(run: Path, pararl: Any) -
     assert result.returncode == 2
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert "corrupt or unreadable" in result.stderr
+
+
+def test_a_corrupt_newest_checkpoint_says_how_to_resume_from_the_one_before(run: Path) -> None:
+    """Its error says to move it out of checkpoints/; done so, the resume takes the newest
+    checkpoint left (the run's step_N)."""
+    from pararl.rundir import RunDir
+    from pararl.runners.resume import latest_checkpoint
+
+    final = run / "checkpoints" / "final.pt"
+    final.write_bytes(final.read_bytes()[: final.stat().st_size // 2])
+    with pytest.raises(UsageError, match=r"corrupt or unreadable.*move it out of checkpoints/"):
+        latest_checkpoint(RunDir(run), "dqn")
+    final.rename(run / "final.pt.bad")
+    path, state = latest_checkpoint(RunDir(run), "dqn")
+    assert path.stem.startswith("step_")
+    assert Header.of(state).env_steps > 0

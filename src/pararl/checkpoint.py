@@ -142,8 +142,9 @@ def save(path: Path, state: dict[str, Any]) -> None:
 
 def _corrupt(path: Path, exc: Exception) -> UsageError:
     return UsageError(
-        f"checkpoint {path} is corrupt or unreadable ({type(exc).__name__}); "
-        "use another checkpoint of the run (checkpoints/) or retrain"
+        f"checkpoint {path} is corrupt or unreadable ({type(exc).__name__}); move it out "
+        "of checkpoints/ (a resume then starts from the newest one left), load another "
+        "(pararl evaluate --checkpoint NAME), or retrain"
     )
 
 

@@ -175,9 +175,10 @@ def run(cfg: EvaluateConfig, env: EnvArg | None = None) -> dict[str, float]:
         finally:
             evaluator.close()
     truncated = int(episodes.truncated.sum())
+    plural = "s" if cfg.episodes != 1 else ""
     print(
         f"{config.env}: mean return {episodes.mean:.1f} ± {episodes.std:.1f} over "
-        f"{cfg.episodes} episodes{'' if deterministic else ', actions sampled'} "
+        f"{cfg.episodes} episode{plural}{'' if deterministic else ', actions sampled'} "
         f"({cfg.checkpoint} checkpoint of {cfg.run_dir})"
         + (f"; {truncated} truncated" if truncated else "")
     )
@@ -187,6 +188,6 @@ def run(cfg: EvaluateConfig, env: EnvArg | None = None) -> dict[str, float]:
     return {
         "mean": episodes.mean,
         "std": episodes.std,
-        "episodes": float(cfg.episodes),
-        "truncated": float(truncated),
+        "episodes": cfg.episodes,
+        "truncated": truncated,
     }

@@ -127,7 +127,7 @@ def test_on_idle_cores_the_learner_keeps_its_threads_and_probes_ever_less_often(
     assert sim.lines == []
     assert gov.every == gov.settings.max_probe_s  # each probe that changed nothing doubled the wait
     probes = sim.set_calls.count(1)
-    assert 5 <= probes <= 12  # 30, 60, 120, ... then every 600 s
+    assert 8 <= probes <= 14  # at 4, 12, 28, 60, ... s, then every 600 s
     # what the probes cost: the updates lost against two threads all the time
     assert sim.updates >= 0.99 * 3600.0 / 0.008
 
@@ -156,6 +156,16 @@ def test_a_learner_slowed_by_work_beside_it_drops_to_one_thread_and_comes_back()
     assert len(sim.lines) == 2
     assert "learner on 2 thread(s)" in sim.lines[1]
     assert "free again" in sim.lines[1]
+
+
+def test_a_machine_busy_from_the_start_moves_the_learner_to_one_thread_within_seconds() -> None:
+    """Two threads 25x slower than one from the first update: no faster window on two
+    to collapse from, so it is the first probe, due a few seconds in, that finds it."""
+    sim = Simulated(2, lambda threads, now: 0.5 if threads == 2 else 0.020)
+    sim.run_until(10.0)
+    assert sim.governor.threads == 1
+    assert len(sim.lines) == 1
+    assert "something else is using the cores" in sim.lines[0]
 
 
 def test_a_machine_slower_for_every_count_is_probed_once_not_every_window() -> None:

@@ -130,8 +130,11 @@ class Probing:
 
     window_s: float = 2.0
     """Seconds of updating timed as one window (waiting for data is not counted)."""
+    first_probe_s: float = 4.0
+    """The first probe comes this long after the start (a machine busy from the start is
+    found within seconds); the waits between probes then double from here."""
     probe_s: float = 30.0
-    """The first probe comes this long after the start, and again after a switch."""
+    """The wait for the next probe after a switch."""
     max_probe_s: float = 600.0
     """A probe that changed nothing doubles the wait for the next, up to this."""
     slowdown: float = 3.0
@@ -155,8 +158,9 @@ class AdaptiveThreads:
     threads can fall to a small fraction of its rate, while on one thread sharing
     slows an update only in proportion. So the governor times the updates (`record`)
     in windows, and runs one window on the other count now and then (a probe), first
-    soon, then ever less often while probes change nothing, and at once when a window
-    on `wide` threads collapses against the fastest one so far (`Probing`). It
+    within seconds of the start, then ever less often while probes change nothing, and
+    at once when a window on `wide` threads collapses against the fastest one so far
+    (`Probing`). It
     switches when the probe was clearly faster than the latest window on the count in
     use. A quiet machine pays an occasional window on one thread; a busy one, an
     occasional window on `wide` threads.
@@ -178,8 +182,8 @@ class AdaptiveThreads:
         self.wide, self.threads, self.hold = wide, wide, hold
         self.report, self.set_threads, self.name = report, set_threads, name
         self.settings = p = settings
-        self.every = p.probe_s  # seconds between probes now
-        self.next_probe = p.clock() + p.probe_s
+        self.every = p.first_probe_s  # seconds between probes now
+        self.next_probe = p.clock() + p.first_probe_s
         self.per_update: dict[int, float] = {}  # seconds per update, latest window
         self.best_wide = math.inf
         self.probing = False
