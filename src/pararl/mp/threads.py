@@ -160,9 +160,8 @@ class AdaptiveThreads:
     in windows, and runs one window on the other count now and then (a probe), first
     within seconds of the start, then ever less often while probes change nothing, and
     at once when a window on `wide` threads collapses against the fastest one so far
-    (`Probing`). It
-    switches when the probe was clearly faster than the latest window on the count in
-    use. A quiet machine pays an occasional window on one thread; a busy one, an
+    (`Probing`). It switches when the probe was clearly faster than the latest window
+    on the count in use. A quiet machine pays an occasional window on one thread; a busy one, an
     occasional window on `wide` threads.
 
     `wide` 1, or `hold` (`held`): nothing to decide, `threads` stays `wide`. `report`
