@@ -36,14 +36,19 @@ def make_run(
     agents: bool = True,
     env: str = "CartPole-v1",
     steps: int = 2_000,
+    settings: Sequence[dict[str, Any]] = (),
 ) -> Path:
     """A run directory holding config.json and an eval.csv of two evaluations per agent,
     the last at `steps` with the returns `finals` (one agent per return). `agents`: with
-    the `agent` column (a run of several agents), else without (one agent, one return)."""
+    the `agent` column (a run of several agents), else without (one agent, one return);
+    `settings`: each agent's seed and swept settings, as a sweep lists them."""
     assert agents or len(finals) == 1
     root.mkdir(parents=True)
     config = DQNConfig(env=env, run_dir=root)
-    (root / "config.json").write_text(to_json(config, {"resolved": {"env_kind": "discrete"}}))
+    resolved: dict[str, Any] = {"env_kind": "discrete"}
+    if settings:
+        resolved["agents"] = list(settings)
+    (root / "config.json").write_text(to_json(config, {"resolved": resolved}))
     columns = (AGENT, *eval_columns()) if agents else eval_columns()  # as a population writes it
     writer = MetricsWriter(root / "eval.csv", None, columns)
     for at, scale in ((steps // 2, 0.5), (steps, 1.0)):
@@ -207,6 +212,30 @@ def test_a_run_named_twice_on_a_side_is_refused(runs: tuple[Path, Path]) -> None
     with pytest.raises(UsageError, match="named twice on side A"):
         side([seeds, seeds / "seed3"], "A")
     assert len(side([seeds, batched], "A").finals) == 16
+
+
+def test_a_sweeps_combinations_compare_with_each_other(tmp_path: Path, pararl: Any) -> None:
+    """RUN:NAME=VALUE keeps the agents with that setting (numbers compared as numbers:
+    3e-4 is 0.0003); a setting not swept, or a value no agent has, is refused."""
+    lrs = (3e-4, 1e-3)
+    agents = [{"seed": i, "lr": lr} for lr in lrs for i in range(3)]
+    run = make_run(tmp_path / "sweep", [1.0, 2.0, 3.0, 10.0, 11.0, 12.0], settings=agents)
+    assert side([Path(f"{run}:lr=3e-4")]).scores.tolist() == [1.0, 2.0, 3.0]
+    assert side([Path(f"{run}:lr=0.001")]).scores.tolist() == [10.0, 11.0, 12.0]
+    assert side([Path(f"{run}:seed=1,lr=1e-3")]).scores.tolist() == [11.0]
+    result = pararl("compare", f"{run}:lr=1e-3", f"{run}:lr=3e-4")
+    assert result.returncode == 0, result.stderr
+    assert "lr=1e-3" in result.stdout
+    cases = [
+        (f"{run}:gamma=0.9", "no setting 'gamma' (theirs: lr, seed)"),
+        (f"{run}:lr=5e-4", "no agent of"),
+        (f"{run}:lr=", "select agents as RUN:NAME=VALUE"),
+    ]
+    for given, expect in cases:
+        line = _one_error(pararl("compare", given, str(run)))
+        assert expect in line, (given, line)
+    line = _one_error(pararl("compare", f"{run}:lr=5e-4", str(run)))
+    assert "lr: 0.0003, 0.001" in line
 
 
 def _one_error(result: Any) -> str:

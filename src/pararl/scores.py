@@ -124,6 +124,59 @@ def env_of(run_dir: Path) -> str | None:
     return env if isinstance(env, str) else None
 
 
+def agent_settings(run_dir: Path) -> list[dict[str, object]]:
+    """Each agent's seed and swept settings, as config.json lists them under
+    `resolved.agents` (empty: a run that lists none)."""
+    try:
+        data = json.loads(RunDir(run_dir).config.read_text())
+    except (OSError, ValueError):
+        return []
+    agents = data.get("resolved", {}).get("agents") if isinstance(data, dict) else None
+    return [a for a in agents if isinstance(a, dict)] if isinstance(agents, list) else []
+
+
+def split_selector(text: str) -> tuple[Path, dict[str, str]]:
+    """`RUN` or `RUN:NAME=VALUE[,NAME=VALUE...]` (a sweep's combination, or `seed=N`):
+    the path and the settings its agents must have (a path that exists as given is a
+    path, whatever it holds)."""
+    path, _, tail = text.rpartition(":")
+    if not path or Path(text).exists() or "=" not in tail:
+        return Path(text), {}
+    pairs = [item.partition("=") for item in tail.split(",")]
+    if any(not name or not sep or not value for name, sep, value in pairs):
+        raise UsageError(
+            f"{text}: select agents as RUN:NAME=VALUE[,NAME=VALUE...], e.g. runs/sweep:lr=1e-3"
+        )
+    return Path(path), {name: value for name, _, value in pairs}
+
+
+def _same(value: object, wanted: str) -> bool:
+    try:
+        return math.isclose(float(value), float(wanted), rel_tol=1e-9)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return str(value) == wanted
+
+
+def selected(finals: list[Final], run: Path, wanted: dict[str, str], given: str) -> list[Final]:
+    """The agents of `run` whose settings are `wanted`; refused when a setting is not
+    one its agents list, or when no agent has them (the values there are named)."""
+    if not wanted:
+        return finals
+    agents = agent_settings(run)
+    known = sorted({name for a in agents for name in a})
+    for name in wanted:
+        if name not in known:
+            listed = ", ".join(known) or "none: it trained one agent without a sweep"
+            raise UsageError(f"{given}: {run}'s agents have no setting {name!r} (theirs: {listed})")
+    keep = {k for k, a in enumerate(agents)
+            if all(_same(a.get(name), value) for name, value in wanted.items())}  # fmt: skip
+    if not keep:
+        values = "; ".join(f"{name}: {', '.join(sorted({str(a.get(name)) for a in agents}))}"
+                           for name in wanted)  # fmt: skip
+        raise UsageError(f"{given}: no agent of {run} has those settings (its values: {values})")
+    return [f for f in finals if f.agent in keep]
+
+
 @dataclass(frozen=True)
 class Side:
     """One side of a comparison: the paths it was given, the runs they name, and every
@@ -154,18 +207,20 @@ def side(paths: Sequence[Path], name: str = "") -> Side:
     (also through a directory of runs) is refused: its agents would count twice."""
     runs: list[Path] = []
     seen: dict[Path, Path] = {}  # each run's resolved path: the path given that named it
+    finals: list[Final] = []
     for path in paths:
-        for run in runs_of(Path(path)):
+        where, wanted = split_selector(str(path))
+        for run in runs_of(where):
             key = run.resolve()
             if key in seen:
-                where = f" on side {name}" if name else ""
+                on = f" on side {name}" if name else ""
                 first = seen[key]
                 by = f" (by {first} and by {path})" if str(first) != str(path) else ""
-                raise UsageError(f"{run} is named twice{where}{by}: its agents would count twice")
+                raise UsageError(f"{run} is named twice{on}{by}: its agents would count twice")
             seen[key] = Path(path)
             runs.append(run)
-    finals = tuple(final for run in runs for final in final_returns(run))
-    return Side(tuple(Path(p) for p in paths), tuple(runs), finals)
+            finals += selected(final_returns(run), run, wanted, str(path))
+    return Side(tuple(Path(p) for p in paths), tuple(runs), tuple(finals))
 
 
 __all__ = [
@@ -174,8 +229,11 @@ __all__ = [
     "STEPS",
     "Final",
     "Side",
+    "agent_settings",
     "env_of",
     "final_returns",
     "runs_of",
+    "selected",
     "side",
+    "split_selector",
 ]

@@ -26,7 +26,9 @@ class CompareConfig:
     al., 2021, "Deep RL at the Edge of the Statistical Precipice")."""
 
     runs: Annotated[Paths, tyro.conf.Positional, tyro.conf.arg(metavar="RUN_A RUN_B")] = ()
-    """The two sides: each a run directory, or a directory of runs (their agents pooled)."""
+    """The two sides: each a run directory, or a directory of runs (their agents pooled);
+    RUN:NAME=VALUE[,NAME=VALUE] keeps the agents of RUN with those settings (a sweep's
+    combination, or seed=N)."""
     a: Annotated[Paths, tyro.conf.arg(metavar="RUN [RUN ...]")] = ()
     """Side A as several paths (runs, or directories of runs); the one positional is B."""
     b: Annotated[Paths, tyro.conf.arg(metavar="RUN [RUN ...]")] = ()
