@@ -347,7 +347,9 @@ def plan(p: Prepared) -> Plan:
     first = state.members[0]
     swept = f" x {len(cfg.grid)} settings (--sweep)" if cfg.sweep else ""
     where = f"{workers} worker{'s' if workers > 1 else ''}"
-    if mode == "async":
+    if mode == "serial":
+        where = "this process"
+    elif mode == "async":
         where = f"one actor process, {cfg.policy_lag} update(s) behind"
     banner = (
         f"pararl: PPO on {cfg.env}, {cfg.agents} agents (seeds {cfg.seed}-"
