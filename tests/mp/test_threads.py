@@ -127,7 +127,7 @@ def test_on_idle_cores_the_learner_keeps_its_threads_and_probes_ever_less_often(
     assert sim.lines == []
     assert gov.every == gov.settings.max_probe_s  # each probe that changed nothing doubled the wait
     probes = sim.set_calls.count(1)
-    assert 8 <= probes <= 14  # at 4, 12, 28, 60, ... s, then every 600 s
+    assert 8 <= probes <= 12  # at 4, 34, 94, 214, ... s, then every 600 s
     # what the probes cost: the updates lost against two threads all the time
     assert sim.updates >= 0.99 * 3600.0 / 0.008
 
@@ -144,7 +144,7 @@ def test_a_learner_slowed_by_work_beside_it_drops_to_one_thread_and_comes_back()
 
     sim = Simulated(2, shared)
     sim.run_until(100.0)
-    assert sim.governor.threads == 2
+    assert sim.lines == []  # no switch while the cores were free (a probe may be running)
     sim.run_until(110.0)
     assert sim.governor.threads == 1  # the collapsed window triggered a probe at once
     assert len(sim.lines) == 1

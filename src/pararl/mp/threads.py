@@ -132,11 +132,11 @@ class Probing:
     """Seconds of updating timed as one window (waiting for data is not counted)."""
     first_probe_s: float = 4.0
     """The first probe comes this long after the start (a machine busy from the start is
-    found within seconds); the waits between probes then double from here."""
+    found within seconds)."""
     probe_s: float = 30.0
-    """The wait for the next probe after a switch."""
+    """The wait for the next probe after a switch, and after the first probe."""
     max_probe_s: float = 600.0
-    """A probe that changed nothing doubles the wait for the next, up to this."""
+    """A later probe that changed nothing doubles the wait for the next, up to this."""
     slowdown: float = 3.0
     """A window on `wide` threads this many times slower than the fastest so far
     probes at once."""
@@ -226,7 +226,7 @@ class AdaptiveThreads:
             self.every = p.probe_s
             self.report(self._switch_line(probed, before))
         else:
-            self.every = min(2 * self.every, p.max_probe_s)
+            self.every = min(max(2 * self.every, p.probe_s), p.max_probe_s)
             self._use(before)
         if self.threads == self.wide:  # the newest normal on `wide` threads
             self.best_wide = self.per_update[self.wide]
