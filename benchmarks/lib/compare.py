@@ -65,6 +65,7 @@ class Comparison:
     verify_episodes: int = 20  # with a target: the untimed check of the saved policy
     run_timeout_s: float = 7_200.0
     anchor_envs: tuple[str, ...] = ()  # the envs an anchor runs on (empty: every env)
+    anchor_seeds: tuple[int, ...] = ()  # the seeds an anchor runs (empty: every seed)
     keep_dir: str = ""  # kept ENV:SEEDs, under the checkout (empty: none kept)
     kept: tuple[str, ...] = ()  # the benchmark's own options a kept ENV:SEED shares
     quick: Mapping[str, object] = field(default_factory=dict)  # Options' --quick values
@@ -368,8 +369,9 @@ def measure(row: Comparison, c: Any, meta: h.Metadata, after: After | None = Non
                 path = c.keep_dir / f"{file_name(env)}-seed{seed}.json"
                 kept = kept_runs(row, c, path)
             mine = {r.system: r for r in kept.runs}
-            todo = [s for s in chosen if not (s.anchor and row.anchor_envs
-                                              and env not in row.anchor_envs)]  # fmt: skip
+            todo = [s for s in chosen if not s.anchor or (
+                (not row.anchor_envs or env in row.anchor_envs)
+                and (not row.anchor_seeds or seed in row.anchor_seeds))]  # fmt: skip
             usable = {n: r for n, r in mine.items()
                       if not c.fresh and r.flags == as_json(row.system(n).flags)}  # fmt: skip
             for s in todo:

@@ -241,6 +241,11 @@ def test_options_take_the_tables_values_and_anchors_run_where_the_row_says(
         ("sb3", "HalfCheetah-v5"),
         ("pararl", "Hopper-v5"),
     ]
+    calls.clear()  # the anchor on the row's first seeds alone (`anchor_seeds`)
+    row = dataclasses.replace(learning.MUJOCO, anchor_envs=(), anchor_seeds=(0,))
+    compare.measure(row, dataclasses.replace(c, runs=("Hopper-v5:0", "Hopper-v5:1")),
+                    Metadata("x", {}))  # fmt: skip
+    assert calls == [("pararl", "Hopper-v5"), ("sb3", "Hopper-v5"), ("pararl", "Hopper-v5")]
 
 
 def test_file_names_hold_no_colon_or_slash() -> None:
