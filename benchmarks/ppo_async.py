@@ -91,6 +91,7 @@ class Floor:
     epochs: int
     minibatches: int
     minibatch_size: int
+    sitting: str = ""  # when and where it was measured (`compare.sitting`)
 
     @property
     def floor_s(self) -> float:  # an async iteration at best: side by side
@@ -186,7 +187,8 @@ def measure(c: Config, meta: h.Metadata) -> Results:
     floors = []
     for env in dict.fromkeys(run.rpartition(":")[0] for run in c.runs):
         h.progress(f"ppo_async: the floor on {env} ({c.floor_repeats} rollouts and updates) ...")
-        floors.append(floor := measure_floor(env, c.floor_repeats, FLOOR_WARMUP))
+        floor = measure_floor(env, c.floor_repeats, FLOOR_WARMUP)
+        floors.append(floor := dataclasses.replace(floor, sitting=compare.sitting(meta)))
         h.progress(
             f"ppo_async: {env}: acting {1e3 * floor.acting.median:.0f} ms, update "
             f"{1e3 * floor.update.median:.0f} ms, floor {1e3 * floor.floor_s:.0f} ms"
@@ -275,10 +277,14 @@ class Iteration:
 
 
 def iterations(runs: Sequence[Run], floors: Sequence[Floor]) -> list[Iteration]:
-    def mean(env: str, system: str) -> h.Summary | None:
-        return h.maybe(of(runs, env, system, lambda r: r.extra.get("iteration_s")))
+    """Each floor against the iterations of the runs of its own sitting (a kept run's
+    machine may have run at another speed)."""
 
-    return [Iteration(f, mean(f.env, ASYNC), mean(f.env, "pararl-serial")) for f in floors]
+    def mean(f: Floor, system: str) -> h.Summary | None:
+        mine = [r for r in runs if r.sitting == f.sitting]
+        return h.maybe(of(mine, f.env, system, lambda r: r.extra.get("iteration_s")))
+
+    return [Iteration(f, mean(f, ASYNC), mean(f, "pararl-serial")) for f in floors]
 
 
 # --- report -----------------------------------------------------------------------------
@@ -402,7 +408,9 @@ def blocks_of(r: Results, c: Any, label: Mapping[str, str]) -> list[str]:
         f"#### The floor of one asynchronous iteration\n\nMeasured before the runs, once per "
         f"game: {what}, each alone on one torch thread, {c.floor_repeats} times after "
         f"{FLOOR_WARMUP} untimed; median (min–max). Overlapped, an iteration takes at least "
-        "the longer of the two; the serial loop the sum."
+        "the longer of the two; the serial loop the sum. The iterations beside it are those "
+        "of the runs of the same sitting (a kept run's is not: its machine may have run at "
+        "another speed)."
     )
     return [
         f"{intro}\n\n{h.table(vs_cols, versuses)}",

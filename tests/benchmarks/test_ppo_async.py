@@ -154,6 +154,10 @@ def test_ratios_p_values_floor_and_targets_on_made_up_runs() -> None:
     assert it.ratio == pytest.approx(0.20 / 0.182)  # the median async run's iteration
     assert (serial.targets, sb3.targets, it.met) == ({"final": True, "wall": True},
                                                      {"wall": True}, True)  # fmt: skip
+    (elsewhere,) = pa.iterations(
+        MADE_UP, [dataclasses.replace(_floor(0.137, 0.182), sitting="another day")]
+    )
+    assert (elsewhere.iteration, elsewhere.ratio) == (None, None)  # kept runs: not its own
     (slow,) = pa.iterations(MADE_UP, [_floor(0.137, 0.15)])
     assert slow.met is False  # 0.20 / 0.15 = 1.33
     far = dataclasses.replace(serial, wall_ratio=0.61, p=0.03)
