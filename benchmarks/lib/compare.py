@@ -480,6 +480,7 @@ def whole(v: float | None) -> str:
     (0.972, 43.7, 4.0; one decimal alone showed 0.972 as 1.0)."""
     if v is None:
         return "–"
+    v = 0.0 if abs(v) < 1e-9 else v  # a mean of returns that cancel, in float (4.6e-18)
     text = f"{v:.3g}"
     if abs(float(text)) >= 100:  # 99.96 too
         return f"{v:.0f}"

@@ -256,3 +256,10 @@ def test_file_names_hold_no_colon_or_slash() -> None:
     )
     assert compare.file_name("MinAtar/Breakout-v1") == "MinAtar_Breakout-v1"
     assert compare.directory(Path("w"), "sb3", "a:b/C-v0", 2) == Path("w/sb3-a_b_C-v0-2")
+
+
+def test_a_return_reads_whole_from_100_and_three_digits_below() -> None:
+    assert [compare.whole(v) for v in (None, 0.972, 43.71, 4.0, 99.96, 1234.4)] == [
+        "–", "0.972", "43.7", "4.0", "100", "1234"
+    ]  # fmt: skip
+    assert compare.whole(4.63e-18) == "0.0"  # returns that cancel in float, not 4.63e-18
