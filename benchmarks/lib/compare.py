@@ -420,6 +420,7 @@ class Line:
     reached: int = 0
     paired: int = 0  # seeds with an anchor run to compare with
     vs_anchor: float | None = None  # that time ÷ that anchor run's wall (median over seeds)
+    wall_vs_anchor: float | None = None  # its wall ÷ its seed's anchor run's (median over seeds)
 
 
 def paired(runs: Sequence[Run], run: Run, anchor: str, last: int) -> tuple[float, float] | None:
@@ -464,6 +465,10 @@ def lines(row: Comparison, runs: Sequence[Run], last: int) -> list[Line]:
         line.paired, line.reached = len(pairs), sum(t != math.inf for t, _ in pairs)
         line.reach_s = censored_median([t for t, _ in pairs])
         line.vs_anchor = censored_median([share for _, share in pairs])
+        # seed by seed (a seed's runs share a sitting; kept seeds may come from others)
+        walls = [r.wall_s / o.wall_s for r in mine if r.ok for o in runs
+                 if (o.system, o.env, o.seed) == (anchor.name, r.env, r.seed) and o.ok]  # fmt: skip
+        line.wall_vs_anchor = statistics.median(walls) if walls else None
     return out
 
 
@@ -516,10 +521,8 @@ def key_ratios(row: Comparison, table: Sequence[Line], runs: Sequence[Run]) -> s
             continue
         text = f"{name}: final {whole(h.med(line.final))}"
         if line.anchor_final is not None:
-            theirs = next(x for x in table if (x.env, x.system) == (line.env, anchor.name))
             text += f" vs {anchor.label} {whole(line.anchor_final)}"
-            walls = h.ratio(h.med(line.wall), h.med(theirs.wall))
-            text += f", wall ÷ {anchor.label} {h.fmt_ratio(walls)}"
+            text += f", wall ÷ {anchor.label} {h.fmt_ratio(line.wall_vs_anchor)}"
             reach = f"reached in {h.fmt_ratio(line.vs_anchor)} its wall time"
             text += f", {anchor.label}'s final {'not reached' if line.vs_anchor is None else reach}"
         for key in row.extras:
