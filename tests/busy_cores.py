@@ -20,7 +20,9 @@ class BusyCores(AdaptiveThreads):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         ticks = itertools.count()
-        settings = Probing(window_s=1e-9, probe_s=1.0, clock=lambda: float(next(ticks)))
+        settings = Probing(
+            window_s=1e-9, first_probe_s=1.0, probe_s=1.0, clock=lambda: float(next(ticks))
+        )
         super().__init__(*args, **{**kwargs, "settings": settings})
 
     def record(self, updates: int, seconds: float) -> None:
