@@ -129,18 +129,33 @@ TD3 = Comparison(
 )  # fmt: skip
 
 
-def masks_flags() -> dict[str, object]:
-    """`pararl train ppo` with the anchor's settings (`lib.sb3.MASKED_PPO`)."""
-    s = sb3.MASKED_PPO
-    return {
-        "num_envs": sb3.MASKED_ENVS, "num_steps": s["n_steps"], "minibatch_size": s["batch_size"],
-        "update_epochs": s["n_epochs"], "lr": sb3.MASKED_LR, "anneal_lr": True,
-        "gamma": s["gamma"], "gae_lambda": s["gae_lambda"], "clip_coef": s["clip_range"],
-        "clip_vloss": str(s["clip_range_vf"] is not None), "ent_coef": s["ent_coef"],
-        "vf_coef": s["vf_coef"], "max_grad_norm": s["max_grad_norm"],
-        "hidden": tuple(s["policy_kwargs"]["net_arch"]), "shared_body": False,
-        "norm_obs": "False", "norm_reward": "False",  # optional flags take a value
+def sb3_flags(s: Mapping[str, Any], envs: int, lr: float, clip: float | None = None,
+              **more: object) -> dict[str, object]:  # fmt: skip
+    """`pararl train ppo` with an SB3 anchor's PPO settings `s` (SB3's names and its
+    defaults for what `s` leaves out), `envs` envs and `lr` annealed, stated rather than
+    left to pararl's defaults: separate actor and critic; `clip`: the clip range,
+    annealed with the rate (else `s`'s, held); then `more`."""
+    flags: dict[str, object] = {
+        "num_envs": envs, "num_steps": s["n_steps"], "minibatch_size": s["batch_size"],
+        "update_epochs": s["n_epochs"], "lr": lr, "anneal_lr": True,
+        "gamma": s["gamma"], "gae_lambda": s["gae_lambda"],
+        "clip_coef": s["clip_range"] if clip is None else clip,
+        "clip_vloss": str(s.get("clip_range_vf") is not None), "ent_coef": s["ent_coef"],
+        "vf_coef": s.get("vf_coef", 0.5), "max_grad_norm": s.get("max_grad_norm", 0.5),
+        "shared_body": False,
     }  # fmt: skip
+    if clip is not None:
+        flags["anneal_clip"] = True
+    if "policy_kwargs" in s:
+        flags["hidden"] = tuple(s["policy_kwargs"]["net_arch"])
+    return flags | more
+
+
+def masks_flags() -> dict[str, object]:
+    """The anchor's settings (`lib.sb3.MASKED_PPO`), no normalisation (optional flags
+    take a value)."""
+    return sb3_flags(sb3.MASKED_PPO, sb3.MASKED_ENVS, sb3.MASKED_LR, norm_obs="False",
+                     norm_reward="False")  # fmt: skip
 
 
 MASKS = Comparison(
@@ -163,18 +178,10 @@ MASKS = Comparison(
 
 
 def zoo_ppo_flags(**more: object) -> dict[str, object]:
-    """`pararl train ppo` with the zoo's CartPole-v1 PPO settings (`lib.sb3.ZOO_PPO`, which
-    its CartPoleNoVel-v1 RecurrentPPO shares), stated rather than left to its defaults:
-    the clip range annealed with the learning rate, separate actor and critic, the value
-    loss unclipped; then `more`."""
-    s = sb3.ZOO_PPO
-    return {
-        "num_envs": sb3.ZOO_PPO_ENVS, "num_steps": s["n_steps"], "minibatch_size": s["batch_size"],
-        "update_epochs": s["n_epochs"], "lr": sb3.ZOO_PPO_LR, "anneal_lr": True,
-        "clip_coef": sb3.ZOO_PPO_CLIP, "anneal_clip": True, "gamma": s["gamma"],
-        "gae_lambda": s["gae_lambda"], "ent_coef": s["ent_coef"], "vf_coef": 0.5,
-        "max_grad_norm": 0.5, "clip_vloss": "False", "shared_body": False, **more,
-    }  # fmt: skip
+    """The zoo's CartPole-v1 PPO settings (`lib.sb3.ZOO_PPO`, which its CartPoleNoVel-v1
+    RecurrentPPO shares): the clip range annealed with the rate, the value loss
+    unclipped; then `more`."""
+    return sb3_flags(sb3.ZOO_PPO, sb3.ZOO_PPO_ENVS, sb3.ZOO_PPO_LR, sb3.ZOO_PPO_CLIP, **more)
 
 
 def dictobs_flags() -> dict[str, object]:
