@@ -238,6 +238,23 @@ def test_auto_overlaps_cheap_envs_with_the_update_where_there_is_a_second_core(
         assert "env step 4.0 µs x 8 envs" in layout.choice.reason
 
 
+def test_auto_keeps_a_recurrent_policy_out_of_async(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cheap envs on 2 cores, where a feed-forward policy goes async: a recurrent one
+    stays serial (a rollout of lag lost solved policies late in the benchmark), and
+    says why; --mode async is still there to ask for."""
+    from pararl.runners import ppo as ppo_runner
+    from pararl.runners.ppo_mode import ModeChoice
+
+    monkeypatch.setattr(ppo_runner, "physical_cores", lambda: 2)
+    chosen = ModeChoice("serial", 4e-6, "env step 4.0 µs x 8 envs")
+    monkeypatch.setattr(ppo_runner, "choose_mode", lambda *args, **kwargs: chosen)
+    layout = ppo_runner.choose(PPOConfig(env=ENV, recurrent="lstm"))
+    assert layout.mode == "serial"
+    assert "a recurrent policy trains without async's policy lag" in layout.choice.reason
+    asked = ppo_runner.choose(PPOConfig(env=ENV, recurrent="lstm", mode="async"))
+    assert asked.mode == "async"
+
+
 def test_vtrace_where_auto_chose_no_lag_is_refused_in_one_line(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -312,6 +312,12 @@ def choose(cfg: PPOConfig) -> Layout:
     env_fn = env_factory(cfg.env, cfg.wrapper, training=True, kwargs=cfg.env_kwargs)
     choice = choose_mode(cfg.mode, env_fn, workers * per, workers)
     if cfg.mode == "auto" and choice.mode == "serial" and cores >= 2 and cfg.act_device != "cuda":
+        if cfg.recurrent != "none":
+            # a recurrent policy acting a rollout behind its learner lost a solved policy
+            # late in 12 of 30 runs of StatelessCartPole and PositionOnlyCartPoleEasy,
+            # serial or sync (bit for bit the same) in 3 of 30 (results/notes-2026-11-29.md)
+            why = f"{choice.reason}; a recurrent policy trains without async's policy lag"
+            return Layout(ModeChoice(choice.mode, choice.env_step_s, why), workers, per)
         # envs this cheap fit one core with the acting: an actor process takes them,
         # and the update overlaps them on another (MinAtar Breakout: 0.60x serial's
         # wall time, CartPole: 0.84x; BENCHMARKS.md)
