@@ -423,13 +423,17 @@ class Line:
     wall_vs_anchor: float | None = None  # its wall ÷ its seed's anchor run's (median over seeds)
 
 
+def seed_anchor(runs: Sequence[Run], run: Run, anchor: str) -> Run | None:
+    """`anchor`'s run of `run`'s env and seed, if it ended well."""
+    return next((r for r in runs if (r.system, r.env, r.seed) == (anchor, run.env, run.seed)
+                 and r.ok), None)  # fmt: skip
+
+
 def paired(runs: Sequence[Run], run: Run, anchor: str, last: int) -> tuple[float, float] | None:
     """When `run` first reached the final of `anchor`'s run of its env and seed, and that
     over the anchor run's wall time (inf: never); None without such a run."""
-    other = next(
-        (r for r in runs if (r.system, r.env, r.seed) == (anchor, run.env, run.seed)), None
-    )
-    if other is None or not other.ok or (target := other.final(last)) is None:
+    other = seed_anchor(runs, run, anchor)
+    if other is None or (target := other.final(last)) is None:
         return None
     reach = time_to_reach(run, target)
     return reach, reach / other.wall_s
@@ -466,8 +470,8 @@ def lines(row: Comparison, runs: Sequence[Run], last: int) -> list[Line]:
         line.reach_s = censored_median([t for t, _ in pairs])
         line.vs_anchor = censored_median([share for _, share in pairs])
         # seed by seed (a seed's runs share a sitting; kept seeds may come from others)
-        walls = [r.wall_s / o.wall_s for r in mine if r.ok for o in runs
-                 if (o.system, o.env, o.seed) == (anchor.name, r.env, r.seed) and o.ok]  # fmt: skip
+        walls = [r.wall_s / o.wall_s for r in mine
+                 if r.ok and (o := seed_anchor(runs, r, anchor.name)) is not None]  # fmt: skip
         line.wall_vs_anchor = statistics.median(walls) if walls else None
     return out
 

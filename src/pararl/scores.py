@@ -18,6 +18,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -113,25 +114,26 @@ def runs_of(path: Path) -> list[Path]:
     return runs
 
 
-def env_of(run_dir: Path) -> str | None:
-    """The env id `run_dir`'s config.json names (None: it names none, or cannot be
-    read: the scores do not need it)."""
+def _saved_config(run_dir: Path) -> dict[str, Any]:
+    """`run_dir`'s config.json (empty: none, or unreadable: the scores do not need it)."""
     try:
         data = json.loads(RunDir(run_dir).config.read_text())
     except (OSError, ValueError):
-        return None
-    env = data.get("env") if isinstance(data, dict) else None
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def env_of(run_dir: Path) -> str | None:
+    """The env id `run_dir`'s config.json names (None: it names none)."""
+    env = _saved_config(run_dir).get("env")
     return env if isinstance(env, str) else None
 
 
 def agent_settings(run_dir: Path) -> list[dict[str, object]]:
     """Each agent's seed and swept settings, as config.json lists them under
     `resolved.agents` (empty: a run that lists none)."""
-    try:
-        data = json.loads(RunDir(run_dir).config.read_text())
-    except (OSError, ValueError):
-        return []
-    agents = data.get("resolved", {}).get("agents") if isinstance(data, dict) else None
+    resolved = _saved_config(run_dir).get("resolved")
+    agents = resolved.get("agents") if isinstance(resolved, dict) else None
     return [a for a in agents if isinstance(a, dict)] if isinstance(agents, list) else []
 
 
