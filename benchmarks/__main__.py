@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from benchmarks import learning
 from benchmarks.lib import harness as h
@@ -17,7 +18,7 @@ from pararl.errors import Terminated, UsageError, sigterm_as_interrupt
 
 BENCHMARKS = {
     "vector": "vector env stepping throughput against Gymnasium, SB3 and one env",
-    "dqn": "DQN: time to solve vs SB3, transitions/s vs the DQN post's design, overlap",
+    "dqn": "DQN: time to solve vs SB3, transitions/s vs the DQN post's design",
     "ppo": "PPO: time to solve vs SB3",
     "devices": "PPO wall time per device placement and net width (the CPU/GPU placement post)",
     "mujoco": "PPO on MuJoCo (1M steps) against SB3 + VecNormalize, CleanRL's figures",
@@ -65,6 +66,27 @@ def rows(module: object) -> list[Comparison]:
     ]
 
 
+def parse(args: Sequence[str]) -> tuple[str, Any, Any]:
+    """`NAME [options]` as the benchmark it names runs it: the module `execute` runs
+    under (a preset's), the module and its tyro `Config`; bad options exit 2 (tyro)."""
+    import tyro
+
+    name = args[0]
+    preset = PRESETS.get(name, [name])
+    module = (
+        learning.benchmark(name)
+        if name in learning.BENCHMARKS
+        else importlib.import_module(f"benchmarks.{preset[0]}")
+    )
+    config = tyro.cli(
+        module.Config,
+        args=[*preset[1:], *args[1:]],
+        prog=f"python -m benchmarks {name}",
+        description=". ".join([BENCHMARKS[name], *map(describe, rows(module))]),
+    )
+    return preset[0], module, config
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args == ["--list"]:
@@ -73,26 +95,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args or args[0] not in BENCHMARKS:
         print(usage(), file=sys.stdout if args[:1] in (["-h"], ["--help"]) else sys.stderr)
         return 0 if args[:1] in (["-h"], ["--help"]) else 2
-    import tyro
-
-    name = args[0]
-    preset = PRESETS.get(name, [name])
-    args = [*preset, *args[1:]]
-    module = (
-        learning.benchmark(name)
-        if name in learning.BENCHMARKS
-        else importlib.import_module(f"benchmarks.{preset[0]}")
-    )
     try:
         # SIGTERM takes Ctrl-C's path, so the runs a benchmark started are stopped too
         with sigterm_as_interrupt():
-            config = tyro.cli(
-                module.Config,
-                args=args[1:],
-                prog=f"python -m benchmarks {name}",
-                description=". ".join([BENCHMARKS[name], *map(describe, rows(module))]),
-            )
-            results = h.execute(preset[0], config, module.resolve, module.measure, module.report)
+            name, module, config = parse(args)
+            results = h.execute(name, config, module.resolve, module.measure, module.report)
     except UsageError as exc:
         print(f"benchmarks: error: {exc}", file=sys.stderr)
         return 2

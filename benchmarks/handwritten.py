@@ -84,8 +84,7 @@ def spells(fns: dict[str, Callable[[], object]], count: int, repeats: int,
         h.progress(f"handwritten: {name}: {seconds / count * 1e6:.0f} µs per call")
         return seconds / count
 
-    times = h.interleaved({n: functools.partial(spell, n) for n in fns}, repeats)
-    return {n: h.summarize(times[n]) for n in fns}
+    return each(spell, tuple(fns), repeats)
 
 
 def each(fn: Callable[..., float], names: tuple[str, ...], repeats: int,
@@ -417,10 +416,9 @@ def checkpoint_rows(c: Config) -> list[CheckpointRow]:
         if state["replay"] is None:
             raise h.UsageError(f"{run.root} has no replay memory saved with its final checkpoint")
         paths = {fmt: Path(scratch) / f"{fmt}.pt" for fmt in FORMATS}
-        save = h.interleaved({f: functools.partial(saved_s, f, paths[f], state)
-                              for f in FORMATS}, c.repeats)  # fmt: skip
+        save = each(lambda f: saved_s(f, paths[f], state), FORMATS, c.repeats)
         load = each(lambda f: loaded_s(f, paths[f]), FORMATS, c.repeats)
-        return [CheckpointRow(f, paths[f].stat().st_size / 1e6, h.summarize(save[f]), load[f])
+        return [CheckpointRow(f, paths[f].stat().st_size / 1e6, save[f], load[f])
                 for f in FORMATS]  # fmt: skip
 
 

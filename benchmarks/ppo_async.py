@@ -221,7 +221,7 @@ class Versus:
     other_wall: h.Summary | None
     p: float | None  # Mann-Whitney, two-sided, of the finals
     smallest_p: float  # the smallest p these numbers of seeds can give
-    wall_ratio: float | None  # median wall ÷ median wall
+    wall_ratio: float | None  # async's wall ÷ the other's run of the same seed, median
 
     @property
     def seeds(self) -> str:
@@ -245,8 +245,11 @@ def versus(runs: Sequence[Run], env: str, other: str, last: int) -> Versus:
     both = bool(mine and theirs)
     p = mann_whitney(mine, theirs) if both else None
     least = smallest_p(len(mine), len(theirs)) if both else 1.0
+    # paired by seed: the runs of a seed ran in one sitting, kept seeds maybe in others
+    walls = [r.wall_s / o.wall_s for r in runs if (r.system, r.env, r.ok) == (ASYNC, env, True)
+             and (o := compare.seed_anchor(runs, r, other)) is not None]  # fmt: skip
     return Versus(env, other, h.maybe(mine), h.maybe(theirs), a_wall, o_wall, p, least,
-                  h.ratio(a_wall, o_wall))  # fmt: skip
+                  statistics.median(walls) if walls else None)  # fmt: skip
 
 
 def compared(outcome: Outcome, last: int) -> list[Versus]:
@@ -325,10 +328,9 @@ BUSY: tuple[tuple[str, str, Callable[[float], str]], ...] = (
 )  # fmt: skip
 
 
-def blocks_of(r: Results, c: Any, label: Mapping[str, str]) -> list[str]:
+def blocks_of(r: Results, c: Any, label: Mapping[str, str], versuses: Sequence[Versus],
+              iters: Sequence[Iteration]) -> list[str]:  # fmt: skip
     """Async against each system with its targets, the busy fractions and the floor."""
-    versuses = compared(r.outcome, c.final_evals)
-    iters = iterations(r.outcome.runs, r.floors)
     met = [m for v in versuses for m in v.targets.values()] + [it.met for it in iters]
     done = "not measured" if all(m is None for m in met) else "no" if False in met else "yes"
     weak = [v for v in versuses if v.other in SAME_FINAL and v.smallest_p > ALPHA]
@@ -360,7 +362,8 @@ def blocks_of(r: Results, c: Any, label: Mapping[str, str]) -> list[str]:
         f"{WALL_TARGETS['pararl-serial']:g}× their wall time and {WALL_TARGETS['sb3']:g}× SB3's; "
         f"an async iteration within {FLOOR_TARGET:g}× its floor (below).{caution} All met: "
         f"{done}. Final: the mean of each run's last {c.final_evals} evaluations; medians over "
-        "seeds (min–max); wall: launch to exit."
+        "seeds (min–max); wall: launch to exit; async ÷ their wall: the median over seeds of "
+        "async's run against theirs of the same seed (one sitting)."
     )
 
     def busy(key: str, fmt: Callable[[float], str]) -> Callable[[tuple[str, str]], str]:
@@ -419,11 +422,10 @@ def blocks_of(r: Results, c: Any, label: Mapping[str, str]) -> list[str]:
     ]
 
 
-def key_ratios(r: Results, c: Any) -> str:
+def key_ratios(versuses: Sequence[Versus], iterations: Sequence[Iteration]) -> str:
     """Per game: async's wall against each system's, its final against serial's, its
     iteration against the floor; each with its target and verdict."""
-    versuses = compared(r.outcome, c.final_evals)
-    iters = {it.floor.env: it for it in iterations(r.outcome.runs, r.floors)}
+    iters = {it.floor.env: it for it in iterations}
     parts = []
     for env in dict.fromkeys(v.env for v in versuses):
         mine = [v for v in versuses if v.env == env]
@@ -454,9 +456,10 @@ def report(r: Results, meta: h.Metadata) -> h.Report:
     row = dataclasses.replace(ROW, notes=settings_note())
     _, blocks, panels = compare.report(row, r.outcome, c)
     label = {s.name: s.label for s in row.systems}
+    versuses, iters = compared(r.outcome, c.final_evals), iterations(r.outcome.runs, r.floors)
     return h.Report(
         f"Asynchronous PPO on MinAtar against serial, sync and SB3 (`{h.PROG} ppo_async`)",
-        key_ratios(r, c), [*blocks_of(r, c, label), *blocks], panels,
+        key_ratios(versuses, iters), [*blocks_of(r, c, label, versuses, iters), *blocks], panels,
         figure_alt="MinAtar return against env steps and wall time, async PPO against "
         "serial, sync and SB3", legend_below=True,
     )  # fmt: skip

@@ -496,10 +496,6 @@ def whole(v: float | None) -> str:
     return text if "." in text or "e" in text else f"{text}.0"
 
 
-def extra_median(runs: Sequence[Run], env: str, system: str, key: str) -> float | None:
-    return h.med(extra_summary(runs, env, system, key))
-
-
 def extra_summary(runs: Sequence[Run], env: str, system: str, key: str) -> h.Summary | None:
     """`key` of `after`'s extras over the runs of `system` on `env`."""
     return h.maybe([r.extra[key] for r in runs if (r.env, r.system) == (env, system)
@@ -530,16 +526,17 @@ def key_ratios(row: Comparison, table: Sequence[Line], runs: Sequence[Run]) -> s
             reach = f"reached in {h.fmt_ratio(line.vs_anchor)} its wall time"
             text += f", {anchor.label}'s final {'not reached' if line.vs_anchor is None else reach}"
         for key in row.extras:
-            ours, its = (extra_median(runs, line.env, w, key) for w in (line.system, anchor.name))
+            ours, its = (h.med(extra_summary(runs, line.env, w, key))
+                         for w in (line.system, anchor.name))  # fmt: skip
             text += f", {key} {whole(ours)} vs {whole(its)}"
         parts.append(text + f", {line.runs} seed(s)")
     return "; ".join(parts) or "nothing measured"
 
 
-def tables(row: Comparison, outcome: Outcome, c: Any) -> list[str]:
-    """The summary over seeds, every run, and the published figures."""
+def tables(row: Comparison, outcome: Outcome, c: Any, table: Sequence[Line]) -> list[str]:
+    """The summary over seeds (`table`), every run, and the published figures."""
     label = {s.name: s.label for s in row.systems}
-    n, table = c.final_evals, lines(row, outcome.runs, c.final_evals)
+    n = c.final_evals
 
     def reach(x: Line) -> str:
         if x.anchor_final is None:
@@ -663,7 +660,8 @@ def panels(row: Comparison, runs: Sequence[Run]) -> list[Panel]:
 def report(row: Comparison, outcome: Outcome, c: Any) -> tuple[str, list[str], list[Panel]]:
     """Key ratios, blocks and panels of one comparison."""
     table = lines(row, outcome.runs, c.final_evals)
-    return key_ratios(row, table, outcome.runs), tables(row, outcome, c), panels(row, outcome.runs)
+    blocks = tables(row, outcome, c, table)
+    return key_ratios(row, table, outcome.runs), blocks, panels(row, outcome.runs)
 
 
 def describe(row: Comparison) -> str:

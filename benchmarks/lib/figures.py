@@ -23,7 +23,6 @@ class Series:
     fmt: str = "-o"
     color: str | None = None
     width: float = 0.8  # of a bar
-    size: float = 6.0  # of a marker
     err: tuple[list[float], list[float]] | None = None
     notes: list[str] | None = None
 
@@ -58,11 +57,9 @@ class Panel:
     xticks: Sequence[tuple[float, str]] | None = None
     logx: float | None = None  # log base of the x axis
     logy: bool = False
-    ylim: tuple[float, float] | None = None
     hlines: list[tuple[float, str, str | None]] = field(default_factory=list)  # y, style, label
     texts: list[tuple[float, str]] = field(default_factory=list)  # a word standing at x
     legend: bool = True
-    xrotation: float = 0.0  # of the tick labels
 
 
 def _draw(ax: Any, p: Panel, legend: bool) -> None:
@@ -77,7 +74,7 @@ def _draw(ax: Any, p: Panel, legend: bool) -> None:
             ax.bar(xs, ys, width, yerr=yerr, capsize=3, color=s.color, label=label)
         else:
             fmt = s.fmt if s.kind == "line" else s.fmt.replace("-", "")
-            ax.errorbar(s.x, s.y, yerr, fmt=fmt, capsize=3, color=s.color, ms=s.size, label=label)
+            ax.errorbar(s.x, s.y, yerr, fmt=fmt, capsize=3, color=s.color, label=label)
         for x, y, note in zip(s.x, s.y, s.notes or [], strict=False):
             if note:
                 ax.annotate(note, (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
@@ -90,12 +87,8 @@ def _draw(ax: Any, p: Panel, legend: bool) -> None:
     if p.logy:
         ax.set_yscale("log")
     if p.xticks is not None:
-        ax.set_xticks(
-            [x for x, _ in p.xticks], [t for _, t in p.xticks], fontsize=7, rotation=p.xrotation
-        )
+        ax.set_xticks([x for x, _ in p.xticks], [t for _, t in p.xticks], fontsize=7)
         ax.xaxis.set_minor_locator(NullLocator())  # no ticks at values never run
-    if p.ylim:
-        ax.set_ylim(*p.ylim)
     ax.set(title=p.title, xlabel=p.xlabel, ylabel=p.ylabel)
     ax.grid(True, which="both", alpha=0.3)
     if p.legend and legend:

@@ -90,17 +90,13 @@ def played(c: Any) -> After:
     sampled (the seeds of its ENV:SEED), on one torch thread."""
 
     def after(s: System, run: Run, run_dir: Path) -> None:
-        import torch
+        from pararl.intraop import torch_threads
 
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
+        with torch_threads(1):
             act, probs = (sb3_policy if s.anchor else pararl_policy)(run_dir)
             eval_seed = 10_000 + run.seed  # the same episodes for both systems
             greedy = evaluate(act, probs, run.env, c.episodes, eval_seed, greedy=True)
             sampled = evaluate(act, probs, run.env, c.episodes, eval_seed, greedy=False)
-        finally:
-            torch.set_num_threads(threads)
         run.extra = {"train": run.train_return, "greedy": greedy["mean"],
                      "sampled": sampled["mean"], "entropy": sampled.get("entropy"),
                      "greedy_length": greedy["length"],

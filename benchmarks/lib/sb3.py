@@ -16,7 +16,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -265,14 +265,14 @@ def callbacks() -> SimpleNamespace:
     from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
 
     class Stopper(BaseCallback):
-        """Ends `learn` once `stopped` is set or `stop_at` env steps are done (0: never)."""
+        """Ends `learn` once `stopped` is set."""
 
-        def __init__(self, stopped: threading.Event, stop_at: int) -> None:
+        def __init__(self, stopped: threading.Event) -> None:
             super().__init__()
-            self.stopped, self.stop_at = stopped, stop_at
+            self.stopped = stopped
 
         def _on_step(self) -> bool:
-            return not (self.stopped.is_set() or 0 < self.stop_at <= self.num_timesteps)
+            return not self.stopped.is_set()
 
     class Clock(BaseCallback):
         """(wall s, agent steps, updates) about once a second, and one at the first
@@ -328,17 +328,12 @@ MODEL, REPLAY, CURVE = "model.zip", "replay.pkl", "state.json"
 STOP = threading.Event()  # set by SIGTERM or Ctrl-C while `stop_signals` holds
 
 
-@contextlib.contextmanager
-def stop_signals() -> Iterator[None]:
+def stop_signals() -> contextlib.AbstractContextManager[None]:
     """SIGTERM and Ctrl-C set `STOP` inside: a run asked to stop while it loads still
     stops at its first step, and saves."""
-    handlers = {sig: signal.signal(sig, lambda *_: STOP.set())
-                for sig in (signal.SIGTERM, signal.SIGINT)}  # fmt: skip
-    try:
-        yield
-    finally:
-        for sig, handler in handlers.items():
-            signal.signal(sig, handler)
+    from pararl.errors import handled
+
+    return handled(dict.fromkeys((signal.SIGTERM, signal.SIGINT), lambda *_: STOP.set()))
 
 
 def load_state(state: Path | None) -> dict[str, Any] | None:
@@ -369,9 +364,9 @@ def save_state(model: Any, state: Path, points: list[dict[str, float]], train_s:
 def learn(algo: str, args: argparse.Namespace) -> dict[str, Any]:
     """`algo` as `--anchor` runs it on `--env`, for the budget or until an evaluation
     reaches `--target`; every deterministic evaluation with its wall time. With `--state
-    DIR` it goes in pieces: SIGTERM, Ctrl-C or `--stop-at` stop it at the next env step
-    and it saves itself in DIR (`save_state`), from where the next piece carries on (its
-    envs start afresh) on the same clock and evaluation schedule."""
+    DIR` it goes in pieces: SIGTERM or Ctrl-C stop it at the next env step and it saves
+    itself in DIR (`save_state`), from where the next piece carries on (its envs start
+    afresh) on the same clock and evaluation schedule."""
     import numpy as np
     import torch
     from stable_baselines3.common.callbacks import CallbackList
@@ -399,7 +394,7 @@ def learn(algo: str, args: argparse.Namespace) -> dict[str, Any]:
         model = cls(anchor.policy, envs, seed=seed, device="cpu", verbose=0, **hyper)
     points: list[dict[str, float]] = [] if saved is None else saved["curve"]
     clock = start - (0.0 if saved is None else float(saved["train_s"]))  # the run's own
-    steps = [callbacks().Stopper(STOP, args.stop_at)]
+    steps = [callbacks().Stopper(STOP)]
     if args.eval_every > 0:
         every = max(args.eval_every // envs.num_envs, 1)  # SB3 counts calls of n_envs steps
         evaluate = callbacks().timed(anchor.masked)(eval_env, args.eval_episodes, every, clock,
@@ -588,7 +583,7 @@ def minatar_ppo() -> dict[str, Any]:
 PARTS: dict[str, tuple[str, dict[str, Any]]] = {  # command: help, its options' defaults
     "learn": ("train for the budget (or to --target), evaluating on the way", dict(
         anchor="zoo", env="CartPole-v1", seed=0, budget=100_000, eval_every=5_000,
-        eval_episodes=10, target=None, save="", state="", stop_at=0, threads=0, set=[])),
+        eval_episodes=10, target=None, save="", state="", threads=0, set=[])),
     "verify": ("deterministic mean return of a saved model", dict(
         anchor="zoo", env="CartPole-v1", episodes=20, seed=12_345)),
     "pong": ("training throughput on Pong (zoo settings)", dict(

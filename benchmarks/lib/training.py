@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from benchmarks.lib.harness import ROOT, progress
+from pararl.errors import handled
 
 FINAL_LINE = re.compile(
     r"^pararl: (?P<status>.+?) after (?P<steps>[\d,]+) env steps in (?P<secs>[\d.]+) s"
@@ -137,18 +138,13 @@ def run_until(cmd: Sequence[str], log_path: Path, cwd: Path, deadline: float | N
             how = "interrupted"
         if how != "ended":
             progress(f"stopping the run (it saves first; at most {STOP_GRACE_S:.0f} s)")
-            handlers = {sig: signal.signal(sig, signal.SIG_IGN)
-                        for sig in (signal.SIGINT, signal.SIGTERM)}  # fmt: skip
-            try:
+            with handled(dict.fromkeys((signal.SIGINT, signal.SIGTERM), signal.SIG_IGN)):
                 with contextlib.suppress(ProcessLookupError):
                     proc.send_signal(signal.SIGTERM)
                 try:
                     proc.wait(timeout=STOP_GRACE_S)
                 except subprocess.TimeoutExpired:
                     kill(proc)
-            finally:
-                for sig, handler in handlers.items():
-                    signal.signal(sig, handler)
     reap(proc.pid)
     with log_path.open("rb") as f:
         f.seek(offset)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 
@@ -36,10 +36,12 @@ def said(exc: BaseException, mark: bool = False) -> bool:
 
 
 @contextlib.contextmanager
-def _handled(handlers: dict[int, Callable[[int, Any], None]]) -> Iterator[None]:
-    """`handlers` handle their signals while the block runs, in the main thread, and
-    the previous ones after it; elsewhere (where no handler runs) signals are left
-    alone."""
+def handled(
+    handlers: Mapping[int, Callable[[int, Any], None] | signal.Handlers],
+) -> Iterator[None]:
+    """`handlers` (functions, or `SIG_IGN`) handle their signals while the block runs,
+    in the main thread, and the previous ones after it; elsewhere (where no handler
+    runs) signals are left alone."""
     try:
         previous = {sig: signal.signal(sig, handler) for sig, handler in handlers.items()}
     except ValueError:  # not the main thread
@@ -59,7 +61,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
     def handler(signum: int, frame: Any) -> None:
         raise Terminated()
 
-    with _handled({signal.SIGTERM: handler}):
+    with handled({signal.SIGTERM: handler}):
         yield
 
 
@@ -76,7 +78,7 @@ def interrupts_held() -> Iterator[None]:
         caught.append(signum)
 
     try:
-        with _handled({signal.SIGINT: hold, signal.SIGTERM: hold}):
+        with handled({signal.SIGINT: hold, signal.SIGTERM: hold}):
             yield
     finally:
         for signum in dict.fromkeys(caught):  # each signal once, in the order they came

@@ -4,6 +4,7 @@ not reach); every benchmark `--list` names imports and answers `--help`."""
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -50,3 +51,38 @@ def test_every_listed_benchmark_imports_and_explains_itself(
             main([name, "--help"])
         assert exit_.value.code == 0, name
         assert f"python -m benchmarks {name}" in capsys.readouterr().out
+
+
+# benchmarks the pages name as retired, each with the commit that still runs it
+RETIRED = {"maml_curves"}
+PLACEHOLDER = re.compile(r"\.\.\.|\[|\b[A-Z]{3,}\b")  # NAME, SEED, [--quick], ...
+
+
+def cited_commands() -> list[tuple[str, str]]:
+    """Each `python -m benchmarks ...` the README, the docs and BENCHMARKS.md's
+    headline table state (the sections' own `command:` lines record what ran at their
+    commit), with the page it stands on."""
+    pages = [ROOT / "README.md", ROOT / "README.zh-CN.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    texts = [(p.name, p.read_text()) for p in pages]
+    texts.append(("BENCHMARKS.md", (ROOT / "BENCHMARKS.md").read_text().split("\n## ")[1]))
+    found = re.compile(r"`(python -m benchmarks [^`]+)`")
+    return [(page, " ".join(m[1].split())) for page, text in texts for m in found.finditer(text)]
+
+
+def test_every_command_the_pages_cite_parses_and_resolves() -> None:
+    from benchmarks.__main__ import BENCHMARKS, parse
+
+    commands = [(page, cmd) for page, cmd in cited_commands() if not PLACEHOLDER.search(cmd)]
+    assert len(commands) > 40  # the headline's and the guides'
+    for page, cmd in commands:
+        args = cmd.split()[3:]
+        if args == ["--list"]:
+            continue
+        if args[0] in RETIRED:
+            assert args[0] not in BENCHMARKS, f"{page}: {args[0]} is no longer retired"
+            continue
+        try:
+            _, module, config = parse(args)
+            module.resolve(config)
+        except SystemExit as exc:  # tyro's answer to an unknown option
+            pytest.fail(f"{page}: `{cmd}` does not parse (exit {exc.code})")

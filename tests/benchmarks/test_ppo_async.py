@@ -162,6 +162,10 @@ def test_ratios_p_values_floor_and_targets_on_made_up_runs() -> None:
     assert slow.met is False  # 0.20 / 0.15 = 1.33
     far = dataclasses.replace(serial, wall_ratio=0.61, p=0.03)
     assert far.targets == {"final": False, "wall": False}
+    # the wall ratio pairs each seed's runs (one sitting), not the medians (100 / 100)
+    runs = [_run("pararl-async", i, 3, w) for i, w in enumerate((50, 100, 200))]
+    runs += [_run("pararl-serial", i, 3, w) for i, w in enumerate((100, 100, 800))]
+    assert pa.versus(runs, BREAKOUT, "pararl-serial", 3).wall_ratio == pytest.approx(0.5)
     unmeasured = pa.versus(MADE_UP, BREAKOUT, "pararl-sync", 3)
     assert (unmeasured.p, unmeasured.wall_ratio) == (None, None)
     assert unmeasured.targets == {"final": None, "wall": None}
