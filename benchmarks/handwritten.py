@@ -42,7 +42,10 @@ class Config(h.Options):
     repeats: int = 3  # Interleaved repeats of every measurement (median, min and max reported).
     dqn_updates: int = 25_000  # adam: DQN updates per spell (a 100k-step run does 24,750).
     tb_rows: int = 2_000  # tensorboard: metrics rows written per spell.
-    agents: int = 8  # stacked: agents updated together (CartPole-sized PPO actor-critics).
+    agents: int = 8  # stacked: agents updated together (PPO actor-critics).
+    stacked_env: str = "CartPole-v1"
+    """stacked: whose network and minibatch: CartPole-v1's 64x64 tanh MLP on 128 rows, or
+    another env's as `pararl train ppo` builds it, on its minibatch (MinAtar: a CNN, 256)."""
     steps: int = 300  # stacked: minibatch steps per spell.
     capacity: int = 100_000  # replay: capacity of the memory of frames (transitions).
     naive_capacity: int = 25_000  # replay: capacity of the naive one (56 KB a transition).
@@ -191,8 +194,9 @@ def import_s(kind: str) -> float:
 # --- stacked ----------------------------------------------------------------------------
 
 
-def population_steps(agents: int) -> dict[str, Callable[[], object]]:
-    """One PPO minibatch step of `agents` CartPole-sized actor-critics, three ways."""
+def population_steps(agents: int, env: str = "CartPole-v1") -> dict[str, Callable[[], object]]:
+    """One PPO minibatch step of `agents` actor-critics, three ways: CartPole-sized, or
+    the network and minibatch `pararl train ppo --env ENV` has."""
     import torch
     from torch.func import functional_call, grad, stack_module_state, vmap
 
@@ -206,15 +210,33 @@ def population_steps(agents: int) -> dict[str, Callable[[], object]]:
 
     torch.set_num_threads(1)
     hyper, rows, cpu = PPOHyper(), 128, torch.device("cpu")
+    gen = torch.Generator().manual_seed(0)
+    if env == "CartPole-v1":
+        make = functools.partial(actor_critic, "mlp", (4,), np.dtype("<f4"), 2, True, (64, 64),
+                                 False, NormSettings(), Categorical(2), (), None)  # fmt: skip
+        actions = 2
+
+        def observations(n: int) -> torch.Tensor:
+            return torch.randn(n, 4, generator=gen)
+    else:  # the run's own network, on random observations of its space
+        from pararl.config import PPOConfig
+        from pararl.envs.make import probe_env
+        from pararl.runners.ppo_state import PPOState
+
+        space, act_space = probe_env(env)[:2]
+        state = PPOState(PPOConfig(env=env).for_spaces(space, act_space), space, act_space, 8)
+        make, rows, actions = state.make_model, state.settings.minibatch_size, int(act_space.n)
+        space.seed(0)
+
+        def observations(n: int) -> torch.Tensor:
+            return torch.as_tensor(np.stack([space.sample() for _ in range(n)]))
 
     def net(seed: int) -> Any:
         torch.manual_seed(seed)
-        return actor_critic("mlp", (4,), np.dtype("<f4"), 2, True, (64, 64), False,
-                            NormSettings(), Categorical(2), (), None)  # fmt: skip
+        return make()
 
-    gen, n = torch.Generator().manual_seed(0), agents * rows
-    mb = {"obs": torch.randn(n, 4, generator=gen),
-          "actions": torch.randint(0, 2, (n,), generator=gen),
+    n = agents * rows
+    mb = {"obs": observations(n), "actions": torch.randint(0, actions, (n,), generator=gen),
           "logprobs": torch.randn(n, generator=gen) * 0.1 - 0.7,
           **{k: torch.randn(n, generator=gen) for k in ("advantages", "returns",
                                                         "values")}}  # fmt: skip
@@ -508,7 +530,7 @@ def measure(c: Config, meta: h.Metadata) -> Results:
         )
         r.tensorboard = {k: {"row_s": rows[k], "import_s": imports[k]} for k in WRITERS}
     if "stacked" in c.parts:
-        r.stacked = spells(population_steps(c.agents), c.steps, c.repeats)
+        r.stacked = spells(population_steps(c.agents, c.stacked_env), c.steps, c.repeats)
     if "replay" in c.parts:
         r.replay = replay_rows(c)
     if "checkpoint" in c.parts:
@@ -565,11 +587,14 @@ def stacked_shown(r: Results, p: dict[str, Any]) -> Shown:
     own, n = r.stacked[STACKED[0]], p["agents"]
     rows = [[name, us(x), ratio(x, own)] for name, x in r.stacked.items()]
     vmapped, separate = (ratio(r.stacked[name], own) for name in STACKED[1:])
+    env = p.get("stacked_env", "CartPole-v1")
+    nets = ("CartPole-sized actor-critics (64x64 tanh, 128 rows each" if env == "CartPole-v1"
+            else f"{env} actor-critics (`pararl train ppo`'s network and minibatch")  # fmt: skip
     return (
         f"torch.func vmap step ÷ stacked layers {vmapped}, separate ÷ stacked {separate}",
-        f"### {n} agents' PPO step: stacked layers against torch.func\n\n"
+        f"### {n} agents' PPO step: stacked layers against torch.func, {env}\n\n"
         f"One minibatch step (forward, backward, each agent's gradient clipped, Adam) of {n} "
-        "CartPole-sized actor-critics (64x64 tanh, 128 rows each, one thread): `--seeds`'s "
+        f"{nets}, one thread): `--seeds`'s "
         "batched twin (`models.population`), `torch.func`'s `vmap(grad(loss))` over stacked "
         f"parameters with the same optimizer, and {n} separate learners.\n\n"
         + h.text_table(["way", "µs per step (min–max)", "÷ stacked layers"], rows),

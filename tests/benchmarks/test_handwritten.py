@@ -72,3 +72,13 @@ def test_quick_run_of_every_part(
 )  # fmt: skip
 def test_bad_options_exit_with_code_2(args: list[str]) -> None:
     assert main([*args, "--quick"]) == 2
+
+
+def test_stacked_steps_another_envs_network_each_way() -> None:
+    """`--stacked-env MinAtar/Breakout-v1`: the run's CNN on its 256 rows per agent, each
+    of the three ways stepping it."""
+    pytest.importorskip("minatar")
+    steps = handwritten.population_steps(2, "MinAtar/Breakout-v1")
+    assert set(steps) == set(handwritten.STACKED)
+    for step in steps.values():
+        step()
