@@ -225,7 +225,7 @@ def population_steps(agents: int, env: str = "CartPole-v1") -> dict[str, Callabl
 
         space, act_space = probe_env(env)[:2]
         state = PPOState(PPOConfig(env=env).for_spaces(space, act_space), space, act_space, 8)
-        make, rows, actions = state.make_model, state.settings.minibatch_size, int(act_space.n)
+        make, rows, actions = state.make_model, state.settings.minibatch_size, state.action_dim
         space.seed(0)
 
         def observations(n: int) -> torch.Tensor:
