@@ -245,11 +245,9 @@ def versus(runs: Sequence[Run], env: str, other: str, last: int) -> Versus:
     both = bool(mine and theirs)
     p = mann_whitney(mine, theirs) if both else None
     least = smallest_p(len(mine), len(theirs)) if both else 1.0
-    # paired by seed: the runs of a seed ran in one sitting, kept seeds maybe in others
-    walls = [r.wall_s / o.wall_s for r in runs if (r.system, r.env, r.ok) == (ASYNC, env, True)
-             and (o := compare.seed_anchor(runs, r, other)) is not None]  # fmt: skip
+    own = [r for r in runs if (r.system, r.env) == (ASYNC, env)]
     return Versus(env, other, h.maybe(mine), h.maybe(theirs), a_wall, o_wall, p, least,
-                  statistics.median(walls) if walls else None)  # fmt: skip
+                  compare.wall_ratio(runs, own, other))  # fmt: skip
 
 
 def compared(outcome: Outcome, last: int) -> list[Versus]:

@@ -429,6 +429,14 @@ def seed_anchor(runs: Sequence[Run], run: Run, anchor: str) -> Run | None:
                  and r.ok), None)  # fmt: skip
 
 
+def wall_ratio(runs: Sequence[Run], mine: Sequence[Run], other: str) -> float | None:
+    """The median over seeds of each of `mine`'s walls over `other`'s run of its env and
+    seed: a seed's runs share a sitting, kept seeds may come from others."""
+    walls = [r.wall_s / o.wall_s for r in mine
+             if r.ok and (o := seed_anchor(runs, r, other)) is not None]  # fmt: skip
+    return statistics.median(walls) if walls else None
+
+
 def paired(runs: Sequence[Run], run: Run, anchor: str, last: int) -> tuple[float, float] | None:
     """When `run` first reached the final of `anchor`'s run of its env and seed, and that
     over the anchor run's wall time (inf: never); None without such a run."""
@@ -469,10 +477,7 @@ def lines(row: Comparison, runs: Sequence[Run], last: int) -> list[Line]:
         line.paired, line.reached = len(pairs), sum(t != math.inf for t, _ in pairs)
         line.reach_s = censored_median([t for t, _ in pairs])
         line.vs_anchor = censored_median([share for _, share in pairs])
-        # seed by seed (a seed's runs share a sitting; kept seeds may come from others)
-        walls = [r.wall_s / o.wall_s for r in mine
-                 if r.ok and (o := seed_anchor(runs, r, anchor.name)) is not None]  # fmt: skip
-        line.wall_vs_anchor = statistics.median(walls) if walls else None
+        line.wall_vs_anchor = wall_ratio(runs, mine, anchor.name)
     return out
 
 
