@@ -1,12 +1,12 @@
-"""Does it learn at all? Every DQN mode and every PPO mode, on CartPole-v1 from a
-fixed seed, must reach a greedy return far above what the untrained network scores
-within a small step budget; PPO must learn continuous actions; a recurrent PPO must
-learn a task that needs memory, which the same PPO without memory cannot. A learner
-that does not learn (no optimizer step, targets never updated, weights never
-published to the actors) fails these. The runs stop at the first evaluation that
-reaches the target. SAC and TD3 learn a cue in seconds (tests/runners/
-test_multi_input.py, tests/runners/test_td3.py); how well each algorithm learns
-control tasks is the benchmarks' (BENCHMARKS.md)."""
+"""Does it learn at all? Every DQN mode (alone and batched) and every PPO mode, on
+CartPole-v1 from a fixed seed, must reach a greedy return far above what the
+untrained network scores within a small step budget; PPO must learn continuous
+actions; a recurrent PPO must learn a task that needs memory, which the same PPO
+without memory cannot. A learner that does not learn (no optimizer step, targets
+never updated, weights never published to the actors) fails these. The runs stop at
+the first evaluation that reaches the target. SAC and TD3 learn a cue in seconds
+(tests/runners/test_multi_input.py, tests/runners/test_td3.py); how well each
+algorithm learns control tasks is the benchmarks' (BENCHMARKS.md)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from pararl import DQNConfig, PPOConfig, load, train
+from tests.runners.population import rows
 from tests.runners.test_multi_input import READ, SMALL_IMAGE
 
 RANDOM_RETURN = 22.0
@@ -85,3 +86,15 @@ def test_ppo_learns_continuous_actions(tmp_path: Path) -> None:
     )  # fmt: skip
     session = train(config)
     assert session.best_eval >= READ, f"PPO: best greedy return {session.best_eval}"
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_dqn_batch_learns(mode: str, tmp_path: Path) -> None:
+    """Every agent of a batch (`--seeds 2`) learns, acting beside its update or not."""
+    options = {**COMMON, "target_return": 1e9}
+    train(DQNConfig(seeds=2, mode=mode, total_steps=12_000, run_dir=tmp_path, **options))  # type: ignore[arg-type]
+    best: dict[str, float] = {}
+    for row in rows(tmp_path / "eval.csv"):
+        best[row["agent"]] = max(best.get(row["agent"], 0.0), float(row["eval_return"]))
+    assert set(best) == {"0", "1"}
+    assert min(best.values()) >= GOOD, f"DQN batch, {mode}: each agent's best {best}"

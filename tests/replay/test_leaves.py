@@ -24,7 +24,7 @@ from pararl.observations import flat, leaves
 from pararl.replay.make import make_replay
 from pararl.replay.nstep import NStepBuilder, Transitions
 from pararl.replay.uniform import ReplayBuffer
-from pararl.samplers.chunks.actor import _write_slot, outbox_specs, read_slot
+from pararl.samplers.chunks.actor import write_slot, outbox_specs, read_slot
 from pararl.samplers.chunks.sampler import ActorSpec, ChunkSampler
 from pararl.samplers.chunks.source import Chunk
 
@@ -121,7 +121,7 @@ def test_an_actors_outbox_carries_dict_chunks_unchanged() -> None:
     assert isinstance(batch, Transitions)
     assert batch.obs["image"].dtype == np.uint8
     shared = SharedArrays(outbox_specs(1, spec), mp.get_context())
-    _write_slot(shared.arrays, 1, 0, batch)
+    write_slot(shared.arrays, 1, 0, batch)
     back = read_slot(shared.arrays, 1, 0, Chunk(0, len(batch), 40, 0, [], 0.0, 0))
     assert isinstance(back, Transitions)
     for name in ("obs", "next_obs"):
@@ -210,7 +210,7 @@ def test_an_outbox_carries_leaves_and_next_masks_side_by_side() -> None:
     layout = outbox_specs(0, spec)
     assert {"a0.obs.pos", "a0.next_obs.inner.0", "a0.next_mask"} <= set(layout)
     shared = SharedArrays(layout, mp.get_context())
-    _write_slot(shared.arrays, 0, 1, batch)
+    write_slot(shared.arrays, 0, 1, batch)
     back = read_slot(shared.arrays, 0, 1, Chunk(1, len(batch), 24, 0, [], 0.0, 0))
     assert isinstance(back, Transitions)
     assert back.next_mask is not None

@@ -156,7 +156,6 @@ def test_a_changed_number_of_agents_is_refused_on_resume(
 @pytest.mark.parametrize(
     ("option", "said"),
     [
-        (["--mode", "async"], "--mode async"),
         (["--mode", "averaging"], "--mode averaging"),
         (["--prioritized"], "--prioritized"),
         (["--acting-lag", "2"], "--acting-lag"),

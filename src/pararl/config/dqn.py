@@ -30,10 +30,10 @@ class DQNConfig(RunConfig):
     also under `torchrun`)."""
     seeds: int = 1
     """Agents to train in this run, one per seed: --seed, --seed + 1, ... Each has
-    its own envs (--workers x --envs-per-worker, as its run alone has; every agent's
-    stepped by the same workers), initialisation, replay memory, exploration, target
-    network, optimizer state and evaluations, as its run alone would, and all are
-    updated in one batched pass (`--mode serial` or `sync`; uniform replay; not the
+    its own envs (as many as its run alone has; every agent's stepped by the same
+    workers, or by one actor process in `--mode async`), initialisation, replay
+    memory, exploration, target network, optimizer state and evaluations, as its run
+    alone would, and all are updated in one batched pass (uniform replay; not the
     multi-input encoder). --total-steps is each agent's budget, --buffer-size each
     agent's memory. metrics.csv and eval.csv get an `agent` column; `pararl evaluate
     RUN --agent i` picks one, and `pararl compare` reads them all."""

@@ -53,7 +53,8 @@ def _bootstrap(conn: Connection, target: Callable[..., None], args: tuple[Any, .
     try:
         target(conn, *args)
     except BaseException as exc:  # report anything that escapes; the parent decides
-        report = RemoteError.of(exc, None)
+        # an env's failure names its env (`vector.transport`'s serial twin sets it)
+        report = RemoteError.of(exc, getattr(exc, "env_index", None))
         with contextlib.suppress(OSError, ValueError):
             conn.send((False, report))
     finally:

@@ -13,6 +13,9 @@ envs, one batched update.
             one vector step of every agent's envs (`samplers.chunks.population`),
             acted by the population in one forward pass, each agent drawing its
             exploration from its own stream; each agent's transitions to its memory
+            (async: the chunks that arrived from the one actor process that steps
+            them, `samplers.chunks.population_actor`, acting with weights published
+            every `PUBLISH_EVERY` rounds)
         log (a row per agent), evaluate (each agent on its own episodes), checkpoint
 
 This is the single run's loop (`runners.offpolicy.OffPolicyLoop` over a local
@@ -22,7 +25,10 @@ n-step builder holds back an agent's last transitions until its episodes end or 
 steps pass), so agents may be due different numbers of updates: a round updates those
 due and leaves the others as they are (rows of the optimizer not stepped, update
 counts their own). Each agent is the agent its seed's run would have been, to float
-tolerance (tests/runners/test_dqn_population.py). A checkpoint holds each agent as a
+tolerance (tests/runners/test_dqn_population.py); in `async` acting and learning
+overlap, so how far behind the acting weights are is timing's, as in a run alone
+with actor processes. `auto` runs an MLP's batch async, a CNN's serial or sync
+(`choose_population_mode`). A checkpoint holds each agent as a
 run of its own would save it (`agents`), and the replay memories beside, one per
 agent in `replay.pt` (`runners.checkpoints`), so `pararl.load(RUN, agent=i)`, `pararl
 evaluate RUN --agent i` and `--resume` of the whole batch work.
@@ -48,20 +54,35 @@ from pararl.envs.make import env_factory
 from pararl.envs.masks import mask_size
 from pararl.models import num_params
 from pararl.models.population import QPopulation, q_population_of
-from pararl.mp.threads import AdaptiveThreads, held, set_learner_threads
+from pararl.mp.threads import AdaptiveThreads, held, is_convolutional, set_learner_threads
 from pararl.mp.topology import physical_cores
 from pararl.observations import encoded, stored
 from pararl.replay.make import slot_bytes
 from pararl.replay.uniform import check_fits
 from pararl.runners.dqn import frame_stack
-from pararl.runners.offpolicy import actor_spec, start_notes
-from pararl.runners.ppo_mode import choose_mode
+from pararl.runners.offpolicy import (
+    PUBLISH_EVERY,
+    BusyMeter,
+    actor_spec,
+    chunk_for,
+    default_actors,
+    start_notes,
+)
+from pararl.runners.ppo_mode import ModeChoice, choose_mode
 from pararl.runners.session import TrainSession
-from pararl.runners.setup import Plan, Prepared, check_resumed_agents, refuse_unbatched
+from pararl.runners.setup import (
+    Plan,
+    Prepared,
+    check_resumed_agents,
+    envs_named_by_agent,
+    refuse_unbatched,
+)
 from pararl.samplers.chunks.population import PopulationSampler
+from pararl.samplers.chunks.population_actor import PopulationActor
 from pararl.vector import ParallelVectorEnv, SerialVectorEnv
 
 METRICS = ("epsilon", "loss", "q_mean", "learner_threads")
+ASYNC_METRICS = ("policy_lag", "actor_cpu", "learner_cpu", "actor_version")  # `BusyMeter`'s
 
 
 def check(cfg: DQNConfig) -> None:
@@ -69,7 +90,6 @@ def check(cfg: DQNConfig) -> None:
     s = cfg.settings
     refusals = [
         (cfg.backend == "ray", "--backend ray"),
-        (cfg.mode == "async", "--mode async"),
         (cfg.mode == "averaging", "--mode averaging"),
         (cfg.prioritized, "--prioritized"),
         (cfg.acting_lag > 0, "--acting-lag"),
@@ -208,10 +228,44 @@ class DQNPopulationState:
         }
 
 
+def envs_per_agent(cfg: DQNConfig, mode: str) -> int:
+    """Each agent's envs: as many as its run alone steps in `mode` (serial and sync:
+    a worker's envs on every core; async: an actor's on every core but the learner's)."""
+    actors = default_actors(cfg) if mode == "async" else cfg.workers or physical_cores()
+    return actors * cfg.envs_per_worker
+
+
 def run(state: DQNPopulationState, session: TrainSession, mode: str, workers: int) -> None:
-    """The loop over every agent's envs, stepped here (`serial`) or by workers (`sync`)."""
+    """The loop over every agent's envs, stepped here (`serial`), by workers (`sync`),
+    or by an actor process while this one learns (`async`); an env that fails is
+    reported with its agent."""
+    per_agent = envs_per_agent(state.config, mode)
+    # the update's threads drop to one while something else uses the cores (the
+    # workers or the actor stepping every agent's envs), as a PPO population's do
+    governor = AdaptiveThreads(
+        torch.get_num_threads(),
+        session.console.message,
+        hold=held(state.device.type, state.config.learner_threads),
+        name="the population's update",
+    )
+    with envs_named_by_agent(per_agent, state.seeds):
+        if mode == "async":
+            run_async(state, session, per_agent, governor)
+        else:
+            run_local(state, session, mode, workers, per_agent, governor)
+
+
+def run_local(
+    state: DQNPopulationState,
+    session: TrainSession,
+    mode: str,
+    workers: int,
+    per_agent: int,
+    governor: AdaptiveThreads,
+) -> None:
+    """Serial and sync: acting and learning take turns, as the single run's loop
+    does over a local source (see the module doc)."""
     cfg, first = state.config, state.members[0]
-    per_agent = (cfg.workers or physical_cores()) * cfg.envs_per_worker
     fn = env_factory(cfg.env, cfg.wrapper, training=True, kwargs=cfg.env_kwargs)
     fns, masks = [fn] * (state.n * per_agent), first.mask_info
     envs: SerialVectorEnv | ParallelVectorEnv = (
@@ -223,14 +277,6 @@ def run(state: DQNPopulationState, session: TrainSession, mode: str, workers: in
         spec = actor_spec(first, per_agent, chunk_steps=1)
         path = (0, 0, state.env_steps)  # as a run's one local actor names its streams
         sampler = PopulationSampler(spec, envs, state.online, state.seeds, path)
-        # the update's threads drop to one while something else uses the cores (the
-        # workers stepping every agent's envs), as a PPO population's do
-        governor = AdaptiveThreads(
-            torch.get_num_threads(),
-            session.console.message,
-            hold=held(state.device.type, cfg.learner_threads),
-            name="the population's update",
-        )
         while not session.done(state.env_steps):
             due = state.updates_due()
             if due.any():
@@ -239,8 +285,8 @@ def run(state: DQNPopulationState, session: TrainSession, mode: str, workers: in
                     state.update(due > turn)
                 governor.record(int(due.max()), time.perf_counter() - start)
             else:
-                payloads = sampler.step(state.epsilons(), session.record_episodes)
-                for member, payload in zip(state.members, payloads, strict=True):
+                sampler.step(state.epsilons(), session.record_episodes)
+                for member, payload in zip(state.members, sampler.take(), strict=True):
                     member.replay.add(payload)
                 state.advance(per_agent)
             session.tick(
@@ -254,26 +300,97 @@ def run(state: DQNPopulationState, session: TrainSession, mode: str, workers: in
         envs.close()
 
 
+def run_async(
+    state: DQNPopulationState, session: TrainSession, per_agent: int, governor: AdaptiveThreads
+) -> None:
+    """Async: one actor process acts for every agent (`samplers.chunks.population_actor`)
+    while this one learns, as a single run's learner loop does over actor processes
+    (`runners.offpolicy.OffPolicyLoop`): it takes chunks only once no agent has an
+    update due (the actor waits on its full outbox meanwhile: back-pressure), makes
+    up to `PUBLISH_EVERY` rounds of updates at a time, then publishes the stacked
+    weights."""
+    first = state.members[0]
+    steps = max(1, chunk_for(state.settings.replay_ratio) // per_agent)
+    spec = actor_spec(first, per_agent, chunk_steps=steps)
+    make_net = functools.partial(q_population_of, first.make_model, state.n)
+    actor = PopulationActor(
+        spec, make_net, state.schedules, state.online.twin, state.updates, state.seeds,
+        state.env_steps,
+    )  # fmt: skip
+    meter = BusyMeter(1)
+    try:
+        while not session.done(state.env_steps):
+            due = state.updates_due()
+            if due.any():
+                start, rounds = time.perf_counter(), min(int(due.max()), PUBLISH_EVERY)
+                for turn in range(rounds):
+                    state.update(due > turn)
+                governor.record(rounds, time.perf_counter() - start)
+                actor.publish(state.online.twin, state.updates)
+                meter.learner_busy += time.perf_counter() - start
+            else:
+                for payloads, message in actor.chunks(wait=0.5):
+                    for member, payload in zip(state.members, payloads, strict=True):
+                        member.replay.add(payload)  # copies the rows before the ack
+                    state.advance(message.chunk.env_steps)
+                    for infos in message.episodes:
+                        session.record_episodes(infos)
+                    meter.chunk(0, message.chunk, actor.version)
+                actor.set_env_steps(state.env_steps)
+
+            def stats() -> dict[str, Any]:
+                acting = {k: np.full(state.n, v) for k, v in meter.report().items()}
+                return {**state.log_stats(governor.threads), **acting}
+
+            session.tick(
+                state.env_steps,
+                state.updates,
+                state.online,
+                lambda: state.state(False, session.wall_s),
+                stats,
+            )
+    finally:
+        actor.close()
+
+
+def choose_population_mode(cfg: DQNConfig, convolutional: bool, workers: int) -> ModeChoice:
+    """The mode asked for; `auto`, on more than one core: `async` for an MLP (its
+    update keeps one core, the actor's acting the other: 8 CartPole agents ran
+    1.3x faster than serial or sync on 2 cores), else the cheaper of serial and sync
+    (a convolutional update takes every core, which an actor would fight: 4 MinAtar
+    agents ran 1.2x slower async than serial)."""
+    if cfg.mode == "auto" and physical_cores() > 1 and not convolutional:
+        return ModeChoice("async", None, "an MLP's update on one core, acting on the other")
+    fn = env_factory(cfg.env, cfg.wrapper, training=True, kwargs=cfg.env_kwargs)
+    return choose_mode(cfg.mode, fn, envs_per_agent(cfg, "sync") * cfg.seeds, workers)
+
+
 def plan(p: Prepared) -> Plan:
     """Check what a population refuses, choose its mode, build every agent."""
     cfg: DQNConfig = p.config
     check(cfg)
     device = resolve_device(cfg.device)
     workers = cfg.workers or physical_cores()
-    per_agent = workers * cfg.envs_per_worker  # as a run of one agent steps
-    fn = env_factory(cfg.env, cfg.wrapper, training=True, kwargs=cfg.env_kwargs)
-    choice = choose_mode(cfg.mode, fn, per_agent * cfg.seeds, workers)
-    mode = choice.mode
     stack = frame_stack(cfg, p.observation_space)
     state = DQNPopulationState(p, device, stack)
     first = state.members[0]
+    conv = is_convolutional(first.learner.q)
+    choice = choose_population_mode(cfg, conv, workers)
+    mode = choice.mode
+    per_agent = envs_per_agent(cfg, mode)  # as a run of one agent steps in this mode
     size = num_params(first.learner.q) * state.n  # the batched update's
-    threads = set_learner_threads(size, 0 if mode == "serial" else workers, cfg.learner_threads)
+    busy = {"serial": 0, "sync": workers, "async": 1}[mode]  # processes stepping envs
+    # a batch of convolutional networks' update takes every core in every mode: on
+    # 2 cores, 4 MinAtar agents' update ran 1.4x faster on 2 threads than on 1
+    # (serial and sync) and 1.3x beside the actor (async); an MLP's keeps one (8
+    # CartPole agents: 2 threads no faster serial, 1.4x slower beside the actor)
+    threads = set_learner_threads(size, busy, cfg.learner_threads, every_core=conv)
     banner = (
         f"pararl: DQN on {cfg.env}, {state.n} agents (seeds {state.seeds[0]}-"
         f"{state.seeds[-1]}) in one batched update, mode {mode} ({choice.reason}), "
         f"{per_agent} envs each"
         + (f" on {workers} worker{'s' if workers > 1 else ''}" if mode == "sync" else "")
+        + (" on one actor process" if mode == "async" else "")
         + f", learner on {device}"
     )
     notes = start_notes(first, resumed=False)
@@ -290,7 +407,7 @@ def plan(p: Prepared) -> Plan:
         )
     return Plan(
         banner=banner,
-        metrics=METRICS,
+        metrics=METRICS + (ASYNC_METRICS if mode == "async" else ()),
         resolved={
             "mode": mode,
             "mode_reason": choice.reason,
@@ -311,4 +428,12 @@ def plan(p: Prepared) -> Plan:
     )
 
 
-__all__ = ["METRICS", "DQNPopulationState", "check", "plan"]
+__all__ = [
+    "ASYNC_METRICS",
+    "METRICS",
+    "DQNPopulationState",
+    "check",
+    "choose_population_mode",
+    "envs_per_agent",
+    "plan",
+]

@@ -68,7 +68,7 @@ CHUNK_UPDATES = 64  # ... and with one: this many gradient updates' worth (`chun
 PUBLISH_EVERY = 4  # gradient updates between weight publications
 
 # metrics.csv columns of every off-policy run, beside the session's and the
-# algorithm's own: the busy fractions and policy lag (`_BusyMeter`), how far the
+# algorithm's own: the busy fractions and policy lag (`BusyMeter`), how far the
 # learner is behind the replay ratio, its threads now (`AdaptiveThreads`)
 METRICS = (
     "policy_lag",
@@ -277,7 +277,7 @@ class OffPolicyLoop:
         self.state, self.source = state, source
         # the learner's threads, re-decided as it runs (held at torch's count if not given)
         self.threads = threads or AdaptiveThreads(torch.get_num_threads(), hold=True)
-        self.meter = _BusyMeter(source.num_actors)
+        self.meter = BusyMeter(source.num_actors)
         self.episode_returns: list[float] = []
         self.stats: dict[str, Any] = {}
         self.free = state.settings.replay_ratio == 0
@@ -455,7 +455,7 @@ def plan(
     )
 
 
-class _BusyMeter:
+class BusyMeter:
     """Actor and learner busy fractions, policy lag and the weights version actors
     acted with, over the last log interval."""
 
@@ -489,6 +489,7 @@ __all__ = [
     "CHUNK_UPDATES",
     "METRICS",
     "PUBLISH_EVERY",
+    "BusyMeter",
     "Learning",
     "OffPolicyLoop",
     "actor_spec",

@@ -51,10 +51,16 @@ from pararl.runners.ppo import ASYNC_METRICS, Clock, check_minibatch
 from pararl.runners.ppo_mode import ModeChoice
 from pararl.runners.ppo_state import PPOState
 from pararl.runners.session import TrainSession
-from pararl.runners.setup import Plan, Prepared, check_resumed_agents, refuse_unbatched
+from pararl.runners.setup import (
+    Plan,
+    Prepared,
+    check_resumed_agents,
+    envs_named_by_agent,
+    refuse_unbatched,
+)
 from pararl.samplers.rollout.actors import ActorPlan, RolloutActors, rollout_draws
 from pararl.samplers.rollout.collect import EnvStream, RolloutSpec, batch_of, collect
-from pararl.vector import ParallelVectorEnv, SerialVectorEnv, WorkerError
+from pararl.vector import ParallelVectorEnv, SerialVectorEnv
 
 METRICS = ("pg_loss", "v_loss", "entropy", "approx_kl", "clipfrac", "update_threads")
 
@@ -279,7 +285,13 @@ class LaggedPopulationRollouts:
 
 def run(state: PopulationState, session: TrainSession, mode: str, workers: int) -> None:
     """The loop over every agent's envs, stepped here (`serial`), by workers (`sync`)
-    or by an actor process a policy lag behind (`async`)."""
+    or by an actor process a policy lag behind (`async`); an env that fails is
+    reported with its agent."""
+    with envs_named_by_agent(state.per_agent, state.seeds):
+        _loop(state, session, mode, workers)
+
+
+def _loop(state: PopulationState, session: TrainSession, mode: str, workers: int) -> None:
     cfg, n, num_steps = state.config, state.n, state.rollout_spec.num_steps
     rollouts: LocalRollouts | LaggedPopulationRollouts = (
         LaggedPopulationRollouts(state, session)
@@ -320,14 +332,6 @@ def run(state: PopulationState, session: TrainSession, mode: str, workers: int) 
                 lambda: state.state(session.wall_s),
                 stats,
             )
-    except WorkerError as exc:  # a worker's env failed: say whose it was
-        if exc.env_index is not None and hasattr(exc, "add_note"):  # Python 3.11+
-            agent, own = divmod(exc.env_index, state.per_agent)
-            exc.add_note(
-                f"pararl: env {exc.env_index} is agent {agent}'s (seed {state.seeds[agent]}, "
-                f"its env {own} of {state.per_agent})"
-            )
-        raise
     finally:
         rollouts.close()
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import pickle
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from pararl.evaluation.episodes import Evaluator, episode_cap
 from pararl.evaluation.reported import ReportedReturns
 from pararl.models.networks import Encoder
 from pararl.models.population import Stack
+from pararl.mp.errors import WorkerError
 from pararl.mp.topology import physical_cores
 from pararl.rundir import RunDir
 from pararl.runners import resume
@@ -308,6 +310,22 @@ def check_resumed_agents(who: str, resume: dict[str, Any] | None, agents: int) -
     saved = len((resume or {}).get("agents", ()))
     if resume is not None and saved != agents:
         raise UsageError(f"{who}: the run resumed has {saved or 1} agent(s); resume it as it was")
+
+
+@contextlib.contextmanager
+def envs_named_by_agent(per_agent: int, seeds: Sequence[int]) -> Iterator[None]:
+    """A population's env that fails (a `WorkerError` naming its env: agent i's envs
+    are the i-th block of `per_agent`) is reported with its agent and seed."""
+    try:
+        yield
+    except WorkerError as exc:
+        if exc.env_index is not None:
+            agent, own = divmod(exc.env_index, per_agent)
+            exc.add_note(
+                f"pararl: env {exc.env_index} is agent {agent}'s (seed {seeds[agent]}, "
+                f"its env {own} of {per_agent})"
+            )
+        raise
 
 
 def _say_start(p: Prepared, plan: Plan, session: TrainSession) -> None:

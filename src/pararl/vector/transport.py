@@ -8,6 +8,7 @@ calls: `submit`, `ready`, `receive`, `close`.
 
 from __future__ import annotations
 
+import contextlib
 import pickle
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -55,8 +56,13 @@ class InlineTransport:
         try:
             self._replies.append(execute(self._batch, command, data))
         except Exception as exc:
-            if self._batch.failed_env is not None:
-                exc.add_note(f"(raised by env {self._batch.failed_env})")
+            failed = self._batch.failed_env
+            if failed is not None:
+                exc.add_note(f"(raised by env {failed})")
+                # as a worker's report names it (`vector.worker`), for whoever runs
+                # this serial twin in a child process (a population's actor)
+                with contextlib.suppress(AttributeError):
+                    exc.env_index = failed  # type: ignore[attr-defined]
             raise
 
     def ready(self, workers: Sequence[int], timeout: float | None) -> list[int]:

@@ -23,7 +23,7 @@ from pararl.replay.frame_steps import FrameSteps, frame_count, stack_size
 from pararl.replay.nstep import Transitions
 from pararl.replay.prioritized import PrioritizedReplay
 from pararl.replay.uniform import ReplayBuffer
-from pararl.samplers.chunks.actor import _write_slot, outbox_specs, read_slot
+from pararl.samplers.chunks.actor import write_slot, outbox_specs, read_slot
 from pararl.samplers.chunks.actor_pool import ActorPool
 from pararl.samplers.chunks.sampler import ActorSpec, ChunkSampler
 from pararl.samplers.chunks.source import Chunk
@@ -145,7 +145,7 @@ def test_outbox_carries_chunks_unchanged() -> None:
         finally:
             actor.close()
         shared = SharedArrays(outbox_specs(2, spec(frame_stack)), mp.get_context())
-        _write_slot(shared.arrays, 2, 1, batch)
+        write_slot(shared.arrays, 2, 1, batch)
         chunk = Chunk(1, len(batch), 15, 0, [], 0.0, frame_count(batch))
         back = read_slot(shared.arrays, 2, 1, chunk)
         assert type(back) is type(batch)

@@ -103,7 +103,7 @@ def read_slot(arrays: dict[str, np.ndarray], index: int, slot: int, chunk: Chunk
     )
 
 
-def _write_slot(arrays: dict[str, np.ndarray], index: int, slot: int, batch: Payload) -> None:
+def write_slot(arrays: dict[str, np.ndarray], index: int, slot: int, batch: Payload) -> None:
     for f in dataclasses.fields(batch):
         value = getattr(batch, f.name)
         if isinstance(value, dict):  # a Dict or Tuple observation's leaves
@@ -140,7 +140,7 @@ def actor_main(
             while not free[slot]:  # wait for the learner to take the older chunk
                 if not handle_messages(conn, free, watch):
                     return
-            _write_slot(arrays, index, slot, batch)
+            write_slot(arrays, index, slot, batch)
             free[slot] = False
             chunk = Chunk(
                 slot,

@@ -23,7 +23,7 @@ from pararl.envs.masks import batch_mask
 from pararl.models.acting import Draws, Policy, PopulationDraws
 from pararl.observations import take
 from pararl.replay.frame_steps import FrameStepBuilder
-from pararl.replay.nstep import NStepBuilder
+from pararl.replay.nstep import NStepBuilder, Transitions
 from pararl.samplers.chunks.sampler import ActorSpec, Payload
 from pararl.vector.core import BatchVectorEnv
 
@@ -74,6 +74,7 @@ class PopulationSampler:
                 )
                 for _ in seeds
             ]
+        self.parts: list[list[Transitions]] = [[] for _ in seeds]  # since the last `take`
         self.first = np.ones(envs.num_envs, bool)
         # NEXT_STEP autoreset: the step after an episode's end returns its first obs
         self._ended = np.zeros(envs.num_envs, bool)
@@ -81,12 +82,10 @@ class PopulationSampler:
     def _rows(self, agent: int) -> slice:
         return slice(agent * self.per, (agent + 1) * self.per)
 
-    def step(
-        self, epsilons: Sequence[float], record: Callable[[dict[str, Any]], None]
-    ) -> list[Payload]:
+    def step(self, epsilons: Sequence[float], record: Callable[[dict[str, Any]], None]) -> None:
         """One vector step of every env, each agent exploring with its `epsilons[i]`;
-        every agent's new transitions (or frames), in the agents' order. `record` is
-        given the step's infos (the episodes that ended)."""
+        each agent's new transitions (or frames) wait in its builder for `take`.
+        `record` is given the step's infos (the episodes that ended)."""
         draws = PopulationDraws(
             [Draws(rng, epsilon=eps) for rng, eps in zip(self.rngs, epsilons, strict=True)]
         )
@@ -95,20 +94,29 @@ class PopulationSampler:
         next_obs, reward, term, trunc, infos = self.envs.step(actions)
         next_mask = batch_mask(infos)  # NEXT_STEP: an ended episode's last obs's mask
         self.first, self._ended = self._ended, term | trunc
-        out: list[Payload] = []
         for i, builder in enumerate(self.builders):
             rows = self._rows(i)
             obs, next_i = take(self.obs, rows), take(next_obs, rows)
             if isinstance(builder, FrameStepBuilder):
                 builder.add(obs, actions[rows], reward[rows], next_i, term[rows], trunc[rows])
-                out.append(builder.chunk()[0])
                 continue
             mask = None if next_mask is None else next_mask[rows]
-            out.append(
+            self.parts[i].append(
                 builder.add(obs, actions[rows], reward[rows], next_i, term[rows], trunc[rows], mask)
             )
         record(infos)
         self.obs, self.mask = next_obs, next_mask
+
+    def take(self) -> list[Payload]:
+        """Every agent's transitions (or frames) since the last `take`, in the agents'
+        order: what its own sampler's chunk of as many vector steps would hold."""
+        out: list[Payload] = []
+        for builder, parts in zip(self.builders, self.parts, strict=True):
+            if isinstance(builder, FrameStepBuilder):
+                out.append(builder.chunk()[0])
+            else:
+                out.append(parts[0] if len(parts) == 1 else Transitions.concat(parts))
+                parts.clear()
         return out
 
     def close(self) -> None:

@@ -1,0 +1,104 @@
+"""`--seeds N --mode async`: one actor process steps every agent's envs and acts
+with the population's weights while this process updates them. Timing decides how
+far behind the weights that acted are, so agreement with each seed's run alone is
+the benchmark's statistical check (`python -m benchmarks seeds`); here: each agent
+learns from its own transitions at its replay ratio, the batch checkpoints, loads
+and resumes as one, a failing env is named with its agent, and nothing is left
+running."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pararl import DQNConfig, load, train
+from pararl.runners.dqn_population import choose_population_mode
+from tests.runners.population import final, rows
+from tests.runners.saved import final_state
+from tests.runners.test_dqn_population import SMALL
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("population") / "async"
+    train(DQNConfig(seed=3, seeds=2, mode="async", run_dir=path, **SMALL))
+    return path
+
+
+def test_each_agent_learns_from_its_own_transitions_at_its_ratio(run: Path) -> None:
+    state = final_state(run)
+    assert state["seeds"] == [3, 4]
+    steps, ratio = state["env_steps"], json.loads((run / "config.json").read_text())["replay_ratio"]
+    assert steps >= SMALL["total_steps"]
+    memories = state["replay"]
+    for agent, memory in zip(state["agents"], memories, strict=True):
+        assert agent["env_steps"] == steps
+        # a transition per env step but the resets' (a CartPole episode is 8 steps
+        # or more) and the n-step builder's last n - 1 per env
+        assert 0.85 * steps - 2 * 2 <= memory["added"] <= steps
+        # the ratio held: never ahead, behind by at most the last chunk's updates
+        # (256 env steps' worth at a quarter of an update per step)
+        due = ratio * (steps - SMALL["learning_starts"])
+        assert due - 64 - 1 <= agent["learner"]["updates"] <= due
+    a, b = (agent["learner"]["q"] for agent in state["agents"])
+    assert any(not (a[k] == b[k]).all() for k in a)  # two agents, not one twice
+
+
+def test_rows_say_how_far_behind_the_actor_acted(run: Path) -> None:
+    metrics = rows(run / "metrics.csv")
+    assert {r["agent"] for r in metrics} == {"0", "1"}
+    assert all(float(r["policy_lag"]) >= 0 for r in metrics)
+    assert all(0.0 <= float(r["actor_cpu"]) <= 1.0 for r in metrics)
+    evals = rows(run / "eval.csv")
+    assert [r["agent"] for r in evals][:2] == ["0", "1"]
+    assert not mp.active_children()
+
+
+def test_the_batch_loads_by_agent_and_resumes_as_one(run: Path, tmp_path: Path) -> None:
+    agent = load(run, agent=1)
+    assert agent.act([0.0, 0.0, 0.0, 0.0]) in (0, 1)
+    resumed = tmp_path / "resumed"
+    shutil.copytree(run, resumed)
+    before = final(resumed)
+    train(DQNConfig(resume=resumed, total_steps=1_200))
+    after = final(resumed)
+    assert after["env_steps"] >= 1_200 > before["env_steps"]
+    for old, new in zip(before["agents"], after["agents"], strict=True):
+        assert new["learner"]["updates"] > old["learner"]["updates"]
+    assert not mp.active_children()
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_failing_env_is_reported_with_its_agent(mode: str, tmp_path: Path) -> None:
+    import pararl.envs  # noqa: F401 - registers pararl/Faulty-v0
+    from pararl.vector import WorkerError
+
+    options = {**SMALL, "env": "pararl/Faulty-v0", "env_kwargs": {"at": 40}}
+    with pytest.raises(WorkerError, match="FaultyEnv failed") as info:
+        train(DQNConfig(seeds=2, seed=5, mode=mode, run_dir=tmp_path / "r", **options))
+    note = "\n".join(getattr(info.value, "__notes__", []))
+    found = re.search(r"env (\d+) is agent (\d+)'s \(seed (\d+), its env (\d+) of 2\)", note)
+    assert found, note
+    env, agent, seed, own = map(int, found.groups())
+    assert (agent, own) == divmod(env, 2)
+    assert seed == 5 + agent
+    assert not mp.active_children()
+
+
+def test_auto_acts_beside_an_mlps_update_and_not_a_cnns(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pararl.runners import dqn_population
+
+    monkeypatch.setattr(dqn_population, "physical_cores", lambda: 2)
+    cfg = DQNConfig(seeds=2, **SMALL)
+    assert choose_population_mode(cfg, convolutional=False, workers=2).mode == "async"
+    asked = DQNConfig(seeds=2, **{**SMALL, "mode": "sync"})
+    assert choose_population_mode(asked, convolutional=False, workers=2).mode == "sync"
+    # a CNN's update takes every core: auto chooses between serial and sync
+    assert choose_population_mode(cfg, convolutional=True, workers=2).mode in ("serial", "sync")
+    monkeypatch.setattr(dqn_population, "physical_cores", lambda: 1)
+    assert choose_population_mode(cfg, convolutional=False, workers=1).mode == "serial"
