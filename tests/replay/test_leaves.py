@@ -24,7 +24,7 @@ from pararl.observations import flat, leaves
 from pararl.replay.make import make_replay
 from pararl.replay.nstep import NStepBuilder, Transitions
 from pararl.replay.uniform import ReplayBuffer
-from pararl.samplers.chunks.actor import write_slot, outbox_specs, read_slot
+from pararl.samplers.chunks.actor import outbox_specs, read_slot, write_slot
 from pararl.samplers.chunks.sampler import ActorSpec, ChunkSampler
 from pararl.samplers.chunks.source import Chunk
 

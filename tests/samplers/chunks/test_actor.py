@@ -23,7 +23,7 @@ from pararl.replay.frame_steps import FrameSteps, frame_count, stack_size
 from pararl.replay.nstep import Transitions
 from pararl.replay.prioritized import PrioritizedReplay
 from pararl.replay.uniform import ReplayBuffer
-from pararl.samplers.chunks.actor import write_slot, outbox_specs, read_slot
+from pararl.samplers.chunks.actor import outbox_specs, read_slot, write_slot
 from pararl.samplers.chunks.actor_pool import ActorPool
 from pararl.samplers.chunks.sampler import ActorSpec, ChunkSampler
 from pararl.samplers.chunks.source import Chunk
