@@ -11,6 +11,8 @@ from pararl.rundir import RunDir
 from pararl.runners.checkpoints import replay_for
 
 
-def final_state(run_dir: Path) -> dict[str, Any]:
-    state = checkpoint.load(RunDir(run_dir).checkpoint("final"))
+def final_state(run_dir: Path, name: str = "final") -> dict[str, Any]:
+    """Checkpoint `name` of a run (final or interrupted: those save the replay
+    memory), with its replay memory read back under "replay"."""
+    state = checkpoint.load(RunDir(run_dir).checkpoint(name))
     return {**state, "replay": replay_for(RunDir(run_dir), state)}

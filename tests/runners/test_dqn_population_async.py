@@ -12,12 +12,15 @@ import json
 import multiprocessing as mp
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from pararl import DQNConfig, load, train
 from pararl.runners.dqn_population import choose_population_mode
+from tests.procs import alive_after, interrupt_training, new_shm_entries, shm_entries
 from tests.runners.population import final, rows
 from tests.runners.saved import final_state
 from tests.runners.test_dqn_population import SMALL
@@ -102,3 +105,23 @@ def test_auto_acts_beside_an_mlps_update_and_not_a_cnns(monkeypatch: pytest.Monk
     assert choose_population_mode(cfg, convolutional=True, workers=2).mode in ("serial", "sync")
     monkeypatch.setattr(dqn_population, "physical_cores", lambda: 1)
     assert choose_population_mode(cfg, convolutional=False, workers=1).mode == "serial"
+
+
+def test_ctrl_c_stops_the_actor_saves_every_agent_and_leaves_nothing(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shm_before = shm_entries()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pararl.cli", "train", "dqn", "--seeds", "2", "--mode",
+         "async", "--total-steps", "100000000", "--run-dir", str(run), "--progress",
+         "plain", "--no-tensorboard", "--log-every-s", "0.2", "--learning-starts", "500"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    children, err = interrupt_training(proc)
+    assert proc.returncode == 130, err
+    assert err.count("pararl: interrupted") == 1, err
+    assert alive_after(children, 0.5) == []
+    assert new_shm_entries(shm_before) == set()
+    state = final_state(run, "interrupted")
+    assert len(state["agents"]) == len(state["replay"]) == 2
+    assert all(memory["added"] > 0 for memory in state["replay"])
