@@ -1,5 +1,5 @@
-"""Process helpers shared by the tests: liveness, interrupting a training run, and
-the entries a test adds to /dev/shm."""
+"""Process helpers shared by the tests: liveness, interrupting a training run (and
+checking it stopped as Ctrl-C promises), and the entries a test adds to /dev/shm."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import psutil
 
@@ -44,6 +46,29 @@ def interrupt_training(
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     return children, err
+
+
+def ctrl_c_train(run: Path, *args: str) -> str:
+    """`pararl train ARGS` into `run` (plain progress, a log line every 0.2 s, no
+    TensorBoard, a budget it never reaches), Ctrl-C'd once it logs its first rate.
+    It must stop as Ctrl-C promises: exit 130, one line saying it was interrupted,
+    the interrupted checkpoint saved, no child process and no shared-memory entry
+    left. Returns what it wrote to stderr after the Ctrl-C."""
+    shm_before = shm_entries()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pararl.cli", "train", *args, "--run-dir", str(run),
+         "--total-steps", "100000000", "--progress", "plain", "--log-every-s", "0.2",
+         "--no-tensorboard"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    children, err = interrupt_training(proc)
+    assert proc.returncode == 130, err
+    assert err.count("pararl: interrupted") == 1, err
+    assert (run / "checkpoints" / "interrupted.pt").is_file()
+    assert alive_after(children, 0.5) == []
+    assert new_shm_entries(shm_before) == set()
+    return err
 
 
 # --- shared memory ---------------------------------------------------------------------

@@ -31,7 +31,7 @@ from pararl.mp.procs import ProcessGroup
 from pararl.optim import FlatAdam
 from pararl.vector import WorkerError
 from pararl.weights.averaging import adam_moments, average_parameters, average_tensors
-from tests.procs import alive_after, interrupt_training
+from tests.procs import ctrl_c_train
 from tests.runners.test_dqn import SMALL
 
 CPU = torch.device("cpu")
@@ -278,16 +278,8 @@ def test_bad_input_is_one_line_and_exit_2(
 
 @pytest.mark.slow
 def test_ctrl_c_saves_checkpoint_and_leaves_nothing(tmp_path: Path) -> None:
-    proc = pararl_process(
-        *("train", "dqn", "--mode", "averaging", "--workers", "2", "--run-dir", str(tmp_path)),
-        *("--total-steps", "10000000", "--progress", "plain", "--log-every-s", "0.2"),
-        *("--no-tensorboard", "--eval-in", "inline"),  # no evaluation child (test_ppo.py's has)
-    )
-    children, err = interrupt_training(proc)
-    assert children
-    assert proc.returncode == 130, err
-    assert (tmp_path / "checkpoints" / "interrupted.pt").is_file()
-    assert alive_after(children, 0.5) == []
+    # no evaluation child (`--eval-in inline`): test_ppo.py's has one
+    ctrl_c_train(tmp_path, "dqn", "--mode", "averaging", "--workers", "2", "--eval-in", "inline")
 
 
 def _free_port() -> int:

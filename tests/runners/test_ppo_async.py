@@ -8,8 +8,6 @@ import copy
 import csv
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -28,7 +26,7 @@ from pararl.mp.errors import WorkerError
 from pararl.runners.ppo_state import PPOState
 from pararl.samplers.rollout.actors import ActorPlan, InlineActors, RolloutActors
 from pararl.seeding import env_seeds
-from tests.procs import alive_after, interrupt_training, new_shm_entries, shm_entries
+from tests.procs import alive_after, ctrl_c_train
 from tests.runners.test_ppo import SMALL, final_model
 
 ENV = "CartPole-v1"
@@ -177,22 +175,8 @@ def test_bad_async_options_are_refused_in_one_line(extra: dict, says: str) -> No
 
 
 def test_ctrl_c_stops_the_actors_and_leaves_nothing(tmp_path: Path) -> None:
-    run = tmp_path / "run"
-    shm_before = shm_entries()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pararl.cli", "train", "ppo", "--mode", "async",
-         "--total-steps", "100000000", "--run-dir", str(run), "--progress", "plain",
-         "--no-tensorboard", "--log-every-s", "0.2",
-         "--eval-in", "inline"],  # no evaluation child: test_ppo.py's Ctrl-C has one
-        stderr=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
-    children, err = interrupt_training(proc)
-    assert proc.returncode == 130, err
-    assert err.count("pararl: interrupted") == 1, err
-    assert (run / "checkpoints" / "interrupted.pt").is_file()
-    assert alive_after(children, 0.5) == []
-    assert new_shm_entries(shm_before) == set()
+    # no evaluation child (`--eval-in inline`): test_ppo.py's Ctrl-C has one
+    ctrl_c_train(tmp_path / "run", "ppo", "--mode", "async", "--eval-in", "inline")
 
 
 def test_vtrace_relabels_every_rollout_and_a_resume_drops_the_one_in_flight(

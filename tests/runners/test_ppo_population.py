@@ -14,7 +14,12 @@ import pytest
 import torch
 
 from pararl import PPOConfig, load, train
-from tests.runners.population import assert_evaluations_per_agent, final, rows
+from tests.runners.population import (
+    assert_evaluations_per_agent,
+    assert_named_with_its_agent,
+    final,
+    rows,
+)
 
 SMALL: dict[str, Any] = dict(
     env="CartPole-v1",
@@ -166,20 +171,13 @@ def test_a_bad_sweep_is_one_line(sweep: str, said: str, tmp_path: Path, pararl: 
 
 
 def test_a_failing_env_is_reported_with_its_agent(tmp_path: Path) -> None:
-    import re
-
     import pararl.envs  # noqa: F401 - registers pararl/Faulty-v0
     from pararl.vector import WorkerError
 
     options = {**SMALL, "env": "pararl/Faulty-v0", "env_kwargs": {"at": 40}}
     with pytest.raises(WorkerError, match="FaultyEnv failed") as info:
         train(PPOConfig(seeds=2, seed=5, mode="sync", workers=2, run_dir=tmp_path / "r", **options))
-    note = "\n".join(getattr(info.value, "__notes__", []))
-    found = re.search(r"env (\d+) is agent (\d+)'s \(seed (\d+), its env (\d+) of 4\)", note)
-    assert found, note
-    env, agent, seed, own = map(int, found.groups())
-    assert (agent, own) == divmod(env, 4)
-    assert seed == 5 + agent
+    assert_named_with_its_agent(info.value, per_agent=4, first_seed=5)
 
 
 def test_the_evaluation_process_evaluates_every_agent(batched: Path, tmp_path: Path) -> None:

@@ -183,12 +183,18 @@ class ProcessGroup:
         return [i for i in ready if i in wanted]
 
     def await_ready(self, timeout: float) -> None:
-        """Wait for every child's first reply (its "ready"), at most `timeout` s."""
-        self.gather(
-            range(len(self)),
-            timeout,
-            "not ready after {timeout} s (building its envs takes too long, or it hangs)",
-        )
+        """Wait for every child's first reply (its "ready"), at most `timeout` s; if
+        one fails or is late, every child is taken down before the error is raised (a
+        group that did not start is of no use, and nothing may be left running)."""
+        try:
+            self.gather(
+                range(len(self)),
+                timeout,
+                "not ready after {timeout} s (building its envs takes too long, or it hangs)",
+            )
+        except BaseException:
+            self.kill()
+            raise
 
     def gather(self, indices: Sequence[int], timeout: float, late: str) -> list[Any]:
         """The next reply of each child in `indices`, in that order, waiting at most

@@ -133,11 +133,7 @@ class ProcessTransport:
             name="pararl-env-worker",
             daemon=daemon,
         )
-        try:
-            self.group.await_ready(start_timeout)
-        except BaseException:
-            self.group.kill()
-            raise
+        self.group.await_ready(start_timeout)
 
     def submit(self, worker: int, command: str, data: Any) -> None:
         self.group.send(worker, (command, data))

@@ -153,11 +153,7 @@ class PopulationActor:
         self.publisher.publish(twin, version)
         args = (spec, make_net, list(schedules), self.shared, list(seeds), (0, 0, start_steps))
         self.group = ProcessGroup(population_actor_main, [args], ctx, name="pararl-actor")
-        try:
-            self.group.await_ready(READY_TIMEOUT_S)
-        except BaseException:
-            self.group.close()
-            raise
+        self.group.await_ready(READY_TIMEOUT_S)
 
     @property
     def num_actors(self) -> int:

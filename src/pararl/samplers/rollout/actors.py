@@ -236,11 +236,7 @@ class RolloutActors:
             for i in range(num_actors)
         ]
         self.group = ProcessGroup(actor_main, args, ctx, name="pararl-rollout-actor")
-        try:
-            self.group.await_ready(READY_TIMEOUT_S)
-        except BaseException:
-            self.group.close()
-            raise
+        self.group.await_ready(READY_TIMEOUT_S)
 
     @property
     def num_actors(self) -> int:
