@@ -63,6 +63,7 @@ def ctrl_c_train(run: Path, *args: str) -> str:
         text=True,
     )  # fmt: skip
     children, err = interrupt_training(proc)
+    assert children  # workers, actors or replicas: each caller's run has some
     assert proc.returncode == 130, err
     assert err.count("pararl: interrupted") == 1, err
     assert (run / "checkpoints" / "interrupted.pt").is_file()

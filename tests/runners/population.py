@@ -4,7 +4,6 @@ checkpoint, its CSV rows, and whether each agent's evaluations are its seed's ru
 from __future__ import annotations
 
 import csv
-import re
 from pathlib import Path
 from typing import Any
 
@@ -41,13 +40,12 @@ def assert_evaluations_per_agent(batched: Path, alone: list[Path]) -> list[dict[
     return metrics
 
 
-def assert_named_with_its_agent(error: BaseException, per_agent: int, first_seed: int) -> None:
-    """A failed env's error says whose env it was: its agent (agent i's envs are the
-    i-th block of `per_agent`), that agent's seed, and which of its envs."""
+def assert_named_with_its_agent(
+    error: BaseException, per_agent: int, first_seed: int, agent: int, own: int
+) -> None:
+    """A failed env's error says whose env it was: env `own` of agent `agent` (agent
+    i's envs are the i-th block of `per_agent`), and that agent's seed."""
     note = "\n".join(getattr(error, "__notes__", []))
-    pattern = rf"env (\d+) is agent (\d+)'s \(seed (\d+), its env (\d+) of {per_agent}\)"
-    found = re.search(pattern, note)
-    assert found, note
-    env, agent, seed, own = map(int, found.groups())
-    assert (agent, own) == divmod(env, per_agent)
-    assert seed == first_seed + agent
+    env = agent * per_agent + own
+    said = f"env {env} is agent {agent}'s (seed {first_seed + agent}, its env {own} of {per_agent})"
+    assert said in note, note

@@ -126,6 +126,19 @@ def test_actor_that_raises_is_reported(tmp_path: Path) -> None:
     ).exists()
 
 
+def test_an_actors_failing_env_is_named_as_the_runs(tmp_path: Path) -> None:
+    """Actor 1's first env (the run's env 2 of 4) fails: the error names actor 1 and
+    env 2, not the actor's own env 0."""
+    import pararl.envs  # noqa: F401 - registers pararl/Faulty-v0
+    from pararl import seeding
+
+    seeded = seeding.env_seeds(0, 2, "env", 1, 0, 0)[0]  # actor 1's streams: (1, 0, 0)
+    config = faulty(workers=2, env_kwargs={"seeded": seeded})
+    with pytest.raises(WorkerError, match="FaultyEnv failed") as info:
+        train(DQNConfig(mode="async", run_dir=tmp_path / "run", **config))  # type: ignore[arg-type]
+    assert (info.value.worker, info.value.env_index) == (1, 2)
+
+
 def test_restart_actors_replaces_a_failed_actor(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

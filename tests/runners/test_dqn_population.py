@@ -159,6 +159,7 @@ def test_a_changed_number_of_agents_is_refused_on_resume(
         (["--mode", "averaging"], "--mode averaging"),
         (["--prioritized"], "--prioritized"),
         (["--acting-lag", "2"], "--acting-lag"),
+        (["--mode", "async", "--restart-actors"], "--restart-actors"),
         (["--compile", "on"], "--compile on"),
         (["--seeds", "0"], "--seeds must be >= 1"),
     ],

@@ -170,14 +170,18 @@ def test_a_bad_sweep_is_one_line(sweep: str, said: str, tmp_path: Path, pararl: 
     assert len(result.stderr.strip().splitlines()) == 1
 
 
-def test_a_failing_env_is_reported_with_its_agent(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["serial", "sync", "async"])
+def test_a_failing_env_is_reported_with_its_agent(mode: str, tmp_path: Path) -> None:
+    """Agent 1's third env fails (the env first reset with its seed), wherever it
+    runs: in this process, a worker, or the actor."""
     import pararl.envs  # noqa: F401 - registers pararl/Faulty-v0
-    from pararl.vector import WorkerError
+    from pararl import seeding
 
-    options = {**SMALL, "env": "pararl/Faulty-v0", "env_kwargs": {"at": 40}}
-    with pytest.raises(WorkerError, match="FaultyEnv failed") as info:
-        train(PPOConfig(seeds=2, seed=5, mode="sync", workers=2, run_dir=tmp_path / "r", **options))
-    assert_named_with_its_agent(info.value, per_agent=4, first_seed=5)
+    seeded = seeding.env_seeds(6, 4, "env", 0, 0, 0)[2]  # agent 1 = seed 6, its env 2
+    options = {**SMALL, "env": "pararl/Faulty-v0", "env_kwargs": {"at": 40, "seeded": seeded}}
+    with pytest.raises(RuntimeError, match="FaultyEnv failed") as info:
+        train(PPOConfig(seeds=2, seed=5, mode=mode, workers=2, run_dir=tmp_path / "r", **options))
+    assert_named_with_its_agent(info.value, per_agent=4, first_seed=5, agent=1, own=2)
 
 
 def test_the_evaluation_process_evaluates_every_agent(batched: Path, tmp_path: Path) -> None:

@@ -90,19 +90,28 @@ class FaultyEnv(StepCostEnv):
 
     `fail_on`: "step" or "reset"; `at`: fail on that call number (1-based) of this
     env; `how`: "raise" (RuntimeError), "segfault" (SIGSEGV), "exit" (os._exit(3)) or
-    "hang" (sleep for an hour).
+    "hang" (sleep for an hour); `seeded`: only an env first reset with this seed fails
+    (None: every one), so that one env of many can be made to fail wherever it runs.
     """
 
     def __init__(
-        self, fail_on: str = "step", at: int = 1, how: str = "raise", render_mode: str | None = None
+        self,
+        fail_on: str = "step",
+        at: int = 1,
+        how: str = "raise",
+        render_mode: str | None = None,
+        seeded: int | None = None,
     ) -> None:
         super().__init__(render_mode=render_mode)
-        self.fail_on, self.at, self.how = fail_on, at, how
+        self.fail_on, self.at, self.how, self.seeded = fail_on, at, how, seeded
         self._calls = {"step": 0, "reset": 0}
+        self._first_seed: int | None = None
 
     def _maybe_fail(self, call: str) -> None:
         self._calls[call] += 1
         if call != self.fail_on or self._calls[call] != self.at:
+            return
+        if self.seeded is not None and self._first_seed != self.seeded:
             return
         if self.how == "raise":
             raise RuntimeError(f"FaultyEnv failed on {call} #{self.at}")
@@ -116,6 +125,8 @@ class FaultyEnv(StepCostEnv):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
+        if self._first_seed is None:
+            self._first_seed = seed
         self._maybe_fail("reset")
         return super().reset(seed=seed, options=options)
 

@@ -8,9 +8,11 @@ keeps working, and the worker index, env index and remote traceback stay attache
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import pickle
 import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 
@@ -34,6 +36,22 @@ class RemoteError:
         return cls(
             f"{type(exc).__name__}: {exc}", traceback.format_exc(), env_index, str(exc), kind
         )
+
+
+@contextlib.contextmanager
+def envs_from(base: int) -> Iterator[None]:
+    """In a child that steps a block of the run's envs in its own serial vector env,
+    whose first is the run's env `base`: an env's failure in the block (its
+    `env_index` counts the child's envs) is re-based to count the run's, as the
+    parent's `WorkerError` says it."""
+    try:
+        yield
+    except Exception as exc:
+        index = getattr(exc, "env_index", None)
+        if index is not None:
+            with contextlib.suppress(AttributeError):
+                exc.env_index = index + base  # type: ignore[attr-defined]
+        raise
 
 
 class WorkerError(RuntimeError):

@@ -182,13 +182,14 @@ class ProcessGroup:
         wanted = set(indices)
         return [i for i in ready if i in wanted]
 
-    def await_ready(self, timeout: float) -> None:
-        """Wait for every child's first reply (its "ready"), at most `timeout` s; if
-        one fails or is late, every child is taken down before the error is raised (a
-        group that did not start is of no use, and nothing may be left running)."""
+    def await_ready(self, timeout: float, indices: Sequence[int] | None = None) -> None:
+        """Wait for the first reply (its "ready") of every child, or of those in
+        `indices` (a restarted one), at most `timeout` s; if one fails or is late,
+        every child is taken down before the error is raised (a group that did not
+        start is of no use, and nothing may be left running)."""
         try:
             self.gather(
-                range(len(self)),
+                range(len(self)) if indices is None else indices,
                 timeout,
                 "not ready after {timeout} s (building its envs takes too long, or it hangs)",
             )

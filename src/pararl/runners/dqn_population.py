@@ -93,6 +93,7 @@ def check(cfg: DQNConfig) -> None:
         (cfg.mode == "averaging", "--mode averaging"),
         (cfg.prioritized, "--prioritized"),
         (cfg.acting_lag > 0, "--acting-lag"),
+        (cfg.restart_actors, "--restart-actors"),
         (cfg.compile == "on", "--compile on"),
         (
             s.model == "multi-input",
@@ -412,7 +413,7 @@ def plan(p: Prepared) -> Plan:
             "mode": mode,
             "mode_reason": choice.reason,
             "num_envs": per_agent,
-            "workers": workers,
+            "workers": 1 if mode == "async" else workers,  # async: the one actor
             "seeds": list(state.seeds),
             "device": str(device),
             "learner_threads": threads,

@@ -475,7 +475,9 @@ class BusyMeter:
         now = time.monotonic()
         span, self._since = now - self._since, now
         row = {
-            "actor_cpu": float(self.busy.sum() / max(span * len(self.busy), 1e-9)),
+            # a chunk's acting counts in the interval it arrives in: over a short one,
+            # more than the interval (a log line soon after another), so at most 1
+            "actor_cpu": min(1.0, float(self.busy.sum() / max(span * len(self.busy), 1e-9))),
             "learner_cpu": self.learner_busy / max(span, 1e-9),
             "policy_lag": float(np.mean(self.lags)) if self.lags else None,
             "actor_version": self.acted_version if self.acted_version >= 0 else None,

@@ -26,7 +26,6 @@ from pararl.evaluation.episodes import Evaluator, episode_cap
 from pararl.evaluation.reported import ReportedReturns
 from pararl.models.networks import Encoder
 from pararl.models.population import Stack
-from pararl.mp.errors import WorkerError
 from pararl.mp.topology import physical_cores
 from pararl.rundir import RunDir
 from pararl.runners import resume
@@ -314,15 +313,17 @@ def check_resumed_agents(who: str, resume: dict[str, Any] | None, agents: int) -
 
 @contextlib.contextmanager
 def envs_named_by_agent(per_agent: int, seeds: Sequence[int]) -> Iterator[None]:
-    """A population's env that fails (a `WorkerError` naming its env: agent i's envs
-    are the i-th block of `per_agent`) is reported with its agent and seed."""
+    """A population's env that fails is reported with its agent and seed (agent i's
+    envs are the i-th block of `per_agent`): a worker's or actor's `WorkerError`, or
+    the env's own exception in serial mode, both carry the env's index (`env_index`)."""
     try:
         yield
-    except WorkerError as exc:
-        if exc.env_index is not None:
-            agent, own = divmod(exc.env_index, per_agent)
+    except Exception as exc:
+        index = getattr(exc, "env_index", None)
+        if index is not None and hasattr(exc, "add_note"):  # add_note: Python 3.11+
+            agent, own = divmod(index, per_agent)
             exc.add_note(
-                f"pararl: env {exc.env_index} is agent {agent}'s (seed {seeds[agent]}, "
+                f"pararl: env {index} is agent {agent}'s (seed {seeds[agent]}, "
                 f"its env {own} of {per_agent})"
             )
         raise

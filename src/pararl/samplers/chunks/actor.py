@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from pararl import seeding
+from pararl.mp.errors import envs_from
 from pararl.mp.outbox import handle_messages
 from pararl.mp.procs import ParentWatch
 from pararl.mp.shared import ArraySpec, SharedArrays
@@ -121,7 +122,20 @@ def actor_main(
     seed: int,
     path: tuple[int, ...],
 ) -> None:
-    """Act, chunk, send, repeat; until the learner says close or goes away."""
+    """Act, chunk, send, repeat; until the learner says close or goes away (an env's
+    failure names the run's env: this actor's first is `spec.stream_base`)."""
+    with envs_from(spec.stream_base):
+        _act(conn, index, spec, shared, seed, path)
+
+
+def _act(
+    conn: Connection,
+    index: int,
+    spec: ActorSpec,
+    shared: SharedArrays,
+    seed: int,
+    path: tuple[int, ...],
+) -> None:
     seeding.seed_torch(seed, *path)
     arrays = shared.arrays
     sampler = ChunkSampler(spec, seed, path)

@@ -63,7 +63,8 @@ class ActorPool:
     def restart(self, index: int) -> None:
         self.restarts[index] += 1
         self.group.restart(index, self._args(index))
-        self.group.await_ready(READY_TIMEOUT_S)  # all others are ready already
+        # only its "ready": the others' next replies are chunks, for `chunks`
+        self.group.await_ready(READY_TIMEOUT_S, [index])
 
     @property
     def num_actors(self) -> int:

@@ -1,8 +1,8 @@
-"""Acting for a population of off-policy agents (`--seeds`, serial and sync): one
-vector env holds every agent's envs (agent i's: the i-th block), the population acts
-on all of them in one forward pass (`models.population.QPopulation`), and each
-agent's part of every step becomes that agent's transitions, as its own
-`ChunkSampler` would have made them alone.
+"""Acting for a population of off-policy agents (`--seeds`; in this process, or in the
+actor process of `population_actor`): one vector env holds every agent's envs (agent
+i's: the i-th block), the population acts on all of them in one forward pass
+(`models.population.QPopulation`), and each agent's part of every step becomes that
+agent's transitions, as its own `ChunkSampler` would have made them alone.
 
 What makes agent i the agent its run alone trains: its envs are reset with the seeds
 its run gives its envs (`env` of its seed, at the same path), its exploration draws

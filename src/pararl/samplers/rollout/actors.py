@@ -44,6 +44,7 @@ from pararl import seeding
 from pararl.envs.masks import batch_mask
 from pararl.models import ActorCritic
 from pararl.models.acting import Draws, PopulationDraws
+from pararl.mp.errors import envs_from
 from pararl.mp.outbox import handle_messages
 from pararl.mp.procs import ParentWatch, ProcessGroup
 from pararl.mp.shared import ArraySpec, SharedArrays, local_arrays
@@ -163,7 +164,20 @@ def actor_main(
     path: tuple[int, ...],
 ) -> None:
     """Wait for the version and a slot, collect, send; until the learner says close
-    or goes away."""
+    or goes away (an env's failure names the run's env: actor i steps the i-th block
+    of `len(env_seeds)`)."""
+    with envs_from(index * len(env_seeds)):
+        _act(conn, index, plan, shared, env_seeds, path)
+
+
+def _act(
+    conn: Connection,
+    index: int,
+    plan: ActorPlan,
+    shared: SharedArrays,
+    env_seeds: list[int],
+    path: tuple[int, ...],
+) -> None:
     seeding.seed_torch(plan.seed, *path)
     arrays, ring = shared.arrays, WeightRing(shared.arrays)
     actor = SegmentActor(plan, env_seeds, path)
