@@ -139,12 +139,14 @@ def test_an_actors_failing_env_is_named_as_the_runs(tmp_path: Path) -> None:
     assert (info.value.worker, info.value.env_index) == (1, 2)
 
 
+@pytest.mark.parametrize("workers", [1, 2])
 def test_restart_actors_replaces_a_failed_actor(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    workers: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """With one actor, and with two (the other goes on while the failed one restarts)."""
     import pararl.envs  # noqa: F401
 
-    config = faulty(progress="plain", restart_actors=True)
+    config = faulty(progress="plain", restart_actors=True, workers=workers)
     session = train(DQNConfig(mode="async", run_dir=tmp_path / "run", **config))  # type: ignore[arg-type]
     state = checkpoint.load(session.run.checkpoint("final"))
     assert state["env_steps"] >= 1_500  # the run went on past the two failures
