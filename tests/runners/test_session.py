@@ -188,7 +188,7 @@ def test_a_short_run_says_so_at_start_and_ends_evaluated(tmp_path: Path, pararl:
     [note] = [line for line in lines if "--eval-every" in line]
     assert note == (
         "pararl: --eval-every 10,000 reaches past the budget (--total-steps 300): no "
-        "evaluation falls due; the run ends with one of its final weights"
+        "periodic evaluation falls due; its final weights are evaluated when it ends"
     )
     assert "(best eval" in lines[-1]
     assert "no evaluation" not in lines[-1]

@@ -138,8 +138,9 @@ class RunConfig:
     """Where evaluations run: `process` (a child process, overlapped with training;
     the default with more than one core) or `inline` (in the training loop)."""
     checkpoint_every: int | None = None
-    """Save a periodic checkpoint, step_N, every this many env steps; all are kept
-    (best and final are always saved). Default: by algorithm and kind of env (e.g.
+    """Save a periodic checkpoint, step_N, every this many env steps, and one at a new
+    run's first log tick (so that any run can be resumed, even one killed early); all
+    are kept (best and final are always saved). Default: by algorithm and kind of env (e.g.
     25,000 on CartPole; Atari-sized images 500,000, MinAtar 250,000: a Nature-CNN DQN
     checkpoint is 27 MB), printed at start."""
     checkpoint_every_s: float = 300.0

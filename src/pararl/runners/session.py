@@ -258,7 +258,8 @@ class TrainSession:
             return None
         return (
             f"pararl: --eval-every {every:,} reaches past the budget (--total-steps "
-            f"{budget:,}): no evaluation falls due; the run ends with one of its final weights"
+            f"{budget:,}): no periodic evaluation falls due; its final weights are "
+            "evaluated when it ends"
         )
 
     def _start_eval(
