@@ -198,20 +198,23 @@ def test_moments_saved_row_major_load_into_a_weight_stored_in_out() -> None:
         (RowRMSprop, FlatRMSprop, {"lr": 2.5e-4, "alpha": 0.95, "eps": 0.01}),
     ],
 )
+@pytest.mark.parametrize("hidden", [(16, 16), (400, 400)])
 def test_each_row_steps_as_its_network_alone_bit_for_bit(
-    rows: type[RowAdam], flat: type[FlatAdam], settings: dict[str, Any]
+    rows: type[RowAdam], flat: type[FlatAdam], settings: dict[str, Any], hidden: tuple[int, int]
 ) -> None:
     """A population's optimizer (`--seeds`): row i, clipped and stepped with the others
     or left out of a step, is network i's FlatAdam (FlatRMSprop) exactly, and saves
-    as its state."""
+    as its state; all rows in one block, and (400 x 400: 163k parameters a row) a row
+    a block."""
     torch.manual_seed(5)
-    nets = [QNetwork(4, 3, (16, 16)) for _ in range(3)]
+    nets = [QNetwork(4, 3, hidden) for _ in range(3)]
     alone = [copy.deepcopy(n) for n in nets]
     names = [name for name, _ in nets[0].named_parameters()]
     stacked = [
         torch.nn.Parameter(torch.stack([n.get_parameter(k).detach() for n in nets])) for k in names
     ]
     together = rows(stacked, **settings)
+    assert together._block == (3 if hidden == (16, 16) else 1)
     optimizers = [flat(a.parameters(), **settings) for a in alone]
     draws = torch.Generator().manual_seed(6)
     for step in range(30):

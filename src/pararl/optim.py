@@ -300,6 +300,15 @@ class RowAdam:
         self.exp_avg_sq = torch.zeros_like(self.flat)
         self.row_steps = np.zeros(rows, np.int64)  # steps each row took
         self._clipped = False  # `flat_grad` holds this step's clipped gradients
+        # a block of rows at a time on a CPU, each block's tensors small enough to stay
+        # in cache through the update's passes (a network of 100k+ parameters: a row at
+        # a time); on an accelerator, all at once
+        cpu = self.flat.device.type == "cpu"
+        self._block = min(rows, max(1, CACHE_FLOATS // total)) if cpu else rows
+        # the step's two temporaries of a block's size, made once and reused by every
+        # block: made anew each step, [8, 17k] of them took 3-6x the time of the
+        # arithmetic in a training loop (fresh pages from the allocator each time)
+        self._scratch = tuple(torch.empty_like(self.flat[: self._block]) for _ in range(2))
 
     @property
     def steps(self) -> int:
@@ -345,15 +354,13 @@ class RowAdam:
         chosen = None if rows is None or bool(np.all(rows)) else np.flatnonzero(rows)
         if chosen is None:
             self.row_steps += 1
-            # a block of rows at a time on a CPU, each block's tensors small enough to
-            # stay in cache through the update's passes (a network of 100k+ parameters:
-            # a row at a time); the same arithmetic, element by element
-            cpu = self.flat.device.type == "cpu"
-            block = max(1, CACHE_FLOATS // self.flat.shape[1]) if cpu else self.rows
-            for a in range(0, self.rows, block):
-                b = slice(a, a + block)
+            # block by block (`_block`): the same arithmetic, element by element
+            for a in range(0, self.rows, self._block):
+                b = slice(a, a + self._block)
                 state = (self.flat[b], self.exp_avg[b], self.exp_avg_sq[b])
-                self._update(*state, self.flat_grad[b], self.lr[b], self.row_steps[b])
+                k = len(state[0])
+                scratch = (self._scratch[0][:k], self._scratch[1][:k])
+                self._update(*state, self.flat_grad[b], self.lr[b], self.row_steps[b], scratch)
             return
         if chosen.size == 0:
             return
@@ -362,7 +369,10 @@ class RowAdam:
         full = (self.flat, self.exp_avg, self.exp_avg_sq)
         flat, exp_avg, exp_avg_sq = part = [t.index_select(0, index) for t in full]
         grad = self.flat_grad.index_select(0, index)
-        self._update(flat, exp_avg, exp_avg_sq, grad, self.lr[chosen], self.row_steps[chosen])
+        # the rows chosen at once (a step of some agents only): temporaries of their own
+        scratch = (torch.empty_like(flat), torch.empty_like(flat))
+        steps = self.row_steps[chosen]
+        self._update(flat, exp_avg, exp_avg_sq, grad, self.lr[chosen], steps, scratch)
         for whole, rows_of in zip(full, part, strict=True):
             whole.index_copy_(0, index, rows_of)
 
@@ -380,16 +390,19 @@ class RowAdam:
         grad: torch.Tensor,
         lr: torch.Tensor,
         steps: np.ndarray,
+        scratch: tuple[torch.Tensor, torch.Tensor],
     ) -> None:
-        """Adam's step on these rows (in place), FlatAdam's arithmetic op for op."""
+        """Adam's step on these rows (in place), FlatAdam's arithmetic op for op;
+        `scratch`: two tensors of the rows' shape for its temporaries."""
         beta1, beta2 = self.betas
+        denom, step = scratch
         exp_avg.lerp_(grad, 1 - beta1)
         exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
         step_size = self._column(lr.reshape(-1).numpy() / (1 - beta1**steps))
-        denom = (exp_avg_sq.sqrt() / self._column(np.sqrt(1 - beta2**steps))).add_(self.eps)
-        # addcdiv_'s order, (value * t1) / t2; the rows' tensor first, so that the
-        # temporaries are laid out as it is (a column first makes them column-major)
-        flat.sub_(torch.mul(exp_avg, step_size).div_(denom))
+        torch.sqrt(exp_avg_sq, out=denom)
+        denom.div_(self._column(np.sqrt(1 - beta2**steps))).add_(self.eps)
+        # addcdiv_'s order, (value * t1) / t2
+        flat.sub_(torch.mul(exp_avg, step_size, out=step).div_(denom))
 
     def _groups(self, i: int) -> list[dict[str, Any]]:
         return [{"lr": float(self.lr[i, 0]), "betas": self.betas, "eps": self.eps}]
@@ -445,13 +458,15 @@ class RowRMSprop(RowAdam):
         grad: torch.Tensor,
         lr: torch.Tensor,
         steps: np.ndarray,
+        scratch: tuple[torch.Tensor, torch.Tensor],
     ) -> None:
         del steps  # RMSProp has no bias correction
         alpha = self.alpha
+        avg, step = scratch
         exp_avg_sq.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
         exp_avg.lerp_(grad, 1 - alpha)
-        avg = exp_avg_sq.addcmul(exp_avg, exp_avg, value=-1).sqrt_()
-        step = torch.mul(grad, self._column(lr.reshape(-1).numpy()))
+        torch.addcmul(exp_avg_sq, exp_avg, exp_avg, value=-1, out=avg).sqrt_()
+        torch.mul(grad, self._column(lr.reshape(-1).numpy()), out=step)
         flat.sub_(step.div_(avg.add_(self.eps)))  # FlatRMSprop's addcdiv_, as RowAdam's
 
     def _groups(self, i: int) -> list[dict[str, Any]]:
