@@ -125,49 +125,38 @@ def actor_main(
     """Act, chunk, send, repeat; until the learner says close or goes away (an env's
     failure names the run's env: this actor's first is `spec.stream_base`)."""
     with envs_from(spec.stream_base):
-        _act(conn, index, spec, shared, seed, path)
+        seeding.seed_torch(seed, *path)
+        arrays = shared.arrays
+        sampler = ChunkSampler(spec, seed, path)
+        weights = WeightReader(arrays)
+        weights.refresh(sampler.net)
 
+        def refresh(steps: int) -> None:
+            if steps % spec.sync_every == 0:
+                weights.refresh(sampler.net)
 
-def _act(
-    conn: Connection,
-    index: int,
-    spec: ActorSpec,
-    shared: SharedArrays,
-    seed: int,
-    path: tuple[int, ...],
-) -> None:
-    seeding.seed_torch(seed, *path)
-    arrays = shared.arrays
-    sampler = ChunkSampler(spec, seed, path)
-    weights = WeightReader(arrays)
-    weights.refresh(sampler.net)
-
-    def refresh(steps: int) -> None:
-        if steps % spec.sync_every == 0:
-            weights.refresh(sampler.net)
-
-    watch, free, slot = ParentWatch(), [True, True], 0
-    conn.send((True, None))  # ready
-    try:
-        while True:
-            batch, returns, busy = sampler.sample(lambda: int(arrays["env_steps"][0]), refresh)
-            while not free[slot]:  # wait for the learner to take the older chunk
-                if not handle_messages(conn, free, watch):
+        watch, free, slot = ParentWatch(), [True, True], 0
+        conn.send((True, None))  # ready
+        try:
+            while True:
+                batch, returns, busy = sampler.sample(lambda: int(arrays["env_steps"][0]), refresh)
+                while not free[slot]:  # wait for the learner to take the older chunk
+                    if not handle_messages(conn, free, watch):
+                        return
+                write_slot(arrays, index, slot, batch)
+                free[slot] = False
+                chunk = Chunk(
+                    slot,
+                    len(batch),
+                    sampler.env_steps_per_chunk,
+                    weights.version,
+                    returns,
+                    busy,
+                    frame_count(batch),
+                )
+                conn.send((True, chunk))
+                slot ^= 1
+                if conn.poll(0) and not handle_messages(conn, free, watch):
                     return
-            write_slot(arrays, index, slot, batch)
-            free[slot] = False
-            chunk = Chunk(
-                slot,
-                len(batch),
-                sampler.env_steps_per_chunk,
-                weights.version,
-                returns,
-                busy,
-                frame_count(batch),
-            )
-            conn.send((True, chunk))
-            slot ^= 1
-            if conn.poll(0) and not handle_messages(conn, free, watch):
-                return
-    finally:
-        sampler.close()
+        finally:
+            sampler.close()

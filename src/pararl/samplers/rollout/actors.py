@@ -167,39 +167,30 @@ def actor_main(
     or goes away (an env's failure names the run's env: actor i steps the i-th block
     of `len(env_seeds)`)."""
     with envs_from(index * len(env_seeds)):
-        _act(conn, index, plan, shared, env_seeds, path)
-
-
-def _act(
-    conn: Connection,
-    index: int,
-    plan: ActorPlan,
-    shared: SharedArrays,
-    env_seeds: list[int],
-    path: tuple[int, ...],
-) -> None:
-    seeding.seed_torch(plan.seed, *path)
-    arrays, ring = shared.arrays, WeightRing(shared.arrays)
-    actor = SegmentActor(plan, env_seeds, path)
-    watch, free = ParentWatch(), [True] * plan.slots
-    conn.send((True, None))  # ready
-    rollout = slot = 0
-    try:
-        while True:
-            version, start = max(0, rollout - plan.lag), time.perf_counter()
-            while not (free[slot] and ring.holds(version)):
-                if not handle_messages(conn, free, watch):
-                    return
-            if not ring.load(actor.model, version):
-                raise RuntimeError(f"weights version {version} was overwritten before it was read")
-            acting = time.perf_counter()
-            episodes = actor.collect(slot_views(arrays, index, slot))
-            busy = time.perf_counter() - acting
-            free[slot] = False
-            conn.send((True, Segment(slot, rollout, version, busy, acting - start, episodes)))
-            rollout, slot = rollout + 1, (slot + 1) % plan.slots
-    finally:
-        actor.close()
+        seeding.seed_torch(plan.seed, *path)
+        arrays, ring = shared.arrays, WeightRing(shared.arrays)
+        actor = SegmentActor(plan, env_seeds, path)
+        watch, free = ParentWatch(), [True] * plan.slots
+        conn.send((True, None))  # ready
+        rollout = slot = 0
+        try:
+            while True:
+                version, start = max(0, rollout - plan.lag), time.perf_counter()
+                while not (free[slot] and ring.holds(version)):
+                    if not handle_messages(conn, free, watch):
+                        return
+                if not ring.load(actor.model, version):
+                    raise RuntimeError(
+                        f"weights version {version} was overwritten before it was read"
+                    )
+                acting = time.perf_counter()
+                episodes = actor.collect(slot_views(arrays, index, slot))
+                busy = time.perf_counter() - acting
+                free[slot] = False
+                conn.send((True, Segment(slot, rollout, version, busy, acting - start, episodes)))
+                rollout, slot = rollout + 1, (slot + 1) % plan.slots
+        finally:
+            actor.close()
 
 
 @dataclass(frozen=True)
