@@ -133,7 +133,8 @@ def test_an_actors_failing_env_is_named_as_the_runs(tmp_path: Path) -> None:
     from pararl import seeding
 
     seeded = seeding.env_seeds(0, 2, "env", 1, 0, 0)[0]  # actor 1's streams: (1, 0, 0)
-    config = faulty(workers=2, env_kwargs={"seeded": seeded})
+    # at its 50th step: well within the budget whichever actor runs ahead
+    config = faulty(workers=2, env_kwargs={"seeded": seeded, "at": 50})
     with pytest.raises(WorkerError, match="FaultyEnv failed") as info:
         train(DQNConfig(mode="async", run_dir=tmp_path / "run", **config))  # type: ignore[arg-type]
     assert (info.value.worker, info.value.env_index) == (1, 2)
