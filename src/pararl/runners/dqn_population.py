@@ -319,6 +319,11 @@ def run_async(
         state.env_steps,
     )  # fmt: skip
     meter = BusyMeter(1)
+
+    def stats() -> dict[str, Any]:
+        acting = {k: np.full(state.n, v) for k, v in meter.report().items()}
+        return {**state.log_stats(governor.threads), **acting}
+
     try:
         while not session.done(state.env_steps):
             due = state.updates_due()
@@ -338,11 +343,6 @@ def run_async(
                         session.record_episodes(infos)
                     meter.chunk(0, message.chunk, actor.version)
                 actor.set_env_steps(state.env_steps)
-
-            def stats() -> dict[str, Any]:
-                acting = {k: np.full(state.n, v) for k, v in meter.report().items()}
-                return {**state.log_stats(governor.threads), **acting}
-
             session.tick(
                 state.env_steps,
                 state.updates,

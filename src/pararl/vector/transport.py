@@ -57,9 +57,9 @@ class InlineTransport:
             self._replies.append(execute(self._batch, command, data))
         except Exception as exc:
             failed = self._batch.failed_env
-            if failed is not None and hasattr(exc, "add_note"):  # Python 3.11+
-                exc.add_note(f"(raised by env {failed})")
             if failed is not None:
+                if hasattr(exc, "add_note"):  # Python 3.11+
+                    exc.add_note(f"(raised by env {failed})")
                 # as a worker's report names it (`vector.worker`): a population
                 # names the env's agent with it, and an actor process reports it
                 with contextlib.suppress(AttributeError):

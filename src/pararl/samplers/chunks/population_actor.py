@@ -156,10 +156,6 @@ class PopulationActor:
         self.group.await_ready(READY_TIMEOUT_S)
 
     @property
-    def num_actors(self) -> int:
-        return 1
-
-    @property
     def version(self) -> int:
         return self.publisher.version
 
