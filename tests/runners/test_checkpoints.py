@@ -14,7 +14,7 @@ from typing import Any
 
 from pararl import checkpoint
 from pararl.rundir import RunDir
-from pararl.runners.resume import latest_checkpoint
+from pararl.runners.resume import changed_envs, latest_checkpoint
 
 TINY = [
     "--total-steps", "1000", "--learning-starts", "100", "--eval-episodes", "2",
@@ -116,3 +116,19 @@ def test_kill_9_loses_at_most_the_checkpoint_interval(tmp_path: Path, pararl: An
     resumed = pararl("train", "--resume", str(run), "--total-steps", str(saved.env_steps + 200))
     assert resumed.returncode == 0, resumed.stderr
     assert f"resuming from checkpoints/latest.pt: {saved.env_steps:,} env steps" in resumed.stderr
+
+
+def test_a_resume_that_steps_other_envs_says_how_to_keep_them() -> None:
+    async_run = {"mode": "async", "num_envs": 2, "workers": 1, "seeds": [0, 1]}
+    assert changed_envs(async_run, {**async_run, "mode": "serial", "num_envs": 4}) == (
+        "pararl: this run stepped 2 envs each before and goes on with 4 (mode async, now "
+        "serial): an off-policy run's envs follow its mode and workers; give --mode async "
+        "to keep them"
+    )
+    one = {"mode": "sync", "num_envs": 8, "workers": 4}
+    said = changed_envs(one, {**one, "num_envs": 16, "workers": 8})
+    assert said is not None
+    assert "stepped 8 envs before and goes on with 16:" in said
+    assert said.endswith("give --workers 4 to keep them")
+    assert changed_envs(one, one) is None
+    assert changed_envs({}, one) is None  # a run that saved no env count

@@ -62,13 +62,22 @@ def test_rows_say_how_far_behind_the_actor_acted(run: Path) -> None:
     assert not mp.active_children()
 
 
-def test_the_batch_loads_by_agent_and_resumes_as_one(run: Path, tmp_path: Path) -> None:
+def test_the_batch_loads_by_agent_and_resumes_as_one(
+    run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     agent = load(run, agent=1)
     assert agent.act([0.0, 0.0, 0.0, 0.0]) in (0, 1)
     resumed = tmp_path / "resumed"
     shutil.copytree(run, resumed)
     before = final(resumed)
-    train(DQNConfig(resume=resumed, total_steps=1_200))
+    # in another mode, on two workers: each agent steps twice the envs, and is told so
+    train(DQNConfig(resume=resumed, total_steps=1_200, mode="serial", workers=2, progress="plain"))
+    said = capsys.readouterr()
+    assert (
+        "this run stepped 2 envs each before and goes on with 4 (mode async, now serial)"
+        in said.err
+    )
+    assert json.loads((resumed / "config.json").read_text())["resolved"]["num_envs"] == 4
     after = final(resumed)
     assert after["env_steps"] >= 1_200 > before["env_steps"]
     for old, new in zip(before["agents"], after["agents"], strict=True):

@@ -7,8 +7,9 @@ where its metrics continue.
   memory saved with it, if any (`runners.checkpoints`).
 - Options that manage the run (budget, evaluation, checkpoints, logging, workers,
   devices, backend) apply when given, except that an on-policy run keeps its number of
-  envs (`kept_envs`); any other option given with a value other
-  than the run's is refused by name: the run keeps the settings it learned with.
+  envs (`kept_envs`), and a run whose envs follow a changed mode or workers says so
+  (`changed_envs`); any other option given with a value other than the run's is
+  refused by name: the run keeps the settings it learned with.
 - A run whose checkpoint says it is finished, resumed without a larger budget, and
   a budget not above the steps already done, stop at once and say so.
 """
@@ -181,6 +182,26 @@ def kept_envs(config: RunConfig, facts: dict[str, Any], given: Collection[str]) 
     return dataclasses.replace(config, workers=workers)
 
 
+def changed_envs(before: dict[str, Any], now: dict[str, Any]) -> str | None:
+    """A line for a resumed run that steps another number of envs than it did (an
+    off-policy run's follow its mode and workers, which may change on resume), or
+    None. `before`, `now`: the facts resolved at the last start and at this one."""
+    old, new = before.get("num_envs"), now.get("num_envs")
+    if not isinstance(old, int) or not isinstance(new, int) or old == new:
+        return None
+    each = " each" if now.get("seeds") else ""
+    mode, was = now.get("mode"), before.get("mode")
+    if was and mode and was != mode:
+        how, keep = f" (mode {was}, now {mode})", f"--mode {was}"
+    else:
+        workers = before.get("workers")
+        how, keep = "", f"--workers {workers}" if workers else "--workers"
+    return (
+        f"pararl: this run stepped {old} envs{each} before and goes on with {new}{how}: "
+        f"an off-policy run's envs follow its mode and workers; give {keep} to keep them"
+    )
+
+
 def check_left_to_do(config: RunConfig, state: dict[str, Any], given: Collection[str]) -> None:
     """RunFinished when the resumed run has nothing left to do."""
     done, root = checkpoint.Header.of(state).env_steps, config.resume
@@ -199,6 +220,7 @@ def check_left_to_do(config: RunConfig, state: dict[str, Any], given: Collection
 
 __all__ = [
     "MUTABLE",
+    "changed_envs",
     "check_left_to_do",
     "given_fields",
     "kept_envs",

@@ -170,6 +170,7 @@ class Prepared:
     env_facts: dict[str, str] = field(default_factory=dict)
     probed: Probed | None = None  # what building the env once told
     action_masks: bool = False  # the env gives action masks (`envs.masks`)
+    resumed_facts: dict[str, Any] = field(default_factory=dict)  # as the run saved them
 
     @property
     def config(self) -> Any:
@@ -191,6 +192,7 @@ def prepare(
     env, fill in the defaults of its kind, make the run dir. `given`: the options set
     by the user (default: those that differ from the defaults)."""
     resume_state, resumed_from, module_dirs = None, None, []
+    before: dict[str, Any] = {}  # a resumed run's facts as it saved them
     named_by: Path | None = None  # the run directory whose config names the env
     given = resume.given_fields(config) if given is None else given
     if config.trust_checkpoint and config.resume is None:  # an invocation's, not a run's
@@ -214,10 +216,10 @@ def prepare(
                 f"with pararl train --resume {config.resume}"
             )
         config = resume.resumed_config(saved, config, given)
-        facts = saved_facts(run.root)
-        config = resume.kept_envs(config, facts, given)
+        before = saved_facts(run.root)
+        config = resume.kept_envs(config, before, given)
         resumed_from, resume_state = resume.latest_checkpoint(run, algo, config.trust_checkpoint)
-        found = facts.get("env_module_dir")
+        found = before.get("env_module_dir")
         module_dirs, named_by = ([found] if found else []), run.root
     config.validate()
     if config.backend == "ray" and not extras.available("ray"):
@@ -252,6 +254,7 @@ def prepare(
         facts,
         probed,
         masks,
+        before,
     )
 
 
@@ -335,6 +338,9 @@ def _say_start(p: Prepared, plan: Plan, session: TrainSession) -> None:
     session.console.message(f"{plan.banner}, run dir {p.run.root}")
     if p.resumed_from is not None and p.resume_state is not None:
         session.console.message(resume.summary(p.resumed_from, p.resume_state, session.dropped))
+        changed = resume.changed_envs(p.resumed_facts, plan.resolved)
+        if changed is not None:
+            session.console.message(changed)
     for note in plan.notes:
         session.console.message(note)
     if p.filled.defaults:
