@@ -62,6 +62,27 @@ def test_a_row_only_when_something_moved_on(tmp_path: Path) -> None:
     assert logged(run) == [(50, 1), (100, 2), (100, 7), (150, 9), (200, 12)]
 
 
+def test_an_evaluation_adds_a_row_only_where_the_env_steps_moved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An evaluation's row (the console quiet) is written at 100, but not at 200: a
+    console row is there already, and the evaluation started after the learner's
+    updates alone (an async learner's, while the actor's chunk is on its way)."""
+    clock = [0.0]
+    monkeypatch.setattr(TrainSession, "wall_s", property(lambda self: clock[0]))
+    run = RunDir.new(tmp_path / "run", "dqn", CONFIG.env)
+    evaluator = Busy()
+    live = TrainSession(dataclasses.replace(CONFIG, log_every_s=10.0), run, evaluator, None)  # type: ignore[arg-type]
+    for clock[0], steps, updates in ((0.0, 100, 1), (20.0, 200, 3)):
+        live.tick(steps, updates, MODEL, state)  # an evaluation starts; a console row
+    evaluator.answers = 1
+    for clock[0], steps, updates in ((21.0, 200, 9), (22.0, 250, 10)):
+        live.tick(steps, updates, MODEL, state)  # the one due at 200 starts; nothing
+    assert evaluator.sent == 2
+    live.finish(250, state, "interrupted")
+    assert logged(run) == [(100, 1), (200, 3), (250, 10)]
+
+
 def test_a_new_run_that_ends_before_its_first_iteration_leaves_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -224,7 +224,10 @@ class TrainSession:
         console = now - self._last_log >= self.config.log_every_s
         if console:
             self._last_log = now
-        if console or evaluating:  # a metrics row per evaluation too: short runs get a curve
+        # a metrics row per evaluation too (short runs get a curve), unless the env
+        # steps have not moved since the last row (an async learner's updates while
+        # the actor's chunk is on its way): the curve has a point there already
+        if console or (evaluating and env_steps > self._logged[0]):
             self.log(env_steps, updates, stats() if callable(stats) else stats, console)
 
     def _periodic_checkpoint(self, env_steps: int, now: float, state_fn: StateFn) -> None:
