@@ -83,6 +83,21 @@ def test_an_evaluation_adds_a_row_only_where_the_env_steps_moved(
     assert logged(run) == [(100, 1), (200, 3), (250, 10)]
 
 
+def test_a_resumed_runs_first_line_comes_a_log_interval_in_with_its_rates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    clock = [100.0]  # the checkpoint's wall time
+    monkeypatch.setattr(TrainSession, "wall_s", property(lambda self: clock[0]))
+    run = RunDir.new(tmp_path / "run", "dqn", CONFIG.env)
+    config = dataclasses.replace(CONFIG, log_every_s=10.0, eval_every=10_000, progress="plain")
+    resumed = TrainSession(config, run, Busy(), None, start_steps=150, start_wall=100.0)  # type: ignore[arg-type]
+    for clock[0], steps in ((100.0, 150), (105.0, 200), (110.0, 250)):
+        resumed.tick(steps, steps, MODEL, state)
+    lines = [x for x in capsys.readouterr().err.splitlines() if x.startswith("[")]
+    assert len(lines) == 1
+    assert "250/400 steps  steps/s " in lines[0]  # (the rate meters keep real time)
+
+
 def test_a_new_run_that_ends_before_its_first_iteration_leaves_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -133,7 +133,8 @@ class TrainSession:
             config.budget, config.progress, title or config.env_name, start_steps
         )
         self._t0 = time.monotonic() - start_wall
-        self._last_log = 0.0
+        # the first line a log interval in, resumed or not (it has rates to show)
+        self._last_log = start_wall
         # (env steps, updates) of the last metrics row: rows only move forward
         kept = last_row(run.metrics, ("env_steps", "updates")) if start_steps else None
         self._logged = (int(kept[0]), int(kept[1])) if kept else (start_steps - 1, -1)
