@@ -39,6 +39,7 @@ from torch import nn
 
 from pararl.models.acting import Acted, Draws, FeedForward, Mode, State, device_of, no_mask
 from pararl.models.networks import ActorCritic, mlp
+from pararl.models.tanh import Tanh
 
 Params = dict[str, torch.Tensor]
 Array = TypeVar("Array", np.ndarray, torch.Tensor)
@@ -75,7 +76,7 @@ class GaussianMLP(FeedForward, nn.Module):
     ) -> None:
         super().__init__()
         self.obs_dim, self.action_dim, self.hidden = obs_dim, action_dim, tuple(hidden)
-        self.body = mlp(obs_dim, hidden, action_dim, nn.Tanh)
+        self.body = mlp(obs_dim, hidden, action_dim, Tanh)
         self.log_std = nn.Parameter(torch.full((action_dim,), math.log(init_std)))
         self.min_log_std = math.log(min_std)
         for module in self.body:

@@ -26,6 +26,7 @@ from pararl.models.acting import (
 from pararl.models.heads import ActionHead, acting_mask, default_head
 from pararl.models.normalize import OFF, Normalizer, NormSettings
 from pararl.models.recurrent import CoreSettings, RecurrentCore, Sequences
+from pararl.models.tanh import Tanh
 from pararl.observations import batch_size
 
 
@@ -277,13 +278,13 @@ class ActorCritic(FeedForward, nn.Module):
             self.actor: nn.Module = nn.Linear(features, action_dim)
             self.critic: nn.Module = nn.Linear(features, 1)
         elif shared:
-            self.body = mlp(obs_dim, hidden[:-1], hidden[-1], nn.Tanh)
-            self.actor = nn.Sequential(nn.Tanh(), nn.Linear(hidden[-1], action_dim))
-            self.critic = nn.Sequential(nn.Tanh(), nn.Linear(hidden[-1], 1))
+            self.body = mlp(obs_dim, hidden[:-1], hidden[-1], Tanh)
+            self.actor = nn.Sequential(Tanh(), nn.Linear(hidden[-1], action_dim))
+            self.critic = nn.Sequential(Tanh(), nn.Linear(hidden[-1], 1))
         else:
             self.body = nn.Identity()
-            self.actor = mlp(obs_dim, hidden, action_dim, nn.Tanh)
-            self.critic = mlp(obs_dim, hidden, 1, nn.Tanh)
+            self.actor = mlp(obs_dim, hidden, action_dim, Tanh)
+            self.critic = mlp(obs_dim, hidden, 1, Tanh)
         self.log_std = nn.Parameter(torch.zeros(action_dim), requires_grad=not discrete)
         if orthogonal_init:
             if encoder is not None:
