@@ -44,3 +44,18 @@ def test_under_no_grad_and_in_place_inputs_untouched() -> None:
         y = tanh(x)
     assert torch.equal(x, before)
     torch.testing.assert_close(y, torch.tanh(x), rtol=0, atol=2e-7)
+
+
+def test_torch_func_transforms_take_it() -> None:
+    """`vmap(grad(...))` over stacked weights, as the stacked-layers benchmark runs it."""
+    from torch.func import grad, vmap
+
+    torch.manual_seed(1)
+    weights, x = torch.randn(3, 64, 64), torch.randn(FAST_FROM // 64, 64)
+
+    def loss(w: torch.Tensor, act: object) -> torch.Tensor:
+        return act(x @ w).square().sum()  # type: ignore[operator]
+
+    ours = vmap(grad(lambda w: loss(w, tanh)))(weights)
+    theirs = vmap(grad(lambda w: loss(w, torch.tanh)))(weights)
+    torch.testing.assert_close(ours, theirs, rtol=1e-4, atol=1e-4)
