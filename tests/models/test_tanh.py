@@ -37,7 +37,7 @@ def test_small_batches_and_other_dtypes_are_torch_tanh_bit_for_bit() -> None:
     assert not torch.equal(tanh(big), torch.tanh(big))  # the other formula did run
 
 
-def test_under_no_grad_and_in_place_inputs_untouched() -> None:
+def test_under_no_grad_the_input_is_left_as_it_was() -> None:
     x = torch.randn(FAST_FROM)
     before = x.clone()
     with torch.no_grad():
@@ -46,10 +46,16 @@ def test_under_no_grad_and_in_place_inputs_untouched() -> None:
     torch.testing.assert_close(y, torch.tanh(x), rtol=0, atol=2e-7)
 
 
-def test_torch_func_transforms_take_it() -> None:
-    """`vmap(grad(...))` over stacked weights, as the stacked-layers benchmark runs it."""
+def test_torch_func_transforms_take_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`vmap(grad(...))` over stacked weights, as the stacked-layers benchmark runs it:
+    the fast path runs under the transform, with tanh's gradients."""
     from torch.func import grad, vmap
 
+    from pararl.models import tanh as module
+
+    calls = []
+    apply = module._SigmoidTanh.apply
+    monkeypatch.setattr(module._SigmoidTanh, "apply", lambda x: calls.append(1) or apply(x))
     torch.manual_seed(1)
     weights, x = torch.randn(3, 64, 64), torch.randn(FAST_FROM // 64, 64)
 
@@ -57,5 +63,19 @@ def test_torch_func_transforms_take_it() -> None:
         return act(x @ w).square().sum()  # type: ignore[operator]
 
     ours = vmap(grad(lambda w: loss(w, tanh)))(weights)
+    assert calls
     theirs = vmap(grad(lambda w: loss(w, torch.tanh)))(weights)
     torch.testing.assert_close(ours, theirs, rtol=1e-4, atol=1e-4)
+
+
+def test_the_tanh_networks_use_it() -> None:
+    """PPO's actor-critic (shared body or not) and the Gaussian policy: no `nn.Tanh` left."""
+    from torch import nn
+
+    from pararl.models.gaussian import GaussianMLP
+    from pararl.models.networks import ActorCritic
+
+    for net in (ActorCritic(4, 2, True), ActorCritic(4, 2, False, shared=True), GaussianMLP(4, 2)):
+        kinds = {type(m) for m in net.modules()}
+        assert Tanh in kinds
+        assert nn.Tanh not in kinds

@@ -119,16 +119,19 @@ def test_kill_9_loses_at_most_the_checkpoint_interval(tmp_path: Path, pararl: An
 
 
 def test_a_resume_that_steps_other_envs_says_how_to_keep_them() -> None:
-    async_run = {"mode": "async", "num_envs": 2, "workers": 1, "seeds": [0, 1]}
-    assert changed_envs(async_run, {**async_run, "mode": "serial", "num_envs": 4}) == (
-        "pararl: this run stepped 2 envs each before and goes on with 4 (mode async, now "
-        "serial): an off-policy run's envs follow its mode and workers; give --mode async "
+    # a DQN population saved async on 4 cores (3 actors' worth of envs, 2 each)
+    async_run = {"mode": "async", "num_envs": 6, "workers": 1, "seeds": [0, 1]}
+    assert changed_envs(async_run, {**async_run, "mode": "serial", "num_envs": 16}, 2) == (
+        "pararl: this run stepped 6 envs each before and goes on with 16 (mode async, now "
+        "serial): its envs follow its mode and workers; give --mode async --workers 3 "
         "to keep them"
     )
     one = {"mode": "sync", "num_envs": 8, "workers": 4}
-    said = changed_envs(one, {**one, "num_envs": 16, "workers": 8})
+    said = changed_envs(one, {**one, "num_envs": 16, "workers": 8}, 2)
     assert said is not None
     assert "stepped 8 envs before and goes on with 16:" in said
     assert said.endswith("give --workers 4 to keep them")
-    assert changed_envs(one, one) is None
-    assert changed_envs({}, one) is None  # a run that saved no env count
+    assert changed_envs(one, one, 2) is None
+    assert changed_envs({}, one, 2) is None  # a run that saved no env count
+    # MAML saves its envs but no mode: they follow the cores, nothing to give
+    assert changed_envs({"num_envs": 8}, {"num_envs": 16}, None) is None

@@ -182,23 +182,28 @@ def kept_envs(config: RunConfig, facts: dict[str, Any], given: Collection[str]) 
     return dataclasses.replace(config, workers=workers)
 
 
-def changed_envs(before: dict[str, Any], now: dict[str, Any]) -> str | None:
-    """A line for a resumed run that steps another number of envs than it did (an
-    off-policy run's follow its mode and workers, which may change on resume), or
-    None. `before`, `now`: the facts resolved at the last start and at this one."""
+def changed_envs(
+    before: dict[str, Any], now: dict[str, Any], envs_per_worker: int | None
+) -> str | None:
+    """A line for a resumed run that steps another number of envs than it did (a DQN
+    population's follow its mode and workers, which may change on resume), and the
+    options that keep them; None when the number is the same, or the run saved no
+    mode to compare (MAML's follow the cores alone). `before`, `now`: the facts
+    resolved at the last start and at this one; `envs_per_worker`: the run's."""
     old, new = before.get("num_envs"), now.get("num_envs")
-    if not isinstance(old, int) or not isinstance(new, int) or old == new:
+    was, mode = before.get("mode"), now.get("mode")
+    if not (isinstance(old, int) and isinstance(new, int) and was and mode) or old == new:
         return None
+    options = [f"--mode {was}"] if was != mode else []
+    if envs_per_worker and old % envs_per_worker == 0:
+        # in every mode a population's agent steps workers x envs_per_worker envs
+        options.append(f"--workers {old // envs_per_worker}")
     each = " each" if now.get("seeds") else ""
-    mode, was = now.get("mode"), before.get("mode")
-    if was and mode and was != mode:
-        how, keep = f" (mode {was}, now {mode})", f"--mode {was}"
-    else:
-        workers = before.get("workers")
-        how, keep = "", f"--workers {workers}" if workers else "--workers"
+    how = f" (mode {was}, now {mode})" if was != mode else ""
     return (
         f"pararl: this run stepped {old} envs{each} before and goes on with {new}{how}: "
-        f"an off-policy run's envs follow its mode and workers; give {keep} to keep them"
+        f"its envs follow its mode and workers; give {' '.join(options) or '--workers'} "
+        "to keep them"
     )
 
 

@@ -338,7 +338,8 @@ def _say_start(p: Prepared, plan: Plan, session: TrainSession) -> None:
     session.console.message(f"{plan.banner}, run dir {p.run.root}")
     if p.resumed_from is not None and p.resume_state is not None:
         session.console.message(resume.summary(p.resumed_from, p.resume_state, session.dropped))
-        changed = resume.changed_envs(p.resumed_facts, plan.resolved)
+        per_worker = getattr(p.config, "envs_per_worker", None)
+        changed = resume.changed_envs(p.resumed_facts, plan.resolved, per_worker)
         if changed is not None:
             session.console.message(changed)
     for note in plan.notes:
