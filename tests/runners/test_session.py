@@ -19,7 +19,7 @@ from pararl.envs.make import env_factory
 from pararl.evaluation.episodes import Episodes, Evaluator
 from pararl.models import QNetwork
 from pararl.rundir import RunDir
-from pararl.runners.session import TrainSession
+from pararl.runners.session import EVAL_METRICS, TrainSession
 
 CONFIG = DQNConfig(
     env="CartPole-v1", eval_every=100, eval_episodes=1, log_every_s=0.0, total_steps=400,
@@ -229,3 +229,20 @@ def test_a_short_run_says_so_at_start_and_ends_evaluated(tmp_path: Path, pararl:
     assert "(best eval" in lines[-1]
     assert "no evaluation" not in lines[-1]
     assert [steps for steps, _ in evaluations(RunDir(run))] == [load(run, "final").env_steps]
+
+
+def test_a_resumed_population_counts_each_skipped_evaluation_once(tmp_path: Path) -> None:
+    """eval.csv has a row per agent per evaluation, each with the evaluation's skipped
+    count: resumed, the run counts them once, not once per agent."""
+    run = RunDir.new(tmp_path / "run", "dqn", CONFIG.env)
+    header = "agent," + ",".join(EVAL_METRICS)
+    rows = [
+        f"{agent},{steps},1.0,9.0,0.0,1,0,9.0,{skipped}"
+        for steps, skipped in ((100, 0), (300, 1))
+        for agent in range(4)
+    ]
+    run.evaluations.write_text("\n".join([header, *rows]) + "\n")
+    resumed = TrainSession(
+        CONFIG, run, Busy(), None, start_steps=300, start_wall=1.0, resumed=True, agents=4  # type: ignore[arg-type]
+    )
+    assert resumed.skipped_evals == 1

@@ -164,7 +164,7 @@ class TrainSession:
         self.last_eval_iqm: float | None = None  # a population's, over its agents
         # evaluations that fell due and did not run (the module docstring)
         skipped = column(run.evaluations, "eval_skipped") if start_steps else []
-        self.skipped_evals = int(sum(skipped))
+        self.skipped_evals = int(sum(skipped[:: max(agents, 1)]))  # a row per agent each
         self.solved = False
         # the evaluation in flight: its env steps, wall time, state and the due ones
         # skipped before it
