@@ -173,6 +173,27 @@ def test_too_few_agents_to_tell_says_so(tmp_path: Path, pararl: Any) -> None:
     ) in result.stdout
 
 
+def test_too_few_agents_say_so_with_ties_too(tmp_path: Path, pararl: Any) -> None:
+    """Tied scores (CartPole's 500s) make the test asymptotic; with 4 agents against 2
+    no untied split reaches 0.05 either way, and the verdict says so."""
+    a = make_run(tmp_path / "a", [500.0, 500.0, 500.0, 480.0])
+    b = make_run(tmp_path / "b", [200.0, 200.0])
+    result = pararl("compare", str(a), str(b), "--reps", "500")
+    assert result.returncode == 0, result.stderr
+    assert "(asymptotic)" in result.stdout
+    assert "4 agents against 2 can give no p below 0.133: more agents are needed" in (
+        result.stdout
+    )
+    # a degenerate tie the normal approximation calls significant: flagged
+    one = make_run(tmp_path / "one", [100.0])
+    many = make_run(tmp_path / "many", [500.0] * 12)
+    result = pararl("compare", str(many), str(one), "--reps", "500")
+    assert "a significant difference at 0.05" in result.stdout
+    assert "but untied, 12 agents against 1 can give no p below 0.154: more agents are" in (
+        result.stdout
+    )
+
+
 def test_b_higher_and_runs_on_different_envs(tmp_path: Path, pararl: Any) -> None:
     a = make_run(tmp_path / "a", [float(v) for v in range(10)], env="CartPole-v1")
     b = make_run(tmp_path / "b", [float(v) for v in range(50, 60)], env="Acrobot-v1")

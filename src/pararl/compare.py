@@ -58,22 +58,25 @@ class Comparison:
 
     @property
     def verdict(self) -> str:
-        """What the p-value says, in one line."""
+        """What the p-value says, in one line; with too few agents for any untied
+        split to reach `alpha`, that too (ties make the test asymptotic, whose normal
+        approximation is not to be trusted at such sizes)."""
         p, alpha = self.p_value, self.alpha
+        n, m = self.summary_a.agents, self.summary_b.agents
+        least = stats.smallest_p(n, m)
+        few = f"{n} agent{_s(n)} against {m} can give no p below {least:.3g}"
         if p < alpha:
             higher, lower = ("A", "B") if self.improvement > 0.5 else ("B", "A")
-            return (
+            text = (
                 f"{higher}'s returns are higher than {lower}'s: a significant difference "
                 f"at {alpha:g} (p = {p:.3g})"
             )
+            if least >= alpha:  # only tied scores' normal approximation gets there
+                text += f"; but untied, {few}: more agents are needed to trust it"
+            return text
         text = f"no significant difference at {alpha:g} (p = {p:.3g})"
-        n, m = self.summary_a.agents, self.summary_b.agents
-        least = stats.smallest_p(n, m)
-        if self.method == "exact" and least >= alpha:
-            text += (
-                f"; {n} agent{_s(n)} against {m} can give no p below {least:.3g}: "
-                "more agents are needed to tell"
-            )
+        if least >= alpha:
+            text += f"; {few}: more agents are needed to tell"
         return text
 
     def report(self) -> str:

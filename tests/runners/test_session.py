@@ -243,6 +243,13 @@ def test_a_resumed_population_counts_each_skipped_evaluation_once(tmp_path: Path
     ]
     run.evaluations.write_text("\n".join([header, *rows]) + "\n")
     resumed = TrainSession(
-        CONFIG, run, Busy(), None, start_steps=300, start_wall=1.0, resumed=True, agents=4  # type: ignore[arg-type]
+        CONFIG,
+        run,
+        Busy(),
+        None,
+        start_steps=300,
+        start_wall=1.0,
+        resumed=True,
+        agents=4,  # type: ignore[arg-type]
     )
     assert resumed.skipped_evals == 1
