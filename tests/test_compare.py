@@ -181,9 +181,7 @@ def test_too_few_agents_say_so_with_ties_too(tmp_path: Path, pararl: Any) -> Non
     result = pararl("compare", str(a), str(b), "--reps", "500")
     assert result.returncode == 0, result.stderr
     assert "(asymptotic)" in result.stdout
-    assert "4 agents against 2 can give no p below 0.133: more agents are needed" in (
-        result.stdout
-    )
+    assert "4 agents against 2 can give no p below 0.133: more agents are needed" in (result.stdout)
     # a degenerate tie the normal approximation calls significant: flagged
     one = make_run(tmp_path / "one", [100.0])
     many = make_run(tmp_path / "many", [500.0] * 12)
