@@ -160,11 +160,14 @@ def test_a_sweep_trains_each_setting_as_its_run_alone(tmp_path: Path) -> None:
         ("hidden=8,16", "--sweep hidden=8,16: PPO sweeps lr, gamma"),
         ("lr=", "give its values as lr=V1,V2"),
         ("gamma=0.9,1.5", "--sweep (gamma=1.5): --gamma must be in (0, 1]"),
+        # a swept setting given its own value too (the sweep's would win unsaid)
+        ("lr=3e-4,1e-3 --lr 5e-4", "--lr 0.0005 and --sweep lr=...: a swept setting takes"),
     ],
 )
 def test_a_bad_sweep_is_one_line(sweep: str, said: str, tmp_path: Path, pararl: Any) -> None:
-    args = ["train", "ppo", "--env", "CartPole-v1", "--sweep", sweep]
+    args = ["train", "ppo", "--env", "CartPole-v1", "--sweep", *sweep.split()]
     result = pararl(*args, "--run-dir", str(tmp_path / "r"))
+    assert not (tmp_path / "r").exists()
     assert result.returncode == 2
     assert said in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1

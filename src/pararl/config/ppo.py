@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -220,6 +221,18 @@ class PPOConfig(RunConfig):
         if len(set(names)) < len(names):
             return "--sweep names a setting twice; give each once, with all its values"
         return None
+
+    def check_given(self, given: Iterable[str]) -> None:
+        """A setting given both its own value and a sweep's is refused: the sweep's
+        values would win without a word."""
+        swept = [name for name, _ in _parsed(self.sweep)]
+        for name in swept:
+            if name in given:
+                flag = "--" + name.replace("_", "-")
+                raise UsageError(
+                    f"{flag} {getattr(self, name)} and --sweep {name}=...: a swept setting "
+                    f"takes its values from --sweep; drop {flag}, or add its value to the sweep"
+                )
 
     def validate(self) -> None:
         super().validate()

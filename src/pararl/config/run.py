@@ -250,6 +250,10 @@ class RunConfig:
             if isinstance(value, str):
                 setattr(self, name, Path(value))
 
+    def check_given(self, given: Iterable[str]) -> None:
+        """Options that clash only when both were given (`given`: the fields set by the
+        user), for a new run: a UsageError line for the first. None here."""
+
     def validate(self) -> None:
         """Each value in its range, alone and with the others: the first that is not
         as one UsageError line. Values only, so that a saved run's config reads back

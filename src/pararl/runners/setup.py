@@ -222,6 +222,8 @@ def prepare(
         found = before.get("env_module_dir")
         module_dirs, named_by = ([found] if found else []), run.root
     config.validate()
+    if config.resume is None:
+        config.check_given(given)
     if config.backend == "ray" and not extras.available("ray"):
         # say it now, before a run directory is made
         raise UsageError(extras.hint("Ray", "ray", "--backend ray"))
