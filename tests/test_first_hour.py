@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import importlib.util
 import io
+import json
 import os
 import shutil
 import sys
@@ -100,6 +101,11 @@ def test_options_on_resume_apply_or_are_refused(
     env = pararl("train", "--resume", str(run), "--env", "Acrobot-v1", "--total-steps", "2000")
     assert env.returncode == 2
     assert "--env" in env.stderr
+    # a list option is shown as it would be given
+    widths = json.loads((run / "config.json").read_text())["hidden"]
+    hidden = pararl("train", "--resume", str(run), "--hidden", "7", "--total-steps", "2000")
+    assert hidden.returncode == 2
+    assert f"(--hidden {' '.join(map(str, widths))})" in hidden.stderr
     applied = pararl("train", "--resume", str(run), "--total-steps", "1400", "--eval-every", "700")
     assert applied.returncode == 0, applied.stderr
     saved = (run / "config.json").read_text()

@@ -265,6 +265,8 @@ def member(
 ) -> tuple[dict[str, Any], Any]:
     """Agent `agent` of a checkpoint of several (`--seeds`), with its run's config (its
     seed, one agent), as a run of its own; a checkpoint of one agent as it is."""
+    if agent is not None and (isinstance(agent, bool) or not isinstance(agent, int)):
+        raise UsageError(f"agent={agent!r}: give the agent's index as an int (0 for the first)")
     agents = state.get("agents")
     if agents is None:
         if agent not in (None, 0):

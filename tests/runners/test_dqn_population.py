@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from pararl import DQNConfig, load, train
+from pararl.errors import UsageError
 from tests.runners.population import assert_evaluations_per_agent, final
 from tests.runners.saved import final_state
 
@@ -151,6 +152,9 @@ def test_a_changed_number_of_agents_is_refused_on_resume(
     assert result.returncode == 2
     assert "--seeds 2" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+    # an agent is picked by its index, an int
+    with pytest.raises(UsageError, match=r"agent='1': give the agent's index as an int"):
+        load(run, "final", agent="1")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

@@ -355,9 +355,11 @@ def plan(p: Prepared) -> Plan:
         where = "this process"
     elif mode == "async":
         where = f"one actor process, {cfg.policy_lag} update(s) behind"
+    last = cfg.seed + cfg.seeds - 1
+    seeds = f"seed {cfg.seed}" if cfg.seeds == 1 else f"seeds {cfg.seed}-{last}"
     banner = (
-        f"pararl: PPO on {cfg.env}, {cfg.agents} agents (seeds {cfg.seed}-"
-        f"{cfg.seed + cfg.seeds - 1}{swept}) in one batched update, mode {mode} ({choice.reason}), "
+        f"pararl: PPO on {cfg.env}, {cfg.agents} agents ({seeds}{swept}) in one batched "
+        f"update, mode {mode} ({choice.reason}), "
         f"{per_agent} envs each on {where}, "
         f"on {first.devices.learn}"
     )

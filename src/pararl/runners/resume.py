@@ -119,6 +119,14 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
+def _shown(value: Any) -> str:
+    """A saved option's value as it would be given: a list's items spaced, none as
+    `(none)`."""
+    if isinstance(value, (tuple, list)):
+        return " ".join(str(v) for v in value) or "(none)"
+    return str(value)
+
+
 def resumed_config(saved: RunConfig, requested: RunConfig, given: Collection[str]) -> RunConfig:
     """The saved config with the run-management options that were given applied;
     a UsageError naming any other option given with a different value. A run whose
@@ -132,7 +140,7 @@ def resumed_config(saved: RunConfig, requested: RunConfig, given: Collection[str
         if n in names and n not in mutable and getattr(requested, n) != getattr(saved, n)
     )
     if refused:
-        kept = ", ".join(f"{_flag(n)} {getattr(saved, n)}" for n in refused)
+        kept = ", ".join(f"{_flag(n)} {_shown(getattr(saved, n))}" for n in refused)
         raise UsageError(
             f"a resumed run keeps the settings it learned with ({kept}); "
             f"only run options change on resume (--total-steps, --eval-every, --workers, ...); "
