@@ -7,13 +7,16 @@ from __future__ import annotations
 import csv
 import dataclasses
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+import torch
 
-from pararl import load
+from pararl import checkpoint, load
+from pararl.checkpoint import Header
 from pararl.config import DQNConfig
 from pararl.envs.make import env_factory
 from pararl.evaluation.episodes import Episodes, Evaluator
@@ -253,3 +256,62 @@ def test_a_resumed_population_counts_each_skipped_evaluation_once(tmp_path: Path
         agents=4,  # type: ignore[arg-type]
     )
     assert resumed.skipped_evals == 1
+
+
+class Scripted:
+    """An inline evaluator whose evaluations return the given returns, one per agent."""
+
+    deferred = False
+    busy = False
+
+    def __init__(self, *returns: Sequence[float]) -> None:
+        self.returns, self.sent, self.given = list(returns), 0, len(returns)
+
+    def submit(self, policy: object) -> None:
+        self.sent += 1
+
+    def poll(self, timeout: float = 0.0) -> Episodes | None:
+        if self.sent + len(self.returns) <= self.given:
+            return None
+        return Episodes.of_returns(np.array(self.returns.pop(0)))
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_populations_best_checkpoint_keeps_each_agent_at_its_own_best(
+    tmp_path: Path,
+) -> None:
+    """Agent 0 is best at 200 (15), agent 1 at 300 (30): best.pt holds each there, as
+    each run alone would have saved it; resumed, an agent that does not improve keeps
+    the one saved."""
+
+    def population(steps: int) -> Any:
+        def state() -> dict[str, Any]:
+            agent = {"mark": torch.tensor(float(steps))}
+            return {**Header("dqn", 1, steps, 1.0).as_dict(), "agents": [agent, dict(agent)]}
+
+        return state
+
+    def marks(run: RunDir) -> list[float]:
+        return [float(a["mark"]) for a in checkpoint.load(run.checkpoint("best"))["agents"]]
+
+    run = RunDir.new(tmp_path / "run", "dqn", CONFIG.env)
+    live = TrainSession(CONFIG, run, Scripted([10, 20], [15, 5], [12, 30]), None, agents=2)  # type: ignore[arg-type]
+    for steps in (100, 200, 300):
+        live.tick(steps, steps, MODEL, population(steps))
+    assert marks(run) == [200.0, 300.0]
+    assert live.best_eval == 21.0  # the agents' median, as the console says
+    live.finish(300, population(300), "interrupted")
+    evaluator = Scripted([14, 40])
+    resumed = TrainSession(
+        CONFIG,
+        run,
+        evaluator,
+        None,
+        start_steps=300,
+        resumed=True,
+        agents=2,  # type: ignore[arg-type]
+    )
+    resumed.tick(400, 400, MODEL, population(400))
+    assert marks(run) == [200.0, 400.0]

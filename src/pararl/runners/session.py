@@ -25,7 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from pararl import checkpoint
 from pararl.config import RunConfig, to_json
+from pararl.errors import UsageError
 from pararl.evaluation.background import BackgroundEvaluator
 from pararl.evaluation.episodes import Episodes, Evaluator, Progress, progress_notes
 from pararl.evaluation.reported import ReportedReturns
@@ -160,6 +162,14 @@ class TrainSession:
         ]
         evaluated = _by_step(run.evaluations, agents) if start_steps else []
         self.best_eval = max(evaluated, default=-np.inf)
+        # a population's best checkpoint keeps each agent at its own best evaluation:
+        # those returns (eval.csv, a row per agent in order), and the agents' saved
+        # states (read from best.pt once one improves, when resumed)
+        returns = column(run.evaluations, "eval_return") if start_steps and agents > 1 else []
+        self._agent_best = np.array(
+            [max(returns[i::agents], default=-np.inf) for i in range(agents)]
+        )
+        self._best_agents: list[Any] | None = None
         self.last_eval: float | None = evaluated[-1] if evaluated else None
         self.last_eval_iqm: float | None = None  # a population's, over its agents
         # evaluations that fell due and did not run (the module docstring)
@@ -334,12 +344,49 @@ class TrainSession:
             f"eval @ {env_steps:,} steps ({wall_s:.1f} s): {mean:.1f} ± {std:.1f}"
             + "".join(f"; {note}" for note in notes)
         )
-        if mean > self.best_eval:
+        if self.agents > 1:
+            self._save_agents_best(means, state_fn)
+            self.best_eval = max(self.best_eval, mean)
+        elif mean > self.best_eval:
             self.best_eval = mean
             checkpoints.save(self.run, "best", state_fn())
         if self.target_return is not None and means.min() >= self.target_return:
             self.solved = True
         return mean
+
+    def _save_agents_best(self, means: np.ndarray, state_fn: StateFn) -> None:
+        """A population's `best` checkpoint: every agent at its own best evaluation,
+        as its run alone would keep it (`pararl.load(RUN, agent=i)` reads it). The
+        agents whose return rose replace theirs; the others stay as they were saved."""
+        improved = np.flatnonzero(means > self._agent_best)
+        if improved.size == 0:
+            return
+        state = state_fn()
+        agents = state["agents"]
+        if self._best_agents is None:
+            self._best_agents = self._saved_best_agents()
+        for i in improved:
+            self._best_agents[i] = copy.deepcopy(agents[i])  # the weights move on
+            self._agent_best[i] = means[i]
+        kept = [
+            best if best is not None else copy.deepcopy(now)
+            for best, now in zip(self._best_agents, agents, strict=True)
+        ]
+        self._best_agents = kept
+        checkpoints.save(self.run, "best", {**state, "agents": kept})
+
+    def _saved_best_agents(self) -> list[Any]:
+        """The agents of a resumed population's `best` checkpoint (None for each when
+        there is none to read, or it holds another number of agents)."""
+        path = self.run.checkpoint("best")
+        if not self._fresh and path.is_file():
+            try:
+                saved = checkpoint.load(path).get("agents")
+            except UsageError:
+                saved = None
+            if isinstance(saved, list) and len(saved) == self.agents:
+                return list(saved)
+        return [None] * self.agents
 
     def log(
         self, env_steps: int, updates: int, stats: dict[str, Any] | None, console: bool = True
