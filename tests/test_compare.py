@@ -289,6 +289,8 @@ def test_bad_input_is_one_line_and_exit_2(
         (["compare", run, run, run], "compare takes two sides"),
         (["compare", run, run, "--a", run], "compare takes two sides"),
         (["compare", "--a", run, str(seeds), run, "--b", run], "named twice on side A"),
+        (["compare", run, run], "is on both sides: it would be compared with itself"),
+        (["compare", run + ":lr=1e-3", str(seeds)], "(theirs: none: it trained 8 agents without"),
         (["compare", run, str(seeds), "--reps", "0"], "--reps must be >= 1"),
         (["compare", run, str(seeds), "--confidence", "1.5"], "--confidence must be between"),
         (["compare", run, str(seeds), "--alpha", "nan"], "--alpha must be between"),

@@ -202,9 +202,19 @@ def run(config: CompareConfig) -> Comparison:
     write `--json`); returns it."""
     config.validate()
     paths_a, paths_b = config.sides()
+    a, b = side(paths_a, "A"), side(paths_b, "B")
+    agents_a, agents_b = ({(f.run.resolve(), f.agent) for f in one.finals} for one in (a, b))
+    both = sorted(agents_a & agents_b)
+    if both:
+        (run, agent), more = both[0], len(both) - 1
+        also = f" and {more} more" if more else ""
+        raise UsageError(
+            f"agent {agent} of {run}{also} is on both sides: it would be compared with "
+            "itself; name each run (or each of a sweep's settings) on one side only"
+        )
     result = compare(
-        side(paths_a, "A"),
-        side(paths_b, "B"),
+        a,
+        b,
         reps=config.reps,
         confidence=config.confidence,
         alpha=config.alpha,

@@ -168,7 +168,9 @@ def selected(finals: list[Final], run: Path, wanted: dict[str, str], given: str)
     known = sorted({name for a in agents for name in a})
     for name in wanted:
         if name not in known:
-            listed = ", ".join(known) or "none: it trained one agent without a sweep"
+            count = len({f.agent for f in finals})
+            alone = "one agent" if count <= 1 else f"{count} agents"
+            listed = ", ".join(known) or f"none: it trained {alone} without a sweep"
             raise UsageError(f"{given}: {run}'s agents have no setting {name!r} (theirs: {listed})")
     keep = {k for k, a in enumerate(agents)
             if all(_same(a.get(name), value) for name, value in wanted.items())}  # fmt: skip

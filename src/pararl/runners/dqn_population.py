@@ -415,6 +415,7 @@ def plan(p: Prepared) -> Plan:
             "num_envs": per_agent,
             "workers": 1 if mode == "async" else workers,  # async: the one actor
             "seeds": list(state.seeds),
+            "agents": [{"seed": seed} for seed in state.seeds],  # as a PPO batch lists them
             "device": str(device),
             "learner_threads": threads,
             "replay": type(first.replay).__name__,
