@@ -101,6 +101,9 @@ def test_options_on_resume_apply_or_are_refused(
     env = pararl("train", "--resume", str(run), "--env", "Acrobot-v1", "--total-steps", "2000")
     assert env.returncode == 2
     assert "--env" in env.stderr
+    elsewhere = pararl("train", "--resume", str(run), "--run-dir", str(tmp_path / "other"))
+    assert elsewhere.returncode == 2
+    assert "a resumed run goes on in its own directory" in elsewhere.stderr
     # a list option is shown as it would be given
     widths = json.loads((run / "config.json").read_text())["hidden"]
     hidden = pararl("train", "--resume", str(run), "--hidden", "7", "--total-steps", "2000")

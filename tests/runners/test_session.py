@@ -176,7 +176,8 @@ def test_evaluations_due_while_one_runs_are_counted_and_shown(
     err = capsys.readouterr().err
     # (the run's wall time at 350 steps: 0.0 s, or a tenth or more on a loaded machine)
     assert re.search(
-        r"eval @ 350 steps \(\d+\.\d s\): 1\.0 ± 0\.0; 1 evaluation due before it skipped \(the ",
+        r"eval @ 350 steps \(\d+\.\d s\): 1\.0 ± 0\.0; skipped 1 evaluation that fell due "
+        r"before it \(the ",
         err,
     )
     assert "eval 1.0 (1 skipped)" in err  # the progress line

@@ -139,6 +139,12 @@ def resumed_config(saved: RunConfig, requested: RunConfig, given: Collection[str
         for n in given
         if n in names and n not in mutable and getattr(requested, n) != getattr(saved, n)
     )
+    if "run_dir" in refused and requested.resume is not None:
+        raise UsageError(
+            f"--run-dir {requested.run_dir}: a resumed run goes on in its own directory "
+            f"(--resume {requested.resume}); drop --run-dir, or copy the run there and "
+            "resume the copy"
+        )
     if refused:
         kept = ", ".join(f"{_flag(n)} {_shown(getattr(saved, n))}" for n in refused)
         raise UsageError(

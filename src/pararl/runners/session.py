@@ -339,7 +339,7 @@ class TrainSession:
             )
         if skipped:
             why = "the last was running" if self.evaluator.deferred else "one iteration passed them"
-            notes.append(f"{evaluations(skipped)} due before it skipped ({why})")
+            notes.append(f"skipped {evaluations(skipped)} that fell due before it ({why})")
         self.console.message(
             f"eval @ {env_steps:,} steps ({wall_s:.1f} s): {mean:.1f} ± {std:.1f}"
             + "".join(f"; {note}" for note in notes)
