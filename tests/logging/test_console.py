@@ -32,3 +32,13 @@ def test_the_bar_shows_them_where_there_is_room(
     assert "eval 212.4" in last
     assert ("(9 skipped)" in last) is shown
     assert len(last) < columns
+
+
+def test_a_populations_plain_line_says_its_steps_are_each_agents(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    Console(100_000, "plain", "ppo CartPole-v1", agents=4).update(ROW)
+    Console(100_000, "plain", "ppo CartPole-v1").update(ROW)
+    population, single = capsys.readouterr().err.splitlines()
+    assert population.startswith("[ppo CartPole-v1] 50,000/100,000 steps each  steps/s 5,000")
+    assert single.startswith("[ppo CartPole-v1] 50,000/100,000 steps  steps/s 5,000")

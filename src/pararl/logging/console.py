@@ -43,7 +43,8 @@ def _short(value: float) -> str:
 
 
 class Console:
-    """Shows progress towards `total` env steps. `mode`: auto | bar | plain | none.
+    """Shows progress towards `total` env steps (`agents` > 1: each agent's). `mode`:
+    auto | bar | plain | none.
 
     The bar is one line that fits the terminal (80 columns hold all of it; narrower
     ones drop the bar, then the time left): title, bar, steps / budget, steps/s,
@@ -52,11 +53,13 @@ class Console:
     summary instead, skipped evaluations included."""
 
     def __init__(
-        self, total: int, mode: str = "auto", title: str = "train", start: int = 0
+        self, total: int, mode: str = "auto", title: str = "train", start: int = 0, agents: int = 1
     ) -> None:
         if mode == "auto":
             mode = "bar" if sys.stderr.isatty() else "plain"
         self.mode, self.total, self.title = mode, total, title
+        # a population's (`--seeds`) steps, budget and rates are each agent's
+        self._each = " each" if agents > 1 else ""
         self._bar: Any = None
         self._iqm: float | None = None  # a population's last evaluation's IQM
         self._skipped = 0  # evaluations skipped, as the last row said
@@ -106,7 +109,8 @@ class Console:
             self._show(row["env_steps"], row.get("eval_return"), row.get("steps_per_s"))
         elif self.mode == "plain":
             print(
-                f"[{self.title}] {row['env_steps']:,}/{self.total:,} steps  {summary(row)}",
+                f"[{self.title}] {row['env_steps']:,}/{self.total:,} steps{self._each}  "
+                f"{summary(row)}",
                 file=sys.stderr,
                 flush=True,
             )

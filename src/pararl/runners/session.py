@@ -132,7 +132,7 @@ class TrainSession:
             run.evaluations, self.metrics.events, (*agent, *EVAL_METRICS)
         )
         self.console = Console(
-            config.budget, config.progress, title or config.env_name, start_steps
+            config.budget, config.progress, title or config.env_name, start_steps, agents
         )
         self._t0 = time.monotonic() - start_wall
         # the first line a log interval in, resumed or not (it has rates to show)
