@@ -62,6 +62,12 @@ def test_post_adaptation_return_rises_above_pre_adaptation(trained: Path) -> Non
     state = checkpoint.load(trained / "checkpoints" / "final.pt")
     assert state["iteration"] == 5
     assert state["env_steps"] == 5 * 8 * 8 * 20 * 2
+    # every meta-iteration's returns are its evaluation: none skipped, whatever
+    # --eval-every (1 env step by default) says is due between them
+    with (trained / "eval.csv").open() as f:
+        evaluated = list(csv.DictReader(f))
+    assert len(evaluated) == 5
+    assert {r["eval_skipped"] for r in evaluated} == {"0"}
 
 
 @pytest.mark.parametrize("given", [0, 2])

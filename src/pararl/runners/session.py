@@ -230,7 +230,7 @@ class TrainSession:
         due = env_steps >= self._next_eval and not self.solved
         evaluating = due and not self.evaluator.busy
         if evaluating:
-            self._start_eval(env_steps, policy, state_fn, self._due_until(env_steps) - 1)
+            self._start_eval(env_steps, policy, state_fn, self._skipped(env_steps))
         self._periodic_checkpoint(env_steps, now, state_fn)
         console = now - self._last_log >= self.config.log_every_s
         if console:
@@ -263,6 +263,14 @@ class TrainSession:
         due = env_steps // every - self._next_eval // every + 1
         self._next_eval = (env_steps // every + 1) * every
         return due
+
+    def _skipped(self, env_steps: int) -> int:
+        """The evaluations due by `env_steps` that the one starting now stands for
+        (the schedule moves past them). A loop that reports its own returns (MAML's
+        post-adaptation returns, `ReportedReturns`) skips none: it reports at every
+        iteration it can, however many intervals that iteration spans."""
+        passed = max(self._due_until(env_steps) - 1, 0)
+        return 0 if isinstance(self.evaluator, ReportedReturns) else passed
 
     def schedule_note(self) -> str | None:
         """A line for the start of a run whose budget ends before its first
@@ -445,8 +453,8 @@ class TrainSession:
         final = env_steps != self._evaluated_at and not self.solved and self._policy is not None
         if final and not self.evaluator.busy:
             self._evaluate_here_if_never_asked()
-            skipped = max(self._due_until(env_steps) - 1, 0)
             # training has stopped: no snapshot needed
+            skipped = self._skipped(env_steps)
             self._start_eval(env_steps, self._policy, state_fn, skipped, weights_move_on=False)
             self._await_eval(env_steps)
 
