@@ -84,6 +84,25 @@ def test_resumed_metrics_have_no_step_twice(tiny_run: Path, tmp_path: Path, para
     assert resumed_from < 1000
 
 
+def test_a_solved_run_given_more_steps_trains_them(
+    tiny_run: Path, tmp_path: Path, pararl: Any
+) -> None:
+    """Its target would end it at the first evaluation: resumed with a larger budget
+    (and no --target-return), it trains the budget, and says so."""
+    run = run_copy(tiny_run, tmp_path)
+    config = json.loads((run / "config.json").read_text())
+    (run / "config.json").write_text(json.dumps({**config, "target_return": -1000.0}))
+    final = run / "checkpoints" / "final.pt"
+    checkpoint.save(final, {**checkpoint.load(final), "status": "solved"})
+    more = pararl("train", "--resume", str(run), "--total-steps", "2000")
+    assert more.returncode == 0, more.stderr
+    assert "this run was solved (target -1000); given more steps, it trains them all" in (
+        more.stderr
+    )
+    assert "step budget reached" in more.stderr
+    assert steps_of(final) >= 2000
+
+
 def test_options_on_resume_apply_or_are_refused(
     tiny_run: Path, tmp_path: Path, pararl: Any
 ) -> None:

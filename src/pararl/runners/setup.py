@@ -171,6 +171,8 @@ class Prepared:
     probed: Probed | None = None  # what building the env once told
     action_masks: bool = False  # the env gives action masks (`envs.masks`)
     resumed_facts: dict[str, Any] = field(default_factory=dict)  # as the run saved them
+    # a solved run resumed with a larger budget: the target it reached, no longer its own
+    solved_before: float | None = None
 
     @property
     def config(self) -> Any:
@@ -244,6 +246,10 @@ def prepare(
         filled = replace(filled, config=replace(config, run_dir=run.root))
     threshold = spec.reward_threshold if spec is not None else None
     target = config.target_return if config.target_return is not None else threshold
+    solved_before: float | None = None
+    solved = resume_state is not None and resume_state.get("status") == "solved"
+    if solved and "total_steps" in given and "target_return" not in given:
+        solved_before, target = target, None  # its target would end it at once
     facts = _env_facts(config, made_from)
     return Prepared(
         filled,
@@ -257,6 +263,7 @@ def prepare(
         probed,
         masks,
         before,
+        solved_before,
     )
 
 
@@ -344,6 +351,11 @@ def _say_start(p: Prepared, plan: Plan, session: TrainSession) -> None:
         changed = resume.changed_envs(p.resumed_facts, plan.resolved, per_worker)
         if changed is not None:
             session.console.message(changed)
+        if p.solved_before is not None:
+            session.console.message(
+                f"pararl: this run was solved (target {p.solved_before:g}); given more steps, it "
+                "trains them all (add --target-return to stop on a target again)"
+            )
     for note in plan.notes:
         session.console.message(note)
     if p.filled.defaults:
