@@ -128,6 +128,11 @@ def test_resume_and_evaluate(trained: Path, capsys: pytest.CaptureFixture[str]) 
     more = 6 * 8 * 8 * 20 * 2
     assert main(["train", "--resume", str(trained), "--total-steps", str(more)]) == 0
     assert [r["iteration"] for r in iterations(trained)] == [1, 2, 3, 4, 5, 6]
+    # or by meta-iterations, which set the budget as --total-steps does
+    assert main(["train", "--resume", str(trained), "--meta-iterations", "7"]) == 0
+    assert [r["iteration"] for r in iterations(trained)] == [1, 2, 3, 4, 5, 6, 7]
+    assert main(["train", "--resume", str(trained), "--meta-iterations", "7"]) == 0  # done
+    assert [r["iteration"] for r in iterations(trained)][-1] == 7
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ of env."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import tyro
 
@@ -21,6 +21,8 @@ class MAMLConfig(RunConfig):
     env: str = "pararl/HalfCheetahDir-v0"
     """Meta-RL task env (sample_tasks / reset_task): pararl/HalfCheetahDir-v0,
     pararl/HalfCheetahVel-v0 or pararl/Navigation2D-v0."""
+    BUDGET_OPTIONS: ClassVar[tuple[str, ...]] = ("meta_iterations",)
+
     meta_iterations: int = 500
     """Meta-iterations to run; the env-step budget is this times the steps of one
     (meta-batch x episodes per task x episode length x (inner steps + 1)) unless

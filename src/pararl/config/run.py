@@ -165,6 +165,10 @@ class RunConfig:
     # learns with (an on-policy batch), so that a resumed run keeps it (`runners.resume`)
     ENVS_SET_THE_BATCH: ClassVar[bool] = False
 
+    # Options that set the step budget as --total-steps does (MAML's meta-iterations):
+    # they may change on resume, and given without --total-steps they set it anew
+    BUDGET_OPTIONS: ClassVar[tuple[str, ...]] = ()
+
     # Defaults that depend on the kind of env: fields left None are filled from this
     # table by `for_env` once the env's spaces are known (one row per kind).
     BY_KIND: ClassVar[dict[EnvKind, dict[str, Any]]] = {

@@ -133,7 +133,8 @@ def resumed_config(saved: RunConfig, requested: RunConfig, given: Collection[str
     env a factory built is saved with the factory's name: the factory is given
     again (`env=`), from Python."""
     names = {f.name for f in dataclasses.fields(saved)}
-    mutable = MUTABLE | ({"env"} if _factory_again(saved, requested) else set())
+    budget = set(saved.BUDGET_OPTIONS)
+    mutable = MUTABLE | budget | ({"env"} if _factory_again(saved, requested) else set())
     refused = sorted(
         n
         for n in given
@@ -153,6 +154,8 @@ def resumed_config(saved: RunConfig, requested: RunConfig, given: Collection[str
             "start a new run to change the others"
         )
     changes = {n: getattr(requested, n) for n in given if n in mutable and n in names}
+    if budget & set(given) and "total_steps" not in given:
+        changes["total_steps"] = None  # set anew from them (`for_env`)
     changes["run_dir"] = saved.run_dir if requested.resume is None else Path(requested.resume)
     # trusting a file is this invocation's decision, never carried over from the last
     changes["trust_checkpoint"] = requested.trust_checkpoint
@@ -221,15 +224,23 @@ def changed_envs(
     )
 
 
+def extends_budget(config: RunConfig, given: Collection[str]) -> bool:
+    """Whether a resume gave the run a budget (--total-steps, or an option that sets
+    it: `BUDGET_OPTIONS`)."""
+    return "total_steps" in given or any(n in given for n in config.BUDGET_OPTIONS)
+
+
 def check_left_to_do(config: RunConfig, state: dict[str, Any], given: Collection[str]) -> None:
     """RunFinished when the resumed run has nothing left to do."""
     done, root = checkpoint.Header.of(state).env_steps, config.resume
-    if "total_steps" in given and config.budget <= done:
+    if extends_budget(config, given) and config.budget <= done:
         raise RunFinished(
             f"{root} already has {done:,} env steps, --total-steps {config.budget:,} "
             "asks for no more; nothing to do"
         )
-    if "total_steps" not in given and (state.get("status") in FINISHED or done >= config.budget):
+    if not extends_budget(config, given) and (
+        state.get("status") in FINISHED or done >= config.budget
+    ):
         status = state.get("status") or "step budget reached"
         raise RunFinished(
             f"{root} is finished ({status}, {done:,} of {config.budget:,} env steps); "
@@ -241,6 +252,7 @@ __all__ = [
     "MUTABLE",
     "changed_envs",
     "check_left_to_do",
+    "extends_budget",
     "given_fields",
     "kept_envs",
     "latest_checkpoint",

@@ -248,7 +248,7 @@ def prepare(
     target = config.target_return if config.target_return is not None else threshold
     solved_before: float | None = None
     solved = resume_state is not None and resume_state.get("status") == "solved"
-    if solved and "total_steps" in given and "target_return" not in given:
+    if solved and resume.extends_budget(config, given) and "target_return" not in given:
         solved_before, target = target, None  # its target would end it at once
     facts = _env_facts(config, made_from)
     return Prepared(
