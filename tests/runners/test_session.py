@@ -316,3 +316,23 @@ def test_a_populations_best_checkpoint_keeps_each_agent_at_its_own_best(
     )
     resumed.tick(400, 400, MODEL, population(400))
     assert marks(run) == [200.0, 400.0]
+
+
+def test_a_run_solved_by_a_background_evaluation_says_which(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The evaluation at 100 runs while training goes on to 300: solved after 300 env
+    steps, by the evaluation at 100."""
+    run = RunDir.new(tmp_path / "run", "dqn", CONFIG.env)
+    config = dataclasses.replace(CONFIG, progress="plain")
+    evaluator = Busy()
+    live = TrainSession(config, run, evaluator, 0.5)  # type: ignore[arg-type]
+    live.tick(100, 100, MODEL, state)  # due every 100: it starts
+    live.tick(200, 200, MODEL, state)  # due, but the one at 100 still runs
+    evaluator.answers = 1
+    live.tick(300, 300, MODEL, state)  # collected: the target (0.5) reached
+    assert live.solved
+    live.finish(300, state, "solved")
+    said = capsys.readouterr().err
+    assert "solved after 300 env steps" in said
+    assert "; its evaluation at 100 env steps reached the target; run saved in" in said

@@ -208,8 +208,8 @@ def lagged(state: PPOState, session: TrainSession, rollouts: LaggedRollouts) -> 
     finally:
         if clock.rollouts:
             session.console.message(
-                f"pararl: the actors' rollouts in flight (up to {cfg.policy_lag + 1} of "
-                f"{clock.steps:,} steps) were not learned from"
+                f"pararl: the actors' rollouts in flight (up to {cfg.policy_lag + 1}, of "
+                f"{clock.steps:,} steps each) were not learned from"
             )
         rollouts.close()
 

@@ -176,6 +176,7 @@ class TrainSession:
         skipped = column(run.evaluations, "eval_skipped") if start_steps else []
         self.skipped_evals = int(sum(skipped[:: max(agents, 1)]))  # a row per agent each
         self.solved = False
+        self._solved_at = 0  # the env steps of the evaluation that reached the target
         # the evaluation in flight: its env steps, wall time, state and the due ones
         # skipped before it
         self._pending: tuple[int, float, StateFn, int] | None = None
@@ -360,6 +361,7 @@ class TrainSession:
             checkpoints.save(self.run, "best", state_fn())
         if self.target_return is not None and means.min() >= self.target_return:
             self.solved = True
+            self._solved_at = env_steps  # the weights evaluated; training may have gone on
         return mean
 
     def _save_agents_best(self, means: np.ndarray, state_fn: StateFn) -> None:
@@ -544,6 +546,9 @@ class TrainSession:
         said = (
             f"; {skipped:,} due evaluation{'' if skipped == 1 else 's'} skipped" if skipped else ""
         )
+        if status == "solved" and self._solved_at != env_steps:
+            # a background evaluation's episodes ran while training went on
+            said += f"; its evaluation at {self._solved_at:,} env steps reached the target"
         print(
             f"pararl: {status} after {env_steps:,} env steps in {self.wall_s:.1f} s "
             f"({best}){said}; run saved in {self.run.root}",
