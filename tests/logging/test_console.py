@@ -42,3 +42,10 @@ def test_a_populations_plain_line_says_its_steps_are_each_agents(
     population, single = capsys.readouterr().err.splitlines()
     assert population.startswith("[ppo CartPole-v1] 50,000/100,000 steps each  steps/s 5,000")
     assert single.startswith("[ppo CartPole-v1] 50,000/100,000 steps  steps/s 5,000")
+
+
+def test_slow_rates_keep_two_digits() -> None:
+    """MAML's meta-updates come seconds apart: 0.13/s, not 0."""
+    line = summary({"steps_per_s": 21_333.4, "updates_per_s": 0.1333})
+    assert line == "steps/s 21,333  upd/s 0.13"
+    assert summary({"updates_per_s": 0.0}) == "upd/s 0"

@@ -5,9 +5,12 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+_RATE = "rate"  # a rate: whole numbers, but below 10 two significant digits (MAML's
+# meta-updates come a few seconds apart: 0.13/s, which would show as 0)
+
 _FIELDS = (
-    ("steps_per_s", "steps/s", "{:,.0f}"),
-    ("updates_per_s", "upd/s", "{:,.0f}"),
+    ("steps_per_s", "steps/s", _RATE),
+    ("updates_per_s", "upd/s", _RATE),
     ("episode_return", "return", "{:.1f}"),
     ("return_iqm", "iqm", "{:.1f}"),  # a population's (`--seeds`): over its agents
     ("eval_return", "eval", "{:.1f}"),
@@ -24,10 +27,16 @@ def summary(row: dict[str, Any]) -> str:
     for key, label, fmt in _FIELDS:
         value = row.get(key)
         if value is not None:
-            parts.append(f"{label} {fmt.format(value)}")
+            shown = rate(value) if fmt == _RATE else fmt.format(value)
+            parts.append(f"{label} {shown}")
             if key == "eval_return" and row.get("eval_skipped"):
                 parts[-1] += f" ({skipped(row['eval_skipped'])})"
     return "  ".join(parts)
+
+
+def rate(value: float) -> str:
+    """A rate as the progress line shows it: 3,015; 12; 0.13."""
+    return f"{value:,.0f}" if abs(value) >= 10 or value == 0 else f"{value:.2g}"
 
 
 def skipped(count: int) -> str:
