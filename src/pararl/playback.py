@@ -179,7 +179,9 @@ def run(cfg: EvaluateConfig, env: EnvArg | None = None) -> dict[str, float]:
     print(
         f"{config.env}: mean return {episodes.mean:.1f} ± {episodes.std:.1f} over "
         f"{cfg.episodes} episode{plural}{'' if deterministic else ', actions sampled'} "
-        f"({cfg.checkpoint} checkpoint of {cfg.run_dir})"
+        f"({cfg.checkpoint} checkpoint of {cfg.run_dir}"
+        + (f", agent {cfg.agent}, seed {config.seed}" if cfg.agent is not None else "")
+        + ")"
         + (f"; {truncated} truncated" if truncated else "")
     )
     note = episodes.cap_note().replace("--eval-max-steps", "--max-steps")

@@ -96,6 +96,7 @@ def test_load_and_evaluate_pick_an_agent(batched: Path, pararl: Any) -> None:
     assert agent.act(np.zeros(4, np.float32)) in (0, 1)
     result = pararl("evaluate", str(batched), "--agent", "1", "--episodes", "2")
     assert result.returncode == 0, result.stderr
+    assert f"(best checkpoint of {batched}, agent 1, seed 4)" in result.stdout
     missing = pararl("evaluate", str(batched), "--episodes", "2")
     assert missing.returncode == 2
     assert "trained 2 agents" in missing.stderr
