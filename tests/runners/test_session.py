@@ -336,3 +336,15 @@ def test_a_run_solved_by_a_background_evaluation_says_which(
     said = capsys.readouterr().err
     assert "solved after 300 env steps" in said
     assert "; its evaluation at 100 env steps reached the target; run saved in" in said
+
+
+def test_a_sweeps_evaluation_line_gives_each_settings_median(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = RunDir.new(tmp_path / "run", "ppo", CONFIG.env)
+    config = dataclasses.replace(CONFIG, progress="plain")
+    settings = ("lr=0.1", "lr=0.1", "lr=0.2", "lr=0.2")
+    evaluator = Scripted([10, 30, 100, 300])
+    sweep = TrainSession(config, run, evaluator, None, agents=4, settings=settings)  # type: ignore[arg-type]
+    sweep.tick(100, 100, MODEL, lambda: {"agents": [{}] * 4})
+    assert "; by setting: lr=0.1 20.0, lr=0.2 200.0" in capsys.readouterr().err

@@ -382,6 +382,12 @@ def plan(p: Prepared) -> Plan:
         steps=lambda: state.env_steps,
         checkpoint=state.state,
         seeds=state.seeds,
+        settings=tuple(
+            " ".join(f"{name}={value:g}" for name, value in combo.items())
+            for combo in state.settings
+        )
+        if cfg.sweep
+        else (),
     )
 
 

@@ -82,6 +82,14 @@ def _by_step(eval_csv: Any, agents: int) -> list[float]:
     return [float(np.median(returns[i : i + agents])) for i in range(0, len(returns), agents)]
 
 
+def _by_setting(settings: Sequence[str], means: np.ndarray) -> str:
+    """Each setting's median return over its agents, in the sweep's order."""
+    groups: dict[str, list[float]] = {}
+    for setting, mean in zip(settings, means, strict=True):
+        groups.setdefault(setting, []).append(float(mean))
+    return ", ".join(f"{name} {np.median(values):.1f}" for name, values in groups.items())
+
+
 def evaluations(count: int) -> str:
     return f"{count:,} evaluation{'' if count == 1 else 's'}"
 
@@ -110,15 +118,19 @@ class TrainSession:
         resumed: bool = False,
         agents: int = 1,
         agent_returns: Sequence[Sequence[float]] = (),
+        settings: Sequence[str] = (),
     ) -> None:
         """`agents`: a population's (`--seeds`): metrics.csv and eval.csv then have a
         row per agent (an `agent` column), episodes count for the agent whose env
         ended them (the envs of agent i are the i-th block of the vector env), and
         the progress line, the best checkpoint and the target go by the agents'
         median (solved: every agent's evaluation reached the target);
-        `agent_returns`: each agent's window of training episodes, resumed."""
+        `agent_returns`: each agent's window of training episodes, resumed;
+        `settings`: a sweep's, each agent's (its evaluation lines give each setting's
+        median too)."""
         self.config, self.run, self.evaluator = config, run, evaluator
         self.agents = agents
+        self.settings = tuple(settings)
         self.target_return = target_return
         run.config.write_text(to_json(config, extra_config))
         # resumed: rows written after the checkpoint are redone now
@@ -346,6 +358,8 @@ class TrainSession:
                 f"median of {self.agents} agents (IQM {self.last_eval_iqm:.1f}), from "
                 f"{means.min():.1f} to {means.max():.1f}",
             )
+        if self.settings:
+            notes.insert(1, "by setting: " + _by_setting(self.settings, means))
         if skipped:
             why = "the last was running" if self.evaluator.deferred else "one iteration passed them"
             notes.append(f"skipped {evaluations(skipped)} that fell due before it ({why})")

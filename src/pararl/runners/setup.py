@@ -143,6 +143,7 @@ def open_session(
             resumed=p.resume_state is not None,
             agents=max(1, len(plan.seeds)),
             agent_returns=(p.resume_state or {}).get("agent_returns", ()),
+            settings=plan.settings,
         )
     except BaseException:
         evaluator.close()
@@ -303,6 +304,8 @@ class Plan:
     reported: ReportedReturns | None = None  # the loop's own returns as the evaluation
     notes: tuple[str, ...] = ()  # said at start, after the banner (warnings, replay memory)
     seeds: tuple[int, ...] = ()  # a population's agents' seeds (`--seeds`); () for one agent
+    # a sweep's (`--sweep`): each agent's settings, as the evaluation lines name them
+    settings: tuple[str, ...] = ()
 
 
 def refuse_unbatched(who: str, refusals: Sequence[tuple[bool, str]]) -> None:
