@@ -101,6 +101,16 @@ def test_a_solved_run_given_more_steps_trains_them(
     )
     assert "step budget reached" in more.stderr
     assert steps_of(final) >= 2000
+    # and at the next resume too: the target stays dropped until one is given
+    again = pararl("train", "--resume", str(run), "--total-steps", "3000")
+    assert again.returncode == 0, again.stderr
+    assert "step budget reached" in again.stderr
+    assert steps_of(final) >= 3000
+    target = pararl(
+        "train", "--resume", str(run), "--total-steps", "4000", "--target-return", "-1000"
+    )
+    assert target.returncode == 0, target.stderr
+    assert "pararl: solved after" in target.stderr
 
 
 def test_options_on_resume_apply_or_are_refused(

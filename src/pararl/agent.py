@@ -17,6 +17,7 @@ an `action_masks()` method's mask there too).
 
 from __future__ import annotations
 
+import operator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -265,8 +266,14 @@ def member(
 ) -> tuple[dict[str, Any], Any]:
     """Agent `agent` of a checkpoint of several (`--seeds`), with its run's config (its
     seed, one agent), as a run of its own; a checkpoint of one agent as it is."""
-    if agent is not None and (isinstance(agent, bool) or not isinstance(agent, int)):
-        raise UsageError(f"agent={agent!r}: give the agent's index as an int (0 for the first)")
+    if agent is not None:
+        wrong = UsageError(f"agent={agent!r}: give the agent's index as an int (0 for the first)")
+        if isinstance(agent, bool):
+            raise wrong
+        try:
+            agent = operator.index(agent)  # an int, or one of numpy's integers
+        except TypeError:
+            raise wrong from None
     agents = state.get("agents")
     if agents is None:
         if agent not in (None, 0):

@@ -155,6 +155,9 @@ def test_a_changed_number_of_agents_is_refused_on_resume(
     # an agent is picked by its index, an int
     with pytest.raises(UsageError, match=r"agent='1': give the agent's index as an int"):
         load(run, "final", agent="1")  # type: ignore[arg-type]
+    assert (
+        load(run, "final", agent=np.int64(1)).config.seed == load(run, "final", agent=1).config.seed
+    )
 
 
 @pytest.mark.parametrize(

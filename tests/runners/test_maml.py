@@ -133,6 +133,8 @@ def test_resume_and_evaluate(trained: Path, capsys: pytest.CaptureFixture[str]) 
     assert [r["iteration"] for r in iterations(trained)] == [1, 2, 3, 4, 5, 6, 7]
     assert main(["train", "--resume", str(trained), "--meta-iterations", "7"]) == 0  # done
     assert [r["iteration"] for r in iterations(trained)][-1] == 7
+    said = capsys.readouterr().err
+    assert "--meta-iterations 7 (17,920 env steps) asks for no more; nothing to do" in said
 
 
 @pytest.mark.parametrize(

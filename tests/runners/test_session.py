@@ -289,8 +289,10 @@ def test_a_populations_best_checkpoint_keeps_each_agent_at_its_own_best(
 
     def population(steps: int) -> Any:
         def state() -> dict[str, Any]:
-            agent = {"mark": torch.tensor(float(steps))}
-            return {**Header("dqn", 1, steps, 1.0).as_dict(), "agents": [agent, dict(agent)]}
+            # each agent's tensors views into one block of both, as a PPO batch's are
+            block = torch.full((2, 1000), float(steps))
+            agents = [{"mark": block[i, 0], "weights": block[i]} for i in range(2)]
+            return {**Header("dqn", 1, steps, 1.0).as_dict(), "agents": agents}
 
         return state
 
@@ -302,6 +304,9 @@ def test_a_populations_best_checkpoint_keeps_each_agent_at_its_own_best(
     for steps in (100, 200, 300):
         live.tick(steps, steps, MODEL, population(steps))
     assert marks(run) == [200.0, 300.0]
+    # each agent's own elements saved, not the block its views share, once per agent
+    saved = checkpoint.load(run.checkpoint("best"))["agents"]
+    assert [a["weights"].untyped_storage().nbytes() for a in saved] == [4000, 4000]
     assert live.best_eval == 21.0  # the agents' median, as the console says
     live.finish(300, population(300), "interrupted")
     evaluator = Scripted([14, 40])

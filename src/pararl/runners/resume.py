@@ -233,10 +233,15 @@ def extends_budget(config: RunConfig, given: Collection[str]) -> bool:
 def check_left_to_do(config: RunConfig, state: dict[str, Any], given: Collection[str]) -> None:
     """RunFinished when the resumed run has nothing left to do."""
     done, root = checkpoint.Header.of(state).env_steps, config.resume
+    # what a budget is given by: --total-steps, or MAML's --meta-iterations
+    options = ("total_steps", *config.BUDGET_OPTIONS)
     if extends_budget(config, given) and config.budget <= done:
+        by = next((n for n in options if n in given and n != "total_steps"), "total_steps")
+        asked = f"{_flag(by)} {getattr(config, by):,}"
+        if by != "total_steps":
+            asked += f" ({config.budget:,} env steps)"
         raise RunFinished(
-            f"{root} already has {done:,} env steps, --total-steps {config.budget:,} "
-            "asks for no more; nothing to do"
+            f"{root} already has {done:,} env steps, {asked} asks for no more; nothing to do"
         )
     if not extends_budget(config, given) and (
         state.get("status") in FINISHED or done >= config.budget
@@ -245,6 +250,7 @@ def check_left_to_do(config: RunConfig, state: dict[str, Any], given: Collection
         raise RunFinished(
             f"{root} is finished ({status}, {done:,} of {config.budget:,} env steps); "
             f"pass --total-steps N (more than {done:,}) to train on"
+            + "".join(f", or a larger {_flag(n)}" for n in config.BUDGET_OPTIONS)
         )
 
 

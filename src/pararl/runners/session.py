@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import torch
 
 from pararl import checkpoint
 from pararl.config import RunConfig, to_json
@@ -80,6 +81,19 @@ def _by_step(eval_csv: Any, agents: int) -> list[float]:
     if agents == 1:
         return returns
     return [float(np.median(returns[i : i + agents])) for i in range(0, len(returns), agents)]
+
+
+def _own_copy(state: Any) -> Any:
+    """A copy of one agent's state whose tensors own just their elements: a
+    population's agent holds views into one block of every agent's weights, which
+    `copy.deepcopy` would copy whole for each agent (N agents: N blocks)."""
+    if isinstance(state, torch.Tensor):
+        return state.detach().clone()
+    if isinstance(state, dict):
+        return {key: _own_copy(value) for key, value in state.items()}
+    if isinstance(state, (list, tuple)):
+        return type(state)(_own_copy(value) for value in state)
+    return copy.deepcopy(state)
 
 
 def _by_setting(settings: Sequence[str], means: np.ndarray) -> str:
@@ -390,10 +404,10 @@ class TrainSession:
         if self._best_agents is None:
             self._best_agents = self._saved_best_agents()
         for i in improved:
-            self._best_agents[i] = copy.deepcopy(agents[i])  # the weights move on
+            self._best_agents[i] = _own_copy(agents[i])  # the weights move on
             self._agent_best[i] = means[i]
         kept = [
-            best if best is not None else copy.deepcopy(now)
+            best if best is not None else _own_copy(now)
             for best, now in zip(self._best_agents, agents, strict=True)
         ]
         self._best_agents = kept

@@ -248,9 +248,12 @@ def prepare(
     threshold = spec.reward_threshold if spec is not None else None
     target = config.target_return if config.target_return is not None else threshold
     solved_before: float | None = None
-    solved = resume_state is not None and resume_state.get("status") == "solved"
-    if solved and resume.extends_budget(config, given) and "target_return" not in given:
-        solved_before, target = target, None  # its target would end it at once
+    if resume_state is not None and "target_return" not in given:
+        solved = resume_state.get("status") == "solved"
+        if solved and resume.extends_budget(config, given):
+            solved_before, target = target, None  # its target would end it at once
+        elif "target_return" in before and before["target_return"] is None:
+            target = None  # dropped so at an earlier resume (config.json's `resolved`)
     facts = _env_facts(config, made_from)
     return Prepared(
         filled,
