@@ -81,3 +81,20 @@ def test_off_screen_frames_render_mujoco_through_egl_without_a_display(
     quiet_sdl("rgb_array")
     assert os.environ.get("MUJOCO_GL") == expected
     monkeypatch.delenv("MUJOCO_GL", raising=False)
+
+
+def test_an_mp4_keeps_the_frames_size(tmp_path: Path) -> None:
+    """CartPole's 600x400 frames stay 600x400 (sides need only be even for H.264)."""
+    import warnings
+
+    import imageio.v2 as imageio
+    import numpy as np
+
+    from pararl.playback import write_video
+
+    frames = [np.full((400, 600, 3), i, np.uint8) for i in range(3)]
+    path = tmp_path / "v.mp4"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # imageio's resize warning would fail it
+        write_video(frames, path, fps=30)
+    assert imageio.get_reader(path).get_data(0).shape == (400, 600, 3)

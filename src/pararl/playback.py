@@ -89,7 +89,9 @@ def write_video(frames: list[Any], path: Path, fps: float = 30.0) -> None:
     if path.suffix.lower() == ".gif":
         imageio.mimsave(path, frames, duration=round(1000 / fps), loop=0)
     else:
-        imageio.mimsave(path, frames, fps=fps)
+        # H.264 in yuv420p needs even sides only: frames of even size are kept as they
+        # are (imageio's default of 16 rescaled a 600x400 CartPole frame, and said so)
+        imageio.mimsave(path, frames, fps=fps, macro_block_size=2)
 
 
 def check(cfg: EvaluateConfig) -> None:
