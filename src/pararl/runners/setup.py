@@ -349,7 +349,8 @@ def envs_named_by_agent(per_agent: int, seeds: Sequence[int]) -> Iterator[None]:
 
 def _say_start(p: Prepared, plan: Plan, session: TrainSession) -> None:
     """The start-up lines: the banner and run dir, where a resumed run starts, the
-    plan's notes, the defaults filled in, and a warning for too many workers."""
+    defaults filled in, the plan's notes (which may speak of them), and a warning for
+    too many workers."""
     session.console.message(f"{plan.banner}, run dir {p.run.root}")
     if p.resumed_from is not None and p.resume_state is not None:
         session.console.message(resume.summary(p.resumed_from, p.resume_state, session.dropped))
@@ -362,13 +363,13 @@ def _say_start(p: Prepared, plan: Plan, session: TrainSession) -> None:
                 f"pararl: this run was solved (target {p.solved_before:g}); given more steps, it "
                 "trains them all (add --target-return to stop on a target again)"
             )
-    for note in plan.notes:
-        session.console.message(note)
-    if p.filled.defaults:
+    if p.filled.defaults:  # before the notes, which may speak of them
         settings = ", ".join(f"{k} {v}" for k, v in p.filled.defaults.items())
         tuned = p.filled.tuned_for
         source = KIND_TEXT[p.kind] + (f", tuned for {tuned}" if tuned else "")
         session.console.message(f"pararl: defaults for {source}: {settings}")
+    for note in plan.notes:
+        session.console.message(note)
     schedule = session.schedule_note()
     if schedule is not None:
         session.console.message(schedule)
