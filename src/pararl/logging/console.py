@@ -3,40 +3,40 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
-_RATE = "rate"  # a rate: whole numbers, but below 10 two significant digits (MAML's
-# meta-updates come a few seconds apart: 0.13/s, which would show as 0)
 
-_FIELDS = (
-    ("steps_per_s", "steps/s", _RATE),
-    ("updates_per_s", "upd/s", _RATE),
-    ("episode_return", "return", "{:.1f}"),
-    ("return_iqm", "iqm", "{:.1f}"),  # a population's (`--seeds`): over its agents
-    ("eval_return", "eval", "{:.1f}"),
-    ("eval_iqm", "iqm", "{:.1f}"),
-    ("pre_return", "pre", "{:.1f}"),
-    ("post_return", "post", "{:.1f}"),
-    ("epsilon", "eps", "{:.3f}"),
-    ("policy_lag", "lag", "{:.1f}"),
+def rate(value: float) -> str:
+    """A rate as the progress line shows it: 3,015; 12; 0.13 (MAML's meta-updates come
+    seconds apart, which whole numbers would show as 0)."""
+    return f"{value:,.0f}" if abs(value) >= 10 or value == 0 else f"{value:.2g}"
+
+
+_ONE, _THREE = "{:.1f}".format, "{:.3f}".format
+_FIELDS: tuple[tuple[str, str, Callable[[float], str]], ...] = (
+    ("steps_per_s", "steps/s", rate),
+    ("updates_per_s", "upd/s", rate),
+    ("episode_return", "return", _ONE),
+    ("return_iqm", "iqm", _ONE),  # a population's (`--seeds`): over its agents
+    ("eval_return", "eval", _ONE),
+    ("eval_iqm", "iqm", _ONE),
+    ("pre_return", "pre", _ONE),
+    ("post_return", "post", _ONE),
+    ("epsilon", "eps", _THREE),
+    ("policy_lag", "lag", _ONE),
 )
 
 
 def summary(row: dict[str, Any]) -> str:
     parts = []
-    for key, label, fmt in _FIELDS:
+    for key, label, shown in _FIELDS:
         value = row.get(key)
         if value is not None:
-            shown = rate(value) if fmt == _RATE else fmt.format(value)
-            parts.append(f"{label} {shown}")
+            parts.append(f"{label} {shown(value)}")
             if key == "eval_return" and row.get("eval_skipped"):
                 parts[-1] += f" ({skipped(row['eval_skipped'])})"
     return "  ".join(parts)
-
-
-def rate(value: float) -> str:
-    """A rate as the progress line shows it: 3,015; 12; 0.13."""
-    return f"{value:,.0f}" if abs(value) >= 10 or value == 0 else f"{value:.2g}"
 
 
 def skipped(count: int) -> str:

@@ -233,10 +233,10 @@ def extends_budget(config: RunConfig, given: Collection[str]) -> bool:
 def check_left_to_do(config: RunConfig, state: dict[str, Any], given: Collection[str]) -> None:
     """RunFinished when the resumed run has nothing left to do."""
     done, root = checkpoint.Header.of(state).env_steps, config.resume
-    # what a budget is given by: --total-steps, or MAML's --meta-iterations
-    options = ("total_steps", *config.BUDGET_OPTIONS)
     if extends_budget(config, given) and config.budget <= done:
-        by = next((n for n in options if n in given and n != "total_steps"), "total_steps")
+        # what set the budget: --total-steps when given, else an option that sets it
+        others = (n for n in config.BUDGET_OPTIONS if n in given)
+        by = "total_steps" if "total_steps" in given else next(others)
         asked = f"{_flag(by)} {getattr(config, by):,}"
         if by != "total_steps":
             asked += f" ({config.budget:,} env steps)"
