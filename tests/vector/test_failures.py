@@ -178,6 +178,12 @@ def test_hanging_env_raises_worker_timeout(make_vec: VecFactory) -> None:
     assert info.value.worker == FAULTY_WORKER
     assert isinstance(info.value, WorkerError)
     assert isinstance(info.value, TimeoutError)
+    # where it hangs: the worker's stack when the wait ended, from faulthandler
+    stack = info.value.remote_traceback or ""
+    assert "most recent call first" in stack
+    assert "in _maybe_fail" in stack
+    assert "in step" in stack
+    assert f"--- traceback in worker {FAULTY_WORKER} ---" in str(info.value)
     assert_torn_down(vec, pids)
 
 
@@ -224,6 +230,27 @@ def test_env_construction_error_names_the_env(bad: int) -> None:
     assert err.worker == (0 if bad < 2 else 1)
     assert f"env {bad}" in str(err)
     assert "no simulator licence available" in (err.remote_traceback or "")
+    assert alive_after(list(descendants() - before - mp_helper_pids()), 2.0) == []
+
+
+def build_forever(parent: int) -> gym.Env:
+    """An env factory that never returns in a worker process (a simulator that waits
+    for a licence server, say)."""
+    if os.getpid() != parent:
+        time.sleep(3600)
+    return StepCostEnv()
+
+
+def test_a_worker_stuck_building_its_envs_is_reported_with_its_stack() -> None:
+    before = descendants()
+    fns = stepcost_fns(N)
+    fns[3] = functools.partial(build_forever, os.getpid())
+    with within(1.0 + DETECT_S + 1.0), pytest.raises(WorkerTimeoutError) as info:
+        ParallelVectorEnv(fns, num_workers=2, start_timeout=1.0)
+    err = info.value
+    assert err.worker == 1
+    assert "not ready after 1.0 s" in str(err)
+    assert "in build_forever" in (err.remote_traceback or "")
     assert alive_after(list(descendants() - before - mp_helper_pids()), 2.0) == []
 
 

@@ -55,6 +55,9 @@ class Scripted:
         self.due[worker].popleft()
         return f"from {worker}"
 
+    def timeout_error(self, worker: int, message: str) -> WorkerTimeoutError:
+        return WorkerTimeoutError(worker, message)
+
     def close(self, grace: float) -> None:
         pass
 

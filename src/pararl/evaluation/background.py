@@ -30,7 +30,6 @@ from gymnasium.envs.registration import EnvSpec
 from pararl.evaluation.child import EvalChild
 from pararl.evaluation.episodes import DEFAULT_EPISODE_CAP, EvalActions, Evaluator, Progress
 from pararl.models.population import Stack
-from pararl.mp.errors import WorkerTimeoutError
 from pararl.weights.base import numpy_state
 
 CLOSE_GRACE_S = 0.05  # for an evaluation child with nothing left to do
@@ -115,7 +114,7 @@ class BackgroundEvaluator:
                 return answer
             self.progress, self._sent_at = answer, time.monotonic()
         if time.monotonic() - self._sent_at > self.timeout_s:
-            raise WorkerTimeoutError(
+            raise self._group.timeout_error(
                 0, f"evaluation process: no answer after {self.timeout_s:.0f} s"
             )
         return None

@@ -6,7 +6,9 @@ shutdown), pins it to one intra-op thread (N processes x N threads would fight f
 N cores), and reports any exception that escapes its main function, with the
 traceback, as its last message. The parent never blocks without a bound: `ready`
 waits on the pipes *and* the process sentinels, so a child that dies (SIGKILL,
-segfault) wakes it at once.
+segfault) wakes it at once; a child that does not answer in time is stopped with
+its Python stack in the error (`timeout_error`), from `faulthandler` on a pipe of its
+own, so that a hang says where it hangs.
 
 Replies on a pipe are `(ok, payload)`; a failed reply carries a `RemoteError`.
 """
@@ -14,6 +16,7 @@ Replies on a pipe are `(ok, payload)`; a failed reply carries a `RemoteError`.
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import math
 import multiprocessing as mp
 import os
@@ -47,8 +50,17 @@ class ParentWatch:
         return os.getppid() != self._ppid
 
 
-def _bootstrap(conn: Connection, target: Callable[..., None], args: tuple[Any, ...]) -> None:
+STACK_SIGNAL = signal.SIGUSR1  # asks a child for its Python stack (`timeout_error`)
+STACK_WAIT_S = 1.0  # how long the parent waits for that stack to start coming
+
+
+def _bootstrap(
+    conn: Connection, stack: Connection, target: Callable[..., None], args: tuple[Any, ...]
+) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # every thread's Python stack, written by the signal handler itself (no GIL, no
+    # Python code), so it comes even from a child stuck in a native call
+    faulthandler.register(STACK_SIGNAL, file=stack.fileno(), all_threads=True)
     one_thread()
     try:
         target(conn, *args)
@@ -88,6 +100,7 @@ class ProcessGroup:
         daemon: bool = True,
     ) -> None:
         self.conns: list[Connection] = []
+        self.stacks: list[Connection] = []  # where each child writes its stack, on request
         self.processes: list[mp.process.BaseProcess] = []
         self._target, self._args, self._ctx = target, list(args), ctx
         self._name, self._daemon = name, daemon
@@ -98,30 +111,34 @@ class ProcessGroup:
         # garbage collection and at interpreter exit. It holds the list, not self.
         self._finalizer = weakref.finalize(self, _reap, self.processes, 0.0)
         for index in range(len(self._args)):
-            conn, proc = self._start(index)
+            conn, stack, proc = self._start(index)
             self.conns.append(conn)
+            self.stacks.append(stack)
             self.processes.append(proc)
 
-    def _start(self, index: int) -> tuple[Connection, mp.process.BaseProcess]:
+    def _start(self, index: int) -> tuple[Connection, Connection, mp.process.BaseProcess]:
         parent_conn, child_conn = self._ctx.Pipe(duplex=True)
+        stack_in, stack_out = self._ctx.Pipe(duplex=False)
         proc = self._ctx.Process(  # type: ignore[attr-defined]
             target=_bootstrap,
-            args=(child_conn, self._target, self._args[index]),
+            args=(child_conn, stack_out, self._target, self._args[index]),
             name=f"{self._name}-{index}",
             daemon=self._daemon,
         )
         proc.start()
         child_conn.close()
-        return parent_conn, proc
+        stack_out.close()
+        return parent_conn, stack_in, proc
 
     def restart(self, index: int, args: tuple[Any, ...] | None = None) -> None:
         """Replace child `index` (killed first if still alive) by a fresh one."""
         old = self.processes[index]
         _reap([old], 0.0)
         self.conns[index].close()
+        self.stacks[index].close()
         if args is not None:
             self._args[index] = args
-        self.conns[index], self.processes[index] = self._start(index)
+        self.conns[index], self.stacks[index], self.processes[index] = self._start(index)
         self._poller = None  # its fds changed
         self._owner = {}
 
@@ -206,11 +223,44 @@ class ProcessGroup:
         while waiting:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise WorkerTimeoutError(waiting[0], late.format(timeout=timeout))
+                raise self.timeout_error(waiting[0], late.format(timeout=timeout))
             for i in self.ready(waiting, left):
                 replies[i] = self.receive(i)
                 waiting.remove(i)
         return [replies[i] for i in indices]
+
+    def timeout_error(self, index: int, message: str) -> WorkerTimeoutError:
+        """The error for child `index`, which did not answer in time: `message`, and
+        the child's Python stack as it is now (every thread's), asked for with
+        `STACK_SIGNAL`. The child is of no more use to the caller, who takes it down:
+        one still starting, before its handler is set, ends at the signal."""
+        stack = self._stack(index)
+        return WorkerTimeoutError(
+            index,
+            message if stack else f"{message}; it gave no Python stack when asked",
+            remote_traceback=stack or None,
+        )
+
+    def _stack(self, index: int) -> str:
+        """What child `index` writes on its stack pipe after `STACK_SIGNAL`: its dump,
+        read until the pipe stays quiet for 0.1 s (at most `STACK_WAIT_S` for the
+        first bytes); empty if it wrote nothing."""
+        proc, pipe = self.processes[index], self.stacks[index]
+        if proc.pid is None or not proc.is_alive():
+            return ""
+        with contextlib.suppress(OSError):
+            os.kill(proc.pid, STACK_SIGNAL)
+        chunks: list[bytes] = []
+        deadline = time.monotonic() + STACK_WAIT_S
+        while True:
+            wait = 0.1 if chunks else deadline - time.monotonic()
+            if wait <= 0 or not pipe.poll(wait):
+                break
+            data = os.read(pipe.fileno(), 1 << 16)
+            if not data:
+                break
+            chunks.append(data)
+        return b"".join(chunks).decode(errors="replace").rstrip()
 
     def _raise_dead(self, index: int) -> Any:
         proc = self.processes[index]
@@ -238,7 +288,7 @@ class ProcessGroup:
                 with contextlib.suppress(OSError, ValueError):
                     self.conns[i].send(message)
         _reap(self.processes, grace)
-        for conn in self.conns:
+        for conn in self.conns + self.stacks:
             conn.close()
         self._finalizer.detach()
 

@@ -20,7 +20,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from pararl.vector.errors import WorkerTimeoutError
 from pararl.vector.transport import Transport
 
 Reply = tuple[np.ndarray, Any]  # (global env ids of a command, the worker's payload)
@@ -149,7 +148,7 @@ class Commands:
         if limit is not None and now >= limit.at:
             raise limit.error()
         if stall_at is not None and now >= stall_at:
-            raise WorkerTimeoutError(
+            raise self.transport.timeout_error(
                 stalled, f"no reply within worker_timeout={worker_timeout} s; its env hangs"
             )
         return 0

@@ -3,7 +3,8 @@ processes over pipes, with the data in shared memory.
 
 A transport owns the batch arrays and knows which env rows each worker holds. The
 vector env front end (`core.BatchVectorEnv`) speaks to either through the same four
-calls: `submit`, `ready`, `receive`, `close`.
+calls: `submit`, `ready`, `receive`, `close`, and `timeout_error` for a worker that
+does not answer in time.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import cloudpickle
 import gymnasium as gym
 import numpy as np
 
+from pararl.mp.errors import WorkerTimeoutError
 from pararl.mp.listen import SPIN_S
 from pararl.mp.procs import ProcessGroup
 from pararl.mp.shared import ArraySpec, SharedArrays, local_arrays
@@ -34,6 +36,7 @@ class Transport(Protocol):
     def submit(self, worker: int, command: str, data: Any) -> None: ...
     def ready(self, workers: Sequence[int], timeout: float | None) -> list[int]: ...
     def receive(self, worker: int) -> Any: ...
+    def timeout_error(self, worker: int, message: str) -> WorkerTimeoutError: ...
     def close(self, grace: float) -> None: ...
 
 
@@ -71,6 +74,9 @@ class InlineTransport:
 
     def receive(self, worker: int) -> Any:
         return self._replies.popleft()
+
+    def timeout_error(self, worker: int, message: str) -> WorkerTimeoutError:
+        return WorkerTimeoutError(worker, message)  # a command here ends before the wait
 
     def close(self, grace: float) -> None:
         self._batch.close()
@@ -144,6 +150,9 @@ class ProcessTransport:
 
     def receive(self, worker: int) -> Any:
         return self.group.receive(worker)
+
+    def timeout_error(self, worker: int, message: str) -> WorkerTimeoutError:
+        return self.group.timeout_error(worker, message)
 
     def close(self, grace: float) -> None:
         self.group.close(grace)
