@@ -13,7 +13,7 @@ import torch
 
 from pararl.errors import UsageError
 from pararl.models import ActorCritic, QNetwork
-from pararl.optim import FlatAdam, FlatRMSprop, RowAdam, RowRMSprop
+from pararl.optim import FlatAdam, FlatRMSprop, RowAdam, RowRMSprop, is_transposed
 
 
 def _loss(model: torch.nn.Module, seed: int) -> torch.Tensor:
@@ -238,3 +238,60 @@ def test_each_row_steps_as_its_network_alone_bit_for_bit(
         assert saved["param_groups"] == theirs["param_groups"]
         for moment in ("exp_avg", "exp_avg_sq"):
             assert torch.equal(saved[moment], theirs[moment])
+
+
+def test_a_populations_rows_keep_its_weights_in_out_and_save_and_load_either_layout() -> None:
+    """A population of networks whose weights lie (in, out) in memory keeps them so
+    (`StackedLinear`), as views of the optimizer's rows; `backward` gathers the
+    gradients autograd gives as `.grad` would; a row steps as its network alone
+    (row-major, FlatRMSprop) does, bit for bit, saves with its layout named (a
+    network alone loads it), and a state saved row-major loads onto its own weights."""
+    from pararl.models.networks import weights_in_out
+    from pararl.models.population import bind, stacked
+
+    torch.manual_seed(7)
+    alone = [QNetwork(4, 3, (16, 16)) for _ in range(2)]
+    nets = [weights_in_out(copy.deepcopy(n)) for n in alone]
+    twin = stacked(nets)
+    settings: dict[str, Any] = {"lr": 1e-2, "alpha": 0.95, "eps": 0.01}
+    together = RowRMSprop(twin.parameters(), **settings)
+    bind(nets, twin)  # each network's weights: views of its row
+    weights = [p for p in together.params if p.dim() == 3]
+    assert len(weights) == 3
+    assert all(is_transposed(p[i]) for p in weights for i in range(2))
+    assert all(is_transposed(net.get_parameter(n)) for net in nets for n in ("net.0.weight",))
+    x = torch.randn(2 * 32, 4, generator=torch.Generator().manual_seed(1))
+    together.backward((twin(x) ** 2).mean())
+    assert all(p.grad is None for p in together.params)
+    by_autograd = together.flat_grad.clone()
+    (twin(x) ** 2).mean().backward()
+    together.zero_grad()  # drops what `backward` gathered: `.grad` is read again
+    (twin(x) ** 2).mean().backward()
+    together._gather_grads()
+    assert torch.equal(together.flat_grad, by_autograd)
+    together.zero_grad()
+    optimizers = [FlatRMSprop(a.parameters(), **settings) for a in alone]
+    draws = torch.Generator().manual_seed(8)
+    for _ in range(5):  # row-major gradients, as a network alone's come
+        grads = [torch.randn(p.shape, generator=draws) for p in together.params]
+        for p, g in zip(together.params, grads, strict=True):
+            p.grad = g.clone()
+        together.step()
+        for i, one in enumerate(optimizers):
+            for p, g in zip(alone[i].parameters(), grads, strict=True):
+                p.grad = g[i].clone()
+            one.step()
+    for i, (net, one) in enumerate(zip(alone, optimizers, strict=True)):
+        for a, b in zip(nets[i].parameters(), net.parameters(), strict=True):
+            assert torch.equal(a, b)
+        saved = together.row_state(i)
+        assert saved["transposed"] == [p.dim() == 3 for p in together.params]
+        loaded = FlatRMSprop(copy.deepcopy(net).parameters(), **settings)
+        loaded.load_state_dict(saved)
+        theirs = one.state_dict()
+        assert not any(theirs["transposed"])
+        fresh = RowRMSprop(stacked([copy.deepcopy(n) for n in nets]).parameters(), **settings)
+        fresh.load_row_state(i, theirs)
+        for moment in ("exp_avg", "exp_avg_sq"):
+            assert torch.equal(getattr(loaded, moment), getattr(one, moment))
+            assert torch.equal(getattr(fresh, moment)[i], getattr(together, moment)[i])

@@ -87,14 +87,20 @@ def agreement(cfg: DQNConfig, model: str = "mlp", shape=(4,), dtype="<f4", maske
         assert ours["optimizer"]["kind"] == theirs["optimizer"]["kind"]
         pairs = [(ours[k][n], theirs[k][n]) for k in ("q", "q_target") for n in theirs[k]]
         for moment in ("exp_avg", "exp_avg_sq"):
-            pairs.append((ours["optimizer"][moment], row_major(theirs["optimizer"], moment, one.q)))
+            pairs.append(
+                (
+                    row_major(ours["optimizer"], moment, one.q),
+                    row_major(theirs["optimizer"], moment, one.q),
+                )
+            )
         worst = max([worst, *(float((a - b).abs().max()) for a, b in pairs)])
     return worst
 
 
 def row_major(state: dict[str, Any], moment: str, net: torch.nn.Module) -> torch.Tensor:
-    """A FlatAdam's saved moment with every weight laid out row-major, as a
-    population's rows are (an image trunk's wide layers are stored (in, out) alone:
+    """A FlatAdam's saved moment (or a population's row of one) with every weight
+    laid out row-major: each names the weights it holds stored (in, out) (a
+    population's linear weights, an image trunk's wide layers alone:
     `models.networks.weights_in_out`)."""
     parts, offset = [], 0
     for p, transposed in zip(net.parameters(), state["transposed"], strict=True):

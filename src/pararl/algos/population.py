@@ -181,7 +181,7 @@ class PopulationPPOLearner:
         )
         clip = self._rows(self.clip, rows)
         out = ppo_loss(coefs, evaluated, mb, advantages, clip, mean)
-        out["loss"].sum().backward()  # the agents' losses share no weight
+        self.optimizer.backward(out["loss"].sum())  # the agents' losses share no weight
         max_norm = self.coef["max_grad_norm"]
         self.optimizer.clip_grad_norm_(
             max_norm if isinstance(max_norm, float) else max_norm[:, None]
@@ -234,7 +234,7 @@ class PopulationDQNLearner:
         # the targets: one matrix laid out as the optimizer's rows
         targets.twin.to(device).requires_grad_(False)
         self.target_flat = torch.empty_like(self.optimizer.flat)
-        row_views(list(targets.twin.parameters()), self.target_flat)
+        row_views(targets.twin.parameters(), self.target_flat, self.optimizer.params)
         bind(targets.agents, targets.twin)
         self.updates = np.zeros(self.n, np.int64)  # each agent's
 
@@ -275,7 +275,7 @@ class PopulationDQNLearner:
         per_sample = F.smooth_l1_loss(q_taken, td_target, reduction="none")
         loss = per_sample.reshape(self.n, -1).mean(1)
         self.optimizer.zero_grad()
-        loss.sum().backward()  # the agents' losses share no weight
+        self.optimizer.backward(loss.sum())  # the agents' losses share no weight
         self.optimizer.clip_grad_norm_(self.config.max_grad_norm)
         self.optimizer.step(rows)
         self.updates[rows] += 1
