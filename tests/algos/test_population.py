@@ -16,7 +16,7 @@ from pararl.models.acting import Draws
 from pararl.models.build import actor_critic
 from pararl.models.heads import head_for
 from pararl.models.normalize import NormSettings
-from pararl.models.population import Population, PopulationDraws
+from pararl.models.population import Population, PopulationDraws, StackedConv2d
 
 N, ENVS, STEPS = 3, 4, 16
 
@@ -82,7 +82,7 @@ def test_each_agent_takes_the_steps_it_takes_alone(space: str, minibatches: int)
         assert learner.agent_state(i)["optimizer"]["steps"] == one.optimizer.steps
 
 
-def test_images_stack_into_a_grouped_convolution() -> None:
+def test_images_go_through_each_agents_convolution() -> None:
     action_space = gym.spaces.Discrete(3)
     shape = (10, 10, 4)
     batch = rollout(np.random.default_rng(1), action_space, shape, "|b1")
@@ -96,6 +96,27 @@ def test_images_stack_into_a_grouped_convolution() -> None:
         one.update(agents_slice(batch, i), np.random.default_rng(i))
         for p, q in zip(single.parameters(), agents[i].parameters(), strict=True):
             torch.testing.assert_close(q, p, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(("stride", "padding"), [(1, 0), (2, 1)])
+def test_the_grouped_convolution_an_accelerator_takes_is_each_agents_own(
+    stride: int, padding: int
+) -> None:
+    """`StackedConv2d` on an accelerator runs one grouped convolution, on a CPU each
+    agent's own: the same outputs and the same gradients (checked here on the CPU)."""
+    torch.manual_seed(3)
+    layers = [torch.nn.Conv2d(4, 6, 3, stride=stride, padding=padding) for _ in range(N)]
+    conv = StackedConv2d(layers)
+    x = torch.rand(N * 5, 4, 10, 10)
+    grads = []
+    for path in (conv.each, conv.grouped):
+        out = path(x)
+        grads.append(torch.autograd.grad((out * out.detach()).sum(), (conv.weight, conv.bias)))
+        for i, layer in enumerate(layers):  # agent i's rows: its own layer's output
+            rows = slice(i * 5, (i + 1) * 5)
+            torch.testing.assert_close(out[rows], layer(x[rows]), rtol=1e-5, atol=1e-5)
+    for each, grouped in zip(*grads, strict=True):
+        torch.testing.assert_close(each, grouped, rtol=1e-4, atol=1e-4)
 
 
 def test_acting_draws_each_agents_actions_from_its_own_stream() -> None:
