@@ -128,7 +128,7 @@ def test_masked_targets_take_the_best_legal_next_action() -> None:
     assert agreement(config(), masked=True) < 1e-6
 
 
-def test_images_go_through_each_agents_convolution() -> None:
+def test_images_go_through_the_stacked_convolutions() -> None:
     cfg = config(hidden=(32,))
     # measured: 7e-6. Alone, the trunk's wide linear layer is stored (in, out)
     # (`models.networks.weights_in_out`) and multiplied in another order; where a

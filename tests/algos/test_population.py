@@ -82,7 +82,7 @@ def test_each_agent_takes_the_steps_it_takes_alone(space: str, minibatches: int)
         assert learner.agent_state(i)["optimizer"]["steps"] == one.optimizer.steps
 
 
-def test_images_go_through_each_agents_convolution() -> None:
+def test_images_go_through_the_stacked_convolutions() -> None:
     action_space = gym.spaces.Discrete(3)
     shape = (10, 10, 4)
     batch = rollout(np.random.default_rng(1), action_space, shape, "|b1")
@@ -99,11 +99,9 @@ def test_images_go_through_each_agents_convolution() -> None:
 
 
 @pytest.mark.parametrize(("stride", "padding"), [(1, 0), (2, 1)])
-def test_the_grouped_convolution_an_accelerator_takes_is_each_agents_own(
-    stride: int, padding: int
-) -> None:
-    """`StackedConv2d` on an accelerator runs one grouped convolution, on a CPU each
-    agent's own: the same outputs and the same gradients (checked here on the CPU)."""
+def test_the_grouped_convolution_is_each_agents_own(stride: int, padding: int) -> None:
+    """`StackedConv2d` runs one grouped convolution, or on one CPU thread each agent's
+    own: the same outputs, each agent's its own layer's, and the same gradients."""
     torch.manual_seed(3)
     layers = [torch.nn.Conv2d(4, 6, 3, stride=stride, padding=padding) for _ in range(N)]
     conv = StackedConv2d(layers)

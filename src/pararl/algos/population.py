@@ -18,8 +18,7 @@ hard update of every agent is one op. An update may leave some agents out (those
 whose run alone would not update now: their memories became ready a step later), so
 every agent keeps its own update count. The optimizer's arithmetic is FlatAdam's
 and FlatRMSprop's bit for bit, per-row clipping included (tests/test_optim.py); the
-batched layers' products (a batched matrix product; on an accelerator, a grouped
-convolution) and each
+batched layers' products (a batched matrix product, a grouped convolution) and each
 agent's mean loss over its rows round in another order than one network's, so agents
 agree with their runs alone to float tolerance (tests/algos/test_dqn_population.py).
 """

@@ -1,20 +1,19 @@
 """N agents of one architecture as one batched network (`--seeds N`).
 
-Each agent is a network of its own (an `ActorCritic` or a `QNetwork`, as a single
-run builds it: its own initialisation, its own checkpoint, acted and evaluated alone),
-and every one of its parameters is a view into one stacked tensor `[N, ...]` of the
-batched twin (`stacked`). The twin's linear layers multiply each agent's rows by that
-agent's weights in one batched matrix product (`StackedLinear`), its convolutions
-take each agent's images through that agent's kernels (`StackedConv2d`; on an
-accelerator, one grouped convolution), and everything else (activations, flattening,
-the action heads) runs on the agents' rows folded into one batch, agent-major: rows
-`[i * B, (i + 1) * B)` are agent i's. So one forward and one backward pass serve N
-agents: a small network's update pays its ~100-270 operator
-calls once, not N times (Agarwal et al. 2021 ask for many seeds; purejaxrl and PQN
-vectorise whole agents in JAX, and `torch.func`'s `stack_module_state` is the same
+Each agent is a network of its own (an `ActorCritic` or a `QNetwork`, as a single run
+builds it: its own initialisation, its own checkpoint, acted and evaluated alone), and
+every one of its parameters is a view into one stacked tensor `[N, ...]` of the batched
+twin (`stacked`). The twin's linear layers multiply each agent's rows by that agent's
+weights in one batched matrix product (`StackedLinear`), its convolutions run as one
+grouped convolution (`StackedConv2d`; on one CPU thread, each agent's own), and
+everything else (activations, flattening, the action heads) runs on the agents' rows
+folded into one batch, agent-major: rows `[i * B, (i + 1) * B)` are agent i's. So one
+forward and one backward pass serve N agents: a small network's update pays its ~100-270
+operator calls once, not N times (Agarwal et al. 2021 ask for many seeds; purejaxrl and
+PQN vectorise whole agents in JAX, and `torch.func`'s `stack_module_state` is the same
 idea in PyTorch: `vmap(grad(loss))` over stacked parameters took 1.91x these layers'
-time per step for 8 CartPole-sized actor-critics on the CPU, and 8 separate steps
-3.11x, `python -m benchmarks handwritten --parts stacked`).
+time per step for 8 CartPole-sized actor-critics on the CPU, and 8 separate steps 3.11x,
+`python -m benchmarks handwritten --parts stacked`).
 
 `Population` holds PPO's actor-critics, `QPopulation` DQN's Q-networks (a run's online
 networks, or their targets). What cannot be stacked is refused when the population is
@@ -88,13 +87,14 @@ class StackedConv2d(nn.Module):
     """N `nn.Conv2d` layers of one shape: `weight` [N, out, in, kh, kw], `bias`
     [N, out]; images agent-major [N * B, in, H, W].
 
-    On a CPU each agent's images go through its own convolution, on an accelerator
-    all through one grouped convolution (one kernel where N would each pay a
-    launch). On the CPU, oneDNN's grouped convolution took longer than the agents'
-    own, forward and backward, one thread: 8 agents x 256 MinAtar images (PPO's
-    minibatch), 23.5 ms against 18.1; 4 x 32 with 10 channels, 1.66 against 1.19;
-    the Nature CNN's first layer, 4 x 32 Atari stacks, 43.8 against 26.8; equal
-    where the layer is small or its input needs a gradient."""
+    On a CPU with one intra-op thread each agent's images go through its own
+    convolution; otherwise all go through one grouped convolution. oneDNN's grouped
+    convolution, forward and backward, took longer on one thread: 8 agents x 256
+    MinAtar images (PPO's minibatch), 23.5 ms against 18.1; 4 x 32 with 10 channels,
+    1.66 against 1.19; the Nature CNN's first layer on 4 x 32 Atari stacks, 43.8
+    against 26.8; but on two threads it spreads over both better than N small ones
+    do (8 x 256: 14.6 ms against 15.8; 4 x 32: 0.65 against 0.76). An accelerator
+    takes one kernel where N would each pay a launch."""
 
     def __init__(self, layers: Sequence[nn.Conv2d]) -> None:
         super().__init__()
@@ -107,7 +107,9 @@ class StackedConv2d(nn.Module):
         self.bias = nn.Parameter(_biases(layers))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.each(x) if x.device.type == "cpu" else self.grouped(x)
+        if x.device.type == "cpu" and torch.get_num_threads() == 1:
+            return self.each(x)
+        return self.grouped(x)
 
     def each(self, x: torch.Tensor) -> torch.Tensor:
         """Each agent's images through its own convolution."""
