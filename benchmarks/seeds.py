@@ -158,7 +158,9 @@ def flops_per_step(algo: str, env: str, agents: int, steps: int = FLOP_STEPS) ->
     """FLOPs (matrix products and convolutions, forward and backward) per agent env step
     of a short serial batched run of the case in this process, counted by torch's
     `FlopCounterMode`: acting and every update. DQN learns from its first step here, so
-    its count is the steady state's (a whole run's first `learning_starts` steps do less)."""
+    its count is the steady state's (a whole run's first `learning_starts` steps do less).
+    Its update keeps one thread, where each agent's convolution is its own: torch's
+    counter (2.13) takes a grouped convolution's backward pass for N times its work."""
     from torch.utils.flop_counter import FlopCounterMode
 
     import pararl
@@ -167,7 +169,7 @@ def flops_per_step(algo: str, env: str, agents: int, steps: int = FLOP_STEPS) ->
         options: dict[str, object] = dict(
             env=env, seeds=agents, mode="serial", total_steps=steps, run_dir=run_dir,
             progress="none", tensorboard=False, eval_in="inline", eval_every=10**12,
-            eval_episodes=1)  # fmt: skip
+            eval_episodes=1, learner_threads=1)  # fmt: skip
         if algo == "dqn":
             options["learning_starts"] = 0
         config = (pararl.PPOConfig if algo == "ppo" else pararl.DQNConfig)(**options)  # type: ignore[arg-type]
