@@ -295,3 +295,31 @@ def test_a_populations_rows_keep_its_weights_in_out_and_save_and_load_either_lay
         for moment in ("exp_avg", "exp_avg_sq"):
             assert torch.equal(getattr(loaded, moment), getattr(one, moment))
             assert torch.equal(getattr(fresh, moment)[i], getattr(together, moment)[i])
+
+
+def test_backward_steps_the_latest_gradients_and_a_bad_layout_list_is_refused() -> None:
+    """`RowAdam.backward` gathers its loss's gradients in place of `.grad`; a
+    `loss.backward()` after it, before the step, is the one stepped (nothing stale);
+    a saved row state whose layout list does not fit the network is refused in one
+    line before anything changes."""
+    from pararl.models.population import stacked
+
+    torch.manual_seed(9)
+    twin = stacked([QNetwork(4, 3, (8, 8)) for _ in range(2)])
+    x = torch.randn(8, 4, generator=torch.Generator().manual_seed(2))
+    opt = RowAdam(twin.parameters(), lr=0.1)
+    before = [p.detach().clone() for p in opt.params]
+    latest = torch.autograd.grad(-twin(x).sum(), opt.params)
+    opt.backward(twin(x).sum())  # then, before the step, another loss through .grad
+    (-twin(x).sum()).backward()
+    opt.step()
+    # Adam's first step moves each weight by lr against its gradient's sign: the
+    # latest loss's, not the first's (its opposite)
+    for p, b, g in zip(opt.params, before, latest, strict=True):
+        some = g.abs() > 1e-6
+        assert torch.equal(torch.sign((p.detach() - b)[some]), -torch.sign(g[some]))
+    state = opt.row_state(0)
+    steps = opt.row_steps.copy()
+    with pytest.raises(UsageError, match="does not match this model"):
+        opt.load_row_state(1, {**state, "transposed": state["transposed"][:-1]})
+    assert (opt.row_steps == steps).all()

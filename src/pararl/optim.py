@@ -327,7 +327,9 @@ class RowAdam:
         self.exp_avg = torch.zeros_like(self.flat)
         self.exp_avg_sq = torch.zeros_like(self.flat)
         self.row_steps = np.zeros(rows, np.int64)  # steps each row took
-        self._gathered = False  # `flat_grad` holds this step's gradients (`backward`)
+        # what `flat_grad` holds for this step: nothing yet, `backward`'s gradients
+        # ("autograd"), or those of `.grad` ("grad")
+        self._source: str | None = None
         # a block of rows at a time on a CPU, each block's tensors small enough to stay
         # in cache through the update's passes (a network of 100k+ parameters: a row at
         # a time); on an accelerator, all at once
@@ -345,20 +347,29 @@ class RowAdam:
 
     def backward(self, loss: torch.Tensor) -> None:
         """The gradients of `loss` (a scalar) into `flat_grad`, for `clip_grad_norm_`
-        and `step`; the parameters' `.grad` stay as they are. `loss.backward()` does
+        and `step`, in place of the parameters' `.grad` (set to None: a later
+        `loss.backward()` before the step is the one stepped). `loss.backward()` does
         the same through `.grad`, where autograd first copies each gradient into
         the row-major layout it keeps for a view's (the rows are views of `flat`):
         of a linear weight stored (in, out), a transpose of the whole stack, one
-        copy more for `flat_grad` to undo (4 agents' MinAtar DQN update: 8.9 ms
-        through `.grad` against 7.9 here, one thread)."""
+        copy more for `flat_grad` to undo (4 agents' MinAtar DQN update with such
+        weights: 10.9 ms through `.grad` against 7.3 here, one thread)."""
         grads = torch.autograd.grad(loss, self.params, allow_unused=True)
+        for p in self.params:
+            p.grad = None
         self._gather(grads)
+        self._source = "autograd"
 
     def _gather_grads(self) -> None:
         """The parameters' gradients (`.grad`, after `loss.backward()`) into
-        `flat_grad`, unless `backward` gathered them for this step."""
-        if not self._gathered:
-            self._gather([p.grad for p in self.params])
+        `flat_grad`, unless this step's are there already: `backward`'s, with no
+        `.grad` set since, or `.grad`'s, gathered (and perhaps clipped) before."""
+        if self._source == "grad":
+            return
+        if self._source == "autograd" and all(p.grad is None for p in self.params):
+            return
+        self._gather([p.grad for p in self.params])
+        self._source = "grad"
 
     def _gather(self, grads: Sequence[torch.Tensor | None]) -> None:
         """`grads`, one per parameter, into `flat_grad`, one copy (a view of each
@@ -369,7 +380,6 @@ class RowAdam:
             for p, g in zip(self.params, grads, strict=True)
         ]
         torch.cat(rows, dim=1, out=self.flat_grad)
-        self._gathered = True
 
     def set_lr_fraction(self, fraction: float) -> None:
         """Every row's learning rate times `fraction` (annealing)."""
@@ -378,7 +388,7 @@ class RowAdam:
     def zero_grad(self) -> None:
         for p in self.params:
             p.grad = None
-        self._gathered = False
+        self._source = None
 
     @torch.no_grad()
     def clip_grad_norm_(self, max_norm: float | torch.Tensor) -> torch.Tensor:
@@ -395,7 +405,7 @@ class RowAdam:
         """A step of every row, or of the `rows` given (`[N]` bools); the gradients
         are `flat_grad` as `clip_grad_norm_` left it (gathered now if it did not run)."""
         self._gather_grads()
-        self._gathered = False
+        self._source = None
         chosen = None if rows is None or bool(np.all(rows)) else np.flatnonzero(rows)
         if chosen is None:
             self.row_steps += 1
@@ -467,14 +477,18 @@ class RowAdam:
         """Row i from a FlatAdam's saved state of a network of this architecture,
         whatever layout it names for each parameter (`transposed`; row-major in
         states saved before populations stored linear weights transposed)."""
-        if state.get("kind") != self.kind or state["exp_avg"].numel() != self.flat.shape[1]:
+        # saved row-major, or with the layout of its time (FlatAdam's `transposed`)
+        saved = state.get("transposed", [False] * len(self.params))
+        if (
+            state.get("kind") != self.kind
+            or state["exp_avg"].numel() != self.flat.shape[1]
+            or len(saved) != len(self.params)
+        ):
             raise UsageError(
                 "optimizer state does not match this model (saved by another pararl "
                 "version or for another network); start a new run instead of resuming"
             )
         self.row_steps[i] = int(state["steps"])
-        # saved row-major, or with the layout of its time (FlatAdam's `transposed`)
-        saved = state.get("transposed", [False] * len(self.params))
         for name in ("exp_avg", "exp_avg_sq"):
             ours, theirs, offset = getattr(self, name)[i], state[name], 0
             for p, was in zip(self.params, saved, strict=True):

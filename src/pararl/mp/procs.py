@@ -51,7 +51,7 @@ class ParentWatch:
 
 
 STACK_SIGNAL = signal.SIGUSR1  # asks a child for its Python stack (`timeout_error`)
-STACK_WAIT_S = 1.0  # how long the parent waits for that stack to start coming
+STACK_WAIT_S = 2.0  # how long the parent waits for that stack to start coming
 
 
 def _bootstrap(
@@ -244,16 +244,16 @@ class ProcessGroup:
     def _stack(self, index: int) -> str:
         """What child `index` writes on its stack pipe after `STACK_SIGNAL`: its dump,
         read until the pipe stays quiet for 0.1 s (at most `STACK_WAIT_S` for the
-        first bytes); empty if it wrote nothing."""
+        first bytes, twice that in all); empty if it wrote nothing."""
         proc, pipe = self.processes[index], self.stacks[index]
         if proc.pid is None or not proc.is_alive():
             return ""
         with contextlib.suppress(OSError):
             os.kill(proc.pid, STACK_SIGNAL)
         chunks: list[bytes] = []
-        deadline = time.monotonic() + STACK_WAIT_S
-        while True:
-            wait = 0.1 if chunks else deadline - time.monotonic()
+        start = time.monotonic()
+        while time.monotonic() - start < 2 * STACK_WAIT_S:
+            wait = 0.1 if chunks else start + STACK_WAIT_S - time.monotonic()
             if wait <= 0 or not pipe.poll(wait):
                 break
             data = os.read(pipe.fileno(), 1 << 16)
