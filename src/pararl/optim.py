@@ -48,6 +48,18 @@ def flat_view(
     return flat[offset : offset + n].view(like.shape)
 
 
+def copy_moments(
+    ours: torch.Tensor, theirs: torch.Tensor, likes: Sequence[torch.Tensor], saved: Sequence[bool]
+) -> None:
+    """Copy a saved moment vector `theirs` into `ours` parameter by parameter, each
+    laid out in `theirs` as `saved` says (transposed or row-major) and in `ours` as
+    its match in `likes` lies."""
+    offset = 0
+    for like, was in zip(likes, saved, strict=True):
+        flat_view(ours, offset, like).copy_(flat_view(theirs, offset, like, transposed=was))
+        offset += like.numel()
+
+
 def views_into(module: torch.nn.Module, flat: torch.Tensor) -> None:
     """Make `module`'s parameters views of `flat` (laid out as FlatAdam lays out a
     module's parameters), so that one op on `flat` updates all of them (a target
@@ -191,11 +203,7 @@ class FlatAdam:
         # state saved before weights were stored (in, out) holds them all row-major
         saved = state.get("transposed", [False] * len(self.params))
         for name in ("exp_avg", "exp_avg_sq"):
-            ours, theirs, offset = getattr(self, name), state[name].to(self.flat.device), 0
-            for p, was in zip(self.params, saved, strict=True):
-                view = flat_view(ours, offset, p)
-                view.copy_(flat_view(theirs, offset, p, transposed=was))
-                offset += p.numel()
+            copy_moments(getattr(self, name), state[name].to(self.flat.device), self.params, saved)
         self.param_groups = [dict(g) for g in state["param_groups"]]
         self.sync_hyper()
 
@@ -489,11 +497,9 @@ class RowAdam:
                 "version or for another network); start a new run instead of resuming"
             )
         self.row_steps[i] = int(state["steps"])
+        rows = [p[0] for p in self.params]  # one network's parameters, as row i lays them out
         for name in ("exp_avg", "exp_avg_sq"):
-            ours, theirs, offset = getattr(self, name)[i], state[name], 0
-            for p, was in zip(self.params, saved, strict=True):
-                flat_view(ours, offset, p[0]).copy_(flat_view(theirs, offset, p[0], was))
-                offset += p[0].numel()
+            copy_moments(getattr(self, name)[i], state[name], rows, saved)
 
 
 class RowRMSprop(RowAdam):
