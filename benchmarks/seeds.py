@@ -240,8 +240,9 @@ NOTES = (
     "Agent env steps/s: every agent's env steps over the wall time, launch to exit "
     "(start-up and evaluations included). Separate: the runs two at a time on the 2 "
     "cores, each in its --mode auto; batched: one run of N agents, --mode auto "
-    "(on 2 cores a PPO batch sync; a DQN batch async for an MLP, one actor process "
-    "beside the update, and serial or sync for a CNN, whose update takes both cores). "
+    "(on 2 cores, as a run of one of its agents: async for an MLP on cheap envs, one "
+    "actor process beside the update, and serial or sync for a CNN, whose update takes "
+    "both cores). "
     "IQM of the agents' final evaluations with its 95% percentile "
     "bootstrap interval; p: two-sided Mann-Whitney, batched against separate finals. "
     "A section named for a mode (`--mode async`) ran the batch in that mode. "
@@ -251,11 +252,9 @@ NOTES = (
     "learning (torch's FlopCounterMode over a short serial batched run; DQN learning from "
     "its first step). Floor: the N x budget agent steps at the envs-alone rate plus their "
     "FLOPs at this machine's fp32 GEMM peak on 2 threads; batched ÷ floor: how far the "
-    "batched run's wall time is from it. On 2 cores --mode auto "
-    "runs a single CartPole run async (an actor process beside the learner) and a "
-    "PPO batch sync: the separate runs' finals come from that schedule, not the batch's "
-    "(an agent of a serial or sync batch is the agent of its seed's run in that mode: "
-    "the tests)."
+    "batched run's wall time is from it. An agent of a batch is the agent of its "
+    "seed's run alone in the same mode (serial, sync, and PPO's async; the tests); "
+    "a DQN batch's async acting is timing's, as its run's."
 )
 
 

@@ -1,7 +1,9 @@
 """`--seeds N --mode async`: one actor process steps every agent's envs and acts with
 the population's weights `--policy-lag` updates behind while the learner updates.
 With lag 0 it is the sync batch in another process; with lag 1 each rollout was
-acted one version behind, and the batch checkpoints and resumes as one."""
+acted one version behind, each agent is the agent of its seed's async run alone, and
+the batch checkpoints and resumes as one. `--mode auto` runs a batch as a run of one
+of its agents would run."""
 
 from __future__ import annotations
 
@@ -9,11 +11,14 @@ import multiprocessing as mp
 import shutil
 from pathlib import Path
 
+import gymnasium as gym
+import pytest
 import torch
 
 from pararl import PPOConfig, train
+from pararl.runners import ppo_population
 from tests.runners.population import final, rows
-from tests.runners.test_ppo_population import SMALL
+from tests.runners.test_ppo_population import SMALL, assert_same_agent
 
 
 def test_lag_0_is_the_sync_batch(tmp_path: Path) -> None:
@@ -50,3 +55,35 @@ def test_lag_1_acts_a_version_behind_and_resumes_as_one(tmp_path: Path) -> None:
         a["learner"]["updates"] for a in before["agents"]
     ]
     assert not mp.active_children()
+
+
+def test_each_agent_is_the_agent_its_seeds_async_run_trains_alone(tmp_path: Path) -> None:
+    """One actor process acting one update behind, in a batch or alone: the same
+    rollouts, so the same agent (a run alone on 2 cores has one actor process)."""
+    train(PPOConfig(seed=3, seeds=2, mode="async", run_dir=tmp_path / "batch", **SMALL))  # type: ignore[arg-type]
+    batch = final(tmp_path / "batch")
+    for i in range(2):
+        run = tmp_path / f"seed{3 + i}"
+        train(PPOConfig(seed=3 + i, mode="async", workers=1, run_dir=run, **SMALL))  # type: ignore[arg-type]
+        assert_same_agent(batch["agents"][i], final(run))
+
+
+@pytest.mark.parametrize(
+    ("model", "step_s", "cores", "mode"),
+    [
+        ("mlp", 5e-6, 2, "async"),  # cheap envs: an actor process, as a run alone
+        ("mlp", 5e-3, 2, "sync"),  # envs worth workers
+        ("minatar-cnn", 5e-6, 2, "sync"),  # the update takes every core
+        ("mlp", 5e-6, 1, "serial"),
+    ],
+)
+def test_auto_runs_the_batch_as_a_run_of_one_agent_would(
+    model: str, step_s: float, cores: int, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ppo_population, "physical_cores", lambda: cores)
+    env = gym.make("CartPole-v1")
+    given = PPOConfig(seeds=4, model=model, **{**SMALL, "num_envs": 8})  # type: ignore[arg-type]
+    cfg = given.for_spaces(env.observation_space, env.action_space).config
+    choice, workers = ppo_population.layout(cfg, 32, lambda fn: step_s, lambda: 100e-6)
+    assert choice.mode == mode, choice.reason
+    assert workers == (1 if mode == "async" else cores)

@@ -24,8 +24,10 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
+from collections.abc import Callable
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import torch
 
@@ -48,7 +50,7 @@ from pararl.mp.threads import (
 )
 from pararl.mp.topology import physical_cores
 from pararl.runners.ppo import ASYNC_METRICS, Clock, check_minibatch
-from pararl.runners.ppo_mode import ModeChoice
+from pararl.runners.ppo_mode import ModeChoice, choose_mode, measure_step_s, round_trip_s
 from pararl.runners.ppo_state import PPOState
 from pararl.runners.session import TrainSession
 from pararl.runners.setup import (
@@ -84,12 +86,22 @@ def who(cfg: PPOConfig) -> str:
     return f"{cfg.agents} agents (--seeds, --sweep)"
 
 
-def layout(cfg: PPOConfig, total_envs: int) -> tuple[ModeChoice, int]:
-    """The mode (serial, sync or async; `auto`: sync on 2 cores or more) and the
-    workers, on as many of the cores as split every agent's envs together evenly
-    (async: one actor process steps them all)."""
+def layout(
+    cfg: PPOConfig,
+    total_envs: int,
+    step_time: Callable[[Callable[[], gym.Env]], float] = measure_step_s,
+    round_trip: Callable[[], float] = round_trip_s,
+) -> tuple[ModeChoice, int]:
+    """The mode (serial, sync or async) and the workers, on as many of the cores as
+    split every agent's envs together evenly (async: one actor process steps them
+    all). `auto` on 2 cores or more: what a run of one agent alone would choose
+    (`runners.ppo.choose`), so that agent i is the agent of seed i's run; that is async
+    for an MLP on envs too cheap for workers, and sync otherwise (a CNN's update takes
+    every core, which an actor process would fight for). `step_time` and
+    `round_trip` measure the env and this machine (given, in tests)."""
+    beside = "one actor process beside the learner"
     if cfg.mode == "async":
-        return ModeChoice("async", None, "asked for; one actor process beside the learner"), 1
+        return ModeChoice("async", None, f"asked for; {beside}"), 1
     if cfg.workers is not None:
         workers = cfg.workers
         if total_envs % workers:
@@ -104,6 +116,14 @@ def layout(cfg: PPOConfig, total_envs: int) -> tuple[ModeChoice, int]:
         return ModeChoice(cfg.mode, None, "asked for"), workers
     if workers < 2:
         return ModeChoice("serial", None, "one core"), workers
+    if cfg.settings.model == "mlp" and cfg.act_device != "cuda":
+        per_agent = total_envs // cfg.agents
+        fn = env_factory(cfg.env, cfg.wrapper, training=True, kwargs=cfg.env_kwargs)
+        alone = choose_mode("auto", fn, per_agent, workers, round_trip, step_time)
+        if alone.mode == "serial":
+            # 8 CartPole agents, 30k steps each, 2 cores: 0.88x sync's wall time (the
+            # update keeps one core busy, the actor steps all 64 envs on the other)
+            return ModeChoice("async", None, f"{alone.reason}: {beside}"), 1
     # every agent's envs at once: their vector step outweighs the round trip to the
     # workers (CartPole, 8 agents x 8 envs on 2 cores: sync 0.68x serial's wall time)
     return ModeChoice("sync", None, f"{total_envs} envs of {cfg.agents} agents"), workers
