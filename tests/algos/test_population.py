@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from pararl.algos import fused
 from pararl.algos.population import PopulationPPOLearner, agent_major
 from pararl.algos.ppo import PPOHyper, PPOLearner
 from pararl.models.acting import Draws
@@ -80,6 +81,38 @@ def test_each_agent_takes_the_steps_it_takes_alone(space: str, minibatches: int)
         for k, v in expected.items():
             assert stats[k][i] == pytest.approx(v, rel=1e-3, abs=1e-5), k
         assert learner.agent_state(i)["optimizer"]["steps"] == one.optimizer.steps
+
+
+@pytest.mark.parametrize("space", ["discrete", "box"])
+def test_a_compiled_loss_takes_the_steps_the_written_one_takes(
+    space: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`step_mode="compile"`: the loss traced (with "aot_eager", which captures and
+    differentiates the graph as inductor does, without generating kernels) steps
+    every agent as the loss as written does, the annealed clip range read from a
+    tensor and a per-agent setting (`--sweep`) from its row."""
+    monkeypatch.setattr(fused, "BACKEND", "aot_eager")
+    action_space = SPACES[space]
+    action_space.seed(0)
+    batch = rollout(np.random.default_rng(4), action_space)
+    hypers = [PPOHyper(num_minibatches=2, update_epochs=2, clip_coef=c) for c in (0.1, 0.2, 0.3)]
+    agents = [model(seed, action_space) for seed in range(N)]
+    twins = [copy.deepcopy(a) for a in agents]
+    learners = [
+        PopulationPPOLearner(Population(nets), hypers, 3e-3, torch.device("cpu"), mode)
+        for nets, mode in ((agents, "eager"), (twins, "compile"))
+    ]
+    stats = []
+    for learner in learners:
+        learner.set_clip_fraction(0.7)
+        rngs = [np.random.default_rng(20 + i) for i in range(N)]
+        stats.append(learner.update(batch, STEPS, rngs))
+    assert learners[1].losses.setup_s > 0  # (the first call traced the loss)
+    for ours, theirs in zip(agents, twins, strict=True):
+        for (name, p), q in zip(ours.named_parameters(), theirs.parameters(), strict=True):
+            torch.testing.assert_close(q, p, rtol=1e-5, atol=1e-6, msg=name)
+    for k, v in stats[0].items():
+        np.testing.assert_allclose(stats[1][k], v, rtol=1e-4, atol=1e-6, err_msg=k)
 
 
 def test_images_go_through_the_stacked_convolutions() -> None:

@@ -7,6 +7,7 @@ of its agents would run."""
 
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
 import shutil
 from pathlib import Path
@@ -87,3 +88,38 @@ def test_auto_runs_the_batch_as_a_run_of_one_agent_would(
     choice, workers = ppo_population.layout(cfg, 32, lambda fn: step_s, lambda: 100e-6)
     assert choice.mode == mode, choice.reason
     assert workers == (1 if mode == "async" else cores)
+
+
+@pytest.mark.parametrize(
+    ("given", "model", "steps", "expected"),
+    [
+        ("auto", "mlp", 1_000_000, "compile"),  # 8 x 32 steps a rollout: 78k updates
+        ("auto", "mlp", 50_000, "eager"),  # 3.9k updates do not repay a compile
+        ("auto", "minatar-cnn", 1_000_000, "eager"),  # not measured compiled
+        ("off", "mlp", 1_000_000, "eager"),
+        ("on", "minatar-cnn", 50_000, "compile"),
+    ],
+)
+def test_auto_compiles_a_long_mlp_batchs_loss(
+    given: str, model: str, steps: int, expected: str
+) -> None:
+    env = gym.make("CartPole-v1")
+    options = {**SMALL, "minibatch_size": 256, "update_epochs": 20, "num_steps": 32}
+    config = PPOConfig(seeds=8, model=model, compile=given, **{**options, "total_steps": steps})  # type: ignore[arg-type]
+    cfg = config.for_spaces(env.observation_space, env.action_space).config
+    assert ppo_population.step_mode(cfg, 8, torch.device("cpu")) == expected
+    assert ppo_population.step_mode(cfg, 8, torch.device("meta")) == (
+        "compile" if given == "on" else "eager"
+    )
+
+
+def test_compile_on_trains_the_batch_with_its_loss_compiled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pararl.algos import fused
+
+    monkeypatch.setattr(fused, "BACKEND", "aot_eager")  # (inductor: tens of seconds here)
+    run = tmp_path / "run"
+    train(PPOConfig(seed=3, seeds=2, mode="serial", compile="on", run_dir=run, **SMALL))  # type: ignore[arg-type]
+    assert json.loads((run / "config.json").read_text())["resolved"]["step_mode"] == "compile"
+    assert all(r["pg_loss"] != "" for r in rows(run / "metrics.csv"))

@@ -9,6 +9,12 @@ floating-point reductions differs (a batched matrix product instead of one, the
 per-row gradient norm, one more rounding in Adam's step), so their weights agree to
 float tolerance, not bit for bit (tests/algos/test_population.py).
 
+Its loss, forward pass and backward, may run compiled (`step_mode` "compile":
+`torch.compile` through `algos.fused`; the gradients are then taken, clipped and
+stepped as written). 8 CartPole agents' batched step on one thread: 1.30 ms compiled
+against 1.90 as written; in a whole run (8 x 100k steps, 2 cores, async) 450 batched
+updates/s against 287, the run's wall 0.81x with the ~7 s compile in it.
+
 DQN's (`PopulationDQNLearner`): each agent's minibatch drawn from its own replay
 memory with its own stream, one forward and backward pass of the online twin (and one
 of the target twin), each agent's TD loss averaged over its own rows, its gradient
@@ -34,6 +40,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812 - the usual name
 
 from pararl.algos.dqn import make_row_optimizer
+from pararl.algos.fused import FusedSteps, StepMode
 from pararl.algos.ppo import LOSS_KEYS, PPOHyper, ppo_loss
 from pararl.config import DQNConfig
 from pararl.models.acting import obs_tensor
@@ -79,7 +86,11 @@ class PopulationPPOLearner:
         hypers: PPOHyper | Sequence[PPOHyper],
         lr: float | Sequence[float],
         device: torch.device,
+        step_mode: StepMode = "eager",
     ) -> None:
+        """`step_mode`: how the loss runs, "eager" (as written) or "compile"."""
+        if step_mode not in ("eager", "compile"):
+            raise ValueError(f"a population's loss runs eager or compiled, not {step_mode!r}")
         self.population = population
         self.n = n = population.n
         each = [hypers] * n if isinstance(hypers, PPOHyper) else list(hypers)
@@ -103,6 +114,8 @@ class PopulationPPOLearner:
         bind(population.agents, population.twin)  # the optimizer moved the weights
         self.updates = 0
         self.clip = self.coef["clip_coef"]  # the surrogate's clip range now (annealed)
+        self.step_mode = step_mode
+        self.losses: FusedSteps[bool] = FusedSteps(step_mode, device)  # by: with masks
 
     def set_lr_fraction(self, fraction: float) -> None:
         self.optimizer.set_lr_fraction(fraction)
@@ -167,33 +180,47 @@ class PopulationPPOLearner:
         if hp.norm_adv and not normalized:
             advantages = _normalized(advantages, n)
         self.optimizer.zero_grad()
-        evaluated = self.population.evaluate(mb["obs"], mb["actions"], mb.get("masks"))
-
-        def mean(x: torch.Tensor) -> torch.Tensor:
-            return x.reshape(n, -1).mean(1)
-
-        rows = len(advantages) // n
-        coefs = AgentCoefs(
-            hp.clip_vloss,
-            self._rows(self.coef["clip_coef"], rows),
-            self.coef["ent_coef"],
-            self.coef["vf_coef"],
-        )
-        clip = self._rows(self.clip, rows)
-        out = ppo_loss(coefs, evaluated, mb, advantages, clip, mean)
-        self.optimizer.backward(out["loss"].sum())  # the agents' losses share no weight
+        clip = self._rows(self.clip, len(advantages) // n)
+        if self.step_mode != "eager":
+            # an annealed clip range changes every update: a compiled loss reads it
+            # from a tensor, so that one program serves all of them
+            clip = torch.as_tensor(clip, dtype=torch.float32, device=self.device)
+        loss = self.losses.get("masks" in mb, lambda: self._loss)
+        total, pg_loss, v_loss, entropy, ratio, log_ratio = loss(mb, advantages, clip)
+        self.optimizer.backward(total)  # the agents' losses share no weight
         max_norm = self.coef["max_grad_norm"]
         self.optimizer.clip_grad_norm_(
             max_norm if isinstance(max_norm, float) else max_norm[:, None]
         )
         self.optimizer.step()
-        stats = {k: out[k].detach() for k in ("pg_loss", "v_loss", "entropy")}
+        stats = {"pg_loss": pg_loss.detach(), "v_loss": v_loss.detach()}
+        stats["entropy"] = entropy.detach()
         if with_kl:
             with torch.no_grad():
-                ratio, log_ratio = out["ratio"], out["log_ratio"]
-                stats["approx_kl"] = mean((ratio - 1) - log_ratio)
-                stats["clipfrac"] = mean(((ratio - 1.0).abs() > clip).float())
+                stats["approx_kl"] = self._mean((ratio - 1) - log_ratio)
+                stats["clipfrac"] = self._mean(((ratio - 1.0).abs() > clip).float())
         return stats
+
+    def _mean(self, x: torch.Tensor) -> torch.Tensor:
+        """Each agent's mean over its rows ([N * B] -> [N])."""
+        return x.reshape(self.n, -1).mean(1)
+
+    def _loss(
+        self, mb: dict[str, torch.Tensor], advantages: torch.Tensor, clip: float | torch.Tensor
+    ) -> tuple[torch.Tensor, ...]:
+        """Every agent's PPO loss on its minibatch, summed (for autograd), each agent's
+        losses and entropy ([N]), and the importance ratios and their logs (detached)."""
+        evaluated = self.population.evaluate(mb["obs"], mb["actions"], mb.get("masks"))
+        rows = len(advantages) // self.n
+        coefs = AgentCoefs(
+            self.hyper.clip_vloss,
+            self._rows(self.coef["clip_coef"], rows),
+            self.coef["ent_coef"],
+            self.coef["vf_coef"],
+        )
+        out = ppo_loss(coefs, evaluated, mb, advantages, clip, self._mean)
+        names = ("pg_loss", "v_loss", "entropy", "ratio", "log_ratio")
+        return (out["loss"].sum(), *(out[k] for k in names))
 
     def agent_state(self, i: int) -> dict[str, Any]:
         """Agent i's learner as `PPOLearner.state_dict` saves a run's."""
