@@ -107,7 +107,7 @@ def test_a_compiled_loss_takes_the_steps_the_written_one_takes(
         learner.set_clip_fraction(0.7)
         rngs = [np.random.default_rng(20 + i) for i in range(N)]
         stats.append(learner.update(batch, STEPS, rngs))
-    assert learners[1].losses.setup_s > 0  # (the first call traced the loss)
+    assert learners[1].steps.setup_s > 0  # (the first call traced the loss)
     for ours, theirs in zip(agents, twins, strict=True):
         for (name, p), q in zip(ours.named_parameters(), theirs.parameters(), strict=True):
             torch.testing.assert_close(q, p, rtol=1e-5, atol=1e-6, msg=name)

@@ -14,7 +14,7 @@ from typing import Any
 
 from pararl import checkpoint
 from pararl.rundir import RunDir
-from pararl.runners.resume import changed_envs, latest_checkpoint
+from pararl.runners.resume import changed_envs, changed_mode, latest_checkpoint
 
 TINY = [
     "--total-steps", "1000", "--learning-starts", "100", "--eval-episodes", "2",
@@ -135,3 +135,14 @@ def test_a_resume_that_steps_other_envs_says_how_to_keep_them() -> None:
     assert changed_envs({}, one, 2) is None  # a run that saved no env count
     # MAML saves its envs but no mode: they follow the cores, nothing to give
     assert changed_envs({"num_envs": 8}, {"num_envs": 16}, None) is None
+
+
+def test_a_resume_in_another_mode_says_how_to_keep_it() -> None:
+    # a PPO batch saved sync, resumed where `--mode auto` chooses async
+    saved = {"mode": "sync", "num_envs": 8, "workers": 2, "seeds": [0, 1]}
+    assert changed_mode(saved, {**saved, "mode": "async", "workers": 1}) == (
+        "pararl: this run trained in mode sync before and goes on in mode async; "
+        "give --mode sync to keep it"
+    )
+    assert changed_mode(saved, saved) is None
+    assert changed_mode({"num_envs": 8}, saved) is None  # a run that saved no mode

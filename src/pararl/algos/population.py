@@ -9,11 +9,12 @@ floating-point reductions differs (a batched matrix product instead of one, the
 per-row gradient norm, one more rounding in Adam's step), so their weights agree to
 float tolerance, not bit for bit (tests/algos/test_population.py).
 
-Its loss, forward pass and backward, may run compiled (`step_mode` "compile":
-`torch.compile` through `algos.fused`; the gradients are then taken, clipped and
-stepped as written). 8 CartPole agents' batched step on one thread: 1.30 ms compiled
-against 1.90 as written; in a whole run (8 x 100k steps, 2 cores, async) 450 batched
-updates/s against 287, the run's wall 0.81x with the ~7 s compile in it.
+Its loss may run compiled (`step_mode` "compile": `torch.compile` through
+`algos.fused`, the forward pass and the backward AOT autograd derives from it; the
+gradients are then clipped and stepped as written). 8 CartPole agents' batched step
+on one thread: 1.38 ms compiled against 2.0 as written; in whole runs (8 x 100k
+steps, async, 2 cores, two each) 369-410 batched updates/s against 255-308, the
+~7 s compile included (2026-11-30).
 
 DQN's (`PopulationDQNLearner`): each agent's minibatch drawn from its own replay
 memory with its own stream, one forward and backward pass of the online twin (and one
@@ -115,7 +116,8 @@ class PopulationPPOLearner:
         self.updates = 0
         self.clip = self.coef["clip_coef"]  # the surrogate's clip range now (annealed)
         self.step_mode = step_mode
-        self.losses: FusedSteps[bool] = FusedSteps(step_mode, device)  # by: with masks
+        self.steps: FusedSteps[bool] = FusedSteps(step_mode, device)  # by: with masks
+        self.clip_t = torch.zeros((), device=device)  # a shared clip range, compiled
 
     def set_lr_fraction(self, fraction: float) -> None:
         self.optimizer.set_lr_fraction(fraction)
@@ -181,11 +183,11 @@ class PopulationPPOLearner:
             advantages = _normalized(advantages, n)
         self.optimizer.zero_grad()
         clip = self._rows(self.clip, len(advantages) // n)
-        if self.step_mode != "eager":
+        if self.step_mode != "eager" and not isinstance(clip, torch.Tensor):
             # an annealed clip range changes every update: a compiled loss reads it
             # from a tensor, so that one program serves all of them
-            clip = torch.as_tensor(clip, dtype=torch.float32, device=self.device)
-        loss = self.losses.get("masks" in mb, lambda: self._loss)
+            clip = self.clip_t.fill_(clip)
+        loss = self.steps.get("masks" in mb, lambda: self._loss)
         total, pg_loss, v_loss, entropy, ratio, log_ratio = loss(mb, advantages, clip)
         self.optimizer.backward(total)  # the agents' losses share no weight
         max_norm = self.coef["max_grad_norm"]

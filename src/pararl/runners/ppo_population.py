@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -46,6 +45,7 @@ from pararl.mp.threads import (
     AdaptiveThreads,
     every_core_threads,
     held,
+    is_convolutional,
     ppo_threads,
     torch_threads,
 )
@@ -94,11 +94,13 @@ def layout(
 ) -> tuple[ModeChoice, int]:
     """The mode (serial, sync or async) and the workers, on as many of the cores as
     split every agent's envs together evenly (async: one actor process steps them
-    all). `auto` on 2 cores or more: what a run of one agent alone would choose
-    (`runners.ppo.choose`), so that agent i is the agent of seed i's run; that is async
-    for an MLP on envs too cheap for workers, and sync otherwise (a CNN's update takes
-    every core, which an actor process would fight for). `step_time` and
-    `round_trip` measure the env and this machine (given, in tests)."""
+    all). `auto` on 2 cores or more: for an MLP on envs too cheap for workers, async,
+    as a run of one of its agents alone chooses (`runners.ppo.choose`), so that agent
+    i is the agent of seed i's run; otherwise sync: with `--workers` given, and for a
+    CNN, whose batched update takes every core, which an actor process would fight
+    for (a CNN run alone on cheap envs runs async: its agents are then those of seed
+    i's sync run). `step_time` and `round_trip` measure the env and this machine
+    (given, in tests)."""
     beside = "one actor process beside the learner"
     if cfg.mode == "async":
         return ModeChoice("async", None, f"asked for; {beside}"), 1
@@ -116,7 +118,7 @@ def layout(
         return ModeChoice(cfg.mode, None, "asked for"), workers
     if workers < 2:
         return ModeChoice("serial", None, "one core"), workers
-    if cfg.settings.model == "mlp" and cfg.act_device != "cuda":
+    if cfg.settings.model == "mlp" and cfg.act_device != "cuda" and cfg.workers is None:
         per_agent = total_envs // cfg.agents
         fn = env_factory(cfg.env, cfg.wrapper, training=True, kwargs=cfg.env_kwargs)
         alone = choose_mode("auto", fn, per_agent, workers, round_trip, step_time)
@@ -129,26 +131,28 @@ def layout(
     return ModeChoice("sync", None, f"{total_envs} envs of {cfg.agents} agents"), workers
 
 
-COMPILE_PAYS_UPDATES = 25_000  # planned batched updates from which `auto` compiles
+BATCHED_UPDATES_TO_COMPILE = 25_000  # planned batched updates from which `auto` compiles
 
 
-def step_mode(cfg: PPOConfig, per_agent: int, device: torch.device) -> StepMode:
+def population_step_mode(
+    cfg: PPOConfig, per_agent: int, device: torch.device, convolutional: bool
+) -> StepMode:
     """How the batched loss runs (`algos.population`): `--compile on` compiles it;
     `off` runs it as written; `auto` compiles an MLP population's on the CPU when the
-    run plans `COMPILE_PAYS_UPDATES` batched updates or more. 8 CartPole agents: 450
-    batched updates/s compiled against 287 as written (1.57x; 8 x 100k steps, async, 2
-    cores, 2026-11-30), after a compile of ~7 s (up to ~30 s on a slower machine or
-    without inductor's on-disk cache), so ~25k updates repay it where it is slowest;
-    a CNN population's step, arithmetic rather than calls, is not measured compiled."""
+    run plans `BATCHED_UPDATES_TO_COMPILE` batched updates or more. 8 CartPole agents'
+    batched step (one thread): 1.38 ms compiled against 2.0 as written; a compile
+    takes ~7 s here (~4 s from inductor's on-disk cache, up to ~30 s on a slower
+    machine), so ~25k updates repay it where it is slowest (2026-11-30). A CNN
+    population's step, arithmetic rather than calls, is not measured compiled."""
     if cfg.compile == "on":
         return "compile"
-    if cfg.compile == "off" or device.type != "cpu" or cfg.settings.model != "mlp":
+    if cfg.compile == "off" or device.type != "cpu" or convolutional:
         return "eager"
     s = cfg.settings
     rollout = per_agent * s.num_steps
     minibatches = max(1, rollout // s.minibatch_size)
     planned = cfg.budget // rollout * s.update_epochs * minibatches
-    return "compile" if planned >= COMPILE_PAYS_UPDATES else "eager"
+    return "compile" if planned >= BATCHED_UPDATES_TO_COMPILE else "eager"
 
 
 class PopulationState:
@@ -183,12 +187,14 @@ class PopulationState:
         waited = mode != "async"
         self.update_threads = every_core_threads(cfg.learner_threads) if waited else threads
         self.population = Population([m.learner.model for m in self.members])
-        self.step_mode = step_mode(cfg, per_agent, first.devices.learn)
+        learn = first.devices.learn
+        conv = is_convolutional(first.learner.model)
+        self.step_mode = population_step_mode(cfg, per_agent, learn, conv)
         self.learner = PopulationPPOLearner(
             self.population,
             [m.learner.hyper for m in self.members],
             [m.settings.lr for m in self.members],
-            first.devices.learn,
+            learn,
             self.step_mode,
         )
         self.env_steps, self.wall_s = 0, 0.0  # each agent's
@@ -362,10 +368,10 @@ def _loop(state: PopulationState, session: TrainSession, mode: str, workers: int
                 learner.set_clip_fraction(remaining)
             rollout = rollouts.next()
             state.env_steps += len(rollout["advantages"]) // n
-            threads, updates, start = governor.threads, learner.updates, time.perf_counter()
+            threads, updates, elapsed = governor.threads, learner.updates, learner.steps.stopwatch()
             with torch_threads(threads):
                 stats: dict[str, Any] = learner.update(rollout, num_steps, state.rngs)
-            governor.record(learner.updates - updates, time.perf_counter() - start)
+            governor.record(learner.updates - updates, elapsed())
             stats["update_threads"] = np.full(n, threads)
             for name, value in rollouts.learned().items():
                 stats[name] = np.full(n, value)

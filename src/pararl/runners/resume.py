@@ -224,6 +224,19 @@ def changed_envs(
     )
 
 
+def changed_mode(before: dict[str, Any], now: dict[str, Any]) -> str | None:
+    """A line for a resumed run that goes on in another mode than it trained in (with
+    as many envs: `changed_envs` speaks of the others), and the option that keeps it;
+    None when the mode is the same or the run saved none."""
+    was, mode = before.get("mode"), now.get("mode")
+    if not (was and mode) or was == mode:
+        return None
+    return (
+        f"pararl: this run trained in mode {was} before and goes on in mode {mode}; "
+        f"give --mode {was} to keep it"
+    )
+
+
 def extends_budget(config: RunConfig, given: Collection[str]) -> bool:
     """Whether a resume gave the run a budget (--total-steps, or an option that sets
     it: `BUDGET_OPTIONS`)."""
@@ -257,6 +270,7 @@ def check_left_to_do(config: RunConfig, state: dict[str, Any], given: Collection
 __all__ = [
     "MUTABLE",
     "changed_envs",
+    "changed_mode",
     "check_left_to_do",
     "extends_budget",
     "given_fields",

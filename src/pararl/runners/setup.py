@@ -356,6 +356,7 @@ def _say_start(p: Prepared, plan: Plan, session: TrainSession) -> None:
         session.console.message(resume.summary(p.resumed_from, p.resume_state, session.dropped))
         per_worker = getattr(p.config, "envs_per_worker", None)
         changed = resume.changed_envs(p.resumed_facts, plan.resolved, per_worker)
+        changed = changed or resume.changed_mode(p.resumed_facts, plan.resolved)
         if changed is not None:
             session.console.message(changed)
         if p.solved_before is not None:
