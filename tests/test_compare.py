@@ -202,7 +202,19 @@ def test_b_higher_and_runs_on_different_envs(tmp_path: Path, pararl: Any) -> Non
         result.stdout
     )
     assert "(asymptotic)" in result.stdout  # 10 against 10
-    assert "note: these runs are on 2 envs (Acrobot-v1, CartPole-v1)" in result.stdout
+    warning = "warning: these runs are on 2 envs (Acrobot-v1, CartPole-v1)"
+    assert result.stdout.startswith(warning)  # said before the numbers
+    assert "final evaluations are at" not in result.stdout  # the same budget
+
+
+def test_final_evaluations_far_apart_are_said(tmp_path: Path, pararl: Any) -> None:
+    a = make_run(tmp_path / "a", [1.0, 2.0, 3.0], steps=3_072)
+    b = make_run(tmp_path / "b", [1.0, 2.0], steps=20_224)
+    result = pararl("compare", str(a), str(b), "--reps", "200")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(
+        "warning: the final evaluations are at 3,072 env steps (A) and 20,224 (B)"
+    )
 
 
 def test_final_returns_are_each_agent_s_last_row(tmp_path: Path) -> None:
@@ -249,6 +261,7 @@ def test_a_sweeps_combinations_compare_with_each_other(tmp_path: Path, pararl: A
         (f"{run}:gamma=0.9", "no setting 'gamma' (theirs: lr, seed)"),
         (f"{run}:lr=5e-4", "no agent of"),
         (f"{run}:lr=", "select agents as RUN:NAME=VALUE"),
+        (f"{run}:seed=0,seed=1", "seed named twice"),
     ]
     for given, expect in cases:
         line = _one_error(pararl("compare", given, str(run)))

@@ -88,7 +88,7 @@ class Comparison:
             for value in (s.iqm, *s.iqm_ci, s.median, s.mean)
         ]
         num = _numbers(shown)
-        lines = []
+        lines = self.warnings()
         for name, one, summary in (("A", self.a, self.summary_a), ("B", self.b, self.summary_b)):
             lines.append(f"{name}  {_described(one)}")
             lo, hi = summary.iqm_ci
@@ -103,13 +103,27 @@ class Comparison:
         )
         lines.append(f"Mann-Whitney U, two-sided ({self.method}): p = {self.p_value:.3g}")
         lines.append(self.verdict)
+        return "\n".join(lines)
+
+    def warnings(self) -> list[str]:
+        """What may keep these returns from comparing, said before them: runs on
+        several envs, and final evaluations at far apart env steps (a run stopped
+        early, or trained to another budget)."""
+        said = []
         envs = sorted(set(self.a.envs) | set(self.b.envs))
         if len(envs) > 1:
-            lines.append(
-                f"note: these runs are on {len(envs)} envs ({', '.join(envs)}): "
+            said.append(
+                f"warning: these runs are on {len(envs)} envs ({', '.join(envs)}): "
                 "their returns may not compare"
             )
-        return "\n".join(lines)
+        spans = [[f.env_steps for f in s.finals if f.env_steps] for s in (self.a, self.b)]
+        if all(spans) and max(max(s) for s in spans) > 1.5 * min(min(s) for s in spans):
+            at = [f"{min(s):,}" + (f"-{max(s):,}" if max(s) > min(s) else "") for s in spans]
+            said.append(
+                f"warning: the final evaluations are at {at[0]} env steps (A) and {at[1]} "
+                "(B): runs stopped early or trained to other budgets"
+            )
+        return said
 
     def to_json(self) -> dict[str, Any]:
         """The numbers, as `--json` writes them."""

@@ -149,6 +149,13 @@ def split_selector(text: str) -> tuple[Path, dict[str, str]]:
         raise UsageError(
             f"{text}: select agents as RUN:NAME=VALUE[,NAME=VALUE...], e.g. runs/sweep:lr=1e-3"
         )
+    names = [name for name, _, _ in pairs]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise UsageError(
+            f"{text}: {', '.join(twice)} named twice (an agent has one value of each); to "
+            "pool agents of several values, give the run once for each after --a or --b"
+        )
     return Path(path), {name: value for name, _, value in pairs}
 
 

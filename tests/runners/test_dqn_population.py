@@ -152,6 +152,11 @@ def test_a_changed_number_of_agents_is_refused_on_resume(
     assert result.returncode == 2
     assert "--seeds 2" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+    # nor is a mode the batch does not run in (averaging takes its own path)
+    averaged = pararl("train", "--resume", str(run), "--total-steps", "4096", "--mode", "averaging")
+    assert averaged.returncode == 2, averaged.stderr
+    assert "--seeds 2: --mode averaging is not batched" in averaged.stderr
+    assert len(averaged.stderr.strip().splitlines()) == 1
     # an agent is picked by its index, an int
     with pytest.raises(UsageError, match=r"agent='1': give the agent's index as an int"):
         load(run, "final", agent="1")  # type: ignore[arg-type]

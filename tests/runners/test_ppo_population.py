@@ -135,6 +135,20 @@ def test_what_is_not_batched_is_refused_in_one_line(
     assert not (tmp_path / "r").exists()
 
 
+def test_normalisation_a_kind_of_env_turns_on_is_refused_with_how_to_turn_it_off(
+    tmp_path: Path, pararl: Any
+) -> None:
+    args = ["train", "ppo", "--env", "Pendulum-v1", "--seeds", "2", "--total-steps", "256"]
+    result = pararl(*args, "--run-dir", str(tmp_path / "r"))
+    assert result.returncode == 2
+    assert "on by default for this kind of env" in result.stderr
+    assert "give --norm-obs False --norm-reward False" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    off = ["--norm-obs", "False", "--norm-reward", "False", "--num-steps", "64"]
+    ran = pararl(*args, *off, "--run-dir", str(tmp_path / "off"), "--eval-episodes", "1")
+    assert ran.returncode == 0, ran.stderr
+
+
 @pytest.mark.learning_curve
 def test_a_sweep_trains_each_setting_as_its_run_alone(tmp_path: Path) -> None:
     """`--sweep lr=... gamma=...`: agent k has combination k // seeds and seed
@@ -161,6 +175,7 @@ def test_a_sweep_trains_each_setting_as_its_run_alone(tmp_path: Path) -> None:
         ("hidden=8,16", "--sweep hidden=8,16: PPO sweeps lr, gamma"),
         ("lr=", "give its values as lr=V1,V2"),
         ("gamma=0.9,1.5", "--sweep (gamma=1.5): --gamma must be in (0, 1]"),
+        ("lr=1e-3,0.001", "--sweep lr=1e-3,0.001: a value is given twice"),
         # a swept setting given its own value too (the sweep's would win unsaid)
         ("lr=3e-4,1e-3 --lr 5e-4", "--lr 0.0005 and --sweep lr=...: a swept setting takes"),
     ],

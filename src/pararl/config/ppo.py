@@ -311,6 +311,9 @@ def _parsed(sweep: tuple[str, ...]) -> list[tuple[str, tuple[float, ...]]]:
             numbers = ()
         if not numbers:
             raise UsageError(f"--sweep {item}: give its values as {name}=V1,V2,... (numbers)")
+        if len(set(numbers)) < len(numbers):
+            # two agents of one setting and seed would be one agent twice over
+            raise UsageError(f"--sweep {item}: a value is given twice; give each once")
         parsed.append((name, numbers))
     return parsed
 

@@ -58,7 +58,7 @@ from pararl.runners import offpolicy
 from pararl.runners.dqn import METRICS
 from pararl.runners.offpolicy import OffPolicyLoop, local_source
 from pararl.runners.session import TrainSession
-from pararl.runners.setup import Plan, Prepared, compose
+from pararl.runners.setup import Plan, Prepared, compose, refuse_unbatched
 from pararl.vector import SerialVectorEnv
 from pararl.weights.averaging import AveragedWeights, adam_moments, module_tensors
 
@@ -79,6 +79,8 @@ def averaging_span(cfg: DQNConfig) -> int:
 
 
 def check_averaging(cfg: DQNConfig, world_size: int, under_torchrun: bool) -> None:
+    # a batch resumed with --mode averaging (a new one is refused with its options)
+    refuse_unbatched(f"--seeds {cfg.seeds}", [(cfg.seeds > 1, "--mode averaging")])
     if cfg.replay_ratio == 0:
         raise UsageError(
             "--replay-ratio 0 (learn without a ratio) needs --mode async, not averaging"

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 import gymnasium as gym
@@ -68,15 +68,27 @@ from pararl.vector import ParallelVectorEnv, SerialVectorEnv
 METRICS = ("pg_loss", "v_loss", "entropy", "approx_kl", "clipfrac", "update_threads")
 
 
-def check(cfg: PPOConfig) -> None:
-    """What a population does not do yet, refused in one line before anything starts."""
+def check(cfg: PPOConfig, defaulted: Collection[str] = ()) -> None:
+    """What a population does not do yet, refused in one line before anything starts
+    (`defaulted`: the settings the env's kind filled in, which the line names so)."""
     s = cfg.settings
+    norms = [n for n in ("norm_obs", "norm_reward") if getattr(s, n)]
+    if norms and all(n in defaulted for n in norms):
+        given = " ".join(f"--{n.replace('_', '-')} False" for n in norms)
+        raise UsageError(
+            f"{who(cfg)}: observation and reward normalisation (on by default for this "
+            f"kind of env) is not batched across agents yet; give {given} to train the "
+            "batch without it, or train the agents as separate runs"
+        )
     refusals = [
         (cfg.backend == "ray", "--backend ray"),
         (cfg.vtrace, "--vtrace"),
         (cfg.recurrent != "none", "--recurrent"),
-        (bool(s.norm_obs) or bool(s.norm_reward), "--norm-obs or --norm-reward"),
-        (s.model == "multi-input", "the multi-input encoder (Dict and Tuple observations)"),
+        (bool(norms), "--norm-obs or --norm-reward"),
+        (
+            s.model == "multi-input",
+            "the multi-input encoder (Dict, Tuple and discrete observations)",
+        ),
     ]
     refuse_unbatched(who(cfg), refusals)
 
@@ -389,7 +401,7 @@ def _loop(state: PopulationState, session: TrainSession, mode: str, workers: int
 def plan(p: Prepared) -> Plan:
     """Check what a population refuses, lay its envs out, build every agent."""
     cfg: PPOConfig = p.config
-    check(cfg)
+    check(cfg, p.filled.defaults)
     workers_of_one, per_worker = cfg.split_envs(1)  # one agent's envs, on no machine
     per_agent = workers_of_one * per_worker
     total = per_agent * cfg.agents
