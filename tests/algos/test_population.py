@@ -171,14 +171,42 @@ def test_acting_draws_each_agents_actions_from_its_own_stream() -> None:
         np.testing.assert_allclose(acted.value[rows], alone.value, rtol=1e-5, atol=1e-6)
 
 
-def test_what_cannot_be_stacked_is_refused() -> None:
+def test_each_agent_normalises_its_rows_by_its_own_statistics() -> None:
+    """The twin's normaliser applies agent i's statistics to agent i's rows, and scales
+    its envs' rewards by its scale, as agent i's own would; the agents' statistics are
+    views of the twin's rows, so an update of each moves its row."""
     torch.manual_seed(0)
+    rng = np.random.default_rng(0)
     head = head_for(gym.spaces.Discrete(2))
-    normalized = actor_critic(
-        "mlp", (4,), np.dtype("<f4"), 2, True, (8,), False, NormSettings(obs=True), head, (), None
-    )
-    with pytest.raises(ValueError, match="normalisation"):
-        Population([normalized, copy.deepcopy(normalized)])
+    settings = NormSettings(obs=True, reward=True)
+    agents = [
+        actor_critic("mlp", (4,), np.dtype("<f4"), 2, True, (8,), False, settings, head, (), None)
+        for _ in range(N)
+    ]
+    for i, agent in enumerate(agents):  # each its own statistics before they are stacked
+        agent.update_norm(rng.normal(i, i + 1, (50, 4)), rng.normal(0, i + 1, 50))
+    before = [copy.deepcopy(a.norm) for a in agents]
+    population = Population(agents)
+    obs = rng.normal(size=(N * 5, 4)).astype(np.float32)
+    rewards = rng.normal(size=N * 5).astype(np.float32)
+    observed = population.norm.observe(torch.as_tensor(obs))
+    scaled = population.norm.scale_rewards(rewards)
+    for i, own in enumerate(before):
+        rows = slice(i * 5, (i + 1) * 5)
+        torch.testing.assert_close(observed[rows], own.observe(torch.as_tensor(obs[rows])))
+        np.testing.assert_array_equal(scaled[rows], own.scale_rewards(rewards[rows]))
+    steps = 3  # a rollout of 3 steps of each agent's 5 envs, agents side by side
+    seen = rng.normal(size=(steps * N * 5, 4))
+    population.update_norm(seen, rng.normal(size=steps * N * 5), steps)
+    twin = population.norm
+    for i, agent in enumerate(agents):
+        assert float(agent.norm.obs_count) == 50 + steps * 5
+        torch.testing.assert_close(twin.obs_scale[i], agent.norm.obs_scale, rtol=0, atol=0)
+        torch.testing.assert_close(twin.reward_scale[i], agent.norm.reward_scale, rtol=0, atol=0)
+        share = seen.reshape(steps, N, 5, 4)[:, i].reshape(-1, 4)
+        alone = copy.deepcopy(before[i])
+        alone.update(share, np.zeros(0))  # (the returns' moments: checked by the run tests)
+        torch.testing.assert_close(agent.norm.obs_mean, alone.obs_mean)
 
 
 def test_agents_with_their_own_settings_take_their_own_steps() -> None:

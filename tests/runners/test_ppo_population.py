@@ -135,18 +135,29 @@ def test_what_is_not_batched_is_refused_in_one_line(
     assert not (tmp_path / "r").exists()
 
 
-def test_normalisation_a_kind_of_env_turns_on_is_refused_with_how_to_turn_it_off(
-    tmp_path: Path, pararl: Any
-) -> None:
-    args = ["train", "ppo", "--env", "Pendulum-v1", "--seeds", "2", "--total-steps", "256"]
-    result = pararl(*args, "--run-dir", str(tmp_path / "r"))
-    assert result.returncode == 2
-    assert "on by default for this kind of env" in result.stderr
-    assert "give --norm-obs False --norm-reward False" in result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1
-    off = ["--norm-obs", "False", "--norm-reward", "False", "--num-steps", "64"]
-    ran = pararl(*args, *off, "--run-dir", str(tmp_path / "off"), "--eval-episodes", "1")
-    assert ran.returncode == 0, ran.stderr
+@pytest.mark.parametrize("mode", ["serial", "sync", "async"])
+def test_each_agent_normalises_by_its_own_statistics(mode: str, tmp_path: Path) -> None:
+    """Pendulum with its kind's defaults (observation and reward normalisation on):
+    each agent's statistics are those of seed i's run alone, updated from its own share
+    of every rollout, and so are its weights and its evaluations (a sync batch's agent
+    is the serial run's; an async batch's, the async run's with its one actor)."""
+    options = {**SMALL, "env": "Pendulum-v1", "eval_every": 384}
+    batch = tmp_path / "batch"
+    train(PPOConfig(seed=3, seeds=2, mode=mode, workers=2 if mode == "sync" else None,
+                    run_dir=batch, **options))  # fmt: skip
+    state = final(batch)
+    alone_mode = "async" if mode == "async" else "serial"
+    alone = [tmp_path / f"seed{3 + i}" for i in range(SEEDS)]
+    for i, run in enumerate(alone):
+        workers = 1 if alone_mode == "async" else None
+        train(PPOConfig(seed=3 + i, mode=alone_mode, workers=workers, run_dir=run, **options))
+        single = final(run)
+        assert single["learner"]["model"]["norm.obs_count"] > 0  # (normalised, by default)
+        assert_same_agent(state["agents"][i], single)  # its statistics among the buffers
+    metrics = assert_evaluations_per_agent(batch, alone)
+    scales = {(r["agent"], r["reward_scale"]) for r in metrics if r["reward_scale"]}
+    assert {agent for agent, _ in scales} == {"0", "1"}
+    assert len({scale for _, scale in scales}) > 2  # each agent's own, moving
 
 
 @pytest.mark.learning_curve

@@ -121,11 +121,13 @@ def test_auto_compiles_a_long_mlp_batchs_loss(
     assert on_gpu == ("compile" if given == "on" else "eager")
 
 
+@pytest.mark.parametrize("env", ["CartPole-v1", "Pendulum-v1"])
 def test_compile_on_trains_the_batch_as_the_loss_as_written_does(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    env: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The loss traced with "aot_eager" (inductor's graph capture and autograd without
-    its kernels, which take tens of seconds to build here): the same agents."""
+    its kernels, which take tens of seconds to build here): the same agents, Pendulum's
+    with each agent's normalisation statistics moving between the traced calls."""
     from pararl.algos import fused
 
     monkeypatch.setattr(fused, "BACKEND", "aot_eager")
@@ -140,7 +142,8 @@ def test_compile_on_trains_the_batch_as_the_loss_as_written_does(
     runs = {c: tmp_path / c for c in ("on", "off")}
     traced = {}
     for given, run in runs.items():
-        train(PPOConfig(seed=3, seeds=2, mode="serial", compile=given, run_dir=run, **SMALL))  # type: ignore[arg-type]
+        options = {**SMALL, "env": env}
+        train(PPOConfig(seed=3, seeds=2, mode="serial", compile=given, run_dir=run, **options))  # type: ignore[arg-type]
         traced[given], compiled_fns[:] = len(compiled_fns), []
     assert traced == {"on": 1, "off": 0}  # one loss (no masks), traced once
     resolved = json.loads((runs["on"] / "config.json").read_text())["resolved"]

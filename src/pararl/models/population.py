@@ -16,16 +16,19 @@ time per step for 8 CartPole-sized actor-critics on the CPU, and 8 separate step
 `python -m benchmarks handwritten --parts stacked`).
 
 `Population` holds PPO's actor-critics, `QPopulation` DQN's Q-networks (a run's online
-networks, or their targets). What cannot be stacked is refused when the population is
-built (recurrent cores, observation normalisation, the multi-input encoder): a run with
-`--seeds` says so in one line before it starts.
+networks, or their targets). Observation normalisation and reward scaling keep each
+agent's own statistics: the agents' `Normalizer` buffers are views of rows of one
+stacked `[N, ...]` buffer each (`StackedNormalizer`), applied to each agent's rows and
+updated from each agent's share of a rollout, as its run alone updates them. What
+cannot be stacked is refused when the population is built (recurrent cores, the
+multi-input encoder): a run with `--seeds` says so in one line before it starts.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 import numpy as np
 import torch
@@ -43,6 +46,7 @@ from pararl.models.acting import (
 )
 from pararl.models.heads import acting_mask
 from pararl.models.networks import ActorCritic, Encoder, QNetwork, epsilon_greedy
+from pararl.models.normalize import Normalizer
 from pararl.observations import batch_size
 from pararl.optim import is_transposed
 
@@ -133,9 +137,48 @@ class StackedConv2d(nn.Module):
         return F.conv2d(x, weight, bias, self.stride, self.padding, self.dilation, groups)
 
 
+class StackedNormalizer(nn.Module):
+    """N agents' `Normalizer`s: each of their buffers stacked `[N, ...]` (the agents'
+    own are views of its rows: `bind`), applied to agent-major rows, each agent's by
+    its own statistics. They are updated through the agents' own normalizers
+    (`Population.update_norm`), whose in-place writes land in these rows."""
+
+    obs_shift: torch.Tensor
+    obs_scale: torch.Tensor
+    reward_scale: torch.Tensor
+
+    def __init__(self, norms: Sequence[Normalizer]) -> None:
+        super().__init__()
+        self.n, self.settings = len(norms), norms[0].settings
+        for name, _ in norms[0].named_buffers():
+            self.register_buffer(name, torch.stack([m.get_buffer(name) for m in norms]))
+
+    def observe(self, obs: torch.Tensor) -> torch.Tensor:
+        """`Normalizer.observe` of agent-major rows, each agent's by its statistics."""
+        x = obs.flatten(1).float()
+        if not self.settings.obs:
+            return x
+        rows = x.reshape(self.n, -1, x.shape[-1])
+        clip = self.settings.clip_obs
+        normed = (rows - self.obs_shift[:, None]) * self.obs_scale[:, None]
+        return normed.clamp_(-clip, clip).reshape(x.shape)
+
+    def scale_rewards(self, rewards: np.ndarray) -> np.ndarray:
+        """`Normalizer.scale_rewards` of every agent's envs (agent-major), each agent's
+        by its own scale, as its run alone computes it."""
+        if not self.settings.reward:
+            return rewards
+        clip, scales = self.settings.clip_reward, self.reward_scale.tolist()
+        each = rewards.reshape(self.n, -1)
+        return np.concatenate(
+            [np.clip(r * scale, -clip, clip) for r, scale in zip(each, scales, strict=True)]
+        )
+
+
 STACKED: dict[type[nn.Module], type[nn.Module]] = {
     nn.Linear: StackedLinear,
     nn.Conv2d: StackedConv2d,
+    Normalizer: StackedNormalizer,
 }
 
 
@@ -164,12 +207,24 @@ def _replace(root: nn.Module, name: str, module: nn.Module) -> None:
 
 
 def bind(agents: Sequence[nn.Module], twin: nn.Module) -> None:
-    """Make every agent's parameter i a view of row i of the twin's stacked one (call
-    again whenever the twin's parameters move to new storage, e.g. into an
-    optimizer's flat rows)."""
+    """Make every agent's parameter i, and its normalisation statistics, views of row
+    i of the twin's stacked ones (call again whenever the twin's tensors move to new
+    storage, e.g. into an optimizer's flat rows, or to another device)."""
     for name, param in twin.named_parameters():
         for i, agent in enumerate(agents):
             agent.get_parameter(name).data = param.data[i]
+    for name, module in twin.named_modules():
+        if isinstance(module, StackedNormalizer):
+            for i, agent in enumerate(agents):
+                own = agent.get_submodule(name)
+                for buffer, value in module.named_buffers(recurse=False):
+                    setattr(own, buffer, value[i])
+
+
+def _share(array: np.ndarray, agent: int, agents: int, steps: int) -> np.ndarray:
+    """Agent `agent`'s rows of a flattened rollout of every agent's envs, in order."""
+    shaped = array.reshape(steps, agents, -1, *array.shape[1:])
+    return shaped[:, agent].reshape(-1, *array.shape[1:])
 
 
 def _rows(obs: Any, rows: torch.Tensor) -> Any:
@@ -231,17 +286,25 @@ class Population(Stack[ActorCritic]):
             raise ValueError("recurrent cores are not stacked across agents yet")
         if first is not None and first.encoder is not None:
             raise ValueError("the multi-input encoder is not stacked across agents yet")
-        if first is not None and (first.norm.settings.obs or first.norm.settings.reward):
-            raise ValueError("normalisation statistics are not stacked across agents yet")
         super().__init__(agents)
         self.head = self.agents[0].head
         self._envs_per_agent: int | None = None  # of the batch last acted on
 
     @property
-    def norm(self) -> Any:
-        """The reward scale a rollout applies (`Rollout.record`): the identity here,
-        as normalisation is refused."""
-        return self.twin.norm
+    def norm(self) -> StackedNormalizer:
+        """The reward scales a rollout applies (`Rollout.record`), each agent's own."""
+        return cast(StackedNormalizer, self.twin.norm)  # `stacked` replaced it
+
+    def update_norm(self, obs: np.ndarray, discounted_returns: np.ndarray, steps: int) -> None:
+        """`ActorCritic.update_norm` of each agent, on its share of one rollout (rows t *
+        (N * E) + i * E + e, `steps` long): its rows in its run's order (t * E + e)."""
+        settings = self.twin.norm.settings
+        if not (settings.obs or settings.reward):
+            return
+        for i, agent in enumerate(self.agents):
+            agent.update_norm(
+                _share(obs, i, self.n, steps), _share(discounted_returns, i, self.n, steps)
+            )
 
     def _log_std_rows(self, rows: int) -> torch.Tensor:
         """Each agent's log standard deviation, on its rows ([N * B, A])."""
@@ -367,6 +430,7 @@ __all__ = [
     "Stack",
     "StackedConv2d",
     "StackedLinear",
+    "StackedNormalizer",
     "bind",
     "population_of",
     "q_population_of",

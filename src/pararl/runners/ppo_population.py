@@ -10,6 +10,7 @@ envs, one batched update.
                    own stream
         env_steps += steps per agent
         one batched update (`algos.population`): each agent its own minibatches
+        each agent's normalisation statistics <- its share of the rollout
         log (a row per agent), evaluate (each agent on its own episodes), checkpoint
 
 Each agent is the agent its seed's run would have been, to float tolerance: the same
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -65,26 +66,25 @@ from pararl.samplers.rollout.actors import ActorPlan, RolloutActors, rollout_dra
 from pararl.samplers.rollout.collect import EnvStream, RolloutSpec, batch_of, collect
 from pararl.vector import ParallelVectorEnv, SerialVectorEnv
 
-METRICS = ("pg_loss", "v_loss", "entropy", "approx_kl", "clipfrac", "update_threads")
+METRICS = (
+    "pg_loss",
+    "v_loss",
+    "entropy",
+    "approx_kl",
+    "clipfrac",
+    "update_threads",
+    "obs_std",
+    "reward_scale",
+)
 
 
-def check(cfg: PPOConfig, defaulted: Collection[str] = ()) -> None:
-    """What a population does not do yet, refused in one line before anything starts
-    (`defaulted`: the settings the env's kind filled in, which the line names so)."""
+def check(cfg: PPOConfig) -> None:
+    """What a population does not do yet, refused in one line before anything starts."""
     s = cfg.settings
-    norms = [n for n in ("norm_obs", "norm_reward") if getattr(s, n)]
-    if norms and all(n in defaulted for n in norms):
-        given = " ".join(f"--{n.replace('_', '-')} False" for n in norms)
-        raise UsageError(
-            f"{who(cfg)}: observation and reward normalisation (on by default for this "
-            f"kind of env) is not batched across agents yet; give {given} to train the "
-            "batch without it, or train the agents as separate runs"
-        )
     refusals = [
         (cfg.backend == "ray", "--backend ray"),
         (cfg.vtrace, "--vtrace"),
         (cfg.recurrent != "none", "--recurrent"),
-        (bool(norms), "--norm-obs or --norm-reward"),
         (
             s.model == "multi-input",
             "the multi-input encoder (Dict, Tuple and discrete observations)",
@@ -380,11 +380,17 @@ def _loop(state: PopulationState, session: TrainSession, mode: str, workers: int
                 learner.set_clip_fraction(remaining)
             rollout = rollouts.next()
             state.env_steps += len(rollout["advantages"]) // n
+            discounted = rollout.pop("discounted")
             threads, updates, elapsed = governor.threads, learner.updates, learner.steps.stopwatch()
             with torch_threads(threads):
                 stats: dict[str, Any] = learner.update(rollout, num_steps, state.rngs)
             governor.record(learner.updates - updates, elapsed())
             stats["update_threads"] = np.full(n, threads)
+            # after the update, as a run's alone (`models.normalize`): each agent's own
+            state.population.update_norm(rollout["obs"], discounted, num_steps)
+            for agent, member in enumerate(state.population.agents):
+                for name, value in member.norm.stats().items():
+                    stats.setdefault(name, np.zeros(n))[agent] = value
             for name, value in rollouts.learned().items():
                 stats[name] = np.full(n, value)
             session.tick(
@@ -401,7 +407,7 @@ def _loop(state: PopulationState, session: TrainSession, mode: str, workers: int
 def plan(p: Prepared) -> Plan:
     """Check what a population refuses, lay its envs out, build every agent."""
     cfg: PPOConfig = p.config
-    check(cfg, p.filled.defaults)
+    check(cfg)
     workers_of_one, per_worker = cfg.split_envs(1)  # one agent's envs, on no machine
     per_agent = workers_of_one * per_worker
     total = per_agent * cfg.agents
