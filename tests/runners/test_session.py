@@ -65,6 +65,26 @@ def test_a_row_only_when_something_moved_on(tmp_path: Path) -> None:
     assert logged(run) == [(50, 1), (100, 2), (100, 7), (150, 9), (200, 12)]
 
 
+def test_a_resumed_clock_goes_on_from_the_latest_row_kept(tmp_path: Path) -> None:
+    """A row kept from before whose wall time is past the checkpoint's (the last
+    evaluation of an interrupted run is written after its checkpoint's clock stopped):
+    the resumed run's clock starts from it, so wall time never runs backwards."""
+    run = RunDir.new(tmp_path / "run", "dqn", CONFIG.env)
+    first = session(run, 0)
+    first.tick(150, 9, MODEL, state)
+    first.finish(150, state, "interrupted")
+    walls = [float(r["wall_s"]) for r in csv.DictReader(run.metrics.open())]
+    late = max(walls) + 50.0  # as if written 50 s after the checkpoint's clock
+    with run.evaluations.open("a") as f:
+        csv.writer(f).writerow([150, late, *([""] * (len(EVAL_METRICS) - 2))])
+    resumed = session(run, 150)  # its checkpoint's clock: 1 s
+    assert resumed.wall_s >= late
+    resumed.tick(200, 12, MODEL, state)
+    resumed.finish(200, state, "interrupted")
+    rows = [float(r["wall_s"]) for r in csv.DictReader(run.metrics.open())]
+    assert rows == sorted(rows)
+
+
 def test_an_evaluation_adds_a_row_only_where_the_env_steps_moved(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -160,6 +160,12 @@ class TrainSession:
         self.console = Console(
             config.budget, config.progress, title or config.env_name, start_steps, agents
         )
+        if start_steps:
+            # a row kept from before may have been written after the checkpoint's clock
+            # stopped (the last evaluation of an interrupted run): the clock goes on
+            # from the later, so that wall time never runs backwards in the files
+            logged = [*column(run.metrics, "wall_s"), *column(run.evaluations, "wall_s")]
+            start_wall = max([start_wall, *logged])
         self._t0 = time.monotonic() - start_wall
         # the first line a log interval in, resumed or not (it has rates to show)
         self._last_log = start_wall
