@@ -204,6 +204,8 @@ class TrainSession:
         self._best_agents: list[Any] | None = None
         self.last_eval: float | None = evaluated[-1] if evaluated else None
         self.last_eval_iqm: float | None = None  # a population's, over its agents
+        if len(returns) >= agents > 1:  # resumed: its last evaluation's, as it printed it
+            self.last_eval_iqm = iqm(np.asarray(returns[-agents:]))
         # evaluations that fell due and did not run (the module docstring)
         skipped = column(run.evaluations, "eval_skipped") if start_steps else []
         self.skipped_evals = int(sum(skipped[:: max(agents, 1)]))  # a row per agent each
