@@ -157,6 +157,7 @@ class Comparison:
             "mann_whitney_p": self.p_value,
             "mann_whitney_method": self.method,
             "verdict": self.verdict,
+            "warnings": self.warnings(),
             "alpha": self.alpha,
             "confidence": self.confidence,
             "reps": self.reps,

@@ -160,6 +160,24 @@ def test_each_agent_normalises_by_its_own_statistics(mode: str, tmp_path: Path) 
     assert len({scale for _, scale in scales}) > 2  # each agent's own, moving
 
 
+def test_a_normalised_sweep_resumes_as_its_runs_alone(tmp_path: Path) -> None:
+    """A sweep of gamma with reward scaling (each agent's discounted returns by its own
+    gamma), resumed (each agent's statistics loaded into its rows): each agent is the
+    run of its setting alone, resumed alike."""
+    options = {**SMALL, "env": "Pendulum-v1", "eval_every": 384, "mode": "serial"}
+    batch = tmp_path / "batch"
+    train(PPOConfig(seed=3, sweep=("gamma=0.9,0.99",), run_dir=batch, **options))  # type: ignore[arg-type]
+    train(PPOConfig(resume=batch, total_steps=1_536))
+    state = final(batch)
+    for i, gamma in enumerate((0.9, 0.99)):
+        run = tmp_path / f"gamma{i}"
+        train(PPOConfig(seed=3, gamma=gamma, run_dir=run, **options))  # type: ignore[arg-type]
+        train(PPOConfig(resume=run, total_steps=1_536))
+        assert_same_agent(state["agents"][i], final(run))
+    scales = [float(a["learner"]["model"]["norm.reward_scale"]) for a in state["agents"]]
+    assert scales[0] > 2 * scales[1]  # shorter horizons, smaller returns: larger scales
+
+
 @pytest.mark.learning_curve
 def test_a_sweep_trains_each_setting_as_its_run_alone(tmp_path: Path) -> None:
     """`--sweep lr=... gamma=...`: agent k has combination k // seeds and seed

@@ -60,8 +60,9 @@ class PPOConfig(RunConfig):
     """Agents to train in this run, one per seed: --seed, --seed + 1, ... Each has
     its own envs (--num-envs each, stepped by the same workers), initialisation,
     minibatches, optimizer state and evaluations, as its run alone would, and all
-    are updated in one batched pass (`--mode serial` or `sync`; feed-forward models
-    without --norm-obs or --norm-reward). --total-steps is each agent's budget.
+    are updated in one batched pass (any mode but Ray; normalisation statistics each
+    agent's own; recurrent cores and the multi-input encoder are refused).
+    --total-steps is each agent's budget.
     metrics.csv and eval.csv get an `agent` column; `pararl evaluate RUN --agent i`
     picks one, and `pararl compare` reads them all."""
     sweep: tuple[str, ...] = ()

@@ -302,9 +302,10 @@ class Population(Stack[ActorCritic]):
         if not (settings.obs or settings.reward):
             return
         for i, agent in enumerate(self.agents):
-            agent.update_norm(
-                _share(obs, i, self.n, steps), _share(discounted_returns, i, self.n, steps)
-            )
+            # without observation normalisation the observations are not read: no copy
+            # of them (an image batch's would be its whole rollout)
+            seen = _share(obs, i, self.n, steps) if settings.obs else obs[:0]
+            agent.update_norm(seen, _share(discounted_returns, i, self.n, steps))
 
     def _log_std_rows(self, rows: int) -> torch.Tensor:
         """Each agent's log standard deviation, on its rows ([N * B, A])."""
