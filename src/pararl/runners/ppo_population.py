@@ -52,6 +52,7 @@ from pararl.mp.threads import (
 )
 from pararl.mp.topology import physical_cores
 from pararl.runners.ppo import ASYNC_METRICS, Clock, check_minibatch
+from pararl.runners.ppo import METRICS as PPO_METRICS
 from pararl.runners.ppo_mode import ModeChoice, choose_mode, measure_step_s, round_trip_s
 from pararl.runners.ppo_state import PPOState
 from pararl.runners.session import TrainSession
@@ -66,16 +67,7 @@ from pararl.samplers.rollout.actors import ActorPlan, RolloutActors, rollout_dra
 from pararl.samplers.rollout.collect import EnvStream, RolloutSpec, batch_of, collect
 from pararl.vector import ParallelVectorEnv, SerialVectorEnv
 
-METRICS = (
-    "pg_loss",
-    "v_loss",
-    "entropy",
-    "approx_kl",
-    "clipfrac",
-    "update_threads",
-    "obs_std",
-    "reward_scale",
-)
+METRICS = PPO_METRICS  # a run's alone, a row per agent
 
 
 def check(cfg: PPOConfig) -> None:
