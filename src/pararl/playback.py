@@ -30,6 +30,7 @@ from pararl.evaluation.episodes import (
 )
 from pararl.registry import algorithm_of_run
 from pararl.rundir import RunDir
+from pararl.scores import agent_settings
 
 FIRST_RUN = (0,)  # the evaluations' stream of a run from step 0: its episodes are played
 
@@ -178,11 +179,17 @@ def run(cfg: EvaluateConfig, env: EnvArg | None = None) -> dict[str, float]:
             evaluator.close()
     truncated = int(episodes.truncated.sum())
     plural = "s" if cfg.episodes != 1 else ""
+    whose = ""
+    if cfg.agent is not None:
+        listed = agent_settings(cfg.run_dir)
+        swept = listed[cfg.agent] if cfg.agent < len(listed) else {}
+        settings = "".join(f", {k}={_shown(v)}" for k, v in swept.items() if k != "seed")
+        whose = f", agent {cfg.agent}, seed {config.seed}{settings}"  # a sweep's: its own
     print(
         f"{config.env}: mean return {episodes.mean:.1f} ± {episodes.std:.1f} over "
         f"{cfg.episodes} episode{plural}{'' if deterministic else ', actions sampled'} "
         f"({cfg.checkpoint} checkpoint of {cfg.run_dir}"
-        + (f", agent {cfg.agent}, seed {config.seed}" if cfg.agent is not None else "")
+        + whose
         + ")"
         + (f"; {truncated} truncated" if truncated else "")
     )
@@ -195,3 +202,8 @@ def run(cfg: EvaluateConfig, env: EnvArg | None = None) -> dict[str, float]:
         "episodes": cfg.episodes,
         "truncated": truncated,
     }
+
+
+def _shown(value: object) -> str:
+    """A swept setting as `--sweep` takes it (3e-4, not 0.00030000000000000003)."""
+    return f"{value:g}" if isinstance(value, (int, float)) else str(value)

@@ -179,7 +179,7 @@ def test_a_normalised_sweep_resumes_as_its_runs_alone(tmp_path: Path) -> None:
 
 
 @pytest.mark.learning_curve
-def test_a_sweep_trains_each_setting_as_its_run_alone(tmp_path: Path) -> None:
+def test_a_sweep_trains_each_setting_as_its_run_alone(tmp_path: Path, pararl: Any) -> None:
     """`--sweep lr=... gamma=...`: agent k has combination k // seeds and seed
     --seed + k % seeds; its discount reaches its envs' advantages (GAE per env)."""
     sweep = ("lr=1e-3,3e-3", "gamma=0.9,0.99")
@@ -196,6 +196,9 @@ def test_a_sweep_trains_each_setting_as_its_run_alone(tmp_path: Path) -> None:
     assert load(run, "final", agent=3).config.lr == 3e-3
     assert load(run, "final", agent=3).config.gamma == 0.99
     assert (run / "learning_curve.png").is_file()
+    result = pararl("evaluate", str(run), "--agent", "3", "--episodes", "1")
+    assert result.returncode == 0, result.stderr
+    assert f"(best checkpoint of {run}, agent 3, seed 7, lr=0.003, gamma=0.99)" in result.stdout
 
 
 @pytest.mark.parametrize(
