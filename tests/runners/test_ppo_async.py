@@ -222,20 +222,27 @@ def test_auto_overlaps_cheap_envs_with_the_update_where_there_is_a_second_core(
         assert "env step 4.0 µs x 8 envs" in layout.choice.reason
 
 
-def test_auto_keeps_a_recurrent_policy_out_of_async(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Cheap envs on 2 cores, where a feed-forward policy goes async: a recurrent one
-    stays serial (a rollout of lag lost solved policies late in the benchmark), and
-    says why; --mode async is still there to ask for."""
+@pytest.mark.parametrize(
+    ("recurrent", "continuous", "kept"),
+    [("lstm", False, "a recurrent policy"), ("none", True, "a Gaussian policy")],
+)
+def test_auto_keeps_what_learns_worse_a_rollout_behind_out_of_async(
+    recurrent: str, continuous: bool, kept: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cheap envs on 2 cores, where a feed-forward policy of discrete actions goes
+    async: a recurrent one (a rollout of lag lost solved policies late in the
+    benchmark) and a Gaussian one (Pendulum and HalfCheetah learned less per step and
+    per second) stay serial, and say why; --mode async is still there to ask for."""
     from pararl.runners import ppo as ppo_runner
     from pararl.runners.ppo_mode import ModeChoice
 
     monkeypatch.setattr(ppo_runner, "physical_cores", lambda: 2)
     chosen = ModeChoice("serial", 4e-6, "env step 4.0 µs x 8 envs")
     monkeypatch.setattr(ppo_runner, "choose_mode", lambda *args, **kwargs: chosen)
-    layout = ppo_runner.choose(PPOConfig(env=ENV, recurrent="lstm"))
+    layout = ppo_runner.choose(PPOConfig(env=ENV, recurrent=recurrent), continuous)  # type: ignore[arg-type]
     assert layout.mode == "serial"
-    assert "a recurrent policy trains without async's policy lag" in layout.choice.reason
-    asked = ppo_runner.choose(PPOConfig(env=ENV, recurrent="lstm", mode="async"))
+    assert f"{kept} trains without async's policy lag" in layout.choice.reason
+    asked = ppo_runner.choose(PPOConfig(env=ENV, recurrent=recurrent, mode="async"), continuous)  # type: ignore[arg-type]
     assert asked.mode == "async"
 
 

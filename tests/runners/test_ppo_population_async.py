@@ -71,13 +71,14 @@ def test_each_agent_is_the_agent_its_seeds_async_run_trains_alone(tmp_path: Path
 
 
 @pytest.mark.parametrize(
-    ("model", "step_s", "cores", "workers", "mode"),
+    ("model", "step_s", "cores", "workers", "continuous", "mode"),
     [
-        ("mlp", 5e-6, 2, None, "async"),  # cheap envs: an actor process, as a run alone
-        ("mlp", 5e-3, 2, None, "sync"),  # envs worth workers
-        ("mlp", 5e-6, 2, 4, "sync"),  # workers asked for
-        ("minatar-cnn", 5e-6, 2, None, "sync"),  # the update takes every core
-        ("mlp", 5e-6, 1, None, "serial"),
+        ("mlp", 5e-6, 2, None, False, "async"),  # cheap envs: an actor process, as alone
+        ("mlp", 5e-3, 2, None, False, "sync"),  # envs worth workers
+        ("mlp", 5e-6, 2, 4, False, "sync"),  # workers asked for
+        ("mlp", 5e-6, 2, None, True, "sync"),  # a Gaussian policy learns worse lagged
+        ("minatar-cnn", 5e-6, 2, None, False, "sync"),  # the update takes every core
+        ("mlp", 5e-6, 1, None, False, "serial"),
     ],
 )
 def test_auto_runs_an_mlp_batch_on_cheap_envs_async_as_its_runs_alone(
@@ -85,6 +86,7 @@ def test_auto_runs_an_mlp_batch_on_cheap_envs_async_as_its_runs_alone(
     step_s: float,
     cores: int,
     workers: int | None,
+    continuous: bool,
     mode: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -93,7 +95,7 @@ def test_auto_runs_an_mlp_batch_on_cheap_envs_async_as_its_runs_alone(
     options = {**SMALL, "num_envs": 8, "workers": workers}
     given = PPOConfig(seeds=4, model=model, **options)  # type: ignore[arg-type]
     cfg = given.for_spaces(env.observation_space, env.action_space).config
-    choice, used = ppo_population.layout(cfg, 32, lambda fn: step_s, lambda: 100e-6)
+    choice, used = ppo_population.layout(cfg, 32, lambda fn: step_s, lambda: 100e-6, continuous)
     assert choice.mode == mode, choice.reason
     assert used == (1 if mode == "async" else workers or cores)
 

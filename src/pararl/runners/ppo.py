@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import gymnasium as gym
 import torch
 
 from pararl import seeding
@@ -293,10 +294,11 @@ class Layout:
         return self.workers * self.per_worker
 
 
-def choose(cfg: PPOConfig) -> Layout:
+def choose(cfg: PPOConfig, continuous: bool = False) -> Layout:
     """The mode, the number of workers or Ray actors, and the envs each steps
     (`PPOConfig.split_envs`: the envs stay 8 by default whatever the machine, on as
-    many of its cores as split them evenly)."""
+    many of its cores as split them evenly). `continuous`: Box actions (a Gaussian
+    policy), which `auto` keeps out of async (`lag_hurts`)."""
     if cfg.backend == "ray":
         from pararl.samplers.ray.cluster import ray_actors
 
@@ -312,17 +314,33 @@ def choose(cfg: PPOConfig) -> Layout:
     env_fn = env_factory(cfg.env, cfg.wrapper, training=True, kwargs=cfg.env_kwargs)
     choice = choose_mode(cfg.mode, env_fn, workers * per, workers)
     if cfg.mode == "auto" and choice.mode == "serial" and cores >= 2 and cfg.act_device != "cuda":
-        if cfg.recurrent != "none":
-            # a recurrent policy acting a rollout behind its learner lost a solved policy
-            # late in 12 of 30 runs of StatelessCartPole and PositionOnlyCartPoleEasy,
-            # serial or sync (bit for bit the same) in 3 of 30 (results/notes-2026-11-29.md)
-            why = f"{choice.reason}; a recurrent policy trains without async's policy lag"
+        kept = lag_hurts(cfg, continuous)
+        if kept is not None:
+            why = f"{choice.reason}; {kept} trains without async's policy lag"
             return Layout(ModeChoice(choice.mode, choice.env_step_s, why), workers, per)
         # envs this cheap fit one core with the acting: an actor process takes them,
         # and the update overlaps them on another (MinAtar Breakout: 0.60x serial's
         # wall time, CartPole: 0.84x; BENCHMARKS.md)
         return _async_layout(cfg, cores, f"{choice.reason}: one core steps and acts")
     return Layout(choice, workers, per)
+
+
+def lag_hurts(cfg: PPOConfig, continuous: bool) -> str | None:
+    """What `--mode auto` keeps out of async, where a rollout of policy lag cost more
+    learning than the overlap saved time (None: nothing). Measured on 2 cores:
+    - a recurrent policy: acting a rollout behind its learner, it lost a solved policy
+      late in 12 of 30 runs of StatelessCartPole and PositionOnlyCartPoleEasy, serial
+      or sync (bit for bit the same) in 3 of 30 (results/notes-2026-11-29.md);
+    - a Gaussian policy (Box actions): Pendulum-v1, 100k steps, best evaluations -884
+      and -865 async against -250 and -400 serial (seeds 0 and 1; async took 0.78x
+      the wall time); HalfCheetah-v5, 200k steps, finals 508 and 692 against 959 and
+      1261 (0.66x the wall time), 2026-11-30. The discrete-action runs measured kept
+      their finals (CartPole, MinAtar, Taxi; BENCHMARKS.md)."""
+    if cfg.recurrent != "none":
+        return "a recurrent policy"
+    if continuous:
+        return "a Gaussian policy"
+    return None
 
 
 def _async_layout(cfg: PPOConfig, cores: int, why: str) -> Layout:
@@ -406,7 +424,7 @@ def plan(p: Prepared) -> Plan:
         from pararl.runners import ppo_population
 
         return ppo_population.plan(p)
-    layout = choose(cfg)
+    layout = choose(cfg, isinstance(p.action_space, gym.spaces.Box))
     if cfg.vtrace and "async" not in (layout.mode, cfg.mode):
         raise UsageError(
             f"--vtrace corrects for the policy lag of --mode async, and --mode auto chose "
@@ -458,4 +476,4 @@ def _fresh_states(p: Prepared, state: PPOState) -> tuple[str, ...]:
     )
 
 
-__all__ = ["METRICS", "plan", "train_loop"]
+__all__ = ["METRICS", "lag_hurts", "plan", "train_loop"]

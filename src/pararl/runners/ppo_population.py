@@ -51,7 +51,7 @@ from pararl.mp.threads import (
     torch_threads,
 )
 from pararl.mp.topology import physical_cores
-from pararl.runners.ppo import ASYNC_METRICS, Clock, check_minibatch
+from pararl.runners.ppo import ASYNC_METRICS, Clock, check_minibatch, lag_hurts
 from pararl.runners.ppo import METRICS as PPO_METRICS
 from pararl.runners.ppo_mode import ModeChoice, choose_mode, measure_step_s, round_trip_s
 from pararl.runners.ppo_state import PPOState
@@ -95,16 +95,18 @@ def layout(
     total_envs: int,
     step_time: Callable[[Callable[[], gym.Env]], float] = measure_step_s,
     round_trip: Callable[[], float] = round_trip_s,
+    continuous: bool = False,
 ) -> tuple[ModeChoice, int]:
     """The mode (serial, sync or async) and the workers, on as many of the cores as
     split every agent's envs together evenly (async: one actor process steps them
     all). `auto` on 2 cores or more: for an MLP on envs too cheap for workers, async,
     as a run of one of its agents alone chooses (`runners.ppo.choose`), so that agent
-    i is the agent of seed i's run; otherwise sync: with `--workers` given, and for a
-    CNN, whose batched update takes every core, which an actor process would fight
-    for (a CNN run alone on cheap envs runs async: its agents are then those of seed
-    i's sync run). `step_time` and `round_trip` measure the env and this machine
-    (given, in tests)."""
+    i is the agent of seed i's run; otherwise sync: with `--workers` given, for what
+    learns worse a rollout behind (`runners.ppo.lag_hurts`: `continuous`, Box
+    actions), and for a CNN, whose batched update takes every core, which an actor
+    process would fight for (a CNN run alone on cheap envs runs async: its agents are
+    then those of seed i's sync run). `step_time` and `round_trip` measure the env and
+    this machine (given, in tests)."""
     beside = "one actor process beside the learner"
     if cfg.mode == "async":
         return ModeChoice("async", None, f"asked for; {beside}"), 1
@@ -122,6 +124,9 @@ def layout(
         return ModeChoice(cfg.mode, None, "asked for"), workers
     if workers < 2:
         return ModeChoice("serial", None, "one core"), workers
+    kept = lag_hurts(cfg, continuous)
+    if kept is not None:
+        return ModeChoice("sync", None, f"{kept} trains without async's policy lag"), workers
     if cfg.settings.model == "mlp" and cfg.act_device != "cuda" and cfg.workers is None:
         per_agent = total_envs // cfg.agents
         fn = env_factory(cfg.env, cfg.wrapper, training=True, kwargs=cfg.env_kwargs)
@@ -404,7 +409,8 @@ def plan(p: Prepared) -> Plan:
     per_agent = workers_of_one * per_worker
     total = per_agent * cfg.agents
     check_minibatch(cfg, per_agent)
-    choice, workers = layout(cfg, total)
+    continuous = isinstance(p.action_space, gym.spaces.Box)
+    choice, workers = layout(cfg, total, continuous=continuous)
     mode = choice.mode
     state = PopulationState(p, per_agent, mode, workers)
     torch.set_num_threads(state.act_threads)
