@@ -163,3 +163,28 @@ def test_the_guide_shows_each_space_a_masked_env_and_a_factory() -> None:
                   "MultiBinaryTarget", "MaskedChoice"):  # fmt: skip
         assert shown in commands, shown
     assert "env=make_env" in own_env_guide()
+
+
+def test_a_run_of_an_id_registered_at_run_time_says_how_to_evaluate_it(
+    tmp_path: Path, pararl: Any
+) -> None:
+    """Trained on an id its program registered (no module named): where nothing
+    registers it, evaluate and resume say so and what to do, in one line."""
+    import gymnasium as gym
+
+    env_id = "pararl-tests/RegisteredHere-v0"
+    gym.register(env_id, entry_point="gymnasium.envs.classic_control:CartPoleEnv")
+    run = tmp_path / "run"
+    try:
+        train(PPOConfig(env=env_id, total_steps=256, num_steps=32, mode="serial",
+                        eval_every=256, eval_episodes=1, progress="none",
+                        tensorboard=False, run_dir=run))  # fmt: skip
+    finally:
+        del gym.registry[env_id]
+    for args in (["evaluate", str(run), "--episodes", "1"],
+                 ["train", "--resume", str(run), "--total-steps", "512"]):  # fmt: skip
+        result = pararl(*args)
+        assert result.returncode == 2, result.stderr
+        line = result.stderr.strip()
+        assert "\n" not in line
+        assert f"unknown env id '{env_id}': {run} was trained where it was registered" in line

@@ -54,3 +54,12 @@ def test_a_new_run_into_a_run_directory_is_refused_and_the_run_there_kept(
     for held in (run, tmp_path / "events"):
         with pytest.raises(UsageError):
             RunDir.new(held, "dqn", "CartPole-v1")
+
+
+def test_a_file_in_the_way_of_the_run_dir_is_one_line(tmp_path: Path) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("mine")
+    for base in (afile, afile / "sub"):
+        with pytest.raises(UsageError, match=r"^--run-dir .*: a file is in the way"):
+            RunDir.new(base, "ppo", "CartPole-v1")
+    assert afile.read_text() == "mine"

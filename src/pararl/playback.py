@@ -18,7 +18,7 @@ from pararl.agent import Agent, load
 from pararl.config import EvaluateConfig
 from pararl.config.env_source import EnvArg
 from pararl.config.saved import saved_facts
-from pararl.envs.make import env_factory
+from pararl.envs.make import check_env_id, env_factory
 from pararl.envs.masks import MASK_KEY
 from pararl.errors import UsageError
 from pararl.evaluation.episodes import (
@@ -149,6 +149,9 @@ def run(cfg: EvaluateConfig, env: EnvArg | None = None) -> dict[str, float]:
         agent=cfg.agent,
     )
     config = agent.config
+    if isinstance(config.env, str):  # the episodes need it (`load` alone does not)
+        found = saved_facts(cfg.run_dir).get("env_module_dir")
+        check_env_id(config.env, [found] if found else [], named_by=Path(cfg.run_dir))
     actions = config.eval_actions if cfg.actions == "run" else cfg.actions
     deterministic = actions == "greedy"
     cap = cfg.max_steps or saved_facts(cfg.run_dir).get("eval_max_steps")

@@ -36,7 +36,17 @@ class RunDir:
                     f"it with `pararl train --resume {base}`, or give a new --run-dir "
                     "(or remove that one)"
                 )
-            base.mkdir(parents=True, exist_ok=True)
+            try:
+                base.mkdir(parents=True, exist_ok=True)
+            except (FileExistsError, NotADirectoryError):
+                raise UsageError(
+                    f"--run-dir {base}: a file is in the way of that directory; give a "
+                    "directory's path"
+                ) from None
+            except PermissionError:
+                raise UsageError(
+                    f"--run-dir {base}: not allowed to create it here; give a path you can write to"
+                ) from None
             return RunDir(base)
         name = f"{algo}-{safe_name(env_id)}-{time.strftime('%Y%m%d-%H%M%S')}"
         for n in itertools.count(1):

@@ -315,3 +315,14 @@ def test_an_env_with_its_own_defaults_takes_them_over_its_kinds() -> None:
     given = SACConfig(env="Pendulum-v1", lr=3e-4, total_steps=10, learning_starts=1,
                       eval_every=1, checkpoint_every=1).for_env("continuous")  # fmt: skip
     assert given.tuned_for is None  # nothing of its row was used
+
+
+@pytest.mark.parametrize("cls", list(configs().values()), ids=list(configs()))
+def test_a_choice_made_in_python_is_checked_before_a_run_saves_it(cls: type[RunConfig]) -> None:
+    """A field of a few choices given another value from Python (the command line
+    refuses it itself) is one UsageError line before anything runs, not a run whose
+    config.json nothing can read back; its defaults (None where a field allows it)
+    pass."""
+    cls().validate()
+    with pytest.raises(UsageError, match=r"^--device must be one of auto, cpu, cuda, not 'gpu'$"):
+        cls(device="gpu").validate()  # type: ignore[arg-type]

@@ -11,17 +11,19 @@ kind of config the learners take, so no learner fills defaults again.
 from __future__ import annotations
 
 import math
+import types
+import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
+from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar, Union
 
 import gymnasium as gym
 from tyro.constructors import PrimitiveConstructorSpec
 
 from pararl.config.env_kwargs import EnvKwargs, check_env_kwargs
 from pararl.config.env_source import EnvArg, EnvFactory, env_source
-from pararl.config.json_fields import NO_LIMIT
+from pararl.config.json_fields import NO_LIMIT, field_types
 from pararl.config.kinds import EnvKind, env_kind, settings_of
 from pararl.errors import UsageError
 from pararl.images import is_multi_input
@@ -258,10 +260,30 @@ class RunConfig:
         """Options that clash only when both were given (`given`: the fields set by the
         user), for a new run: a UsageError line for the first. None here."""
 
+    def _check_choices(self) -> None:
+        """A field of a few choices holds one of them (the command line checks its
+        own; a config made in Python is checked here, before a run is saved with a
+        value nothing could read back)."""
+        for name, hint in field_types(type(self)).items():
+            value = getattr(self, name)
+            union = typing.get_origin(hint) in (Union, types.UnionType)
+            arms = typing.get_args(hint) if union else (hint,)
+            if value is None and type(None) in arms:
+                continue
+            choices = [
+                c for a in arms if typing.get_origin(a) is Literal for c in typing.get_args(a)
+            ]
+            if choices and value not in choices:
+                raise UsageError(
+                    f"--{name.replace('_', '-')} must be one of "
+                    f"{', '.join(map(str, choices))}, not {value!r}"
+                )
+
     def validate(self) -> None:
         """Each value in its range, alone and with the others: the first that is not
         as one UsageError line. Values only, so that a saved run's config reads back
         on any machine; what a machine lacks (Ray) is said when a run starts there."""
+        self._check_choices()
         checks = [
             (self.seed >= 0, "--seed must be >= 0 (seeds are non-negative integers)"),
             (self.total_steps is None or self.total_steps > 0, "--total-steps must be > 0"),

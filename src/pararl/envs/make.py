@@ -171,6 +171,15 @@ def check_env_id(
         if register_atari():  # NoFrameskip-v4 and the like appear once ale-py is in
             with contextlib.suppress(gym.error.Error):
                 return gym.spec(env_id)
+        if named_by is not None and module is None:
+            # a saved run's env that no package registers: registered at run time
+            raise UsageError(
+                f"unknown env id '{env_id}': {named_by} was trained where it was "
+                "registered (gymnasium.register in that program); register it again "
+                "first (from Python, then pararl.evaluate or pararl.load), or train "
+                f"with --env MODULE:{env_id} so that pararl imports the module that "
+                "registers it"
+            ) from exc
         close = difflib.get_close_matches(env_id, list(gym.registry), n=3)
         hint = (
             f"; did you mean {', '.join(close)}?"
