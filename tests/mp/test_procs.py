@@ -40,3 +40,28 @@ def test_a_child_that_never_answers_is_late_and_the_group_taken_down() -> None:
         group.await_ready(1.0)
     assert late.value.worker == 1
     assert alive_after(pids, 2.0) == []
+
+
+def _report_sigterm(conn: Connection) -> None:
+    import signal
+
+    conn.send((True, signal.getsignal(signal.SIGTERM) == signal.SIG_DFL))
+    time.sleep(60)  # until taken down
+
+
+def test_a_child_does_not_keep_the_runs_sigterm_handler() -> None:
+    """A run raises on SIGTERM (`errors.sigterm_as_interrupt`), and a forked child
+    inherits Python's handlers: there it would raise when close() terminates the
+    child, at times inside its last clean-up, and print a traceback. A child ends on
+    SIGTERM instead."""
+    from pararl.errors import sigterm_as_interrupt
+
+    with sigterm_as_interrupt():
+        group = ProcessGroup(_report_sigterm, [()], mp.get_context("fork"))
+        pids = group.pids
+        try:
+            assert group.conns[0].poll(30.0)
+            assert group.conns[0].recv() == (True, True)
+        finally:
+            group.close()
+    assert alive_after(pids, 2.0) == []

@@ -58,6 +58,10 @@ def _bootstrap(
     conn: Connection, stack: Connection, target: Callable[..., None], args: tuple[Any, ...]
 ) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # a forked child inherits the parent's Python handlers: the run's SIGTERM handler
+    # (`errors.sigterm_as_interrupt`) would raise in the child when close() terminates
+    # it, and print its traceback; terminated, a child just ends
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     # every thread's Python stack, written by the signal handler itself (no GIL, no
     # Python code), so it comes even from a child stuck in a native call
     faulthandler.register(STACK_SIGNAL, file=stack.fileno(), all_threads=True)
