@@ -246,7 +246,7 @@ def test_auto_keeps_what_learns_worse_a_rollout_behind_out_of_async(
     assert asked.mode == "async"
 
 
-def test_vtrace_where_auto_chose_no_lag_is_refused_in_one_line(
+def test_vtrace_or_a_policy_lag_where_there_is_no_lag_is_refused_in_one_line(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     from pararl.runners import ppo as ppo_runner
@@ -257,3 +257,16 @@ def test_vtrace_where_auto_chose_no_lag_is_refused_in_one_line(
     with pytest.raises(UsageError, match="--mode auto chose sync here") as refused:
         train(PPOConfig(run_dir=tmp_path / "run", vtrace=True, **SMALL))  # type: ignore[arg-type]
     assert "\n" not in str(refused.value)
+    # nor is a policy lag other than the default, which no other mode has
+    for mode, said in (
+        ("auto", "--mode auto chose sync here"),
+        ("sync", "--mode sync has none"),
+    ):
+        with pytest.raises(
+            UsageError, match=f"--policy-lag 2 sets .*, and {said}; add --mode async"
+        ):
+            train(PPOConfig(run_dir=tmp_path / mode, mode=mode, policy_lag=2, **SMALL))  # type: ignore[arg-type]
+        assert not (tmp_path / mode).exists()
+    agents = PPOConfig(run_dir=tmp_path / "batch", mode="sync", policy_lag=2, seeds=2, **SMALL)  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match=r"--policy-lag 2 sets .*--mode sync has none"):
+        train(agents)

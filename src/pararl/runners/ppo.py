@@ -350,6 +350,21 @@ def _async_layout(cfg: PPOConfig, cores: int, why: str) -> Layout:
     return Layout(ModeChoice("async", None, f"{why}; {actors} beside the learner"), workers, per)
 
 
+def check_lag_options(cfg: PPOConfig, mode: str) -> None:
+    """`--vtrace` and a `--policy-lag` other than its default act on async's policy
+    lag alone: given where the run is not async (`mode`: the mode it runs in), one
+    line, rather than an option silently unused."""
+    if "async" in (mode, cfg.mode):
+        return
+    why = f"--mode auto chose {mode} here" if cfg.mode == "auto" else f"--mode {mode} has none"
+    if cfg.vtrace:
+        raise UsageError(f"--vtrace corrects for the policy lag of --mode async, and {why}; "
+                         "add --mode async, or drop --vtrace")  # fmt: skip
+    if cfg.policy_lag != PPOConfig.policy_lag:  # the default, which every mode takes
+        raise UsageError(f"--policy-lag {cfg.policy_lag} sets the policy lag of --mode async, "
+                         f"and {why}; add --mode async, or drop --policy-lag")  # fmt: skip
+
+
 def check_minibatch(cfg: PPOConfig, num_envs: int) -> None:
     """A minibatch must fit in a rollout."""
     s = cfg.settings
@@ -425,11 +440,7 @@ def plan(p: Prepared) -> Plan:
 
         return ppo_population.plan(p)
     layout = choose(cfg, isinstance(p.action_space, gym.spaces.Box))
-    if cfg.vtrace and "async" not in (layout.mode, cfg.mode):
-        raise UsageError(
-            f"--vtrace corrects for the policy lag of --mode async, and --mode auto chose "
-            f"{layout.mode} here; add --mode async"
-        )
+    check_lag_options(cfg, layout.mode)
     check_minibatch(cfg, layout.num_envs)
     filled = p.filled
     if layout.mode == "async" and cfg.act_device == "auto":  # actors act on the CPU

@@ -51,7 +51,13 @@ from pararl.mp.threads import (
     torch_threads,
 )
 from pararl.mp.topology import physical_cores
-from pararl.runners.ppo import ASYNC_METRICS, Clock, check_minibatch, lag_hurts
+from pararl.runners.ppo import (
+    ASYNC_METRICS,
+    Clock,
+    check_lag_options,
+    check_minibatch,
+    lag_hurts,
+)
 from pararl.runners.ppo import METRICS as PPO_METRICS
 from pararl.runners.ppo_mode import ModeChoice, choose_mode, measure_step_s, round_trip_s
 from pararl.runners.ppo_state import PPOState
@@ -412,6 +418,7 @@ def plan(p: Prepared) -> Plan:
     continuous = isinstance(p.action_space, gym.spaces.Box)
     choice, workers = layout(cfg, total, continuous=continuous)
     mode = choice.mode
+    check_lag_options(cfg, mode)
     state = PopulationState(p, per_agent, mode, workers)
     torch.set_num_threads(state.act_threads)
     first = state.members[0]
