@@ -80,3 +80,26 @@ def test_writing_does_not_import_tensorboard(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
     assert _scalars(tmp_path / "tb") == {"loss": [(1, 0.5)]}
+
+
+def test_a_resumed_runs_file_has_tensorboard_drop_the_steps_it_redoes(tmp_path: Path) -> None:
+    """A run resumed at 300 redoes what it logged after its checkpoint: TensorBoard
+    keeps the first file's steps up to 300 and the new file's from 301, each once."""
+    first = EventWriter(tmp_path)
+    for step in (100, 200, 300, 400, 500):
+        first.add_scalar("loss", float(step), step)
+    first.close()
+    again = EventWriter(tmp_path, purge_from=301)
+    for step in (400, 500, 600):
+        again.add_scalar("loss", -float(step), step)
+    again.close()
+    assert _scalars(tmp_path) == {
+        "loss": [
+            (100, 100.0),
+            (200, 200.0),
+            (300, 300.0),
+            (400, -400.0),
+            (500, -500.0),
+            (600, -600.0),
+        ]
+    }

@@ -75,8 +75,8 @@ def _field(number: int, payload: bytes) -> bytes:
 
 
 def event(wall_time: float, step: int | None = None, **fields: bytes) -> bytes:
-    """An `Event`: wall_time (1, double), step (2, int64), and either file_version
-    (3, string) or summary (5, Summary)."""
+    """An `Event`: wall_time (1, double), step (2, int64), and one of file_version
+    (3, string), summary (5, Summary) or session_log (7, SessionLog)."""
     out = b"\x09" + struct.pack("<d", wall_time)
     if step is not None:
         out += b"\x10" + _varint(step & 0xFFFFFFFFFFFFFFFF)
@@ -84,7 +84,12 @@ def event(wall_time: float, step: int | None = None, **fields: bytes) -> bytes:
         out += _field(3, fields["file_version"])
     if "summary" in fields:
         out += _field(5, fields["summary"])
+    if "session_log" in fields:
+        out += _field(7, fields["session_log"])
     return out
+
+
+SESSION_START = b"\x08\x01"  # a `SessionLog` of status (1, enum) START (1)
 
 
 def scalar_summary(tag: str, value: float) -> bytes:
@@ -94,15 +99,21 @@ def scalar_summary(tag: str, value: float) -> bytes:
 
 
 class EventWriter:
-    """Appends scalars to a new event file in `logdir`; every `flush` reaches disk."""
+    """Appends scalars to a new event file in `logdir`; every `flush` reaches disk.
+    `purge_from`: a resumed run's first step to redo; TensorBoard drops what the files
+    before this one hold from that step on (a `SessionLog` START at it: the purge of
+    `torch.utils.tensorboard`'s `purge_step`), as the run drops those rows of its
+    metrics.csv."""
 
-    def __init__(self, logdir: Path) -> None:
+    def __init__(self, logdir: Path, purge_from: int | None = None) -> None:
         logdir.mkdir(parents=True, exist_ok=True)
         now = time.time()
         name = f"events.out.tfevents.{int(now)}.{socket.gethostname()}.{os.getpid()}.pararl"
         self.path = logdir / name
         self._file = self.path.open("ab")
         self._file.write(record(event(now, file_version=b"brain.Event:2")))
+        if purge_from is not None:
+            self._file.write(record(event(now, purge_from, session_log=SESSION_START)))
         self._file.flush()
 
     def add_scalar(self, tag: str, value: float, step: int) -> None:

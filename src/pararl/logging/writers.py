@@ -24,10 +24,15 @@ class MetricsWriter:
     A file that exists already (a resumed run) keeps its header, widened first (and
     rewritten) if it lacks some of `columns`: rows appended stay aligned with it.
     `tensorboard`: a directory for a new event file, or an `EventWriter` to share
-    (another writer's: closed by whoever made it)."""
+    (another writer's: closed by whoever made it); `purge_from`: a new event file's
+    (`EventWriter`)."""
 
     def __init__(
-        self, csv_path: Path, tensorboard: Path | EventWriter | None, columns: Sequence[str]
+        self,
+        csv_path: Path,
+        tensorboard: Path | EventWriter | None,
+        columns: Sequence[str],
+        purge_from: int | None = None,
     ) -> None:
         self.columns = tuple(columns)
         header = _widened(csv_path, self.columns)
@@ -36,7 +41,9 @@ class MetricsWriter:
         if not header:
             self._csv.writeheader()
         self._own_tb = isinstance(tensorboard, Path)
-        self._tb = EventWriter(tensorboard) if isinstance(tensorboard, Path) else tensorboard
+        self._tb = (
+            EventWriter(tensorboard, purge_from) if isinstance(tensorboard, Path) else tensorboard
+        )
 
     @property
     def events(self) -> EventWriter | None:

@@ -153,7 +153,9 @@ class TrainSession:
             truncate_after(run.evaluations, start_steps)
         tb = run.tensorboard if config.tensorboard else None
         agent = ("agent",) if agents > 1 else ()
-        self.metrics = MetricsWriter(run.metrics, tb, (*agent, *METRICS, *metrics))
+        # resumed: TensorBoard drops what it holds past the checkpoint, as the CSVs do
+        purge = start_steps + 1 if start_steps else None
+        self.metrics = MetricsWriter(run.metrics, tb, (*agent, *METRICS, *metrics), purge)
         self.evaluations = MetricsWriter(
             run.evaluations, self.metrics.events, (*agent, *EVAL_METRICS)
         )
