@@ -65,3 +65,28 @@ def test_a_child_does_not_keep_the_runs_sigterm_handler() -> None:
         finally:
             group.close()
     assert alive_after(pids, 2.0) == []
+
+
+def _report_frozen(conn: Connection) -> None:
+    import gc
+
+    conn.send((True, gc.get_freeze_count()))
+    time.sleep(60)  # until taken down
+
+
+def test_a_forked_child_never_collects_what_it_inherited() -> None:
+    """Everything the parent held at the fork is frozen out of the child's garbage
+    collector (a finalizer of inherited garbage could wait forever on a lock another
+    parent thread held then); the parent collects its own again after the fork."""
+    import gc
+
+    before = gc.get_freeze_count()
+    group = ProcessGroup(_report_frozen, [()], mp.get_context("fork"))
+    try:
+        assert gc.get_freeze_count() == before
+        assert group.conns[0].poll(30.0)
+        ready, frozen = group.conns[0].recv()
+        assert ready
+        assert frozen > before + 1000  # this process's objects, all of them
+    finally:
+        group.close()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import faulthandler
+import gc
 import math
 import multiprocessing as mp
 import os
@@ -24,7 +25,7 @@ import select
 import signal
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from multiprocessing.connection import Connection
 from multiprocessing.context import BaseContext
 from typing import Any
@@ -75,6 +76,24 @@ def _bootstrap(
             conn.send((False, report))
     finally:
         conn.close()
+
+
+@contextlib.contextmanager
+def _frozen_for_fork(ctx: BaseContext) -> Iterator[None]:
+    """Fork with every object of this process frozen out of the garbage collector
+    (`gc.freeze`, CPython's recipe for fork without exec), so that a child never
+    collects what it inherited: a finalizer there could wait forever on a lock
+    another thread of this process held at the fork. A worker of the test suite
+    (threads of its own) hung so, its actor child 'Garbage-collecting' while it built
+    its first env. This process collects them again after the fork."""
+    if ctx.get_start_method() != "fork":
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def _reap(processes: Sequence[mp.process.BaseProcess], grace: float) -> None:
@@ -129,7 +148,8 @@ class ProcessGroup:
             name=f"{self._name}-{index}",
             daemon=self._daemon,
         )
-        proc.start()
+        with _frozen_for_fork(self._ctx):
+            proc.start()
         child_conn.close()
         stack_out.close()
         return parent_conn, stack_in, proc
