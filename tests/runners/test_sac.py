@@ -83,11 +83,15 @@ def test_serial_and_sync_give_the_same_parameters(serial_run: Path, tmp_path: Pa
 
 
 @pytest.mark.usefixtures("one_thread")
-def test_async_holds_the_update_to_data_ratio(tmp_path: Path) -> None:
+@pytest.mark.parametrize("actors", [1, 2])
+def test_async_holds_the_update_to_data_ratio(actors: int, tmp_path: Path) -> None:
     """Actor processes with the learner loop: after every turn the learner is neither
-    ahead of the ratio nor behind it by more than one chunk's updates, and the data it
-    learns from came through the shared-memory outboxes from the actor's own copy."""
-    config = SACConfig(mode="async", run_dir=tmp_path, **{**SMALL, "total_steps": 800})  # type: ignore[arg-type]
+    ahead of the ratio nor behind it by more than one chunk's updates (two actors'
+    chunks arriving together are taken one at a time, each once its updates are
+    done), and the data it learns from came through the shared-memory outboxes from
+    the actor's own copy."""
+    options = {**SMALL, "total_steps": 800, "workers": actors}
+    config = SACConfig(mode="async", run_dir=tmp_path, **options)  # type: ignore[arg-type]
     env = gym.make(config.env)
     spaces = env.observation_space, env.action_space
     env.close()

@@ -30,6 +30,7 @@ nothing is dropped. `updates_behind` in the metrics is the lag at each log line.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -293,16 +294,23 @@ class OffPolicyLoop:
 
     def take(self, wait: float) -> None:
         """Move arrived chunks (waiting up to `wait` s) into the replay memory; the
-        run's step count advances by what they hold. None is taken past the step
-        budget: however many actors, a run ends at most one chunk beyond it."""
+        run's step count advances by what they hold. With a replay ratio, none is
+        taken once updates are due (the rest wait for them: chunks that arrived
+        together, while a loaded learner was slow, would otherwise count their steps
+        at once, and a run could reach its budget before the updates of the first);
+        none past the step budget: however many actors, a run ends at most one chunk
+        beyond it."""
         source, state = self.source, self.state
-        for index, transitions, chunk in source.chunks(wait):
-            state.replay.add(transitions)  # copies the rows before the slot is freed
-            state.env_steps += chunk.env_steps
-            self.episode_returns.extend(chunk.episode_returns)
-            self.meter.chunk(index, chunk, source.version)
-            if state.env_steps >= state.config.budget:
-                break
+        with contextlib.closing(source.chunks(wait)) as arrived:  # what is left, freed
+            for index, transitions, chunk in arrived:
+                state.replay.add(transitions)  # copies the rows before the slot is freed
+                state.env_steps += chunk.env_steps
+                self.episode_returns.extend(chunk.episode_returns)
+                self.meter.chunk(index, chunk, source.version)
+                if state.env_steps >= state.config.budget:
+                    break
+                if not self.free and state.updates_due() > 0:
+                    break
         source.set_env_steps(state.env_steps)
 
     def learn(self, count: int) -> None:

@@ -7,7 +7,7 @@ counts and acks travel on the pipes."""
 from __future__ import annotations
 
 import multiprocessing as mp
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from typing import Any
 
 from torch import nn
@@ -80,15 +80,17 @@ class ActorPool:
     def set_env_steps(self, env_steps: int) -> None:
         self.arrays["env_steps"][0] = env_steps
 
-    def chunks(self, wait: float) -> Iterator[tuple[int, Payload, Chunk]]:
+    def chunks(self, wait: float) -> Generator[tuple[int, Payload, Chunk], None, None]:
         """Arrived chunks as views of their outbox slots; a slot is acked (freed) once
-        the caller asks for the next chunk. A failed actor is replaced if
-        `restart_actors`, else raised."""
+        the caller asks for the next chunk, or stops asking (closes this generator).
+        A failed actor is replaced if `restart_actors`, else raised."""
         try:
             for index in self.group.ready(range(len(self.group)), wait):
                 chunk: Chunk = self.group.receive(index)
-                yield index, read_slot(self.arrays, index, chunk.slot, chunk), chunk
-                self.group.send(index, ("ack", chunk.slot))
+                try:
+                    yield index, read_slot(self.arrays, index, chunk.slot, chunk), chunk
+                finally:
+                    self.group.send(index, ("ack", chunk.slot))
         except WorkerError as exc:
             if not self.restart_actors:
                 raise

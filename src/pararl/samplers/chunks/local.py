@@ -12,7 +12,7 @@ updates the replay ratio allows, as in the DQN, SAC and TD3 papers.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator
 
 from torch import nn
 
@@ -49,7 +49,7 @@ class LocalChunkSource:
         """The newest weights published (a chunk carries those it was acted with)."""
         return self.weights.newest
 
-    def chunks(self, wait: float) -> Iterator[tuple[int, Payload, Chunk]]:
+    def chunks(self, wait: float) -> Generator[tuple[int, Payload, Chunk], None, None]:
         """One vector step's transitions (never waits: acting is here)."""
         batch, returns, busy = self.sampler.sample(lambda: self._env_steps)
         steps = self.sampler.env_steps_per_chunk

@@ -16,7 +16,7 @@ back-pressure that keeps sampling matched to learning under the replay ratio.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from typing import Any
 
 from torch import nn
@@ -109,13 +109,16 @@ class RayChunkPool:
     def set_env_steps(self, env_steps: int) -> None:
         self.env_steps = env_steps
 
-    def chunks(self, wait: float) -> Iterator[tuple[int, Payload, Chunk]]:
+    def chunks(self, wait: float) -> Generator[tuple[int, Payload, Chunk], None, None]:
         """Chunks that arrived within `wait` s; each taken one is replaced by a new
-        request to its actor, sent with the newest weights."""
+        request to its actor, sent with the newest weights (also when the caller stops
+        asking: closes this generator)."""
         for index, (batch, chunk) in self.group.results(wait):
             self.received += len(batch)
-            yield index, batch, chunk
-            self.group.submit(index, "sample", self.env_steps)
+            try:
+                yield index, batch, chunk
+            finally:
+                self.group.submit(index, "sample", self.env_steps)
 
     def close(self) -> None:
         self.group.close()

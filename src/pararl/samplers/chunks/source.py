@@ -9,7 +9,7 @@ is the same for all of them: take chunks into the replay memory, learn, publish 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -43,10 +43,14 @@ class ChunkSource(Protocol):
     def version(self) -> int:
         """The weights version last published."""
 
-    def chunks(self, wait: float) -> Iterator[tuple[int, Transitions | FrameSteps, Chunk]]:
+    def chunks(
+        self, wait: float
+    ) -> Generator[tuple[int, Transitions | FrameSteps, Chunk], None, None]:
         """(actor index, payload, chunk) for the chunks that arrived within `wait`
         s; the transitions may be a view that is reused once the caller asks for
-        the next item, so copy them first. Handles failed actors as configured."""
+        the next item, so copy them first. A caller may stop early and close the
+        iterator: the chunks not yet taken stay for the next call. Handles failed
+        actors as configured."""
 
     def publish(self, net: nn.Module, version: int) -> None:
         """Make these weights the ones actors act with from now on."""
