@@ -107,3 +107,33 @@ def test_ray_agrees_with_the_serial_loop_and_acts_within_masks(
     replay = state["replay"]
     assert replay["added"] == len(replay["action"])
     assert replay["next_mask"].shape == (len(replay["action"]), 4)
+
+
+def test_chunks_not_taken_wait_for_the_next_call_and_every_actor_is_asked_again() -> None:
+    """Results of two actors arrive together; the loop takes one (its updates are
+    due) and closes the iterator: the other is handed over by the next call, not lost,
+    and each actor gets a new request once its chunk is taken."""
+    from pararl.samplers.chunks.ray import RayChunkPool
+
+    class Group:
+        def __init__(self) -> None:
+            self.finished = [(0, ([1, 2], "chunk 0")), (1, ([3], "chunk 1"))]
+            self.submitted: list[int] = []
+
+        def results(self, wait: float) -> list[tuple[int, object]]:
+            out, self.finished = self.finished, []
+            return out
+
+        def submit(self, index: int, method: str, env_steps: int) -> None:
+            self.submitted.append(index)
+
+    pool = object.__new__(RayChunkPool)
+    pool.group, pool.env_steps, pool.received, pool._held = Group(), 0, 0, []  # type: ignore[assignment]
+    first = pool.chunks(0.0)
+    assert next(first)[2] == "chunk 0"
+    first.close()
+    assert pool.group.submitted == [0]  # type: ignore[attr-defined]
+    assert [c for _, _, c in pool.chunks(0.0)] == ["chunk 1"]
+    assert pool.group.submitted == [0, 1]  # type: ignore[attr-defined]
+    assert pool.received == 3
+    assert list(pool.chunks(0.0)) == []

@@ -55,6 +55,7 @@ class ActorPool:
             actor_main, [self._args(i) for i in range(len(specs))], ctx, name="pararl-actor"
         )
         self.group.await_ready(READY_TIMEOUT_S)
+        self._next = 0  # the actor whose chunk is taken first next time (round robin)
 
     def _args(self, index: int) -> tuple[Any, ...]:
         path = (index, self.restarts[index], self.start_steps)
@@ -81,12 +82,17 @@ class ActorPool:
         self.arrays["env_steps"][0] = env_steps
 
     def chunks(self, wait: float) -> Generator[tuple[int, Payload, Chunk], None, None]:
-        """Arrived chunks as views of their outbox slots; a slot is acked (freed) once
-        the caller asks for the next chunk, or stops asking (closes this generator).
-        A failed actor is replaced if `restart_actors`, else raised."""
+        """Arrived chunks as views of their outbox slots, round robin from the actor
+        after the last taken (a caller that takes one at a time starves none); a slot
+        is acked (freed) once the caller asks for the next chunk, or stops asking
+        (closes this generator). A failed actor is replaced if `restart_actors`, else
+        raised."""
         try:
-            for index in self.group.ready(range(len(self.group)), wait):
+            ready = self.group.ready(range(len(self.group)), wait)
+            first = next((k for k, index in enumerate(ready) if index >= self._next), 0)
+            for index in ready[first:] + ready[:first]:
                 chunk: Chunk = self.group.receive(index)
+                self._next = (index + 1) % len(self.group)
                 try:
                     yield index, read_slot(self.arrays, index, chunk.slot, chunk), chunk
                 finally:

@@ -90,6 +90,7 @@ class RayChunkPool:
             raise
         self.env_steps = start_steps
         self.received = 0  # transitions handed to the learner
+        self._held: list[tuple[int, Any]] = []  # arrived, not yet taken (`chunks`)
         self.publish(net, version)
         for index in range(len(specs)):
             for _ in range(IN_FLIGHT):
@@ -110,13 +111,19 @@ class RayChunkPool:
         self.env_steps = env_steps
 
     def chunks(self, wait: float) -> Generator[tuple[int, Payload, Chunk], None, None]:
-        """Chunks that arrived within `wait` s; each taken one is replaced by a new
-        request to its actor, sent with the newest weights (also when the caller stops
-        asking: closes this generator)."""
-        for index, (batch, chunk) in self.group.results(wait):
+        """Chunks that arrived within `wait` s (first those that arrived before and
+        were not taken); each taken one is replaced by a new request to its actor,
+        sent with the newest weights. A caller that stops asking (closes this
+        generator) leaves the rest for the next call."""
+        arrived = self._held or list(self.group.results(wait))
+        self._held = []
+        for k, (index, (batch, chunk)) in enumerate(arrived):
             self.received += len(batch)
             try:
                 yield index, batch, chunk
+            except GeneratorExit:
+                self._held = arrived[k + 1 :]
+                raise
             finally:
                 self.group.submit(index, "sample", self.env_steps)
 
