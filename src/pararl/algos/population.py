@@ -46,19 +46,9 @@ from pararl.algos.ppo import LOSS_KEYS, PPOHyper, ppo_loss
 from pararl.config import DQNConfig
 from pararl.models.acting import obs_tensor
 from pararl.models.networks import QNetwork
-from pararl.models.population import Population, QPopulation, bind
+from pararl.models.population import Population, QPopulation, agent_major, bind
 from pararl.optim import RowAdam, row_views
 from pararl.replay.nstep import Transitions
-
-
-def agent_major(array: np.ndarray, agents: int, steps: int) -> np.ndarray:
-    """A flattened rollout's rows (t * (N * E) + i * E + e: agent i's envs side by
-    side) as each agent's rollout in turn (i * T * E + t * E + e: agent i's rows as
-    its run alone lays them out)."""
-    per = array.shape[0] // (steps * agents)
-    shaped = array.reshape(steps, agents, per, *array.shape[1:])
-    return np.ascontiguousarray(shaped.swapaxes(0, 1)).reshape(array.shape)
-
 
 # the settings each agent may have its own of (`--sweep`); the rest shape the update
 PER_AGENT = ("clip_coef", "ent_coef", "vf_coef", "max_grad_norm")

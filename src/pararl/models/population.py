@@ -221,10 +221,13 @@ def bind(agents: Sequence[nn.Module], twin: nn.Module) -> None:
                     setattr(own, buffer, value[i])
 
 
-def _share(array: np.ndarray, agent: int, agents: int, steps: int) -> np.ndarray:
-    """Agent `agent`'s rows of a flattened rollout of every agent's envs, in order."""
-    shaped = array.reshape(steps, agents, -1, *array.shape[1:])
-    return shaped[:, agent].reshape(-1, *array.shape[1:])
+def agent_major(array: np.ndarray, agents: int, steps: int) -> np.ndarray:
+    """A flattened rollout's rows (t * (N * E) + i * E + e: agent i's envs side by
+    side) as each agent's rollout in turn (i * T * E + t * E + e: agent i's rows as
+    its run alone lays them out)."""
+    per = array.shape[0] // (steps * agents)
+    shaped = array.reshape(steps, agents, per, *array.shape[1:])
+    return np.ascontiguousarray(shaped.swapaxes(0, 1)).reshape(array.shape)
 
 
 def _rows(obs: Any, rows: torch.Tensor) -> Any:
@@ -301,11 +304,13 @@ class Population(Stack[ActorCritic]):
         settings = self.twin.norm.settings
         if not (settings.obs or settings.reward):
             return
+        n = self.n
+        returns = agent_major(discounted_returns, n, steps).reshape(n, -1)
+        # without observation normalisation the observations are not read: no copy of
+        # them (an image batch's would be its whole rollout)
+        seen = agent_major(obs, n, steps).reshape(n, -1, *obs.shape[1:]) if settings.obs else None
         for i, agent in enumerate(self.agents):
-            # without observation normalisation the observations are not read: no copy
-            # of them (an image batch's would be its whole rollout)
-            seen = _share(obs, i, self.n, steps) if settings.obs else obs[:0]
-            agent.update_norm(seen, _share(discounted_returns, i, self.n, steps))
+            agent.update_norm(obs[:0] if seen is None else seen[i], returns[i])
 
     def _log_std_rows(self, rows: int) -> torch.Tensor:
         """Each agent's log standard deviation, on its rows ([N * B, A])."""
@@ -432,6 +437,7 @@ __all__ = [
     "StackedConv2d",
     "StackedLinear",
     "StackedNormalizer",
+    "agent_major",
     "bind",
     "population_of",
     "q_population_of",
