@@ -13,11 +13,14 @@ SB3's; one async iteration within 1.2x its floor.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
+import multiprocessing as mp
 import statistics
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
@@ -81,7 +84,11 @@ def resolve(config: Config) -> Config:
 @dataclass
 class Floor:
     """One game's floor: one actor acting a rollout of every env (`InlineActors.take`)
-    and `PPOLearner.update` on it, each alone on one torch thread, in turn; seconds."""
+    and `PPOLearner.update` on it, each on one torch thread, timed alone (in turn) and
+    beside the other (each while a second process does the other side without pause);
+    seconds. The two vCPUs of this machine share a physical core's resources: a GEMM
+    on one runs at 0.65-0.7x its speed while the other is busy (notes-2026-11-30), so
+    two sides overlapped run slower than each alone."""
 
     env: str
     acting: h.Summary
@@ -91,6 +98,8 @@ class Floor:
     epochs: int
     minibatches: int
     minibatch_size: int
+    acting_beside: h.Summary | None = None  # acting while an update runs beside it
+    update_beside: h.Summary | None = None  # an update while acting runs beside it
     sitting: str = ""  # when and where it was measured (`compare.sitting`)
 
     @property
@@ -101,15 +110,33 @@ class Floor:
     def serial_s(self) -> float:  # a serial iteration at best: one after the other
         return self.acting.median + self.update.median
 
+    @property
+    def beside_s(self) -> float | None:
+        """An async iteration at best on cores that slow each other: both sides run
+        at their speed beside the other until the one that ends first is done, then
+        the other finishes the rest of its work at its speed alone."""
+        if self.acting_beside is None or self.update_beside is None:
+            return None
+        return overlapped(self.acting.median, self.acting_beside.median,
+                          self.update.median, self.update_beside.median)  # fmt: skip
 
-def measure_floor(env: str, repeats: int, warmup: int, num_envs: int = NUM_ENVS) -> Floor:
-    """Act a rollout, update on it, publish the weights, `warmup` + `repeats` times
-    with the run's own pieces (`InlineActors` is the async actor's serial twin)."""
+
+def overlapped(a: float, a_beside: float, b: float, b_beside: float) -> float:
+    """The wall time of two jobs run side by side, `a` and `b` seconds alone and
+    `a_beside`, `b_beside` seconds each beside the other: together until the first
+    ends, then the rest of the other's work alone."""
+    together = min(a_beside, b_beside)
+    return together + a * (1 - together / a_beside) + b * (1 - together / b_beside)
+
+
+def _pieces(env: str, num_envs: int, seed: int) -> tuple[Any, Any, Callable[[], Any]]:
+    """The run's own pieces on one torch thread: its `PPOState`, one actor of every env
+    (`InlineActors`, the async actor's serial twin) and a round's first half (act a
+    rollout, give its batch; the update is `state.learner.update(batch, state.rng)`)."""
     import torch
 
     from pararl.config import PPOConfig
     from pararl.envs.make import env_factory, probe_env
-    from pararl.intraop import torch_threads
     from pararl.runners.ppo_state import PPOState
     from pararl.samplers.rollout.actors import ActorPlan, InlineActors
     from pararl.samplers.rollout.collect import batch_of
@@ -117,29 +144,101 @@ def measure_floor(env: str, repeats: int, warmup: int, num_envs: int = NUM_ENVS)
 
     fn, spaces = env_factory(env, training=True), probe_env(env)
     config = PPOConfig(env=env, act_device="cpu", learn_device="cpu")
-    acting: list[float] = []
-    updates: list[float] = []
+    torch.manual_seed(seed)
+    state = PPOState(config.for_spaces(*spaces), *spaces, num_envs)
+    spec = state.rollout_spec
+    plan = ActorPlan(state.make_model, fn, spec, state.mask_info, 0, seed=seed)
+    actors = InlineActors(plan, 1, env_seeds(seed, num_envs), state.learner.model, 0)
+
+    def act() -> Any:
+        taken = actors.take()  # its weights, its steps, its copy out
+        actors.publish(state.learner.model, actors.next)
+        batch = batch_of(taken.arrays, spec)
+        batch.pop("discounted")  # the reward scale's, not the loss's (`train_loop`)
+        return batch
+
+    return state, actors, act
+
+
+def _neighbour(env: str, num_envs: int, side: str, ready: Any, stop: Any) -> None:
+    """A second process doing one side of an iteration (`acting` or `update`) without
+    pause until `stop` is set: what runs beside the side being timed."""
+    import torch
+
+    torch.set_num_threads(1)
+    state, actors, act = _pieces(env, num_envs, seed=1)
+    try:
+        batch = act()
+        ready.set()
+        while not stop.is_set():
+            if side == "acting":
+                act()
+            else:
+                state.learner.update(dict(batch), state.rng)
+    finally:
+        actors.close()
+
+
+@contextlib.contextmanager
+def beside(env: str, num_envs: int, side: str, timeout_s: float = 300.0) -> Iterator[None]:
+    """Run `side` of an iteration in a spawned process for the duration of the block;
+    it has started its loop when the block begins and is gone when it ends."""
+    ctx = mp.get_context("spawn")
+    ready, stop = ctx.Event(), ctx.Event()
+    proc = ctx.Process(target=_neighbour, args=(env, num_envs, side, ready, stop), daemon=True)
+    proc.start()
+    try:
+        deadline = time.monotonic() + timeout_s
+        while not ready.wait(0.5):
+            if not proc.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"the {side} process beside the floor's timing did not "
+                                   f"start (exit code {proc.exitcode})")  # fmt: skip
+        yield
+    finally:
+        stop.set()
+        proc.join(timeout=60)
+        if proc.is_alive():
+            proc.kill()
+            proc.join(timeout=10)
+
+
+def measure_floor(env: str, repeats: int, warmup: int, num_envs: int = NUM_ENVS,
+                  contended: bool = True) -> Floor:  # fmt: skip
+    """Act a rollout, update on it, publish the weights, `warmup` + `repeats` times
+    with the run's own pieces, alone; then (`contended`) each side `warmup` + `repeats`
+    times beside a process doing the other."""
+    from pararl.intraop import torch_threads
+
+    def rounds(n: int, act: Callable[[], Any], update: Callable[[Any], Any],
+               ) -> tuple[list[float], list[float]]:  # fmt: skip
+        acting: list[float] = []
+        updates: list[float] = []
+        for i in range(warmup + n):
+            acted, batch = h.timed(act)
+            took, _ = h.timed(functools.partial(update, batch))
+            if i >= warmup:
+                acting.append(acted)
+                updates.append(took)
+        return acting, updates
+
     with torch_threads(1):
-        torch.manual_seed(0)
-        state = PPOState(config.for_spaces(*spaces), *spaces, num_envs)
-        spec, learner = state.rollout_spec, state.learner
-        plan = ActorPlan(state.make_model, fn, spec, state.mask_info, 0, seed=0)
-        actors = InlineActors(plan, 1, env_seeds(0, num_envs), learner.model, 0)
+        state, actors, act = _pieces(env, num_envs, seed=0)
+        learn = functools.partial(state.learner.update, rng=state.rng)
         try:
-            for i in range(warmup + repeats):
-                acted, taken = h.timed(actors.take)  # its weights, its steps, its copy out
-                batch = batch_of(taken.arrays, spec)
-                batch.pop("discounted")  # the reward scale's, not the loss's (`train_loop`)
-                took, _ = h.timed(functools.partial(learner.update, batch, state.rng))
-                actors.publish(learner.model, i + 1)
-                if i >= warmup:
-                    acting.append(acted)
-                    updates.append(took)
+            acting, updates = rounds(repeats, act, learn)
+            acting_beside = updates_beside = None
+            if contended:
+                with beside(env, num_envs, "update"):
+                    acting_beside, _ = rounds(repeats, act, lambda batch: None)
+                batch = act()
+                with beside(env, num_envs, "acting"):
+                    _, updates_beside = rounds(repeats, lambda: dict(batch), learn)
         finally:
             actors.close()
-    s, hyper = state.settings, learner.hyper
+    s, hyper = state.settings, state.learner.hyper
     return Floor(env, h.summarize(acting), h.summarize(updates), num_envs, s.num_steps,
-                 hyper.update_epochs, hyper.num_minibatches, s.minibatch_size)  # fmt: skip
+                 hyper.update_epochs, hyper.num_minibatches, s.minibatch_size,
+                 h.maybe(acting_beside or []), h.maybe(updates_beside or []))  # fmt: skip
 
 
 # --- what each pararl run says of itself ------------------------------------------------
@@ -267,10 +366,24 @@ class Iteration:
     floor: Floor
     iteration: h.Summary | None  # each async run's mean iteration, over seeds
     serial: h.Summary | None
+    sync: h.Summary | None = None
 
     @property
     def ratio(self) -> float | None:
         return h.ratio(self.iteration, self.floor.floor_s)
+
+    @property
+    def beside_ratio(self) -> float | None:
+        """Async's iteration against its floor with the two sides slowing each other."""
+        return None if self.floor.beside_s is None else h.ratio(self.iteration,
+                                                                self.floor.beside_s)  # fmt: skip
+
+    @property
+    def best_vs_sync(self) -> float | None:
+        """The least async ÷ sync wall an iteration allows: that floor ÷ sync's iteration
+        (evaluations and start-up aside)."""
+        best = self.floor.beside_s
+        return None if best is None or self.sync is None else best / self.sync.median
 
     @property
     def met(self) -> bool | None:
@@ -285,7 +398,8 @@ def iterations(runs: Sequence[Run], floors: Sequence[Floor]) -> list[Iteration]:
         mine = [r for r in runs if r.sitting == f.sitting]
         return h.maybe(of(mine, f.env, system, lambda r: r.extra.get("iteration_s")))
 
-    return [Iteration(f, mean(f, ASYNC), mean(f, "pararl-serial")) for f in floors]
+    return [Iteration(f, mean(f, ASYNC), mean(f, "pararl-serial"), mean(f, "pararl-sync"))
+            for f in floors]  # fmt: skip
 
 
 # --- report -----------------------------------------------------------------------------
@@ -404,14 +518,27 @@ def blocks_of(r: Results, c: Any, label: Mapping[str, str], versuses: Sequence[V
               lambda it: f"{h.fmt_ratio(it.ratio)} ({verdict(it.met)})"),
         h.Col("serial's floor ms (the sum)", lambda it: ms(it.floor.serial_s)),
         h.Col("serial iteration ms", lambda it: ms(it.serial)),
+        h.Col("acting ms, beside an update", lambda it: ms(it.floor.acting_beside)),
+        h.Col("update ms, beside acting", lambda it: ms(it.floor.update_beside)),
+        h.Col("floor ms, side by side", lambda it: ms(it.floor.beside_s)),
+        h.Col("async ÷ it", lambda it: h.fmt_ratio(it.beside_ratio)),
+        h.Col("sync iteration ms", lambda it: ms(it.sync)),
+        h.Col("best async ÷ sync wall (that floor ÷ sync's iteration)",
+              lambda it: h.fmt_ratio(it.best_vs_sync)),
     ]  # fmt: skip
     floor_note = (
         f"#### The floor of one asynchronous iteration\n\nMeasured before the runs, once per "
         f"game: {what}, each alone on one torch thread, {c.floor_repeats} times after "
         f"{FLOOR_WARMUP} untimed; median (min–max). Overlapped, an iteration takes at least "
-        "the longer of the two; the serial loop the sum. The iterations beside it are those "
-        "of the runs of the same sitting (a kept run's is not: its machine may have run at "
-        "another speed)."
+        "the longer of the two; the serial loop the sum. The two vCPUs of this machine can "
+        "slow each other (a fp32 GEMM on one ran at 0.65-0.7x its speed beside a busy "
+        "other in one sitting, at full speed in another), so each side is also timed beside "
+        "a second process doing the other side without pause; side by side, the two run "
+        "at those speeds until the shorter ends, then the longer alone (`overlapped`). "
+        "That floor over sync's iteration is the least async ÷ sync wall this machine "
+        "allows, evaluations and start-up aside. The iterations beside it are those of the "
+        "runs of the same sitting (a kept run's is not: its machine may have run at another "
+        "speed)."
     )
     return [
         f"{intro}\n\n{h.table(vs_cols, versuses)}",
@@ -440,6 +567,9 @@ def key_ratios(versuses: Sequence[Versus], iterations: Sequence[Iteration]) -> s
         if it is not None and it.ratio is not None:
             text.append(f"iteration ÷ floor {h.fmt_ratio(it.ratio)} (≤ {FLOOR_TARGET:g}: "
                         f"{verdict(it.met)})")  # fmt: skip
+        if it is not None and it.best_vs_sync is not None:
+            text.append(f"the floor side by side allows async ÷ sync ≥ "
+                        f"{h.fmt_ratio(it.best_vs_sync)}")  # fmt: skip
         parts.append(", ".join(text))
     return "; ".join(parts) or "nothing measured"
 

@@ -7,6 +7,7 @@ tested in tests/test_stats.py), the floor ratio and the targets' verdicts."""
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing
 import statistics
 from collections.abc import Callable
 from pathlib import Path
@@ -63,6 +64,11 @@ def test_quick_run_measures_the_floor_then_each_system(
     assert len(floor["acting"]["samples"]) == len(floor["update"]["samples"]) == 1
     assert floor["acting"]["median"] > 0
     assert floor["update"]["median"] > 0
+    # each side again beside a process doing the other, which is gone afterwards
+    assert len(floor["acting_beside"]["samples"]) == len(floor["update_beside"]["samples"]) == 1
+    assert floor["acting_beside"]["median"] > 0
+    assert floor["update_beside"]["median"] > 0
+    assert not multiprocessing.active_children()
     assert data["key_ratios"].startswith("Breakout: async wall ÷ SB3 ")
     assert "iteration ÷ floor" in data["key_ratios"]
     assert not (tmp_path / "BENCHMARKS.md").exists()
@@ -127,8 +133,21 @@ def _run(system: str, seed: int, final: float, wall: float, **extra: float) -> R
     return Run(system, BREAKOUT, seed, wall, True, 3, 0, curve, extra=dict(extra))
 
 
-def _floor(acting: float, update: float) -> pa.Floor:
-    return pa.Floor(BREAKOUT, h.summarize([acting]), h.summarize([update]), 8, 128, 4, 4, 256)
+def _floor(acting: float, update: float, beside: tuple[float, float] | None = None
+           ) -> pa.Floor:  # fmt: skip
+    a, u = (None, None) if beside is None else (h.summarize([b]) for b in beside)
+    return pa.Floor(BREAKOUT, h.summarize([acting]), h.summarize([update]), 8, 128, 4, 4, 256,
+                    a, u)  # fmt: skip
+
+
+def test_two_jobs_side_by_side_run_at_their_speeds_beside_each_other_then_alone() -> None:
+    assert pa.overlapped(40, 40, 70, 70) == pytest.approx(70)  # cores that never meet: the longer
+    # acting ends after 60 s beside; the update has done 60/80 of its 70 s and ends alone
+    assert pa.overlapped(40, 60, 70, 80) == pytest.approx(60 + 70 * (1 - 60 / 80))
+    assert pa.overlapped(70, 80, 40, 60) == pytest.approx(77.5)  # either order
+    assert pa.overlapped(50, 100, 50, 100) == pytest.approx(100)  # equal: no faster than serial
+    assert _floor(0.04, 0.07).beside_s is None  # not measured
+    assert _floor(0.04, 0.07, (0.06, 0.08)).beside_s == pytest.approx(0.0775)
 
 
 MADE_UP = [
@@ -158,6 +177,13 @@ def test_ratios_p_values_floor_and_targets_on_made_up_runs() -> None:
         MADE_UP, [dataclasses.replace(_floor(0.137, 0.182), sitting="another day")]
     )
     assert (elsewhere.iteration, elsewhere.ratio) == (None, None)  # kept runs: not its own
+    synced = MADE_UP + [_run("pararl-sync", i, 4, 90, iteration_s=0.31) for i in range(3)]
+    (both,) = pa.iterations(synced, [_floor(0.137, 0.182, (0.15, 0.19))])
+    side_by_side = 0.15 + 0.182 * (1 - 0.15 / 0.19)  # acting ends first, the update alone
+    assert both.floor.beside_s == pytest.approx(side_by_side)
+    assert both.beside_ratio == pytest.approx(0.20 / side_by_side)
+    assert both.best_vs_sync == pytest.approx(side_by_side / 0.31)
+    assert (it.beside_ratio, it.best_vs_sync) == (None, None)  # no sync run, no beside
     (slow,) = pa.iterations(MADE_UP, [_floor(0.137, 0.15)])
     assert slow.met is False  # 0.20 / 0.15 = 1.33
     far = dataclasses.replace(serial, wall_ratio=0.61, p=0.03)
