@@ -15,6 +15,7 @@ from pararl.models.build import q_network
 from pararl.mp import threads
 from pararl.mp.threads import (
     AdaptiveThreads,
+    LentCores,
     Probing,
     every_core_threads,
     is_convolutional,
@@ -194,3 +195,85 @@ def test_one_thread_a_given_count_or_no_updates_leave_nothing_to_decide() -> Non
     held.run_until(3600.0)
     assert held.set_calls == []
     assert held.governor.threads == 2  # what metrics.csv shows: the count it runs on
+
+
+class Lending:
+    """A `LentCores` on a simulated clock: steps take `own_s` on the learner's threads
+    and `lent_s` on every core; the actors wait from step `idle_from` of each update."""
+
+    def __init__(self, own_s: float, lent_s: float, idle_from: int, **settings: int) -> None:
+        self.now, self.own_s, self.lent_s, self.idle_from = 0.0, own_s, lent_s, idle_from
+        self.step, self.set_calls = 0, []
+        self.lent = LentCores(
+            lambda: self.step >= self.idle_from, 2, clock=lambda: self.now,
+            set_threads=self.set_calls.append, **settings,
+        )  # fmt: skip
+
+    def update(self, steps: int = 16) -> float:
+        self.lent.start(1)
+        for self.step in range(steps):
+            self.lent()
+            self.now += self.lent_s if self.lent.threads == 2 else self.own_s
+        return self.lent.finish()
+
+
+def test_the_update_takes_the_actors_cores_once_they_wait_for_weights() -> None:
+    sim = Lending(own_s=0.004, lent_s=0.003, idle_from=10)
+    assert sim.update() == pytest.approx((10 * 1 + 6 * 2) / 16)  # mean threads over steps
+    assert sim.set_calls == [2]  # widened once, at step 10; the caller restores the count
+    for _ in range(20):
+        assert sim.update() == pytest.approx(22 / 16)  # faster lent: it keeps lending
+    assert sim.lent.paused == 0
+    never = Lending(own_s=0.004, lent_s=0.003, idle_from=99)
+    assert never.update() == 1.0  # the actors never waited
+    assert never.set_calls == []
+
+
+def test_lending_that_does_not_speed_the_steps_pauses_then_is_tried_again() -> None:
+    # another run holds the cores: a wider step waits at its barriers
+    sim = Lending(own_s=0.004, lent_s=0.006, idle_from=10, judge_steps=12, pause=5)
+    assert sim.update() == pytest.approx(22 / 16)  # 6 lent steps: not judged yet
+    assert sim.update() == pytest.approx(22 / 16)  # 12: judged slower, paused
+    assert sim.lent.paused == 5
+    assert [sim.update() for _ in range(5)] == [1.0] * 4 + [pytest.approx(22 / 16)]
+    all_lent = Lending(own_s=0.004, lent_s=0.006, idle_from=0, judge_steps=12)
+    assert [all_lent.update() for _ in range(3)] == [2.0] * 3  # nothing to compare with
+
+
+@pytest.mark.skipif(every_core_threads() < 2, reason="needs 2 cores")
+@pytest.mark.parametrize("env", ["CartPole-v1", "MinAtar/Breakout-v1"])
+def test_an_update_on_one_or_two_threads_gives_the_same_weights(env: str) -> None:
+    """What keeps a seeded async run reproducible although `LentCores` widens its
+    update at a moment timing decides: on this machine's GEMMs the count of threads
+    does not change the weights (a BLAS whose reduction order did would break it)."""
+    if env.startswith("MinAtar"):
+        pytest.importorskip("minatar")
+    from pararl.config import PPOConfig
+    from pararl.envs.make import probe_env
+    from pararl.runners.ppo_state import PPOState
+
+    spaces = probe_env(env)
+    config = PPOConfig(env=env, act_device="cpu", learn_device="cpu").for_spaces(*spaces)
+    rng = np.random.default_rng(0)
+    batch = None
+    weights = []
+    for count in (1, 2):
+        with torch_threads(1):
+            torch.manual_seed(0)
+            state = PPOState(config, *spaces, 8)
+        n = 8 * state.settings.num_steps
+        if batch is None:
+            obs_space = spaces[0]
+            batch = {
+                "obs": torch.as_tensor(np.stack([obs_space.sample() for _ in range(n)]),
+                                       dtype=torch.float32),
+                "actions": torch.as_tensor(rng.integers(0, spaces[1].n, n)),
+                "logprobs": torch.full((n,), -float(np.log(spaces[1].n))),
+                "advantages": torch.as_tensor(rng.normal(size=n), dtype=torch.float32),
+                "returns": torch.as_tensor(rng.normal(size=n), dtype=torch.float32),
+                "values": torch.as_tensor(rng.normal(size=n), dtype=torch.float32),
+            }  # fmt: skip
+        with torch_threads(count):
+            state.learner.update(dict(batch), np.random.default_rng(1))
+        weights.append([p.detach().clone() for p in state.learner.model.parameters()])
+    assert all(torch.equal(a, b) for a, b in zip(*weights, strict=True))

@@ -69,9 +69,9 @@ def test_a_large_networks_update_leaves_a_second_thread_that_is_busy(
     acting: list[int] = []
     real_update, real_collect = PPOLearner.update, ppo_runner.collect
 
-    def update(self: PPOLearner, batch: Any, rng: Any) -> dict[str, float]:
+    def update(self: PPOLearner, batch: Any, rng: Any, **kwargs: Any) -> dict[str, float]:
         updating.append(torch.get_num_threads())
-        return real_update(self, batch, rng)
+        return real_update(self, batch, rng, **kwargs)
 
     def collect(*args: Any, **kwargs: Any) -> Any:
         acting.append(torch.get_num_threads())

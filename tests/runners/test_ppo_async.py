@@ -23,6 +23,7 @@ from pararl.envs.make import env_factory
 from pararl.errors import UsageError
 from pararl.models import ActorCritic
 from pararl.mp.errors import WorkerError
+from pararl.mp.threads import every_core_threads
 from pararl.runners.ppo_state import PPOState
 from pararl.samplers.rollout.actors import ActorPlan, InlineActors, RolloutActors
 from pararl.seeding import env_seeds
@@ -270,3 +271,17 @@ def test_vtrace_or_a_policy_lag_where_there_is_no_lag_is_refused_in_one_line(
     agents = PPOConfig(run_dir=tmp_path / "batch", mode="sync", policy_lag=2, seeds=2, **SMALL)  # type: ignore[arg-type]
     with pytest.raises(UsageError, match=r"--policy-lag 2 sets .*--mode sync has none"):
         train(agents)
+
+
+def test_the_update_takes_the_actors_cores_while_they_wait(tmp_path: Path) -> None:
+    """With --policy-lag 0 the actors wait for every update, so each update runs on
+    every core (`LentCores`); a count given with --learner-threads holds."""
+    cores = every_core_threads()
+    if cores < 2:
+        pytest.skip("needs 2 cores")
+    for name, extra in {"lent": {}, "held": {"learner_threads": 1}}.items():
+        config = {**SMALL, "mode": "async", "policy_lag": 0, "log_every_s": 0.0, **extra}
+        train(PPOConfig(run_dir=tmp_path / name, **config))  # type: ignore[arg-type]
+        with (tmp_path / name / "metrics.csv").open() as f:
+            threads = {float(r["update_threads"]) for r in csv.DictReader(f)}
+        assert threads == ({float(cores)} if name == "lent" else {1.0}), name

@@ -104,13 +104,20 @@ class PPOLearner:
         self.clip = self.hyper.clip_coef * fraction
         self.clip_t.fill_(self.clip)
 
-    def update(self, batch: dict[str, Any], rng: np.random.Generator) -> dict[str, float]:
+    def update(
+        self,
+        batch: dict[str, Any],
+        rng: np.random.Generator,
+        between: Callable[[], None] | None = None,
+    ) -> dict[str, float]:
         """Epochs of minibatch steps on one flattened rollout (Dict and Tuple
         observations: a dict of leaves under "obs"), each epoch's minibatches
         in an order drawn from `rng` (the run's own stream: nothing here draws from a
         global one). Returns the losses and entropy averaged over every step, and
         approx_kl and clipfrac averaged over the last epoch (how far the whole update
-        moved the policy; computing them at every step cost more than it told)."""
+        moved the policy; computing them at every step cost more than it told).
+        `between`: the caller's, before each step (the async loop widens the update's
+        threads there, `LentCores`)."""
         hp = self.hyper
         keys = (*LOSS_KEYS, *(k for k in ("masks", "first", "start_state") if k in batch))
         b = {k: map_leaves(self._on_device, batch[k]) for k in keys}
@@ -126,6 +133,8 @@ class PPOLearner:
         for epoch in range(hp.update_epochs):
             last = epoch == hp.update_epochs - 1
             for mb in self._minibatches(b, size, mb_size, rng):
+                if between is not None:
+                    between()
                 stats = self._minibatch_step(mb, normalized, last)
                 for k, v in stats.items():  # summed on the device: no sync per step
                     totals[k] = totals[k] + v if k in totals else v

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import os
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -245,10 +246,79 @@ class AdaptiveThreads:
         self.set_threads(threads)
 
 
+class LentCores:
+    """The actors' cores lent to an asynchronous update while the actors wait.
+
+    An async PPO update runs on the learner's threads beside actors that act the next
+    rollout. Once every actor has delivered its segment (`idle`), nothing acts until
+    the update publishes new weights, and their cores would stand idle for the rest
+    of the update (the actors' busy fraction, about 0.5 on MinAtar). Called before
+    each minibatch step (`PPOLearner.update`'s `between`), this widens the update to
+    `wide` threads for its remaining steps; the caller's `torch_threads` restores the
+    count after the update. The steps are timed: where the median of `judge_steps`
+    lent steps was not `margin` times the median step on the learner's own threads
+    (another run holds the cores, so a wider update waits at its barriers), lending
+    stops for the next `pause` updates, and is then tried again. A count of threads
+    can change a GEMM's reduction order on some hardware (on this machine's MinAtar
+    update 1 and 2 threads give bit-identical weights, tests/test_threads.py)."""
+
+    def __init__(
+        self,
+        idle: Callable[[], bool],
+        wide: int,
+        *,
+        judge_steps: int = 64,
+        margin: float = 0.9,
+        pause: int = 100,
+        set_threads: Callable[[int], None] = _set_torch_threads,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.idle, self.wide, self.set_threads, self.clock = idle, wide, set_threads, clock
+        self.judge_steps, self.margin, self.pause = judge_steps, margin, pause
+        self.paused = 0  # updates left without lending
+        self.threads = self._own = wide
+        self._steps = self._thread_steps = 0
+        self._last: float | None = None
+        self._timed: dict[bool, list[float]] = {False: [], True: []}  # own / lent steps' s
+
+    def start(self, threads: int) -> None:
+        """An update begins on the learner's `threads`."""
+        self.threads = self._own = threads
+        self._steps = self._thread_steps = 0
+        self._last = None
+        if self.paused:
+            self.paused -= 1
+
+    def __call__(self) -> None:
+        """Before a minibatch step: time the step before it; widen if the actors wait."""
+        self._time_last()
+        if self.threads < self.wide and not self.paused and self.idle():
+            self.set_threads(self.wide)
+            self.threads = self.wide
+        self._steps += 1
+        self._thread_steps += self.threads
+        self._last = self.clock()
+
+    def finish(self) -> float:
+        """The update has ended: its mean threads over its steps; lending judged."""
+        self._time_last()
+        own, lent = self._timed[False], self._timed[True]
+        if len(lent) >= self.judge_steps:
+            if own and statistics.median(lent) > self.margin * statistics.median(own):
+                self.paused = self.pause
+            self._timed = {False: [], True: []}
+        return self._thread_steps / self._steps if self._steps else float(self._own)
+
+    def _time_last(self) -> None:
+        if self._last is not None:
+            self._timed[self.threads > self._own].append(self.clock() - self._last)
+
+
 __all__ = [
     "SMALL_MODEL_PARAMS",
     "WIDE_BATCH",
     "AdaptiveThreads",
+    "LentCores",
     "Probing",
     "every_core_threads",
     "held",

@@ -33,7 +33,14 @@ from pararl.config import PPOConfig
 from pararl.envs.make import env_factory
 from pararl.envs.masks import batch_mask
 from pararl.errors import UsageError
-from pararl.mp.threads import AdaptiveThreads, held, ppo_threads, torch_threads
+from pararl.mp.threads import (
+    AdaptiveThreads,
+    LentCores,
+    every_core_threads,
+    held,
+    ppo_threads,
+    torch_threads,
+)
 from pararl.mp.topology import physical_cores
 from pararl.runners.ppo_mode import ModeChoice, choose_mode
 from pararl.runners.ppo_state import PPOState, ThreadRule
@@ -74,9 +81,11 @@ def train_loop(
     session: TrainSession,
     next_rollout: RolloutSource,
     learned: Callable[[], dict[str, float]] | None = None,
+    lent: LentCores | None = None,
 ) -> None:
     """See the module docstring. `learned`: called once the acting copy has the new
-    weights (asynchronous actors are sent them there); its statistics join the row."""
+    weights (asynchronous actors are sent them there); its statistics join the row.
+    `lent`: the actors' cores, lent to the update while they wait (async)."""
     cfg = state.config
     # the update's threads: on several, it drops to one while something else uses the
     # cores (two runs side by side), at rollout boundaries; a given count holds
@@ -98,10 +107,13 @@ def train_loop(
         discounted = rollout.pop("discounted")
         learner, threads = state.learner, governor.threads
         updates, elapsed = learner.updates, learner.steps.stopwatch()
+        lend = lent if lent is not None and threads == state.update_threads else None
         with torch_threads(threads):
-            stats = learner.update(rollout, state.rng)
+            if lend is not None:
+                lend.start(threads)
+            stats = learner.update(rollout, state.rng, between=lend)
         governor.record(learner.updates - updates, elapsed())
-        stats["update_threads"] = threads
+        stats["update_threads"] = threads if lend is None else lend.finish()
         state.learner.model.update_norm(rollout["obs"], discounted)  # after: see normalize
         stats.update(state.learner.model.norm.stats())
         state.sync_actor()
@@ -179,6 +191,11 @@ class LaggedRollouts(Protocol):
 
     def publish(self, model: torch.nn.Module, version: int) -> None: ...
 
+    def idle(self) -> bool:
+        """Whether every actor on this machine has delivered its next segment and waits
+        for weights (their cores are free for the update, `LentCores`)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -204,8 +221,12 @@ def lagged(state: PPOState, session: TrainSession, rollouts: LaggedRollouts) -> 
         rollouts.publish(state.learner.model, clock.rollouts)
         return stats
 
+    cores, given = every_core_threads(), cfg.learner_threads
+    lent = None
+    if cores > state.update_threads and not held(state.devices.learn.type, given):
+        lent = LentCores(rollouts.idle, cores)
     try:
-        train_loop(state, session, next_rollout, learned)
+        train_loop(state, session, next_rollout, learned, lent)
     finally:
         if clock.rollouts:
             session.console.message(

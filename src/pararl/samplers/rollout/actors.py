@@ -270,6 +270,18 @@ class RolloutActors:
         for i in range(len(self.group)):
             self.group.send(i, ("version", version))
 
+    def idle(self) -> bool:
+        """While the learner updates on the rollout just taken, whether every actor
+        waits for weights, acting nothing: with lag 0 always (the next rollout needs
+        the version being learned); with lag 1 once each has sent its next segment
+        (the one after needs that version too); with a longer lag an actor that sent
+        one may be acting the next, which the pipe does not tell, so never. A dead
+        actor raises `WorkerError` with its index."""
+        if self.lag == 0:
+            return True
+        n = len(self.group)
+        return self.lag == 1 and len(self.group.ready(range(n), 0)) == n
+
     def close(self) -> None:
         self.group.close()
 
@@ -316,6 +328,10 @@ class InlineActors:
 
     def publish(self, model: nn.Module, version: int) -> None:
         self.ring.publish(model, version)
+
+    def idle(self) -> bool:
+        """Always: these actors act only inside `take`."""
+        return True
 
     def close(self) -> None:
         for actor in self.actors:

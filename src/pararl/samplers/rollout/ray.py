@@ -184,6 +184,11 @@ class RayRollouts:
         """Version `version` is learned: ask for rollout version + lag with it."""
         self.pool.request(model, version)
 
+    def idle(self) -> bool:
+        """Never: where Ray placed its actors, and whether they act now, is not known
+        here, so the update keeps its own threads."""
+        return False
+
     def close(self) -> None:
         self.pool.close()
 
