@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 from pathlib import Path
 
 import gymnasium as gym
@@ -55,16 +56,22 @@ def test_step_time_is_the_mean_of_timed_steps_without_resets(
     assert measure_step_s(functools.partial(gym.make, "pararl/StepCost-v0")) == 1e-3
 
 
-def test_round_trip_is_measured_once_per_machine_and_cached(tmp_path: Path) -> None:
+def test_round_trip_is_measured_once_per_machine_and_cached_for_a_week(tmp_path: Path) -> None:
     cache, measured = tmp_path / "pararl" / "machine.json", itertools.count(1)
 
     def measure() -> float:
-        return next(measured) * 1e-4
+        return next(measured) / 10_000
 
-    assert round_trip_s(cache, measure) == 1e-4
-    assert round_trip_s(cache, measure) == 1e-4  # read back, not measured again
+    day = 24 * 3600.0
+    assert round_trip_s(cache, measure, lambda: 0.0) == 1e-4
+    assert round_trip_s(cache, measure, lambda: 6 * day) == 1e-4  # read back, not measured
+    assert round_trip_s(cache, measure, lambda: 8 * day) == 2e-4  # a week old: measured again
+    assert round_trip_s(cache, measure, lambda: 9 * day) == 2e-4
+    assert round_trip_s(cache, measure, lambda: 7 * day) == 3e-4  # from the future: anew
     cache.write_text("not json")
-    assert round_trip_s(cache, measure) == 2e-4  # a broken cache is measured anew
+    assert round_trip_s(cache, measure, lambda: 7 * day) == 4e-4  # a broken cache: anew
+    cache.write_text(json.dumps({ppo_mode._machine_key(): {"round_trip_s": 0.9}}))
+    assert round_trip_s(cache, measure, lambda: 7 * day) == 5e-4  # no date: anew
 
 
 def test_a_round_trip_is_measured_on_real_workers() -> None:

@@ -10,7 +10,9 @@ cost less than a round trip and are faster stepped here; HalfCheetah (~50 µs)
 pays off from a few envs per worker. The env's step time is measured at start-up,
 on one env with random actions, for a few milliseconds; the round trip is measured
 on this machine the first time `auto` needs it (about a second: two workers step
-CartPole) and kept in a small per-machine cache file.
+CartPole) and kept in a small per-machine cache file for a week: a machine's speed
+changes, and one measurement taken while it was busy (531 µs, against 148 µs on
+the same machine quiet) would otherwise decide every run after it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,7 +34,9 @@ from pararl.envs.masks import random_action
 from pararl.vector import ParallelVectorEnv
 
 MEASURE_BUDGET_S = 0.03
-ROUND_TRIP_STEPS = 300  # vector steps timed (after 50 of warm-up)
+ROUND_TRIP_STEPS = 300  # vector steps timed (after 50 of warm-up), in blocks
+ROUND_TRIP_BLOCKS = 5  # the median block's step: a moment's load elsewhere is not kept
+CACHE_MAX_AGE_S = 7 * 24 * 3600.0  # a cached round trip older than this is measured again
 
 
 @dataclass(frozen=True)
@@ -84,32 +89,41 @@ def measure_round_trip(envs_per_worker: int = 4, workers: int = 2) -> float:
         actions = np.zeros(envs.num_envs, dtype=np.int64)
         for _ in range(50):
             envs.step(actions)
-        start = time.perf_counter()
-        for _ in range(ROUND_TRIP_STEPS):
-            envs.step(actions)
-        per_step = (time.perf_counter() - start) / ROUND_TRIP_STEPS
+        per_block, blocks = ROUND_TRIP_STEPS // ROUND_TRIP_BLOCKS, []
+        for _ in range(ROUND_TRIP_BLOCKS):
+            start = time.perf_counter()
+            for _ in range(per_block):
+                envs.step(actions)
+            blocks.append((time.perf_counter() - start) / per_block)
+        per_step = statistics.median(blocks)
     finally:
         envs.close()
     return max(0.0, per_step - envs_per_worker * measure_step_s(fn))
 
 
 def round_trip_s(
-    cache: Path | None = None, measure: Callable[[], float] = measure_round_trip
+    cache: Path | None = None,
+    measure: Callable[[], float] = measure_round_trip,
+    clock: Callable[[], float] = time.time,
 ) -> float:
-    """This machine's round trip: from the cache, or measured now and cached (an
-    unwritable cache only means measuring again next time)."""
+    """This machine's round trip: from the cache if measured within `CACHE_MAX_AGE_S`
+    (by `clock`), else measured now and cached (an unwritable cache only means
+    measuring again next time)."""
     cache = cache or cache_file()
-    key = _machine_key()
+    key, now = _machine_key(), clock()
+    saved: object = {}
     try:
         saved = json.loads(cache.read_text())
-        return float(saved[key]["round_trip_s"])
+        entry = saved[key]  # type: ignore[index]
+        if 0.0 <= now - float(entry["measured_at"]) <= CACHE_MAX_AGE_S:
+            return float(entry["round_trip_s"])
     except (OSError, ValueError, KeyError, TypeError):
-        saved = {}
+        pass
     value = measure()
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
         entries = saved if isinstance(saved, dict) else {}
-        entries[key] = {"round_trip_s": value}
+        entries[key] = {"round_trip_s": value, "measured_at": now}
         tmp = cache.with_suffix(".tmp")
         tmp.write_text(json.dumps(entries, indent=1))
         tmp.replace(cache)
