@@ -373,3 +373,30 @@ def test_a_sweeps_evaluation_line_gives_each_settings_median(
     sweep = TrainSession(config, run, evaluator, None, agents=4, settings=settings)  # type: ignore[arg-type]
     sweep.tick(100, 100, MODEL, lambda: {"agents": [{}] * 4})
     assert "; by setting: lr=0.1 20.0, lr=0.2 200.0" in capsys.readouterr().err
+
+
+class Interrupted(Busy):
+    """A background evaluator Ctrl-C'd while the final weights are evaluated."""
+
+    def poll(self, timeout: float = 0.0) -> Episodes | None:
+        if self.busy:
+            raise KeyboardInterrupt
+        return None
+
+
+def test_ctrl_c_during_the_final_evaluation_keeps_the_run_and_says_how_to_evaluate_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = RunDir.new(tmp_path / "run", "dqn", CONFIG.env)
+    config = dataclasses.replace(CONFIG, eval_every=1_000)
+    live = TrainSession(config, run, Interrupted(), None)  # type: ignore[arg-type]
+    for steps in (100, 200, 400):
+        live.tick(steps, steps, MODEL, state)
+    with pytest.raises(KeyboardInterrupt):
+        live.finish(400, state, "step budget reached")
+    err = capsys.readouterr().err
+    assert f"final weights was interrupted (`pararl evaluate {run.root}` evaluates them)" in err
+    assert f"run saved in {run.root}" in err
+    assert torch.load(run.checkpoint("final"))["status"] == "step budget reached"
+    assert run.checkpoint("best").is_file()
+    assert logged(run) == [(100, 100), (200, 200), (400, 400)]

@@ -213,6 +213,7 @@ class TrainSession:
         self.skipped_evals = int(sum(skipped[:: max(agents, 1)]))  # a row per agent each
         self.solved = False
         self._solved_at = 0  # the env steps of the evaluation that reached the target
+        self._eval_interrupted = False  # Ctrl-C during the evaluation of the final weights
         # the evaluation in flight: its env steps, wall time, state and the due ones
         # skipped before it
         self._pending: tuple[int, float, StateFn, int] | None = None
@@ -549,6 +550,9 @@ class TrainSession:
                 self._last_evaluation(env_steps, state_fn)
         except (WorkerError, WorkerTimeoutError) as exc:
             self.console.message(f"pararl: the last evaluation failed: {exc}")
+        except KeyboardInterrupt:  # the run is saved: the last line says how to evaluate it
+            self._eval_interrupted = True
+            raise
         finally:
             try:
                 self._wrap_up(env_steps, state_fn, status)
@@ -587,6 +591,11 @@ class TrainSession:
         if status == "solved" and self._solved_at != env_steps:
             # a background evaluation's episodes ran while training went on
             said += f"; its evaluation at {self._solved_at:,} env steps reached the target"
+        if self._eval_interrupted:
+            said += (
+                "; the evaluation of its final weights was interrupted (`pararl evaluate "
+                f"{self.run.root}` evaluates them)"
+            )
         print(
             f"pararl: {status} after {env_steps:,} env steps in {self.wall_s:.1f} s "
             f"({best}){said}; run saved in {self.run.root}",
