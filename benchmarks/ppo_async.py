@@ -100,6 +100,7 @@ class Floor:
     minibatch_size: int
     acting_beside: h.Summary | None = None  # acting while an update runs beside it
     update_beside: h.Summary | None = None  # an update while acting runs beside it
+    update_wide: h.Summary | None = None  # an update alone on every core
     sitting: str = ""  # when and where it was measured (`compare.sitting`)
 
     @property
@@ -112,21 +113,26 @@ class Floor:
 
     @property
     def beside_s(self) -> float | None:
-        """An async iteration at best on cores that slow each other: both sides run
-        at their speed beside the other until the one that ends first is done, then
-        the other finishes the rest of its work at its speed alone."""
+        """An async iteration at best as the loop runs it, on cores that may slow each
+        other: both sides at their speed beside the other until the one that ends
+        first is done, then the other alone; the update's rest on every core, which
+        the actor lends it once it waits (`LentCores`)."""
         if self.acting_beside is None or self.update_beside is None:
             return None
+        wide = self.update_wide.median if self.update_wide else self.update.median
         return overlapped(self.acting.median, self.acting_beside.median,
-                          self.update.median, self.update_beside.median)  # fmt: skip
+                          self.update.median, self.update_beside.median, b_rest=wide)  # fmt: skip
 
 
-def overlapped(a: float, a_beside: float, b: float, b_beside: float) -> float:
+def overlapped(a: float, a_beside: float, b: float, b_beside: float,
+               b_rest: float | None = None) -> float:  # fmt: skip
     """The wall time of two jobs run side by side, `a` and `b` seconds alone and
     `a_beside`, `b_beside` seconds each beside the other: together until the first
-    ends, then the rest of the other's work alone."""
+    ends, then the rest of the other's work alone (`b`'s at the speed of `b_rest`
+    seconds for the whole, where it then runs faster: on the other's cores too)."""
     together = min(a_beside, b_beside)
-    return together + a * (1 - together / a_beside) + b * (1 - together / b_beside)
+    rest = b if b_rest is None else b_rest
+    return together + a * (1 - together / a_beside) + rest * (1 - together / b_beside)
 
 
 def _pieces(env: str, num_envs: int, seed: int) -> tuple[Any, Any, Callable[[], Any]]:
@@ -202,12 +208,46 @@ def beside(env: str, num_envs: int, side: str, timeout_s: float = 300.0) -> Iter
             proc.join(timeout=10)
 
 
+def floor_in_own_process(env: str, repeats: int, warmup: int, timeout_s: float = 900.0
+                         ) -> Floor:  # fmt: skip
+    """`measure_floor` in a spawned process of its own, as a run has one: a second
+    game's state in the same process made its update 1.5x slower (glibc returned the
+    freed heap, and each step faulted its pages in again: 107 ms against 71 with
+    `MALLOC_TOP_PAD_` set, 69 in a fresh process; notes-2026-11-30)."""
+    ctx = mp.get_context("spawn")
+    receive, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_send_floor, args=(send, env, repeats, warmup))
+    proc.start()
+    send.close()
+    try:
+        deadline = time.monotonic() + timeout_s
+        while not receive.poll(1.0):
+            if not proc.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"the floor's process on {env} ended without a floor "
+                                   f"(exit code {proc.exitcode}); its error is above")  # fmt: skip
+        floor: Floor = receive.recv()
+        return floor
+    finally:
+        proc.join(timeout=60)
+        if proc.is_alive():
+            proc.kill()
+            proc.join(timeout=10)
+        receive.close()
+
+
+def _send_floor(conn: Any, env: str, repeats: int, warmup: int) -> None:
+    conn.send(measure_floor(env, repeats, warmup))
+    conn.close()
+
+
 def measure_floor(env: str, repeats: int, warmup: int, num_envs: int = NUM_ENVS,
                   contended: bool = True) -> Floor:  # fmt: skip
     """Act a rollout, update on it, publish the weights, `warmup` + `repeats` times
-    with the run's own pieces, alone; then (`contended`) each side `warmup` + `repeats`
-    times beside a process doing the other."""
+    with the run's own pieces, alone; the update on every core as often; then
+    (`contended`) each side `warmup` + `repeats` times beside a process doing the
+    other."""
     from pararl.intraop import torch_threads
+    from pararl.mp.threads import every_core_threads
 
     def rounds(n: int, act: Callable[[], Any], update: Callable[[Any], Any],
                ) -> tuple[list[float], list[float]]:  # fmt: skip
@@ -226,11 +266,13 @@ def measure_floor(env: str, repeats: int, warmup: int, num_envs: int = NUM_ENVS,
         learn = functools.partial(state.learner.update, rng=state.rng)
         try:
             acting, updates = rounds(repeats, act, learn)
+            batch = act()
+            with torch_threads(every_core_threads()):
+                _, updates_wide = rounds(repeats, lambda: dict(batch), learn)
             acting_beside = updates_beside = None
             if contended:
                 with beside(env, num_envs, "update"):
                     acting_beside, _ = rounds(repeats, act, lambda batch: None)
-                batch = act()
                 with beside(env, num_envs, "acting"):
                     _, updates_beside = rounds(repeats, lambda: dict(batch), learn)
         finally:
@@ -238,7 +280,8 @@ def measure_floor(env: str, repeats: int, warmup: int, num_envs: int = NUM_ENVS,
     s, hyper = state.settings, state.learner.hyper
     return Floor(env, h.summarize(acting), h.summarize(updates), num_envs, s.num_steps,
                  hyper.update_epochs, hyper.num_minibatches, s.minibatch_size,
-                 h.maybe(acting_beside or []), h.maybe(updates_beside or []))  # fmt: skip
+                 h.maybe(acting_beside or []), h.maybe(updates_beside or []),
+                 h.summarize(updates_wide))  # fmt: skip
 
 
 # --- what each pararl run says of itself ------------------------------------------------
@@ -286,11 +329,12 @@ def measure(c: Config, meta: h.Metadata) -> Results:
     floors = []
     for env in dict.fromkeys(run.rpartition(":")[0] for run in c.runs):
         h.progress(f"ppo_async: the floor on {env} ({c.floor_repeats} rollouts and updates) ...")
-        floor = measure_floor(env, c.floor_repeats, FLOOR_WARMUP)
+        floor = floor_in_own_process(env, c.floor_repeats, FLOOR_WARMUP)
         floors.append(floor := dataclasses.replace(floor, sitting=compare.sitting(meta)))
         h.progress(
             f"ppo_async: {env}: acting {1e3 * floor.acting.median:.0f} ms, update "
-            f"{1e3 * floor.update.median:.0f} ms, floor {1e3 * floor.floor_s:.0f} ms"
+            f"{1e3 * floor.update.median:.0f} ms, floor {1e3 * floor.floor_s:.0f} ms, side "
+            f"by side {1e3 * (floor.beside_s or float('nan')):.0f} ms"
         )
     return Results(compare.measure(ROW, c, meta, after=read_run), floors)
 
@@ -520,6 +564,7 @@ def blocks_of(r: Results, c: Any, label: Mapping[str, str], versuses: Sequence[V
         h.Col("serial iteration ms", lambda it: ms(it.serial)),
         h.Col("acting ms, beside an update", lambda it: ms(it.floor.acting_beside)),
         h.Col("update ms, beside acting", lambda it: ms(it.floor.update_beside)),
+        h.Col("update ms, every core", lambda it: ms(it.floor.update_wide)),
         h.Col("floor ms, side by side", lambda it: ms(it.floor.beside_s)),
         h.Col("async ÷ it", lambda it: h.fmt_ratio(it.beside_ratio)),
         h.Col("sync iteration ms", lambda it: ms(it.sync)),
@@ -533,8 +578,11 @@ def blocks_of(r: Results, c: Any, label: Mapping[str, str], versuses: Sequence[V
         "the longer of the two; the serial loop the sum. The two vCPUs of this machine can "
         "slow each other (a fp32 GEMM on one ran at 0.65-0.7x its speed beside a busy "
         "other in one sitting, at full speed in another), so each side is also timed beside "
-        "a second process doing the other side without pause; side by side, the two run "
-        "at those speeds until the shorter ends, then the longer alone (`overlapped`). "
+        "a second process doing the other side without pause, and the update alone on "
+        "every core; side by side, the two run at those speeds until the shorter ends, "
+        "then the longer alone, the update on every core (the actor lends it its core "
+        "once it waits, `LentCores`; `overlapped`). Each game's floor is measured in a "
+        "process of its own, as a run has one. "
         "That floor over sync's iteration is the least async ÷ sync wall this machine "
         "allows, evaluations and start-up aside. The iterations beside it are those of the "
         "runs of the same sitting (a kept run's is not: its machine may have run at another "

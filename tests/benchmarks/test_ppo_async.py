@@ -67,6 +67,7 @@ def test_quick_run_measures_the_floor_then_each_system(
     # each side again beside a process doing the other, which is gone afterwards
     assert len(floor["acting_beside"]["samples"]) == len(floor["update_beside"]["samples"]) == 1
     assert floor["acting_beside"]["median"] > 0
+    assert len(floor["update_wide"]["samples"]) == 1
     assert floor["update_beside"]["median"] > 0
     assert not multiprocessing.active_children()
     assert data["key_ratios"].startswith("Breakout: async wall ÷ SB3 ")
@@ -146,6 +147,10 @@ def test_two_jobs_side_by_side_run_at_their_speeds_beside_each_other_then_alone(
     assert pa.overlapped(40, 60, 70, 80) == pytest.approx(60 + 70 * (1 - 60 / 80))
     assert pa.overlapped(70, 80, 40, 60) == pytest.approx(77.5)  # either order
     assert pa.overlapped(50, 100, 50, 100) == pytest.approx(100)  # equal: no faster than serial
+    # the update's rest on every core (the actor's lent): 70 s of work at 50 s for all of it
+    assert pa.overlapped(40, 60, 70, 80, b_rest=50) == pytest.approx(60 + 50 * (1 - 60 / 80))
+    wide = dataclasses.replace(_floor(0.04, 0.07, (0.06, 0.08)), update_wide=h.summarize([0.05]))
+    assert wide.beside_s == pytest.approx(0.0725)
     assert _floor(0.04, 0.07).beside_s is None  # not measured
     assert _floor(0.04, 0.07, (0.06, 0.08)).beside_s == pytest.approx(0.0775)
 

@@ -260,7 +260,7 @@ class LentCores:
     (another run holds the cores, so a wider update waits at its barriers), lending
     stops for the next `pause` updates, and is then tried again. A count of threads
     can change a GEMM's reduction order on some hardware (on this machine's MinAtar
-    update 1 and 2 threads give bit-identical weights, tests/test_threads.py)."""
+    update 1 and 2 threads give bit-identical weights, tests/mp/test_threads.py)."""
 
     def __init__(
         self,
