@@ -121,11 +121,12 @@ def test_lag_zero_gives_the_serial_loops_weights(env: str, tmp_path: Path) -> No
 
 
 def test_a_lagged_run_is_reproducible_and_logs_its_lag(tmp_path: Path) -> None:
-    """Two seeded runs with --policy-lag 1 end with the same weights (which version
-    acts is not a matter of timing); metrics.csv, a row per rollout, has the lag of
-    each: 0 for the first rollout, then 1."""
+    """Two seeded runs with --policy-lag 1 and their threads held end with the same
+    weights (which version acts is not a matter of timing, nor, with a count given,
+    the update's threads: `LentCores`); metrics.csv, a row per rollout, has the lag
+    of each: 0 for the first rollout, then 1."""
     for name in ("a", "b"):
-        config = {**SMALL, "mode": "async", "seed": 6, "log_every_s": 0.0}
+        config = {**SMALL, "mode": "async", "seed": 6, "log_every_s": 0.0, "learner_threads": 1}
         train(PPOConfig(run_dir=tmp_path / name, **config))  # type: ignore[arg-type]
     a, b = final_model(tmp_path / "a"), final_model(tmp_path / "b")
     assert all(torch.equal(a[k], b[k]) for k in a)

@@ -258,9 +258,13 @@ class LentCores:
     count after the update. The steps are timed: where the median of `judge_steps`
     lent steps was not `margin` times the median step on the learner's own threads
     (another run holds the cores, so a wider update waits at its barriers), lending
-    stops for the next `pause` updates, and is then tried again. A count of threads
-    can change a GEMM's reduction order on some hardware (on this machine's MinAtar
-    update 1 and 2 threads give bit-identical weights, tests/mp/test_threads.py)."""
+    stops for the next `pause` updates, and is then tried again.
+
+    The step at which it widens is timing's, and a count of threads can change the
+    order of a product's sums: MinAtar Asterix's update gives other weights on 2
+    threads than on 1 (Breakout's and CartPole's the same bits), so a seeded async run
+    on pararl's own thread count may end elsewhere than its rerun. `--learner-threads
+    N` holds the count (`held`, no lending): the run is then reproducible."""
 
     def __init__(
         self,
