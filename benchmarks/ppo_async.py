@@ -171,12 +171,15 @@ def _neighbour(env: str, num_envs: int, side: str, ready: Any, stop: Any) -> Non
     pause until `stop` is set: what runs beside the side being timed."""
     import torch
 
+    from pararl.mp.procs import ParentWatch
+
     torch.set_num_threads(1)
+    watch = ParentWatch()  # a parent killed mid-floor leaves no neighbour spinning
     state, actors, act = _pieces(env, num_envs, seed=1)
     try:
         batch = act()
         ready.set()
-        while not stop.is_set():
+        while not stop.is_set() and not watch.orphaned():
             if side == "acting":
                 act()
             else:
@@ -219,13 +222,22 @@ def floor_in_own_process(env: str, repeats: int, warmup: int, timeout_s: float =
     proc = ctx.Process(target=_send_floor, args=(send, env, repeats, warmup))
     proc.start()
     send.close()
+    failed = f"the floor's process on {env} ended without a floor"
     try:
         deadline = time.monotonic() + timeout_s
         while not receive.poll(1.0):
-            if not proc.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError(f"the floor's process on {env} ended without a floor "
-                                   f"(exit code {proc.exitcode}); its error is above")  # fmt: skip
-        floor: Floor = receive.recv()
+            if time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError(f"{failed}: stopped after {timeout_s:.0f} s")
+            if not proc.is_alive():
+                break
+        try:
+            floor: Floor = receive.recv()
+        except EOFError:  # it died before sending: its traceback is above
+            proc.join(timeout=10)
+            raise RuntimeError(
+                f"{failed} (exit code {proc.exitcode}); its error is above"
+            ) from None
         return floor
     finally:
         proc.join(timeout=60)

@@ -232,9 +232,12 @@ def test_the_update_takes_the_actors_cores_once_they_wait_for_weights() -> None:
 def test_lending_that_does_not_speed_the_steps_pauses_then_is_tried_again() -> None:
     # another run holds the cores: a wider step waits at its barriers
     sim = Lending(own_s=0.004, lent_s=0.006, idle_from=10, judge_steps=12, pause=5)
-    assert sim.update() == pytest.approx(22 / 16)  # 6 lent steps: not judged yet
-    assert sim.update() == pytest.approx(22 / 16)  # 12: judged slower, paused
+    # 5 lent steps timed an update (its last is not): judged after the third
+    assert [sim.update() for _ in range(3)] == [pytest.approx(22 / 16)] * 3
     assert sim.lent.paused == 5
-    assert [sim.update() for _ in range(5)] == [1.0] * 4 + [pytest.approx(22 / 16)]
-    all_lent = Lending(own_s=0.004, lent_s=0.006, idle_from=0, judge_steps=12)
-    assert [all_lent.update() for _ in range(3)] == [2.0] * 3  # nothing to compare with
+    assert [sim.update() for _ in range(6)] == [1.0] * 5 + [pytest.approx(22 / 16)]
+    # the actors wait from the first step: one update on its own threads to compare with
+    faster = Lending(own_s=0.004, lent_s=0.003, idle_from=0, judge_steps=12)
+    assert [faster.update() for _ in range(4)] == [2.0, 1.0, 2.0, 2.0]
+    slower = Lending(own_s=0.004, lent_s=0.006, idle_from=0, judge_steps=12, pause=3)
+    assert [slower.update() for _ in range(6)] == [2.0, 1.0, 1.0, 1.0, 1.0, 2.0]

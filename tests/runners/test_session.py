@@ -19,6 +19,7 @@ from pararl import checkpoint, load
 from pararl.checkpoint import Header
 from pararl.config import DQNConfig
 from pararl.envs.make import env_factory
+from pararl.errors import said
 from pararl.evaluation.episodes import Episodes, Evaluator
 from pararl.models import QNetwork
 from pararl.rundir import RunDir
@@ -392,8 +393,9 @@ def test_ctrl_c_during_the_final_evaluation_keeps_the_run_and_says_how_to_evalua
     live = TrainSession(config, run, Interrupted(), None)  # type: ignore[arg-type]
     for steps in (100, 200, 400):
         live.tick(steps, steps, MODEL, state)
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt) as interrupted:
         live.finish(400, state, "step budget reached")
+    assert said(interrupted.value)  # the command line adds no second line after it
     err = capsys.readouterr().err
     assert f"final weights was interrupted (`pararl evaluate {run.root}` evaluates them)" in err
     assert f"run saved in {run.root}" in err

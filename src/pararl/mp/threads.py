@@ -18,6 +18,7 @@ import os
 import statistics
 import sys
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -255,16 +256,21 @@ class LentCores:
     of the update (the actors' busy fraction, about 0.5 on MinAtar). Called before
     each minibatch step (`PPOLearner.update`'s `between`), this widens the update to
     `wide` threads for its remaining steps; the caller's `torch_threads` restores the
-    count after the update. The steps are timed: where the median of `judge_steps`
-    lent steps was not `margin` times the median step on the learner's own threads
-    (another run holds the cores, so a wider update waits at its barriers), lending
-    stops for the next `pause` updates, and is then tried again.
+    count after the update. The steps are timed (each but an update's last, which
+    its epilogue would lengthen): once at least `judge_steps` lent steps are in, their
+    median is set against the median of the latest own-thread steps, and where it is
+    not `margin` times as short (another run holds the cores, so a wider update waits
+    at its barriers), lending stops for the next `pause` updates, then is tried
+    again. Where every step so far was lent (the actors waited from the first), one
+    update runs on the learner's own threads first, for the comparison.
 
     The step at which it widens is timing's, and a count of threads can change the
     order of a product's sums: MinAtar Asterix's update gives other weights on 2
     threads than on 1 (Breakout's and CartPole's the same bits), so a seeded async run
     on pararl's own thread count may end elsewhere than its rerun. `--learner-threads
     N` holds the count (`held`, no lending): the run is then reproducible."""
+
+    OWN_KEPT = 256  # the latest own-thread steps the lent ones are set against
 
     def __init__(
         self,
@@ -281,22 +287,25 @@ class LentCores:
         self.judge_steps, self.margin, self.pause = judge_steps, margin, pause
         self.paused = 0  # updates left without lending
         self.threads = self._own = wide
+        self._lends = True  # this update may widen
         self._steps = self._thread_steps = 0
         self._last: float | None = None
-        self._timed: dict[bool, list[float]] = {False: [], True: []}  # own / lent steps' s
+        self._own_s: deque[float] = deque(maxlen=self.OWN_KEPT)
+        self._lent_s: list[float] = []
 
     def start(self, threads: int) -> None:
         """An update begins on the learner's `threads`."""
         self.threads = self._own = threads
+        self._lends = not self.paused
         self._steps = self._thread_steps = 0
         self._last = None
-        if self.paused:
-            self.paused -= 1
 
     def __call__(self) -> None:
         """Before a minibatch step: time the step before it; widen if the actors wait."""
-        self._time_last()
-        if self.threads < self.wide and not self.paused and self.idle():
+        if self._last is not None:
+            lent = self.threads > self._own
+            (self._lent_s if lent else self._own_s).append(self.clock() - self._last)
+        if self._lends and self.threads < self.wide and self.idle():
             self.set_threads(self.wide)
             self.threads = self.wide
         self._steps += 1
@@ -305,17 +314,17 @@ class LentCores:
 
     def finish(self) -> float:
         """The update has ended: its mean threads over its steps; lending judged."""
-        self._time_last()
-        own, lent = self._timed[False], self._timed[True]
-        if len(lent) >= self.judge_steps:
-            if own and statistics.median(lent) > self.margin * statistics.median(own):
-                self.paused = self.pause
-            self._timed = {False: [], True: []}
+        if not self._lends:
+            self.paused -= 1
+        if len(self._lent_s) >= self.judge_steps:
+            if not self._own_s:
+                self.paused = 1  # nothing to compare with: one update on its own threads
+            else:
+                own, lent = statistics.median(self._own_s), statistics.median(self._lent_s)
+                if lent > self.margin * own:
+                    self.paused = self.pause
+                self._lent_s = []
         return self._thread_steps / self._steps if self._steps else float(self._own)
-
-    def _time_last(self) -> None:
-        if self._last is not None:
-            self._timed[self.threads > self._own].append(self.clock() - self._last)
 
 
 __all__ = [

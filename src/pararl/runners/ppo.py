@@ -59,7 +59,8 @@ RolloutSource = Callable[[], dict[str, Any]]  # the next rollout, flattened
 
 # metrics.csv columns of a PPO run, beside the session's: the update's losses and
 # how far it moved the policy (`algos.ppo`), the normalisation (`models.normalize`),
-# the torch threads the update ran with (`AdaptiveThreads`)
+# the torch threads the update ran with (`AdaptiveThreads`; async: their mean over its
+# minibatch steps, `LentCores`)
 METRICS = (
     "pg_loss",
     "v_loss",

@@ -28,7 +28,7 @@ import torch
 
 from pararl import checkpoint
 from pararl.config import RunConfig, to_json
-from pararl.errors import UsageError
+from pararl.errors import UsageError, said
 from pararl.evaluation.background import BackgroundEvaluator
 from pararl.evaluation.episodes import Episodes, Evaluator, Progress, progress_notes
 from pararl.evaluation.reported import ReportedReturns
@@ -550,8 +550,9 @@ class TrainSession:
                 self._last_evaluation(env_steps, state_fn)
         except (WorkerError, WorkerTimeoutError) as exc:
             self.console.message(f"pararl: the last evaluation failed: {exc}")
-        except KeyboardInterrupt:  # the run is saved: the last line says how to evaluate it
-            self._eval_interrupted = True
+        except KeyboardInterrupt as exc:  # the run is saved: its last line says so, and
+            self._eval_interrupted = True  # how to evaluate it (no second line after it)
+            said(exc, mark=True)
             raise
         finally:
             try:
