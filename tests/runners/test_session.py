@@ -402,3 +402,21 @@ def test_ctrl_c_during_the_final_evaluation_keeps_the_run_and_says_how_to_evalua
     assert torch.load(run.checkpoint("final"))["status"] == "step budget reached"
     assert run.checkpoint("best").is_file()
     assert logged(run) == [(100, 100), (200, 200), (400, 400)]
+
+
+def test_a_run_whose_final_evaluation_reaches_the_target_is_saved_as_solved(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its budget ends first (the checkpoint is saved then), then the evaluation of
+    its final weights reaches the target: the checkpoint a resume reads says solved."""
+    run = RunDir.new(tmp_path / "run", "dqn", CONFIG.env)
+    evaluator = Busy()
+    live = TrainSession(dataclasses.replace(CONFIG, eval_every=1_000), run, evaluator, 0.5)  # type: ignore[arg-type]
+    for steps in (100, 200, 400):
+        live.tick(steps, steps, MODEL, state)
+    evaluator.answers = 1  # returns 1.0, above the target
+    live.finish(400, state, "step budget reached")
+    assert "pararl: solved after 400 env steps" in capsys.readouterr().err
+    saved = torch.load(run.checkpoint("final"))
+    assert saved["status"] == "solved"
+    assert torch.equal(saved["q"]["net.0.weight"], MODEL.state_dict()["net.0.weight"])

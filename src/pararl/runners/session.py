@@ -548,6 +548,8 @@ class TrainSession:
         try:
             if name == "final":
                 self._last_evaluation(env_steps, state_fn)
+                if self.solved and status == "step budget reached":
+                    self._saved_solved(name, state)
         except (WorkerError, WorkerTimeoutError) as exc:
             self.console.message(f"pararl: the last evaluation failed: {exc}")
         except KeyboardInterrupt as exc:  # the run is saved: its last line says so, and
@@ -559,6 +561,15 @@ class TrainSession:
                 self._wrap_up(env_steps, state_fn, status)
             finally:
                 self.close()  # idempotent: the runners' own close() is then a no-op
+
+    def _saved_solved(self, name: str, state: dict[str, Any]) -> None:
+        """The evaluation of the final weights reached the target after they were saved
+        (as the budget's end): their checkpoint says "solved", as the run's last line
+        does and a resume will (its replay memory, if any, is already in replay.pt)."""
+        solved = {**state, "status": "solved"}
+        if "replay" in solved:
+            solved["replay"] = None
+        checkpoint.save(self.run.checkpoint(name), solved)
 
     def _discard(self, status: str) -> None:
         """A new run that ended before its first iteration (Ctrl-C at start, an env
