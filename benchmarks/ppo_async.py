@@ -19,7 +19,6 @@ import functools
 import json
 import multiprocessing as mp
 import statistics
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -85,10 +84,10 @@ def resolve(config: Config) -> Config:
 class Floor:
     """One game's floor: one actor acting a rollout of every env (`InlineActors.take`)
     and `PPOLearner.update` on it, each on one torch thread, timed alone (in turn) and
-    beside the other (each while a second process does the other side without pause);
-    seconds. The two vCPUs of this machine share a physical core's resources: a GEMM
-    on one runs at 0.65-0.7x its speed while the other is busy (notes-2026-11-30), so
-    two sides overlapped run slower than each alone."""
+    beside the other (each while a second process does the other side without pause),
+    and the update alone on every core; seconds. The two vCPUs of this machine can slow
+    each other: a GEMM on one ran at 0.65-0.7x its speed beside a busy other in one
+    sitting, at full speed in another (notes-2026-11-30)."""
 
     env: str
     acting: h.Summary
@@ -166,20 +165,14 @@ def _pieces(env: str, num_envs: int, seed: int) -> tuple[Any, Any, Callable[[], 
     return state, actors, act
 
 
-def _neighbour(env: str, num_envs: int, side: str, ready: Any, stop: Any) -> None:
+def _neighbour(conn: Any, env: str, num_envs: int, side: str) -> None:
     """A second process doing one side of an iteration (`acting` or `update`) without
-    pause until `stop` is set: what runs beside the side being timed."""
-    import torch
-
-    from pararl.mp.procs import ParentWatch
-
-    torch.set_num_threads(1)
-    watch = ParentWatch()  # a parent killed mid-floor leaves no neighbour spinning
+    pause until its parent says close or goes away (the pipe is then readable)."""
     state, actors, act = _pieces(env, num_envs, seed=1)
     try:
         batch = act()
-        ready.set()
-        while not stop.is_set() and not watch.orphaned():
+        conn.send((True, None))  # ready: its loop starts
+        while not conn.poll(0):
             if side == "acting":
                 act()
             else:
@@ -192,23 +185,15 @@ def _neighbour(env: str, num_envs: int, side: str, ready: Any, stop: Any) -> Non
 def beside(env: str, num_envs: int, side: str, timeout_s: float = 300.0) -> Iterator[None]:
     """Run `side` of an iteration in a spawned process for the duration of the block;
     it has started its loop when the block begins and is gone when it ends."""
-    ctx = mp.get_context("spawn")
-    ready, stop = ctx.Event(), ctx.Event()
-    proc = ctx.Process(target=_neighbour, args=(env, num_envs, side, ready, stop), daemon=True)
-    proc.start()
+    from pararl.mp.procs import ProcessGroup
+
+    group = ProcessGroup(_neighbour, [(env, num_envs, side)], mp.get_context("spawn"),
+                         name="ppo-async-beside")  # fmt: skip
     try:
-        deadline = time.monotonic() + timeout_s
-        while not ready.wait(0.5):
-            if not proc.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError(f"the {side} process beside the floor's timing did not "
-                                   f"start (exit code {proc.exitcode})")  # fmt: skip
+        group.await_ready(timeout_s)
         yield
     finally:
-        stop.set()
-        proc.join(timeout=60)
-        if proc.is_alive():
-            proc.kill()
-            proc.join(timeout=10)
+        group.close()
 
 
 def floor_in_own_process(env: str, repeats: int, warmup: int, timeout_s: float = 900.0
@@ -216,40 +201,21 @@ def floor_in_own_process(env: str, repeats: int, warmup: int, timeout_s: float =
     """`measure_floor` in a spawned process of its own, as a run has one: a second
     game's state in the same process made its update 1.5x slower (glibc returned the
     freed heap, and each step faulted its pages in again: 107 ms against 71 with
-    `MALLOC_TOP_PAD_` set, 69 in a fresh process; notes-2026-11-30)."""
-    ctx = mp.get_context("spawn")
-    receive, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_send_floor, args=(send, env, repeats, warmup))
-    proc.start()
-    send.close()
-    failed = f"the floor's process on {env} ended without a floor"
+    `MALLOC_TOP_PAD_` set, 69 in a fresh process; notes-2026-11-30). Not a daemon:
+    it starts the process `beside` runs."""
+    from pararl.mp.procs import ProcessGroup
+
+    group = ProcessGroup(_send_floor, [(env, repeats, warmup)], mp.get_context("spawn"),
+                         name="ppo-async-floor", daemon=False)  # fmt: skip
     try:
-        deadline = time.monotonic() + timeout_s
-        while not receive.poll(1.0):
-            if time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError(f"{failed}: stopped after {timeout_s:.0f} s")
-            if not proc.is_alive():
-                break
-        try:
-            floor: Floor = receive.recv()
-        except EOFError:  # it died before sending: its traceback is above
-            proc.join(timeout=10)
-            raise RuntimeError(
-                f"{failed} (exit code {proc.exitcode}); its error is above"
-            ) from None
+        (floor,) = group.gather([0], timeout_s, "measured no floor in {timeout} s")
         return floor
     finally:
-        proc.join(timeout=60)
-        if proc.is_alive():
-            proc.kill()
-            proc.join(timeout=10)
-        receive.close()
+        group.close()
 
 
 def _send_floor(conn: Any, env: str, repeats: int, warmup: int) -> None:
-    conn.send(measure_floor(env, repeats, warmup))
-    conn.close()
+    conn.send((True, measure_floor(env, repeats, warmup)))
 
 
 def measure_floor(env: str, repeats: int, warmup: int, num_envs: int = NUM_ENVS,
