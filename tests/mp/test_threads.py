@@ -241,3 +241,16 @@ def test_lending_that_does_not_speed_the_steps_pauses_then_is_tried_again() -> N
     assert [faster.update() for _ in range(4)] == [2.0, 1.0, 2.0, 2.0]
     slower = Lending(own_s=0.004, lent_s=0.006, idle_from=0, judge_steps=12, pause=3)
     assert [slower.update() for _ in range(6)] == [2.0, 1.0, 1.0, 1.0, 1.0, 2.0]
+
+
+def test_lending_is_judged_against_own_steps_of_the_machine_as_it_is_now() -> None:
+    """The actors wait from every update's first step, so own-thread steps come only
+    from the comparison's update: one slowed by something passing (an evaluation
+    process starting) must not stand for ever. After `pause` updates without one, an
+    update runs on its own threads again, and slower lending then pauses."""
+    sim = Lending(own_s=0.010, lent_s=0.003, idle_from=0, judge_steps=12, pause=5)
+    assert [sim.update() for _ in range(2)] == [2.0, 1.0]  # the comparison, 10 ms a step
+    sim.own_s, sim.lent_s = 0.004, 0.006  # now: lent steps slower than own ones
+    # lent on the stale comparison until it is `pause` updates old, then one update on
+    # its own threads, and lending, now slower, pauses for `pause` updates
+    assert [sim.update() for _ in range(11)] == [2.0] * 5 + [1.0] + [1.0] * 5

@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from pararl import checkpoint
 from pararl.rundir import RunDir
 from pararl.runners.resume import changed_envs, changed_mode, latest_checkpoint
@@ -146,3 +148,32 @@ def test_a_resume_in_another_mode_says_how_to_keep_it() -> None:
     )
     assert changed_mode(saved, saved) is None
     assert changed_mode({"num_envs": 8}, saved) is None  # a run that saved no mode
+
+
+def test_ctrl_c_while_the_replay_memory_is_written_waits_for_its_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second Ctrl-C during the interrupted run's save: replay.pt and the checkpoint
+    of its steps are both written before the interrupt takes effect."""
+    import os
+
+    import numpy as np
+    import torch
+
+    from pararl.runners import checkpoints
+
+    run = RunDir.new(tmp_path / "run", "dqn", "CartPole-v1")
+    saving = torch.save
+
+    def save(obj: Any, f: Any, *args: Any, **kwargs: Any) -> None:
+        if isinstance(obj, dict) and "replay" in obj and "algo" not in obj:  # replay.pt's
+            os.kill(os.getpid(), signal.SIGINT)
+        saving(obj, f, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "save", save)
+    header = checkpoint.Header("dqn", 1, 5_000, 1.0).as_dict()
+    state = {**header, "replay": {"obs": np.zeros((10, 4), np.float32)}, "status": "interrupted"}
+    with pytest.raises(KeyboardInterrupt):
+        checkpoints.save(run, "interrupted", state)
+    assert checkpoint.load(run.replay)["env_steps"] == 5_000
+    assert checkpoint.load(run.checkpoint("interrupted"))["env_steps"] == 5_000

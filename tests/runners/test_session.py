@@ -420,3 +420,33 @@ def test_a_run_whose_final_evaluation_reaches_the_target_is_saved_as_solved(
     saved = torch.load(run.checkpoint("final"))
     assert saved["status"] == "solved"
     assert torch.equal(saved["q"]["net.0.weight"], MODEL.state_dict()["net.0.weight"])
+
+
+def test_ctrl_c_after_the_final_evaluation_is_not_called_its_interruption(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C while the solved run's checkpoint is re-saved waits for the file, and the
+    last line does not say the evaluation, which ended, was interrupted."""
+    import os
+    import signal
+
+    run = RunDir.new(tmp_path / "run", "dqn", CONFIG.env)
+    evaluator = Busy()
+    live = TrainSession(dataclasses.replace(CONFIG, eval_every=1_000), run, evaluator, 0.5)  # type: ignore[arg-type]
+    for steps in (100, 200, 400):
+        live.tick(steps, steps, MODEL, state)
+    evaluator.answers = 1  # the final weights' evaluation reaches the target
+    saving = torch.save
+
+    def save(obj: Any, f: Any, *args: Any, **kwargs: Any) -> None:
+        if isinstance(obj, dict) and obj.get("status") == "solved":
+            os.kill(os.getpid(), signal.SIGINT)
+        saving(obj, f, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "save", save)
+    with pytest.raises(KeyboardInterrupt):
+        live.finish(400, state, "step budget reached")
+    err = capsys.readouterr().err
+    assert "pararl: solved after 400 env steps in" in err
+    assert "interrupted" not in err
+    assert torch.load(run.checkpoint("final"))["status"] == "solved"

@@ -261,8 +261,9 @@ class LentCores:
     median is set against the median of the latest own-thread steps, and where it is
     not `margin` times as short (another run holds the cores, so a wider update waits
     at its barriers), lending stops for the next `pause` updates, then is tried
-    again. Where every step so far was lent (the actors waited from the first), one
-    update runs on the learner's own threads first, for the comparison.
+    again. Where no own-thread step was timed in the last `pause` updates (the actors
+    waited from every update's first step, or from the run's), one update runs on the
+    learner's own threads first, for a comparison with the machine as it is now.
 
     The step at which it widens is timing's, and a count of threads can change the
     order of a product's sums: MinAtar Asterix's update gives other weights on 2
@@ -292,6 +293,8 @@ class LentCores:
         self._last: float | None = None
         self._own_s: deque[float] = deque(maxlen=self.OWN_KEPT)
         self._lent_s: list[float] = []
+        self._updates = 0  # updates finished
+        self._own_at = 0  # the update an own-thread step was last timed in
 
     def start(self, threads: int) -> None:
         """An update begins on the learner's `threads`."""
@@ -305,6 +308,8 @@ class LentCores:
         if self._last is not None:
             lent = self.threads > self._own
             (self._lent_s if lent else self._own_s).append(self.clock() - self._last)
+            if not lent:
+                self._own_at = self._updates
         if self._lends and self.threads < self.wide and self.idle():
             self.set_threads(self.wide)
             self.threads = self.wide
@@ -316,9 +321,11 @@ class LentCores:
         """The update has ended: its mean threads over its steps; lending judged."""
         if not self._lends:
             self.paused -= 1
+        self._updates += 1
         if len(self._lent_s) >= self.judge_steps:
-            if not self._own_s:
-                self.paused = 1  # nothing to compare with: one update on its own threads
+            if not self._own_s or self._updates - self._own_at > self.pause:
+                self._own_s.clear()  # none, or stale: one update on its own threads
+                self.paused = 1
             else:
                 own, lent = statistics.median(self._own_s), statistics.median(self._lent_s)
                 if lent > self.margin * own:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from pararl import checkpoint
+from pararl.errors import interrupts_held
 from pararl.rundir import RunDir
 
 WITH_REPLAY = ("final", "interrupted")  # the checkpoints whose replay memory is saved
@@ -27,15 +28,17 @@ def save(run: RunDir, name: str, state: dict[str, Any]) -> None:
     """Save checkpoint `name` of `state`; its replay memory, if any, goes to
     `replay.pt` when `name` is one of `WITH_REPLAY`, and is dropped otherwise.
     The replay file is written first: a checkpoint that points to it never exists
-    without it."""
+    without it, and Ctrl-C or SIGTERM waits until both are written (between them, it
+    would leave a memory that no checkpoint of its steps points to)."""
     replay = state.get("replay")
-    if replay is None:
-        checkpoint.save(run.checkpoint(name), state)
-        return
-    env_steps = checkpoint.Header.of(state).env_steps
-    if name in WITH_REPLAY:
-        checkpoint.save(run.replay, {"format": 1, "env_steps": env_steps, "replay": replay})
-    checkpoint.save(run.checkpoint(name), {**state, "replay": None})
+    with interrupts_held():
+        if replay is None:
+            checkpoint.save(run.checkpoint(name), state)
+            return
+        env_steps = checkpoint.Header.of(state).env_steps
+        if name in WITH_REPLAY:
+            checkpoint.save(run.replay, {"format": 1, "env_steps": env_steps, "replay": replay})
+        checkpoint.save(run.checkpoint(name), {**state, "replay": None})
 
 
 Memory = dict[str, Any] | list[dict[str, Any]]  # a run's; a population's, one per agent

@@ -28,7 +28,7 @@ import torch
 
 from pararl import checkpoint
 from pararl.config import RunConfig, to_json
-from pararl.errors import UsageError, said
+from pararl.errors import UsageError, interrupts_held, said
 from pararl.evaluation.background import BackgroundEvaluator
 from pararl.evaluation.episodes import Episodes, Evaluator, Progress, progress_notes
 from pararl.evaluation.reported import ReportedReturns
@@ -540,22 +540,24 @@ class TrainSession:
         name = "final" if status in ("solved", "step budget reached") else "interrupted"
         # what `--resume` reads (`runners.resume`)
         state = {**self._state(state_fn), "status": status}
-        checkpoints.save(self.run, name, state)  # first: nothing is lost
-        if status != "failed" and self._latest is not None:
-            steps, updates, stats = self._latest
-            if (steps, updates) > self._logged:  # metrics.csv ends where training did
-                self.log(steps, updates, stats() if callable(stats) else stats, console=False)
+        with interrupts_held():  # first, and whole: nothing is lost
+            checkpoints.save(self.run, name, state)
+            if status != "failed" and self._latest is not None:
+                steps, updates, stats = self._latest
+                if (steps, updates) > self._logged:  # metrics.csv ends where training did
+                    self.log(steps, updates, stats() if callable(stats) else stats, console=False)
         try:
             if name == "final":
-                self._last_evaluation(env_steps, state_fn)
+                try:
+                    self._last_evaluation(env_steps, state_fn)
+                except KeyboardInterrupt as exc:  # the run is saved: its last line says
+                    self._eval_interrupted = True  # so, and how to evaluate it (no
+                    said(exc, mark=True)  # second line after it)
+                    raise
                 if self.solved and status == "step budget reached":
                     self._saved_solved(name, state)
         except (WorkerError, WorkerTimeoutError) as exc:
             self.console.message(f"pararl: the last evaluation failed: {exc}")
-        except KeyboardInterrupt as exc:  # the run is saved: its last line says so, and
-            self._eval_interrupted = True  # how to evaluate it (no second line after it)
-            said(exc, mark=True)
-            raise
         finally:
             try:
                 self._wrap_up(env_steps, state_fn, status)
