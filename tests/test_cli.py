@@ -32,6 +32,12 @@ import pytest
         (["train", "ppo", "--workers", "3"], "8 envs do not split evenly over --workers 3"),
         (["train", "ppo", "--device", "cuda"], "Unrecognized options: --device"),
         (["train", "ppo", "--hidden"], "--hidden needs at least one width"),
+        (["train", "ppo", "--lr", "3e-4", "1e-3"], "give --sweep lr=3e-4,1e-3"),
+        (["train", "sac", "--seeds", "2"], "does not train several agents in one run yet"),
+        (
+            ["train", "ppo", "--seeds", "2", "--mode", "async", "--workers", "2"],
+            "a batch in --mode async steps every agent's envs in one actor process",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(

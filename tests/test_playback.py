@@ -63,6 +63,23 @@ def test_evaluate_records_a_gif(run_dir: Path, tmp_path: Path) -> None:
     assert video.read_bytes()[:3] == b"GIF"
 
 
+def test_a_video_that_cannot_be_written_is_refused_before_playing(
+    run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    for video, says in ((blocked / "x.gif", "cannot make its directory"),
+                        (tmp_path, "use a .gif")):  # fmt: skip
+        assert main(["evaluate", str(run_dir), "--video", str(video)]) == 2
+        err = capsys.readouterr().err
+        assert says in err
+        assert len(err.strip().splitlines()) == 1, err
+    folder = tmp_path / "clip.gif"
+    folder.mkdir()
+    assert main(["evaluate", str(run_dir), "--video", str(folder)]) == 2
+    assert "is a directory" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(("display", "expected"), [(None, "egl"), (":0", None)])
 def test_off_screen_frames_render_mujoco_through_egl_without_a_display(
     monkeypatch: pytest.MonkeyPatch, display: str | None, expected: str | None

@@ -8,7 +8,9 @@ and SIGTERM with 143, both after saving the run.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
+import itertools
 import os
 import re
 import sys
@@ -163,6 +165,12 @@ def _parse(entry: Entry, key: tuple[str, ...], args: list[str]) -> Any:
 
     command = entry.load()
     prog = f"pararl {' '.join(key)}"
+    fields = {f.name for f in dataclasses.fields(command.config())}
+    if key[0] == "train" and "seeds" in given_options(args) and "seeds" not in fields:
+        raise UsageError(
+            f"--seeds: {prog} does not train several agents in one run yet (PPO and DQN "
+            "do); train each seed as a run of its own, with --seed N"
+        )
     err = io.StringIO()
     try:
         with contextlib.redirect_stderr(err):
@@ -170,7 +178,23 @@ def _parse(entry: Entry, key: tuple[str, ...], args: list[str]) -> Any:
     except SystemExit as exc:
         if exc.code in (0, None):  # --help
             raise
-        raise UsageError(f"{one_line(err.getvalue())} (see {prog} --help)") from None
+        hint = _sweep_hint(args) if "sweep" in fields else ""
+        raise UsageError(f"{one_line(err.getvalue())}{hint} (see {prog} --help)") from None
+
+
+def _sweep_hint(args: Sequence[str]) -> str:
+    """Several values after one setting that `--sweep` takes (`--lr 3e-4 1e-3`): how
+    to train an agent on each ("" where there is none such)."""
+    from pararl.config.ppo import SWEEPABLE
+
+    for i, arg in enumerate(args):
+        name = arg[2:].replace("-", "_")
+        if not arg.startswith("--") or name not in SWEEPABLE:
+            continue
+        values = list(itertools.takewhile(lambda a: not a.startswith("--"), args[i + 1 :]))
+        if len(values) > 1:
+            return f"; to train agents on several values, give --sweep {name}={','.join(values)}"
+    return ""
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -107,9 +107,25 @@ def check(cfg: EvaluateConfig) -> None:
         raise UsageError(f"--video {cfg.video}: use a .gif or .mp4 file name")
     if cfg.video is not None and cfg.render:
         raise UsageError("--render and --video: choose one (show the episodes, or record one)")
+    if cfg.video is not None:
+        _check_writable(cfg.video)
     if cfg.render and sys.platform.startswith("linux"):
         if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
             raise UsageError("--render needs a display (no DISPLAY here); use --video FILE.gif")
+
+
+def _check_writable(video: Path) -> None:
+    """The video's file can be written (its directory made, if new): found out before
+    the episodes play, not after."""
+    try:
+        video.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+        raise UsageError(f"--video {video}: cannot make its directory ({why}); "
+                         "choose a path you can write") from None  # fmt: skip
+    if video.is_dir() or not os.access(video.parent, os.W_OK):
+        what = "is a directory" if video.is_dir() else f"{video.parent} is not writable"
+        raise UsageError(f"--video {video}: {what}; choose a file in a directory you can write")
 
 
 def quiet_sdl(render_mode: str) -> None:

@@ -66,7 +66,7 @@ def final_returns(run_dir: Path) -> list[Final]:
         raise UsageError(
             f"{run.root} has no evaluations yet (no rows in {path.name}): a run evaluates "
             f"every --eval-every env steps and when its budget ends; train it on with "
-            f"`pararl train --resume {run.root}`"
+            f"`pararl train --resume {run.root}` (a finished run: with a larger --total-steps)"
         )
     return [last[agent] for agent in sorted(last)]
 

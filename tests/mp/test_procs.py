@@ -90,3 +90,35 @@ def test_a_forked_child_never_collects_what_it_inherited() -> None:
         assert frozen > before + 1000  # this process's objects, all of them
     finally:
         group.close()
+
+
+_INTERRUPT_AT_FORK: list[bool] = []  # armed: the next fork's parent is Ctrl-C'd
+
+
+def _interrupt_after_fork() -> None:
+    import os
+    import signal
+
+    if _INTERRUPT_AT_FORK:
+        _INTERRUPT_AT_FORK.clear()
+        os.kill(os.getpid(), signal.SIGINT)
+
+
+def test_ctrl_c_during_a_fork_is_not_lost() -> None:
+    """A SIGINT handled inside CPython's at-fork handlers is dropped there; the group
+    holds it until its child is on the list that is reaped, then raises it, and the
+    child is taken down."""
+    import gc
+    import os
+
+    import psutil
+
+    os.register_at_fork(after_in_parent=_interrupt_after_fork)  # inert unless armed
+    me = psutil.Process()
+    before = {child.pid for child in me.children()}
+    _INTERRUPT_AT_FORK.append(True)
+    with pytest.raises(KeyboardInterrupt):
+        ProcessGroup(_ready_then_wait, [(False, True)], mp.get_context("fork"))
+    gc.collect()  # the half-built group's finalizer reaps the child it forked
+    started = [child.pid for child in me.children() if child.pid not in before]
+    assert alive_after(started, 5.0) == []

@@ -177,3 +177,25 @@ def test_ctrl_c_while_the_replay_memory_is_written_waits_for_its_checkpoint(
         checkpoints.save(run, "interrupted", state)
     assert checkpoint.load(run.replay)["env_steps"] == 5_000
     assert checkpoint.load(run.checkpoint("interrupted"))["env_steps"] == 5_000
+
+
+def test_the_first_command_again_with_resume_added_is_the_run_resumed(tmp_path: Path) -> None:
+    """--run-dir naming the directory resumed, and a sweep's values written another
+    way (3e-4 for 0.0003), are what the run has; another directory and other values
+    are refused."""
+    from pararl.config import PPOConfig
+    from pararl.errors import UsageError
+    from pararl.runners.resume import resumed_config
+
+    run = tmp_path / "copy"
+    saved = PPOConfig(run_dir=tmp_path / "original", seeds=2, sweep=("lr=0.0003,0.001",))
+    same = PPOConfig(run_dir=run, resume=run, seeds=2, sweep=("lr=3e-4,1e-3",))
+    resumed = resumed_config(saved, same, {"run_dir", "resume", "seeds", "sweep"})
+    assert resumed.run_dir == run
+    assert resumed.sweep == saved.sweep  # kept as the run wrote it
+    elsewhere = PPOConfig(run_dir=tmp_path / "other", resume=run)
+    with pytest.raises(UsageError, match="a resumed run goes on in its own directory"):
+        resumed_config(saved, elsewhere, {"run_dir", "resume"})
+    other = PPOConfig(resume=run, seeds=2, sweep=("lr=3e-4,2e-3",))
+    with pytest.raises(UsageError, match="keeps the settings it learned with"):
+        resumed_config(saved, other, {"resume", "sweep"})

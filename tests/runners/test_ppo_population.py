@@ -230,8 +230,12 @@ def test_a_failing_env_is_reported_with_its_agent(mode: str, tmp_path: Path) -> 
 
     seeded = seeding.env_seeds(6, 4, "env", 0, 0, 0)[2]  # agent 1 = seed 6, its env 2
     options = {**SMALL, "env": "pararl/Faulty-v0", "env_kwargs": {"at": 40, "seeded": seeded}}
+    workers = 2 if mode == "sync" else None  # serial and async have no env workers
+    config = PPOConfig(
+        seeds=2, seed=5, mode=mode, workers=workers, run_dir=tmp_path / "r", **options
+    )
     with pytest.raises(RuntimeError, match="FaultyEnv failed") as info:
-        train(PPOConfig(seeds=2, seed=5, mode=mode, workers=2, run_dir=tmp_path / "r", **options))
+        train(config)
     assert_named_with_its_agent(info.value, per_agent=4, first_seed=5, agent=1, own=2)
 
 

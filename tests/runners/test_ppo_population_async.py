@@ -153,3 +153,14 @@ def test_compile_on_trains_the_batch_as_the_loss_as_written_does(
     compiled, written = final(runs["on"]), final(runs["off"])
     for ours, theirs in zip(compiled["agents"], written["agents"], strict=True):
         assert_same_agent(ours, theirs)
+
+
+@pytest.mark.parametrize("mode", ["async", "serial"])
+def test_workers_where_a_batch_has_none_are_refused_in_one_line(mode: str) -> None:
+    from pararl.errors import UsageError
+
+    env = gym.make("CartPole-v1")
+    given = PPOConfig(seeds=2, mode=mode, workers=2, **{**SMALL, "num_envs": 8})  # type: ignore[arg-type]
+    cfg = given.for_spaces(env.observation_space, env.action_space).config
+    with pytest.raises(UsageError, match=rf"--workers 2: a batch in --mode {mode} steps every"):
+        ppo_population.layout(cfg, 16, lambda fn: 5e-6, lambda: 100e-6)

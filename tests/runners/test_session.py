@@ -397,7 +397,8 @@ def test_ctrl_c_during_the_final_evaluation_keeps_the_run_and_says_how_to_evalua
         live.finish(400, state, "step budget reached")
     assert said(interrupted.value)  # the command line adds no second line after it
     err = capsys.readouterr().err
-    assert f"final weights was interrupted (`pararl evaluate {run.root}` evaluates them)" in err
+    evaluate = f"`pararl evaluate {run.root} --checkpoint final` evaluates them"
+    assert f"final weights was interrupted ({evaluate})" in err
     assert f"run saved in {run.root}" in err
     assert torch.load(run.checkpoint("final"))["status"] == "step budget reached"
     assert run.checkpoint("best").is_file()

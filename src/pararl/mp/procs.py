@@ -30,6 +30,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.context import BaseContext
 from typing import Any
 
+from pararl.errors import interrupts_held
 from pararl.mp.errors import RemoteError, WorkerError, WorkerTimeoutError, worker_error
 from pararl.mp.threads import one_thread
 
@@ -134,12 +135,17 @@ class ProcessGroup:
         # garbage collection and at interpreter exit. It holds the list, not self.
         self._finalizer = weakref.finalize(self, _reap, self.processes, 0.0)
         for index in range(len(self._args)):
-            conn, stack, proc = self._start(index)
-            self.conns.append(conn)
-            self.stacks.append(stack)
-            self.processes.append(proc)
+            with interrupts_held():  # see `_start`
+                conn, stack, proc = self._start(index)
+                self.conns.append(conn)
+                self.stacks.append(stack)
+                self.processes.append(proc)
 
     def _start(self, index: int) -> tuple[Connection, Connection, mp.process.BaseProcess]:
+        """Child `index`, started. Callers hold Ctrl-C and SIGTERM until it is on the
+        list that is reaped: one that came during a fork would be raised inside
+        CPython's at-fork handlers, which drop it ("Exception ignored in ..."), and the
+        run would go on as if no key had been pressed; held, it takes effect after."""
         parent_conn, child_conn = self._ctx.Pipe(duplex=True)
         stack_in, stack_out = self._ctx.Pipe(duplex=False)
         proc = self._ctx.Process(  # type: ignore[attr-defined]
@@ -162,7 +168,8 @@ class ProcessGroup:
         self.stacks[index].close()
         if args is not None:
             self._args[index] = args
-        self.conns[index], self.stacks[index], self.processes[index] = self._start(index)
+        with interrupts_held():  # see `_start`
+            self.conns[index], self.stacks[index], self.processes[index] = self._start(index)
         self._poller = None  # its fds changed
         self._owner = {}
 

@@ -343,7 +343,8 @@ def choose(cfg: PPOConfig, continuous: bool = False) -> Layout:
         # envs this cheap fit one core with the acting: an actor process takes them,
         # and the update overlaps them on another (MinAtar Breakout: 0.60x serial's
         # wall time, CartPole: 0.84x; BENCHMARKS.md)
-        return _async_layout(cfg, cores, f"{choice.reason}: one core steps and acts")
+        how = "one core steps and acts" if cfg.workers is None else "--workers given"
+        return _async_layout(cfg, cores, f"{choice.reason}: {how}")
     return Layout(choice, workers, per)
 
 

@@ -65,6 +65,7 @@ from pararl.runners.session import TrainSession
 from pararl.runners.setup import (
     Plan,
     Prepared,
+    check_batch_workers,
     check_resumed_agents,
     envs_named_by_agent,
     refuse_unbatched,
@@ -114,6 +115,7 @@ def layout(
     then those of seed i's sync run). `step_time` and `round_trip` measure the env and
     this machine (given, in tests)."""
     beside = "one actor process beside the learner"
+    check_batch_workers(cfg.workers, cfg.mode)
     if cfg.mode == "async":
         return ModeChoice("async", None, f"asked for; {beside}"), 1
     if cfg.workers is not None:

@@ -127,6 +127,23 @@ def _shown(value: Any) -> str:
     return str(value)
 
 
+def _same(name: str, requested: RunConfig, saved: RunConfig) -> bool:
+    """Whether option `name` was given as the run has it: a sweep by its values (lr=3e-4
+    is lr=0.0003), the run's directory also as the directory it is resumed from
+    (the first command again, with --resume added)."""
+    ours, theirs = getattr(requested, name), getattr(saved, name)
+    if ours == theirs:
+        return True
+    if name == "sweep":
+        try:
+            return bool(requested.grid == saved.grid)  # type: ignore[attr-defined]
+        except (UsageError, AttributeError):
+            return False
+    if name == "run_dir" and requested.resume is not None and ours is not None:
+        return Path(ours).resolve() == Path(requested.resume).resolve()
+    return False
+
+
 def resumed_config(saved: RunConfig, requested: RunConfig, given: Collection[str]) -> RunConfig:
     """The saved config with the run-management options that were given applied;
     a UsageError naming any other option given with a different value. A run whose
@@ -136,9 +153,7 @@ def resumed_config(saved: RunConfig, requested: RunConfig, given: Collection[str
     budget = set(saved.BUDGET_OPTIONS)
     mutable = MUTABLE | budget | ({"env"} if _factory_again(saved, requested) else set())
     refused = sorted(
-        n
-        for n in given
-        if n in names and n not in mutable and getattr(requested, n) != getattr(saved, n)
+        n for n in given if n in names and n not in mutable and not _same(n, requested, saved)
     )
     if "run_dir" in refused and requested.resume is not None:
         raise UsageError(

@@ -606,9 +606,10 @@ class TrainSession:
             # a background evaluation's episodes ran while training went on
             said += f"; its evaluation at {self._solved_at:,} env steps reached the target"
         if self._eval_interrupted:
+            agent = " --agent I" if self.agents > 1 else ""  # a batch's: agent by agent
             said += (
                 "; the evaluation of its final weights was interrupted (`pararl evaluate "
-                f"{self.run.root}` evaluates them)"
+                f"{self.run.root} --checkpoint final{agent}` evaluates them)"
             )
         print(
             f"pararl: {status} after {env_steps:,} env steps in {self.wall_s:.1f} s "

@@ -322,6 +322,21 @@ def refuse_unbatched(who: str, refusals: Sequence[tuple[bool, str]]) -> None:
             )
 
 
+def check_batch_workers(workers: int | None, mode: str) -> None:
+    """A population's `--workers` where the mode asked for has no env workers: serial
+    steps every agent's envs in this process, async in its one actor process (one
+    line, rather than the count silently unused; `auto` with `--workers` runs sync).
+    PPO's: its agents' envs are `--num-envs` each whatever the workers (a DQN run's
+    are `--workers` x `--envs-per-worker`, so there the count means something)."""
+    if workers is None or workers < 2 or mode not in ("serial", "async"):
+        return
+    where = "in this process" if mode == "serial" else "in one actor process"
+    raise UsageError(
+        f"--workers {workers}: a batch in --mode {mode} steps every agent's envs {where}; "
+        "drop --workers, or use --mode sync to step them on workers"
+    )
+
+
 def check_resumed_agents(who: str, resume: dict[str, Any] | None, agents: int) -> None:
     """A population resumed with as many agents as it saved (one line if not)."""
     saved = len((resume or {}).get("agents", ()))
