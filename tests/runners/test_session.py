@@ -451,3 +451,32 @@ def test_ctrl_c_after_the_final_evaluation_is_not_called_its_interruption(
     assert "pararl: solved after 400 env steps in" in err
     assert "interrupted" not in err
     assert torch.load(run.checkpoint("final"))["status"] == "solved"
+
+
+def test_a_second_ctrl_c_while_the_run_is_saved_still_gets_its_last_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C again while the interrupted run's checkpoint is written: the file and the
+    last metrics row are written whole, then the run's last line says where it is
+    saved, and the command line adds nothing after it."""
+    import os
+    import signal
+
+    run = RunDir.new(tmp_path / "run", "dqn", CONFIG.env)
+    live = TrainSession(dataclasses.replace(CONFIG, eval_every=1_000), run, Busy(), None)  # type: ignore[arg-type]
+    for steps in (100, 200, 400):
+        live.tick(steps, steps, MODEL, state)
+    saving = torch.save
+
+    def save(obj: Any, f: Any, *args: Any, **kwargs: Any) -> None:
+        if isinstance(obj, dict) and obj.get("status") == "interrupted":
+            os.kill(os.getpid(), signal.SIGINT)
+        saving(obj, f, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "save", save)
+    with pytest.raises(KeyboardInterrupt) as again:
+        live.finish(400, state, "interrupted")
+    assert said(again.value)
+    assert "pararl: interrupted after 400 env steps" in capsys.readouterr().err
+    assert torch.load(run.checkpoint("interrupted"))["status"] == "interrupted"
+    assert logged(run)[-1] == (400, 400)

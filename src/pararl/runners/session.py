@@ -214,6 +214,7 @@ class TrainSession:
         self.solved = False
         self._solved_at = 0  # the env steps of the evaluation that reached the target
         self._eval_interrupted = False  # Ctrl-C during the evaluation of the final weights
+        self.ended_said = False  # the run's last line is printed (where it is saved)
         # the evaluation in flight: its env steps, wall time, state and the due ones
         # skipped before it
         self._pending: tuple[int, float, StateFn, int] | None = None
@@ -540,27 +541,30 @@ class TrainSession:
         name = "final" if status in ("solved", "step budget reached") else "interrupted"
         # what `--resume` reads (`runners.resume`)
         state = {**self._state(state_fn), "status": status}
-        with interrupts_held():  # first, and whole: nothing is lost
-            checkpoints.save(self.run, name, state)
-            if status != "failed" and self._latest is not None:
-                steps, updates, stats = self._latest
-                if (steps, updates) > self._logged:  # metrics.csv ends where training did
-                    self.log(steps, updates, stats() if callable(stats) else stats, console=False)
+        evaluated = name != "final"  # whether the final weights' evaluation is behind us
         try:
+            with interrupts_held():  # first, and whole: nothing is lost
+                checkpoints.save(self.run, name, state)
+                if status != "failed" and self._latest is not None:
+                    steps, updates, stats = self._latest
+                    if (steps, updates) > self._logged:  # metrics.csv ends where training did
+                        stats = stats() if callable(stats) else stats
+                        self.log(steps, updates, stats, console=False)
             if name == "final":
-                try:
-                    self._last_evaluation(env_steps, state_fn)
-                except KeyboardInterrupt as exc:  # the run is saved: its last line says
-                    self._eval_interrupted = True  # so, and how to evaluate it (no
-                    said(exc, mark=True)  # second line after it)
-                    raise
+                self._last_evaluation(env_steps, state_fn)
+                evaluated = True
                 if self.solved and status == "step budget reached":
                     self._saved_solved(name, state)
         except (WorkerError, WorkerTimeoutError) as exc:
             self.console.message(f"pararl: the last evaluation failed: {exc}")
+        except KeyboardInterrupt as exc:  # the run is saved: its last line (next) says
+            self._eval_interrupted = not evaluated  # so, and how to evaluate its final
+            said(exc, mark=True)  # weights if cut before: no second line after it
+            raise
         finally:
             try:
-                self._wrap_up(env_steps, state_fn, status)
+                with interrupts_held():  # a second Ctrl-C waits for the curve and the line
+                    self._wrap_up(env_steps, state_fn, status)
             finally:
                 self.close()  # idempotent: the runners' own close() is then a no-op
 
@@ -617,6 +621,7 @@ class TrainSession:
             file=sys.stderr,
             flush=True,
         )
+        self.ended_said = True  # a Ctrl-C from here on needs no line of its own
 
     def _plot(self) -> None:
         """The learning curve: drawn by the evaluation process when it is idle and up

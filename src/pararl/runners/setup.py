@@ -419,6 +419,7 @@ def compose(
         if p is not None and p.resume_state is None:
             p.run.remove_if_empty()  # a refused start leaves no run directory behind
         raise
+    session: TrainSession | None = None
     try:
         session = open_session(p, algo, plan, eval_child)
         status = "failed"
@@ -432,6 +433,15 @@ def compose(
             raise
         finally:
             session.finish(plan.steps(), lambda: plan.checkpoint(session.wall_s), status)
+    except KeyboardInterrupt as exc:  # a second Ctrl-C while the run ended: its last
+        if session is not None and session.ended_said:  # line has said where it is
+            said(exc, mark=True)
+        raise
     finally:
-        plan.close()
+        try:
+            plan.close()
+        except KeyboardInterrupt as exc:  # Ctrl-C while closing (its children are
+            if session is not None and session.ended_said:  # reaped all the same)
+                said(exc, mark=True)
+            raise
     return session
