@@ -268,6 +268,10 @@ def test_a_sweeps_combinations_compare_with_each_other(tmp_path: Path, pararl: A
         assert expect in line, (given, line)
     line = _one_error(pararl("compare", f"{run}:lr=5e-4", str(run)))
     assert "lr: 0.0003, 0.001" in line
+    # a run of one agent lists no agents: its seed selects it all the same
+    alone = make_run(tmp_path / "alone", [5.0], agents=False)
+    assert side([Path(f"{alone}:seed=0")]).scores.tolist() == [5.0]
+    assert "no agent of" in _one_error(pararl("compare", f"{alone}:seed=1", str(run)))
 
 
 def _one_error(result: Any) -> str:

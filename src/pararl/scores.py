@@ -172,6 +172,9 @@ def selected(finals: list[Final], run: Path, wanted: dict[str, str], given: str)
     if not wanted:
         return finals
     agents = agent_settings(run)
+    seed = _saved_config(run).get("seed")
+    if not agents and {f.agent for f in finals} == {0} and type(seed) is int:
+        agents = [{"seed": seed}]  # a run of one agent: its seed
     known = sorted({name for a in agents for name in a})
     for name in wanted:
         if name not in known:

@@ -201,6 +201,16 @@ def test_a_sweep_trains_each_setting_as_its_run_alone(tmp_path: Path, pararl: An
     assert f"(best checkpoint of {run}, agent 3, seed 7, lr=0.003, gamma=0.99)" in result.stdout
 
 
+def test_a_sweep_from_python_takes_the_forms_python_makes_natural() -> None:
+    from pararl.errors import UsageError
+
+    as_given = PPOConfig(sweep=("lr=3e-4,1e-3", "gamma=0.9,0.99")).grid
+    assert PPOConfig(sweep={"lr": [3e-4, 1e-3], "gamma": (0.9, 0.99)}).grid == as_given  # type: ignore[arg-type]
+    assert PPOConfig(sweep="lr=3e-4,1e-3").grid == [{"lr": 3e-4}, {"lr": 1e-3}]  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match=r"give NAME=V1,V2,\.\.\. items"):
+        PPOConfig(sweep=[("lr", 3e-4)])  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize(
     ("sweep", "said"),
     [

@@ -217,6 +217,16 @@ def test_a_run_whose_budget_ends_before_an_evaluation_is_due_evaluates_its_final
     note = short.schedule_note()
     assert note is not None
     assert "--eval-every 1,000 reaches past the budget" in note
+    # resumed at 16,000 steps with a budget of 17,000: the next one due is named
+    later = dataclasses.replace(CONFIG, eval_every=2_500, total_steps=17_000)
+    elsewhere = RunDir.new(tmp_path / "resumed", "dqn", CONFIG.env)
+    resumed = TrainSession(later, elsewhere, Busy(), None, start_steps=16_000, resumed=True)  # type: ignore[arg-type]
+    assert resumed.schedule_note() == (
+        "pararl: the next evaluation (at 17,500 env steps, every 2,500) reaches past the "
+        "budget (--total-steps 17,000): no periodic evaluation falls due; its final "
+        "weights are evaluated when it ends"
+    )
+    resumed.close()
     for steps in (100, 200, 400):
         short.tick(steps, steps, MODEL, state)
     short.finish(400, state, "step budget reached")

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -201,6 +201,10 @@ class PPOConfig(RunConfig):
         workers = max(w for w in range(1, min(n, max(1, available)) + 1) if n % w == 0)
         return workers, n // workers
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.sweep = _sweep_items(self.sweep)
+
     @property
     def grid(self) -> list[dict[str, float]]:
         """The settings of each combination `--sweep` names, in order (the last name
@@ -293,6 +297,26 @@ class PPOConfig(RunConfig):
 
 
 SWEEPABLE = ("lr", "gamma", "gae_lambda", "ent_coef", "vf_coef", "clip_coef", "max_grad_norm")
+
+
+def _sweep_items(sweep: object) -> tuple[str, ...]:
+    """`sweep` as the command line gives it, from the forms Python makes natural: one
+    item ("lr=3e-4,1e-3"), or a mapping ({"lr": [3e-4, 1e-3]}); anything else is refused
+    in one line."""
+    if isinstance(sweep, str):
+        return (sweep,)
+    if isinstance(sweep, Mapping):
+        items = []
+        for name, values in sweep.items():
+            many = values if isinstance(values, (list, tuple)) else [values]
+            items.append(f"{name}={','.join(str(v) for v in many)}")
+        return tuple(items)
+    if isinstance(sweep, (list, tuple)) and all(isinstance(item, str) for item in sweep):
+        return tuple(sweep)
+    raise UsageError(
+        f"sweep={sweep!r}: give NAME=V1,V2,... items (a tuple of strings), or a dict of "
+        "each setting's values"
+    )
 
 
 def _parsed(sweep: tuple[str, ...]) -> list[tuple[str, tuple[float, ...]]]:

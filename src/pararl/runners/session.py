@@ -177,6 +177,7 @@ class TrainSession:
         # a new run (not one resumed, even from a checkpoint at 0 steps): if it ends
         # before its first tick, what it wrote goes
         self._fresh = not (resumed or start_steps)
+        self._start_steps = start_steps
         self._latest: tuple[int, int, Stats] | None = None  # the last tick's numbers
         every = config.eval_interval
         self._next_eval = (start_steps // every + 1) * every
@@ -317,10 +318,13 @@ class TrainSession:
         budget, every = self.config.budget, self.config.eval_interval
         if self._next_eval <= budget:
             return None
+        if self._start_steps:  # resumed: the next one after where it goes on from
+            where = f"the next evaluation (at {self._next_eval:,} env steps, every {every:,})"
+        else:
+            where = f"--eval-every {every:,}"
         return (
-            f"pararl: --eval-every {every:,} reaches past the budget (--total-steps "
-            f"{budget:,}): no periodic evaluation falls due; its final weights are "
-            "evaluated when it ends"
+            f"pararl: {where} reaches past the budget (--total-steps {budget:,}): no "
+            "periodic evaluation falls due; its final weights are evaluated when it ends"
         )
 
     def _start_eval(
