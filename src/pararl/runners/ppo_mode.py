@@ -48,7 +48,19 @@ class ModeChoice:
 
 def measure_step_s(env_fn: Callable[[], gym.Env], budget_s: float = MEASURE_BUDGET_S) -> float:
     """Mean seconds per `step` of one env with random actions (legal ones, where the
-    env gives action masks; resets not counted)."""
+    env gives action masks; resets not counted). The env's own error, if it fails,
+    says where it came from."""
+    try:
+        return _timed_steps(env_fn, budget_s)
+    except Exception as exc:
+        exc.add_note(
+            "pararl: the env failed in the steps with random actions that time it before "
+            "training (to choose --mode); check the env and its --env-kwargs"
+        )
+        raise
+
+
+def _timed_steps(env_fn: Callable[[], gym.Env], budget_s: float) -> float:
     env = env_fn()
     try:
         env.action_space.seed(0)
