@@ -9,8 +9,9 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -75,6 +76,21 @@ def ctrl_c_train(run: Path, *args: str) -> str:
 # --- shared memory ---------------------------------------------------------------------
 
 SHM = "/dev/shm"
+
+
+def ctrl_c_while_saving(monkeypatch: Any, which: Callable[[Any], bool]) -> None:
+    """Ctrl-C (SIGINT to this process) just before `torch.save` writes an object that
+    `which` picks: a key pressed while a checkpoint is written."""
+    import torch
+
+    saving = torch.save
+
+    def save(obj: Any, f: Any, *args: Any, **kwargs: Any) -> None:
+        if which(obj):
+            os.kill(os.getpid(), signal.SIGINT)
+        saving(obj, f, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "save", save)
 
 
 def shm_entries() -> set[str]:

@@ -17,6 +17,7 @@ import pytest
 from pararl import checkpoint
 from pararl.rundir import RunDir
 from pararl.runners.resume import changed_envs, changed_mode, latest_checkpoint
+from tests.procs import ctrl_c_while_saving
 
 TINY = [
     "--total-steps", "1000", "--learning-starts", "100", "--eval-episodes", "2",
@@ -155,22 +156,13 @@ def test_ctrl_c_while_the_replay_memory_is_written_waits_for_its_checkpoint(
 ) -> None:
     """A second Ctrl-C during the interrupted run's save: replay.pt and the checkpoint
     of its steps are both written before the interrupt takes effect."""
-    import os
-
     import numpy as np
-    import torch
 
     from pararl.runners import checkpoints
 
     run = RunDir.new(tmp_path / "run", "dqn", "CartPole-v1")
-    saving = torch.save
-
-    def save(obj: Any, f: Any, *args: Any, **kwargs: Any) -> None:
-        if isinstance(obj, dict) and "replay" in obj and "algo" not in obj:  # replay.pt's
-            os.kill(os.getpid(), signal.SIGINT)
-        saving(obj, f, *args, **kwargs)
-
-    monkeypatch.setattr(torch, "save", save)
+    # replay.pt's object: the memory and its steps, no header of a checkpoint's
+    ctrl_c_while_saving(monkeypatch, lambda obj: "replay" in obj and "algo" not in obj)
     header = checkpoint.Header("dqn", 1, 5_000, 1.0).as_dict()
     state = {**header, "replay": {"obs": np.zeros((10, 4), np.float32)}, "status": "interrupted"}
     with pytest.raises(KeyboardInterrupt):

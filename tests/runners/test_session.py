@@ -24,6 +24,7 @@ from pararl.evaluation.episodes import Episodes, Evaluator
 from pararl.models import QNetwork
 from pararl.rundir import RunDir
 from pararl.runners.session import EVAL_METRICS, TrainSession
+from tests.procs import ctrl_c_while_saving
 
 CONFIG = DQNConfig(
     env="CartPole-v1", eval_every=100, eval_episodes=1, log_every_s=0.0, total_steps=400,
@@ -438,23 +439,13 @@ def test_ctrl_c_after_the_final_evaluation_is_not_called_its_interruption(
 ) -> None:
     """Ctrl-C while the solved run's checkpoint is re-saved waits for the file, and the
     last line does not say the evaluation, which ended, was interrupted."""
-    import os
-    import signal
-
     run = RunDir.new(tmp_path / "run", "dqn", CONFIG.env)
     evaluator = Busy()
     live = TrainSession(dataclasses.replace(CONFIG, eval_every=1_000), run, evaluator, 0.5)  # type: ignore[arg-type]
     for steps in (100, 200, 400):
         live.tick(steps, steps, MODEL, state)
     evaluator.answers = 1  # the final weights' evaluation reaches the target
-    saving = torch.save
-
-    def save(obj: Any, f: Any, *args: Any, **kwargs: Any) -> None:
-        if isinstance(obj, dict) and obj.get("status") == "solved":
-            os.kill(os.getpid(), signal.SIGINT)
-        saving(obj, f, *args, **kwargs)
-
-    monkeypatch.setattr(torch, "save", save)
+    ctrl_c_while_saving(monkeypatch, lambda obj: obj.get("status") == "solved")
     with pytest.raises(KeyboardInterrupt):
         live.finish(400, state, "step budget reached")
     err = capsys.readouterr().err
@@ -469,21 +460,11 @@ def test_a_second_ctrl_c_while_the_run_is_saved_still_gets_its_last_line(
     """Ctrl-C again while the interrupted run's checkpoint is written: the file and the
     last metrics row are written whole, then the run's last line says where it is
     saved, and the command line adds nothing after it."""
-    import os
-    import signal
-
     run = RunDir.new(tmp_path / "run", "dqn", CONFIG.env)
     live = TrainSession(dataclasses.replace(CONFIG, eval_every=1_000), run, Busy(), None)  # type: ignore[arg-type]
     for steps in (100, 200, 400):
         live.tick(steps, steps, MODEL, state)
-    saving = torch.save
-
-    def save(obj: Any, f: Any, *args: Any, **kwargs: Any) -> None:
-        if isinstance(obj, dict) and obj.get("status") == "interrupted":
-            os.kill(os.getpid(), signal.SIGINT)
-        saving(obj, f, *args, **kwargs)
-
-    monkeypatch.setattr(torch, "save", save)
+    ctrl_c_while_saving(monkeypatch, lambda obj: obj.get("status") == "interrupted")
     with pytest.raises(KeyboardInterrupt) as again:
         live.finish(400, state, "interrupted")
     assert said(again.value)
