@@ -66,18 +66,31 @@ def test_console_script_trains_it_then_evaluate_and_resume_find_it(
     assert f"PYTHONPATH={user_module.directory.resolve()}" in missing.stderr
     hidden.with_suffix(".moved").rename(hidden)
 
-    # the module a run names is said, with its file, before it runs
+    # the module a run names is said, with its file, before it runs; from the
+    # directory the run names only when the run is trusted (a shared run is data)
     with hidden.open("a") as f:
         f.write("\nimport sys\nprint('corridor_env runs', file=sys.stderr)\n")
     notice = f"names env module 'corridor_env' (corridor_env:Corridor-v0): importing {hidden}"
-    evaluated = pararl("evaluate", str(run), "--episodes", "2")
+    untrusted = pararl("evaluate", str(run), "--episodes", "2")
+    assert untrusted.returncode == 2
+    assert "corridor_env runs" not in untrusted.stderr
+    assert "or add --trust-checkpoint to let pararl import it" in untrusted.stderr
+    assert len(untrusted.stderr.strip().splitlines()) == 1, untrusted.stderr
+    os.chdir(run)  # nor from a working directory inside the run
+    assert pararl("evaluate", str(run), "--episodes", "2").returncode == 2
+    os.chdir(user_module.directory)  # the user's own directory, where it was trained
+    assert pararl("evaluate", str(run), "--episodes", "2").returncode == 0
+    sys.modules.pop("corridor_env")
+    os.chdir(elsewhere)
+    evaluated = pararl("evaluate", str(run), "--episodes", "2", "--trust-checkpoint")
     assert evaluated.returncode == 0, evaluated.stderr
     assert "corridor_env:Corridor-v0: mean return" in evaluated.stdout
     assert 0 <= evaluated.stderr.find(notice) < evaluated.stderr.find("corridor_env runs")
     (run / "checkpoints" / "final.pt").unlink()  # as if killed: resume from step_N
     sys.modules.pop("corridor_env")  # a new process, as far as the module goes
     # the resumed run's evaluations inline: no second evaluation child to start
-    resumed = pararl("train", "--resume", str(run), "--total-steps", "1200", "--eval-in", "inline")
+    resumed = pararl("train", "--resume", str(run), "--total-steps", "1200", "--eval-in", "inline",
+                     "--trust-checkpoint")  # fmt: skip
     assert resumed.returncode == 0, resumed.stderr
     assert 0 <= resumed.stderr.find(notice) < resumed.stderr.find("corridor_env runs")
     assert "resuming from checkpoints/step_800.pt: 800 env steps" in resumed.stderr

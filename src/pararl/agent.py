@@ -224,10 +224,11 @@ def load(
 ) -> Agent:
     """The agent saved in `run_dir` (a `pararl train` run directory) at `checkpoint`
     (best, final, interrupted, latest, step_N). A `module:EnvId` run imports its
-    module as training did (from the working directory, or where the run found it),
-    after saying which file that is. The checkpoint is read weights-only;
-    `trust_checkpoint` unpickles one the weights-only loader refuses (a file from an
-    earlier pararl version), which runs any code it holds: only for a trusted file.
+    module from the Python path or the working directory (not inside the run), after
+    saying which file that is; from where the run found it only with
+    `trust_checkpoint`. The checkpoint is read weights-only; `trust_checkpoint` also
+    unpickles one the weights-only loader refuses (a file from an earlier pararl
+    version). Either runs code the run holds: only for a run you trust.
     `env`: the env the agent acts in (`make_env`, `pararl.evaluate`) instead of the
     run's, as `env=` of a config takes it; a run whose env a factory built needs its
     factory given again here (config.json holds only its name). `agent`: which of a
@@ -247,7 +248,9 @@ def load(
         split_env_id(config.env)[0] is not None or is_factory_name(config.env)
     ):
         found = saved_facts(run.root).get("env_module_dir")
-        check_env_id(config.env, [found] if found else [], named_by=run.root)
+        check_env_id(
+            config.env, [found] if found else [], named_by=run.root, trusted=trust_checkpoint
+        )
     path = run.checkpoint(checkpoint)
     if not path.is_file():
         names = sorted(p.stem for p in run.checkpoints.glob("*.pt") if p.stem != "replay")

@@ -41,9 +41,10 @@ class EvaluateConfig:
     far; the return is reported before adaptation and after each step."""
     trust_checkpoint: bool = False
     """Load the checkpoint even where the weights-only loader refuses it, by
-    unpickling it as pararl did before (a warning is printed). Unpickling runs any
-    code the file holds: only for a run whose source you trust, e.g. one trained
-    with an earlier pararl version."""
+    unpickling it as pararl did before (a warning is printed), and import the env
+    module the run names from the directories it names. Either runs code the run
+    holds: only for a run whose source you trust, e.g. one trained with an earlier
+    pararl version, or your own."""
     threads: int = 1
     """Torch threads for the policy (one is fastest for these small networks, and
     leaves the cores to a training run)."""

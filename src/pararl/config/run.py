@@ -119,9 +119,10 @@ class RunConfig:
     the others may not."""
     trust_checkpoint: bool = False
     """With --resume: load the run's checkpoints even where the weights-only loader
-    refuses them, by unpickling them as pararl did before (a warning is printed).
-    Unpickling runs any code the file holds: only for a run whose source you trust,
-    e.g. one trained with an earlier pararl version."""
+    refuses them, by unpickling them as pararl did before (a warning is printed), and
+    import the env module the run names from the directories it names. Either runs
+    code the run holds: only for a run whose source you trust, e.g. one trained with
+    an earlier pararl version, or your own."""
     eval_every: int | None = None
     """Evaluate the greedy policy every this many env steps. Default: by algorithm
     and kind of env (e.g. 2,500 on CartPole; Atari-sized images 50,000, MinAtar

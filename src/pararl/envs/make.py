@@ -137,13 +137,17 @@ def probe_masks(
 
 
 def check_env_id(
-    env: EnvArg, module_dirs: Sequence[str | Path] = (), named_by: Path | None = None
+    env: EnvArg,
+    module_dirs: Sequence[str | Path] = (),
+    named_by: Path | None = None,
+    trusted: bool = False,
 ) -> EnvSpec | None:
     """The env's spec, or a UsageError that says what to do (None: an env a factory
     builds, which has none to look up: `probe` builds it). A `module:EnvId`
     imports its module (which registers its envs), also from the working directory
     and then from `module_dirs` (where a saved run found it); `named_by`: the run
-    directory that names it, said with the module's file before the import. A
+    directory that names it, said with the module's file before the import, which
+    looks in the directories the run names only when `trusted` (`import_env_module`). A
     factory's name, read back from a run's config.json without the factory, is a
     UsageError that says how to give it."""
     source = source_of(env)
@@ -153,7 +157,7 @@ def check_env_id(
         raise UsageError(factory_needed(source, named_by))
     module, env_id = split_env_id(source)
     if module is not None:
-        import_env_module(module, f"{module}:{env_id}", module_dirs, named_by)
+        import_env_module(module, f"{module}:{env_id}", module_dirs, named_by, trusted)
     if env_id.startswith("ALE/"):  # Atari ids are registered by importing ale_py
         try:
             importlib.import_module("ale_py")

@@ -107,16 +107,33 @@ def _try_import(module: str, env_id: str, named_by: Path | None = None) -> bool:
 
 
 def import_env_module(
-    module: str, env_id: str, also: Sequence[str | Path] = (), named_by: Path | None = None
+    module: str,
+    env_id: str,
+    also: Sequence[str | Path] = (),
+    named_by: Path | None = None,
+    trusted: bool = False,
 ) -> None:
     """Import `module` from `sys.path`, else from the working directory, else from
     each directory of `also` (the first that has it stays on `sys.path`). A
     UsageError that says what to put on PYTHONPATH when none has it. `named_by`:
-    the run directory whose config names the module (said before importing it)."""
+    the run directory whose config names the module (said before importing it).
+
+    A run directory is data: one shared with you must not run code by being loaded
+    (`checkpoint`'s weights-only loading). So a module a run names (`named_by`) is
+    imported from the directories the run names (`also`), or from a working directory
+    inside the run, only when the run is `trusted` (`--trust-checkpoint`); from
+    `sys.path`, or a working directory outside the run, it is the user's own."""
     if _try_import(module, env_id, named_by):
         return
+    untrusted = named_by is not None and not trusted
+    run = named_by.resolve() if named_by is not None else None
+    cwd = Path(os.getcwd()).resolve()
+    in_run = run is not None and (cwd == run or run in cwd.parents)
+    places = [] if untrusted and in_run else [os.getcwd()]
+    if not untrusted:
+        places += [str(d) for d in also]
     tried: list[str] = []
-    for directory in (os.getcwd(), *(str(d) for d in also)):
+    for directory in places:
         directory = os.path.abspath(directory)
         if directory in sys.path or directory in tried:
             continue
@@ -129,12 +146,18 @@ def import_env_module(
         sys.path.remove(directory)
     top = module.split(".")[0]
     saved = [os.path.abspath(d) for d in also]
+    trust = (
+        ", or add --trust-checkpoint to let pararl import it from the directories the "
+        "run names (a module runs code: only for a run you trust)"
+        if untrusted
+        else ""
+    )
     where = (
         f"it was imported from {saved[0]} when the run was trained; run pararl there or "
-        f"put it on PYTHONPATH (PYTHONPATH={saved[0]} pararl ...)"
+        f"put it on PYTHONPATH (PYTHONPATH={saved[0]} pararl ...){trust}"
         if saved
         else "run pararl from the directory that holds it, or put that directory on "
-        "PYTHONPATH (PYTHONPATH=DIR pararl ...)"
+        f"PYTHONPATH (PYTHONPATH=DIR pararl ...){trust}"
     )
     raise UsageError(
         f"env '{env_id}' needs module '{module}', which is neither on the Python path "

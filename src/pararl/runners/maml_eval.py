@@ -131,7 +131,9 @@ def run(cfg: EvaluateConfig, write_video: Callable[..., None]) -> dict[str, floa
     if not isinstance(config, MAMLConfig):
         raise UsageError(f"{cfg.run_dir} is not a MAML run")
     found = saved_facts(run_dir.root).get("env_module_dir")
-    check_env_id(config.env, [found] if found else [], named_by=run_dir.root)
+    check_env_id(
+        config.env, [found] if found else [], named_by=run_dir.root, trusted=cfg.trust_checkpoint
+    )
     if cfg.video is not None:
         probe = make_task_env(config.env, config.episode_length, config.env_kwargs)
         modes = probe.metadata.get("render_modes") or []

@@ -230,7 +230,7 @@ def prepare(
     if config.backend == "ray" and not extras.available("ray"):
         # say it now, before a run directory is made
         raise UsageError(extras.hint("Ray", "ray", "--backend ray"))
-    spec = check_env_id(config.env, module_dirs, named_by)
+    spec = check_env_id(config.env, module_dirs, named_by, config.trust_checkpoint)
     probed = probe(config.env, config.wrapper, config.env_kwargs)
     obs_space, act_space = probed.observation_space, probed.action_space
     made_from = probed.spec.id if spec is None and probed.spec is not None else None
