@@ -7,6 +7,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import time
 from multiprocessing.connection import Connection
+from pathlib import Path
 
 import pytest
 
@@ -122,3 +123,33 @@ def test_ctrl_c_during_a_fork_is_not_lost() -> None:
     gc.collect()  # the half-built group's finalizer reaps the child it forked
     started = [child.pid for child in me.children() if child.pid not in before]
     assert alive_after(started, 5.0) == []
+
+
+_ORPHAN_PARENT = """
+import multiprocessing as mp, os, signal, sys, time
+from pararl.mp.procs import ProcessGroup
+from tests.mp.test_procs import _reply_more_than_a_pipe_holds
+group = ProcessGroup(_reply_more_than_a_pipe_holds, [(), ()], mp.get_context("fork"))
+print(*group.pids, flush=True)
+time.sleep(1.0)  # the children are blocked writing replies nobody reads
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def _reply_more_than_a_pipe_holds(conn: Connection) -> None:
+    conn.send((True, b"x" * 8_000_000))  # blocks: the parent never reads it
+    time.sleep(600)
+
+
+def test_a_child_blocked_writing_to_a_parent_that_died_ends() -> None:
+    """A forked child closes its copies of the parent's pipe ends (its own and its
+    siblings'), so the parent's death breaks its pipe: a child blocked writing a
+    large reply gets an error and ends instead of waiting for ever."""
+    import subprocess
+    import sys
+
+    parent = subprocess.run([sys.executable, "-c", _ORPHAN_PARENT], capture_output=True,
+                            text=True, timeout=60, cwd=Path(__file__).parents[2])  # fmt: skip
+    pids = [int(pid) for pid in parent.stdout.split()]
+    assert len(pids) == 2, parent.stderr
+    assert alive_after(pids, 10.0) == []

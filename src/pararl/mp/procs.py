@@ -57,8 +57,19 @@ STACK_WAIT_S = 2.0  # how long the parent waits for that stack to start coming
 
 
 def _bootstrap(
-    conn: Connection, stack: Connection, target: Callable[..., None], args: tuple[Any, ...]
+    conn: Connection,
+    stack: Connection,
+    target: Callable[..., None],
+    args: tuple[Any, ...],
+    parents_ends: tuple[int, ...] = (),
 ) -> None:
+    # a forked child holds copies of the parent's ends of its group's pipes, its own
+    # included: closed here, so that a parent that dies breaks the pipe and a child
+    # blocked writing a reply the pipe cannot hold gets an error instead of waiting
+    # for ever (`ParentWatch` is not looked at while a write blocks)
+    for fd in parents_ends:
+        with contextlib.suppress(OSError):
+            os.close(fd)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # a forked child inherits the parent's Python handlers: the run's SIGTERM handler
     # (`errors.sigterm_as_interrupt`) would raise in the child when close() terminates
@@ -148,9 +159,13 @@ class ProcessGroup:
         run would go on as if no key had been pressed; held, it takes effect after."""
         parent_conn, child_conn = self._ctx.Pipe(duplex=True)
         stack_in, stack_out = self._ctx.Pipe(duplex=False)
+        parents_ends: tuple[int, ...] = ()  # a spawned child inherits none of them
+        if self._ctx.get_start_method() == "fork":
+            ends = (parent_conn, stack_in, *self.conns, *self.stacks)
+            parents_ends = tuple(c.fileno() for c in ends if not c.closed)
         proc = self._ctx.Process(  # type: ignore[attr-defined]
             target=_bootstrap,
-            args=(child_conn, stack_out, self._target, self._args[index]),
+            args=(child_conn, stack_out, self._target, self._args[index], parents_ends),
             name=f"{self._name}-{index}",
             daemon=self._daemon,
         )
