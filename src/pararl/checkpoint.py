@@ -21,8 +21,8 @@ from __future__ import annotations
 import os
 import pickle
 import re
+import secrets
 import sys
-import tempfile
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -123,11 +123,20 @@ def decode(value: Any) -> Any:
     return value
 
 
+PARTIAL = ".partial"  # the suffix of a file being written (`save`), whole or gone after
+
+
 def save(path: Path, state: dict[str, Any]) -> None:
-    """Write `state` to `path` so that a crash mid-write never leaves a broken file."""
+    """Write `state` to `path` so that a crash mid-write never leaves a broken file:
+    into a new file beside it (`.NAME.RANDOM.partial`), then renamed over it. The new
+    file takes the permissions any file the user makes gets (the umask's), as the
+    run's CSVs do, so whoever may read a shared run may read its checkpoints. A
+    process killed mid-write leaves its partial file, which `remove_partial` clears
+    when the run next starts."""
     encoded = encode(state)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}{PARTIAL}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with interrupts_held():  # a Ctrl-C or SIGTERM takes effect once the file is whole
             with os.fdopen(fd, "wb") as f:
@@ -138,6 +147,15 @@ def save(path: Path, state: dict[str, Any]) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def remove_partial(directory: Path) -> list[Path]:
+    """The partial files `save` left in `directory` (a process killed mid-write),
+    removed; call it only where nothing else writes there now (a run starting)."""
+    left = sorted(directory.glob(f".*{PARTIAL}")) if directory.is_dir() else []
+    for partial in left:
+        partial.unlink(missing_ok=True)
+    return left
 
 
 def _corrupt(path: Path, exc: Exception) -> UsageError:

@@ -191,3 +191,26 @@ def test_the_first_command_again_with_resume_added_is_the_run_resumed(tmp_path: 
     other = PPOConfig(resume=run, seeds=2, sweep=("lr=3e-4,2e-3",))
     with pytest.raises(UsageError, match="keeps the settings it learned with"):
         resumed_config(saved, other, {"resume", "sweep"})
+
+
+def test_a_checkpoint_is_as_readable_as_the_runs_other_files(tmp_path: Path) -> None:
+    """Its mode is the umask's, as config.json's; a save cut off by a kill leaves a
+    partial file that the run's next start removes."""
+    import os
+
+    from pararl.runners.session import TrainSession
+    from tests.runners.test_session import CONFIG, Busy
+
+    old = os.umask(0o022)
+    try:
+        run = RunDir.new(tmp_path / "run", "dqn", "CartPole-v1")
+        checkpoint.save(run.checkpoint("best"), {"weights": 1})
+        assert run.checkpoint("best").stat().st_mode & 0o777 == 0o644
+        left = run.checkpoints / f".final.pt.0123abcd{checkpoint.PARTIAL}"
+        left.write_bytes(b"cut off")
+        TrainSession(CONFIG, run, Busy(), None).close()  # type: ignore[arg-type]
+        assert not left.exists()
+        assert run.checkpoint("best").is_file()
+        assert run.config.stat().st_mode & 0o777 == 0o644
+    finally:
+        os.umask(old)

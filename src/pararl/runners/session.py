@@ -146,7 +146,11 @@ class TrainSession:
         self.agents = agents
         self.settings = tuple(settings)
         self.target_return = target_return
-        run.config.write_text(to_json(config, extra_config))
+        # whole or not at all: a run whose config.json is cut could not be resumed
+        partial = run.config.with_name(run.config.name + ".partial")
+        partial.write_text(to_json(config, extra_config))
+        partial.replace(run.config)
+        checkpoint.remove_partial(run.checkpoints)  # a killed run's cut-off saves
         # resumed: rows written after the checkpoint are redone now
         self.dropped = truncate_after(run.metrics, start_steps) if start_steps else (0, 0)
         if start_steps:
