@@ -153,3 +153,29 @@ def test_a_child_blocked_writing_to_a_parent_that_died_ends() -> None:
     pids = [int(pid) for pid in parent.stdout.split()]
     assert len(pids) == 2, parent.stderr
     assert alive_after(pids, 10.0) == []
+
+
+def _read_one_then_stop(conn: Connection) -> None:
+    conn.send((True, None))  # ready
+    conn.send((True, len(conn.recv())))  # one message read, then no more
+    time.sleep(60)  # until taken down
+
+
+def test_a_message_a_child_does_not_read_is_a_timeout_not_a_hang() -> None:
+    from pararl.mp.errors import WorkerTimeoutError
+
+    group = ProcessGroup(_read_one_then_stop, [()], mp.get_context())
+    pids = group.pids
+    try:
+        group.await_ready(30.0)
+        big = b"x" * 4_000_000  # more than a pipe holds: written by a watched thread
+        group.send(0, big, timeout=5.0)
+        assert group.receive(0) == len(big)
+        started = time.monotonic()
+        with pytest.raises(WorkerTimeoutError, match="did not read a message of") as late:
+            group.send(0, big, timeout=1.0)
+        assert time.monotonic() - started < 10.0
+        assert late.value.worker == 0
+    finally:
+        group.close()
+    assert alive_after(pids, 2.0) == []

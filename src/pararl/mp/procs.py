@@ -23,11 +23,13 @@ import multiprocessing as mp
 import os
 import select
 import signal
+import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from multiprocessing.connection import Connection
 from multiprocessing.context import BaseContext
+from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
 from pararl.errors import interrupts_held
@@ -35,6 +37,10 @@ from pararl.mp.errors import RemoteError, WorkerError, WorkerTimeoutError, worke
 from pararl.mp.threads import one_thread
 
 CLOSE_GRACE_S = 2.0  # how long close() lets children exit by themselves
+# a message up to this size is written at once (a pipe that is read holds it); a larger
+# one by a thread the caller watches, for at most SEND_TIMEOUT_S (`ProcessGroup.send`)
+SEND_DIRECT_BYTES = 65_536
+SEND_TIMEOUT_S = 300.0
 
 
 class ParentWatch:
@@ -108,6 +114,16 @@ def _frozen_for_fork(ctx: BaseContext) -> Iterator[None]:
         gc.unfreeze()
 
 
+def _writable(conn: Connection) -> bool:
+    """Whether a short message written to `conn` now goes in without waiting."""
+    try:
+        poller = select.poll()
+        poller.register(conn.fileno(), select.POLLOUT)
+        return bool(poller.poll(0))
+    except (OSError, ValueError):
+        return False
+
+
 def _reap(processes: Sequence[mp.process.BaseProcess], grace: float) -> None:
     """Join, then terminate, then kill: no child outlives this call."""
     deadline = time.monotonic() + grace
@@ -140,6 +156,7 @@ class ProcessGroup:
         self._target, self._args, self._ctx = target, list(args), ctx
         self._name, self._daemon = name, daemon
         self._closed = False
+        self._writing: set[int] = set()  # children with a timed-out write still in their pipe
         self._poller: select.poll | None = None  # built on first use: fds of pipes + sentinels
         self._owner: dict[int, tuple[str, int]] = {}
         # Reaps whatever started, even if a start fails half-way, on close(), on
@@ -187,6 +204,7 @@ class ProcessGroup:
             self.conns[index], self.stacks[index], self.processes[index] = self._start(index)
         self._poller = None  # its fds changed
         self._owner = {}
+        self._writing.discard(index)  # a new pipe
 
     def __len__(self) -> int:
         return len(self.processes)
@@ -195,11 +213,46 @@ class ProcessGroup:
     def pids(self) -> list[int]:
         return [p.pid for p in self.processes if p.pid is not None]
 
-    def send(self, index: int, message: Any) -> None:
+    def send(self, index: int, message: Any, timeout: float = SEND_TIMEOUT_S) -> None:
+        """`message` to child `index`. One larger than a pipe holds is written by a
+        thread while this one watches the clock (`_send_bounded`): a child that stops
+        reading is a `WorkerTimeoutError` after `timeout` s, with its stack."""
+        payload = ForkingPickler.dumps(message)  # what `Connection.send` writes
+        written = True
         try:
-            self.conns[index].send(message)
+            if len(payload) <= SEND_DIRECT_BYTES:
+                self.conns[index].send_bytes(payload)
+            else:
+                written = self._send_bounded(index, payload, timeout)
         except (BrokenPipeError, ConnectionResetError, EOFError, OSError):
             self._raise_last_words(index)
+        if not written:  # (a timeout is an OSError: raised out here)
+            raise self.timeout_error(
+                index, f"did not read a message of {len(payload):,} bytes in {timeout:g} s"
+            )
+
+    def _send_bounded(self, index: int, payload: bytes | memoryview, timeout: float) -> bool:
+        """Whether `payload` was written within `timeout` s (an error writing it is
+        raised); if not, the writer ends when the caller takes the child down."""
+        failed: list[BaseException] = []
+
+        def write() -> None:
+            try:
+                self.conns[index].send_bytes(payload)
+            except BaseException as exc:  # raised in the caller's thread, below
+                failed.append(exc)
+
+        writer = threading.Thread(target=write, name=f"{self._name}-{index}-send", daemon=True)
+        writer.start()
+        deadline = time.monotonic() + timeout
+        while writer.is_alive():
+            writer.join(0.05)
+            if writer.is_alive() and time.monotonic() > deadline:
+                self._writing.add(index)  # nothing more goes into that pipe
+                return False
+        if failed:
+            raise failed[0]
+        return True
 
     def _raise_last_words(self, index: int) -> None:
         """A child we could not write to is gone: raise the error it reported before
@@ -330,7 +383,9 @@ class ProcessGroup:
             return
         self._closed = True
         for i, proc in enumerate(self.processes):
-            if proc.is_alive():
+            # asked only where the message goes in at once: a child that stopped
+            # reading (its pipe full, or a timed-out write still in it) is terminated
+            if proc.is_alive() and i not in self._writing and _writable(self.conns[i]):
                 with contextlib.suppress(OSError, ValueError):
                     self.conns[i].send(message)
         _reap(self.processes, grace)
