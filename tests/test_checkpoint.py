@@ -6,6 +6,7 @@ data: a file whose unpickling would run code is refused through `pararl evaluate
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -203,6 +204,10 @@ def test_an_earlier_versions_checkpoint_loads_only_when_trusted(run: Path, parar
     assert trusted.returncode == 0, trusted.stderr
     assert "warning: --trust-checkpoint: unpickling" in trusted.stderr
     assert load(run, "final", trust_checkpoint=True).env_steps == 300
+    # a file the weights-only loader takes is read so, trusted or not: no warning
+    best = pararl("evaluate", str(run), "--episodes", "1", "--trust-checkpoint")
+    assert best.returncode == 0, best.stderr
+    assert "unpickling" not in best.stderr
 
 
 def test_a_truncated_or_foreign_checkpoint_is_one_line(run: Path, pararl: Any) -> None:
@@ -233,3 +238,24 @@ def test_a_corrupt_newest_checkpoint_says_how_to_resume_from_the_one_before(run:
     path, state = latest_checkpoint(RunDir(run), "dqn")
     assert path.stem.startswith("step_")
     assert Header.of(state).env_steps > 0
+
+
+def test_a_checkpoint_that_does_not_fit_its_run_is_one_line(run: Path, pararl: Any) -> None:
+    """Weights of another network (config.json edited, or a file from another run), or
+    a header that is not a number, are refused in one line by every entry point; the
+    files stay as they were."""
+    config = json.loads((run / "config.json").read_text())
+    config["hidden"] = [16, 16]
+    (run / "config.json").write_text(json.dumps(config))
+    before = {p.name: p.read_bytes() for p in (run / "checkpoints").iterdir()}
+    for args in (("evaluate", str(run)), ("train", "--resume", str(run), "--total-steps", "400")):
+        result = pararl(*args)
+        assert result.returncode == 2, result.stderr
+        lines = result.stderr.strip().splitlines()
+        assert "does not fit the run its directory describes" in lines[-1], result.stderr
+        assert len([x for x in lines if x.startswith("pararl: error")]) == 1, result.stderr
+    assert {p.name: p.read_bytes() for p in (run / "checkpoints").iterdir()} == before
+    final = run / "checkpoints" / "final.pt"
+    checkpoint.save(final, {**checkpoint.load(final), "env_steps": "lots"})
+    with pytest.raises(UsageError, match="has a header pararl cannot read"):
+        checkpoint.load(final)

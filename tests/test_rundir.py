@@ -63,3 +63,24 @@ def test_a_file_in_the_way_of_the_run_dir_is_one_line(tmp_path: Path) -> None:
         with pytest.raises(UsageError, match=r"^--run-dir .*: a file is in the way"):
             RunDir.new(base, "ppo", "CartPole-v1")
     assert afile.read_text() == "mine"
+
+
+def test_a_run_dir_that_cannot_be_made_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match=r"--run-dir /proc/no-such-process/run: cannot create"):
+        RunDir.new(Path("/proc/no-such-process/run"), "dqn", "CartPole-v1")
+
+
+def test_a_refused_start_removes_the_directories_it_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pararl: Any
+) -> None:
+    """A start refused after its run directory was made leaves nothing: neither the
+    run's directory nor those made above it (kept: those that were there)."""
+    (tmp_path / "kept").mkdir()
+    run = RunDir.new(tmp_path / "kept" / "a" / "b" / "run", "dqn", "CartPole-v1")
+    run.remove_if_empty()
+    assert [p.name for p in tmp_path.iterdir()] == ["kept"]
+    assert not any((tmp_path / "kept").iterdir())
+    monkeypatch.chdir(tmp_path / "kept")
+    refused = pararl("train", "dqn", "--env", "CartPole-v1", "--buffer-size", "100000000000")
+    assert refused.returncode == 2, refused.stderr
+    assert not any((tmp_path / "kept").iterdir())  # no runs/ left behind

@@ -171,7 +171,8 @@ class Agent:
             if self.action_masks:
                 raise UsageError(
                     f"this agent was trained with {self.env_id}'s action masks: pass the "
-                    "observation's, agent.act(obs, action_mask=info['action_mask'])"
+                    "observation's, agent.act(obs, action_mask=info['action_mask']), or "
+                    "action_mask=env.unwrapped.action_masks() for an env with that method"
                 )
             return None
         mask = np.asarray(action_mask).astype(np.bool_).reshape(batch, -1)
@@ -261,7 +262,11 @@ def load(
     algo = algorithm_of(config)
     state = ckpt.load(path, trust_checkpoint, algo.name)
     state, config = member(state, config, agent, run.root)
-    return Agent(config, algo.policy(config, state), state, path, seed)
+    try:
+        policy = algo.policy(config, state)
+    except (RuntimeError, KeyError, ValueError, TypeError, IndexError) as exc:
+        raise ckpt.mismatch(path, exc) from exc
+    return Agent(config, policy, state, path, seed)
 
 
 def member(

@@ -158,6 +158,31 @@ def remove_partial(directory: Path) -> list[Path]:
     return left
 
 
+def _unpickled(path: Path) -> Any:
+    """`path` unpickled (`--trust-checkpoint`, for a file the weights-only loader
+    refused), after a warning."""
+    print(
+        f"pararl: warning: {TRUST_FLAG}: unpickling {path}, which runs any code it "
+        "holds; do this only with a file whose source you trust",
+        file=sys.stderr,
+    )
+    try:
+        return torch.load(path, map_location="cpu", weights_only=False)
+    except Exception as exc:
+        raise _corrupt(path, exc) from exc
+
+
+def mismatch(path: Path, exc: Exception) -> UsageError:
+    """`path` read, but its weights do not fit the network its run's config.json
+    describes (a file of another run, or an edited one), in one line."""
+    said = " ".join([line.strip() for line in str(exc).splitlines() if line.strip()][:2])
+    detail = f"{type(exc).__name__}: {said[:200]}" if said else type(exc).__name__
+    return UsageError(
+        f"checkpoint {path} does not fit the run its directory describes ({detail}); "
+        "use the checkpoints and config.json of one run, as pararl train saved them"
+    )
+
+
 def _corrupt(path: Path, exc: Exception) -> UsageError:
     return UsageError(
         f"checkpoint {path} is corrupt or unreadable ({type(exc).__name__}); move it out "
@@ -179,33 +204,37 @@ def _refused(path: Path, exc: pickle.UnpicklingError) -> UsageError:
 
 
 def load(path: Path, trust: bool = False, algo: str | None = None) -> dict[str, Any]:
-    """The state saved at `path`, read weights-only; `trust` unpickles it instead (a
-    file from an earlier pararl version or another trusted source), with a warning.
-    `algo`: the algorithm the caller reads it as (another algorithm's is refused)."""
+    """The state saved at `path`, read weights-only; where the weights-only loader
+    refuses it, `trust` unpickles it instead (a file from an earlier pararl version or
+    another trusted source), with a warning (a file it accepts is read weights-only,
+    `trust` or not). `algo`: the algorithm the caller reads it as (another
+    algorithm's is refused)."""
     if not path.is_file():
         raise UsageError(
             f"no checkpoint at {path}; pass a run directory that holds "
             "checkpoints/ (from pararl train)"
         )
-    if trust:
-        print(
-            f"pararl: warning: {TRUST_FLAG}: unpickling {path}, which runs any code it "
-            "holds; do this only with a file whose source you trust",
-            file=sys.stderr,
-        )
     try:
-        state = torch.load(path, map_location="cpu", weights_only=not trust)
+        state = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
-        if not trust and "GLOBAL" in str(exc):  # a pickle that names Python code
+        if "GLOBAL" not in str(exc):  # not a pickle that names Python code: broken
+            raise _corrupt(path, exc) from exc
+        if not trust:
             raise _refused(path, exc) from exc
-        raise _corrupt(path, exc) from exc
+        state = _unpickled(path)
     except Exception as exc:
         raise _corrupt(path, exc) from exc
     if not isinstance(state, dict) or "format" not in state:
         raise UsageError(
             f"{path} is not a pararl checkpoint; use a file from a run's checkpoints/ directory"
         )
-    saved = Header.of(state).algo
+    try:
+        saved = Header.of(state).algo
+    except (TypeError, ValueError) as exc:
+        raise UsageError(
+            f"checkpoint {path} has a header pararl cannot read ({exc}); use a file from a "
+            "run's checkpoints/ directory as pararl train saved it"
+        ) from None
     if algo is not None and saved and saved != algo:
         raise UsageError(
             f"checkpoint {path} is a {saved.upper()} checkpoint, not {algo.upper()}; use "

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import re
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pararl.errors import UsageError
@@ -19,9 +18,16 @@ def safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text)
 
 
+def _missing_above(root: Path) -> tuple[Path, ...]:
+    """The directories above `root` that do not exist yet, nearest first."""
+    return tuple(p for p in root.parents if p != Path(".") and not p.exists())
+
+
 @dataclass(frozen=True)
 class RunDir:
     root: Path
+    # the directories `new` made above the run's (a run refused at start removes them)
+    made: tuple[Path, ...] = field(default=(), compare=False)
 
     @staticmethod
     def new(base: Path | None, algo: str, env_id: str) -> RunDir:
@@ -36,6 +42,7 @@ class RunDir:
                     f"it with `pararl train --resume {base}`, or give a new --run-dir "
                     "(or remove that one)"
                 )
+            made = _missing_above(base)
             try:
                 base.mkdir(parents=True, exist_ok=True)
             except (FileExistsError, NotADirectoryError):
@@ -47,15 +54,26 @@ class RunDir:
                 raise UsageError(
                     f"--run-dir {base}: not allowed to create it here; give a path you can write to"
                 ) from None
-            return RunDir(base)
+            except OSError as exc:
+                raise UsageError(
+                    f"--run-dir {base}: cannot create it ({exc.strerror or exc}); give a path "
+                    "you can write to"
+                ) from None
+            return RunDir(base, made)
         name = f"{algo}-{safe_name(env_id)}-{time.strftime('%Y%m%d-%H%M%S')}"
         for n in itertools.count(1):
             root = Path("runs") / (name if n == 1 else f"{name}-{n}")
+            made = _missing_above(root)
             try:
                 root.mkdir(parents=True)
             except FileExistsError:
                 continue
-            return RunDir(root)
+            except OSError as exc:
+                raise UsageError(
+                    f"cannot create {root} here ({exc.strerror or exc}); run pararl from a "
+                    "directory you can write to, or give --run-dir"
+                ) from None
+            return RunDir(root, made)
         raise AssertionError("unreachable")
 
     def discard(self) -> None:
@@ -83,9 +101,13 @@ class RunDir:
         )
 
     def remove_if_empty(self) -> None:
-        """Remove the directory if nothing was written into it (a start that failed)."""
-        with contextlib.suppress(OSError):
-            self.root.rmdir()
+        """Remove the directory if nothing was written into it (a start that failed),
+        and the directories `new` made above it that are left empty."""
+        for directory in (self.root, *self.made):
+            try:
+                directory.rmdir()
+            except OSError:
+                return
 
     @property
     def config(self) -> Path:

@@ -13,7 +13,7 @@ import gymnasium as gym
 import torch
 from gymnasium.envs.registration import EnvSpec
 
-from pararl import extras, seeding
+from pararl import checkpoint, extras, seeding
 from pararl.config import KIND_TEXT, EnvKind, Filled, RunConfig
 from pararl.config.env_source import EnvArg, EnvFactory
 from pararl.config.saved import saved_config, saved_facts
@@ -362,6 +362,12 @@ def envs_named_by_agent(per_agent: int, seeds: Sequence[int]) -> Iterator[None]:
         raise
 
 
+def _unfitting(exc: BaseException) -> bool:
+    """Whether `exc`, raised while a resumed run's state was applied, says that the
+    checkpoint's weights do not fit the network the run's config builds."""
+    return isinstance(exc, RuntimeError) and "Error(s) in loading state_dict" in str(exc)
+
+
 def _say_start(p: Prepared, plan: Plan, session: TrainSession) -> None:
     """The start-up lines: the banner and run dir, where a resumed run starts, the
     defaults filled in, the plan's notes (which may speak of them), and a warning for
@@ -413,11 +419,13 @@ def compose(
         p = prepare(config, algo, check_spaces, given)
         seeding.seed_everything(p.config.seed)
         plan = build(p)
-    except BaseException:
+    except BaseException as exc:
         if eval_child is not None:
             eval_child.close(grace=0.0)  # it holds no work: not given time to finish starting
         if p is not None and p.resume_state is None:
             p.run.remove_if_empty()  # a refused start leaves no run directory behind
+        if p is not None and p.resumed_from is not None and _unfitting(exc):
+            raise checkpoint.mismatch(p.resumed_from, exc) from exc
         raise
     session: TrainSession | None = None
     try:
