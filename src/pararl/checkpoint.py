@@ -172,7 +172,7 @@ def _unpickled(path: Path) -> Any:
         raise _corrupt(path, exc) from exc
 
 
-def mismatch(path: Path, exc: Exception) -> UsageError:
+def mismatch(path: Path, exc: BaseException) -> UsageError:
     """`path` read, but its weights do not fit the network its run's config.json
     describes (a file of another run, or an edited one), in one line."""
     said = " ".join([line.strip() for line in str(exc).splitlines() if line.strip()][:2])
