@@ -32,8 +32,9 @@ class EvaluateConfig:
     """Longest episode, in env steps: one still running then is cut and reported as
     truncated. Default: the run's evaluation cap (`--eval-max-steps` of training)."""
     actions: Literal["run", "greedy", "sampled"] = "run"
-    """How the policy acts: `greedy`, `sampled` from the policy (PPO and SAC), or as
-    the run's evaluations did (`run`: its `--eval-actions`)."""
+    """How the policy acts: `greedy`, `sampled` (from the policy: PPO, SAC, TD3 with
+    its exploration noise; DQN epsilon-greedy with its final epsilon), or as the run's
+    evaluations did (`run`: its `--eval-actions`)."""
     tasks: int = 20
     """MAML runs: new tasks drawn from the env's task distribution to adapt to."""
     adapt_steps: int = 3
