@@ -200,3 +200,16 @@ def test_actor_processes_send_frames_the_memory_stacks_rightly() -> None:
     ahead = nxt[:, -1, 2] - obs[:, -1, 2]
     assert ((ahead >= 1) & (ahead <= n)).all()
     assert len(got) > 300
+
+
+def test_a_resumed_pools_actors_act_where_the_run_is() -> None:
+    """The actors read the run's env steps (epsilon, uniform first actions) from the
+    shared counter: a resumed pool's holds the steps it resumes at from the start,
+    before the learner takes any chunk (it held 0 until then, so the first chunks of
+    a resumed run were acted as at its start)."""
+    pool = ActorPool([spec(STACK)], QNetwork(STACK * 36, 3, (16,)), version=0, seed=3,
+                     start_steps=50_000)  # fmt: skip
+    try:
+        assert int(pool.arrays["env_steps"][0]) == 50_000
+    finally:
+        pool.close()

@@ -51,6 +51,9 @@ class ActorPool:
         self.arrays = self.shared.arrays
         self.publisher = WeightPublisher(self.arrays)
         self.publisher.publish(net, version)
+        # the run's env steps before the first chunk is taken: a resumed run's actors
+        # explore by its schedule where it is (epsilon, uniform first actions), not at 0
+        self.arrays["env_steps"][0] = start_steps
         self.group = ProcessGroup(
             actor_main, [self._args(i) for i in range(len(specs))], ctx, name="pararl-actor"
         )
