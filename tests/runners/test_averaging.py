@@ -172,6 +172,16 @@ def test_averaging_mode_trains_resumes_and_leaves_no_process(tmp_path: Path) -> 
     assert '"mode": "averaging"' in session.run.config.read_text()
     assert "sync_ms" in session.run.metrics.read_text().splitlines()[0]
 
+    # the checkpoint resumed from and what is left to do go by all replicas' steps,
+    # as the step_N names do (a step_N file of fewer steps is not taken for newer)
+    from pararl.errors import RunFinished
+    from pararl.rundir import RunDir
+    from pararl.runners.resume import latest_checkpoint
+
+    checkpoint.save(session.run.checkpoint("step_1024"), {**first, "env_steps": 512})
+    assert latest_checkpoint(RunDir(tmp_path), "dqn")[0].name == "final.pt"
+    with pytest.raises(RunFinished, match="already has 1,600 env steps"):
+        train(DQNConfig(resume=tmp_path, total_steps=1_000))
     resumed = train(DQNConfig(resume=tmp_path, total_steps=3_200))
     assert resumed is not None
     second = checkpoint.load(resumed.run.checkpoint("final"))

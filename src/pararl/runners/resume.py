@@ -85,7 +85,7 @@ def latest_checkpoint(run: RunDir, algo: str, trust: bool = False) -> tuple[Path
         else:
             state = checkpoint.load(path, trust, algo)
             # at equal steps: final/interrupted (they say how the run ended), latest, step_N
-            rank = (checkpoint.Header.of(state).env_steps, 1 if name == "latest" else 2)
+            rank = (run_steps(state), 1 if name == "latest" else 2)
         if best is None or rank > best[0]:
             best = (rank, path, state)
     if best is None:
@@ -97,13 +97,20 @@ def latest_checkpoint(run: RunDir, algo: str, trust: bool = False) -> tuple[Path
     return path, state
 
 
+def run_steps(state: dict[str, Any]) -> int:
+    """The run's env steps at a checkpoint, as its budget, `step_N` names and metrics
+    count them: the header's, times the replicas of an averaging run (whose header
+    holds rank 0's own steps, each replica stepping as many)."""
+    return checkpoint.Header.of(state).env_steps * int(state.get("replicas") or 1)
+
+
 def summary(path: Path, state: dict[str, Any], dropped: tuple[int, int]) -> str:
     """What a resume starts from, for the console: the checkpoint, its env steps and
     wall time, and the metrics rows logged after it that were dropped (`dropped`:
     how many, and the most env steps among them)."""
     header = checkpoint.Header.of(state)
     text = (
-        f"pararl: resuming from {path.parent.name}/{path.name}: {header.env_steps:,} env "
+        f"pararl: resuming from {path.parent.name}/{path.name}: {run_steps(state):,} env "
         f"steps, {header.wall_s:.0f} s of training"
     )
     count, last = dropped
@@ -260,7 +267,7 @@ def extends_budget(config: RunConfig, given: Collection[str]) -> bool:
 
 def check_left_to_do(config: RunConfig, state: dict[str, Any], given: Collection[str]) -> None:
     """RunFinished when the resumed run has nothing left to do."""
-    done, root = checkpoint.Header.of(state).env_steps, config.resume
+    done, root = run_steps(state), config.resume
     if extends_budget(config, given) and config.budget <= done:
         # what set the budget: --total-steps when given, else an option that sets it
         others = (n for n in config.BUDGET_OPTIONS if n in given)
