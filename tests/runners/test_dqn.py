@@ -250,3 +250,23 @@ def test_a_resumed_serial_run_explores_with_the_epsilon_of_its_steps() -> None:
         np.testing.assert_array_equal(batch.action, state.learner.q.greedy(batch.obs))
     finally:
         source.close()
+
+
+def test_a_resume_without_its_memory_does_not_catch_up_on_the_refill(tmp_path: Path) -> None:
+    """Resumed from `step_N` (no replay memory), the run refills `learning_starts`
+    transitions, then learns at its replay ratio from there: the refill's steps are
+    not counted (counted, they allowed ratio x learning_starts updates at once, on the
+    small new memory), and a later resume keeps that offset."""
+    run = tmp_path / "run"
+    config = {**SMALL, "mode": "serial", "total_steps": 600, "checkpoint_every": 600}
+    train(DQNConfig(run_dir=run, **config))  # type: ignore[arg-type]
+    for name in ("final", "replay"):
+        (run / "checkpoints" / f"{name}.pt").unlink()  # as if killed after step_600
+    train(DQNConfig(resume=run, total_steps=1_200))
+    state = checkpoint.load(run / "checkpoints" / "final.pt")
+    ratio, starts, offset = 0.25, SMALL["learning_starts"], state["ratio_offset"]
+    # the refill: `learning_starts` transitions, a few steps more (3-step returns
+    # come out 2 steps late); the ratio counts the steps before it and after it
+    assert starts <= offset <= starts + 32
+    expected = ratio * (1_200 - starts - offset)  # (the last step's updates come next)
+    assert expected - 1 <= state["learner"]["updates"] <= expected

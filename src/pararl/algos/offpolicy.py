@@ -89,6 +89,10 @@ class ReplayState(Generic[L]):
     replay_rng: np.random.Generator
     env_steps: int = 0
     wall_s: float = 0.0
+    # env steps the replay ratio does not count: those a resumed run spent refilling a
+    # memory its checkpoint did not hold (`_rebase`), saved with the run
+    ratio_offset: int = 0
+    _rebase_pending: bool = False  # resumed without a memory: rebase once it is ready
     mask_size: int = 0  # > 0: the env gives action masks (DQN), stored with transitions
     mask_info: dict[str, np.ndarray] | None = None  # the vector envs' `shared_infos` then
 
@@ -100,13 +104,29 @@ class ReplayState(Generic[L]):
     def updates_due(self) -> int:
         """Gradient updates the replay ratio allows now, beyond those done."""
         s = self.settings
+        ready = self.can_learn()
+        if ready and self._rebase_pending:
+            self._rebase()
         return updates_due(
             s.replay_ratio,
             s.learning_starts,
-            self.env_steps,
+            self.env_steps - self.ratio_offset,
             self.learner.updates,
-            self.can_learn(),
+            ready,
         )
+
+    def _rebase(self) -> None:
+        """A run resumed without its replay memory (from `latest` or `step_N`) has
+        refilled `learning_starts` transitions: the ratio goes on from here, as if
+        those steps had not been taken. Counted, they would let the learner make
+        ratio x learning_starts updates at once on the small new memory (Atari DQN:
+        25,000 on 100,000 transitions) before it took in another step."""
+        self._rebase_pending = False
+        ratio = self.settings.replay_ratio
+        if ratio > 0:
+            counted = self.learner.updates / ratio  # the steps its updates stand for
+            behind = self.env_steps - self.settings.learning_starts - self.ratio_offset
+            self.ratio_offset += max(0, int(behind - counted))
 
     def beta(self) -> float:
         """Importance-sampling exponent: `priority_beta` annealed to 1 over the budget."""
@@ -135,6 +155,7 @@ class ReplayState(Generic[L]):
             **Header(self.ALGO, 1, self.env_steps, wall_s).as_dict(),
             "learner": self.learner.state_dict(),
             "replay": self.replay.state_dict() if with_replay else None,
+            "ratio_offset": self.ratio_offset,
             **self.described(),
         }
 
@@ -144,6 +165,8 @@ class ReplayState(Generic[L]):
             self.replay.load_state_dict(state["replay"])
         header = Header.of(state)
         self.env_steps, self.wall_s = header.env_steps, header.wall_s
+        self.ratio_offset = int(state.get("ratio_offset", 0))
+        self._rebase_pending = state.get("replay") is None and self.learner.updates > 0
 
 
 def check_box_actions(

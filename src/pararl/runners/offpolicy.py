@@ -378,7 +378,7 @@ def start_notes(state: Learning, resumed: bool) -> tuple[str, ...]:
         notes.append(
             "pararl: this checkpoint has no replay memory (only final and interrupted "
             f"save it): the run refills {s.learning_starts:,} transitions before it "
-            "learns again"
+            "learns again, at its replay ratio from there"
         )
     return tuple(notes)
 
