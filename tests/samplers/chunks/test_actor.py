@@ -13,6 +13,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import pytest
 import torch
 
 from pararl.algos.dqn import EpsilonGreedy, EpsilonSchedule
@@ -27,6 +28,7 @@ from pararl.samplers.chunks.actor import outbox_specs, read_slot, write_slot
 from pararl.samplers.chunks.actor_pool import ActorPool
 from pararl.samplers.chunks.sampler import ActorSpec, ChunkSampler
 from pararl.samplers.chunks.source import Chunk
+from tests.procs import alive_after
 
 STACK = 3
 
@@ -213,3 +215,39 @@ def test_a_resumed_pools_actors_act_where_the_run_is() -> None:
         assert int(pool.arrays["env_steps"][0]) == 50_000
     finally:
         pool.close()
+
+
+class Stuck(gym.Wrapper[Any, Any, Any, Any]):
+    """`make_env`'s env whose 40th step never returns (a native call that hangs)."""
+
+    def __init__(self) -> None:
+        super().__init__(make_env())
+        self.steps = 0
+
+    def step(self, action: Any) -> Any:
+        self.steps += 1
+        if self.steps == 40:
+            time.sleep(600)
+        return super().step(action)
+
+
+def test_an_actor_stuck_in_a_step_is_a_timeout_with_its_stack_not_a_hang() -> None:
+    from pararl.mp.errors import WorkerTimeoutError
+
+    stuck = dataclasses.replace(spec(STACK), env_fn=Stuck, num_envs=1)
+    pool = ActorPool([stuck], MAKE_Q(), version=0, seed=3, start_steps=0, chunk_timeout_s=2.0)
+    pids, taken = pool.group.pids, [0]
+
+    def take_for_a_minute() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            taken[0] += sum(1 for _ in pool.chunks(wait=0.2))
+
+    try:
+        with pytest.raises(WorkerTimeoutError, match="sent no chunk in 2 s") as late:
+            take_for_a_minute()
+        assert taken[0] > 0  # it sent chunks before it got stuck
+        assert "in step" in str(late.value)  # the stack: where it hangs
+    finally:
+        pool.close()
+    assert alive_after(pids, 2.0) == []

@@ -16,6 +16,7 @@ from pararl.mp.errors import WorkerError
 from pararl.mp.procs import ProcessGroup
 from pararl.mp.shared import SharedArrays
 from pararl.samplers.chunks.actor import actor_main, outbox_specs, read_slot
+from pararl.samplers.chunks.due import CHUNK_TIMEOUT_S, ChunksDue
 from pararl.samplers.chunks.sampler import ActorSpec, Payload
 from pararl.samplers.chunks.source import Chunk
 from pararl.weights.shared import WeightPublisher, weight_specs
@@ -39,8 +40,10 @@ class ActorPool:
         start_steps: int,
         restart_actors: bool = False,
         report: Callable[[str], None] = print,
+        chunk_timeout_s: float = CHUNK_TIMEOUT_S,
     ) -> None:
         self.specs, self.report, self.restart_actors = specs, report, restart_actors
+        self.chunk_timeout_s = chunk_timeout_s
         self.seed, self.start_steps = seed, start_steps
         self.restarts = [0] * len(specs)
         arrays = weight_specs(net)
@@ -59,6 +62,7 @@ class ActorPool:
         )
         self.group.await_ready(READY_TIMEOUT_S)
         self._next = 0  # the actor whose chunk is taken first next time (round robin)
+        self.due = ChunksDue(self.group, chunk_timeout_s)
 
     def _args(self, index: int) -> tuple[Any, ...]:
         path = (index, self.restarts[index], self.start_steps)
@@ -69,6 +73,7 @@ class ActorPool:
         self.group.restart(index, self._args(index))
         # only its "ready": the others' next replies are chunks, for `chunks`
         self.group.await_ready(READY_TIMEOUT_S, [index])
+        self.due.started(index)
 
     @property
     def num_actors(self) -> int:
@@ -92,14 +97,17 @@ class ActorPool:
         raised."""
         try:
             ready = self.group.ready(range(len(self.group)), wait)
+            self.due.check(ready)  # an actor silent too long: restarted, or raised
             first = next((k for k, index in enumerate(ready) if index >= self._next), 0)
             for index in ready[first:] + ready[:first]:
                 chunk: Chunk = self.group.receive(index)
                 self._next = (index + 1) % len(self.group)
+                self.due.received(index)
                 try:
                     yield index, read_slot(self.arrays, index, chunk.slot, chunk), chunk
                 finally:
                     self.group.send(index, ("ack", chunk.slot))
+                    self.due.acked(index)
         except WorkerError as exc:
             if not self.restart_actors:
                 raise

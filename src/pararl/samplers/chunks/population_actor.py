@@ -36,6 +36,7 @@ from pararl.mp.procs import ParentWatch, ProcessGroup
 from pararl.mp.shared import SharedArrays
 from pararl.replay.frame_steps import frame_count
 from pararl.samplers.chunks.actor import outbox_specs, read_slot, write_slot
+from pararl.samplers.chunks.due import ChunksDue
 from pararl.samplers.chunks.population import PopulationSampler
 from pararl.samplers.chunks.sampler import ActorSpec, Payload
 from pararl.samplers.chunks.source import Chunk
@@ -154,6 +155,7 @@ class PopulationActor:
         args = (spec, make_net, list(schedules), self.shared, list(seeds), (0, 0, start_steps))
         self.group = ProcessGroup(population_actor_main, [args], ctx, name="pararl-actor")
         self.group.await_ready(READY_TIMEOUT_S)
+        self.due = ChunksDue(self.group)
 
     @property
     def version(self) -> int:
@@ -169,14 +171,18 @@ class PopulationActor:
         """Arrived chunks: every agent's payload (views of its outbox slot) and what
         came with them; the slot is acked (freed) once the caller asks for the next.
         A failed actor raises (`WorkerError`, with the env's index if an env failed)."""
-        for index in self.group.ready([0], wait):
+        ready = self.group.ready([0], wait)
+        self.due.check(ready)  # silent too long with a free slot: raised, with its stack
+        for index in ready:
             message: PopulationChunk = self.group.receive(index)
+            self.due.received(index)
             slot = message.chunk.slot
             yield (
                 [read_slot(self.arrays, i, slot, message.agent(i)) for i in range(self.agents)],
                 message,
             )
             self.group.send(index, ("ack", slot))
+            self.due.acked(index)
 
     def close(self) -> None:
         self.group.close()
