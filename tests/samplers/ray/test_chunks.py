@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import gymnasium as gym
+import numpy as np
 import pytest
 import torch
 
@@ -48,6 +49,7 @@ def test_killed_actor_is_restarted_and_nothing_received_is_lost(two_nodes: str) 
         nodes = ray.get([actor.node.remote() for actor in pool.group.actors], timeout=60)
         assert len(set(nodes)) == 2  # SPREAD: one actor per node
         counts, versions = [0, 0], [[], []]  # chunks and their weights versions per actor
+        first: list[np.ndarray] = []  # actor 0's observations, chunk by chunk
 
         def take_until(done: object, timeout_s: float = 60.0) -> None:
             deadline = time.monotonic() + timeout_s
@@ -58,6 +60,8 @@ def test_killed_actor_is_restarted_and_nothing_received_is_lost(two_nodes: str) 
                     state.env_steps += chunk.env_steps
                     counts[index] += 1
                     versions[index].append(chunk.version)
+                    if index == 0:
+                        first.append(np.array(transitions.obs))
                 loop.learn(min(state.updates_due(), 4))
 
         take_until(lambda: min(counts) >= 1 and state.learner.updates > 0)
@@ -72,6 +76,8 @@ def test_killed_actor_is_restarted_and_nothing_received_is_lost(two_nodes: str) 
         assert state.learner.updates > 0
         # the restarted actor acts with weights at least as new as those at the kill
         assert versions[0][-1] >= version_at_kill > versions[0][0]
+        # and its own streams: none of its chunks replays its first life's first one
+        assert not any(np.array_equal(first[0], obs) for obs in first[before:])
     finally:
         loop.close()
 

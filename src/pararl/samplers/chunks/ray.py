@@ -28,7 +28,7 @@ from pararl.replay.frame_steps import frame_count
 from pararl.samplers.chunks.sampler import ActorSpec, ChunkSampler, Payload
 from pararl.samplers.chunks.source import Chunk
 from pararl.samplers.ray.cluster import connect, disconnect
-from pararl.samplers.ray.pool import RayActorGroup
+from pararl.samplers.ray.pool import RayActorGroup, streams_path
 from pararl.weights.ray import RayReceiver
 
 IN_FLIGHT = 2  # sample requests per actor (double-buffered, as the local outbox)
@@ -39,6 +39,7 @@ class ChunkActor:
 
     def __init__(self, spec: ActorSpec, seed: int, path: tuple[int, ...]) -> None:
         one_thread()  # one core per actor, as the local actors
+        path = streams_path(path)  # a new one after a restart
         seeding.seed_torch(seed, *path)
         self.sampler = ChunkSampler(spec, seed, path)
         self.weights = RayReceiver()

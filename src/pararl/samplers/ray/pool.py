@@ -26,6 +26,22 @@ from pararl.samplers.ray.faults import FaultBook
 from pararl.weights.ray import RayWeights
 
 MAX_RESTARTS = 10  # per actor; Ray restarts it this often, then it stays dead
+
+
+def streams_path(path: tuple[int, ...]) -> tuple[int, ...]:
+    """The streams path an actor made from `path` (`(index, restarts, start steps)`)
+    uses: Ray rebuilds an actor it restarts from the same constructor arguments, so
+    a rebuilt one draws a new second element, never replaying the envs and
+    exploration of its first life (the local actors count restarts there instead)."""
+    import secrets
+
+    ray = import_ray()
+    if not ray.get_runtime_context().was_current_actor_reconstructed:
+        return path
+    index, _, *rest = path
+    return (index, 1 + secrets.randbelow(2**31), *rest)
+
+
 POLL_S = 0.25  # longest single ray.wait, so that deadlines and re-sends are checked
 RETRY_S = 0.2  # back-off before a failed request is sent again
 

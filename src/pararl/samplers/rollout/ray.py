@@ -33,7 +33,7 @@ from pararl.envs.masks import batch_mask
 from pararl.models import ActorCritic
 from pararl.mp.threads import one_thread
 from pararl.samplers.ray.cluster import connect, disconnect
-from pararl.samplers.ray.pool import RayActorGroup
+from pararl.samplers.ray.pool import RayActorGroup, streams_path
 from pararl.samplers.rollout.actors import Taken
 from pararl.samplers.rollout.collect import (
     EnvStream,
@@ -73,6 +73,7 @@ class PPOActor:
         shared_infos: dict[str, np.ndarray] | None = None,
     ) -> None:
         one_thread()
+        path = streams_path(path)  # a new one after a restart
         seeding.seed_torch(seed, *path)
         self.actor, self.spec = make_model(), spec
         fns = [
