@@ -286,8 +286,12 @@ class OffPolicyLoop:
     def iterate(self) -> None:
         """One turn. With a replay ratio, take in data only while learning keeps up
         with it: actors wait on their full outboxes otherwise (back-pressure).
-        Without one (`replay_ratio` 0): take what has arrived, learn, repeat."""
-        due = (1 if self.state.can_learn() else 0) if self.free else self.state.updates_due()
+        Without one (`replay_ratio` 0): take what has arrived, learn `PUBLISH_EVERY`
+        updates (then publish), repeat."""
+        if self.free:
+            due = PUBLISH_EVERY if self.state.can_learn() else 0
+        else:
+            due = self.state.updates_due()
         if due == 0 or self.free:
             self.take(wait=0.0 if due else 0.5)
         self.learn(min(due, PUBLISH_EVERY))
