@@ -138,7 +138,7 @@ class Agent:
         `predict(obs, state, episode_start)`: given `state` (None at the start: new
         episodes), `act` returns `(action, state)`, the state to pass with the next
         observation; `episode_start` (one bool per row) marks the rows whose episode
-        starts with this observation (their state starts anew)."""
+        starts with this observation (their state starts anew, the carried one too)."""
         batch, single = self._as_batch(obs)
         size = batch_size(batch)
         mask = self._mask_of(action_mask, size)
@@ -153,6 +153,8 @@ class Agent:
                 self.policy_state = self.policy.initial_state(size)
                 self._first = starts(size)
             current, first = self.policy_state, self._first
+            if episode_start is not None:  # those rows' carried state starts anew
+                first = first | np.asarray(episode_start, bool).reshape(size)
         mode: Mode = "greedy" if deterministic else "sampled"
         acted = self.policy.act(batch, current, first, mode, self.draws, mask)
         if not given:

@@ -221,3 +221,27 @@ def test_ctrl_c_saves_and_leaves_nothing(tmp_path: Path) -> None:
     err = ctrl_c_train(tmp_path / "run", "ppo", "--mode", "sync", "--workers", "2")
     # one line says how it ended, how far it got and where it is saved; no second one
     assert "pararl: interrupted after " in err
+
+
+def test_an_update_cut_by_ctrl_c_does_not_count_its_rollout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl-C in the middle of the second rollout's update: the checkpoint holds the
+    first rollout's steps (the cut one's are collected again on resume), and the run
+    says so."""
+    step = PPOLearner._minibatch_step
+    calls = [0]
+
+    def cut(self: PPOLearner, *args: Any, **kwargs: Any) -> Any:
+        calls[0] += 1
+        if calls[0] == 3:  # the second rollout's update: 2 steps an update (64 of 64 rows)
+            raise KeyboardInterrupt
+        return step(self, *args, **kwargs)
+
+    monkeypatch.setattr(PPOLearner, "_minibatch_step", cut)
+    run = tmp_path / "run"
+    with pytest.raises(KeyboardInterrupt):
+        train(PPOConfig(mode="serial", run_dir=run, **{**SMALL, "progress": "plain"}))  # type: ignore[arg-type]
+    saved = checkpoint.load(run / "checkpoints" / "interrupted.pt")
+    assert saved["env_steps"] == 64  # one rollout of 16 steps of 4 envs
+    assert "its rollout's 64 steps are not counted" in capsys.readouterr().err

@@ -222,6 +222,8 @@ def test_load_act_with_state_reproduces_the_evaluations_actions(tmp_path: Path) 
     # an episode start given with the state forgets it: the first action again
     first, _ = agent.act(recorded_obs, state=state, episode_start=[True])
     assert first.tolist() == recorded.actions[0].tolist()
+    # so does the state the agent carries
+    assert agent.act(recorded_obs, episode_start=[True]).tolist() == recorded.actions[0].tolist()
 
 
 def evaluator_seed(evaluator: Evaluator) -> int:

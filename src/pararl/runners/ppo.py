@@ -18,10 +18,11 @@ actors act on the CPU).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -104,18 +105,20 @@ def train_loop(
         if cfg.anneal_clip:
             state.learner.set_clip_fraction(remaining)
         rollout = next_rollout()
-        state.env_steps += len(rollout["advantages"])
         discounted = rollout.pop("discounted")
         learner, threads = state.learner, governor.threads
         updates, elapsed = learner.updates, learner.steps.stopwatch()
         lend = lent if lent is not None and threads == state.update_threads else None
-        with torch_threads(threads):
+        with torch_threads(threads), _counted_when_learned(session, len(rollout["advantages"])):
             if lend is not None:
                 lend.start(threads)
             stats = learner.update(rollout, state.rng, between=lend)
         governor.record(learner.updates - updates, elapsed())
         stats["update_threads"] = threads if lend is None else lend.finish()
         state.learner.model.update_norm(rollout["obs"], discounted)  # after: see normalize
+        # counted once learned from: a checkpoint of a cut update (Ctrl-C) holds the
+        # steps before this rollout, whose steps a resume collects and learns again
+        state.env_steps += len(rollout["advantages"])
         stats.update(state.learner.model.norm.stats())
         state.sync_actor()
         if learned is not None:
@@ -127,6 +130,20 @@ def train_loop(
             lambda: state.state(session.wall_s),
             stats,
         )
+
+
+@contextlib.contextmanager
+def _counted_when_learned(session: TrainSession, steps: int) -> Iterator[None]:
+    """An update that Ctrl-C cuts says that its rollout's steps are not counted (a
+    resume collects that many again; the minibatch steps taken stay in the weights)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        session.console.message(
+            f"pararl: the update was cut short: its rollout's {steps:,} steps are not "
+            "counted, and a resume collects them again"
+        )
+        raise
 
 
 def _leave(threads: int) -> None:

@@ -384,7 +384,6 @@ def _loop(state: PopulationState, session: TrainSession, mode: str, workers: int
             if cfg.anneal_clip:
                 learner.set_clip_fraction(remaining)
             rollout = rollouts.next()
-            state.env_steps += len(rollout["advantages"]) // n
             discounted = rollout.pop("discounted")
             threads, updates, elapsed = governor.threads, learner.updates, learner.steps.stopwatch()
             with torch_threads(threads):
@@ -393,6 +392,7 @@ def _loop(state: PopulationState, session: TrainSession, mode: str, workers: int
             stats["update_threads"] = np.full(n, threads)
             # after the update, as a run's alone (`models.normalize`): each agent's own
             state.population.update_norm(rollout["obs"], discounted, num_steps)
+            state.env_steps += len(rollout["advantages"]) // n  # once learned from (`ppo`)
             for agent, member in enumerate(state.population.agents):
                 for name, value in member.norm.stats().items():
                     stats.setdefault(name, np.zeros(n))[agent] = value
