@@ -22,7 +22,7 @@ import contextlib
 import dataclasses
 import functools
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -405,8 +405,9 @@ def check_lag_options(cfg: PPOConfig, mode: str) -> None:
                          f"and {why}; add --mode async, or drop --policy-lag")  # fmt: skip
 
 
-def check_minibatch(cfg: PPOConfig, num_envs: int) -> None:
-    """A minibatch must fit in a rollout."""
+def check_minibatch(cfg: PPOConfig, num_envs: int, defaulted: Collection[str] = ()) -> None:
+    """A minibatch must fit in a rollout. `defaulted`: the settings filled in from
+    the env's kind (the line says when the size was not the user's)."""
     s = cfg.settings
     rollout = num_envs * s.num_steps
     if s.minibatch_size > rollout:
@@ -418,10 +419,11 @@ def check_minibatch(cfg: PPOConfig, num_envs: int) -> None:
     count = max(1, rollout // s.minibatch_size)
     if cfg.recurrent != "none" and num_envs % count:
         fits = [rollout // c for c in range(1, num_envs + 1) if num_envs % c == 0]
+        whose = ", the default for this env's actions" if "minibatch_size" in defaulted else ""
         raise UsageError(
             f"--recurrent: a minibatch is whole env sequences, and {count} minibatches "
-            f"(--minibatch-size {s.minibatch_size}) do not split {num_envs} envs evenly; "
-            f"give --minibatch-size one of {', '.join(map(str, fits))}"
+            f"(--minibatch-size {s.minibatch_size}{whose}) do not split {num_envs} envs "
+            f"evenly; give --minibatch-size one of {', '.join(map(str, fits))}"
         )
 
 
@@ -481,7 +483,7 @@ def plan(p: Prepared) -> Plan:
         return ppo_population.plan(p)
     layout = choose(cfg, isinstance(p.action_space, gym.spaces.Box))
     check_lag_options(cfg, layout.mode)
-    check_minibatch(cfg, layout.num_envs)
+    check_minibatch(cfg, layout.num_envs, p.filled.defaults)
     filled = p.filled
     if layout.mode == "async" and cfg.act_device == "auto":  # actors act on the CPU
         filled = dataclasses.replace(filled, config=dataclasses.replace(cfg, act_device="cpu"))

@@ -416,7 +416,7 @@ def plan(p: Prepared) -> Plan:
     workers_of_one, per_worker = cfg.split_envs(1)  # one agent's envs, on no machine
     per_agent = workers_of_one * per_worker
     total = per_agent * cfg.agents
-    check_minibatch(cfg, per_agent)
+    check_minibatch(cfg, per_agent, p.filled.defaults)
     continuous = isinstance(p.action_space, gym.spaces.Box)
     choice, workers = layout(cfg, total, continuous=continuous)
     mode = choice.mode
