@@ -156,7 +156,15 @@ class Agent:
             if episode_start is not None:  # those rows' carried state starts anew
                 first = first | np.asarray(episode_start, bool).reshape(size)
         mode: Mode = "greedy" if deterministic else "sampled"
-        acted = self.policy.act(batch, current, first, mode, self.draws, mask)
+        try:
+            acted = self.policy.act(batch, current, first, mode, self.draws, mask)
+        except RuntimeError as exc:
+            if not (given and "hidden" in str(exc)):
+                raise
+            raise UsageError(
+                f"state= is not the state of {size} observation(s) ({str(exc).splitlines()[0]}); "
+                "pass the state act returned for a batch of this size, or None to start anew"
+            ) from None
         if not given:
             self.policy_state, self._first = acted.state, np.zeros(size, bool)
         actions = acted.action

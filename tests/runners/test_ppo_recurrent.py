@@ -224,6 +224,10 @@ def test_load_act_with_state_reproduces_the_evaluations_actions(tmp_path: Path) 
     assert first.tolist() == recorded.actions[0].tolist()
     # so does the state the agent carries
     assert agent.act(recorded_obs, episode_start=[True]).tolist() == recorded.actions[0].tolist()
+    # a state of another batch size is one line
+    _, four = agent.act(np.repeat(recorded_obs, 4, axis=0), state=None)
+    with pytest.raises(UsageError, match=r"state= is not the state of 1 observation"):
+        agent.act(recorded_obs, state=four)
 
 
 def evaluator_seed(evaluator: Evaluator) -> int:
