@@ -286,3 +286,22 @@ def test_the_update_takes_the_actors_cores_while_they_wait(tmp_path: Path) -> No
         with (tmp_path / name / "metrics.csv").open() as f:
             threads = {float(r["update_threads"]) for r in csv.DictReader(f)}
         assert threads == ({float(cores)} if name == "lent" else {1.0}), name
+
+
+def test_a_policy_lag_as_long_as_the_budget_is_said_at_start() -> None:
+    from pararl.runners import ppo as ppo_runner
+    from pararl.runners.ppo_mode import ModeChoice
+
+    env = gym.make("CartPole-v1")
+    spaces = env.observation_space, env.action_space
+    layout = ppo_runner.Layout(ModeChoice("async", None, "asked for"), 1, 8)  # 8 envs
+
+    def note(lag: int, steps: int, done: int = 0) -> tuple[str, ...]:
+        cfg = PPOConfig(mode="async", policy_lag=lag, total_steps=steps).for_spaces(*spaces)
+        return ppo_runner._lag_note(cfg.config, layout, done)
+
+    # CartPole's rollouts: 8 envs x 32 steps = 256; 3,000 steps hold 11 of them
+    assert "--policy-lag 100 is as many rollouts as the budget has left (11" in note(100, 3_000)[0]
+    assert note(1, 3_000) == ()
+    assert note(2, 50_000) == ()
+    assert note(2, 50_000, done=49_800)  # resumed near its end: none left

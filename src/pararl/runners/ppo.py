@@ -515,7 +515,23 @@ def plan(p: Prepared) -> Plan:
         run=run,
         steps=lambda: state.env_steps,
         checkpoint=lambda wall_s: state.state(wall_s),
-        notes=encoder_note(state.learner.model) + _fresh_states(p, state),
+        notes=encoder_note(state.learner.model)
+        + _fresh_states(p, state)
+        + _lag_note(cfg, layout, state.env_steps),
+    )
+
+
+def _lag_note(cfg: PPOConfig, layout: Layout, env_steps: int) -> tuple[str, ...]:
+    """A warning when the policy lag is as many rollouts as the budget has left: the
+    actors would act with the first weights all along."""
+    rollout = layout.num_envs * cfg.settings.num_steps
+    left = max(0, cfg.budget - env_steps) // rollout
+    if layout.mode != "async" or cfg.policy_lag <= 1 or cfg.policy_lag < left:
+        return ()  # (the default lag of one is a rollout behind however short the run)
+    return (
+        f"pararl: warning: --policy-lag {cfg.policy_lag} is as many rollouts as the budget "
+        f"has left ({left} of {rollout:,} steps): the actors act with weights that many "
+        "rollouts old, the first ones all along; give a smaller lag or more --total-steps",
     )
 
 

@@ -396,7 +396,8 @@ def _say_start(p: Prepared, plan: Plan, session: TrainSession) -> None:
     if schedule is not None:
         session.console.message(schedule)
     workers, cores = p.config.workers, physical_cores()
-    if workers is not None and workers > cores:
+    stepped_here = plan.resolved.get("mode") == "serial"  # no env workers to share them
+    if workers is not None and workers > cores and not stepped_here:
         session.console.message(
             f"pararl: warning: --workers {workers} is more than the {cores} cores here; "
             "they share them, each runs slower (leave --workers out to use one per core)"
