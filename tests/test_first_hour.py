@@ -249,8 +249,9 @@ def test_cli_edges(tmp_path: Path, pararl: Any) -> None:
 
 def test_short_run_messages_and_too_many_workers(tmp_path: Path, pararl: Any) -> None:
     workers = str(physical_cores() + 1)
+    synced = ["sync" if a == "serial" else a for a in TINY]  # worker processes (serial: none)
     result = pararl(
-        "train", "dqn", *TINY, "--eval-every", "100000", "--workers", workers,
+        "train", "dqn", *synced, "--eval-every", "100000", "--workers", workers,
         "--run-dir", str(tmp_path / "r"),
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
