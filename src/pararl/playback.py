@@ -167,8 +167,8 @@ def run(cfg: EvaluateConfig, env: EnvArg | None = None) -> dict[str, float]:
     config = agent.config
     if isinstance(config.env, str):  # the episodes need it (`load` alone does not)
         found = saved_facts(cfg.run_dir).get("env_module_dir")
-        trusted = cfg.trust_checkpoint
-        check_env_id(config.env, [found] if found else [], Path(cfg.run_dir), trusted)
+        named = Path(cfg.run_dir)
+        check_env_id(config.env, [found] if found else [], named, cfg.trust_checkpoint)
     actions = config.eval_actions if cfg.actions == "run" else cfg.actions
     deterministic = actions == "greedy"
     cap = cfg.max_steps or saved_facts(cfg.run_dir).get("eval_max_steps")

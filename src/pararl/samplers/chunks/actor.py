@@ -34,6 +34,8 @@ from pararl.samplers.chunks.sampler import ActorSpec, ChunkSampler, Payload
 from pararl.samplers.chunks.source import Chunk
 from pararl.weights.shared import WeightReader
 
+SLOTS = 2  # an outbox's: the actor fills one while the learner copies the other
+
 
 def outbox_specs(index: int, spec: ActorSpec) -> dict[str, ArraySpec]:
     """Two slots of each payload field; frame fields have `frame_capacity` rows."""
@@ -64,7 +66,9 @@ def outbox_specs(index: int, spec: ActorSpec) -> dict[str, ArraySpec]:
         fields["priority"] = ((cap,), f32)
     if spec.mask_size:
         fields["next_mask"] = ((cap, spec.mask_size), np.dtype(np.bool_))
-    specs = {f"a{index}.{k}": ArraySpec((2, *shape), dtype) for k, (shape, dtype) in fields.items()}
+    specs = {
+        f"a{index}.{k}": ArraySpec((SLOTS, *shape), dtype) for k, (shape, dtype) in fields.items()
+    }
     return specs | {"env_steps": ArraySpec((1,), i64)}
 
 
@@ -135,7 +139,7 @@ def actor_main(
             if steps % spec.sync_every == 0:
                 weights.refresh(sampler.net)
 
-        watch, free, slot = ParentWatch(), [True, True], 0
+        watch, free, slot = ParentWatch(), [True] * SLOTS, 0
         conn.send((True, None))  # ready
         try:
             while True:
@@ -155,7 +159,7 @@ def actor_main(
                     frame_count(batch),
                 )
                 conn.send((True, chunk))
-                slot ^= 1
+                slot = (slot + 1) % SLOTS
                 if conn.poll(0) and not handle_messages(conn, free, watch):
                     return
         finally:

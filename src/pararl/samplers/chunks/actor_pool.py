@@ -43,7 +43,6 @@ class ActorPool:
         chunk_timeout_s: float = CHUNK_TIMEOUT_S,
     ) -> None:
         self.specs, self.report, self.restart_actors = specs, report, restart_actors
-        self.chunk_timeout_s = chunk_timeout_s
         self.seed, self.start_steps = seed, start_steps
         self.restarts = [0] * len(specs)
         arrays = weight_specs(net)

@@ -13,8 +13,8 @@ import time
 from collections.abc import Collection
 
 from pararl.mp.procs import ProcessGroup
+from pararl.samplers.chunks.actor import SLOTS
 
-SLOTS = 2  # each actor's outbox (`samplers.chunks.actor`)
 # the longest an actor with a free slot may take to send its next chunk (a compile or
 # a slow env step is seconds; an env stuck in a native call, for ever)
 CHUNK_TIMEOUT_S = 600.0
@@ -53,4 +53,4 @@ class ChunksDue:
                 )
 
 
-__all__ = ["CHUNK_TIMEOUT_S", "SLOTS", "ChunksDue"]
+__all__ = ["CHUNK_TIMEOUT_S", "ChunksDue"]

@@ -35,7 +35,7 @@ from pararl.mp.outbox import handle_messages
 from pararl.mp.procs import ParentWatch, ProcessGroup
 from pararl.mp.shared import SharedArrays
 from pararl.replay.frame_steps import frame_count
-from pararl.samplers.chunks.actor import outbox_specs, read_slot, write_slot
+from pararl.samplers.chunks.actor import SLOTS, outbox_specs, read_slot, write_slot
 from pararl.samplers.chunks.due import ChunksDue
 from pararl.samplers.chunks.population import PopulationSampler
 from pararl.samplers.chunks.sampler import ActorSpec, Payload
@@ -90,7 +90,7 @@ def population_actor_main(
         sampler = PopulationSampler(spec, envs, net, seeds, path)
         weights = WeightReader(arrays)
         weights.refresh(net.twin)
-        watch, free, slot, steps = ParentWatch(), [True, True], 0, 0
+        watch, free, slot, steps = ParentWatch(), [True] * SLOTS, 0, 0
         episodes: list[dict[str, Any]] = []  # of the chunk being filled
 
         def record(infos: dict[str, Any]) -> None:
@@ -119,7 +119,7 @@ def population_actor_main(
             counts, frames = [len(p) for p in payloads], [frame_count(p) for p in payloads]
             conn.send((True, PopulationChunk(chunk, counts, frames, episodes[:])))
             episodes.clear()
-            slot ^= 1
+            slot = (slot + 1) % SLOTS
             if conn.poll(0) and not handle_messages(conn, free, watch):
                 return
     finally:
