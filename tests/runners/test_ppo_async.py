@@ -10,6 +10,7 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -272,6 +273,23 @@ def test_vtrace_or_a_policy_lag_where_there_is_no_lag_is_refused_in_one_line(
     agents = PPOConfig(run_dir=tmp_path / "batch", mode="sync", policy_lag=2, seeds=2, **SMALL)  # type: ignore[arg-type]
     with pytest.raises(UsageError, match=r"--policy-lag 2 sets .*--mode sync has none"):
         train(agents)
+
+
+@pytest.mark.parametrize("mode", ["serial", "sync"])
+def test_the_default_policy_lag_given_where_there_is_none_is_refused(
+    mode: str, tmp_path: Path, pararl: Any
+) -> None:
+    """`--policy-lag 1` is the default, yet given on the command line to a run that
+    has no lag it would go unused: refused like any other value."""
+    run = tmp_path / "r"
+    result = pararl("train", "ppo", "--env", ENV, "--mode", mode, "--policy-lag", "1",
+                    "--run-dir", str(run))  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        f"pararl: error: --policy-lag 1 sets the policy lag of --mode async, and --mode {mode} "
+        "has none; add --mode async, or drop --policy-lag"
+    )
+    assert not run.exists()
 
 
 def test_the_update_takes_the_actors_cores_while_they_wait(tmp_path: Path) -> None:

@@ -264,3 +264,22 @@ def test_recurrent_options_refused_with_one_line(tmp_path: Path) -> None:
         PPOConfig(env=ENV, recurrent="gru", compile="on").validate()
     with pytest.raises(UsageError, match="drop --vtrace"):
         PPOConfig(env=ENV, recurrent="lstm", mode="async", vtrace=True).validate()
+    # a core's size without a core: refused where it was given (the env's kind fills
+    # in a size for every run, so the filled config alone cannot tell)
+    for given in ("recurrent_size", "recurrent_layers"):
+        with pytest.raises(UsageError, match=f"--{given.replace('_', '-')} .* add --recurrent"):
+            train(PPOConfig(run_dir=tmp_path / given, **{**SMALL, given: 32}))  # type: ignore[arg-type]
+        assert not (tmp_path / given).exists()
+
+
+def test_a_core_size_without_a_core_is_one_line_on_the_command_line(
+    tmp_path: Path, pararl: Any
+) -> None:
+    result = pararl("train", "ppo", "--env", ENV, "--recurrent-size", "32",
+                    "--run-dir", str(tmp_path / "r"))  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "pararl: error: --recurrent-size 32 sizes a recurrent core, and this run has none: "
+        "add --recurrent lstm (or gru)"
+    )
+    assert not (tmp_path / "r").exists()

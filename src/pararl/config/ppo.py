@@ -229,7 +229,25 @@ class PPOConfig(RunConfig):
 
     def check_given(self, given: Iterable[str]) -> None:
         """A setting given both its own value and a sweep's is refused: the sweep's
-        values would win without a word."""
+        values would win without a word. So is one that the run would not use: a
+        recurrent core's size without a core, a policy lag in a mode without one (the
+        default, given, is refused too; a setting filled in by the env's kind cannot be
+        told from a given one later, so this is judged on what was given)."""
+        given = set(given)
+        unused = [
+            (
+                self.recurrent == "none",
+                ("recurrent_size", "recurrent_layers"),
+                "sizes a recurrent core, and this run has none: add --recurrent lstm (or gru)",
+            ),
+        ]
+        for applies, names, why in unused:
+            for name in names:
+                if applies and name in given:
+                    flag = "--" + name.replace("_", "-")
+                    raise UsageError(f"{flag} {getattr(self, name)} {why}")
+        if self.mode in ("serial", "sync") and "policy_lag" in given:
+            raise lag_unused(self.policy_lag, f"--mode {self.mode} has none")
         swept = [name for name, _ in _parsed(self.sweep)]
         for name in swept:
             if name in given:
@@ -296,6 +314,15 @@ class PPOConfig(RunConfig):
             self.split_envs(self.workers)
 
 
+def lag_unused(lag: int, why: str) -> UsageError:
+    """The one line for a `--policy-lag` given to a run that has no policy lag
+    (`why`: which mode it runs in, and why that one)."""
+    return UsageError(
+        f"--policy-lag {lag} sets the policy lag of --mode async, and {why}; add --mode "
+        "async, or drop --policy-lag"
+    )
+
+
 SWEEPABLE = ("lr", "gamma", "gae_lambda", "ent_coef", "vf_coef", "clip_coef", "max_grad_norm")
 
 
@@ -343,4 +370,4 @@ def _parsed(sweep: tuple[str, ...]) -> list[tuple[str, tuple[float, ...]]]:
     return parsed
 
 
-__all__ = ["SWEEPABLE", "PPOConfig"]
+__all__ = ["SWEEPABLE", "PPOConfig", "lag_unused"]

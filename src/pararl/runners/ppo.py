@@ -31,6 +31,7 @@ import torch
 
 from pararl import seeding
 from pararl.config import PPOConfig
+from pararl.config.ppo import lag_unused
 from pararl.envs.make import env_factory
 from pararl.envs.masks import batch_mask
 from pararl.errors import UsageError
@@ -401,8 +402,7 @@ def check_lag_options(cfg: PPOConfig, mode: str) -> None:
         raise UsageError(f"--vtrace corrects for the policy lag of --mode async, and {why}; "
                          "add --mode async, or drop --vtrace")  # fmt: skip
     if cfg.policy_lag != PPOConfig.policy_lag:  # the default, which every mode takes
-        raise UsageError(f"--policy-lag {cfg.policy_lag} sets the policy lag of --mode async, "
-                         f"and {why}; add --mode async, or drop --policy-lag")  # fmt: skip
+        raise lag_unused(cfg.policy_lag, why)
 
 
 def check_minibatch(cfg: PPOConfig, num_envs: int, defaulted: Collection[str] = ()) -> None:
