@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import csv
+import json
 import os
 import signal
 import time
@@ -223,6 +224,64 @@ def test_auto_overlaps_cheap_envs_with_the_update_where_there_is_a_second_core(
     if mode == "async":
         assert layout.workers == {2: 1, 16: 8}[cores]  # the most of cores - 1 that split 8
         assert "env step 4.0 µs x 8 envs" in layout.choice.reason
+
+
+@pytest.mark.parametrize(("update_s", "mode"), [(2.0, "async"), (0.01, "sync")])
+def test_auto_overlaps_expensive_envs_where_the_update_outweighs_the_acting(
+    update_s: float, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Envs for sync workers (Pong: a step of ~230 µs): `auto` times an iteration's
+    sides and runs async where its iteration is the shorter (a large update), else
+    sync (a small one); it says both estimates. Nothing is timed where `auto` was not
+    asked for, for what it keeps out of async, or where `--workers` was given."""
+    from pararl.runners import ppo as ppo_runner
+    from pararl.runners.ppo_mode import LoopSides, ModeChoice, Threads
+
+    monkeypatch.setattr(ppo_runner, "physical_cores", lambda: 2)
+    chosen = ModeChoice("sync", 2.3e-4, "env step 230.0 µs x 8 envs")
+    monkeypatch.setattr(ppo_runner, "choose_mode", lambda *args, **kwargs: chosen)
+    monkeypatch.setattr(ppo_runner, "round_trip_s", lambda: 1.5e-4)
+    asked = []
+
+    def sides(env_fn: Any, num_envs: int, step_s: float, actors: int, workers: int) -> Any:
+        asked.append((num_envs, step_s, actors, workers))
+        timed = LoopSides(128, 0.5, 0.24, update_s, 0.6 * update_s, 0.6 * update_s)
+        return timed, Threads(1, 2, 2)
+
+    layout = ppo_runner.choose(PPOConfig(env=ENV), False, sides)
+    assert (layout.mode, layout.num_envs) == (mode, 8)
+    assert asked == [(8, 2.3e-4, 1, 2)]
+    reason = layout.choice.reason
+    assert reason.startswith("env step 230.0 µs x 8 envs; a rollout acted in 0.50 s on one core")
+    assert f"an update {update_s:.2f} s on 1 thread(s), {0.6 * update_s:.2f} s on 2" in reason
+    assert "s async, ~" in reason
+    for config, continuous in [
+        (PPOConfig(env=ENV, mode="sync"), False),
+        (PPOConfig(env=ENV), True),
+        (PPOConfig(env=ENV, recurrent="lstm"), False),
+        (PPOConfig(env=ENV, workers=2), False),  # workers shaped for sync stay so
+    ]:
+        assert ppo_runner.choose(config, continuous, sides).mode == "sync"
+    assert len(asked) == 1
+
+
+def test_auto_times_a_runs_own_iteration_and_keeps_sync_where_acting_outweighs_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run's own timer (a state of its settings acting its envs): envs of 300 µs
+    a step under a network of 16 units act far longer than its update, so sync stays,
+    and the reason saved says both estimates."""
+    from pararl.runners import ppo as ppo_runner
+
+    monkeypatch.setattr(ppo_runner, "physical_cores", lambda: 2)
+    run = tmp_path / "r"
+    small = {**SMALL, "workers": None, "envs_per_worker": None, "num_envs": 4, "total_steps": 256}
+    env = {"env": "pararl/StepCost-v0", "env_kwargs": {"cost_us": 300.0}}
+    train(PPOConfig(run_dir=run, **env, **small))  # type: ignore[arg-type]
+    resolved = json.loads((run / "config.json").read_text())["resolved"]
+    assert resolved["mode"] == "sync"
+    assert "; a rollout acted in " in resolved["mode_reason"]
+    assert "s async, ~" in resolved["mode_reason"]
 
 
 @pytest.mark.parametrize(

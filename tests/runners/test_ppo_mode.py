@@ -1,6 +1,7 @@
 """`--mode auto` for PPO: the decision from the env's step time and this machine's
 round trip (both injected: no timing window to hit on a loaded machine), how a step
-time is measured (on an injected clock), and the per-machine cache of the round trip."""
+time is measured (on an injected clock), the per-machine cache of the round trip, and
+an iteration's two sides: how each loop adds them up, and timing them."""
 
 from __future__ import annotations
 
@@ -11,10 +12,22 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
+import torch
 
 import pararl.envs  # noqa: F401  (registers the pararl/... ids)
+from pararl import PPOConfig
+from pararl.config import env_kind
+from pararl.envs.make import env_factory
 from pararl.runners import ppo_mode
-from pararl.runners.ppo_mode import choose_mode, measure_step_s, round_trip_s
+from pararl.runners.ppo_mode import (
+    LoopSides,
+    Threads,
+    choose_mode,
+    measure_step_s,
+    round_trip_s,
+    time_sides,
+)
+from pararl.runners.ppo_state import PPOState
 
 TRIP_S = 180e-6  # a round trip, as measured on a 2-core machine
 CARTPOLE = functools.partial(gym.make, "CartPole-v1")
@@ -77,3 +90,44 @@ def test_round_trip_is_measured_once_per_machine_and_cached_for_a_week(tmp_path:
 def test_a_round_trip_is_measured_on_real_workers() -> None:
     """Two workers stepping CartPole: a step's round trip less the envs' own time."""
     assert 0.0 <= ppo_mode.measure_round_trip(envs_per_worker=1) < 0.5
+
+
+def test_an_iterations_sides_add_up_as_each_loop_runs_them() -> None:
+    sides = LoopSides(128, acting_s=0.5, stepping_s=0.25, update_own_s=2.0,
+                      update_wide_s=1.2, update_sync_s=1.1)  # fmt: skip
+    # async: the actors' acting beside the update on its own thread (a quarter of
+    # the update), then the update's rest on every core
+    assert sides.async_s(1) == pytest.approx(0.5 + 0.75 * 1.2)
+    assert sides.async_s(2) == pytest.approx(0.25 + (1 - 0.25 / 2.0) * 1.2)
+    # acting that outlasts the update bounds the iteration
+    assert LoopSides(128, 3.0, 1.0, 2.0, 1.2, 1.2).async_s(1) == 3.0
+    # sync: the forward passes here, the envs' steps on 2 workers at once, a round
+    # trip each step, then the update on sync's threads
+    assert sides.sync_s(2, 1e-4) == pytest.approx(0.25 + 0.125 + 128 * 1e-4 + 1.1)
+
+
+def _small_state() -> PPOState:
+    with gym.make("CartPole-v1") as env:
+        spaces = env.observation_space, env.action_space
+    cfg = PPOConfig(env="CartPole-v1", num_steps=8, hidden=(8,), act_device="cpu")
+    torch.manual_seed(0)  # what the run's own state would draw from
+    return PPOState(cfg.for_env(env_kind(*spaces)), *spaces, 4)
+
+
+def test_timing_an_iterations_sides_leaves_the_run_as_it_was() -> None:
+    """The timer acts a real rollout and updates on it; torch's global stream and
+    thread count are as they were after it (a seeded run's weights do not depend on
+    whether `auto` timed)."""
+    torch.manual_seed(5)
+    expected = torch.rand(3)
+    torch.manual_seed(5)
+    threads_before = torch.get_num_threads()
+    fn = env_factory("CartPole-v1", training=True)
+    sides, counts = time_sides(_small_state, fn, 4, 5e-6, lambda _: Threads(1, 1, 1), 3)
+    assert torch.equal(torch.rand(3), expected)
+    assert torch.get_num_threads() == threads_before
+    assert counts == Threads(1, 1, 1)
+    assert sides.steps == 8
+    assert 0 < sides.stepping_s <= sides.acting_s
+    assert sides.stepping_s == pytest.approx(min(sides.acting_s, 5e-6 * 4 * 8))
+    assert sides.update_own_s == sides.update_wide_s == sides.update_sync_s > 0

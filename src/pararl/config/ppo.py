@@ -45,9 +45,11 @@ class PPOConfig(RunConfig):
     """`serial`: envs in this process; `sync`: ParallelVectorEnv workers step them while
     this process runs the policy on the whole batch; `async`: actor processes step the
     envs and act with their own copy of the policy, collecting the next rollout while
-    this process updates on the last (--policy-lag); `auto`: sync when the envs' step
-    time (measured at start-up) outweighs the round trip to the workers, else async
-    on 2 cores or more (serial on one)."""
+    this process updates on the last (--policy-lag); `auto`, on 2 cores or more:
+    sync where the envs' step time (measured at start-up) outweighs the round trip to
+    the workers, unless one iteration's acting and update, timed at start-up, say
+    that overlapping them is shorter; else async (serial on one core; a recurrent or
+    Gaussian policy: serial or sync, never async)."""
     policy_lag: int = 1
     """--mode async: the actors collect rollout j with the weights learned from the
     rollouts before j - policy_lag, exactly (so a seeded run is reproducible): 1

@@ -35,6 +35,7 @@ from pararl.config.ppo import lag_unused
 from pararl.envs.make import env_factory
 from pararl.envs.masks import batch_mask
 from pararl.errors import UsageError
+from pararl.models import num_params
 from pararl.mp.threads import (
     AdaptiveThreads,
     LentCores,
@@ -44,7 +45,14 @@ from pararl.mp.threads import (
     torch_threads,
 )
 from pararl.mp.topology import physical_cores
-from pararl.runners.ppo_mode import ModeChoice, choose_mode
+from pararl.runners.ppo_mode import (
+    LoopSides,
+    ModeChoice,
+    Threads,
+    choose_mode,
+    round_trip_s,
+    time_sides,
+)
 from pararl.runners.ppo_state import PPOState, ThreadRule
 from pararl.runners.session import TrainSession
 from pararl.runners.setup import Plan, Prepared, encoder_note
@@ -334,11 +342,17 @@ class Layout:
         return self.workers * self.per_worker
 
 
-def choose(cfg: PPOConfig, continuous: bool = False) -> Layout:
+# times an iteration's two sides: (env_fn, num_envs, env step s, actors, workers)
+SidesTimer = Callable[[Callable[[], gym.Env], int, float, int, int], tuple[LoopSides, Threads]]
+
+
+def choose(cfg: PPOConfig, continuous: bool = False, sides: SidesTimer | None = None) -> Layout:
     """The mode, the number of workers or Ray actors, and the envs each steps
     (`PPOConfig.split_envs`: the envs stay 8 by default whatever the machine, on as
     many of its cores as split them evenly). `continuous`: Box actions (a Gaussian
-    policy), which `auto` keeps out of async (`lag_hurts`)."""
+    policy), which `auto` keeps out of async (`lag_hurts`). `sides`: times an
+    iteration's two sides (`ppo_mode.time_sides`) where `auto` would choose sync, to
+    overlap them instead where that is the shorter (None: sync stays)."""
     if cfg.backend == "ray":
         from pararl.samplers.ray.cluster import ray_actors
 
@@ -353,17 +367,34 @@ def choose(cfg: PPOConfig, continuous: bool = False) -> Layout:
     workers, per = cfg.split_envs(cores)
     env_fn = env_factory(cfg.env, cfg.wrapper, training=True, kwargs=cfg.env_kwargs)
     choice = choose_mode(cfg.mode, env_fn, workers * per, workers)
-    if cfg.mode == "auto" and choice.mode == "serial" and cores >= 2 and cfg.act_device != "cuda":
-        kept = lag_hurts(cfg, continuous)
-        if kept is not None:
-            why = f"{choice.reason}; {kept} trains without async's policy lag"
-            return Layout(ModeChoice(choice.mode, choice.env_step_s, why), workers, per)
+    if cfg.mode != "auto" or cores < 2 or cfg.act_device == "cuda":
+        return Layout(choice, workers, per)
+    kept = lag_hurts(cfg, continuous)
+    if kept is not None:
+        why = f"{choice.reason}; {kept} trains without async's policy lag"
+        return Layout(ModeChoice(choice.mode, choice.env_step_s, why), workers, per)
+    if choice.mode == "serial":
         # envs this cheap fit one core with the acting: an actor process takes them,
         # and the update overlaps them on another (MinAtar Breakout: 0.60x serial's
         # wall time, CartPole: 0.84x; BENCHMARKS.md)
         how = "one core steps and acts" if cfg.workers is None else "--workers given"
         return _async_layout(cfg, cores, f"{choice.reason}: {how}")
-    return Layout(choice, workers, per)
+    shaped = cfg.workers is not None or cfg.envs_per_worker is not None  # for workers
+    if sides is None or choice.env_step_s is None or shaped:
+        return Layout(choice, workers, per)
+    # workers pay; overlapping may pay more, where the update outweighs the acting
+    # (Pong on 2 cores: 1.22-1.25x sync's agent steps/s; BENCHMARKS.md)
+    actors, _ = cfg.split_envs(max(1, cores - 1))
+    timed, threads = sides(env_fn, workers * per, choice.env_step_s, actors, workers)
+    overlapped = timed.async_s(actors)
+    lockstep = timed.sync_s(workers, round_trip_s())
+    why = (
+        f"{choice.reason}; {timed.describe(threads)}: an iteration ~{overlapped:.2f} s "
+        f"async, ~{lockstep:.2f} s sync"
+    )
+    if overlapped < lockstep:
+        return _async_layout(cfg, cores, why)
+    return Layout(ModeChoice("sync", choice.env_step_s, why), workers, per)
 
 
 def lag_hurts(cfg: PPOConfig, continuous: bool) -> str | None:
@@ -382,6 +413,36 @@ def lag_hurts(cfg: PPOConfig, continuous: bool) -> str | None:
     if continuous:
         return "a Gaussian policy"
     return None
+
+
+def sides_timer(p: Prepared) -> SidesTimer:
+    """`choose`'s timer of an iteration's two sides for this run: a state of its
+    settings (one epoch an update, eager, acting on the CPU as actors do), each loop's
+    thread counts by the run's rules (`ppo_threads`, `LentCores`)."""
+    cfg: PPOConfig = p.config
+    one_epoch = dataclasses.replace(cfg, update_epochs=1, act_device="cpu", compile="off")
+    filled = dataclasses.replace(p.filled, config=one_epoch)
+
+    def make_state(num_envs: int) -> PPOState:
+        return PPOState(
+            filled, p.observation_space, p.action_space, num_envs, action_masks=p.action_masks
+        )
+
+    def threads(state: PPOState, actors: int, workers: int) -> Threads:
+        size, given = num_params(state.learner.model), cfg.learner_threads
+        own = ppo_threads(size, "async", actors, given)[1]
+        wide = own if held(state.devices.learn.type, given) else max(own, every_core_threads())
+        return Threads(own, wide, ppo_threads(size, "sync", workers, given)[1])
+
+    def timer(env_fn: Callable[[], gym.Env], num_envs: int, step_s: float,
+              actors: int, workers: int) -> tuple[LoopSides, Threads]:  # fmt: skip
+        return time_sides(
+            functools.partial(make_state, num_envs), env_fn, num_envs, step_s,
+            functools.partial(threads, actors=actors, workers=workers),
+            cfg.settings.update_epochs,
+        )  # fmt: skip
+
+    return timer
 
 
 def _async_layout(cfg: PPOConfig, cores: int, why: str) -> Layout:
@@ -481,7 +542,7 @@ def plan(p: Prepared) -> Plan:
         from pararl.runners import ppo_population
 
         return ppo_population.plan(p)
-    layout = choose(cfg, isinstance(p.action_space, gym.spaces.Box))
+    layout = choose(cfg, isinstance(p.action_space, gym.spaces.Box), sides_timer(p))
     check_lag_options(cfg, layout.mode)
     check_minibatch(cfg, layout.num_envs, p.filled.defaults)
     filled = p.filled

@@ -13,6 +13,14 @@ on this machine the first time `auto` needs it (about a second: two workers step
 CartPole) and kept in a small per-machine cache file for a week: a machine's speed
 changes, and one measurement taken while it was busy (531 µs, against 148 µs on
 the same machine quiet) would otherwise decide every run after it.
+
+Where workers pay, a PPO run of discrete actions may still overlap its acting with
+its update (async: actor processes on all cores but the learner's), which pays where
+the update outweighs the acting: Pong on 2 cores, 1.22-1.25x sync's agent steps/s
+(BENCHMARKS.md). So `auto` then times both sides of one iteration (`LoopSides`): one
+rollout acted in this process, as an actor acts it, and one epoch of its update on
+the thread counts each loop would give it, and takes the loop whose iteration is the
+shorter. For Pong that is about two seconds at start-up.
 """
 
 from __future__ import annotations
@@ -28,9 +36,16 @@ from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
+import torch
 
 from pararl.envs.make import env_factory
 from pararl.envs.masks import random_action
+from pararl.intraop import torch_threads
+from pararl.mp.shared import local_arrays
+from pararl.runners.ppo_state import PPOState
+from pararl.samplers.rollout.actors import ActorPlan, SegmentActor
+from pararl.samplers.rollout.collect import batch_of, rollout_specs
+from pararl.seeding import env_seeds
 from pararl.vector import ParallelVectorEnv
 
 MEASURE_BUDGET_S = 0.03
@@ -167,3 +182,94 @@ def choose_mode(
         f"{spared * 1e6:.0f} µs per step, a round trip costs ~{trip * 1e6:.0f} µs here"
     )
     return ModeChoice(mode, step_s, reason)
+
+
+@dataclass(frozen=True)
+class Threads:
+    """The update's torch threads in each loop: async's learner beside its actors
+    (`own`), widened to `wide` once they wait (`LentCores`; `own` where the count is
+    held), and sync's, which its workers wait for."""
+
+    own: int
+    wide: int
+    sync: int
+
+
+@dataclass(frozen=True)
+class LoopSides:
+    """One iteration's two sides, timed (seconds): a rollout of every env (`steps`
+    vector steps) acted in one process on one thread (what an async actor does;
+    `stepping_s` of it the envs' own steps), and its update on each loop's threads
+    (`Threads`)."""
+
+    steps: int
+    acting_s: float
+    stepping_s: float
+    update_own_s: float
+    update_wide_s: float
+    update_sync_s: float
+
+    def async_s(self, actors: int) -> float:
+        """An async iteration at best: each actor's share of the acting beside the
+        update on its own threads, then the update's rest on every core."""
+        acting = self.acting_s / actors
+        if acting >= self.update_own_s:
+            return acting
+        return acting + (1 - acting / self.update_own_s) * self.update_wide_s
+
+    def sync_s(self, workers: int, round_trip_s: float) -> float:
+        """A sync iteration: the forward passes in this process, the envs' steps on
+        `workers` at once and a round trip to them each step, then the update."""
+        forward = max(0.0, self.acting_s - self.stepping_s)
+        trips = self.steps * round_trip_s
+        return forward + self.stepping_s / workers + trips + self.update_sync_s
+
+    def describe(self, threads: Threads) -> str:
+        update = f"an update {self.update_own_s:.2f} s on {threads.own} thread(s)"
+        if threads.wide != threads.own:
+            update += f", {self.update_wide_s:.2f} s on {threads.wide}"
+        return f"a rollout acted in {self.acting_s:.2f} s on one core, {update}"
+
+
+def time_sides(
+    make_state: Callable[[], PPOState],
+    env_fn: Callable[[], gym.Env],
+    num_envs: int,
+    env_step_s: float,
+    threads: Callable[[PPOState], Threads],
+    epochs: int,
+) -> tuple[LoopSides, Threads]:
+    """Act one rollout of `num_envs` envs with a new state's policy (`make_state`:
+    the run's settings, one epoch per update) and time one epoch of its update on
+    each count of `threads`, after one untimed; scaled to the run's `epochs`. torch's
+    global stream is left as it was: the run's weights do not depend on this."""
+    with torch.random.fork_rng(devices=[]), torch_threads(1):
+        state = make_state()
+        spec = state.rollout_spec
+        plan = ActorPlan(state.make_model, env_fn, spec, state.mask_info, 0, seed=0)
+        actor = SegmentActor(plan, env_seeds(0, num_envs), (0, 0, 0))
+        arrays = local_arrays(rollout_specs(spec, num_envs))
+        try:
+            start = time.perf_counter()
+            actor.collect(arrays)
+            acting = time.perf_counter() - start
+        finally:
+            actor.close()
+        batch = batch_of(arrays, spec)
+        batch.pop("discounted")  # the reward scale's, not the loss's
+        counts = threads(state)
+        updates: dict[int, float] = {}
+        for count in (counts.wide, *sorted({counts.own, counts.wide, counts.sync})):
+            with torch_threads(count):
+                start = time.perf_counter()
+                state.learner.update(dict(batch), state.rng)
+                updates[count] = time.perf_counter() - start  # the first: untimed
+    sides = LoopSides(
+        spec.num_steps,
+        acting,
+        min(acting, env_step_s * num_envs * spec.num_steps),
+        epochs * updates[counts.own],
+        epochs * updates[counts.wide],
+        epochs * updates[counts.sync],
+    )
+    return sides, counts
