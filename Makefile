@@ -82,6 +82,7 @@ gpu-check: $(if $(GPU_PYTHON),,venv)
 	$(GPY) -m benchmarks learner --device cuda --no-prioritized --seconds 1 --repeats 2 --section learner_cuda
 	$(GPY) -m benchmarks devices --quick --update-benchmarks True --section devices_cuda --figure figures/bench_devices_cuda.png
 	$(GPY) -m benchmarks pixels --parts pong --pong-systems pararl-ppo pararl-ppo-async sb3-ppo pararl-dqn sb3-dqn --slice-s 20 --update-benchmarks True --section pong_cuda
+	$(GPY) -m benchmarks seeds --cases breakout-ppo --agents 32 --budget 100000 --ways batched --learn-device cuda --update-benchmarks True --section seeds_cuda
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site

@@ -37,6 +37,10 @@ FLOOR_STEPS = 2_000  # vector steps of the envs alone
 FLOP_STEPS = 4_096  # env steps per agent of the run whose FLOPs are counted
 THREADS = 2  # the GEMM peak's threads: the 2 cores
 MODES = ("auto", "serial", "sync", "async")  # a batch's (`pararl train --seeds N --mode`)
+WAYS = ("batched", "separate", "single")  # how a case runs: the batch is always one
+# the anchor of the GPU row (`make gpu-check`): PQN (Gallici et al. 2024) trains 10
+# MinAtar seeds in under 5 minutes on one A40 by vectorising whole agents in JAX
+PQN = "PQN (Gallici et al. 2024): 10 MinAtar seeds in under 5 minutes on one A40 (JAX)"
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,8 @@ class Config(h.Options):
     budget: int | None = None  # Env steps per agent (default: the case's).
     keep_dir: Path | None = None  # Keep the runs here (default: a temporary folder, removed after).
     mode: str = "auto"  # The batched run's --mode (async: an actor process beside the update).
+    ways: tuple[str, ...] = WAYS  # Which ways run (the batch always; `batched` alone: the GPU row).
+    learn_device: str = "auto"  # The batched run's --learn-device (cuda: the GPU row).
 
 
 @dataclass(frozen=True)
@@ -70,8 +76,8 @@ class Way:
 class Result:
     case: str
     batched: Way
-    separate: Way
-    single: Way
+    separate: Way | None  # None: not run (`--ways`)
+    single: Way | None
     iqm: dict[str, tuple[float, float, float]]  # way -> (IQM, CI low, CI high)
     p: float | None  # Mann-Whitney, batched vs separate finals
     envs_alone: float | None = None  # agent steps/s of the batch's envs alone
@@ -94,7 +100,9 @@ def resolve(c: Config) -> Config:
     h.check([(bool(unknown), f"--cases: unknown {unknown}; choose from {', '.join(CASES)}"),
              (c.agents is not None and c.agents < 2, "--agents must be >= 2"),
              (c.budget is not None and c.budget < 1, "--budget must be >= 1"),
-             (c.mode not in MODES, f"--mode: choose from {', '.join(MODES)}")])  # fmt: skip
+             (c.mode not in MODES, f"--mode: choose from {', '.join(MODES)}"),
+             (not set(c.ways) <= set(WAYS), f"--ways: choose from {', '.join(WAYS)}"),
+             ("batched" not in c.ways, "--ways: the batch always runs; add batched")])  # fmt: skip
     return c
 
 
@@ -126,6 +134,15 @@ def _pool(commands: Sequence[list[str]], width: int, cwd: Path) -> tuple[float, 
         for proc, _, _ in running:
             t.kill(proc)
     return time.perf_counter() - start, failures
+
+
+def _learn_device(run_dir: Path) -> str:
+    """Where a batched run learned (its config.json; the CPU where it does not say)."""
+    try:
+        facts = json.loads((run_dir / "config.json").read_text())["resolved"]
+        return str(facts["devices"]["learn"]).split(":")[0]
+    except (OSError, ValueError, KeyError, TypeError):
+        return "cpu"
 
 
 def envs_alone(run_dir: Path, steps: int = FLOOR_STEPS) -> float | None:
@@ -205,15 +222,19 @@ def run_case(name: str, c: Config, work: Path) -> Result:
         return Way(wall_s, agents, budget, finals, "; ".join(failures))
 
     h.progress(f"{name}: {n} agents batched, {budget:,} steps each")
-    batched_cmd = command("batched", seeds=n, mode=c.mode)
+    batched_cmd = command("batched", seeds=n, mode=c.mode, learn_device=c.learn_device)
     batched = way(["batched"], *_pool([batched_cmd], 1, work), n)
-    h.progress(f"{name}: {n} separate runs, two at a time")
     seeds = [f"seed{s}" for s in range(n)]
-    separate = way(seeds, *_pool([command(r, seed=s) for s, r in enumerate(seeds)], 2, work), n)
-    h.progress(f"{name}: one run alone")
-    single = way(["single"], *_pool([command("single")], 1, work), 1)
+    separate = single = None
+    if "separate" in c.ways:
+        h.progress(f"{name}: {n} separate runs, two at a time")
+        runs = [command(r, seed=s) for s, r in enumerate(seeds)]
+        separate = way(seeds, *_pool(runs, 2, work), n)
+    if "single" in c.ways:
+        h.progress(f"{name}: one run alone")
+        single = way(["single"], *_pool([command("single")], 1, work), 1)
     iqm, p = {}, None
-    if batched.finals and separate.finals:
+    if batched.finals and separate is not None and separate.finals:
         result = compare(side([root / "batched"]), side([root / r for r in seeds]), reps=10_000)
         for label, summary in (("batched", result.summary_a), ("separate", result.summary_b)):
             iqm[label] = (summary.iqm, *summary.iqm_ci)
@@ -223,7 +244,8 @@ def run_case(name: str, c: Config, work: Path) -> Result:
 
     from benchmarks.learner import gemm_peak
 
-    peak = gemm_peak(torch.device("cpu"), THREADS)
+    learned_on = torch.device(_learn_device(root / "batched"))
+    peak = gemm_peak(learned_on, THREADS)
     floor = (envs_alone(root / "batched"), flops_per_step(algo, env, n), peak)
     return Result(name, batched, separate, single, iqm, p, *floor)
 
@@ -274,22 +296,35 @@ def report(results: list[Result], meta: h.Metadata) -> h.Report:
              "agent steps/s batched", "separate", "ratio", "target", "envs alone",
              "MFLOP / step", "floor s", "batched ÷ floor", "IQM batched", "IQM separate",
              "p"]  # fmt: skip
+
+    def wall(way: Way | None) -> str:
+        return "–" if way is None else f"{way.wall_s:.0f}"
+
     rows, ratios, failed = [], [], []
     for r in results:
-        ratio = h.ratio(r.batched.rate, r.separate.rate)
-        ratios.append(f"{r.case} {h.fmt_ratio(ratio)}")
+        separate_rate = None if r.separate is None else r.separate.rate
+        ratio = h.ratio(r.batched.rate, separate_rate)
+        if r.separate is None:  # the batch alone (the GPU row): its own rate
+            ratios.append(f"{r.case} {r.batched.agents} agents in {r.batched.wall_s:.0f} s")
+        else:
+            ratios.append(f"{r.case} {h.fmt_ratio(ratio)}")
         rows.append(
             [r.case, str(r.batched.agents), f"{r.batched.steps:,}", f"{r.batched.wall_s:.0f}",
-             f"{r.separate.wall_s:.0f}", f"{r.single.wall_s:.0f}", h.fmt_rate(r.batched.rate),
-             h.fmt_rate(r.separate.rate), h.fmt_ratio(ratio), _target(r.case),
+             wall(r.separate), wall(r.single), h.fmt_rate(r.batched.rate),
+             h.fmt_rate(separate_rate), h.fmt_ratio(ratio), _target(r.case),
              h.fmt_rate(r.envs_alone), "-" if r.flops is None else f"{r.flops / 1e6:.2f}",
              h.fmt_num(r.floor_s, 1), h.fmt_ratio(h.ratio(r.batched.wall_s, r.floor_s)),
              iqm(r, "batched"), iqm(r, "separate"),
              "-" if r.p is None else f"{r.p:.2f}"]
         )  # fmt: skip
         ways = (("batched", r.batched), ("separate", r.separate), ("single", r.single))
-        failed += [f"{r.case} {name}: {w.failed}" for name, w in ways if w.failed]
+        failed += [f"{r.case} {name}: {w.failed}" for name, w in ways if w and w.failed]
     blocks = [h.text_table(heads, rows), NOTES]
+    if any(r.separate is None for r in results):
+        blocks.append(
+            f"Where only the batch ran (`--ways batched`), its anchor is published: {PQN}. "
+            "The floor's FLOPs are at the GEMM peak of the device the batch learned on."
+        )
     if failed:
         blocks.append("Failed: " + "; ".join(failed))
     return h.Report("Many seeds in one run", ", ".join(ratios) or "none", blocks)

@@ -36,6 +36,10 @@ def test_bad_options_are_refused() -> None:
         seeds.resolve(seeds.Config(agents=1))
     with pytest.raises(UsageError, match="--mode: choose from auto, serial, sync, async"):
         seeds.resolve(seeds.Config(mode="fast"))
+    with pytest.raises(UsageError, match="--ways: choose from batched, separate, single"):
+        seeds.resolve(seeds.Config(ways=("batched", "alone")))
+    with pytest.raises(UsageError, match="--ways: the batch always runs; add batched"):
+        seeds.resolve(seeds.Config(ways=("separate",)))
     assert seeds.resolve(seeds.Config(quick=True)).cases == ("cartpole-ppo",)
 
 
@@ -50,6 +54,17 @@ def test_the_table_gives_rates_ratio_and_finals() -> None:
     assert "| cartpole-ppo | 4 | 1,000 | 10 | 40 | 8 | 400 | 100 | 4.00× | >= 3x |" in table
     assert "2.5 [1.5, 3.5]" in table
     assert report.key_ratios == "cartpole-ppo 4.00×"
+
+
+def test_a_batch_alone_is_reported_beside_its_published_anchor() -> None:
+    """`--ways batched` (the GPU row): no separate runs, so no ratio; the key ratio is
+    the batch's own time, and the table names PQN's published one."""
+    batch = seeds.Way(200.0, 32, 1_000_000, (5.0, 6.0))
+    result = seeds.Result("breakout-ppo", batch, None, None, {}, None)
+    report = seeds.report([result], h.Metadata("seeds", {}))
+    assert "| breakout-ppo | 32 | 1,000,000 | 200 | – | – | 160k | – | –" in report.blocks[0]
+    assert report.key_ratios == "breakout-ppo 32 agents in 200 s"
+    assert "10 MinAtar seeds in under 5 minutes on one A40" in report.blocks[-1]
 
 
 def test_the_floor_steps_the_batchs_envs_as_it_laid_them_out(tmp_path: Path) -> None:
