@@ -268,15 +268,18 @@ def test_auto_overlaps_expensive_envs_where_the_update_outweighs_the_acting(
 def test_auto_times_a_runs_own_iteration_and_keeps_sync_where_acting_outweighs_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The run's own timer (a state of its settings acting its envs): envs of 300 µs
-    a step under a network of 16 units act far longer than its update, so sync stays,
+    """The run's own timer (a state of its settings acting its envs): envs of 1 ms a
+    step under a network of 16 units act far longer than its update, so sync stays,
     and the reason saved says both estimates."""
     from pararl.runners import ppo as ppo_runner
 
     monkeypatch.setattr(ppo_runner, "physical_cores", lambda: 2)
+    # a round trip as a quiet 2-core machine measures it (a busy moment's would
+    # weigh on sync's estimate)
+    monkeypatch.setattr(ppo_runner, "round_trip_s", lambda: 1.5e-4)
     run = tmp_path / "r"
     small = {**SMALL, "workers": None, "envs_per_worker": None, "num_envs": 4, "total_steps": 256}
-    env = {"env": "pararl/StepCost-v0", "env_kwargs": {"cost_us": 300.0}}
+    env = {"env": "pararl/StepCost-v0", "env_kwargs": {"cost_us": 1000.0}}
     train(PPOConfig(run_dir=run, **env, **small))  # type: ignore[arg-type]
     resolved = json.loads((run / "config.json").read_text())["resolved"]
     assert resolved["mode"] == "sync"

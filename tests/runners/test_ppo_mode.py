@@ -101,6 +101,9 @@ def test_an_iterations_sides_add_up_as_each_loop_runs_them() -> None:
     assert sides.async_s(2) == pytest.approx(0.25 + (1 - 0.25 / 2.0) * 1.2)
     # acting that outlasts the update bounds the iteration
     assert LoopSides(128, 3.0, 1.0, 2.0, 1.2, 1.2).async_s(1) == 3.0
+    # with --policy-lag 0 the actors wait for each update: one after the other, the
+    # update on every core
+    assert sides.async_s(1, lag=0) == pytest.approx(0.5 + 1.2)
     # sync: the forward passes here, the envs' steps on 2 workers at once, a round
     # trip each step, then the update on sync's threads
     assert sides.sync_s(2, 1e-4) == pytest.approx(0.25 + 0.125 + 128 * 1e-4 + 1.1)

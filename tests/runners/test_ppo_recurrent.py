@@ -264,12 +264,18 @@ def test_recurrent_options_refused_with_one_line(tmp_path: Path) -> None:
         PPOConfig(env=ENV, recurrent="gru", compile="on").validate()
     with pytest.raises(UsageError, match="drop --vtrace"):
         PPOConfig(env=ENV, recurrent="lstm", mode="async", vtrace=True).validate()
-    # a core's size without a core: refused where it was given (the env's kind fills
-    # in a size for every run, so the filled config alone cannot tell)
+    # a core's size without a core: refused where a command line typed it; a config
+    # from Python whose size differs from the default (a saved run's, reused: its
+    # env's kind filled one in) is not
     for given in ("recurrent_size", "recurrent_layers"):
-        with pytest.raises(UsageError, match=f"--{given.replace('_', '-')} .* add --recurrent"):
-            train(PPOConfig(run_dir=tmp_path / given, **{**SMALL, given: 32}))  # type: ignore[arg-type]
-        assert not (tmp_path / given).exists()
+        flag = "--" + given.replace("_", "-")
+        config = PPOConfig(env=ENV, **{given: 64})  # type: ignore[arg-type]
+        with pytest.raises(UsageError, match=f"{flag} 64 .* add --recurrent .* or drop {flag}"):
+            config.check_given({given})
+        config.check_given({given}, typed=False)
+    reused = {**SMALL, "recurrent_size": 64, "total_steps": 64, "mode": "serial"}
+    train(PPOConfig(run_dir=tmp_path / "reused", **reused))  # type: ignore[arg-type]
+    assert (tmp_path / "reused" / "config.json").is_file()
 
 
 def test_a_core_size_without_a_core_is_one_line_on_the_command_line(
@@ -280,6 +286,6 @@ def test_a_core_size_without_a_core_is_one_line_on_the_command_line(
     assert result.returncode == 2
     assert result.stderr.strip() == (
         "pararl: error: --recurrent-size 32 sizes a recurrent core, and this run has none: "
-        "add --recurrent lstm (or gru)"
+        "add --recurrent lstm (or gru), or drop --recurrent-size"
     )
     assert not (tmp_path / "r").exists()

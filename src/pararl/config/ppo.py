@@ -48,8 +48,9 @@ class PPOConfig(RunConfig):
     this process updates on the last (--policy-lag); `auto`, on 2 cores or more:
     sync where the envs' step time (measured at start-up) outweighs the round trip to
     the workers, unless one iteration's acting and update, timed at start-up, say
-    that overlapping them is shorter; else async (serial on one core; a recurrent or
-    Gaussian policy: serial or sync, never async)."""
+    that overlapping them is shorter (not timed where --workers or --envs-per-worker
+    is given); else async (serial on one core; a recurrent or Gaussian policy: serial
+    or sync, never async)."""
     policy_lag: int = 1
     """--mode async: the actors collect rollout j with the weights learned from the
     rollouts before j - policy_lag, exactly (so a seeded run is reproducible): 1
@@ -229,25 +230,22 @@ class PPOConfig(RunConfig):
             return "--sweep names a setting twice; give each once, with all its values"
         return None
 
-    def check_given(self, given: Iterable[str]) -> None:
+    def check_given(self, given: Iterable[str], typed: bool = True) -> None:
         """A setting given both its own value and a sweep's is refused: the sweep's
-        values would win without a word. So is one that the run would not use: a
-        recurrent core's size without a core, a policy lag in a mode without one (the
-        default, given, is refused too; a setting filled in by the env's kind cannot be
-        told from a given one later, so this is judged on what was given)."""
+        values would win without a word. So is a policy lag in a mode without one (its
+        default too, where typed), and, typed on the command line (`typed`), a recurrent
+        core's size without a core. A config from Python counts as given what differs
+        from the defaults, and a saved run's config holds the core size its env's kind
+        filled in: reused for a new run, it is not refused for that."""
         given = set(given)
-        unused = [
-            (
-                self.recurrent == "none",
-                ("recurrent_size", "recurrent_layers"),
-                "sizes a recurrent core, and this run has none: add --recurrent lstm (or gru)",
-            ),
-        ]
-        for applies, names, why in unused:
-            for name in names:
-                if applies and name in given:
+        if typed and self.recurrent == "none":
+            for name in ("recurrent_size", "recurrent_layers"):
+                if name in given:
                     flag = "--" + name.replace("_", "-")
-                    raise UsageError(f"{flag} {getattr(self, name)} {why}")
+                    raise UsageError(
+                        f"{flag} {getattr(self, name)} sizes a recurrent core, and this run "
+                        f"has none: add --recurrent lstm (or gru), or drop {flag}"
+                    )
         if self.mode in ("serial", "sync") and "policy_lag" in given:
             raise lag_unused(self.policy_lag, f"--mode {self.mode} has none")
         swept = [name for name, _ in _parsed(self.sweep)]

@@ -257,9 +257,11 @@ class RunConfig:
             if isinstance(value, str):
                 setattr(self, name, Path(value))
 
-    def check_given(self, given: Iterable[str]) -> None:
+    def check_given(self, given: Iterable[str], typed: bool = True) -> None:
         """Options that clash only when both were given (`given`: the fields set by the
-        user), for a new run: a UsageError line for the first. None here."""
+        user; `typed`: on the command line, else those of a config from Python that
+        differ from the defaults), for a new run: a UsageError line for the first.
+        None here."""
 
     def _check_choices(self) -> None:
         """A field of a few choices holds one of them (the command line checks its

@@ -386,7 +386,7 @@ def choose(cfg: PPOConfig, continuous: bool = False, sides: SidesTimer | None = 
     # (Pong on 2 cores: 1.22-1.25x sync's agent steps/s; BENCHMARKS.md)
     actors, _ = cfg.split_envs(max(1, cores - 1))
     timed, threads = sides(env_fn, workers * per, choice.env_step_s, actors, workers)
-    overlapped = timed.async_s(actors)
+    overlapped = timed.async_s(actors, cfg.policy_lag)
     lockstep = timed.sync_s(workers, round_trip_s())
     why = (
         f"{choice.reason}; {timed.describe(threads)}: an iteration ~{overlapped:.2f} s "

@@ -209,10 +209,14 @@ class LoopSides:
     update_wide_s: float
     update_sync_s: float
 
-    def async_s(self, actors: int) -> float:
+    def async_s(self, actors: int, lag: int = 1) -> float:
         """An async iteration at best: each actor's share of the acting beside the
-        update on its own threads, then the update's rest on every core."""
+        update on its own threads, then the update's rest on every core; with `lag` 0
+        the actors wait for each update, so the two follow each other (the update on
+        every core: nothing acts beside it)."""
         acting = self.acting_s / actors
+        if lag == 0:
+            return acting + self.update_wide_s
         if acting >= self.update_own_s:
             return acting
         return acting + (1 - acting / self.update_own_s) * self.update_wide_s

@@ -197,6 +197,7 @@ def prepare(
     resume_state, resumed_from, module_dirs = None, None, []
     before: dict[str, Any] = {}  # a resumed run's facts as it saved them
     named_by: Path | None = None  # the run directory whose config names the env
+    typed = given is not None  # the command line's (else: what differs from the defaults)
     given = resume.given_fields(config) if given is None else given
     if config.trust_checkpoint and config.resume is None:  # an invocation's, not a run's
         raise UsageError(
@@ -226,7 +227,7 @@ def prepare(
         module_dirs, named_by = ([found] if found else []), run.root
     config.validate()
     if config.resume is None:
-        config.check_given(given)
+        config.check_given(given, typed)
     if config.backend == "ray" and not extras.available("ray"):
         # say it now, before a run directory is made
         raise UsageError(extras.hint("Ray", "ray", "--backend ray"))
