@@ -112,8 +112,9 @@ def layout(
     learns worse a rollout behind (`runners.ppo.lag_hurts`: `continuous`, Box
     actions), and for a CNN, whose batched update takes every core, which an actor
     process would fight for (a CNN run alone on cheap envs runs async: its agents are
-    then those of seed i's sync run). `step_time` and `round_trip` measure the env and
-    this machine (given, in tests)."""
+    then those of seed i's sync run; a run alone on envs that pay for workers may
+    go async where its iteration's sides, timed, say so: a batch there stays sync).
+    `step_time` and `round_trip` measure the env and this machine (given, in tests)."""
     beside = "one actor process beside the learner"
     check_batch_workers(cfg.workers, cfg.mode)
     if cfg.mode == "async":
