@@ -245,3 +245,22 @@ def test_an_update_cut_by_ctrl_c_does_not_count_its_rollout(
     saved = checkpoint.load(run / "checkpoints" / "interrupted.pt")
     assert saved["env_steps"] == 64  # one rollout of 16 steps of 4 envs
     assert "its rollout's 64 steps are not counted" in capsys.readouterr().err
+
+
+def test_a_first_update_cut_by_ctrl_c_promises_no_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Cut in its first update, a new run keeps nothing: it says so, and not that a
+    resume would collect the rollout again."""
+
+    def cut(self: PPOLearner, *args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(PPOLearner, "_minibatch_step", cut)
+    run = tmp_path / "run"
+    with pytest.raises(KeyboardInterrupt):
+        train(PPOConfig(mode="serial", run_dir=run, **{**SMALL, "progress": "plain"}))  # type: ignore[arg-type]
+    err = capsys.readouterr().err
+    assert "before its first iteration; nothing saved" in err
+    assert "resume" not in err
+    assert not run.exists()

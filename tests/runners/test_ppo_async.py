@@ -253,7 +253,7 @@ def test_auto_overlaps_expensive_envs_where_the_update_outweighs_the_acting(
     assert asked == [(8, 2.3e-4, 1, 2)]
     reason = layout.choice.reason
     assert reason.startswith("env step 230.0 µs x 8 envs; a rollout acted in 0.50 s on one core")
-    assert f"an update {update_s:.2f} s on 1 thread(s), {0.6 * update_s:.2f} s on 2" in reason
+    assert f"an update {update_s:.2f} s on 1 thread, {0.6 * update_s:.2f} s on 2" in reason
     assert "s async, ~" in reason
     for config, continuous in [
         (PPOConfig(env=ENV, mode="sync"), False),
@@ -263,6 +263,8 @@ def test_auto_overlaps_expensive_envs_where_the_update_outweighs_the_acting(
     ]:
         assert ppo_runner.choose(config, continuous, sides).mode == "sync"
     assert len(asked) == 1
+    given = ppo_runner.choose(PPOConfig(env=ENV, workers=2), False, sides).choice.reason
+    assert given.endswith("; --workers given: sync, not timed against async")
 
 
 def test_auto_times_a_runs_own_iteration_and_keeps_sync_where_acting_outweighs_it(

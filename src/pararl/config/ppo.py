@@ -278,7 +278,8 @@ class PPOConfig(RunConfig):
             (self._sweep_problem() is None, self._sweep_problem() or ""),
             (
                 not self.vtrace or self.mode in ("auto", "async"),
-                "--vtrace corrects for the policy lag of --mode async; add --mode async",
+                "--vtrace corrects for the policy lag of --mode async; add --mode async, or "
+                "drop --vtrace",
             ),
             (
                 self.mode != "async" or self.act_device != "cuda",

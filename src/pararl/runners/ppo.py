@@ -144,10 +144,13 @@ def train_loop(
 @contextlib.contextmanager
 def _counted_when_learned(session: TrainSession, steps: int) -> Iterator[None]:
     """An update that Ctrl-C cuts says that its rollout's steps are not counted (a
-    resume collects that many again; the minibatch steps taken stay in the weights)."""
+    resume collects that many again; the minibatch steps taken stay in the weights),
+    unless the run keeps nothing to resume (cut in its first update)."""
     try:
         yield
     except KeyboardInterrupt:
+        if session.untrained:
+            raise
         session.console.message(
             f"pararl: the update was cut short: its rollout's {steps:,} steps are not "
             "counted, and a resume collects them again"
@@ -379,8 +382,11 @@ def choose(cfg: PPOConfig, continuous: bool = False, sides: SidesTimer | None = 
         # wall time, CartPole: 0.84x; BENCHMARKS.md)
         how = "one core steps and acts" if cfg.workers is None else "--workers given"
         return _async_layout(cfg, cores, f"{choice.reason}: {how}")
-    shaped = cfg.workers is not None or cfg.envs_per_worker is not None  # for workers
-    if sides is None or choice.env_step_s is None or shaped:
+    if cfg.workers is not None or cfg.envs_per_worker is not None:  # shaped for workers
+        given = "--workers" if cfg.workers is not None else "--envs-per-worker"
+        why = f"{choice.reason}; {given} given: sync, not timed against async"
+        return Layout(ModeChoice("sync", choice.env_step_s, why), workers, per)
+    if sides is None or choice.env_step_s is None:
         return Layout(choice, workers, per)
     # workers pay; overlapping may pay more, where the update outweighs the acting
     # (Pong on 2 cores: 1.22-1.25x sync's agent steps/s; BENCHMARKS.md)

@@ -20,7 +20,7 @@ the update outweighs the acting: Pong on 2 cores, 1.22-1.25x sync's agent steps/
 (BENCHMARKS.md). So `auto` then times both sides of one iteration (`LoopSides`): one
 rollout acted in this process, as an actor acts it, and one epoch of its update on
 the thread counts each loop would give it, and takes the loop whose iteration is the
-shorter. For Pong that is about two seconds at start-up.
+shorter. For Pong that is about 3.5 s at start-up.
 """
 
 from __future__ import annotations
@@ -229,7 +229,10 @@ class LoopSides:
         return forward + self.stepping_s / workers + trips + self.update_sync_s
 
     def describe(self, threads: Threads) -> str:
-        update = f"an update {self.update_own_s:.2f} s on {threads.own} thread(s)"
+        def on(count: int) -> str:
+            return f"{count} thread{'s' if count > 1 else ''}"
+
+        update = f"an update {self.update_own_s:.2f} s on {on(threads.own)}"
         if threads.wide != threads.own:
             update += f", {self.update_wide_s:.2f} s on {threads.wide}"
         return f"a rollout acted in {self.acting_s:.2f} s on one core, {update}"

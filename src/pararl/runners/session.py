@@ -239,6 +239,12 @@ class TrainSession:
     def wall_s(self) -> float:
         return time.monotonic() - self._t0
 
+    @property
+    def untrained(self) -> bool:
+        """A new run that has finished no iteration: ended now, it saves nothing
+        (`finish`), so there is nothing to resume."""
+        return self._fresh and self._latest is None
+
     def record_episodes(self, infos: dict[str, Any]) -> None:
         """Collect finished episodes' true returns (RecordEpisodeStatistics infos;
         under SAME_STEP autoreset pass `infos["final_info"]`)."""
@@ -543,7 +549,7 @@ class TrainSession:
 
     def finish(self, env_steps: int, state_fn: StateFn, status: str) -> None:
         """Final checkpoint and plot; says how the run ended and where it is."""
-        if self._fresh and self._latest is None:
+        if self.untrained:
             self._discard(status)
             return
         name = "final" if status in ("solved", "step budget reached") else "interrupted"
