@@ -49,8 +49,8 @@ class PPOConfig(RunConfig):
     sync where the envs' step time (measured at start-up) outweighs the round trip to
     the workers, unless one iteration's acting and update, timed at start-up, say
     that overlapping them is shorter (not timed where --workers or --envs-per-worker
-    is given); else async (serial on one core; a recurrent or Gaussian policy: serial
-    or sync, never async)."""
+    is given, or the learner is on a GPU); else async (serial on one core; a
+    recurrent or Gaussian policy: serial or sync, never async)."""
     policy_lag: int = 1
     """--mode async: the actors collect rollout j with the weights learned from the
     rollouts before j - policy_lag, exactly (so a seeded run is reproducible): 1

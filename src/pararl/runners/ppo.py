@@ -32,6 +32,7 @@ import torch
 from pararl import seeding
 from pararl.config import PPOConfig
 from pararl.config.ppo import lag_unused
+from pararl.devices import resolve_device
 from pararl.envs.make import env_factory
 from pararl.envs.masks import batch_mask
 from pararl.errors import UsageError
@@ -548,7 +549,11 @@ def plan(p: Prepared) -> Plan:
         from pararl.runners import ppo_population
 
         return ppo_population.plan(p)
-    layout = choose(cfg, isinstance(p.action_space, gym.spaces.Box), sides_timer(p))
+    # timed where the learner is on the CPU; a GPU's would be chosen and timed twice
+    # (`choose_devices`, in the timing's state and the run's), so auto stays sync there
+    on_cpu = resolve_device(cfg.learn_device, "--learn-device").type == "cpu"
+    timer = sides_timer(p) if on_cpu else None
+    layout = choose(cfg, isinstance(p.action_space, gym.spaces.Box), timer)
     check_lag_options(cfg, layout.mode)
     check_minibatch(cfg, layout.num_envs, p.filled.defaults)
     filled = p.filled
