@@ -257,7 +257,10 @@ def test_short_run_messages_and_too_many_workers(tmp_path: Path, pararl: Any) ->
     assert result.returncode == 0, result.stderr
     assert "-inf" not in result.stderr
     # no evaluation fell due: said at start, and the final weights are evaluated
-    assert "--eval-every 100,000 reaches past the budget (--total-steps 1,000)" in result.stderr
+    assert (
+        "an evaluation every 100,000 env steps (--eval-every) reaches past the budget "
+        "(--total-steps 1,000)" in result.stderr
+    )
     assert "(best eval " in result.stderr.splitlines()[-1]
     assert f"--workers {workers} is more than" in result.stderr
 

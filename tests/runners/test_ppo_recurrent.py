@@ -289,3 +289,15 @@ def test_a_core_size_without_a_core_is_one_line_on_the_command_line(
         "add --recurrent lstm (or gru), or drop --recurrent-size"
     )
     assert not (tmp_path / "r").exists()
+
+
+def test_the_defaults_line_names_a_core_size_only_for_a_run_with_a_core(
+    tmp_path: Path, pararl: Any
+) -> None:
+    base = ("train", "ppo", "--env", ENV, "--mode", "serial", "--total-steps", "256")
+    quiet = ("--num-steps", "32", "--eval-every", "100000", "--progress", "plain")
+    for core, shown in (("none", False), ("gru", True)):
+        result = pararl(*base, *quiet, "--recurrent", core, "--run-dir", str(tmp_path / core))
+        assert result.returncode == 0, result.stderr
+        [line] = [x for x in result.stderr.splitlines() if "pararl: defaults for" in x]
+        assert ("recurrent_size 64" in line) is shown, line

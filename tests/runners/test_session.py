@@ -217,7 +217,7 @@ def test_a_run_whose_budget_ends_before_an_evaluation_is_due_evaluates_its_final
     short = TrainSession(config, run, evaluator, None)
     note = short.schedule_note()
     assert note is not None
-    assert "--eval-every 1,000 reaches past the budget" in note
+    assert "an evaluation every 1,000 env steps (--eval-every) reaches past the budget" in note
     # resumed at 16,000 steps with a budget of 17,000: the next one due is named
     later = dataclasses.replace(CONFIG, eval_every=2_500, total_steps=17_000)
     elsewhere = RunDir.new(tmp_path / "resumed", "dqn", CONFIG.env)
@@ -259,8 +259,9 @@ def test_a_short_run_says_so_at_start_and_ends_evaluated(tmp_path: Path, pararl:
     lines = done.stderr.splitlines()
     [note] = [line for line in lines if "--eval-every" in line]
     assert note == (
-        "pararl: --eval-every 10,000 reaches past the budget (--total-steps 300): no "
-        "periodic evaluation falls due; its final weights are evaluated when it ends"
+        "pararl: an evaluation every 10,000 env steps (--eval-every) reaches past the budget "
+        "(--total-steps 300): no periodic evaluation falls due; its final weights are "
+        "evaluated when it ends"
     )
     assert "(best eval" in lines[-1]
     assert "no evaluation" not in lines[-1]

@@ -230,6 +230,10 @@ class PPOConfig(RunConfig):
             return "--sweep names a setting twice; give each once, with all its values"
         return None
 
+    def unused(self) -> frozenset[str]:
+        """A recurrent core's size, in a run without a core."""
+        return frozenset({"recurrent_size"} if self.recurrent == "none" else ())
+
     def check_given(self, given: Iterable[str], typed: bool = True) -> None:
         """A setting given both its own value and a sweep's is refused: the sweep's
         values would win without a word. So is a policy lag in a mode without one (its

@@ -257,6 +257,11 @@ class RunConfig:
             if isinstance(value, str):
                 setattr(self, name, Path(value))
 
+    def unused(self) -> frozenset[str]:
+        """Settings filled in by the env's kind that this run leaves unused (the
+        start-up line of defaults leaves them out). None here."""
+        return frozenset()
+
     def check_given(self, given: Iterable[str], typed: bool = True) -> None:
         """Options that clash only when both were given (`given`: the fields set by the
         user; `typed`: on the command line, else those of a config from Python that

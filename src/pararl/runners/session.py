@@ -331,7 +331,7 @@ class TrainSession:
         if self._start_steps:  # resumed: the next one after where it goes on from
             where = f"the next evaluation (at {self._next_eval:,} env steps, every {every:,})"
         else:
-            where = f"--eval-every {every:,}"
+            where = f"an evaluation every {every:,} env steps (--eval-every)"
         return (
             f"pararl: {where} reaches past the budget (--total-steps {budget:,}): no "
             "periodic evaluation falls due; its final weights are evaluated when it ends"

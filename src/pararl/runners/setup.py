@@ -386,8 +386,10 @@ def _say_start(p: Prepared, plan: Plan, session: TrainSession) -> None:
                 f"pararl: this run was solved (target {p.solved_before:g}); given more steps, it "
                 "trains them all (add --target-return to stop on a target again)"
             )
-    if p.filled.defaults:  # before the notes, which may speak of them
-        settings = ", ".join(f"{k} {v}" for k, v in p.filled.defaults.items())
+    unused = p.config.unused()
+    shown = {k: v for k, v in p.filled.defaults.items() if k not in unused}
+    if shown:  # before the notes, which may speak of them
+        settings = ", ".join(f"{k} {v}" for k, v in shown.items())
         tuned = p.filled.tuned_for
         source = KIND_TEXT[p.kind] + (f", tuned for {tuned}" if tuned else "")
         session.console.message(f"pararl: defaults for {source}: {settings}")
